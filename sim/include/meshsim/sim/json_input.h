@@ -1,0 +1,90 @@
+// Strict reading of JSON input (models, clusters, scenarios, catalogues).
+//
+// Every loader reads through `JsonObject`, which remembers the source (file name or "--flag") and
+// the JSON pointer of the value, so that every error names file, field and what was expected:
+//   llama.json: /num_layers: expected a positive integer, got -3
+// Unknown keys are errors (`finish()`), unless the reader was told to ignore them (`allow_unknown`,
+// used for Hugging Face config.json files, which carry many keys that do not affect performance).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "meshsim/sim/units.h"
+
+namespace meshsim {
+
+// Reads and parses a JSON file. Missing files and syntax errors throw InputError naming the file
+// and the byte offset.
+nlohmann::json load_json_file(const std::string& path);
+
+class JsonObject {
+ public:
+  // Throws InputError unless `value` is an object.
+  JsonObject(const nlohmann::json& value, std::string source, std::string pointer = "");
+
+  const std::string& source() const { return source_; }
+  const std::string& pointer() const { return pointer_; }
+  std::string pointer_of(const std::string& key) const;
+  bool has(const std::string& key) const;
+  void allow_unknown() { allow_unknown_ = true; }
+
+  // Required fields. Each marks the key as known.
+  std::string string(const std::string& key);
+  bool boolean(const std::string& key);
+  double number(const std::string& key);
+  double positive_number(const std::string& key);
+  double fraction(const std::string& key);  // in (0, 1]
+  int64_t integer(const std::string& key);
+  int64_t positive_integer(const std::string& key);
+  int64_t non_negative_integer(const std::string& key);
+  // Sizes and rates: a unit string ("80GiB", "400Gbps") or a plain number in base units.
+  Bytes bytes(const std::string& key);
+  BytesPerSec bandwidth(const std::string& key);
+  Duration duration(const std::string& key);
+  FlopsPerSec flops_rate(const std::string& key);
+  JsonObject object(const std::string& key);
+  std::vector<JsonObject> object_array(const std::string& key);
+  std::vector<int64_t> positive_integer_array(const std::string& key);
+  // One of a closed set of strings.
+  std::string one_of(const std::string& key, const std::vector<std::string>& choices);
+
+  // The raw value (marks the key as known).
+  const nlohmann::json& raw(const std::string& key);
+  // Marks keys as known without reading them.
+  void ignore(const std::string& key) { known_.insert(key); }
+
+  // Throws InputError naming the first key that no getter asked for.
+  void finish() const;
+
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const;
+
+ private:
+  const nlohmann::json& get(const std::string& key);
+
+  const nlohmann::json* value_;
+  std::string source_;
+  std::string pointer_;
+  std::set<std::string> known_;
+  bool allow_unknown_ = false;
+};
+
+// Optional reads: `opt(obj, key, &JsonObject::positive_integer)` gives std::nullopt when absent.
+template <typename T>
+std::optional<T> opt(JsonObject& obj, const std::string& key, T (JsonObject::*getter)(const std::string&)) {
+  if (!obj.has(key)) {
+    obj.ignore(key);
+    return std::nullopt;
+  }
+  return (obj.*getter)(key);
+}
+
+// Describes a JSON value for error messages: `-3`, `"abc"`, `an object`.
+std::string describe_json(const nlohmann::json& v);
+
+}  // namespace meshsim
