@@ -50,7 +50,6 @@ double bus_bandwidth_factor(CollectiveKind kind, int64_t ranks) {
       return (p - 1.0) / p;
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kReduce:
-    case CollectiveKind::kSendRecv:
       return 1.0;
   }
   return 1.0;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "meshsim/sim/program.h"
 #include "meshsim/sim/units.h"
 
 namespace meshsim::collectives {
@@ -19,8 +20,7 @@ Bytes allgather_bytes_per_rank(Bytes buffer, int64_t ranks);
 Bytes alltoall_bytes_per_rank(Bytes buffer, int64_t ranks);
 
 // nccl-tests' bus bandwidth factor: busbw = algbw * factor (all-reduce 2(p-1)/p; reduce-scatter,
-// all-gather and all-to-all (p-1)/p; broadcast, reduce and send/recv 1).
-enum class CollectiveKind { kAllReduce, kReduceScatter, kAllGather, kAllToAll, kBroadcast, kReduce, kSendRecv };
+// all-gather and all-to-all (p-1)/p; broadcast and reduce 1).
 double bus_bandwidth_factor(CollectiveKind kind, int64_t ranks);
 
 }  // namespace meshsim::collectives

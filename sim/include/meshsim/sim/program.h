@@ -1,0 +1,162 @@
+// A program: the DAG of ops one rank executes in a training step.
+//
+// Ops are compute kernels, collectives over a group, or point-to-point sends and receives. A
+// program is rank-agnostic: a collective names a *group slot* and a send names a *peer slot*, and
+// each rank binds slots to concrete groups and peers (see Simulation::add_rank). So every rank
+// with the same role (e.g. every data-parallel replica of one pipeline stage) shares one Program.
+//
+// Invariants (checked): ops are added in a topological order, i.e. a dependency always points from
+// an earlier OpId to a later one, so a Program can never hold a cycle. Each op names the stream it
+// runs on; a stream runs its ops one at a time, in OpId order (CUDA stream semantics).
+//
+// Storage is a Boost.Graph adjacency_list, hidden behind a pimpl (STYLE A.2).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "meshsim/sim/ids.h"
+#include "meshsim/sim/units.h"
+
+namespace meshsim {
+
+// Numeric formats of compute ops; the hardware model picks the peak rate by format.
+enum class Dtype : uint8_t { kFp32, kTf32, kBf16, kFp16, kFp8 };
+std::string_view to_string(Dtype d);
+std::optional<Dtype> parse_dtype(std::string_view s);
+int64_t bytes_per_element(Dtype d);
+
+// What a kernel does, for efficiency models, reports and trace colouring.
+enum class OpClass : uint8_t {
+  kMatmul,
+  kAttention,
+  kElementwise,
+  kNorm,
+  kEmbedding,
+  kLoss,
+  kOptimizer,
+  kCopy,
+  kCommunication,
+};
+inline constexpr int kNumOpClasses = 9;
+std::string_view to_string(OpClass c);
+
+enum class CollectiveKind : uint8_t {
+  kAllReduce,
+  kReduceScatter,
+  kAllGather,
+  kAllToAll,
+  kBroadcast,
+  kReduce,
+};
+std::string_view to_string(CollectiveKind k);
+
+enum class MemoryCategory : uint8_t {
+  kWeights,
+  kGradients,
+  kOptimizerState,
+  kActivations,
+  kCommBuffers,
+  kWorkspace,
+};
+inline constexpr int kNumMemoryCategories = 6;
+std::string_view to_string(MemoryCategory c);
+
+// GEMM shape [m, k] x [k, n], repeated `batch` times; for shape-dependent efficiency models.
+struct MatmulShape {
+  int64_t m = 0;
+  int64_t k = 0;
+  int64_t n = 0;
+  int64_t batch = 1;
+};
+
+struct ComputeWork {
+  OpClass op_class = OpClass::kElementwise;
+  Dtype dtype = Dtype::kBf16;
+  Flops flops;
+  Bytes bytes;  // HBM traffic: bytes read plus bytes written
+  std::optional<MatmulShape> shape;
+};
+
+// `bytes` is the buffer size in nccl-tests' convention: the full buffer for all-reduce, broadcast
+// and reduce; the full (gathered / unscattered) buffer for all-gather and reduce-scatter; what one
+// rank holds before the exchange for all-to-all.
+struct CollectiveWork {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  Bytes bytes;
+  uint16_t group_slot = 0;
+};
+
+// A send or a receive. Sends and receives between the same two ranks with the same tag match in
+// program order (the k-th send matches the k-th receive).
+struct PeerWork {
+  uint16_t peer_slot = 0;
+  Bytes bytes;
+  uint16_t tag = 0;
+};
+
+enum class OpKind : uint8_t { kCompute, kCollective, kSend, kRecv };
+std::string_view to_string(OpKind k);
+
+// A change to the memory ledger when the op starts or ends (negative delta frees).
+struct MemoryEffect {
+  MemoryCategory category = MemoryCategory::kActivations;
+  Bytes delta;
+  bool at_end = false;
+};
+
+// Where the op sits in the training step, for reports and traces.
+struct OpLabels {
+  std::optional<int32_t> layer;
+  std::optional<int32_t> microbatch;
+  std::optional<int32_t> stage;
+};
+
+struct Op {
+  std::string name;
+  uint8_t stream = 0;  // 0 is the compute stream; 1.. are communication channels
+  std::variant<ComputeWork, CollectiveWork, PeerWork> work;
+  bool is_send = false;  // for PeerWork: a send (true) or a receive (false)
+  OpLabels labels;
+  std::vector<MemoryEffect> memory;
+
+  OpKind kind() const;
+};
+
+class Program {
+ public:
+  Program();
+  ~Program();
+  Program(Program&&) noexcept;
+  Program& operator=(Program&&) noexcept;
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  OpId add(Op op);
+  // `before` must have been added earlier than `after`.
+  void add_dependency(OpId before, OpId after);
+  // Memory held when the step starts (weights, optimizer state), by category.
+  void set_initial_memory(MemoryCategory category, Bytes bytes);
+
+  size_t size() const;
+  const Op& op(OpId id) const;
+  std::vector<OpId> successors(OpId id) const;
+  std::vector<OpId> predecessors(OpId id) const;
+  size_t num_dependencies() const;
+  // A topological order computed by Boost.Graph (used to validate and by tools).
+  std::vector<OpId> topological_order() const;
+  const std::vector<std::pair<MemoryCategory, Bytes>>& initial_memory() const;
+  // Number of streams the program uses (max stream index + 1).
+  uint8_t num_streams() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace meshsim

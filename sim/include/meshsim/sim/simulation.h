@@ -1,0 +1,86 @@
+// The discrete-event engine: executes one program per rank with dependencies, streams and
+// rendezvous, and reports what happened through signals.
+//
+// Execution rules:
+//  * Each rank has streams (0 = compute, 1.. = communication). A stream runs its ops one at a
+//    time in program order. An op becomes *ready* when all its dependencies are done and it is at
+//    the head of its free stream; ops on different streams of a rank overlap freely.
+//  * A compute op runs for ComputeCostModel::compute_time from the moment it is ready.
+//  * A collective starts when every rank of its group has reached it (rendezvous) and lasts
+//    CommCostModel::collective_time. The k-th collective a rank issues on a group matches the
+//    k-th collective of every other member on that group (NCCL communicator semantics); their
+//    kinds and sizes must agree.
+//  * A send and its receive (same pair of ranks, same tag, k-th with k-th) start together when
+//    both are ready and last CommCostModel::p2p_time.
+//  * Memory effects of an op apply when it starts (or ends, if marked so); the ledger keeps the
+//    per-rank total and its peak with the breakdown at the peak.
+// Determinism: events are ordered by (time, insertion sequence); ranks and streams are scanned in
+// index order; nothing depends on addresses or the wall clock. No global state: several
+// Simulations may run at once.
+// A run that cannot finish (a collective some member never reaches) throws InternalError naming
+// the stuck ranks and ops, instead of hanging.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "meshsim/sim/cost_model.h"
+#include "meshsim/sim/ids.h"
+#include "meshsim/sim/program.h"
+#include "meshsim/sim/timeline.h"
+
+namespace meshsim {
+
+using ProgramIndex = StrongId<struct ProgramTag>;
+
+struct MemoryPeak {
+  Bytes peak;
+  SimTime when;
+  std::array<Bytes, kNumMemoryCategories> at_peak{};  // breakdown at the moment of the peak
+};
+
+struct RankResult {
+  SimTime end;  // completion of the rank's last op
+  MemoryPeak memory;
+};
+
+struct RunResult {
+  SimTime end;  // the step time: the last op of any rank
+  std::vector<RankResult> ranks;
+  uint64_t events = 0;
+};
+
+class Simulation {
+ public:
+  Simulation(const ComputeCostModel& compute, CommCostModel& comm);
+  ~Simulation();
+  Simulation(const Simulation&) = delete;
+  Simulation& operator=(const Simulation&) = delete;
+
+  ProgramIndex add_program(Program program);
+  GroupId add_group(std::vector<RankId> ranks);
+  // Adds the next rank (ids are dense, from 0), running `program`, with its group slots and
+  // peer slots bound to concrete groups and ranks.
+  RankId add_rank(ProgramIndex program, std::vector<GroupId> group_slots,
+                  std::vector<RankId> peer_slots);
+
+  void on_op_end(std::function<void(const OpRecord&)> callback);
+  void on_memory(std::function<void(const MemoryRecord&)> callback);
+  // Convenience subscriber that keeps every record.
+  void record_into(Timeline& timeline);
+
+  // Runs to completion. May be called once.
+  RunResult run();
+
+  size_t num_ranks() const;
+  const Program& program_of(RankId rank) const;
+  const std::vector<RankId>& group(GroupId id) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace meshsim

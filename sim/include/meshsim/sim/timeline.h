@@ -1,0 +1,38 @@
+// What happened: every op's span per rank and stream, and every change to the memory ledger.
+//
+// The engine emits these records through signals (Simulation::on_op_end, on_memory); `Timeline`
+// is one subscriber that keeps them all (trace writers are others, and may stream instead).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "meshsim/sim/ids.h"
+#include "meshsim/sim/program.h"
+#include "meshsim/sim/units.h"
+
+namespace meshsim {
+
+struct OpRecord {
+  RankId rank;
+  OpId op;
+  uint8_t stream = 0;
+  SimTime ready;  // dependencies done and stream free (for collectives: this rank arrived)
+  SimTime start;  // execution began (collectives: the last member arrived)
+  SimTime end;
+};
+
+struct MemoryRecord {
+  SimTime time;
+  RankId rank;
+  MemoryCategory category = MemoryCategory::kActivations;
+  Bytes delta;
+  Bytes total_after;  // all categories on this rank after the change
+};
+
+struct Timeline {
+  std::vector<OpRecord> ops;         // in order of completion
+  std::vector<MemoryRecord> memory;  // in order of occurrence
+};
+
+}  // namespace meshsim

@@ -1,0 +1,210 @@
+#include "meshsim/sim/program.h"
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/topological_sort.hpp>
+
+#include <algorithm>
+#include <iterator>
+
+#include "meshsim/sim/error.h"
+
+namespace meshsim {
+
+std::string_view to_string(Dtype d) {
+  switch (d) {
+    case Dtype::kFp32:
+      return "fp32";
+    case Dtype::kTf32:
+      return "tf32";
+    case Dtype::kBf16:
+      return "bf16";
+    case Dtype::kFp16:
+      return "fp16";
+    case Dtype::kFp8:
+      return "fp8";
+  }
+  return "?";
+}
+
+std::optional<Dtype> parse_dtype(std::string_view s) {
+  for (const Dtype d : {Dtype::kFp32, Dtype::kTf32, Dtype::kBf16, Dtype::kFp16, Dtype::kFp8}) {
+    if (to_string(d) == s) {
+      return d;
+    }
+  }
+  return std::nullopt;
+}
+
+int64_t bytes_per_element(Dtype d) {
+  switch (d) {
+    case Dtype::kFp32:
+    case Dtype::kTf32:
+      return 4;
+    case Dtype::kBf16:
+    case Dtype::kFp16:
+      return 2;
+    case Dtype::kFp8:
+      return 1;
+  }
+  return 4;
+}
+
+std::string_view to_string(OpClass c) {
+  switch (c) {
+    case OpClass::kMatmul:
+      return "matmul";
+    case OpClass::kAttention:
+      return "attention";
+    case OpClass::kElementwise:
+      return "elementwise";
+    case OpClass::kNorm:
+      return "norm";
+    case OpClass::kEmbedding:
+      return "embedding";
+    case OpClass::kLoss:
+      return "loss";
+    case OpClass::kOptimizer:
+      return "optimizer";
+    case OpClass::kCopy:
+      return "copy";
+    case OpClass::kCommunication:
+      return "communication";
+  }
+  return "?";
+}
+
+std::string_view to_string(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::kAllReduce:
+      return "all-reduce";
+    case CollectiveKind::kReduceScatter:
+      return "reduce-scatter";
+    case CollectiveKind::kAllGather:
+      return "all-gather";
+    case CollectiveKind::kAllToAll:
+      return "all-to-all";
+    case CollectiveKind::kBroadcast:
+      return "broadcast";
+    case CollectiveKind::kReduce:
+      return "reduce";
+  }
+  return "?";
+}
+
+std::string_view to_string(MemoryCategory c) {
+  switch (c) {
+    case MemoryCategory::kWeights:
+      return "weights";
+    case MemoryCategory::kGradients:
+      return "gradients";
+    case MemoryCategory::kOptimizerState:
+      return "optimizer_state";
+    case MemoryCategory::kActivations:
+      return "activations";
+    case MemoryCategory::kCommBuffers:
+      return "comm_buffers";
+    case MemoryCategory::kWorkspace:
+      return "workspace";
+  }
+  return "?";
+}
+
+std::string_view to_string(OpKind k) {
+  switch (k) {
+    case OpKind::kCompute:
+      return "compute";
+    case OpKind::kCollective:
+      return "collective";
+    case OpKind::kSend:
+      return "send";
+    case OpKind::kRecv:
+      return "recv";
+  }
+  return "?";
+}
+
+OpKind Op::kind() const {
+  if (std::holds_alternative<ComputeWork>(work)) {
+    return OpKind::kCompute;
+  }
+  if (std::holds_alternative<CollectiveWork>(work)) {
+    return OpKind::kCollective;
+  }
+  return is_send ? OpKind::kSend : OpKind::kRecv;
+}
+
+struct Program::Impl {
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Op>;
+  Graph graph;
+  std::vector<std::pair<MemoryCategory, Bytes>> initial_memory;
+  uint8_t num_streams = 1;
+};
+
+Program::Program() : impl_(std::make_unique<Impl>()) {}
+Program::~Program() = default;
+Program::Program(Program&&) noexcept = default;
+Program& Program::operator=(Program&&) noexcept = default;
+
+OpId Program::add(Op op) {
+  SIM_CHECK(op.stream < 64, "op '{}' names stream {}; at most 64 streams", op.name, op.stream);
+  impl_->num_streams = std::max<uint8_t>(impl_->num_streams, static_cast<uint8_t>(op.stream + 1));
+  const auto v = boost::add_vertex(std::move(op), impl_->graph);
+  return OpId(static_cast<uint32_t>(v));
+}
+
+void Program::add_dependency(OpId before, OpId after) {
+  SIM_CHECK(after.index() < size(), "dependency on op {} of a program of {} ops", after.value(),
+            size());
+  SIM_CHECK(before < after, "dependency {} -> {} does not point forward in program order",
+            before.value(), after.value());
+  boost::add_edge(before.index(), after.index(), impl_->graph);
+}
+
+void Program::set_initial_memory(MemoryCategory category, Bytes bytes) {
+  SIM_CHECK(bytes >= Bytes::zero(), "negative initial {} memory", to_string(category));
+  impl_->initial_memory.emplace_back(category, bytes);
+}
+
+size_t Program::size() const { return boost::num_vertices(impl_->graph); }
+
+const Op& Program::op(OpId id) const {
+  SIM_CHECK(id.index() < size(), "op {} of a program of {} ops", id.value(), size());
+  return impl_->graph[id.index()];
+}
+
+std::vector<OpId> Program::successors(OpId id) const {
+  std::vector<OpId> out;
+  for (auto [it, end] = boost::adjacent_vertices(id.index(), impl_->graph); it != end; ++it) {
+    out.emplace_back(static_cast<uint32_t>(*it));
+  }
+  return out;
+}
+
+std::vector<OpId> Program::predecessors(OpId id) const {
+  std::vector<OpId> out;
+  for (auto [it, end] = boost::inv_adjacent_vertices(id.index(), impl_->graph); it != end; ++it) {
+    out.emplace_back(static_cast<uint32_t>(*it));
+  }
+  return out;
+}
+
+size_t Program::num_dependencies() const { return boost::num_edges(impl_->graph); }
+
+std::vector<OpId> Program::topological_order() const {
+  std::vector<Impl::Graph::vertex_descriptor> reversed;
+  boost::topological_sort(impl_->graph, std::back_inserter(reversed));
+  std::vector<OpId> out;
+  out.reserve(reversed.size());
+  for (auto it = reversed.rbegin(); it != reversed.rend(); ++it) {
+    out.emplace_back(static_cast<uint32_t>(*it));
+  }
+  return out;
+}
+
+const std::vector<std::pair<MemoryCategory, Bytes>>& Program::initial_memory() const {
+  return impl_->initial_memory;
+}
+
+uint8_t Program::num_streams() const { return impl_->num_streams; }
+
+}  // namespace meshsim

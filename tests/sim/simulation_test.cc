@@ -1,0 +1,248 @@
+#include "meshsim/sim/simulation.h"
+
+#include <gtest/gtest.h>
+
+#include "meshsim/sim/analysis.h"
+#include "meshsim/sim/error.h"
+#include "meshsim/sim/event_queue.h"
+#include "test_models.h"
+
+namespace meshsim {
+namespace {
+
+using testing::collective_op;
+using testing::compute_op;
+using testing::peer_op;
+using testing::PsCommModel;
+using testing::PsComputeModel;
+
+TEST(EventQueue, OrdersByTimeThenInsertion) {
+  EventQueue q;
+  q.push(SimTime::from_ps(5), EventKind::kOpEnd, 1);
+  q.push(SimTime::from_ps(3), EventKind::kOpEnd, 2);
+  q.push(SimTime::from_ps(5), EventKind::kOpEnd, 3);
+  q.push(SimTime::from_ps(3), EventKind::kOpEnd, 4);
+  std::vector<uint32_t> order;
+  while (!q.empty()) {
+    order.push_back(q.pop().payload);
+  }
+  EXPECT_EQ(order, (std::vector<uint32_t>{2, 4, 1, 3}));
+}
+
+TEST(Program, RejectsBackwardDependencies) {
+  Program p;
+  const OpId a = p.add(compute_op("a", 1));
+  const OpId b = p.add(compute_op("b", 1));
+  p.add_dependency(a, b);
+  EXPECT_THROW(p.add_dependency(b, a), InternalError);
+  EXPECT_EQ(p.topological_order(), (std::vector<OpId>{a, b}));
+}
+
+// One rank, a chain on the compute stream: ops run back to back.
+TEST(Simulation, ChainRunsBackToBack) {
+  PsComputeModel cm;
+  PsCommModel nm;
+  Simulation sim(cm, nm);
+  Program p;
+  const OpId a = p.add(compute_op("a", 10));
+  const OpId b = p.add(compute_op("b", 20));
+  p.add_dependency(a, b);
+  const auto prog = sim.add_program(std::move(p));
+  sim.add_rank(prog, {}, {});
+  Timeline tl;
+  sim.record_into(tl);
+  const RunResult r = sim.run();
+  EXPECT_EQ(r.end.ps(), 30);
+  ASSERT_EQ(tl.ops.size(), 2u);
+  EXPECT_EQ(tl.ops[1].start.ps(), 10);
+}
+
+// Ops on one stream serialize in program order even without a dependency.
+TEST(Simulation, StreamIsInOrder) {
+  PsComputeModel cm;
+  PsCommModel nm;
+  Simulation sim(cm, nm);
+  Program p;
+  p.add(compute_op("a", 10));
+  p.add(compute_op("b", 5));
+  sim.add_rank(sim.add_program(std::move(p)), {}, {});
+  Timeline tl;
+  sim.record_into(tl);
+  EXPECT_EQ(sim.run().end.ps(), 15);
+  EXPECT_EQ(tl.ops[0].op, OpId(0));
+  EXPECT_EQ(tl.ops[1].start.ps(), 10);
+}
+
+// A communication op on its own stream overlaps independent compute.
+TEST(Simulation, CommunicationOverlapsComputeAcrossStreams) {
+  PsComputeModel cm;
+  PsCommModel nm;
+  Simulation sim(cm, nm);
+  Program p;
+  const OpId g = p.add(compute_op("grad", 10));
+  const OpId ar = p.add(collective_op("allreduce", 15));  // 15 B * 2 ranks = 30 ps
+  p.add(compute_op("more", 40));                            // independent of the all-reduce
+  p.add_dependency(g, ar);
+  const auto prog = sim.add_program(std::move(p));
+  const GroupId grp = sim.add_group({RankId(0), RankId(1)});
+  sim.add_rank(prog, {grp}, {});
+  sim.add_rank(prog, {grp}, {});
+  Timeline tl;
+  sim.record_into(tl);
+  const RunResult r = sim.run();
+  // compute: 0-10 grad, 10-50 more; all-reduce 10-40, entirely hidden.
+  EXPECT_EQ(r.end.ps(), 50);
+  const auto b = analyze(tl, sim, r.end);
+  EXPECT_EQ(b[0].compute.ps(), 50);
+  EXPECT_EQ(b[0].comm.ps(), 30);
+  EXPECT_EQ(b[0].exposed_comm.ps(), 0);
+}
+
+// A collective starts only when the last member arrives; everyone ends together.
+TEST(Simulation, CollectiveRendezvous) {
+  PsComputeModel cm;
+  PsCommModel nm;
+  Simulation sim(cm, nm);
+  const GroupId grp = sim.add_group({RankId(0), RankId(1), RankId(2)});
+  for (int i = 0; i < 3; ++i) {
+    Program p;
+    const OpId c = p.add(compute_op("work", 10.0 * (i + 1)));  // ranks arrive at 10, 20, 30
+    const OpId ar = p.add(collective_op("ar", 2));             // 2 B * 3 = 6 ps
+    p.add_dependency(c, ar);
+    sim.add_rank(sim.add_program(std::move(p)), {grp}, {});
+  }
+  Timeline tl;
+  sim.record_into(tl);
+  const RunResult r = sim.run();
+  EXPECT_EQ(r.end.ps(), 36);
+  int collectives = 0;
+  for (const OpRecord& rec : tl.ops) {
+    if (rec.op == OpId(1)) {
+      ++collectives;
+      EXPECT_EQ(rec.start.ps(), 30);
+      EXPECT_EQ(rec.end.ps(), 36);
+      EXPECT_EQ(rec.ready.ps(), 10 * (rec.rank.value() + 1));
+    }
+  }
+  EXPECT_EQ(collectives, 3);
+  EXPECT_EQ(nm.collective_calls, 1);  // one question per collective, not per rank
+}
+
+TEST(Simulation, SendMatchesReceive) {
+  PsComputeModel cm;
+  PsCommModel nm;
+  Simulation sim(cm, nm);
+  Program sender;
+  const OpId c = sender.add(compute_op("fwd", 100));
+  const OpId s = sender.add(peer_op("send", true, 7));
+  sender.add_dependency(c, s);
+  Program receiver;
+  const OpId rcv = receiver.add(peer_op("recv", false, 7));
+  const OpId use = receiver.add(compute_op("fwd", 1));
+  receiver.add_dependency(rcv, use);
+  sim.add_rank(sim.add_program(std::move(sender)), {}, {RankId(1)});
+  sim.add_rank(sim.add_program(std::move(receiver)), {}, {RankId(0)});
+  const RunResult r = sim.run();
+  EXPECT_EQ(r.ranks[0].end.ps(), 107);
+  EXPECT_EQ(r.ranks[1].end.ps(), 108);
+}
+
+TEST(Simulation, MissingMemberIsReportedNotHung) {
+  PsComputeModel cm;
+  PsCommModel nm;
+  Simulation sim(cm, nm);
+  const GroupId grp = sim.add_group({RankId(0), RankId(1)});
+  Program waits;
+  waits.add(collective_op("ar", 4));
+  Program skips;
+  skips.add(compute_op("c", 1));
+  sim.add_rank(sim.add_program(std::move(waits)), {grp}, {});
+  sim.add_rank(sim.add_program(std::move(skips)), {grp}, {});
+  try {
+    sim.run();
+    FAIL() << "expected a deadlock report";
+  } catch (const InternalError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 0 stream 1 waits in 'ar'"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Simulation, MemoryLedgerTracksPeakAndBreakdown) {
+  PsComputeModel cm;
+  PsCommModel nm;
+  Simulation sim(cm, nm);
+  Program p;
+  p.set_initial_memory(MemoryCategory::kWeights, Bytes::of(1000));
+  Op fwd = compute_op("fwd", 10);
+  fwd.memory.push_back({MemoryCategory::kActivations, Bytes::of(300), false});
+  Op bwd = compute_op("bwd", 20);
+  bwd.memory.push_back({MemoryCategory::kGradients, Bytes::of(100), false});
+  bwd.memory.push_back({MemoryCategory::kActivations, Bytes::of(-300), true});
+  const OpId f = p.add(std::move(fwd));
+  const OpId b = p.add(std::move(bwd));
+  p.add_dependency(f, b);
+  sim.add_rank(sim.add_program(std::move(p)), {}, {});
+  Timeline tl;
+  sim.record_into(tl);
+  const RunResult r = sim.run();
+  const MemoryPeak& peak = r.ranks[0].memory;
+  EXPECT_EQ(peak.peak.count(), 1400);
+  EXPECT_EQ(peak.when.ps(), 10);
+  EXPECT_EQ(peak.at_peak[static_cast<size_t>(MemoryCategory::kActivations)].count(), 300);
+  ASSERT_FALSE(tl.memory.empty());
+  EXPECT_EQ(tl.memory.back().total_after.count(), 1100);
+  EXPECT_EQ(tl.memory.back().time.ps(), 30);
+}
+
+// Builds a small DP-like scenario; used twice to check determinism.
+Timeline run_scenario(int ranks) {
+  PsComputeModel cm;
+  PsCommModel nm;
+  Simulation sim(cm, nm);
+  std::vector<RankId> members;
+  for (int i = 0; i < ranks; ++i) {
+    members.emplace_back(static_cast<uint32_t>(i));
+  }
+  const GroupId g = sim.add_group(members);
+  Program p;
+  OpId prev = p.add(compute_op("f0", 3));
+  for (int l = 1; l < 20; ++l) {
+    const OpId c = p.add(compute_op(fmt::format("f{}", l), 3 + l % 4));
+    p.add_dependency(prev, c);
+    if (l % 5 == 0) {
+      const OpId ar = p.add(collective_op(fmt::format("ar{}", l), l));
+      p.add_dependency(c, ar);
+    }
+    prev = c;
+  }
+  const auto prog = sim.add_program(std::move(p));
+  for (int i = 0; i < ranks; ++i) {
+    sim.add_rank(prog, {g}, {});
+  }
+  Timeline tl;
+  sim.record_into(tl);
+  sim.run();
+  return tl;
+}
+
+TEST(Simulation, DeterministicTimeline) {
+  const Timeline a = run_scenario(8);
+  const Timeline b = run_scenario(8);
+  ASSERT_EQ(a.ops.size(), b.ops.size());
+  for (size_t i = 0; i < a.ops.size(); ++i) {
+    EXPECT_EQ(a.ops[i].rank, b.ops[i].rank);
+    EXPECT_EQ(a.ops[i].op, b.ops[i].op);
+    EXPECT_EQ(a.ops[i].start, b.ops[i].start);
+    EXPECT_EQ(a.ops[i].end, b.ops[i].end);
+  }
+}
+
+TEST(Analysis, UnionAndDifference) {
+  auto t = [](int64_t a, int64_t b) { return std::make_pair(SimTime::from_ps(a), SimTime::from_ps(b)); };
+  EXPECT_EQ(union_length({t(0, 10), t(5, 15), t(20, 30)}).ps(), 25);
+  EXPECT_EQ(difference_length({t(0, 10), t(20, 30)}, {t(5, 25)}).ps(), 10);
+  EXPECT_EQ(difference_length({t(0, 10)}, {}).ps(), 10);
+}
+
+}  // namespace
+}  // namespace meshsim

@@ -1,0 +1,57 @@
+// Cost models with round numbers, for engine tests: a compute op takes `flops` picoseconds
+// (1 FLOP = 1 ps), a collective takes `bytes` ps times the group size, a send `bytes` ps.
+#pragma once
+
+#include <vector>
+
+#include "meshsim/sim/cost_model.h"
+
+namespace meshsim::testing {
+
+class PsComputeModel : public ComputeCostModel {
+ public:
+  Duration compute_time(RankId /*rank*/, const ComputeWork& w) const override {
+    return Duration::from_ps(static_cast<int64_t>(w.flops.count()));
+  }
+};
+
+class PsCommModel : public CommCostModel {
+ public:
+  Duration collective_time(CollectiveKind /*kind*/, Bytes bytes,
+                           std::span<const RankId> group) override {
+    ++collective_calls;
+    return Duration::from_ps(bytes.count() * static_cast<int64_t>(group.size()));
+  }
+  Duration p2p_time(RankId /*src*/, RankId /*dst*/, Bytes bytes) override {
+    return Duration::from_ps(bytes.count());
+  }
+  int collective_calls = 0;
+};
+
+inline Op compute_op(std::string name, double ps, uint8_t stream = 0) {
+  Op op;
+  op.name = std::move(name);
+  op.stream = stream;
+  op.work = ComputeWork{OpClass::kMatmul, Dtype::kBf16, Flops::of(ps), Bytes::zero(), {}};
+  return op;
+}
+
+inline Op collective_op(std::string name, int64_t bytes, uint16_t slot = 0, uint8_t stream = 1) {
+  Op op;
+  op.name = std::move(name);
+  op.stream = stream;
+  op.work = CollectiveWork{CollectiveKind::kAllReduce, Bytes::of(bytes), slot};
+  return op;
+}
+
+inline Op peer_op(std::string name, bool send, int64_t bytes, uint16_t slot = 0,
+                  uint8_t stream = 1) {
+  Op op;
+  op.name = std::move(name);
+  op.stream = stream;
+  op.is_send = send;
+  op.work = PeerWork{slot, Bytes::of(bytes), 0};
+  return op;
+}
+
+}  // namespace meshsim::testing
