@@ -1,0 +1,76 @@
+#include "calc_command.h"
+
+#include <fmt/format.h>
+
+#include "meshsim/workloads/accounting.h"
+#include "report.h"
+
+namespace meshsim::cli {
+namespace {
+
+std::string count(int64_t n) {
+  // 70553706496 -> "70,553,706,496"
+  std::string digits = std::to_string(n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) {
+      out += ',';
+    }
+    out += digits[i];
+  }
+  return out;
+}
+
+void row(std::ostream& out, const std::string& name, const std::string& value) {
+  out << fmt::format("  {:<38} {:>24}\n", name, value);
+}
+
+}  // namespace
+
+void print_accounting(const std::string& model_name, int64_t seq_len, int64_t micro_batch,
+                      std::ostream& out) {
+  using namespace workloads;
+  const ModelConfig m = load_model(model_name);
+  const ParameterCounts p = count_parameters(m);
+  out << fmt::format("{}: {} layers, d_model {}, {} heads ({} KV), head_dim {}, d_ff {}, vocab {}\n",
+                     m.name, m.num_layers, m.d_model, m.num_heads, m.num_kv_heads, m.head_dim,
+                     m.d_ff, m.vocab_size);
+  out << "\nParameters\n";
+  row(out, "token embedding", count(p.token_embedding));
+  row(out, "position embedding", count(p.position_embedding));
+  row(out, "attention (all layers)", count(p.attention()));
+  row(out, "mlp (all layers)", count(p.mlp()));
+  if (m.is_moe()) {
+    row(out, "router (all layers)", count(p.router()));
+    row(out, "experts (all layers)", count(p.experts()));
+  }
+  row(out, "norms", count(p.norms()));
+  row(out, "lm head", p.lm_head == 0 ? std::string("tied") : count(p.lm_head));
+  row(out, "total", count(p.total()));
+  row(out, "active per token", count(p.active_per_token()));
+
+  const ForwardFlops f = forward_flops_per_token(m, seq_len);
+  out << fmt::format("\nFLOPs per token at sequence length {}\n", seq_len);
+  row(out, "forward, matmuls", fmt::format("{:.4g}", f.matmul.count()));
+  row(out, "forward, causal attention", fmt::format("{:.4g}", f.attention.count()));
+  row(out, "training (3 x forward)", fmt::format("{:.4g}", training_flops_per_token(m, seq_len).count()));
+  row(out, "6N (workbook convention)",
+      fmt::format("{:.4g}", training_flops_per_token_6n(p.active_per_token()).count()));
+
+  out << "\nMemory\n";
+  row(out, "KV cache per token (bf16)", format_bytes(kv_cache_bytes(m, 1, 1, 2)));
+  row(out, fmt::format("KV cache, {} tokens x {} seq", seq_len, micro_batch),
+      format_bytes(kv_cache_bytes(m, seq_len, micro_batch, 2)));
+  TrainingMemoryOptions opts;
+  opts.activations = ActivationOptions{seq_len, micro_batch, AttentionKernel::kFlash,
+                                       Recompute::kNone, 2};
+  opts.in_flight_microbatches = 1;
+  const TrainingMemory tm = training_memory_per_rank(m, opts);
+  row(out, "weights (bf16)", format_bytes(tm.weights));
+  row(out, "gradients (bf16)", format_bytes(tm.gradients));
+  row(out, "optimizer (fp32 master + Adam m, v)", format_bytes(tm.optimizer_states));
+  row(out, fmt::format("activations, 1 x {} tokens, flash", seq_len), format_bytes(tm.activations));
+  row(out, "total on one device, no sharding", format_bytes(tm.total()));
+}
+
+}  // namespace meshsim::cli

@@ -1,0 +1,119 @@
+#include "report.h"
+
+#include <fmt/format.h>
+
+namespace meshsim::cli {
+
+Bytes MemoryBreakdown::total() const {
+  Bytes t;
+  for (const Bytes b : by_category) {
+    t += b;
+  }
+  return t;
+}
+
+std::string format_bytes(Bytes b) {
+  const double v = b.as_double();
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  if (v >= kGiB) {
+    return fmt::format("{:.2f} GiB", v / kGiB);
+  }
+  return fmt::format("{:.1f} MiB", v / (1024.0 * 1024.0));
+}
+
+std::string format_duration(Duration d) {
+  const double s = d.seconds();
+  if (s >= 1.0) {
+    return fmt::format("{:.3f} s", s);
+  }
+  if (s >= 1e-3) {
+    return fmt::format("{:.2f} ms", s * 1e3);
+  }
+  return fmt::format("{:.2f} us", s * 1e6);
+}
+
+namespace {
+
+nlohmann::json memory_json(const MemoryBreakdown& m) {
+  nlohmann::json j = nlohmann::json::object();
+  for (int i = 0; i < kNumMemoryCategories; ++i) {
+    j[std::string(to_string(static_cast<MemoryCategory>(i)))] =
+        m.by_category[static_cast<size_t>(i)].count();
+  }
+  return j;
+}
+
+std::string memory_line(const MemoryBreakdown& m) {
+  std::string s;
+  for (int i = 0; i < kNumMemoryCategories; ++i) {
+    const Bytes b = m.by_category[static_cast<size_t>(i)];
+    if (b > Bytes::zero()) {
+      s += fmt::format("{}{} {}", s.empty() ? "" : ", ",
+                       to_string(static_cast<MemoryCategory>(i)), format_bytes(b));
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const StepReport& r) {
+  nlohmann::json j;
+  j["inputs"] = r.inputs;
+  j["devices"] = r.devices;
+  j["parameters"] = r.parameters;
+  j["simulated"] = r.simulated;
+  j["oom"] = r.oom;
+  j["step_time_s"] = r.step_time.seconds();
+  j["tokens_per_step"] = r.tokens_per_step;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["tokens_per_s_per_device"] = r.tokens_per_s_per_device;
+  j["mfu"] = r.mfu;
+  j["mfu_peak_flops_per_device"] = r.peak_per_device.value();
+  j["compute_s"] = r.compute.seconds();
+  j["exposed_comm_s"] = r.exposed_comm.seconds();
+  j["bubble_fraction"] = r.bubble_fraction;
+  j["peak_memory_bytes"] = r.peak_memory.count();
+  j["peak_memory_breakdown_bytes"] = memory_json(r.peak_breakdown);
+  j["memory_capacity_bytes"] = r.memory_capacity.count();
+  nlohmann::json by_class = nlohmann::json::object();
+  for (int i = 0; i < kNumOpClasses; ++i) {
+    by_class[std::string(to_string(static_cast<OpClass>(i)))] =
+        r.time_by_class[static_cast<size_t>(i)].seconds();
+  }
+  j["time_by_op_class_s"] = by_class;
+  j["events"] = r.events;
+  return j;
+}
+
+void print_summary(const StepReport& r, std::ostream& out) {
+  out << fmt::format("meshsim: one training step\n");
+  out << fmt::format("  model       {}\n", r.model_description);
+  out << fmt::format("  cluster     {}\n", r.cluster_description);
+  out << fmt::format("  plan        {}\n\n", r.plan_description);
+  if (r.oom) {
+    out << fmt::format(
+        "  OUT OF MEMORY: {} per device needed, {} available ({})\n", format_bytes(r.peak_memory),
+        format_bytes(r.memory_capacity), memory_line(r.peak_breakdown));
+    if (!r.simulated) {
+      out << "  (not simulated: the configuration cannot run on this hardware)\n";
+      return;
+    }
+  }
+  out << fmt::format("  step time             {}\n", format_duration(r.step_time));
+  out << fmt::format("  tokens/s              {:.0f} ({:.0f} per device)\n", r.tokens_per_s,
+                     r.tokens_per_s_per_device);
+  out << fmt::format("  MFU                   {:.1f} % (of {:.0f} TFLOP/s bf16 dense per device)\n",
+                     100.0 * r.mfu, r.peak_per_device.tflops());
+  out << fmt::format("  compute               {} per rank\n", format_duration(r.compute));
+  out << fmt::format("  exposed communication {} per rank\n", format_duration(r.exposed_comm));
+  out << fmt::format("  bubble fraction       {:.1f} %\n", 100.0 * r.bubble_fraction);
+  out << fmt::format("  peak memory per rank  {} of {} ({})\n", format_bytes(r.peak_memory),
+                     format_bytes(r.memory_capacity), memory_line(r.peak_breakdown));
+  if (!r.trace_path.empty()) {
+    out << fmt::format("  trace                 {} ({} events; open it in ui.perfetto.dev)\n",
+                       r.trace_path, r.trace_events);
+  }
+}
+
+}  // namespace meshsim::cli

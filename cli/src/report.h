@@ -1,0 +1,59 @@
+// The result of simulating one step, as printed and as written with --json.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "meshsim/sim/program.h"
+#include "meshsim/sim/units.h"
+
+namespace meshsim::cli {
+
+struct MemoryBreakdown {
+  std::array<Bytes, kNumMemoryCategories> by_category{};
+  Bytes total() const;
+};
+
+struct StepReport {
+  // What was simulated (echoed inputs).
+  nlohmann::json inputs;
+  std::string model_description;
+  std::string cluster_description;
+  std::string plan_description;
+  int64_t devices = 0;
+  int64_t parameters = 0;
+
+  // Results. When `oom` is set before simulation, the timing fields stay zero.
+  bool simulated = false;
+  Duration step_time;
+  int64_t tokens_per_step = 0;
+  double tokens_per_s = 0;
+  double tokens_per_s_per_device = 0;
+  double mfu = 0;                  // model FLOPs (causal attention) / (step time * devices * peak)
+  FlopsPerSec peak_per_device;     // the peak MFU is measured against (bf16 dense)
+  Duration compute;                // per rank (max over ranks), union of compute spans
+  Duration exposed_comm;           // per rank (max over ranks)
+  double bubble_fraction = 0;      // mean over ranks of idle / step
+  std::array<Duration, kNumOpClasses> time_by_class{};  // rank 0, summed kernel times
+  Bytes peak_memory;               // max over ranks, from the ledger (or the estimate if OOM)
+  MemoryBreakdown peak_breakdown;  // at the peak, on the rank with the highest peak
+  Bytes memory_capacity;
+  bool oom = false;
+  uint64_t events = 0;
+  std::string trace_path;
+  uint64_t trace_events = 0;
+};
+
+nlohmann::json to_json(const StepReport& r);
+void print_summary(const StepReport& r, std::ostream& out);
+
+// "1.23 GiB", "512 MiB"
+std::string format_bytes(Bytes b);
+// "1.234 s", "12.3 ms", "45.6 us"
+std::string format_duration(Duration d);
+
+}  // namespace meshsim::cli

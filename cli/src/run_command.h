@@ -1,0 +1,26 @@
+// `meshsim run`: simulate one training step of a scenario and report it.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "report.h"
+#include "scenario.h"
+
+namespace meshsim::cli {
+
+struct RunOutputs {
+  std::optional<std::string> json_path;
+  std::optional<std::string> trace_path;  // Chrome JSON trace (opens in Perfetto)
+};
+
+// Loads everything, checks the plan against the cluster, pre-checks memory, simulates, analyses.
+// Throws InputError on bad input. A configuration that does not fit is returned with oom = true
+// (and simulated = false when the closed-form estimate already exceeds the chip's memory).
+StepReport simulate_step(const Scenario& scenario, const RunOutputs& outputs);
+
+// simulate_step + summary on `out` + --json. Returns the process exit code: 0, or 3 for OOM.
+int run_command(const Scenario& scenario, const RunOutputs& outputs, std::ostream& out);
+
+}  // namespace meshsim::cli
