@@ -1,0 +1,201 @@
+// Activation memory against Korthikanti et al. 2022, and model state under TP/PP/EP/ZeRO.
+#include "meshsim/workloads/training_memory.h"
+
+#include <gtest/gtest.h>
+
+#include "meshsim/sim/error.h"
+#include "meshsim/workloads/accounting.h"
+#include "meshsim/workloads/analytic.h"
+
+namespace meshsim::workloads {
+namespace {
+
+// GPT-3 175B is the paper's own example (h = 12288, a = 96, 4h GeLU MLP, dropout).
+constexpr int64_t kS = 2048;
+constexpr int64_t kB = 2;
+constexpr double kH = 12288;
+constexpr double kA = 96;
+constexpr double kSbh = static_cast<double>(kS * kB) * kH;
+
+ActivationOptions gpt3_options(AttentionKernel kernel, Recompute recompute = Recompute::kNone) {
+  ActivationOptions o;
+  o.seq_len = kS;
+  o.micro_batch = kB;
+  o.attention = kernel;
+  o.recompute = recompute;
+  return o;
+}
+
+ParallelLayout tp(int64_t t, bool sp) {
+  ParallelLayout l;
+  l.tensor_parallel = t;
+  l.sequence_parallel = sp;
+  return l;
+}
+
+double without_norm_stats(const LayerActivations& a) {
+  return (a.total() - a.norm_statistics).as_double();
+}
+
+TEST(Activations, KorthikantiNoParallelism) {
+  const ModelConfig m = load_model("gpt3-175b");
+  const LayerActivations a = layer_activations(m, gpt3_options(AttentionKernel::kNaive));
+  const double paper = kSbh * (34.0 + 5.0 * kA * kS / kH);
+  EXPECT_DOUBLE_EQ(without_norm_stats(a), paper);
+  EXPECT_NEAR(a.total().as_double() / paper, 1.0, 0.01);
+}
+
+TEST(Activations, KorthikantiTensorParallel) {
+  const ModelConfig m = load_model("gpt3-175b");
+  const double t = 8;
+  const LayerActivations a =
+      layer_activations(m, gpt3_options(AttentionKernel::kNaive), tp(8, false));
+  const double paper = kSbh * (10.0 + 24.0 / t + 5.0 * kA * kS / (kH * t));
+  EXPECT_DOUBLE_EQ(without_norm_stats(a), paper);
+  EXPECT_NEAR(a.total().as_double() / paper, 1.0, 0.01);
+}
+
+TEST(Activations, KorthikantiTensorAndSequenceParallel) {
+  const ModelConfig m = load_model("gpt3-175b");
+  const double t = 8;
+  const LayerActivations a =
+      layer_activations(m, gpt3_options(AttentionKernel::kNaive), tp(8, true));
+  const double paper = kSbh * (34.0 / t + 5.0 * kA * kS / (kH * t));
+  EXPECT_DOUBLE_EQ(without_norm_stats(a), paper);
+  EXPECT_NEAR(a.total().as_double() / paper, 1.0, 0.01);
+}
+
+TEST(Activations, SelectiveRecomputeDropsTheScoreTerm) {
+  const ModelConfig m = load_model("gpt3-175b");
+  const LayerActivations a = layer_activations(
+      m, gpt3_options(AttentionKernel::kNaive, Recompute::kSelective), tp(8, true));
+  EXPECT_DOUBLE_EQ(without_norm_stats(a), kSbh * 34.0 / 8.0);
+}
+
+TEST(Activations, FlashDropsTheScoreTermAndKeepsSoftmaxStatistics) {
+  const ModelConfig m = load_model("gpt3-175b");
+  const LayerActivations a = layer_activations(m, gpt3_options(AttentionKernel::kFlash));
+  EXPECT_EQ(a.softmax_output, Bytes::zero());
+  EXPECT_EQ(a.attention_dropout, Bytes::zero());  // flash regenerates the mask from the seed
+  EXPECT_EQ(a.softmax_statistics.count(), 4 * 96 * kS * kB);  // fp32 log-sum-exp per row, head
+  EXPECT_DOUBLE_EQ(without_norm_stats(a) - a.softmax_statistics.as_double(), kSbh * 34.0);
+  // Nothing quadratic is left: doubling s doubles the memory.
+  ActivationOptions twice = gpt3_options(AttentionKernel::kFlash);
+  twice.seq_len = 2 * kS;
+  EXPECT_EQ(layer_activations(m, twice).total(), a.total() * 2);
+}
+
+TEST(Activations, FullRecomputeKeepsOnlyTheLayerInput) {
+  const ModelConfig m = load_model("gpt3-175b");
+  const auto full = gpt3_options(AttentionKernel::kFlash, Recompute::kFull);
+  EXPECT_DOUBLE_EQ(layer_activations(m, full).total().as_double(), 2.0 * kSbh);
+  EXPECT_DOUBLE_EQ(layer_activations(m, full, tp(8, true)).total().as_double(), 2.0 * kSbh / 8);
+  EXPECT_DOUBLE_EQ(layer_activations(m, full, tp(8, false)).total().as_double(), 2.0 * kSbh);
+}
+
+TEST(Activations, Llama3_70bPerTensorWithGqaAndSwiglu) {
+  const ModelConfig m = load_model("llama3-70b");
+  ActivationOptions o;
+  o.seq_len = 4096;
+  const LayerActivations a = layer_activations(m, o);
+  const int64_t sbh = 4096LL * 8192;
+  EXPECT_EQ(a.norm_inputs.count(), 4 * sbh);
+  EXPECT_EQ(a.norm_statistics.count(), 2 * 4 * 4096);  // RMSNorm: fp32 rstd per row
+  EXPECT_EQ(a.q.count(), 2 * sbh);
+  EXPECT_EQ(a.k.count(), 2 * 4096 * 1024);                  // 8 KV heads of 128
+  EXPECT_EQ(a.mlp_hidden.count(), 2 * 2 * 4096LL * 28672);  // gate and up outputs
+  EXPECT_EQ(a.mlp_down_input.count(), 2 * 4096LL * 28672);
+  EXPECT_EQ(a.dropout_masks, Bytes::zero());
+  // 4 + 2 + 2 + 2 + 0.25 + 0.25 + 2 + 14 + 7 = 33.5 bytes per s*b*h, plus O(s) statistics.
+  EXPECT_EQ((a.total() - a.norm_statistics - a.softmax_statistics).count(), sbh * 67 / 2);
+}
+
+TEST(Activations, MoeScalesExpertTermsByTopK) {
+  const ModelConfig m = load_model("mixtral-8x7b");
+  ActivationOptions o;
+  o.seq_len = 4096;
+  const LayerActivations a = layer_activations(m, o);
+  EXPECT_EQ(a.mlp_hidden.count(), 2 * 2 * 2 * 4096LL * 14336);
+  EXPECT_EQ(a.expert_inputs.count(), 2 * 2 * 4096LL * 4096);
+  EXPECT_EQ(a.router_logits.count(), 4 * 4096 * 8);
+}
+
+TEST(Activations, LayoutsThatCannotSplitAreInfeasible) {
+  const ModelConfig m = load_model("llama3-70b");
+  ActivationOptions o;
+  o.seq_len = 4096;
+  EXPECT_THROW(layer_activations(m, o, tp(3, false)), InfeasibleError);
+  o.seq_len = 4097;
+  EXPECT_THROW(layer_activations(m, o, tp(8, true)), InfeasibleError);
+}
+
+TEST(ModelState, Zero3IsSixteenBytesPerParamOverDp) {
+  const ModelConfig m = load_model("llama3-70b");
+  const int64_t n = total_parameters(m);
+  TrainingMemoryOptions o;
+  o.activations.seq_len = 4096;
+  o.layout.data_parallel = 64;
+  o.layout.zero = ZeroStage::kParameters;
+  const TrainingMemory mem = training_memory_per_rank(m, o);
+  EXPECT_EQ(mem.model_state(), fsdp_model_state_bytes_per_device(n, 16, 64));
+  EXPECT_EQ(mem.model_state().count(), 16 * n / 64);
+}
+
+TEST(ModelState, ZeroStagesShardProgressively) {
+  const ModelConfig m = load_model("llama3-8b");
+  const int64_t n = total_parameters(m);
+  TrainingMemoryOptions o;
+  o.activations.seq_len = 4096;
+  o.layout.data_parallel = 8;
+  const int64_t expected[] = {16 * n, 4 * n + 12 * n / 8, 2 * n + 14 * n / 8, 16 * n / 8};
+  for (int stage = 0; stage <= 3; ++stage) {
+    o.layout.zero = static_cast<ZeroStage>(stage);
+    EXPECT_EQ(training_memory_per_rank(m, o).model_state().count(), expected[stage])
+        << "ZeRO-" << stage;
+  }
+}
+
+TEST(ModelState, TensorAndPipelineShardsAddUpToTheModel) {
+  const ModelConfig m = load_model("llama3-70b");
+  ParallelLayout l = tp(8, true);
+  l.pipeline_parallel = 4;
+  int64_t sum = 0;
+  for (int64_t stage = 0; stage < 4; ++stage) {
+    l.pipeline_stage = stage;
+    const RankParameters r = parameters_per_rank(m, l);
+    EXPECT_EQ(r.layers, 20);
+    sum += r.total() * 8;
+  }
+  // Norms are replicated over the 8 TP ranks; everything else is split exactly.
+  const int64_t norms = 80 * 2 * 8192 + 8192;
+  EXPECT_EQ(sum, total_parameters(m) + 7 * norms);
+}
+
+TEST(ModelState, ExpertsSplitOverExpertParallel) {
+  const ModelConfig m = load_model("mixtral-8x7b");
+  ParallelLayout l;
+  l.data_parallel = 8;
+  l.expert_parallel = 8;
+  const RankParameters r = parameters_per_rank(m, l);
+  EXPECT_EQ(r.expert, 32LL * 3 * 4096 * 14336);  // one expert per layer
+  EXPECT_EQ(r.dense + 8 * r.expert, total_parameters(m));
+}
+
+TEST(TrainingMemory, OneFOneBStageZeroHoldsPpMicrobatches) {
+  const ModelConfig m = load_model("llama3-70b");
+  TrainingMemoryOptions o;
+  o.activations.seq_len = 8192;
+  o.layout = tp(8, true);
+  o.layout.pipeline_parallel = 4;
+  const TrainingMemory mem = training_memory_per_rank(m, o);
+  const Bytes layer = layer_activations(m, o.activations, o.layout).total();
+  const Bytes outside = outside_layer_activations(m, o.activations, o.layout).total();
+  EXPECT_EQ(mem.activations, (layer * 20 + outside) * 4);
+  o.layout.pipeline_stage = 3;  // the last stage holds one microbatch and the logits
+  const Bytes last_outside = outside_layer_activations(m, o.activations, o.layout).total();
+  EXPECT_EQ(last_outside.count(), 2 * (2 * 8192 * 8192 / 8) + 4 * 8192LL * 128256 / 8);
+  EXPECT_EQ(training_memory_per_rank(m, o).activations, layer * 20 + last_outside);
+}
+
+}  // namespace
+}  // namespace meshsim::workloads

@@ -1,0 +1,192 @@
+#include "meshsim/workloads/model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "meshsim/sim/error.h"
+#include "meshsim/sim/json_input.h"
+#include "model_loaders.h"
+
+namespace meshsim::workloads {
+
+const char* to_string(Architecture a) {
+  switch (a) {
+    case Architecture::kLlama:
+      return "llama";
+    case Architecture::kMixtral:
+      return "mixtral";
+    case Architecture::kGpt2:
+      return "gpt2";
+  }
+  return "?";
+}
+
+const char* to_string(MlpKind m) { return m == MlpKind::kGated ? "swiglu" : "gelu"; }
+const char* to_string(NormKind n) { return n == NormKind::kRmsNorm ? "rmsnorm" : "layernorm"; }
+const char* to_string(PositionKind p) { return p == PositionKind::kRope ? "rope" : "learned"; }
+
+namespace {
+
+std::string preset_source(std::string_view stem) {
+  return fmt::format("workloads/models/{}.json (preset)", stem);
+}
+
+// Reads a "name" field without the strict reader: only to index the presets.
+std::string preset_name(std::string_view stem, std::string_view contents) {
+  const nlohmann::json j = nlohmann::json::parse(contents);
+  SIM_CHECK(j.contains("name") && j["name"].is_string(), "preset {} has no name", stem);
+  return j["name"].get<std::string>();
+}
+
+bool looks_like_path(const std::string& s) {
+  return s.find('/') != std::string::npos || s.ends_with(".json");
+}
+
+std::string file_stem(const std::string& path) {
+  return std::filesystem::path(path).stem().string();
+}
+
+}  // namespace
+
+std::vector<std::string> model_preset_names() {
+  std::vector<std::string> names;
+  for (const auto& [stem, contents] : embedded_model_files()) {
+    names.push_back(preset_name(stem, contents));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+ModelConfig parse_model(const nlohmann::json& value, const std::string& source) {
+  JsonObject obj(value, source);
+  const std::string default_name = file_stem(source);
+  if (obj.has("model_type")) {
+    return parse_hf_config(obj, default_name);
+  }
+  return parse_meshsim_model(obj, default_name);
+}
+
+ModelConfig load_model(const std::string& name_or_path) {
+  for (const auto& [stem, contents] : embedded_model_files()) {
+    if (preset_name(stem, contents) == name_or_path) {
+      const nlohmann::json j = nlohmann::json::parse(contents);
+      return parse_model(j, preset_source(stem));
+    }
+  }
+  if (!std::filesystem::exists(name_or_path) && !looks_like_path(name_or_path)) {
+    throw InputError(
+        name_or_path, "",
+        fmt::format("unknown model preset (expected one of: {}; or a path to a meshsim model JSON "
+                    "or a Hugging Face config.json)",
+                    fmt::join(model_preset_names(), ", ")));
+  }
+  const nlohmann::json j = load_json_file(name_or_path);
+  return parse_model(j, name_or_path);
+}
+
+void derive_head_dim(ModelConfig& model, bool head_dim_given, const std::string& source,
+                     const ModelFieldNames& fields) {
+  if (head_dim_given) {
+    return;
+  }
+  if (model.d_model % model.num_heads != 0) {
+    throw InputError(source, fields.d_model,
+                     fmt::format("{} is not divisible by the {} heads ({}); expected d_model = "
+                                 "num_heads * head_dim, or give head_dim explicitly",
+                                 model.d_model, model.num_heads, fields.num_heads));
+  }
+  model.head_dim = model.d_model / model.num_heads;
+}
+
+void validate_model_fields(const ModelConfig& m, const std::string& source,
+                           const ModelFieldNames& f) {
+  const auto positive = [&](int64_t v, const std::string& field) {
+    if (v <= 0) {
+      throw InputError(source, field, fmt::format("expected a positive integer, got {}", v));
+    }
+  };
+  positive(m.num_layers, f.num_layers);
+  positive(m.d_model, f.d_model);
+  positive(m.num_heads, f.num_heads);
+  positive(m.num_kv_heads, f.num_kv_heads);
+  positive(m.head_dim, f.head_dim);
+  positive(m.d_ff, f.d_ff);
+  positive(m.vocab_size, f.vocab_size);
+  positive(m.max_position_embeddings, f.max_position_embeddings);
+  if (m.num_kv_heads > m.num_heads || m.num_heads % m.num_kv_heads != 0) {
+    throw InputError(source, f.num_kv_heads,
+                     fmt::format("{} key/value heads do not divide the {} query heads; expected "
+                                 "a divisor of {} (grouped-query attention)",
+                                 m.num_kv_heads, m.num_heads, f.num_heads.substr(1)));
+  }
+  const bool wants_moe = m.architecture == Architecture::kMixtral;
+  if (wants_moe != m.is_moe()) {
+    throw InputError(source, wants_moe ? f.num_experts : f.architecture,
+                     wants_moe
+                         ? "architecture mixtral needs experts; expected a mixture-of-experts "
+                           "section"
+                         : fmt::format("architecture {} is dense; expected no experts (use "
+                                       "architecture mixtral for a mixture of experts)",
+                                       to_string(m.architecture)));
+  }
+  if (m.moe) {
+    positive(m.moe->num_experts, f.num_experts);
+    positive(m.moe->experts_per_token, f.experts_per_token);
+    if (m.moe->experts_per_token > m.moe->num_experts) {
+      throw InputError(source, f.experts_per_token,
+                       fmt::format("top-k of {} exceeds the {} experts; expected 1 <= k <= "
+                                   "num_experts",
+                                   m.moe->experts_per_token, m.moe->num_experts));
+    }
+  }
+}
+
+void validate_model(const ModelConfig& model, const std::string& source) {
+  validate_model_fields(model, source, ModelFieldNames{});
+}
+
+ModelConfig parse_meshsim_model(JsonObject& o, const std::string& default_name) {
+  ModelConfig m;
+  m.name = opt(o, "name", &JsonObject::string).value_or(default_name);
+  m.source = opt(o, "source", &JsonObject::string).value_or(o.source());
+  const std::string arch = o.one_of("architecture", {"llama", "mixtral", "gpt2"});
+  m.architecture = arch == "llama"     ? Architecture::kLlama
+                   : arch == "mixtral" ? Architecture::kMixtral
+                                       : Architecture::kGpt2;
+  m.num_layers = o.positive_integer("num_layers");
+  m.d_model = o.positive_integer("d_model");
+  m.num_heads = o.positive_integer("num_heads");
+  m.num_kv_heads = o.positive_integer("num_kv_heads");
+  const auto head_dim = opt(o, "head_dim", &JsonObject::positive_integer);
+  m.head_dim = head_dim.value_or(0);
+  m.d_ff = o.positive_integer("d_ff");
+  m.vocab_size = o.positive_integer("vocab_size");
+  m.max_position_embeddings = o.positive_integer("max_position_embeddings");
+  m.mlp = o.one_of("mlp", {"swiglu", "gelu"}) == "swiglu" ? MlpKind::kGated : MlpKind::kGelu;
+  m.norm = o.one_of("norm", {"rmsnorm", "layernorm"}) == "rmsnorm" ? NormKind::kRmsNorm
+                                                                   : NormKind::kLayerNorm;
+  m.positions = o.one_of("position_embedding", {"rope", "learned"}) == "rope"
+                    ? PositionKind::kRope
+                    : PositionKind::kLearned;
+  m.attention_bias = o.boolean("attention_bias");
+  m.mlp_bias = o.boolean("mlp_bias");
+  m.tied_embeddings = o.boolean("tied_embeddings");
+  m.dropout = o.boolean("dropout");
+  if (o.has("moe")) {
+    JsonObject moe = o.object("moe");
+    m.moe =
+        MoeConfig{moe.positive_integer("num_experts"), moe.positive_integer("experts_per_token")};
+    moe.finish();
+  } else {
+    o.ignore("moe");
+  }
+  o.finish();
+  const ModelFieldNames fields;
+  derive_head_dim(m, head_dim.has_value(), o.source(), fields);
+  validate_model_fields(m, o.source(), fields);
+  return m;
+}
+
+}  // namespace meshsim::workloads
