@@ -24,9 +24,9 @@ struct RunFlags {
   std::vector<CLI::Option*> set_opts;
 };
 
+// The run flags live on the top-level app, so that `meshsim --json r.json` runs the default
+// scenario; `meshsim run [SCENARIO] ...` falls through to them.
 void add_run_options(CLI::App* run, RunFlags& f) {
-  run->add_option("scenario", f.scenario_file, "Scenario JSON file (flags override its fields)")
-      ->check(CLI::ExistingFile);
   auto& o = f.overrides;
   f.set_opts = {
       run->add_option("--model", o.model, "Model preset name, meshsim model JSON or HF config.json"),
@@ -79,8 +79,12 @@ int run_main(int argc, char** argv) {
   CLI::App app{"meshsim: a discrete-event simulator of distributed training clusters"};
   app.set_version_flag("--version", std::string("meshsim ") + MESHSIM_VERSION);
   RunFlags run_flags;
+  add_run_options(&app, run_flags);
   CLI::App* run = app.add_subcommand("run", "Simulate one training step of a scenario");
-  add_run_options(run, run_flags);
+  run->add_option("scenario", run_flags.scenario_file,
+                  "Scenario JSON file (flags override its fields)")
+      ->check(CLI::ExistingFile);
+  run->fallthrough();
 
   std::string calc_model;
   int64_t calc_seq = 4096;

@@ -1,0 +1,265 @@
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "meshsim/sim/error.h"
+#include "meshsim/topology/chip.h"
+#include "meshsim/topology/roofline.h"
+#include "test_files.h"
+
+namespace meshsim::topology {
+namespace {
+
+using testing::capture_input_error;
+using testing::expect_error;
+using testing::read_source_json;
+using testing::write_temp;
+
+const std::vector<std::string> kChips = {"a100-80gb", "b200",    "gb200",   "h100-sxm", "h200",
+                                         "tpu-v4",    "tpu-v5e", "tpu-v5p", "tpu-v6e"};
+
+// The sourced fields every chip of a kind must have (JSON pointers inside the chip entry).
+std::vector<std::string> required_fields(const Chip& chip) {
+  std::vector<std::string> f = {"/hbm/capacity", "/hbm/bandwidth", "/efficiency/matmul",
+                                "/efficiency/memory", "/efficiency/launch_overhead"};
+  for (const auto& [dtype, rate] : chip.peaks) {
+    f.push_back("/peak/" + std::string(to_string(dtype)));
+  }
+  if (chip.kind == ChipKind::kGpu) {
+    for (const char* p : {"/nvlink/generation", "/nvlink/links", "/nvlink/link_bandwidth",
+                          "/nic/bandwidth", "/gpu/sm_count", "/gpu/max_threads_per_sm",
+                          "/gpu/smem_per_sm", "/gpu/max_blocks_per_sm"}) {
+      f.emplace_back(p);
+    }
+    if (chip.gpu->boost_clock_hz) {
+      f.emplace_back("/gpu/boost_clock");
+    }
+  } else {
+    for (const char* p :
+         {"/ici/links", "/ici/link_bandwidth", "/ici/torus_dims", "/ici/chips_per_host",
+          "/dcn/bandwidth", "/tpu/mxu_count", "/tpu/mxu_rows", "/tpu/mxu_cols", "/tpu/clock"}) {
+      f.emplace_back(p);
+    }
+  }
+  return f;
+}
+
+TEST(Catalogue, BuiltinHasEveryChip) { EXPECT_EQ(Catalogue::builtin().names(), kChips); }
+
+TEST(Catalogue, EveryFigureIsPositiveAndSourced) {
+  const Catalogue cat = Catalogue::builtin();
+  for (const std::string& name : kChips) {
+    SCOPED_TRACE(name);
+    const Chip& chip = cat.chip(name);
+    ASSERT_TRUE(chip.peak(Dtype::kBf16).has_value());
+    for (const auto& [dtype, rate] : chip.peaks) {
+      EXPECT_GT(rate.value(), 0.0);
+    }
+    EXPECT_GT(chip.hbm_capacity.count(), 0);
+    EXPECT_GT(chip.hbm_bandwidth.value(), 0.0);
+    EXPECT_GT(chip.efficiency.matmul, 0.0);
+    EXPECT_LE(chip.efficiency.matmul, 1.0);
+    EXPECT_GT(chip.efficiency.memory, 0.0);
+    EXPECT_LE(chip.efficiency.memory, 1.0);
+    EXPECT_GT(chip.efficiency.launch_overhead.ps(), 0);
+    if (chip.kind == ChipKind::kGpu) {
+      ASSERT_TRUE(chip.nvlink && chip.nic_bandwidth && chip.gpu);
+      EXPECT_FALSE(chip.ici || chip.dcn_bandwidth || chip.tpu);
+      EXPECT_GT(chip.nvlink->total_bandwidth().value(), 0.0);
+      EXPECT_GT(chip.nic_bandwidth->value(), 0.0);
+      EXPECT_GT(chip.gpu->sm_count, 0);
+    } else {
+      ASSERT_TRUE(chip.ici && chip.dcn_bandwidth && chip.tpu);
+      EXPECT_FALSE(chip.nvlink || chip.nic_bandwidth || chip.gpu);
+      EXPECT_GT(chip.ici->total_bandwidth().value(), 0.0);
+      EXPECT_GT(chip.dcn_bandwidth->value(), 0.0);
+    }
+    const std::vector<std::string> fields = required_fields(chip);
+    for (const std::string& field : fields) {
+      EXPECT_FALSE(chip.source_of(field).empty()) << field << " has no source";
+    }
+    EXPECT_EQ(chip.sources.size(), fields.size()) << "a sourced field is not checked here";
+  }
+}
+
+TEST(Catalogue, EmbeddedCopyMatchesTheSourceFile) {
+  const Catalogue builtin = Catalogue::builtin();
+  const Catalogue file = Catalogue::load(testing::source_path("topology/chips.json"));
+  ASSERT_EQ(file.names(), builtin.names());
+  for (const std::string& name : kChips) {
+    EXPECT_EQ(file.chip(name).sources, builtin.chip(name).sources) << name;
+  }
+}
+
+TEST(Catalogue, KnownGpuValues) {
+  const Catalogue cat = Catalogue::builtin();
+  const Chip& h100 = cat.chip("h100-sxm");
+  EXPECT_NEAR(h100.peak(Dtype::kBf16)->tflops(), 989.4, 1.0);
+  EXPECT_NEAR(h100.peak(Dtype::kFp8)->tflops(), 1978.9, 1.0);
+  EXPECT_NEAR(h100.peak(Dtype::kTf32)->tflops(), 494.7, 1.0);
+  EXPECT_NEAR(h100.peak(Dtype::kFp32)->tflops(), 66.9, 0.5);
+  EXPECT_DOUBLE_EQ(h100.hbm_bandwidth.value(), 3.35e12);
+  EXPECT_EQ(h100.hbm_capacity, MiB(81559));
+  EXPECT_EQ(h100.nvlink->links, 18);
+  EXPECT_DOUBLE_EQ(h100.nvlink->total_bandwidth().value(), 450e9);  // per direction
+  EXPECT_DOUBLE_EQ(h100.nic_bandwidth->value(), Gbps(400).value());
+  EXPECT_EQ(h100.gpu->sm_count, 132);
+
+  const Chip& a100 = cat.chip("a100-80gb");
+  EXPECT_DOUBLE_EQ(a100.peak(Dtype::kBf16)->tflops(), 312.0);
+  EXPECT_DOUBLE_EQ(a100.nvlink->total_bandwidth().value(), 300e9);
+  EXPECT_DOUBLE_EQ(a100.nic_bandwidth->value(), Gbps(200).value());
+  EXPECT_EQ(a100.gpu->smem_per_sm, KiB(164));
+
+  const Chip& h200 = cat.chip("h200");
+  EXPECT_DOUBLE_EQ(h200.hbm_bandwidth.value(), 4.8e12);
+  EXPECT_NEAR(h200.peak(Dtype::kBf16)->tflops(), 989.4, 1.0);
+
+  const Chip& b200 = cat.chip("b200");
+  EXPECT_DOUBLE_EQ(b200.peak(Dtype::kBf16)->tflops(), 2250.0);
+  EXPECT_DOUBLE_EQ(b200.nvlink->total_bandwidth().value(), 900e9);
+  EXPECT_EQ(b200.gpu->sm_count, 148);
+}
+
+TEST(Catalogue, KnownTpuValues) {
+  const Catalogue cat = Catalogue::builtin();
+  const Chip& v5e = cat.chip("tpu-v5e");
+  EXPECT_DOUBLE_EQ(v5e.peak(Dtype::kBf16)->tflops(), 197.0);
+  EXPECT_DOUBLE_EQ(v5e.hbm_bandwidth.value(), 819e9);
+  EXPECT_EQ(v5e.hbm_capacity, GB(16));
+  EXPECT_EQ(v5e.ici->torus_dims, 2);
+  EXPECT_EQ(v5e.ici->links, 4);
+  EXPECT_DOUBLE_EQ(v5e.ici->link_bandwidth.value(), 50e9);
+
+  const Chip& v5p = cat.chip("tpu-v5p");
+  EXPECT_DOUBLE_EQ(v5p.peak(Dtype::kBf16)->tflops(), 459.0);
+  EXPECT_EQ(v5p.ici->torus_dims, 3);
+  EXPECT_DOUBLE_EQ(v5p.ici->total_bandwidth().value(), 600e9);  // 1200 GB/s bidirectional
+  EXPECT_DOUBLE_EQ(v5p.dcn_bandwidth->value(), Gbps(50).value());
+
+  EXPECT_EQ(cat.chip("tpu-v4").ici->torus_dims, 3);
+  EXPECT_EQ(cat.chip("tpu-v6e").tpu->mxu_rows, 256);
+}
+
+TEST(Catalogue, MxusAccountForTheTpuPeak) {
+  const Catalogue cat = Catalogue::builtin();
+  for (const char* name : {"tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"}) {
+    const Chip& c = cat.chip(name);
+    const double derived =
+        systolic_peak(c.tpu->mxu_rows, c.tpu->mxu_cols, c.tpu->clock_hz).value() *
+        static_cast<double>(c.tpu->mxu_count);
+    EXPECT_NEAR(derived / c.peak(Dtype::kBf16)->value(), 1.0, 0.01) << name;
+  }
+}
+
+TEST(Catalogue, MissingDtypesAreAbsentNotZero) {
+  const Catalogue cat = Catalogue::builtin();
+  EXPECT_FALSE(cat.chip("a100-80gb").peak(Dtype::kFp8).has_value());  // Ampere has no fp8
+  EXPECT_TRUE(cat.chip("h100-sxm").peak(Dtype::kFp8).has_value());
+  EXPECT_TRUE(cat.chip("b200").peak(Dtype::kFp8).has_value());
+  EXPECT_FALSE(cat.chip("tpu-v5e").peak(Dtype::kFp8).has_value());  // int8 is not fp8
+  EXPECT_FALSE(cat.chip("tpu-v6e").peak(Dtype::kFp8).has_value());
+  EXPECT_FALSE(cat.chip("tpu-v4").peak(Dtype::kFp32).has_value());
+}
+
+TEST(Catalogue, RooflineFromCatalogue) {
+  const Catalogue cat = Catalogue::builtin();
+  const Chip& h100 = cat.chip("h100-sxm");
+  EXPECT_NEAR(ridge_point(*h100.peak(Dtype::kBf16), h100.hbm_bandwidth), 295.34, 0.01);
+  const Chip& v5e = cat.chip("tpu-v5e");
+  EXPECT_NEAR(ridge_point(*v5e.peak(Dtype::kBf16), v5e.hbm_bandwidth), 240.54, 0.01);
+  // Workbook 8.3 on the catalogue's H100 SM limits.
+  EXPECT_DOUBLE_EQ(occupancy({128, KiB(48)}, h100.gpu->sm_limits()), 0.25);
+}
+
+TEST(Catalogue, DtypeNames) {
+  for (const Dtype d : all_dtypes()) {
+    EXPECT_EQ(parse_dtype(to_string(d)), d);
+  }
+  EXPECT_FALSE(parse_dtype("int8").has_value());
+  EXPECT_FALSE(parse_dtype("BF16").has_value());
+}
+
+TEST(Catalogue, UnknownChipListsKnownOnes) {
+  const Catalogue cat = Catalogue::builtin();
+  const InputError e = capture_input_error([&] { cat.chip("h900"); });
+  EXPECT_NE(e.message().find("unknown chip \"h900\""), std::string::npos) << e.what();
+  EXPECT_NE(e.message().find("h100-sxm"), std::string::npos) << e.what();
+  EXPECT_NE(e.message().find("tpu-v5p"), std::string::npos) << e.what();
+}
+
+// A catalogue with one chip, taken from the shipped file and then broken by `mutate`.
+InputError load_broken(const std::string& file, const std::string& chip,
+                       const std::function<void(nlohmann::json&)>& mutate, std::string* path) {
+  nlohmann::json doc = read_source_json("topology/chips.json");
+  nlohmann::json entry = doc["chips"][chip];
+  doc["chips"] = nlohmann::json::object({{chip, entry}});
+  mutate(doc["chips"][chip]);
+  *path = write_temp(file, doc);
+  return capture_input_error([&] { Catalogue::load(*path); });
+}
+
+TEST(CatalogueErrors, EachClassOfBadInputIsNamed) {
+  struct Case {
+    std::string chip;
+    std::function<void(nlohmann::json&)> mutate;
+    std::string pointer;
+    std::string expectation;
+  };
+  const std::vector<Case> cases = {
+      {"h100-sxm", [](auto& c) { c["bogus"] = 1; }, "/chips/h100-sxm/bogus", "unknown field"},
+      {"h100-sxm", [](auto& c) { c["peak"]["bf16"].erase("source"); },
+       "/chips/h100-sxm/peak/bf16/source", "required field is missing"},
+      {"h100-sxm", [](auto& c) { c["hbm"]["bandwidth"]["source"] = " "; },
+       "/chips/h100-sxm/hbm/bandwidth/source", "expected a non-empty citation"},
+      {"h100-sxm", [](auto& c) { c["hbm"]["bandwidth"]["value"] = "0TB/s"; },
+       "/chips/h100-sxm/hbm/bandwidth/value", "expected a positive bandwidth"},
+      {"h100-sxm", [](auto& c) { c["nic"]["bandwidth"]["value"] = "400Gbsp"; },
+       "/chips/h100-sxm/nic/bandwidth/value", "unknown unit \"Gbsp\""},
+      {"h100-sxm", [](auto& c) { c["gpu"]["sm_count"]["value"] = "132"; },
+       "/chips/h100-sxm/gpu/sm_count/value", "expected an integer"},
+      {"h100-sxm", [](auto& c) { c["peak"]["int8"] = c["peak"]["fp8"]; },
+       "/chips/h100-sxm/peak/int8", "unknown dtype"},
+      {"h100-sxm", [](auto& c) { c["peak"].erase("bf16"); }, "/chips/h100-sxm/peak/bf16",
+       "needs its dense bf16 peak"},
+      {"h100-sxm", [](auto& c) { c["efficiency"]["matmul"]["value"] = 1.2; },
+       "/chips/h100-sxm/efficiency/matmul/value", "expected a fraction in (0, 1]"},
+      {"h100-sxm", [](auto& c) { c["ici"] = nlohmann::json::object(); }, "/chips/h100-sxm/ici",
+       "not allowed for a gpu chip"},
+      {"h100-sxm", [](auto& c) { c["kind"] = "npu"; }, "/chips/h100-sxm/kind", "not one of"},
+      {"tpu-v5e", [](auto& c) { c["tpu"]["clock"]["value"] = "1.1GHz"; },
+       "/chips/tpu-v5e/tpu/clock", "must agree within 1%"},
+      {"tpu-v5e", [](auto& c) { c["tpu"]["clock"]["value"] = "1.5GHertz"; },
+       "/chips/tpu-v5e/tpu/clock/value", "unknown frequency unit"},
+      {"tpu-v5e", [](auto& c) { c["ici"]["torus_dims"]["value"] = 4; },
+       "/chips/tpu-v5e/ici/torus_dims", "expected 2 or 3"},
+      {"tpu-v5e", [](auto& c) { c.erase("dcn"); }, "/chips/tpu-v5e/dcn",
+       "required field is missing"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].pointer);
+    std::string path;
+    const InputError e = load_broken("bad_chip_" + std::to_string(i) + ".json", cases[i].chip,
+                                     cases[i].mutate, &path);
+    expect_error(e, path, cases[i].pointer, cases[i].expectation);
+  }
+}
+
+TEST(CatalogueErrors, FileLevelProblems) {
+  const std::string missing = testing::source_path("topology/no_such_catalogue.json");
+  expect_error(capture_input_error([&] { Catalogue::load(missing); }), missing, "",
+               "cannot open file");
+  const std::string broken = write_temp("broken.json", std::string("{\"chips\": {"));
+  EXPECT_THROW(Catalogue::load(broken), InputError);
+  const std::string empty = write_temp("empty.json", std::string("{\"chips\": {}}"));
+  expect_error(capture_input_error([&] { Catalogue::load(empty); }), empty, "/chips",
+               "expected at least one chip");
+  const std::string bad_name =
+      write_temp("bad_name.json", std::string("{\"chips\": {\"H100\": {}}}"));
+  expect_error(capture_input_error([&] { Catalogue::load(bad_name); }), bad_name, "/chips/H100",
+               "lower-case");
+}
+
+}  // namespace
+}  // namespace meshsim::topology

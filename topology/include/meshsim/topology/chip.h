@@ -1,0 +1,135 @@
+// The hardware catalogue: what one accelerator chip can do, each figure with its source.
+//
+// Contract:
+//  * A `Chip` is a plain value. Every number in it was read from a catalogue file in which it sits
+//    beside a `source` (datasheet, paper, public measurement, or a stated assumption); the sources
+//    are kept in `Chip::sources`, keyed by the field's JSON pointer inside the chip entry
+//    (e.g. "/peak/bf16", "/hbm/bandwidth", "/efficiency/matmul").
+//  * Peaks are DENSE (no 2:4 sparsity) FLOP/s per dtype. "fp32" is the non-tensor FP32 rate of a
+//    GPU's CUDA cores; "tf32" is the tensor-core TF32 rate. A dtype a chip has no published rate
+//    for gives std::nullopt from `peak()`; the caller turns that into an error that names the chip.
+//  * HBM capacity is the capacity the device reports to software where a reading was available
+//    (nvidia-smi / cudaGetDeviceProperties, e.g. H100 SXM: 81559 MiB), otherwise the vendor's
+//    figure; each entry's source says which. Bandwidths are bytes/s, decimal.
+//  * Interconnect bandwidths are PER DIRECTION. NVLink "900 GB/s" in datasheets is bidirectional:
+//    H100 has 18 links x 25 GB/s = 450 GB/s per direction.
+//  * `Efficiency` holds the default derating factors of the compute model (DESIGN.md): achievable
+//    fraction of peak for large bf16 matmuls and of HBM bandwidth for streaming kernels, and a
+//    fixed per-kernel launch overhead. They are starting points to be fitted from measured traces.
+//
+// A `Catalogue` is loaded once (the builtin one is compiled into the library from
+// topology/chips.json) and holds chips by name. Loading validates everything and throws InputError
+// naming the file, the JSON pointer and what was expected.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "meshsim/sim/units.h"
+#include "meshsim/topology/roofline.h"
+
+namespace meshsim::topology {
+
+enum class Dtype { kFp32, kTf32, kBf16, kFp16, kFp8 };
+
+// "fp32", "tf32", "bf16", "fp16", "fp8" (exact, lower case).
+std::optional<Dtype> parse_dtype(std::string_view name);
+std::string_view to_string(Dtype dtype);
+// All dtypes, in enum order.
+const std::vector<Dtype>& all_dtypes();
+
+enum class ChipKind { kGpu, kTpu };
+std::string_view to_string(ChipKind kind);
+
+struct Efficiency {
+  double matmul;             // achievable fraction of dense bf16 peak for large matmuls, (0, 1]
+  double memory;             // achievable fraction of HBM bandwidth for streaming kernels, (0, 1]
+  Duration launch_overhead;  // fixed cost added to every kernel / op, >= 0
+};
+
+// GPU scale-up links (NVLink). Bandwidths per direction.
+struct NvlinkSpec {
+  int64_t generation;
+  int64_t links;
+  BytesPerSec link_bandwidth;  // one link, one direction
+  BytesPerSec total_bandwidth() const { return link_bandwidth * static_cast<double>(links); }
+};
+
+// TPU inter-chip interconnect. Bandwidths per direction.
+struct IciSpec {
+  int64_t links;               // ICI ports per chip (4 on a 2D torus, 6 on a 3D torus)
+  BytesPerSec link_bandwidth;  // one link, one direction
+  int64_t torus_dims;          // 2 or 3
+  int64_t chips_per_host;
+  BytesPerSec total_bandwidth() const { return link_bandwidth * static_cast<double>(links); }
+};
+
+// Figures for tile/wave quantization and occupancy.
+struct GpuMicroarch {
+  int64_t sm_count;
+  std::optional<double> boost_clock_hz;  // absent where no source gives one
+  int64_t max_threads_per_sm;
+  Bytes smem_per_sm;
+  int64_t max_blocks_per_sm;
+  SmLimits sm_limits() const { return {max_threads_per_sm, smem_per_sm, max_blocks_per_sm}; }
+};
+
+// Matrix units of a TPU. The loader checks mxu_count * systolic_peak(rows, cols, clock) against
+// the bf16 peak (within 1%).
+struct TpuMicroarch {
+  int64_t mxu_count;  // per chip (all TensorCores)
+  int64_t mxu_rows;
+  int64_t mxu_cols;
+  double clock_hz;
+};
+
+struct Chip {
+  std::string name;         // catalogue key, e.g. "h100-sxm"
+  std::string description;  // e.g. "NVIDIA H100 SXM5 80GB"
+  ChipKind kind = ChipKind::kGpu;
+  std::map<Dtype, FlopsPerSec> peaks;  // dense; bf16 always present
+  Bytes hbm_capacity;
+  BytesPerSec hbm_bandwidth;
+  // GPUs: NVLink and the NIC of the vendor's reference system (one per GPU).
+  std::optional<NvlinkSpec> nvlink;
+  std::optional<BytesPerSec> nic_bandwidth;  // per NIC, per direction
+  // TPUs: ICI and the data-center network share of one chip.
+  std::optional<IciSpec> ici;
+  std::optional<BytesPerSec> dcn_bandwidth;  // per chip, per direction
+  Efficiency efficiency{};
+  std::optional<GpuMicroarch> gpu;
+  std::optional<TpuMicroarch> tpu;
+  // JSON pointer inside the chip entry -> source text. One entry per number above.
+  std::map<std::string, std::string> sources;
+
+  std::optional<FlopsPerSec> peak(Dtype dtype) const;
+  // Source of a field ("/peak/bf16"); empty when the field has none.
+  const std::string& source_of(const std::string& pointer) const;
+};
+
+class Catalogue {
+ public:
+  // The catalogue compiled into the library from topology/chips.json.
+  static Catalogue builtin();
+  // A user catalogue file with the same schema.
+  static Catalogue load(const std::string& path);
+  // Parses an already-read document; `source` names it in errors.
+  static Catalogue parse(const nlohmann::json& document, const std::string& source);
+
+  // Throws InputError (naming the catalogue and listing the known names) for an unknown name.
+  const Chip& chip(std::string_view name) const;
+  bool contains(std::string_view name) const;
+  std::vector<std::string> names() const;  // sorted
+  const std::string& source() const { return source_; }
+
+ private:
+  std::string source_;
+  std::vector<Chip> chips_;  // sorted by name
+};
+
+}  // namespace meshsim::topology

@@ -1,0 +1,121 @@
+// Cluster descriptions: which chips, how many, and the two network levels that join them.
+//
+// Vocabulary (the JSON uses the same words):
+//  * node: one host (a DGX box, a GB200 compute tray, a TPU VM host); `devices_per_node` chips.
+//  * scale-up fabric: the fast domain every device of a group reaches without a NIC:
+//      - "nvswitch":      one NVSwitch domain per node (DGX/HGX, 8 GPUs);
+//      - "nvlink_domain": an NVLink domain spanning several nodes (GB200 NVL72: 18 trays x 4 = 72);
+//      - "ici_torus":     a TPU slice, a 2D/3D torus of ICI links spanning its hosts.
+//  * scale-out fabric: what joins scale-up domains:
+//      - "fat_tree": InfiniBand or RoCE, a NIC per GPU, rail-optimized leaf/spine, with tiers,
+//                    switch radix and leaf oversubscription;
+//      - "dcn":      the data-center network share of each TPU chip (multi-slice).
+//  * latency: the per-step alpha of an alpha-beta collective step on that fabric (what one ring
+//    step of a collective pays besides bytes / bandwidth), each with its source in the file.
+//
+// All bandwidths are per direction. Accessors are O(1) except where noted. A ClusterSpec is a
+// value: it holds a copy of its Chip, so it stays valid after the Catalogue is gone.
+//
+// This is the first version; a later issue builds Boost.Graph networks from it. The JSON is laid
+// out so that graph-level detail (switch counts, per-link overrides) can be added as new keys.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "meshsim/sim/units.h"
+#include "meshsim/topology/chip.h"
+
+namespace meshsim::topology {
+
+enum class ScaleUpFabric { kNvSwitch, kNvlinkDomain, kIciTorus };
+enum class ScaleOutFabric { kFatTree, kDcn };
+enum class Transport { kInfiniBand, kRoce };
+
+std::string_view to_string(ScaleUpFabric fabric);
+std::string_view to_string(ScaleOutFabric fabric);
+std::string_view to_string(Transport transport);
+
+struct FatTreeSpec {
+  Transport transport = Transport::kInfiniBand;
+  bool rail_optimized = true;  // NIC k of every node goes to leaf (rail) k
+  int64_t nics_per_device = 1;
+  BytesPerSec nic_bandwidth;      // one NIC, one direction
+  int64_t tiers = 2;              // 1 = one switch, 2 = leaf/spine, 3 = leaf/spine/core
+  int64_t switch_radix = 64;      // ports per switch
+  double oversubscription = 1.0;  // leaf down:up port ratio, >= 1 (1 = non-blocking)
+
+  // Most NIC ports this fat tree can attach: a single switch holds `radix`; with t >= 2 tiers,
+  // leaves give d = floor(radix * s / (s + 1)) ports down, every middle tier halves its ports,
+  // and the top tier uses all of them: d * (radix / 2)^(t - 2) * radix. (s = 1: radix^2 / 2 for
+  // two tiers, radix^3 / 4 for three.)
+  int64_t max_endpoints() const;
+};
+
+struct ClusterSpec {
+  std::string name;    // preset name, or the file's stem
+  std::string source;  // the file it came from ("builtin:topology/clusters/x.json" or a path)
+  std::string description;
+  Chip chip;
+  int64_t nodes = 0;
+  int64_t devices_per_node = 0;
+
+  ScaleUpFabric scale_up = ScaleUpFabric::kNvSwitch;
+  int64_t nvlink_domain_devices = 0;    // kNvlinkDomain only: devices per NVLink domain
+  std::vector<int64_t> torus_shape;     // kIciTorus only: chips per axis of one slice
+  std::vector<bool> torus_wraparound;   // kIciTorus only: per axis (see cluster.cc for the rule)
+  int64_t slices = 1;                   // kIciTorus only: identical slices joined by DCN
+  int64_t scale_up_links = 0;           // per device (NVLink links or ICI ports)
+  BytesPerSec scale_up_link_bandwidth;  // one link, one direction
+  Duration scale_up_latency;
+
+  ScaleOutFabric scale_out = ScaleOutFabric::kFatTree;
+  std::optional<FatTreeSpec> fat_tree;  // kFatTree only
+  BytesPerSec dcn_bandwidth;            // kDcn only: per chip
+  Duration scale_out_latency;
+
+  // JSON pointer inside the cluster file -> source, for every sourced figure the file gave.
+  std::map<std::string, std::string> sources;
+
+  int64_t device_count() const { return nodes * devices_per_node; }
+  // Devices in one scale-up domain: devices_per_node (NVSwitch), nvlink_domain_devices, or the
+  // chips of one torus slice.
+  int64_t scale_up_domain_size() const;
+  int64_t scale_up_domains() const { return device_count() / scale_up_domain_size(); }
+
+  // Everything one device can push into the scale-up fabric: links x link bandwidth
+  // (H100 NVSwitch: 18 x 25 GB/s = 450 GB/s; TPU v5p: 6 x 100 GB/s).
+  BytesPerSec scale_up_bandwidth() const;
+  // Per-direction bandwidth from one device to one other device of its scale-up domain over a
+  // single path: through a (non-blocking) NVSwitch the device's whole NVLink bandwidth; on an ICI
+  // torus one link, to a neighbour.
+  BytesPerSec intra_node_bandwidth() const;
+  Duration intra_node_latency() const { return scale_up_latency; }
+  // Per-direction bandwidth of one device into the scale-out fabric: NICs per GPU x NIC
+  // bandwidth (DGX H100: 1 x 400 Gb/s = 50 GB/s), or the chip's DCN share.
+  BytesPerSec inter_node_bandwidth() const;
+  Duration inter_node_latency() const { return scale_out_latency; }
+};
+
+// Loads a cluster. `name_or_path` without '/' and not ending in ".json" is a preset compiled in
+// from topology/clusters/ (dgx-h100, dgx-a100, h200, gb200-nvl72, tpu-v4, tpu-v5e, tpu-v5p,
+// tpu-v6e); anything else is a file path. The chip is looked up in `catalogue`. Every error is an
+// InputError naming the file, the JSON pointer and what was expected.
+ClusterSpec load_cluster(const std::string& name_or_path, const Catalogue& catalogue);
+
+// The preset names, sorted.
+std::vector<std::string> cluster_presets();
+
+// The same cluster with `nodes` hosts. GPU clusters only (a TPU slice is resized by its torus).
+// Checks: nodes > 0; an NVLink domain stays whole; the fat tree has ports for every NIC.
+ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes);
+
+// The same TPU cluster with a slice of torus `shape`. Checks: a TPU cluster; one positive extent
+// per torus dimension of the chip; the chips divide into hosts. Recomputes nodes (a slice smaller
+// than one host keeps one partial host) and the wraparound of each axis.
+ClusterSpec resize_torus(ClusterSpec spec, std::vector<int64_t> shape);
+
+}  // namespace meshsim::topology

@@ -1,0 +1,113 @@
+#include "meshsim/topology/chip.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "embedded.h"
+#include "meshsim/sim/error.h"
+#include "meshsim/sim/json_input.h"
+
+namespace meshsim::topology {
+namespace {
+
+constexpr std::array<std::pair<Dtype, std::string_view>, 5> kDtypeNames{{
+    {Dtype::kFp32, "fp32"},
+    {Dtype::kTf32, "tf32"},
+    {Dtype::kBf16, "bf16"},
+    {Dtype::kFp16, "fp16"},
+    {Dtype::kFp8, "fp8"},
+}};
+
+constexpr std::string_view kBuiltinCatalogueSource = "builtin:topology/chips.json";
+
+}  // namespace
+
+std::optional<Dtype> parse_dtype(std::string_view name) {
+  for (const auto& [dtype, text] : kDtypeNames) {
+    if (text == name) {
+      return dtype;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(Dtype dtype) {
+  for (const auto& [d, text] : kDtypeNames) {
+    if (d == dtype) {
+      return text;
+    }
+  }
+  SIM_CHECK(false, "unknown Dtype value {}", static_cast<int>(dtype));
+  return {};
+}
+
+const std::vector<Dtype>& all_dtypes() {
+  static const std::vector<Dtype> kAll = {Dtype::kFp32, Dtype::kTf32, Dtype::kBf16, Dtype::kFp16,
+                                          Dtype::kFp8};
+  return kAll;
+}
+
+std::string_view to_string(ChipKind kind) { return kind == ChipKind::kGpu ? "gpu" : "tpu"; }
+
+std::optional<FlopsPerSec> Chip::peak(Dtype dtype) const {
+  const auto it = peaks.find(dtype);
+  if (it == peaks.end()) {
+    return std::nullopt;
+  }
+  return it->second;
+}
+
+const std::string& Chip::source_of(const std::string& pointer) const {
+  static const std::string kNone;
+  const auto it = sources.find(pointer);
+  return it == sources.end() ? kNone : it->second;
+}
+
+Catalogue Catalogue::builtin() {
+  for (const auto& [stem, contents] : detail::embedded_chip_catalogue()) {
+    if (stem == "chips") {
+      nlohmann::json document;
+      try {
+        document = nlohmann::json::parse(contents);
+      } catch (const nlohmann::json::parse_error& e) {
+        throw InputError(std::string(kBuiltinCatalogueSource), fmt::format("byte {}", e.byte),
+                         "not valid JSON");
+      }
+      return parse(document, std::string(kBuiltinCatalogueSource));
+    }
+  }
+  SIM_CHECK(false, "the builtin chip catalogue (chips.json) was not embedded");
+  return {};
+}
+
+Catalogue Catalogue::load(const std::string& path) { return parse(load_json_file(path), path); }
+
+const Chip& Catalogue::chip(std::string_view name) const {
+  const auto it = std::lower_bound(chips_.begin(), chips_.end(), name,
+                                   [](const Chip& c, std::string_view n) { return c.name < n; });
+  if (it == chips_.end() || it->name != name) {
+    throw InputError(
+        source_, "",
+        fmt::format("unknown chip \"{}\" (known chips: {})", name, fmt::join(names(), ", ")));
+  }
+  return *it;
+}
+
+bool Catalogue::contains(std::string_view name) const {
+  return std::any_of(chips_.begin(), chips_.end(), [&](const Chip& c) { return c.name == name; });
+}
+
+std::vector<std::string> Catalogue::names() const {
+  std::vector<std::string> out;
+  out.reserve(chips_.size());
+  for (const Chip& c : chips_) {
+    out.push_back(c.name);
+  }
+  return out;
+}
+
+}  // namespace meshsim::topology

@@ -1,0 +1,200 @@
+// Reading and validating a chip catalogue (schema: topology/chips.json and chip.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "meshsim/sim/error.h"
+#include "meshsim/sim/json_input.h"
+#include "meshsim/topology/chip.h"
+#include "meshsim/topology/roofline.h"
+#include "sourced.h"
+
+namespace meshsim::topology {
+namespace {
+
+using detail::SourceSink;
+
+// The keys of a JSON object, in the document's (sorted) order.
+std::vector<std::string> keys_of(const nlohmann::json& object) {
+  std::vector<std::string> out;
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    out.push_back(it.key());
+  }
+  return out;
+}
+
+void read_peaks(JsonObject& chip_obj, Chip& chip, SourceSink& sink) {
+  const nlohmann::json& raw = chip_obj.raw("peak");
+  JsonObject peak(raw, chip_obj.source(), chip_obj.pointer_of("peak"));
+  for (const std::string& key : keys_of(raw)) {
+    const std::optional<Dtype> dtype = parse_dtype(key);
+    if (!dtype) {
+      peak.fail(key,
+                "unknown dtype (expected one of fp32, tf32, bf16, fp16, fp8; dense rates "
+                "only: int8 and sparse figures do not belong here)");
+    }
+    chip.peaks[*dtype] = detail::sourced_flops(peak, key, sink);
+  }
+  if (chip.peaks.count(Dtype::kBf16) == 0) {
+    peak.fail("bf16", "required field is missing: every chip needs its dense bf16 peak");
+  }
+  peak.finish();
+}
+
+void read_efficiency(JsonObject& chip_obj, Chip& chip, SourceSink& sink) {
+  JsonObject eff = chip_obj.object("efficiency");
+  chip.efficiency.matmul = detail::sourced_fraction(eff, "matmul", sink);
+  chip.efficiency.memory = detail::sourced_fraction(eff, "memory", sink);
+  chip.efficiency.launch_overhead =
+      detail::sourced_duration(eff, "launch_overhead", sink, /*allow_zero=*/true);
+  eff.finish();
+}
+
+void read_gpu_parts(JsonObject& obj, Chip& chip, SourceSink& sink) {
+  for (const char* key : {"ici", "dcn", "tpu"}) {
+    if (obj.has(key)) {
+      obj.fail(key,
+               "not allowed for a gpu chip (\"ici\", \"dcn\" and \"tpu\" describe TPUs; a gpu "
+               "takes \"nvlink\", \"nic\" and \"gpu\")");
+    }
+  }
+  JsonObject nvlink = obj.object("nvlink");
+  NvlinkSpec nv{};
+  nv.generation = detail::sourced_count(nvlink, "generation", sink);
+  nv.links = detail::sourced_count(nvlink, "links", sink);
+  nv.link_bandwidth = detail::sourced_bandwidth(nvlink, "link_bandwidth", sink);
+  nvlink.finish();
+  chip.nvlink = nv;
+
+  JsonObject nic = obj.object("nic");
+  chip.nic_bandwidth = detail::sourced_bandwidth(nic, "bandwidth", sink);
+  nic.finish();
+
+  JsonObject gpu = obj.object("gpu");
+  GpuMicroarch g{};
+  g.sm_count = detail::sourced_count(gpu, "sm_count", sink);
+  if (gpu.has("boost_clock")) {
+    g.boost_clock_hz = detail::sourced_frequency(gpu, "boost_clock", sink);
+  }
+  g.max_threads_per_sm = detail::sourced_count(gpu, "max_threads_per_sm", sink);
+  g.smem_per_sm = detail::sourced_bytes(gpu, "smem_per_sm", sink);
+  g.max_blocks_per_sm = detail::sourced_count(gpu, "max_blocks_per_sm", sink);
+  gpu.finish();
+  chip.gpu = g;
+}
+
+// The MXUs must account for the published bf16 peak; a mismatch means a wrong count, size or clock.
+void check_mxu_consistency(JsonObject& tpu_obj, const Chip& chip) {
+  const TpuMicroarch& t = *chip.tpu;
+  const double derived =
+      systolic_peak(t.mxu_rows, t.mxu_cols, t.clock_hz).value() * static_cast<double>(t.mxu_count);
+  const double bf16 = chip.peaks.at(Dtype::kBf16).value();
+  if (std::fabs(derived - bf16) > 0.01 * bf16) {
+    tpu_obj.fail("clock",
+                 fmt::format("mxu_count x 2 x mxu_rows x mxu_cols x clock = {:.1f} TFLOP/s "
+                             "but the bf16 peak is {:.1f} TFLOP/s (they must agree within "
+                             "1%)",
+                             derived * 1e-12, bf16 * 1e-12));
+  }
+}
+
+void read_tpu_parts(JsonObject& obj, Chip& chip, SourceSink& sink) {
+  for (const char* key : {"nvlink", "nic", "gpu"}) {
+    if (obj.has(key)) {
+      obj.fail(key,
+               "not allowed for a tpu chip (\"nvlink\", \"nic\" and \"gpu\" describe GPUs; a "
+               "tpu takes \"ici\", \"dcn\" and \"tpu\")");
+    }
+  }
+  JsonObject ici = obj.object("ici");
+  IciSpec spec{};
+  spec.links = detail::sourced_count(ici, "links", sink);
+  spec.link_bandwidth = detail::sourced_bandwidth(ici, "link_bandwidth", sink);
+  spec.torus_dims = detail::sourced_count(ici, "torus_dims", sink);
+  if (spec.torus_dims != 2 && spec.torus_dims != 3) {
+    ici.fail("torus_dims", fmt::format("expected 2 or 3, got {}", spec.torus_dims));
+  }
+  if (spec.links != 2 * spec.torus_dims) {
+    ici.fail("links", fmt::format("a {}D torus has {} links per chip, got {}", spec.torus_dims,
+                                  2 * spec.torus_dims, spec.links));
+  }
+  spec.chips_per_host = detail::sourced_count(ici, "chips_per_host", sink);
+  ici.finish();
+  chip.ici = spec;
+
+  JsonObject dcn = obj.object("dcn");
+  chip.dcn_bandwidth = detail::sourced_bandwidth(dcn, "bandwidth", sink);
+  dcn.finish();
+
+  JsonObject tpu = obj.object("tpu");
+  TpuMicroarch t{};
+  t.mxu_count = detail::sourced_count(tpu, "mxu_count", sink);
+  t.mxu_rows = detail::sourced_count(tpu, "mxu_rows", sink);
+  t.mxu_cols = detail::sourced_count(tpu, "mxu_cols", sink);
+  t.clock_hz = detail::sourced_frequency(tpu, "clock", sink);
+  chip.tpu = t;
+  check_mxu_consistency(tpu, chip);
+  tpu.finish();
+}
+
+void check_name(JsonObject& chips, const std::string& name) {
+  const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+  });
+  if (!ok) {
+    chips.fail(name, "chip names are lower-case letters, digits, '-' and '.' (e.g. \"h100-sxm\")");
+  }
+}
+
+Chip parse_chip(JsonObject& chips, const std::string& name) {
+  check_name(chips, name);
+  JsonObject obj = chips.object(name);
+  Chip chip;
+  chip.name = name;
+  SourceSink sink{&chip.sources, obj.pointer()};
+  chip.kind = obj.one_of("kind", {"gpu", "tpu"}) == "gpu" ? ChipKind::kGpu : ChipKind::kTpu;
+  chip.description = obj.string("description");
+  read_peaks(obj, chip, sink);
+  JsonObject hbm = obj.object("hbm");
+  chip.hbm_capacity = detail::sourced_bytes(hbm, "capacity", sink);
+  chip.hbm_bandwidth = detail::sourced_bandwidth(hbm, "bandwidth", sink);
+  hbm.finish();
+  read_efficiency(obj, chip, sink);
+  if (chip.kind == ChipKind::kGpu) {
+    read_gpu_parts(obj, chip, sink);
+  } else {
+    read_tpu_parts(obj, chip, sink);
+  }
+  obj.finish();
+  return chip;
+}
+
+}  // namespace
+
+Catalogue Catalogue::parse(const nlohmann::json& document, const std::string& source) {
+  JsonObject root(document, source);
+  if (root.has("notes")) {
+    root.string("notes");  // free text for readers; must be a string
+  }
+  const nlohmann::json& raw = root.raw("chips");
+  JsonObject chips(raw, source, root.pointer_of("chips"));
+  Catalogue catalogue;
+  catalogue.source_ = source;
+  for (const std::string& name : keys_of(raw)) {
+    catalogue.chips_.push_back(parse_chip(chips, name));
+  }
+  if (catalogue.chips_.empty()) {
+    root.fail("chips", "expected at least one chip");
+  }
+  chips.finish();
+  root.finish();
+  std::sort(catalogue.chips_.begin(), catalogue.chips_.end(),
+            [](const Chip& a, const Chip& b) { return a.name < b.name; });
+  return catalogue;
+}
+
+}  // namespace meshsim::topology

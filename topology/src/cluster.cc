@@ -1,0 +1,239 @@
+#include "meshsim/topology/cluster.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "cluster_checks.h"
+#include "meshsim/sim/error.h"
+
+namespace meshsim::topology {
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  return fmt::format("{}", fmt::join(shape, "x"));
+}
+
+int64_t product(const std::vector<int64_t>& shape) {
+  int64_t p = 1;
+  for (const int64_t extent : shape) {
+    p *= extent;
+  }
+  return p;
+}
+
+[[noreturn]] void fail(const ClusterSpec& spec, const std::string& pointer,
+                       const std::string& msg) {
+  throw InputError(spec.source, pointer, msg);
+}
+
+// Which axes of a TPU slice close into rings.
+//  * 3D (v4, v5p): wraparound comes from the optical switches between 4x4x4 cubes, so a slice has
+//    it on every axis iff it is made of whole cubes (Google Cloud TPU v5p docs: "All 4x4x4 and
+//    larger slices have full 3D torus connectivity. Slices smaller than a full cube ... don't have
+//    wrap-around links").
+//  * 2D (v5e, v6e): an axis wraps iff it spans the whole 16-chip pod edge (JAX scaling book: "a
+//    TPU v5e 8x16 will have a wraparound on the longer axis"; smaller axes have none).
+std::vector<bool> torus_wraparound(const std::vector<int64_t>& shape) {
+  std::vector<bool> wrap(shape.size(), false);
+  if (shape.size() == 3) {
+    const bool cubes =
+        std::all_of(shape.begin(), shape.end(), [](int64_t e) { return e % 4 == 0; });
+    std::fill(wrap.begin(), wrap.end(), cubes);
+  } else {
+    for (size_t i = 0; i < shape.size(); ++i) {
+      wrap[i] = shape[i] == 16;
+    }
+  }
+  return wrap;
+}
+
+void check_torus(ClusterSpec& spec) {
+  const int64_t dims = spec.chip.ici->torus_dims;
+  if (static_cast<int64_t>(spec.torus_shape.size()) != dims) {
+    fail(spec, "/scale_up/shape",
+         fmt::format("expected {} extents ({} has a {}D torus), got [{}]", dims, spec.chip.name,
+                     dims, fmt::join(spec.torus_shape, ", ")));
+  }
+  for (size_t i = 0; i < spec.torus_shape.size(); ++i) {
+    if (spec.torus_shape[i] <= 0) {
+      fail(spec, fmt::format("/scale_up/shape/{}", i),
+           fmt::format("expected a positive extent, got {}", spec.torus_shape[i]));
+    }
+    if (dims == 2 && spec.torus_shape[i] > 16) {
+      fail(spec, fmt::format("/scale_up/shape/{}", i),
+           fmt::format("expected at most 16: a {} pod is a 16x16 torus (larger jobs use several "
+                       "slices joined by DCN)",
+                       spec.chip.name));
+    }
+  }
+  if (spec.slices <= 0) {
+    fail(spec, "/slices", fmt::format("expected a positive number of slices, got {}", spec.slices));
+  }
+  const int64_t chips = product(spec.torus_shape) * spec.slices;
+  if (chips != spec.device_count()) {
+    fail(spec, "/scale_up/shape",
+         fmt::format("the torus {} x {} slice(s) has {} chips, but nodes x devices_per_node is "
+                     "{} x {} = {} (they must be equal)",
+                     shape_text(spec.torus_shape), spec.slices, chips, spec.nodes,
+                     spec.devices_per_node, spec.device_count()));
+  }
+  spec.torus_wraparound = torus_wraparound(spec.torus_shape);
+}
+
+void check_nvlink_domain(const ClusterSpec& spec) {
+  const int64_t domain = spec.nvlink_domain_devices;
+  if (domain <= 0 || domain % spec.devices_per_node != 0) {
+    fail(spec, "/scale_up/domain_devices",
+         fmt::format("expected a positive multiple of devices_per_node ({}), got {}",
+                     spec.devices_per_node, domain));
+  }
+  if (spec.device_count() % domain != 0) {
+    fail(spec, "/nodes",
+         fmt::format("{} nodes x {} devices = {} devices is not a whole number of {}-device NVLink "
+                     "domains (expected a multiple of {} nodes)",
+                     spec.nodes, spec.devices_per_node, spec.device_count(), domain,
+                     domain / spec.devices_per_node));
+  }
+}
+
+void check_fat_tree(const ClusterSpec& spec) {
+  const FatTreeSpec& ft = *spec.fat_tree;
+  const int64_t endpoints = spec.device_count() * ft.nics_per_device;
+  if (endpoints > ft.max_endpoints()) {
+    fail(spec, "/scale_out/tiers",
+         fmt::format(
+             "a {}-tier fat tree of radix-{} switches (oversubscription {}) attaches at most "
+             "{} NICs, but {} devices x {} NICs = {} (expected more tiers or fewer nodes)",
+             ft.tiers, ft.switch_radix, ft.oversubscription, ft.max_endpoints(),
+             spec.device_count(), ft.nics_per_device, endpoints));
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(ScaleUpFabric fabric) {
+  switch (fabric) {
+    case ScaleUpFabric::kNvSwitch:
+      return "nvswitch";
+    case ScaleUpFabric::kNvlinkDomain:
+      return "nvlink_domain";
+    case ScaleUpFabric::kIciTorus:
+      return "ici_torus";
+  }
+  return "?";
+}
+
+std::string_view to_string(ScaleOutFabric fabric) {
+  return fabric == ScaleOutFabric::kFatTree ? "fat_tree" : "dcn";
+}
+
+std::string_view to_string(Transport transport) {
+  return transport == Transport::kInfiniBand ? "infiniband" : "roce";
+}
+
+int64_t FatTreeSpec::max_endpoints() const {
+  SIM_CHECK(tiers >= 1 && switch_radix >= 2 && oversubscription >= 1.0,
+            "fat tree: tiers {} radix {} oversubscription {}", tiers, switch_radix,
+            oversubscription);
+  if (tiers == 1) {
+    return switch_radix;
+  }
+  const double radix = static_cast<double>(switch_radix);
+  const auto down = static_cast<int64_t>(radix * oversubscription / (oversubscription + 1.0));
+  int64_t endpoints = down * switch_radix;
+  for (int64_t t = 2; t < tiers; ++t) {
+    endpoints *= switch_radix / 2;
+  }
+  return endpoints;
+}
+
+int64_t ClusterSpec::scale_up_domain_size() const {
+  switch (scale_up) {
+    case ScaleUpFabric::kNvSwitch:
+      return devices_per_node;
+    case ScaleUpFabric::kNvlinkDomain:
+      return nvlink_domain_devices;
+    case ScaleUpFabric::kIciTorus:
+      return product(torus_shape);
+  }
+  return devices_per_node;
+}
+
+BytesPerSec ClusterSpec::scale_up_bandwidth() const {
+  return scale_up_link_bandwidth * static_cast<double>(scale_up_links);
+}
+
+BytesPerSec ClusterSpec::intra_node_bandwidth() const {
+  return scale_up == ScaleUpFabric::kIciTorus ? scale_up_link_bandwidth : scale_up_bandwidth();
+}
+
+BytesPerSec ClusterSpec::inter_node_bandwidth() const {
+  if (scale_out == ScaleOutFabric::kDcn) {
+    return dcn_bandwidth;
+  }
+  return fat_tree->nic_bandwidth * static_cast<double>(fat_tree->nics_per_device);
+}
+
+void detail::finalize_cluster(ClusterSpec& spec) {
+  if (spec.nodes <= 0) {
+    fail(spec, "/nodes", fmt::format("expected a positive number of nodes, got {}", spec.nodes));
+  }
+  if (spec.devices_per_node <= 0) {
+    fail(spec, "/devices_per_node",
+         fmt::format("expected a positive number of devices per node, got {}",
+                     spec.devices_per_node));
+  }
+  if (spec.scale_up == ScaleUpFabric::kIciTorus) {
+    check_torus(spec);
+  } else if (spec.scale_up == ScaleUpFabric::kNvlinkDomain) {
+    check_nvlink_domain(spec);
+  }
+  if (spec.scale_out == ScaleOutFabric::kFatTree) {
+    check_fat_tree(spec);
+  }
+}
+
+ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes) {
+  if (spec.scale_up == ScaleUpFabric::kIciTorus) {
+    fail(spec, "/nodes",
+         fmt::format("cannot set nodes of TPU cluster \"{}\": a TPU slice is sized by its torus "
+                     "shape (use resize_torus)",
+                     spec.name));
+  }
+  if (nodes <= 0) {
+    fail(spec, "/nodes",
+         fmt::format("cannot resize \"{}\" to {} nodes: expected a positive number of nodes",
+                     spec.name, nodes));
+  }
+  spec.nodes = nodes;
+  detail::finalize_cluster(spec);
+  return spec;
+}
+
+ClusterSpec resize_torus(ClusterSpec spec, std::vector<int64_t> shape) {
+  if (spec.scale_up != ScaleUpFabric::kIciTorus) {
+    fail(spec, "/scale_up/shape",
+         fmt::format("cannot set a torus shape on \"{}\": its scale-up fabric is {}, not "
+                     "ici_torus (use resize_nodes)",
+                     spec.name, to_string(spec.scale_up)));
+  }
+  spec.torus_shape = std::move(shape);
+  int64_t chips = spec.slices;
+  for (const int64_t extent : spec.torus_shape) {
+    chips *= std::max<int64_t>(extent, 1);  // non-positive extents are reported by the check
+  }
+  const int64_t per_host = std::min(spec.chip.ici->chips_per_host, chips);
+  if (chips % per_host != 0) {
+    fail(spec, "/scale_up/shape",
+         fmt::format("a {} slice has {} chips, which do not fill whole {}-chip hosts",
+                     shape_text(spec.torus_shape), chips, per_host));
+  }
+  spec.devices_per_node = per_host;
+  spec.nodes = chips / per_host;
+  detail::finalize_cluster(spec);
+  return spec;
+}
+
+}  // namespace meshsim::topology

@@ -1,0 +1,12 @@
+// Private: invariants of a ClusterSpec, shared by the loader and the resize functions.
+#pragma once
+
+#include "meshsim/topology/cluster.h"
+
+namespace meshsim::topology::detail {
+
+// Checks the counts, the scale-up domain and the fat-tree capacity, and derives the torus
+// wraparound. Throws InputError(spec.source, <JSON pointer of the offending field>, message).
+void finalize_cluster(ClusterSpec& spec);
+
+}  // namespace meshsim::topology::detail

@@ -1,0 +1,194 @@
+// Reading and validating cluster files (schema: topology/clusters/*.json and cluster.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cluster_checks.h"
+#include "embedded.h"
+#include "meshsim/sim/error.h"
+#include "meshsim/sim/json_input.h"
+#include "meshsim/topology/cluster.h"
+#include "sourced.h"
+
+namespace meshsim::topology {
+namespace {
+
+using detail::SourceSink;
+
+constexpr std::string_view kPresetPrefix = "builtin:topology/clusters/";
+
+void forbid(JsonObject& obj, const std::string& key, const std::string& why) {
+  if (obj.has(key)) {
+    obj.fail(key, why);
+  }
+}
+
+void require_kind(JsonObject& obj, const Chip& chip, ChipKind kind, const std::string& fabric,
+                  const std::string& instead) {
+  if (chip.kind != kind) {
+    obj.fail("fabric",
+             fmt::format("\"{}\" needs a {} chip, but \"{}\" is a {} (expected \"{}\")", fabric,
+                         to_string(kind), chip.name, to_string(chip.kind), instead));
+  }
+}
+
+void read_scale_up_links(JsonObject& up, ClusterSpec& spec, SourceSink& sink) {
+  const Chip& chip = spec.chip;
+  spec.scale_up_links = chip.nvlink ? chip.nvlink->links : chip.ici->links;
+  spec.scale_up_link_bandwidth =
+      chip.nvlink ? chip.nvlink->link_bandwidth : chip.ici->link_bandwidth;
+  if (up.has("links")) {
+    spec.scale_up_links = detail::sourced_count(up, "links", sink);
+  }
+  if (up.has("link_bandwidth")) {
+    spec.scale_up_link_bandwidth = detail::sourced_bandwidth(up, "link_bandwidth", sink);
+  }
+  spec.scale_up_latency = detail::sourced_duration(up, "latency", sink, /*allow_zero=*/false);
+}
+
+void read_scale_up(JsonObject& root, ClusterSpec& spec, SourceSink& sink) {
+  JsonObject up = root.object("scale_up");
+  const std::string fabric = up.one_of("fabric", {"nvswitch", "nvlink_domain", "ici_torus"});
+  if (fabric == "ici_torus") {
+    require_kind(up, spec.chip, ChipKind::kTpu, fabric, "nvswitch or nvlink_domain");
+    spec.scale_up = ScaleUpFabric::kIciTorus;
+    spec.torus_shape = up.positive_integer_array("shape");
+    forbid(up, "domain_devices", "only an \"nvlink_domain\" fabric has domain_devices");
+  } else {
+    require_kind(up, spec.chip, ChipKind::kGpu, fabric, "ici_torus");
+    forbid(up, "shape", "only an \"ici_torus\" fabric has a shape");
+    spec.scale_up = fabric == "nvswitch" ? ScaleUpFabric::kNvSwitch : ScaleUpFabric::kNvlinkDomain;
+    if (spec.scale_up == ScaleUpFabric::kNvlinkDomain) {
+      spec.nvlink_domain_devices = up.positive_integer("domain_devices");
+    } else {
+      forbid(up, "domain_devices",
+             "an \"nvswitch\" domain is one node; use \"nvlink_domain\" for "
+             "multi-node NVLink domains");
+    }
+  }
+  read_scale_up_links(up, spec, sink);
+  up.finish();
+}
+
+FatTreeSpec read_fat_tree(JsonObject& out, const Chip& chip, SourceSink& sink) {
+  FatTreeSpec ft;
+  ft.transport = out.one_of("transport", {"infiniband", "roce"}) == "infiniband"
+                     ? Transport::kInfiniBand
+                     : Transport::kRoce;
+  ft.rail_optimized = out.boolean("rail_optimized");
+  ft.nics_per_device = detail::sourced_count(out, "nics_per_device", sink);
+  ft.nic_bandwidth = out.has("nic_bandwidth")
+                         ? detail::sourced_bandwidth(out, "nic_bandwidth", sink)
+                         : *chip.nic_bandwidth;
+  ft.tiers = detail::sourced_count(out, "tiers", sink);
+  if (ft.tiers > 5) {
+    out.fail("tiers", fmt::format("expected 1 to 5 switch tiers, got {}", ft.tiers));
+  }
+  ft.switch_radix = detail::sourced_count(out, "switch_radix", sink);
+  if (ft.switch_radix < 2 || ft.switch_radix % 2 != 0) {
+    out.fail("switch_radix",
+             fmt::format("expected an even port count >= 2, got {}", ft.switch_radix));
+  }
+  ft.oversubscription = detail::sourced_positive_number(out, "oversubscription", sink);
+  if (ft.oversubscription < 1.0) {
+    out.fail("oversubscription", fmt::format("expected a down:up ratio >= 1 (1 = non-blocking), "
+                                             "got {}",
+                                             ft.oversubscription));
+  }
+  return ft;
+}
+
+void read_scale_out(JsonObject& root, ClusterSpec& spec, SourceSink& sink) {
+  JsonObject out = root.object("scale_out");
+  const std::string fabric = out.one_of("fabric", {"fat_tree", "dcn"});
+  if (fabric == "fat_tree") {
+    require_kind(out, spec.chip, ChipKind::kGpu, fabric, "dcn");
+    spec.scale_out = ScaleOutFabric::kFatTree;
+    spec.fat_tree = read_fat_tree(out, spec.chip, sink);
+  } else {
+    require_kind(out, spec.chip, ChipKind::kTpu, fabric, "fat_tree");
+    spec.scale_out = ScaleOutFabric::kDcn;
+    spec.dcn_bandwidth = out.has("bandwidth") ? detail::sourced_bandwidth(out, "bandwidth", sink)
+                                              : *spec.chip.dcn_bandwidth;
+  }
+  spec.scale_out_latency = detail::sourced_duration(out, "latency", sink, /*allow_zero=*/false);
+  out.finish();
+}
+
+ClusterSpec parse_cluster(const nlohmann::json& document, const std::string& source,
+                          const std::string& name, const Catalogue& catalogue) {
+  JsonObject root(document, source);
+  ClusterSpec spec;
+  spec.name = name;
+  spec.source = source;
+  SourceSink sink{&spec.sources, ""};
+  spec.description = root.string("description");
+  const std::string chip = root.string("chip");
+  if (!catalogue.contains(chip)) {
+    root.fail("chip", fmt::format("unknown chip \"{}\" (known chips: {})", chip,
+                                  fmt::join(catalogue.names(), ", ")));
+  }
+  spec.chip = catalogue.chip(chip);
+  spec.nodes = root.positive_integer("nodes");
+  spec.devices_per_node = root.positive_integer("devices_per_node");
+  read_scale_up(root, spec, sink);
+  if (root.has("slices")) {
+    if (spec.scale_up != ScaleUpFabric::kIciTorus) {
+      root.fail("slices", "only TPU (ici_torus) clusters have slices");
+    }
+    spec.slices = root.positive_integer("slices");
+  }
+  read_scale_out(root, spec, sink);
+  root.finish();
+  detail::finalize_cluster(spec);
+  return spec;
+}
+
+bool is_path(const std::string& name_or_path) {
+  const std::string suffix = ".json";
+  const bool json_suffix =
+      name_or_path.size() >= suffix.size() &&
+      name_or_path.compare(name_or_path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return json_suffix || name_or_path.find('/') != std::string::npos;
+}
+
+}  // namespace
+
+std::vector<std::string> cluster_presets() {
+  std::vector<std::string> out;
+  for (const auto& [stem, contents] : detail::embedded_cluster_presets()) {
+    out.emplace_back(stem);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+ClusterSpec load_cluster(const std::string& name_or_path, const Catalogue& catalogue) {
+  if (is_path(name_or_path)) {
+    const std::string stem = std::filesystem::path(name_or_path).stem().string();
+    return parse_cluster(load_json_file(name_or_path), name_or_path, stem, catalogue);
+  }
+  for (const auto& [stem, contents] : detail::embedded_cluster_presets()) {
+    if (stem != name_or_path) {
+      continue;
+    }
+    const std::string source = fmt::format("{}{}.json", kPresetPrefix, stem);
+    nlohmann::json document;
+    try {
+      document = nlohmann::json::parse(contents);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw InputError(source, fmt::format("byte {}", e.byte), "not valid JSON");
+    }
+    return parse_cluster(document, source, name_or_path, catalogue);
+  }
+  throw InputError(name_or_path, "",
+                   fmt::format("unknown cluster preset \"{}\" (known presets: {}; a file path must "
+                               "contain '/' or end in \".json\")",
+                               name_or_path, fmt::join(cluster_presets(), ", ")));
+}
+
+}  // namespace meshsim::topology

@@ -1,0 +1,44 @@
+// Private: reading numbers that carry their source.
+//
+// In the chip catalogue and the cluster files every figure is written as
+//   "bandwidth": {"value": "3.35TB/s", "source": "NVIDIA H100 datasheet"}
+// Each reader below takes the parent object and the key, validates the value (positive where a
+// zero would be meaningless), requires a non-empty "source", rejects any other key, and records the
+// source in `sources` under the leaf's JSON pointer relative to `base` (the pointer of the chip or
+// cluster the figure belongs to). Errors are InputError naming file, pointer and expectation.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "meshsim/sim/json_input.h"
+#include "meshsim/sim/units.h"
+
+namespace meshsim::topology::detail {
+
+using SourceMap = std::map<std::string, std::string>;
+
+// Where a sourced figure is recorded: the map and the pointer prefix to strip.
+struct SourceSink {
+  SourceMap* sources;
+  std::string base;
+};
+
+FlopsPerSec sourced_flops(JsonObject& parent, const std::string& key, SourceSink& sink);
+BytesPerSec sourced_bandwidth(JsonObject& parent, const std::string& key, SourceSink& sink);
+Bytes sourced_bytes(JsonObject& parent, const std::string& key, SourceSink& sink);
+// `allow_zero`: launch overheads may be zero; latencies may not.
+Duration sourced_duration(JsonObject& parent, const std::string& key, SourceSink& sink,
+                          bool allow_zero);
+double sourced_fraction(JsonObject& parent, const std::string& key, SourceSink& sink);
+double sourced_positive_number(JsonObject& parent, const std::string& key, SourceSink& sink);
+int64_t sourced_count(JsonObject& parent, const std::string& key, SourceSink& sink);
+// "1.98GHz", "1050MHz", "1.5e9Hz"; returns hertz.
+double sourced_frequency(JsonObject& parent, const std::string& key, SourceSink& sink);
+
+// Parses a frequency string; throws UnitParseError with the expected forms.
+double parse_frequency_hz(std::string_view text);
+
+}  // namespace meshsim::topology::detail
