@@ -14,36 +14,9 @@
 namespace meshsim::topology {
 namespace {
 
-constexpr std::array<std::pair<Dtype, std::string_view>, 5> kDtypeNames{{
-    {Dtype::kFp32, "fp32"},
-    {Dtype::kTf32, "tf32"},
-    {Dtype::kBf16, "bf16"},
-    {Dtype::kFp16, "fp16"},
-    {Dtype::kFp8, "fp8"},
-}};
-
 constexpr std::string_view kBuiltinCatalogueSource = "builtin:topology/chips.json";
 
 }  // namespace
-
-std::optional<Dtype> parse_dtype(std::string_view name) {
-  for (const auto& [dtype, text] : kDtypeNames) {
-    if (text == name) {
-      return dtype;
-    }
-  }
-  return std::nullopt;
-}
-
-std::string_view to_string(Dtype dtype) {
-  for (const auto& [d, text] : kDtypeNames) {
-    if (d == dtype) {
-      return text;
-    }
-  }
-  SIM_CHECK(false, "unknown Dtype value {}", static_cast<int>(dtype));
-  return {};
-}
 
 const std::vector<Dtype>& all_dtypes() {
   static const std::vector<Dtype> kAll = {Dtype::kFp32, Dtype::kTf32, Dtype::kBf16, Dtype::kFp16,

@@ -7,31 +7,15 @@ namespace {
 
 bool on_matrix_units(OpClass c) { return c == OpClass::kMatmul || c == OpClass::kAttention; }
 
-Dtype to_chip_dtype(meshsim::Dtype d) {
-  switch (d) {
-    case meshsim::Dtype::kFp32:
-      return Dtype::kFp32;
-    case meshsim::Dtype::kTf32:
-      return Dtype::kTf32;
-    case meshsim::Dtype::kBf16:
-      return Dtype::kBf16;
-    case meshsim::Dtype::kFp16:
-      return Dtype::kFp16;
-    case meshsim::Dtype::kFp8:
-      return Dtype::kFp8;
-  }
-  return Dtype::kBf16;
-}
-
 }  // namespace
 
 RooflineComputeModel::RooflineComputeModel(Chip chip) : chip_(std::move(chip)) {}
 
 FlopsPerSec RooflineComputeModel::flop_rate(const ComputeWork& work) const {
   if (on_matrix_units(work.op_class)) {
-    const auto peak = chip_.peak(to_chip_dtype(work.dtype));
+    const auto peak = chip_.peak(work.dtype);
     SIM_CHECK(peak.has_value(), "{} has no {} matrix rate (the planner must check dtypes)",
-              chip_.name, meshsim::to_string(work.dtype));
+              chip_.name, to_string(work.dtype));
     return *peak;
   }
   if (const auto fp32 = chip_.peak(Dtype::kFp32)) {

@@ -30,16 +30,15 @@
 #include <string_view>
 #include <vector>
 
+#include "meshsim/sim/program.h"
 #include "meshsim/sim/units.h"
 #include "meshsim/topology/roofline.h"
 
 namespace meshsim::topology {
 
-enum class Dtype { kFp32, kTf32, kBf16, kFp16, kFp8 };
-
-// "fp32", "tf32", "bf16", "fp16", "fp8" (exact, lower case).
-std::optional<Dtype> parse_dtype(std::string_view name);
-std::string_view to_string(Dtype dtype);
+// Numeric formats are the engine's vocabulary type (sim/program.h): parse_dtype and to_string
+// live there.
+using ::meshsim::Dtype;
 // All dtypes, in enum order.
 const std::vector<Dtype>& all_dtypes();
 
