@@ -30,6 +30,8 @@ Scenario load_scenario(const std::string& path, Scenario s) {
   if (auto v = opt(o, "seq", &JsonObject::positive_integer)) {
     s.seq = *v;
   }
+  o.ignore("dtype");  // known keys, read below only when present
+  o.ignore("attention");
   if (o.has("dtype")) {
     s.dtype = o.one_of("dtype", {"bf16", "fp8"});
   }
