@@ -31,6 +31,11 @@ void print_accounting(const std::string& model_name, int64_t seq_len, int64_t mi
                       std::ostream& out) {
   using namespace workloads;
   const ModelConfig m = load_model(model_name);
+  if (m.positions == PositionKind::kLearned && seq_len > m.max_position_embeddings) {
+    seq_len = m.max_position_embeddings;
+    out << fmt::format("(--seq capped at {}, the length of {}'s learned position table)\n",
+                       seq_len, m.name);
+  }
   const ParameterCounts p = count_parameters(m);
   out << fmt::format("{}: {} layers, d_model {}, {} heads ({} KV), head_dim {}, d_ff {}, vocab {}\n",
                      m.name, m.num_layers, m.d_model, m.num_heads, m.num_kv_heads, m.head_dim,

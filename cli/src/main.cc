@@ -99,8 +99,11 @@ int run_main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) {
+      return app.exit(e);  // --help, --version
+    }
+    std::cerr << "meshsim: error: " << e.what() << " (run with --help for the options)\n";
+    return 2;
   }
   if (*calc) {
     meshsim::cli::print_accounting(calc_model, calc_seq, calc_mbs, std::cout);

@@ -35,7 +35,18 @@ topology::ClusterSpec load_cluster_for(const Scenario& s) {
   return c;
 }
 
+void require_positive(std::optional<int64_t> value, const char* flag) {
+  if (value && *value <= 0) {
+    throw InputError(flag, "", fmt::format("expected a positive integer, got {}", *value));
+  }
+}
+
 Loaded load(const Scenario& s) {
+  require_positive(s.nodes, "--nodes");
+  require_positive(s.dp, "--dp");
+  require_positive(s.mbs, "--mbs");
+  require_positive(s.gbs, "--gbs");
+  require_positive(s.seq, "--seq");
   Loaded l{load_cluster_for(s), workloads::load_model(s.model), {}};
   l.step.data_parallel = s.dp;
   l.step.micro_batch = s.mbs;

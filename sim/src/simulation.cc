@@ -58,6 +58,7 @@ ProgramInfo::ProgramInfo(Program p) : program(std::move(p)) {
 
 struct RankState {
   ProgramIndex program;
+  RankId global;
   std::vector<GroupId> group_slots;
   std::vector<RankId> peer_slots;
   std::vector<uint32_t> pending;       // unfinished dependencies per op
@@ -76,6 +77,7 @@ struct Running {
   uint32_t op = 0;
   SimTime ready;
   SimTime start;
+  uint64_t match = 0;
 };
 
 struct Arrival {
@@ -106,7 +108,8 @@ struct Simulation::Impl {
   const ComputeCostModel& compute;
   CommCostModel& comm;
   std::vector<ProgramInfo> programs;
-  std::vector<std::vector<RankId>> groups;
+  std::vector<std::vector<RankId>> groups;       // simulated members (rendezvous)
+  std::vector<std::vector<RankId>> cost_groups;  // global ranks (cost model)
   std::vector<RankState> ranks;
   std::vector<std::function<void(const OpRecord&)>> op_subscribers;
   std::vector<std::function<void(const MemoryRecord&)>> memory_subscribers;
@@ -119,6 +122,7 @@ struct Simulation::Impl {
   std::map<P2PChannel, uint32_t> sends_issued;
   std::map<P2PChannel, uint32_t> recvs_issued;
   std::map<P2PKey, PendingP2P> p2p;
+  uint64_t next_match = 1;
   bool ran = false;
 
   Impl(const ComputeCostModel& c, CommCostModel& m) : compute(c), comm(m) {}
@@ -130,7 +134,7 @@ struct Simulation::Impl {
   void start_op(RankId id, uint32_t op, SimTime ready);
   void arrive_collective(RankId id, uint32_t op, const CollectiveWork& w, SimTime ready);
   void arrive_p2p(RankId id, uint32_t op, const PeerWork& w, bool is_send, SimTime ready);
-  void launch(const Arrival& a, SimTime start, Duration d);
+  void launch(const Arrival& a, SimTime start, Duration d, uint64_t match = 0);
   void finish(uint32_t running_index);
   void apply_memory(RankId id, const Op& op, bool at_end);
   void change_memory(RankId id, MemoryCategory c, Bytes delta);
@@ -146,17 +150,19 @@ ProgramIndex Simulation::add_program(Program program) {
   return ProgramIndex(static_cast<uint32_t>(impl_->programs.size() - 1));
 }
 
-GroupId Simulation::add_group(std::vector<RankId> ranks) {
-  SIM_CHECK(!ranks.empty(), "empty group");
-  impl_->groups.push_back(std::move(ranks));
+GroupId Simulation::add_group(std::vector<RankId> members, std::vector<RankId> cost_group) {
+  SIM_CHECK(!members.empty(), "empty group");
+  impl_->cost_groups.push_back(cost_group.empty() ? members : std::move(cost_group));
+  impl_->groups.push_back(std::move(members));
   return GroupId(static_cast<uint32_t>(impl_->groups.size() - 1));
 }
 
 RankId Simulation::add_rank(ProgramIndex program, std::vector<GroupId> group_slots,
-                            std::vector<RankId> peer_slots) {
+                            std::vector<RankId> peer_slots, std::optional<RankId> global_rank) {
   SIM_CHECK(program.index() < impl_->programs.size(), "unknown program {}", program.value());
   RankState r;
   r.program = program;
+  r.global = global_rank.value_or(RankId(static_cast<uint32_t>(impl_->ranks.size())));
   r.group_slots = std::move(group_slots);
   r.peer_slots = std::move(peer_slots);
   impl_->ranks.push_back(std::move(r));
@@ -177,6 +183,11 @@ void Simulation::record_into(Timeline& timeline) {
 }
 
 size_t Simulation::num_ranks() const { return impl_->ranks.size(); }
+
+RankId Simulation::global_rank(RankId simulated) const {
+  SIM_CHECK(simulated.index() < impl_->ranks.size(), "unknown rank {}", simulated.value());
+  return impl_->ranks[simulated.index()].global;
+}
 
 const Program& Simulation::program_of(RankId rank) const {
   SIM_CHECK(rank.index() < impl_->ranks.size(), "unknown rank {}", rank.value());
@@ -313,11 +324,12 @@ void Simulation::Impl::arrive_collective(RankId id, uint32_t op, const Collectiv
   if (pc.arrivals.size() < members.size()) {
     return;
   }
-  const Duration d = comm.collective_time(w.kind, w.bytes, members);
+  const Duration d = comm.collective_time(w.kind, w.bytes, cost_groups[g.index()]);
   const PendingCollective done = std::move(pc);
   collectives.erase(key);
+  const uint64_t match = next_match++;
   for (const Arrival& a : done.arrivals) {
-    launch(a, now, d);
+    launch(a, now, d, match);
   }
 }
 
@@ -339,14 +351,16 @@ void Simulation::Impl::arrive_p2p(RankId id, uint32_t op, const PeerWork& w, boo
   }
   SIM_CHECK(pp.bytes == w.bytes, "send {}->{} tag {} #{}: sizes {} B and {} B differ",
             src.value(), dst.value(), w.tag, ordinal, pp.bytes.count(), w.bytes.count());
-  const Duration d = comm.p2p_time(src, dst, pp.bytes);
+  const Duration d =
+      comm.p2p_time(ranks[src.index()].global, ranks[dst.index()].global, pp.bytes);
   const PendingP2P done = pp;
   p2p.erase(key);
-  launch(*done.send, now, d);
-  launch(*done.recv, now, d);
+  const uint64_t match = next_match++;
+  launch(*done.send, now, d, match);
+  launch(*done.recv, now, d, match);
 }
 
-void Simulation::Impl::launch(const Arrival& a, SimTime start, Duration d) {
+void Simulation::Impl::launch(const Arrival& a, SimTime start, Duration d, uint64_t match) {
   SIM_CHECK(d >= Duration::zero(), "negative duration {} ps for op {} of rank {}", d.ps(), a.op,
             a.rank.value());
   uint32_t slot = 0;
@@ -357,7 +371,7 @@ void Simulation::Impl::launch(const Arrival& a, SimTime start, Duration d) {
     slot = free_running.back();
     free_running.pop_back();
   }
-  running[slot] = Running{a.rank, a.op, a.ready, start};
+  running[slot] = Running{a.rank, a.op, a.ready, start, match};
   apply_memory(a.rank, info(ranks[a.rank.index()]).program.op(OpId(a.op)), false);
   queue.push(start + d, EventKind::kOpEnd, slot);
 }
@@ -376,7 +390,7 @@ void Simulation::Impl::finish(uint32_t running_index) {
     --r.pending[p.succ[i]];
   }
   if (!op_subscribers.empty()) {
-    const OpRecord rec{run.rank, OpId(run.op), op.stream, run.ready, run.start, now};
+    const OpRecord rec{run.rank, OpId(run.op), op.stream, run.ready, run.start, now, run.match};
     for (const auto& cb : op_subscribers) {
       cb(rec);
     }

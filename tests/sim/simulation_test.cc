@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "meshsim/sim/analysis.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/event_queue.h"
@@ -242,6 +244,68 @@ TEST(Analysis, UnionAndDifference) {
   EXPECT_EQ(union_length({t(0, 10), t(5, 15), t(20, 30)}).ps(), 25);
   EXPECT_EQ(difference_length({t(0, 10), t(20, 30)}, {t(5, 25)}).ps(), 10);
   EXPECT_EQ(difference_length({t(0, 10)}, {}).ps(), 10);
+}
+
+}  // namespace
+}  // namespace meshsim
+
+namespace meshsim {
+namespace {
+
+// Symmetric mode: one representative rank whose collective is costed over the full group gives
+// the same step as simulating every rank of the group.
+TEST(Simulation, RepresentativeMatchesFullSimulation) {
+  auto program = [] {
+    Program p;
+    const OpId c = p.add(testing::compute_op("work", 10));
+    const OpId ar = p.add(testing::collective_op("ar", 5));  // 5 B * 4 ranks = 20 ps
+    const OpId d = p.add(testing::compute_op("after", 7));
+    p.add_dependency(c, ar);
+    p.add_dependency(ar, d);
+    return p;
+  };
+  testing::PsComputeModel cm;
+  testing::PsCommModel full_comm;
+  Simulation full(cm, full_comm);
+  const auto fp = full.add_program(program());
+  const GroupId g = full.add_group({RankId(0), RankId(1), RankId(2), RankId(3)});
+  for (int i = 0; i < 4; ++i) {
+    full.add_rank(fp, {g}, {});
+  }
+  testing::PsCommModel rep_comm;
+  Simulation rep(cm, rep_comm);
+  const auto rp = rep.add_program(program());
+  const GroupId rg = rep.add_group({RankId(0)}, {RankId(0), RankId(1), RankId(2), RankId(3)});
+  rep.add_rank(rp, {rg}, {}, RankId(0));
+  EXPECT_EQ(full.run().end, rep.run().end);
+  EXPECT_EQ(rep.global_rank(RankId(0)), RankId(0));
+}
+
+TEST(Simulation, MatchIdsTieCollectiveMembersAndSendReceivePairs) {
+  testing::PsComputeModel cm;
+  testing::PsCommModel nm;
+  Simulation sim(cm, nm);
+  const GroupId g = sim.add_group({RankId(0), RankId(1)});
+  Program a;
+  a.add(testing::collective_op("ar", 3));
+  a.add(testing::peer_op("send", true, 4, 0, 2));
+  Program b;
+  b.add(testing::collective_op("ar", 3));
+  b.add(testing::peer_op("recv", false, 4, 0, 2));
+  sim.add_rank(sim.add_program(std::move(a)), {g}, {RankId(1)});
+  sim.add_rank(sim.add_program(std::move(b)), {g}, {RankId(0)});
+  Timeline tl;
+  sim.record_into(tl);
+  sim.run();
+  std::map<uint64_t, int> members;
+  for (const OpRecord& r : tl.ops) {
+    ASSERT_NE(r.match, 0u);
+    ++members[r.match];
+  }
+  ASSERT_EQ(members.size(), 2u);  // one collective, one send/recv pair
+  for (const auto& [id, n] : members) {
+    EXPECT_EQ(n, 2) << id;
+  }
 }
 
 }  // namespace

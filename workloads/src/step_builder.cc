@@ -14,6 +14,16 @@ void require_positive(int64_t value, const char* flag) {
   }
 }
 
+// A learned position table has no rows past max_position_embeddings (RoPE models have no table
+// and may run longer sequences, as context extension does).
+void validate_seq(const ModelConfig& m, int64_t seq) {
+  if (m.positions == PositionKind::kLearned && seq > m.max_position_embeddings) {
+    throw InputError("--seq", "",
+                     fmt::format("{} tokens, but {} has learned positions for at most {} tokens",
+                                 seq, m.name, m.max_position_embeddings));
+  }
+}
+
 void validate(const StepConfig& c) {
   require_positive(c.data_parallel, "--dp");
   require_positive(c.micro_batch, "--mbs");
@@ -104,6 +114,7 @@ void add_microbatch(ChainBuilder& chain, const detail::KernelContext& ctx, int32
 
 StepPlan plan_data_parallel_step(const ModelConfig& model, const StepConfig& config) {
   validate(config);
+  validate_seq(model, config.seq_len);
   StepPlan plan;
   plan.microbatches_per_rank = config.global_batch / (config.data_parallel * config.micro_batch);
   plan.tokens_per_step = config.global_batch * config.seq_len;

@@ -14,6 +14,11 @@
 //    both are ready and last CommCostModel::p2p_time.
 //  * Memory effects of an op apply when it starts (or ends, if marked so); the ledger keeps the
 //    per-rank total and its peak with the breakdown at the peak.
+// Symmetry: in SPMD training most ranks behave alike, so a Simulation may run one representative
+// per class of identical ranks. A group then has two member lists: the simulated ranks that meet
+// at its rendezvous, and the full group of global ranks that the cost model is asked about. Each
+// simulated rank carries the global rank it represents (for costs of sends and receives, and for
+// reports). In full mode both lists are the same and every rank is simulated.
 // Determinism: events are ordered by (time, insertion sequence); ranks and streams are scanned in
 // index order; nothing depends on addresses or the wall clock. No global state: several
 // Simulations may run at once.
@@ -60,11 +65,14 @@ class Simulation {
   Simulation& operator=(const Simulation&) = delete;
 
   ProgramIndex add_program(Program program);
-  GroupId add_group(std::vector<RankId> ranks);
-  // Adds the next rank (ids are dense, from 0), running `program`, with its group slots and
-  // peer slots bound to concrete groups and ranks.
+  // `members`: simulated ranks that rendezvous; `cost_group`: the global ranks the collective
+  // really spans, passed to the cost model (empty: the same as `members`).
+  GroupId add_group(std::vector<RankId> members, std::vector<RankId> cost_group = {});
+  // Adds the next simulated rank (ids are dense, from 0), running `program`, with its group and
+  // peer slots bound to groups and simulated ranks. `global_rank` is the rank it stands for
+  // (default: its own id).
   RankId add_rank(ProgramIndex program, std::vector<GroupId> group_slots,
-                  std::vector<RankId> peer_slots);
+                  std::vector<RankId> peer_slots, std::optional<RankId> global_rank = {});
 
   void on_op_end(std::function<void(const OpRecord&)> callback);
   void on_memory(std::function<void(const MemoryRecord&)> callback);
@@ -75,6 +83,7 @@ class Simulation {
   RunResult run();
 
   size_t num_ranks() const;
+  RankId global_rank(RankId simulated) const;
   const Program& program_of(RankId rank) const;
   const std::vector<RankId>& group(GroupId id) const;
 

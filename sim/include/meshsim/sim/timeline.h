@@ -20,6 +20,9 @@ struct OpRecord {
   SimTime ready;  // dependencies done and stream free (for collectives: this rank arrived)
   SimTime start;  // execution began (collectives: the last member arrived)
   SimTime end;
+  // Ties together the records of one collective (all members) or of one send and its receive:
+  // equal for those, unique otherwise; 0 for compute ops. Assigned in order of launch.
+  uint64_t match = 0;
 };
 
 struct MemoryRecord {

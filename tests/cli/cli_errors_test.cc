@@ -1,0 +1,403 @@
+// End-to-end tests of the meshsim command: exit codes, error messages, reports and traces.
+//
+// Each test runs the real binary (MESHSIM_BIN) through the shell in a fresh temp directory and
+// looks at its exit code and its combined stdout + stderr. The contract (cli/src/main.cc):
+//   0 success, 2 bad input ("meshsim: error: <source>: <location>: <what>", naming the file or
+//   flag, the field and what was expected), 3 the configuration does not fit in memory,
+//   1 internal error. Bad input must never end in a crash, a stack trace or an "internal error".
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct CommandResult {
+  int exit_code = -1;  // 128 + signal when the process was killed by a signal
+  std::string output;  // stdout and stderr, interleaved
+};
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (const char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+// Whatever the exit code: no crash, no sanitizer report, no stack trace, no "internal error".
+void expect_no_crash(const CommandResult& r) {
+  EXPECT_THAT(r.output, Not(HasSubstr("internal error")));
+  EXPECT_THAT(r.output, Not(HasSubstr("terminate called")));
+  EXPECT_THAT(r.output, Not(HasSubstr("what():")));
+  EXPECT_THAT(r.output, Not(HasSubstr("Segmentation fault")));
+  EXPECT_THAT(r.output, Not(HasSubstr("Aborted")));
+  EXPECT_THAT(r.output, Not(HasSubstr("AddressSanitizer")));
+  EXPECT_THAT(r.output, Not(HasSubstr("runtime error:")));  // UBSan
+  EXPECT_THAT(r.output, Not(HasSubstr("stack trace")));
+}
+
+// Exit code 2, the "meshsim: error: " prefix, every one of `words` in the message, no summary and
+// no crash.
+void expect_input_error(const CommandResult& r, const std::vector<std::string>& words) {
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("meshsim: error: "));
+  for (const std::string& w : words) {
+    EXPECT_THAT(r.output, HasSubstr(w));
+  }
+  EXPECT_THAT(r.output, Not(HasSubstr("step time")));
+  expect_no_crash(r);
+}
+
+// True when `a` and `b` agree to `rel` relative to the larger magnitude.
+::testing::AssertionResult near_relative(double a, double b, double rel) {
+  const double scale = std::max(std::fabs(a), std::fabs(b));
+  if (std::fabs(a - b) <= rel * scale) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << a << " and " << b << " differ by more than " << rel
+                                       << " relative";
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "meshsim-cli-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr) << "cannot create a temp dir";
+    dir_ = pattern;
+  }
+
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // Runs `meshsim ARGS...` in the temp dir.
+  CommandResult meshsim(const std::vector<std::string>& args) const {
+    // Appended piece by piece: `"literal" + std::string` trips a GCC 12 -Wrestrict false positive.
+    std::string command = "cd ";
+    command += shell_quote(dir_.string());
+    command += " && ";
+    command += shell_quote(MESHSIM_BIN);
+    for (const std::string& a : args) {
+      command += ' ';
+      command += shell_quote(a);
+    }
+    command += " 2>&1";
+    CommandResult r;
+    FILE* pipe = popen(command.c_str(), "r");
+    if (pipe == nullptr) {
+      ADD_FAILURE() << "popen failed: " << command;
+      return r;
+    }
+    char buffer[4096];
+    size_t n = 0;
+    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) {
+      r.output.append(buffer, n);
+    }
+    const int status = pclose(pipe);
+    if (status == -1) {
+      ADD_FAILURE() << "pclose failed: " << command;
+    } else if (WIFEXITED(status)) {
+      r.exit_code = WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status)) {
+      r.exit_code = 128 + WTERMSIG(status);
+    }
+    return r;
+  }
+
+  // `meshsim run ARGS... --no-trace`: a run that leaves no trace behind.
+  CommandResult run(const std::vector<std::string>& args) const {
+    std::vector<std::string> all{"run"};
+    all.insert(all.end(), args.begin(), args.end());
+    all.emplace_back("--no-trace");
+    return meshsim(all);
+  }
+
+  fs::path path(const std::string& name) const { return dir_ / name; }
+
+  void write_file(const std::string& name, const std::string& contents) const {
+    std::ofstream f(path(name), std::ios::binary);
+    ASSERT_TRUE(f) << "cannot write " << path(name);
+    f << contents;
+  }
+
+  std::string read_file(const std::string& name) const {
+    std::ifstream f(path(name), std::ios::binary);
+    EXPECT_TRUE(f) << "cannot read " << path(name);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+  }
+
+  static std::string read_source(const std::string& relative) {
+    std::ifstream f(fs::path(MESHSIM_SOURCE_DIR) / relative, std::ios::binary);
+    EXPECT_TRUE(f) << "cannot read " << relative;
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+  }
+
+  nlohmann::json read_json(const std::string& name) const {
+    const std::string text = read_file(name);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+      ADD_FAILURE() << name << " is not valid JSON: " << e.what();
+    }
+    return j;
+  }
+
+  fs::path dir_;
+};
+
+// ---- bad flags ---------------------------------------------------------------------------------
+
+TEST_F(CliTest, UnknownFlagNamesTheFlag) {
+  const CommandResult r = run({"--bogus"});
+  expect_input_error(r, {"--bogus"});
+}
+
+TEST_F(CliTest, UnknownTopLevelFlagNamesTheFlag) {
+  const CommandResult r = meshsim({"--frobnicate"});
+  expect_input_error(r, {"--frobnicate"});
+}
+
+TEST_F(CliTest, ZeroDataParallelIsRejectedAsNotPositive) {
+  const CommandResult r = run({"--dp", "0"});
+  expect_input_error(r, {"--dp", "positive", "0"});
+}
+
+TEST_F(CliTest, NegativeDataParallelIsRejectedAsNotPositive) {
+  const CommandResult r = run({"--dp", "-4"});
+  expect_input_error(r, {"--dp", "positive", "-4"});
+}
+
+TEST_F(CliTest, GlobalBatchNotDivisibleByDataParallel) {
+  const CommandResult r = run({"--gbs", "60", "--dp", "8"});
+  expect_input_error(r, {"--gbs", "60", "divisible", "8"});
+}
+
+TEST_F(CliTest, DegreesMustMultiplyToTheDeviceCount) {
+  const CommandResult r = run({"--cluster", "dgx-h100", "--dp", "4"});
+  expect_input_error(r, {"--dp", "4", "dgx-h100", "8 devices", "device count"});
+}
+
+TEST_F(CliTest, UnknownModelPresetListsThePresets) {
+  const CommandResult r = run({"--model", "llama9-1t"});
+  expect_input_error(r, {"llama9-1t", "unknown model preset", "llama3-70b", "gpt2-small",
+                         "llama3.2-1b"});
+}
+
+TEST_F(CliTest, UnknownClusterPresetListsThePresets) {
+  const CommandResult r = run({"--cluster", "dgx-z900"});
+  expect_input_error(r, {"dgx-z900", "unknown cluster preset", "dgx-h100", "dgx-a100"});
+}
+
+TEST_F(CliTest, Fp8OnA100IsRejected) {
+  const CommandResult r = run({"--dtype", "fp8", "--cluster", "dgx-a100", "--dp", "8"});
+  expect_input_error(r, {"--dtype", "fp8", "A100", "bf16"});
+}
+
+// ---- bad scenario files ------------------------------------------------------------------------
+
+TEST_F(CliTest, ScenarioUnknownKeyNamesFileAndPointer) {
+  write_file("scenario.json", R"({"dp": 8, "bogus": 1})");
+  const CommandResult r = run({"scenario.json"});
+  expect_input_error(r, {"scenario.json", "/bogus", "unknown field"});
+}
+
+// The list of known fields in that message must be the full list, not only the keys the file
+// happened to contain: a user who misspelt "dtype" needs to see "dtype" there.
+TEST_F(CliTest, ScenarioUnknownKeyListsEveryKnownField) {
+  write_file("scenario.json", R"({"dp": 8, "dtyp": "fp8"})");
+  const CommandResult r = run({"scenario.json"});
+  expect_input_error(r, {"scenario.json", "/dtyp", "unknown field", "model", "cluster", "nodes",
+                         "dp", "mbs", "gbs", "seq", "dtype", "attention", "hardware_catalogue"});
+}
+
+TEST_F(CliTest, ScenarioWrongTypeNamesFieldAndExpectation) {
+  write_file("scenario.json", R"({"dp": "eight"})");
+  const CommandResult r = run({"scenario.json"});
+  expect_input_error(r, {"scenario.json", "/dp", "integer", "eight"});
+}
+
+TEST_F(CliTest, ScenarioNotJsonNamesFileAndByteOffset) {
+  write_file("scenario.json", "{\"dp\": 8,\n \"mbs\": }\n");
+  const CommandResult r = run({"scenario.json"});
+  expect_input_error(r, {"scenario.json", "not valid JSON"});
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(scenario\.json: byte [0-9]+)"))) << r.output;
+}
+
+// ---- bad model files ---------------------------------------------------------------------------
+
+TEST_F(CliTest, ModelFileWithNegativeLayersNamesFileAndField) {
+  std::string model = read_source("workloads/models/gpt2-small.json");
+  const std::string key = "\"num_layers\": 12";
+  const size_t at = model.find(key);
+  ASSERT_NE(at, std::string::npos) << "gpt2-small.json changed; update this test";
+  model.replace(at, key.size(), "\"num_layers\": -3");
+  write_file("tiny-model.json", model);
+  const CommandResult r = run({"--model", "tiny-model.json"});
+  expect_input_error(r, {"tiny-model.json", "/num_layers", "positive", "-3"});
+}
+
+TEST_F(CliTest, HuggingFaceBertConfigIsRejectedClearly) {
+  write_file("config.json", R"({
+    "architectures": ["BertForMaskedLM"], "model_type": "bert", "hidden_size": 768,
+    "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
+    "vocab_size": 30522, "max_position_embeddings": 512})");
+  const CommandResult r = run({"--model", "config.json"});
+  expect_input_error(r, {"config.json", "model_type", "bert", "llama"});
+}
+
+// ---- successful runs ---------------------------------------------------------------------------
+
+TEST_F(CliTest, RunWritesAConsistentJsonReport) {
+  const CommandResult r = run({"--model", "llama3.2-1b", "--cluster", "dgx-h100", "--dp", "8",
+                               "--mbs", "1", "--gbs", "64", "--seq", "4096", "--json", "out.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_no_crash(r);
+  const nlohmann::json j = read_json("out.json");
+  for (const char* key : {"step_time_s", "tokens_per_s", "tokens_per_s_per_device", "mfu",
+                          "compute_s", "exposed_comm_s", "bubble_fraction", "peak_memory_bytes",
+                          "oom", "inputs"}) {
+    ASSERT_TRUE(j.contains(key)) << "missing " << key << " in " << j.dump(2);
+  }
+  EXPECT_EQ(j["inputs"]["model"], "llama3.2-1b");
+  EXPECT_EQ(j["inputs"]["dp"], 8);
+  EXPECT_EQ(j["inputs"]["cluster"], "dgx-h100");
+  EXPECT_EQ(j["inputs"]["gbs"], 64);
+  EXPECT_EQ(j["inputs"]["seq"], 4096);
+  EXPECT_EQ(j["oom"], false);
+
+  const double step = j["step_time_s"].get<double>();
+  const double tps = j["tokens_per_s"].get<double>();
+  const double tps_dev = j["tokens_per_s_per_device"].get<double>();
+  const double mfu = j["mfu"].get<double>();
+  const double compute = j["compute_s"].get<double>();
+  const double exposed = j["exposed_comm_s"].get<double>();
+  const double bubble = j["bubble_fraction"].get<double>();
+  EXPECT_GT(step, 0.0);
+  EXPECT_GT(tps, 0.0);
+  EXPECT_GT(tps_dev, 0.0);
+  EXPECT_GT(compute, 0.0);
+  EXPECT_LE(compute, step);
+  // The last gradient all-reduce cannot hide behind compute: the optimizer step waits for it.
+  EXPECT_GT(exposed, 0.0);
+  EXPECT_LE(exposed, step);
+  EXPECT_GE(bubble, 0.0);
+  EXPECT_LT(bubble, 1.0);
+  EXPECT_GT(mfu, 0.0);
+  EXPECT_LT(mfu, 1.0);
+  EXPECT_TRUE(near_relative(tps, 64.0 * 4096.0 / step, 1e-9));
+  EXPECT_TRUE(near_relative(tps_dev * 8.0, tps, 1e-12));
+  EXPECT_GT(j["peak_memory_bytes"].get<int64_t>(), 0);
+  if (j.contains("memory_capacity_bytes")) {
+    EXPECT_LE(j["peak_memory_bytes"].get<int64_t>(), j["memory_capacity_bytes"].get<int64_t>());
+  }
+  EXPECT_FALSE(fs::exists(path("meshsim-trace.json"))) << "--no-trace wrote a trace";
+}
+
+TEST_F(CliTest, NoArgumentsRunsTheDefaultScenarioAndWritesATrace) {
+  const CommandResult r = meshsim({});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_no_crash(r);
+  EXPECT_THAT(r.output, HasSubstr("step time"));
+  EXPECT_THAT(r.output, HasSubstr("MFU"));
+  ASSERT_TRUE(fs::exists(path("meshsim-trace.json"))) << r.output;
+  const nlohmann::json trace = read_json("meshsim-trace.json");
+  ASSERT_TRUE(trace.is_object());
+  ASSERT_TRUE(trace.contains("traceEvents"));
+  ASSERT_TRUE(trace["traceEvents"].is_array());
+  EXPECT_FALSE(trace["traceEvents"].empty());
+}
+
+TEST_F(CliTest, TwoRunsGiveIdenticalTracesAndReports) {
+  const CommandResult a = meshsim({"run", "--trace", "t1.json", "--json", "r1.json"});
+  const CommandResult b = meshsim({"run", "--trace", "t2.json", "--json", "r2.json"});
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  const std::string t1 = read_file("t1.json");
+  const std::string t2 = read_file("t2.json");
+  EXPECT_FALSE(t1.empty());
+  EXPECT_TRUE(t1 == t2) << "traces differ (" << t1.size() << " vs " << t2.size() << " bytes)";
+  EXPECT_EQ(read_file("r1.json"), read_file("r2.json"));
+  EXPECT_FALSE(read_json("t1.json")["traceEvents"].empty());
+}
+
+// ---- out of memory -----------------------------------------------------------------------------
+
+// Llama-3-70B replicated on every H100 under pure DP: 16 bytes per parameter (bf16 weights and
+// gradients, fp32 master weights and Adam moments) is 1.13 TB per GPU, against 80 GB.
+TEST_F(CliTest, SeventyBillionUnderPureDataParallelIsOutOfMemory) {
+  const CommandResult r =
+      run({"--model", "llama3-70b", "--cluster", "dgx-h100", "--nodes", "1", "--dp", "8", "--mbs",
+           "1", "--gbs", "8", "--seq", "4096", "--json", "oom.json"});
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("OUT OF MEMORY"));
+  expect_no_crash(r);
+  const nlohmann::json j = read_json("oom.json");
+  ASSERT_TRUE(j.contains("oom"));
+  EXPECT_EQ(j["oom"], true);
+  ASSERT_TRUE(j.contains("peak_memory_bytes"));
+  ASSERT_TRUE(j.contains("peak_memory_breakdown_bytes"));
+  const int64_t peak = j["peak_memory_bytes"].get<int64_t>();
+  EXPECT_GE(peak, int64_t{16} * 70'553'706'496);
+  if (j.contains("memory_capacity_bytes")) {
+    EXPECT_GT(peak, j["memory_capacity_bytes"].get<int64_t>());
+  }
+  int64_t sum = 0;
+  for (const auto& [category, bytes] : j["peak_memory_breakdown_bytes"].items()) {
+    EXPECT_GE(bytes.get<int64_t>(), 0) << category;
+    sum += bytes.get<int64_t>();
+  }
+  EXPECT_EQ(sum, peak) << j["peak_memory_breakdown_bytes"].dump(2);
+}
+
+// ---- calc and --version ------------------------------------------------------------------------
+
+TEST_F(CliTest, CalcPrintsGpt2SmallTotal) {
+  const CommandResult r = meshsim({"calc", "--model", "gpt2-small"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(\n\s*total\s+124,439,808\n)"))) << r.output;
+  expect_no_crash(r);
+}
+
+TEST_F(CliTest, CalcPrintsLlama3_70bTotal) {
+  const CommandResult r = meshsim({"calc", "--model", "llama3-70b"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(\n\s*total\s+70,553,706,496\n)")))
+      << r.output;
+  expect_no_crash(r);
+}
+
+TEST_F(CliTest, VersionExitsZero) {
+  const CommandResult r = meshsim({"--version"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("meshsim"));
+  expect_no_crash(r);
+}
+
+}  // namespace
