@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <functional>
 #include <iostream>
 
 #include "calc_command.h"
@@ -14,64 +15,104 @@ namespace {
 
 using meshsim::cli::Scenario;
 
+// A flag bound to a field of the override scenario, applied only when given on the command line.
+struct Override {
+  CLI::Option* option;
+  std::function<void(Scenario&, const Scenario&)> apply;
+};
+
 struct RunFlags {
   std::string scenario_file;
-  Scenario overrides;
+  Scenario given;  // values of the flags
+  std::vector<Override> overrides;
   meshsim::cli::RunOutputs outputs;
   std::string json_path;
   std::string trace_path = "meshsim-trace.json";
   bool no_trace = false;
-  std::vector<CLI::Option*> set_opts;
 };
+
+template <typename T>
+void bind_option(CLI::App* app, RunFlags& f, const std::string& name, T Scenario::*field,
+          const std::string& help) {
+  CLI::Option* o = app->add_option(name, f.given.*field, help);
+  f.overrides.push_back({o, [field](Scenario& s, const Scenario& g) { s.*field = g.*field; }});
+}
+
+void bind_flag(CLI::App* app, RunFlags& f, const std::string& name, bool Scenario::*field,
+               bool value, const std::string& help) {
+  CLI::Option* o = app->add_flag(name, help);
+  f.overrides.push_back({o, [field, value](Scenario& s, const Scenario&) { s.*field = value; }});
+}
 
 // The run flags live on the top-level app, so that `meshsim --json r.json` runs the default
 // scenario; `meshsim run [SCENARIO] ...` falls through to them.
-void add_run_options(CLI::App* run, RunFlags& f) {
-  auto& o = f.overrides;
-  f.set_opts = {
-      run->add_option("--model", o.model, "Model preset name, meshsim model JSON or HF config.json"),
-      run->add_option("--cluster", o.cluster, "Cluster preset name or cluster JSON"),
-      run->add_option("--nodes", o.nodes, "Resize the cluster to this many nodes"),
-      run->add_option("--dp", o.dp, "Data-parallel degree"),
-      run->add_option("--mbs", o.mbs, "Micro-batch size (sequences per rank per microbatch)"),
-      run->add_option("--gbs", o.gbs, "Global batch size (sequences per step)"),
-      run->add_option("--seq", o.seq, "Sequence length (tokens)"),
-      run->add_option("--dtype", o.dtype, "Matmul format")->check(CLI::IsMember({"bf16", "fp8"})),
-      run->add_option("--attention", o.attention, "Attention kernel")
-          ->check(CLI::IsMember({"flash", "naive"})),
-      run->add_option("--hardware-catalogue", o.hardware_catalogue, "Chip catalogue JSON file"),
-  };
-  run->add_option("--json", f.json_path, "Write the report as JSON to FILE");
-  run->add_option("--trace", f.trace_path, "Write a Chrome JSON trace (opens in ui.perfetto.dev)")
+void add_run_options(CLI::App* app, RunFlags& f) {
+  bind_option(app, f, "--model", &Scenario::model, "Model preset, meshsim model JSON or HF config.json");
+  bind_option(app, f, "--cluster", &Scenario::cluster, "Cluster preset or cluster JSON");
+  bind_option(app, f, "--nodes", &Scenario::nodes, "Resize a GPU cluster to this many nodes");
+  bind_option(app, f, "--shape", &Scenario::shape, "Resize a TPU slice to this torus, e.g. 8x16x16");
+  bind_option(app, f, "--dp", &Scenario::dp, "Data-parallel degree");
+  bind_option(app, f, "--zero", &Scenario::zero, "ZeRO stage over the data-parallel group: 0, 1, 2, 3");
+  bind_option(app, f, "--tp", &Scenario::tp, "Tensor-parallel degree");
+  bind_flag(app, f, "--sp", &Scenario::sp, true, "Sequence parallelism (with TP)");
+  bind_option(app, f, "--cp", &Scenario::cp, "Context-parallel degree (ring attention)");
+  bind_option(app, f, "--pp", &Scenario::pp, "Pipeline-parallel degree");
+  bind_option(app, f, "--vpp", &Scenario::vpp, "Virtual pipeline stages per rank (interleaved)");
+  bind_option(app, f, "--schedule", &Scenario::schedule, "Pipeline schedule: gpipe, 1f1b, interleaved, zb");
+  bind_option(app, f, "--ep", &Scenario::ep, "Expert-parallel degree (MoE; carved out of DP)");
+  bind_option(app, f, "--capacity-factor", &Scenario::capacity_factor, "MoE expert capacity factor");
+  bind_option(app, f, "--mbs", &Scenario::mbs, "Micro-batch size (sequences)");
+  bind_option(app, f, "--gbs", &Scenario::gbs, "Global batch size (sequences per step)");
+  bind_option(app, f, "--seq", &Scenario::seq, "Sequence length (tokens)");
+  bind_option(app, f, "--recompute", &Scenario::recompute, "Activation recompute: none, selective, full");
+  bind_option(app, f, "--dtype", &Scenario::dtype, "Matmul format: bf16 or fp8");
+  bind_option(app, f, "--attention", &Scenario::attention, "Attention kernel: flash or naive");
+  bind_option(app, f, "--stage-layers", &Scenario::stage_layers, "Layers per pipeline stage (uneven split)");
+  bind_option(app, f, "--hardware-catalogue", &Scenario::hardware_catalogue, "Chip catalogue JSON");
+  bind_flag(app, f, "--no-overlap-grad-reduce", &Scenario::overlap_grad_reduce, false,
+            "Reduce gradients after the backward pass instead of during it");
+  bind_flag(app, f, "--no-overlap-param-gather", &Scenario::overlap_param_gather, false,
+            "Gather ZeRO/FSDP parameters just in time instead of prefetching");
+  bind_flag(app, f, "--no-overlap-p2p", &Scenario::overlap_p2p, false,
+            "Pipeline sends block the compute stream");
+  bind_flag(app, f, "--overlap-tp", &Scenario::overlap_tp, true,
+            "Hide TP communication behind split GEMMs");
+  app->add_option("--json", f.json_path, "Write the report as JSON to FILE");
+  app->add_option("--trace", f.trace_path, "Write a Chrome JSON trace (opens in ui.perfetto.dev)")
       ->capture_default_str();
-  run->add_flag("--no-trace", f.no_trace, "Do not write a trace");
+  app->add_flag("--no-trace", f.no_trace, "Do not write a trace");
+  app->add_flag("--full-simulation", f.outputs.full_simulation,
+                "Simulate every rank instead of one per class of identical ranks");
+  app->add_option("--backend", f.outputs.comm.backend, "Collective cost backend")
+      ->check(CLI::IsMember({"analytical", "simgrid"}))
+      ->capture_default_str();
+  app->add_option("--algo", f.outputs.comm.algorithm, "Collective algorithm (default: automatic)")
+      ->capture_default_str();
 }
 
-// The scenario: defaults, then the file, then the flags given explicitly.
+bool given(const RunFlags& f, const std::string& name) {
+  for (const Override& o : f.overrides) {
+    if (o.option->get_name() == name && o.option->count() > 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The scenario: a base (see Scenario), then the file, then the flags given explicitly.
 Scenario resolve(const RunFlags& f) {
-  Scenario s = meshsim::cli::default_scenario();
+  const bool names_workload =
+      given(f, "--model") || given(f, "--cluster") ||
+      (!f.scenario_file.empty() && meshsim::cli::scenario_file_names_workload(f.scenario_file));
+  Scenario s = names_workload ? Scenario{} : meshsim::cli::default_scenario();
   if (!f.scenario_file.empty()) {
     s = meshsim::cli::load_scenario(f.scenario_file, s);
   }
-  const Scenario& o = f.overrides;
-  auto given = [&](const char* name) {
-    for (const CLI::Option* opt : f.set_opts) {
-      if (opt->get_name() == name && opt->count() > 0) {
-        return true;
-      }
+  for (const Override& o : f.overrides) {
+    if (o.option->count() > 0) {
+      o.apply(s, f.given);
     }
-    return false;
-  };
-  if (given("--model")) s.model = o.model;
-  if (given("--cluster")) s.cluster = o.cluster;
-  if (given("--nodes")) s.nodes = o.nodes;
-  if (given("--dp")) s.dp = o.dp;
-  if (given("--mbs")) s.mbs = o.mbs;
-  if (given("--gbs")) s.gbs = o.gbs;
-  if (given("--seq")) s.seq = o.seq;
-  if (given("--dtype")) s.dtype = o.dtype;
-  if (given("--attention")) s.attention = o.attention;
-  if (given("--hardware-catalogue")) s.hardware_catalogue = o.hardware_catalogue;
+  }
   return s;
 }
 

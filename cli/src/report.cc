@@ -69,6 +69,7 @@ nlohmann::json to_json(const StepReport& r) {
   j["tokens_per_s"] = r.tokens_per_s;
   j["tokens_per_s_per_device"] = r.tokens_per_s_per_device;
   j["mfu"] = r.mfu;
+  j["hfu"] = r.hfu;
   j["mfu_peak_flops_per_device"] = r.peak_per_device.value();
   j["compute_s"] = r.compute.seconds();
   j["exposed_comm_s"] = r.exposed_comm.seconds();
@@ -82,6 +83,24 @@ nlohmann::json to_json(const StepReport& r) {
         r.time_by_class[static_cast<size_t>(i)].seconds();
   }
   j["time_by_op_class_s"] = by_class;
+  nlohmann::json exposed = nlohmann::json::object();
+  for (const auto& [kind, d] : r.exposed_by_kind) {
+    exposed[kind] = d.seconds();
+  }
+  j["exposed_comm_by_kind_s"] = exposed;
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& st : r.stages) {
+    stages.push_back({{"stage", st.stage},
+                      {"bubble_fraction", st.bubble_fraction},
+                      {"compute_s", st.compute.seconds()},
+                      {"peak_memory_bytes", st.peak_memory.count()},
+                      {"peak_memory_breakdown_bytes", memory_json(st.peak_breakdown)}});
+  }
+  j["stages"] = stages;
+  j["simulation"] = {{"mode", r.simulation_mode}, {"simulated_ranks", r.simulated_ranks}};
+  if (r.oom) {
+    j["oom_stage"] = r.oom_stage;
+  }
   j["events"] = r.events;
   return j;
 }
@@ -93,7 +112,8 @@ void print_summary(const StepReport& r, std::ostream& out) {
   out << fmt::format("  plan        {}\n\n", r.plan_description);
   if (r.oom) {
     out << fmt::format(
-        "  OUT OF MEMORY: {} per device needed, {} available ({})\n", format_bytes(r.peak_memory),
+        "  OUT OF MEMORY{}: {} per device needed, {} available ({})\n",
+        r.oom_stage.empty() ? "" : " on " + r.oom_stage, format_bytes(r.peak_memory),
         format_bytes(r.memory_capacity), memory_line(r.peak_breakdown));
     if (!r.simulated) {
       out << "  (not simulated: the configuration cannot run on this hardware)\n";
@@ -103,13 +123,30 @@ void print_summary(const StepReport& r, std::ostream& out) {
   out << fmt::format("  step time             {}\n", format_duration(r.step_time));
   out << fmt::format("  tokens/s              {:.0f} ({:.0f} per device)\n", r.tokens_per_s,
                      r.tokens_per_s_per_device);
-  out << fmt::format("  MFU                   {:.1f} % (of {:.0f} TFLOP/s bf16 dense per device)\n",
-                     100.0 * r.mfu, r.peak_per_device.tflops());
+  out << fmt::format("  MFU                   {:.1f} % (of {:.0f} TFLOP/s bf16 dense per device); "
+                     "HFU {:.1f} %\n",
+                     100.0 * r.mfu, r.peak_per_device.tflops(), 100.0 * r.hfu);
   out << fmt::format("  compute               {} per rank\n", format_duration(r.compute));
-  out << fmt::format("  exposed communication {} per rank\n", format_duration(r.exposed_comm));
-  out << fmt::format("  bubble fraction       {:.1f} %\n", 100.0 * r.bubble_fraction);
+  std::string kinds;
+  for (const auto& [kind, d] : r.exposed_by_kind) {
+    kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", kind, format_duration(d));
+  }
+  out << fmt::format("  exposed communication {} per rank{}\n", format_duration(r.exposed_comm),
+                     kinds.empty() ? "" : " (" + kinds + ")");
+  out << fmt::format("  bubble fraction       {:.1f} % (mean over stages)\n",
+                     100.0 * r.bubble_fraction);
   out << fmt::format("  peak memory per rank  {} of {} ({})\n", format_bytes(r.peak_memory),
                      format_bytes(r.memory_capacity), memory_line(r.peak_breakdown));
+  if (r.stages.size() > 1) {
+    out << "  per stage             stage  bubble   compute     peak memory\n";
+    for (const auto& st : r.stages) {
+      out << fmt::format("                        {:>5}  {:>5.1f} %  {:>10}  {}\n", st.stage,
+                         100.0 * st.bubble_fraction, format_duration(st.compute),
+                         format_bytes(st.peak_memory));
+    }
+  }
+  out << fmt::format("  simulated             {} ranks ({} mode), {} events\n", r.simulated_ranks,
+                     r.simulation_mode, r.events);
   if (!r.trace_path.empty()) {
     out << fmt::format("  trace                 {} ({} events; open it in ui.perfetto.dev)\n",
                        r.trace_path, r.trace_events);

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -34,6 +36,7 @@ struct StepReport {
   double tokens_per_s = 0;
   double tokens_per_s_per_device = 0;
   double mfu = 0;                  // model FLOPs (causal attention) / (step time * devices * peak)
+  double hfu = 0;                  // executed FLOPs (recompute, flash backward) / same
   FlopsPerSec peak_per_device;     // the peak MFU is measured against (bf16 dense)
   Duration compute;                // per rank (max over ranks), union of compute spans
   Duration exposed_comm;           // per rank (max over ranks)
@@ -43,6 +46,20 @@ struct StepReport {
   MemoryBreakdown peak_breakdown;  // at the peak, on the rank with the highest peak
   Bytes memory_capacity;
   bool oom = false;
+  std::string oom_stage;  // which stage does not fit, when oom
+
+  struct Stage {
+    int64_t stage = 0;
+    double bubble_fraction = 0;  // idle (no compute, no communication) / step, stage's worst rank
+    Duration compute;
+    Bytes peak_memory;
+    MemoryBreakdown peak_breakdown;
+  };
+  std::vector<Stage> stages;
+  // Exposed communication by kind (tp, cp, dp, pp, ep): the worst simulated rank's.
+  std::vector<std::pair<std::string, Duration>> exposed_by_kind;
+  std::string simulation_mode;  // "representative" or "full"
+  int64_t simulated_ranks = 0;
   uint64_t events = 0;
   std::string trace_path;
   uint64_t trace_events = 0;

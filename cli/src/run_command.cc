@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 
-#include "meshsim/collectives/ring_model.h"
+#include "comm_setup.h"
 #include "meshsim/sim/analysis.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/simulation.h"
-#include "meshsim/topology/cluster.h"
 #include "meshsim/topology/compute_model.h"
 #include "meshsim/traces/chrome_trace.h"
 #include "meshsim/workloads/accounting.h"
@@ -21,19 +21,8 @@ namespace {
 struct Loaded {
   topology::ClusterSpec cluster;
   workloads::ModelConfig model;
-  workloads::StepConfig step;
+  workloads::ParallelPlan plan;
 };
-
-topology::ClusterSpec load_cluster_for(const Scenario& s) {
-  const topology::Catalogue catalogue = s.hardware_catalogue
-                                            ? topology::Catalogue::load(*s.hardware_catalogue)
-                                            : topology::Catalogue::builtin();
-  topology::ClusterSpec c = topology::load_cluster(s.cluster, catalogue);
-  if (s.nodes) {
-    c = topology::resize_nodes(std::move(c), *s.nodes);
-  }
-  return c;
-}
 
 void require_positive(std::optional<int64_t> value, const char* flag) {
   if (value && *value <= 0) {
@@ -41,29 +30,65 @@ void require_positive(std::optional<int64_t> value, const char* flag) {
   }
 }
 
-Loaded load(const Scenario& s) {
+workloads::ParallelPlan to_plan(const Scenario& s) {
   require_positive(s.nodes, "--nodes");
-  require_positive(s.dp, "--dp");
-  require_positive(s.mbs, "--mbs");
+  const std::pair<const char*, int64_t> sizes[] = {{"--dp", s.dp},   {"--tp", s.tp},
+                                                   {"--cp", s.cp},   {"--pp", s.pp},
+                                                   {"--vpp", s.vpp}, {"--ep", s.ep},
+                                                   {"--mbs", s.mbs}, {"--seq", s.seq}};
+  for (const auto& [flag, v] : sizes) {
+    require_positive(v, flag);
+  }
   require_positive(s.gbs, "--gbs");
-  require_positive(s.seq, "--seq");
-  Loaded l{load_cluster_for(s), workloads::load_model(s.model), {}};
-  l.step.data_parallel = s.dp;
-  l.step.micro_batch = s.mbs;
-  l.step.global_batch = s.gbs;
-  l.step.seq_len = s.seq;
-  l.step.matmul_dtype = s.dtype == "fp8" ? Dtype::kFp8 : Dtype::kBf16;
-  l.step.attention =
-      s.attention == "naive" ? workloads::AttentionKernel::kNaive : workloads::AttentionKernel::kFlash;
-  if (s.dp != l.cluster.device_count()) {
+  if (s.zero < 0 || s.zero > 3) {
+    throw InputError("--zero", "", fmt::format("expected a ZeRO stage 0, 1, 2 or 3, got {}", s.zero));
+  }
+  workloads::ParallelPlan p;
+  p.dp = s.dp;
+  p.zero = static_cast<workloads::ZeroStage>(s.zero);
+  p.tp = s.tp;
+  p.sp = s.sp;
+  p.cp = s.cp;
+  p.pp = s.pp;
+  p.vpp = s.vpp;
+  const auto schedule = workloads::parse_pipeline_schedule(s.schedule);
+  if (!schedule) {
+    throw InputError("--schedule", "",
+                     fmt::format("\"{}\" is not one of gpipe, 1f1b, interleaved, zb", s.schedule));
+  }
+  p.schedule = *schedule;
+  p.ep = s.ep;
+  p.capacity_factor = s.capacity_factor;
+  p.mbs = s.mbs;
+  p.gbs = s.gbs.value_or(s.dp * s.mbs);
+  p.seq = s.seq;
+  p.recompute = s.recompute == "full"        ? workloads::Recompute::kFull
+                : s.recompute == "selective" ? workloads::Recompute::kSelective
+                                             : workloads::Recompute::kNone;
+  p.matmul_dtype = s.dtype == "fp8" ? Dtype::kFp8 : Dtype::kBf16;
+  p.attention = s.attention == "naive" ? workloads::AttentionKernel::kNaive
+                                       : workloads::AttentionKernel::kFlash;
+  p.stage_layers = s.stage_layers;
+  p.overlap.grad_reduce = s.overlap_grad_reduce;
+  p.overlap.param_gather = s.overlap_param_gather;
+  p.overlap.pipeline_p2p = s.overlap_p2p;
+  p.overlap.tensor_parallel = s.overlap_tp;
+  return p;
+}
+
+Loaded load(const Scenario& s) {
+  Loaded l{load_cluster_for(s), workloads::load_model(s.model), to_plan(s)};
+  const auto& p = l.plan;
+  if (p.world() != l.cluster.device_count()) {
     throw InputError("--dp", "",
-                     fmt::format("{} data-parallel ranks, but cluster {} has {} devices ({} nodes x "
-                                 "{}); the parallel degrees must multiply to the device count "
-                                 "(resize the cluster with --nodes)",
-                                 s.dp, l.cluster.name, l.cluster.device_count(), l.cluster.nodes,
+                     fmt::format("tp {} x cp {} x dp {} x pp {} = {} ranks, but cluster {} has {} "
+                                 "devices ({} nodes x {}); the degrees must multiply to the device "
+                                 "count (resize the cluster with --nodes or --shape)",
+                                 p.tp, p.cp, p.dp, p.pp, p.world(), l.cluster.name,
+                                 l.cluster.device_count(), l.cluster.nodes,
                                  l.cluster.devices_per_node));
   }
-  if (!l.cluster.chip.peak(topology::Dtype::kFp8) && s.dtype == "fp8") {
+  if (s.dtype == "fp8" && !l.cluster.chip.peak(Dtype::kFp8)) {
     throw InputError("--dtype", "",
                      fmt::format("fp8 matmuls need fp8 tensor cores; {} has none (expected bf16)",
                                  l.cluster.chip.description));
@@ -71,23 +96,9 @@ Loaded load(const Scenario& s) {
   return l;
 }
 
-// Ranks fill devices in order: rank r is device r, on node r / devices_per_node.
-collectives::LinkFn link_fn(const topology::ClusterSpec& c) {
-  const int64_t domain = c.scale_up_domain_size();
-  const collectives::LinkParams up{c.intra_node_bandwidth(), c.intra_node_latency()};
-  const collectives::LinkParams out{c.inter_node_bandwidth(), c.inter_node_latency()};
-  return [domain, up, out](RankId a, RankId b) {
-    return static_cast<int64_t>(a.value()) / domain == static_cast<int64_t>(b.value()) / domain
-               ? up
-               : out;
-  };
-}
-
 StepReport describe(const Scenario& s, const Loaded& l) {
   StepReport r;
-  r.inputs = {{"model", s.model},  {"cluster", s.cluster}, {"nodes", l.cluster.nodes},
-              {"dp", s.dp},        {"mbs", s.mbs},         {"gbs", s.gbs},
-              {"seq", s.seq},      {"dtype", s.dtype},     {"attention", s.attention}};
+  r.inputs = scenario_json(s, l.cluster);
   r.parameters = workloads::total_parameters(l.model);
   r.devices = l.cluster.device_count();
   r.model_description = fmt::format("{} ({:.2f} B parameters, {} layers)", l.model.name,
@@ -95,12 +106,18 @@ StepReport describe(const Scenario& s, const Loaded& l) {
   r.cluster_description =
       fmt::format("{}: {} node(s) x {} {} = {} devices", l.cluster.name, l.cluster.nodes,
                   l.cluster.devices_per_node, l.cluster.chip.description, r.devices);
+  const auto& p = l.plan;
   r.plan_description = fmt::format(
-      "DP {}, microbatch {} x {} tokens, global batch {} ({} microbatches per rank), {} matmuls, "
-      "{} attention",
-      s.dp, s.mbs, s.seq, s.gbs, s.gbs / (s.dp * s.mbs), s.dtype, s.attention);
+      "TP {}{} x CP {} x PP {} ({}{}) x DP {}{}{}; microbatch {} x {} tokens, global batch {} "
+      "({} microbatches per pipeline); {} matmuls, {} attention, recompute {}",
+      p.tp, p.sp ? " (SP)" : "", p.cp, p.pp, s.schedule,
+      p.vpp > 1 ? fmt::format(", {} virtual stages", p.vpp) : "", p.dp,
+      s.zero > 0 ? fmt::format(" (ZeRO-{})", s.zero) : "",
+      p.ep > 1 ? fmt::format(", EP {}", p.ep) : "", p.mbs, p.seq, p.gbs,
+      p.gbs % (p.dp * p.mbs) == 0 ? p.microbatches() : 0,
+      s.dtype, s.attention, s.recompute);
   r.memory_capacity = l.cluster.chip.hbm_capacity;
-  r.peak_per_device = *l.cluster.chip.peak(topology::Dtype::kBf16);
+  r.peak_per_device = *l.cluster.chip.peak(Dtype::kBf16);
   return r;
 }
 
@@ -113,48 +130,39 @@ MemoryBreakdown estimate_breakdown(const workloads::TrainingMemory& m) {
   return b;
 }
 
-void fill_results(StepReport& r, const RunResult& run, const std::vector<RankBreakdown>& b,
-                  const workloads::StepPlan& plan) {
-  r.simulated = true;
-  r.events = run.events;
-  r.step_time = run.end - SimTime::zero();
-  r.tokens_per_step = plan.tokens_per_step;
-  r.tokens_per_s = static_cast<double>(plan.tokens_per_step) / r.step_time.seconds();
-  r.tokens_per_s_per_device = r.tokens_per_s / static_cast<double>(r.devices);
-  r.mfu = plan.model_flops_per_step.count() /
-          (r.step_time.seconds() * static_cast<double>(r.devices) * r.peak_per_device.value());
-  double idle = 0;
-  for (const RankBreakdown& rb : b) {
-    r.compute = std::max(r.compute, rb.compute);
-    r.exposed_comm = std::max(r.exposed_comm, rb.exposed_comm);
-    idle += rb.idle / r.step_time;
-  }
-  r.bubble_fraction = idle / static_cast<double>(b.size());
-  r.time_by_class = b.front().by_class;
-  size_t worst = 0;
-  for (size_t i = 0; i < run.ranks.size(); ++i) {
-    if (run.ranks[i].memory.peak > run.ranks[worst].memory.peak) {
-      worst = i;
+// The model state alone (weights, gradients, optimizer) of some stage exceeds the chip: report
+// OOM with the closed-form breakdown instead of simulating.
+bool precheck_memory(StepReport& r, const workloads::StepPlan& plan) {
+  for (size_t s = 0; s < plan.memory_estimate.size(); ++s) {
+    const workloads::TrainingMemory& m = plan.memory_estimate[s];
+    if (m.model_state() > r.memory_capacity) {
+      r.oom = true;
+      r.oom_stage = fmt::format("pipeline stage {}", s);
+      r.peak_memory = m.total();
+      r.peak_breakdown = estimate_breakdown(m);
+      return false;
     }
   }
-  r.peak_memory = run.ranks[worst].memory.peak;
-  r.peak_breakdown.by_category = run.ranks[worst].memory.at_peak;
-  r.oom = r.peak_memory > r.memory_capacity;
+  return true;
 }
 
-// Hands the plan to a Simulation: its programs, its groups, and each rank's bindings.
+// Hands the plan to a Simulation: its programs, its groups, and each simulated rank's bindings.
 void load_plan(Simulation& sim, workloads::StepPlan& plan) {
   std::vector<ProgramIndex> programs;
   for (Program& p : plan.programs) {
     programs.push_back(sim.add_program(std::move(p)));
   }
   std::vector<GroupId> groups;
-  for (const auto& g : plan.groups) {
+  for (const workloads::PlannedGroup& g : plan.groups) {
     std::vector<RankId> members;
-    for (const uint32_t r : g) {
+    std::vector<RankId> global;
+    for (const uint32_t r : g.members) {
       members.emplace_back(r);
     }
-    groups.push_back(sim.add_group(std::move(members)));
+    for (const uint32_t r : g.global) {
+      global.emplace_back(r);
+    }
+    groups.push_back(sim.add_group(std::move(members), std::move(global)));
   }
   for (const workloads::RankBinding& b : plan.ranks) {
     std::vector<GroupId> slots;
@@ -165,7 +173,67 @@ void load_plan(Simulation& sim, workloads::StepPlan& plan) {
     for (const uint32_t p : b.peer_slots) {
       peers.emplace_back(p);
     }
-    sim.add_rank(programs[b.program], std::move(slots), std::move(peers));
+    sim.add_rank(programs[b.program], std::move(slots), std::move(peers), RankId(b.global_rank));
+  }
+}
+
+void fill_results(StepReport& r, const RunResult& run, const std::vector<RankBreakdown>& b,
+                  const workloads::StepPlan& plan) {
+  r.simulated = true;
+  r.events = run.events;
+  r.simulated_ranks = static_cast<int64_t>(plan.ranks.size());
+  r.step_time = run.end - SimTime::zero();
+  r.tokens_per_step = plan.tokens_per_step;
+  r.tokens_per_s = static_cast<double>(plan.tokens_per_step) / r.step_time.seconds();
+  r.tokens_per_s_per_device = r.tokens_per_s / static_cast<double>(r.devices);
+  const double capacity =
+      r.step_time.seconds() * static_cast<double>(r.devices) * r.peak_per_device.value();
+  r.mfu = plan.model_flops_per_step.count() / capacity;
+  // Executed FLOPs: each simulated rank stands for world / simulated ranks of its kind; every
+  // pipeline stage has the same number of ranks, so scale the simulated sum.
+  double executed = 0;
+  std::map<int64_t, StepReport::Stage> stages;
+  std::array<Duration, kNumCategories> exposed{};
+  for (size_t i = 0; i < b.size(); ++i) {
+    const RankBreakdown& rb = b[i];
+    executed += rb.flops.count();
+    r.compute = std::max(r.compute, rb.compute);
+    r.exposed_comm = std::max(r.exposed_comm, rb.exposed_comm);
+    for (int c = 0; c < kNumCategories; ++c) {
+      exposed[static_cast<size_t>(c)] = std::max(exposed[static_cast<size_t>(c)],
+                                                 rb.exposed_by_category[static_cast<size_t>(c)]);
+    }
+    const int64_t stage = plan.ranks[i].stage;
+    StepReport::Stage& st = stages[stage];
+    st.stage = stage;
+    st.bubble_fraction = std::max(st.bubble_fraction, rb.idle / r.step_time);
+    st.compute = std::max(st.compute, rb.compute);
+    if (run.ranks[i].memory.peak > st.peak_memory) {
+      st.peak_memory = run.ranks[i].memory.peak;
+      st.peak_breakdown.by_category = run.ranks[i].memory.at_peak;
+    }
+  }
+  r.hfu = executed * static_cast<double>(plan.world) / static_cast<double>(b.size()) / capacity;
+  for (int c = 1; c < workloads::kNumCommKinds; ++c) {
+    r.exposed_by_kind.emplace_back(
+        std::string(workloads::to_string(static_cast<workloads::CommKind>(c))),
+        exposed[static_cast<size_t>(c)]);
+  }
+  double bubble = 0;
+  for (const auto& [stage, st] : stages) {
+    r.stages.push_back(st);
+    bubble += st.bubble_fraction;
+    if (st.peak_memory > r.peak_memory) {
+      r.peak_memory = st.peak_memory;
+      r.peak_breakdown = st.peak_breakdown;
+      r.oom_stage = fmt::format("pipeline stage {}", stage);
+    }
+  }
+  r.bubble_fraction = bubble / static_cast<double>(stages.size());
+  r.time_by_class = b.front().by_class;
+  r.oom = r.peak_memory > r.memory_capacity;
+  if (!r.oom) {
+    r.oom_stage.clear();
   }
 }
 
@@ -174,16 +242,16 @@ void load_plan(Simulation& sim, workloads::StepPlan& plan) {
 StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
   const Loaded l = load(s);
   StepReport report = describe(s, l);
-  workloads::StepPlan plan = workloads::plan_data_parallel_step(l.model, l.step);
-  if (plan.memory_estimate.total() > report.memory_capacity) {
-    report.oom = true;
-    report.peak_memory = plan.memory_estimate.total();
-    report.peak_breakdown = estimate_breakdown(plan.memory_estimate);
+  const auto mode = outputs.full_simulation ? workloads::SimulationMode::kFull
+                                            : workloads::SimulationMode::kRepresentative;
+  report.simulation_mode = outputs.full_simulation ? "full" : "representative";
+  workloads::StepPlan plan = workloads::plan_step(l.model, l.plan, report.devices, mode);
+  if (!precheck_memory(report, plan)) {
     return report;
   }
   topology::RooflineComputeModel compute(l.cluster.chip);
-  collectives::RingAlphaBetaModel comm(link_fn(l.cluster));
-  Simulation sim(compute, comm);
+  CommSetup comm(l.cluster, plan, outputs.comm);
+  Simulation sim(compute, comm.model());
   load_plan(sim, plan);
   Timeline timeline;
   sim.record_into(timeline);
@@ -196,10 +264,9 @@ StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
     }
     traces::ChromeTraceOptions options;
     const int64_t per_node = l.cluster.devices_per_node;
-    options.rank_name = [per_node](RankId r) {
-      return fmt::format("rank {} (node {}, device {})", r.value(),
-                         static_cast<int64_t>(r.value()) / per_node,
-                         static_cast<int64_t>(r.value()) % per_node);
+    options.rank_name = [per_node, &sim](RankId r) {
+      const int64_t g = sim.global_rank(r).value();
+      return fmt::format("rank {} (node {}, device {})", g, g / per_node, g % per_node);
     };
     options.metadata = {{"meshsim_version", MESHSIM_VERSION},
                         {"scenario", report.inputs.dump()}};

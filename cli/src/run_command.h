@@ -5,6 +5,7 @@
 #include <ostream>
 #include <string>
 
+#include "comm_setup.h"
 #include "report.h"
 #include "scenario.h"
 
@@ -13,6 +14,8 @@ namespace meshsim::cli {
 struct RunOutputs {
   std::optional<std::string> json_path;
   std::optional<std::string> trace_path;  // Chrome JSON trace (opens in Perfetto)
+  bool full_simulation = false;           // simulate every rank, not one per class
+  CommOptions comm;
 };
 
 // Loads everything, checks the plan against the cluster, pre-checks memory, simulates, analyses.

@@ -65,6 +65,7 @@ std::vector<RankBreakdown> analyze(const Timeline& timeline, const Simulation& s
   const size_t n = sim.num_ranks();
   std::vector<Spans> compute(n);
   std::vector<Spans> comm(n);
+  std::vector<std::array<Spans, kNumCategories>> comm_by(n);
   std::vector<RankBreakdown> out(n);
   for (const OpRecord& r : timeline.ops) {
     const Op& op = sim.program_of(r.rank).op(r.op);
@@ -76,6 +77,8 @@ std::vector<RankBreakdown> analyze(const Timeline& timeline, const Simulation& s
       b.flops += c->flops;
     } else {
       comm[r.rank.index()].emplace_back(r.start, r.end);
+      const size_t cat = std::min<size_t>(op.labels.category.value_or(0), kNumCategories - 1);
+      comm_by[r.rank.index()][cat].emplace_back(r.start, r.end);
       b.by_class[static_cast<size_t>(OpClass::kCommunication)] += d;
     }
   }
@@ -84,6 +87,11 @@ std::vector<RankBreakdown> analyze(const Timeline& timeline, const Simulation& s
     b.compute = union_length(compute[i]);
     b.comm = union_length(comm[i]);
     b.exposed_comm = difference_length(comm[i], compute[i]);
+    for (size_t c = 0; c < kNumCategories; ++c) {
+      if (!comm_by[i][c].empty()) {
+        b.exposed_by_category[c] = difference_length(std::move(comm_by[i][c]), compute[i]);
+      }
+    }
     Spans all = compute[i];
     all.insert(all.end(), comm[i].begin(), comm[i].end());
     b.idle = step_end.since_start() - union_length(std::move(all));

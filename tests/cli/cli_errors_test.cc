@@ -195,7 +195,8 @@ TEST_F(CliTest, NegativeDataParallelIsRejectedAsNotPositive) {
 }
 
 TEST_F(CliTest, GlobalBatchNotDivisibleByDataParallel) {
-  const CommandResult r = run({"--gbs", "60", "--dp", "8"});
+  const CommandResult r =
+      run({"--model", "llama3.2-1b", "--cluster", "dgx-h100", "--gbs", "60", "--dp", "8"});
   expect_input_error(r, {"--gbs", "60", "divisible", "8"});
 }
 

@@ -2,36 +2,20 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "test_models.h"
+#include "trace_test_support.h"
 
 namespace meshsim::traces {
 namespace {
 
-std::string run_and_trace() {
-  testing::PsComputeModel cm;
-  testing::PsCommModel nm;
-  Simulation sim(cm, nm);
-  const GroupId g = sim.add_group({RankId(0), RankId(1)});
-  Program p;
-  p.set_initial_memory(MemoryCategory::kWeights, GiB(1));
-  const OpId a = p.add(testing::compute_op("fwd \"quoted\"", 1'500'000));
-  const OpId b = p.add(testing::collective_op("grad all-reduce", 1'000'000));
-  p.add_dependency(a, b);
-  const auto prog = sim.add_program(std::move(p));
-  sim.add_rank(prog, {g}, {});
-  sim.add_rank(prog, {g}, {});
-  std::ostringstream out;
-  ChromeTraceOptions options;
-  options.rank_name = [](RankId r) { return fmt::format("gpu {}", r.value()); };
-  options.metadata = {{"model", "test"}};
-  ChromeTraceWriter w(sim, out, options);
-  sim.run();
-  w.finish();
-  return out.str();
+std::string json_trace(TraceOptions options = test::test_options()) {
+  return test::write_trace<ChromeTraceWriter>(std::move(options));
 }
 
 TEST(ChromeTrace, FormatsPicosecondsExactly) {
@@ -40,29 +24,114 @@ TEST(ChromeTrace, FormatsPicosecondsExactly) {
   EXPECT_EQ(format_us(Duration::from_ps(-3'000'001)), "-3.000001");
 }
 
-TEST(ChromeTrace, WritesValidJsonWithSlicesTracksAndMetadata) {
-  const auto j = nlohmann::json::parse(run_and_trace());
-  int slices = 0;
-  int names = 0;
-  int counters = 0;
+TEST(ChromeTrace, WritesValidJsonWithSlicesTracksCountersAndMetadata) {
+  const std::string text = json_trace();
+  const auto j = nlohmann::json::parse(text);
+  std::map<std::string, int> phases;
+  std::set<std::string> metadata_names;
   for (const auto& e : j["traceEvents"]) {
-    const std::string ph = e["ph"];
-    if (ph == "X") {
-      ++slices;
+    ++phases[e["ph"].get<std::string>()];
+    if (e["ph"] == "M") {
+      metadata_names.insert(e["name"].get<std::string>());
+    }
+    if (e["ph"] == "X") {
       EXPECT_GE(e["dur"].get<double>(), 0.0);
-    } else if (ph == "M") {
-      ++names;
-    } else if (ph == "C") {
-      ++counters;
     }
   }
-  EXPECT_EQ(slices, 4);    // 2 ops x 2 ranks
-  EXPECT_EQ(names, 2 * 2 + 2 * 2);  // thread names (2 streams x 2 ranks) + process name/sort
-  EXPECT_EQ(counters, 2);  // initial weights per rank
-  EXPECT_EQ(j["metadata"]["model"], "test");
+  EXPECT_EQ(phases["X"], 24);  // 4 ranks x 6 ops
+  // 3 processes (2 nodes + cluster) x 2 and 12 threads x 2.
+  EXPECT_EQ(phases["M"], 3 * 2 + 12 * 2);
+  EXPECT_EQ(phases["C"], 4 * 3 + 2);  // 3 memory samples per rank, 2 cluster samples
+  EXPECT_EQ(phases["i"], 1);          // the scenario
+  // Flows: all-reduce s,t,t,f; two all-gathers s,f; two send/recv s,f.
+  EXPECT_EQ(phases["s"], 5);
+  EXPECT_EQ(phases["t"], 2);
+  EXPECT_EQ(phases["f"], 5);
+  EXPECT_EQ(metadata_names, (std::set<std::string>{"process_name", "process_sort_index",
+                                                   "thread_name", "thread_sort_index"}));
+  EXPECT_EQ(j["metadata"]["model"], "tiny \"test\" model");
+  EXPECT_EQ(j["metadata"]["meshsim_version"], "0.1.0");
 }
 
-TEST(ChromeTrace, ByteIdenticalAcrossRuns) { EXPECT_EQ(run_and_trace(), run_and_trace()); }
+TEST(ChromeTrace, FlowEventsFollowTheirSliceAndShareItsStart) {
+  const auto j = nlohmann::json::parse(json_trace());
+  const auto& events = j["traceEvents"];
+  std::map<int64_t, std::vector<std::string>> phases_by_id;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const std::string ph = events[i]["ph"];
+    if (ph != "s" && ph != "t" && ph != "f") {
+      continue;
+    }
+    ASSERT_GT(i, 0u);
+    const auto& slice = events[i - 1];
+    ASSERT_EQ(slice["ph"], "X");
+    EXPECT_EQ(slice["ts"], events[i]["ts"]);
+    EXPECT_EQ(slice["tid"], events[i]["tid"]);
+    EXPECT_EQ(events[i]["bp"], "e");
+    EXPECT_EQ(slice["args"]["match"], events[i]["id"]);
+    phases_by_id[events[i]["id"].get<int64_t>()].push_back(ph);
+  }
+  for (const auto& [id, phases] : phases_by_id) {
+    ASSERT_GE(phases.size(), 2u) << id;
+    EXPECT_EQ(phases.front(), "s");
+    EXPECT_EQ(phases.back(), "f");
+  }
+}
+
+TEST(ChromeTrace, CountersSplitTheirNameSoImportersShowTheSameTrack) {
+  const auto j = nlohmann::json::parse(json_trace());
+  std::set<std::string> tracks;  // "<name> <arg key>", as Perfetto names JSON counter tracks
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "C") {
+      for (const auto& [k, v] : e["args"].items()) {
+        tracks.insert(e["name"].get<std::string>() + " " + k);
+        EXPECT_GE(v.get<double>(), 0.0);
+      }
+    }
+  }
+  EXPECT_EQ(tracks,
+            (std::set<std::string>{"rank 0000 memory", "rank 0001 memory", "rank 0002 memory",
+                                   "rank 0003 memory", "nvlink utilization %"}));
+}
+
+TEST(ChromeTrace, EscapesNamesAndKeepsTheLegacyRankNameOption) {
+  TraceOptions o;
+  o.rank_name = [](RankId r) { return fmt::format("gpu {}\n", r.value()); };
+  const auto j = nlohmann::json::parse(json_trace(o));
+  std::set<std::string> processes;
+  bool quoted = false;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") {
+      processes.insert(e["args"]["name"].get<std::string>());
+    }
+    quoted |= e["ph"] == "X" && e["name"] == "fwd qkv \"L0\"";
+  }
+  EXPECT_TRUE(quoted);
+  EXPECT_EQ(processes,
+            (std::set<std::string>{"gpu 0\n", "gpu 1\n", "gpu 2\n", "gpu 3\n", "cluster"}));
+}
+
+TEST(ChromeTrace, ByteIdenticalAcrossRuns) { EXPECT_EQ(json_trace(), json_trace()); }
+
+// The constructor of the first version (sim, stream, options) still works, and a run without
+// metadata or counters is still a valid document.
+TEST(ChromeTrace, MinimalRun) {
+  testing::PsComputeModel cm;
+  testing::PsCommModel nm;
+  Simulation sim(cm, nm);
+  Program p;
+  p.add(testing::compute_op("only", 1'000'000));
+  sim.add_rank(sim.add_program(std::move(p)), {}, {});
+  std::ostringstream out;
+  ChromeTraceOptions options;
+  ChromeTraceWriter w(sim, out, options);
+  sim.run();
+  w.finish();
+  const auto j = nlohmann::json::parse(out.str());
+  EXPECT_EQ(j["traceEvents"].size(), 5u);  // process x2, thread x2, the slice
+  EXPECT_EQ(w.events_written(), 5u);
+  EXPECT_TRUE(j["metadata"].empty());
+}
 
 }  // namespace
 }  // namespace meshsim::traces

@@ -1,133 +1,270 @@
 #include "meshsim/traces/chrome_trace.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
-#include <map>
-#include <set>
+#include <iterator>
 
 #include "meshsim/sim/error.h"
+#include "trace_builder.h"
+#include "trace_sink.h"
 
 namespace meshsim::traces {
 namespace {
 
-std::string format_ps_as_us(int64_t ps) {
+constexpr size_t kFlushBytes = 256 * 1024;
+
+using Buffer = fmt::memory_buffer;
+
+void append_us(Buffer& b, int64_t ps) {
   const bool negative = ps < 0;
   const uint64_t mag = negative ? static_cast<uint64_t>(-(ps + 1)) + 1 : static_cast<uint64_t>(ps);
-  return fmt::format("{}{}.{:06}", negative ? "-" : "", mag / 1'000'000, mag % 1'000'000);
+  fmt::format_to(std::back_inserter(b), "{}{}.{:06}", negative ? "-" : "", mag / 1'000'000,
+                 mag % 1'000'000);
 }
 
-std::string json_string(const std::string& s) { return nlohmann::json(s).dump(); }
+// A JSON string literal. Bytes >= 0x20 other than '"' and '\\' pass through (UTF-8 stays UTF-8).
+void append_string(Buffer& b, std::string_view s) {
+  b.push_back('"');
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      b.push_back('\\');
+      b.push_back(c);
+    } else if (u < 0x20) {
+      fmt::format_to(std::back_inserter(b), "\\u{:04x}", static_cast<unsigned>(u));
+    } else {
+      b.push_back(c);
+    }
+  }
+  b.push_back('"');
+}
 
-std::string stream_name(uint8_t stream) {
-  return stream == 0 ? std::string("compute") : fmt::format("comm {}", stream);
+void append_arg_value(Buffer& b, const Arg& a) {
+  switch (a.kind) {
+    case Arg::Kind::kInt:
+      fmt::format_to(std::back_inserter(b), "{}", a.int_value);
+      break;
+    case Arg::Kind::kDouble:
+      fmt::format_to(std::back_inserter(b), "{:.{}f}", a.double_value, arg_decimals(a.key));
+      break;
+    case Arg::Kind::kString:
+      append_string(b, a.string_value);
+      break;
+  }
+}
+
+// Splits a counter track name at its last space: (event name, arg key).
+std::pair<std::string_view, std::string_view> split_counter_name(std::string_view name) {
+  const size_t space = name.rfind(' ');
+  if (space == std::string_view::npos || space == 0 || space + 1 == name.size()) {
+    return {name, "value"};
+  }
+  return {name.substr(0, space), name.substr(space + 1)};
+}
+
+std::string_view flow_phase(FlowRole role) {
+  switch (role) {
+    case FlowRole::kBegin:
+      return "s";
+    case FlowRole::kStep:
+      return "t";
+    case FlowRole::kEnd:
+      return "f";
+    case FlowRole::kNone:
+      break;
+  }
+  return "";
+}
+
+class ChromeJsonSink final : public TraceSink {
+ public:
+  explicit ChromeJsonSink(std::ostream& out) : out_(out) {}
+
+  void begin() override {
+    fmt::format_to(std::back_inserter(buf_), R"({{"displayTimeUnit":"ns","traceEvents":[)");
+  }
+  void add_process(const ProcessTrack& track) override;
+  void add_thread(const ThreadTrack& track) override;
+  void add_counter(const CounterTrack& /*track*/) override {}
+  void write_metadata(const ProcessTrack& track, MetadataList metadata) override;
+  void write_slice(const ThreadTrack& track, const SliceContent& slice) override;
+  void write_counter(const CounterTrack& track, const CounterSample& sample) override;
+  void end(MetadataList metadata) override;
+  uint64_t events() const override { return events_; }
+
+ private:
+  // Starts the next element of "traceEvents".
+  Buffer& next_event() {
+    buf_.append(std::string_view(events_++ == 0 ? "\n" : ",\n"));
+    return buf_;
+  }
+  void done_event() {
+    if (buf_.size() >= kFlushBytes) {
+      flush();
+    }
+  }
+  void flush() {
+    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    buf_.clear();
+  }
+
+  std::ostream& out_;
+  Buffer buf_;
+  uint64_t events_ = 0;
+};
+
+void ChromeJsonSink::add_process(const ProcessTrack& track) {
+  Buffer& b = next_event();
+  fmt::format_to(std::back_inserter(b),
+                 R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":)", track.pid);
+  append_string(b, track.name);
+  b.append(std::string_view("}}"));
+  fmt::format_to(std::back_inserter(next_event()),
+                 R"({{"ph":"M","pid":{},"name":"process_sort_index","args":{{"sort_index":{}}}}})",
+                 track.pid, track.sort_rank);
+  done_event();
+}
+
+void ChromeJsonSink::add_thread(const ThreadTrack& track) {
+  Buffer& b = next_event();
+  fmt::format_to(std::back_inserter(b),
+                 R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":)", track.pid,
+                 track.tid);
+  append_string(b, track.name);
+  b.append(std::string_view("}}"));
+  fmt::format_to(
+      std::back_inserter(next_event()),
+      R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
+      track.pid, track.tid, track.sort_rank);
+  done_event();
+}
+
+void ChromeJsonSink::write_metadata(const ProcessTrack& track, MetadataList metadata) {
+  Buffer& b = next_event();
+  fmt::format_to(std::back_inserter(b),
+                 R"({{"ph":"i","s":"p","pid":{},"ts":0.000000,"name":"scenario","args":{{)",
+                 track.pid);
+  for (size_t i = 0; i < metadata.size(); ++i) {
+    if (i > 0) {
+      b.push_back(',');
+    }
+    append_string(b, metadata[i].first);
+    b.push_back(':');
+    append_string(b, metadata[i].second);
+  }
+  b.append(std::string_view("}}"));
+  done_event();
+}
+
+void ChromeJsonSink::write_slice(const ThreadTrack& track, const SliceContent& slice) {
+  Buffer& b = next_event();
+  fmt::format_to(std::back_inserter(b), R"({{"ph":"X","pid":{},"tid":{},"ts":)", track.pid,
+                 track.tid);
+  append_us(b, slice.start.ps());
+  b.append(std::string_view(R"(,"dur":)"));
+  append_us(b, (slice.end - slice.start).ps());
+  b.append(std::string_view(R"(,"cat":")"));
+  b.append(to_string(slice.category));
+  b.append(std::string_view(R"(","name":)"));
+  append_string(b, slice.name);
+  b.append(std::string_view(R"(,"args":{)"));
+  const auto args = slice.arg_list();
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (i > 0) {
+      b.push_back(',');
+    }
+    b.push_back('"');
+    b.append(arg_name(args[i].key));
+    b.append(std::string_view("\":"));
+    append_arg_value(b, args[i]);
+  }
+  b.append(std::string_view("}}"));
+  if (slice.flow != FlowRole::kNone) {
+    Buffer& f = next_event();
+    fmt::format_to(std::back_inserter(f), R"({{"ph":"{}","id":{},"pid":{},"tid":{},"ts":)",
+                   flow_phase(slice.flow), slice.flow_id, track.pid, track.tid);
+    append_us(f, slice.start.ps());
+    fmt::format_to(std::back_inserter(f), R"(,"cat":"flow","name":"{}","bp":"e"}})",
+                   slice.category == SliceCategory::kP2P ? "p2p" : "collective");
+  }
+  done_event();
+}
+
+void ChromeJsonSink::write_counter(const CounterTrack& track, const CounterSample& sample) {
+  const auto [name, key] = split_counter_name(track.name);
+  Buffer& b = next_event();
+  fmt::format_to(std::back_inserter(b), R"({{"ph":"C","pid":{},"ts":)", track.pid);
+  append_us(b, sample.time.ps());
+  b.append(std::string_view(R"(,"name":)"));
+  append_string(b, name);
+  b.append(std::string_view(R"(,"args":{)"));
+  append_string(b, key);
+  b.push_back(':');
+  if (sample.integral) {
+    fmt::format_to(std::back_inserter(b), "{}", sample.int_value);
+  } else {
+    fmt::format_to(std::back_inserter(b), "{:.6f}", sample.double_value);
+  }
+  b.append(std::string_view("}}"));
+  done_event();
+}
+
+void ChromeJsonSink::end(MetadataList metadata) {
+  buf_.append(std::string_view("\n],\"metadata\":{"));
+  for (size_t i = 0; i < metadata.size(); ++i) {
+    if (i > 0) {
+      buf_.push_back(',');
+    }
+    append_string(buf_, metadata[i].first);
+    buf_.push_back(':');
+    append_string(buf_, metadata[i].second);
+  }
+  buf_.append(std::string_view("}}\n"));
+  flush();
+  out_.flush();
 }
 
 }  // namespace
 
-std::string format_us(SimTime t) { return format_ps_as_us(t.ps()); }
-std::string format_us(Duration d) { return format_ps_as_us(d.ps()); }
+std::string format_us(SimTime t) {
+  Buffer b;
+  append_us(b, t.ps());
+  return fmt::to_string(b);
+}
+
+std::string format_us(Duration d) {
+  Buffer b;
+  append_us(b, d.ps());
+  return fmt::to_string(b);
+}
 
 struct ChromeTraceWriter::Impl {
-  Simulation& sim;
-  std::ostream& out;
-  ChromeTraceOptions options;
-  std::set<std::pair<uint32_t, uint8_t>> threads_seen;  // ordered: deterministic metadata
-  uint64_t events = 0;
-  bool finished = false;
-
-  Impl(Simulation& s, std::ostream& o, ChromeTraceOptions opts)
-      : sim(s), out(o), options(std::move(opts)) {}
-
-  bool wanted(RankId r) const { return !options.include_rank || options.include_rank(r); }
-  void separator() { out << (events++ == 0 ? "\n" : ",\n"); }
-  void write_op(const OpRecord& r);
-  void write_memory(const MemoryRecord& r);
+  ChromeJsonSink sink;
+  TraceBuilder builder;
+  Impl(const Simulation& sim, std::ostream& out, TraceOptions options)
+      : sink(out), builder(sim, sink, std::move(options)) {}
 };
 
-void ChromeTraceWriter::Impl::write_op(const OpRecord& r) {
-  if (!wanted(r.rank)) {
-    return;
-  }
-  threads_seen.emplace(r.rank.value(), r.stream);
-  const Op& op = sim.program_of(r.rank).op(r.op);
-  std::string args;
-  if (const auto* c = std::get_if<ComputeWork>(&op.work)) {
-    args = fmt::format(R"("class":"{}","flops":{:.0f},"bytes":{})", to_string(c->op_class),
-                       c->flops.count(), c->bytes.count());
-  } else if (const auto* w = std::get_if<CollectiveWork>(&op.work)) {
-    args = fmt::format(R"("class":"communication","collective":"{}","bytes":{})",
-                       to_string(w->kind), w->bytes.count());
-  } else {
-    const auto& p = std::get<PeerWork>(op.work);
-    args = fmt::format(R"("class":"communication","{}":true,"bytes":{})",
-                       op.is_send ? "send" : "recv", p.bytes.count());
-  }
-  if (op.labels.layer) {
-    args += fmt::format(R"(,"layer":{})", *op.labels.layer);
-  }
-  if (op.labels.microbatch) {
-    args += fmt::format(R"(,"microbatch":{})", *op.labels.microbatch);
-  }
-  if (r.start > r.ready) {
-    args += fmt::format(R"(,"waited_us":{})", format_us(r.start - r.ready));
-  }
-  separator();
-  out << fmt::format(R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":{},"args":{{{}}}}})",
-                     r.rank.value(), r.stream, format_us(r.start), format_us(r.end - r.start),
-                     json_string(op.name), args);
-}
-
-void ChromeTraceWriter::Impl::write_memory(const MemoryRecord& r) {
-  if (!wanted(r.rank)) {
-    return;
-  }
-  separator();
-  out << fmt::format(R"({{"ph":"C","pid":{},"ts":{},"name":"memory","args":{{"GiB":{:.6f}}}}})",
-                     r.rank.value(), format_us(r.time),
-                     r.total_after.as_double() / (1024.0 * 1024.0 * 1024.0));
-}
-
-ChromeTraceWriter::ChromeTraceWriter(Simulation& sim, std::ostream& out,
-                                     ChromeTraceOptions options)
+ChromeTraceWriter::ChromeTraceWriter(Simulation& sim, std::ostream& out, TraceOptions options,
+                                     TraceFeed feed)
     : impl_(std::make_unique<Impl>(sim, out, std::move(options))) {
-  out << R"({"displayTimeUnit":"ns","traceEvents":[)";
-  Impl* impl = impl_.get();
-  sim.on_op_end([impl](const OpRecord& r) { impl->write_op(r); });
-  sim.on_memory([impl](const MemoryRecord& r) { impl->write_memory(r); });
+  if (feed == TraceFeed::kSubscribe) {
+    Impl* impl = impl_.get();
+    sim.on_op_end([impl](const OpRecord& r) { impl->builder.record_op(r); });
+    sim.on_memory([impl](const MemoryRecord& r) { impl->builder.record_memory(r); });
+  }
 }
 
 ChromeTraceWriter::~ChromeTraceWriter() = default;
 
-void ChromeTraceWriter::finish() {
-  Impl& s = *impl_;
-  SIM_CHECK(!s.finished, "ChromeTraceWriter::finish called twice");
-  s.finished = true;
-  std::set<uint32_t> ranks;
-  for (const auto& [rank, stream] : s.threads_seen) {
-    ranks.insert(rank);
-    s.separator();
-    s.out << fmt::format(R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":"{}"}}}})",
-                         rank, stream, stream_name(stream));
-  }
-  for (const uint32_t rank : ranks) {
-    const std::string name = s.options.rank_name ? s.options.rank_name(RankId(rank))
-                                                 : fmt::format("rank {}", rank);
-    s.separator();
-    s.out << fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})",
-                         rank, json_string(name));
-    s.separator();
-    s.out << fmt::format(R"({{"ph":"M","pid":{},"name":"process_sort_index","args":{{"sort_index":{}}}}})",
-                         rank, rank);
-  }
-  s.out << "\n],\"metadata\":{";
-  for (size_t i = 0; i < s.options.metadata.size(); ++i) {
-    const auto& [k, v] = s.options.metadata[i];
-    s.out << (i ? "," : "") << json_string(k) << ":" << json_string(v);
-  }
-  s.out << "}}\n";
+void ChromeTraceWriter::record_op(const OpRecord& record) { impl_->builder.record_op(record); }
+void ChromeTraceWriter::record_memory(const MemoryRecord& record) {
+  impl_->builder.record_memory(record);
 }
-
-uint64_t ChromeTraceWriter::events_written() const { return impl_->events; }
+void ChromeTraceWriter::add_counter_sample(std::string_view track, SimTime time, double value) {
+  impl_->builder.add_counter_sample(track, time, value);
+}
+void ChromeTraceWriter::finish() { impl_->builder.finish(); }
+uint64_t ChromeTraceWriter::events_written() const { return impl_->sink.events(); }
 
 }  // namespace meshsim::traces

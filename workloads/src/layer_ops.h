@@ -1,24 +1,42 @@
-// The kernels of one transformer layer (and of the embedding and head), forward and backward, as
-// compute work items with FLOPs, HBM bytes and GEMM shapes. Private to workloads/.
+// The kernels of one transformer layer (and of the embedding and head), forward and backward, on
+// one rank of a TP x CP x EP partition, with the communication between them. Private.
 //
-// Conventions (T = tokens in the microbatch = b*s, e = bytes per activation element):
+// Conventions (T = tokens the rank computes on = b*s/CP; e = 2 bytes per activation element):
 //  * matmul [m,k]x[k,n]: 2mkn FLOPs; bytes = inputs (m*k + k*n) at the matmul dtype's width plus
 //    the output (m*n) at 2 bytes (bf16 output, also for fp8 inputs, as Transformer Engine does).
 //  * backward of a matmul: a data-gradient GEMM [m,n]x[n,k] and a weight-gradient GEMM
 //    [k,m]x[m,n], each with the forward's FLOPs.
-//  * causal attention forward: 2*b*s^2*q FLOPs (QK^T and PV over the unmasked half); flash
-//    backward 5*b*s^2*q (five GEMMs of the same size: S recomputed, dV, dP, dQ, dK). Naive
-//    attention computes the full s^2 scores (twice the FLOPs) and moves the score matrix
-//    through HBM four times forward (write S, read S, write P, read P) and six times backward.
-//  * elementwise and norm kernels: bytes read plus written; FLOPs are a small per-element count
-//    (they are memory bound on every accelerator modelled).
+//  * causal attention forward: 2*b*s^2*q FLOPs over the whole sequence (QK^T and PV over the
+//    unmasked half), split evenly over TP (heads) and CP (load-balanced chunks); flash backward
+//    is 2.5x forward (five GEMMs of the same size: S recomputed, dV, dP, dQ, dK). Naive attention
+//    computes the full s^2 scores (twice the FLOPs) and moves the score matrix through HBM four
+//    times forward (write S, read S, write P, read P) and six times backward.
+//  * elementwise and norm kernels: bytes read plus written; FLOPs a small per-element count (they
+//    are memory bound on every accelerator modelled). With sequence parallelism they run on T/TP
+//    tokens.
+//  * Megatron tensor parallelism (Shoeybi et al. 2019; Korthikanti et al. 2022 for SP): QKV and
+//    MLP-up are column parallel, the output projection and MLP-down row parallel. Forward: an
+//    all-reduce of the T x h activations after each row-parallel GEMM (with SP: an all-gather
+//    before each column-parallel GEMM and a reduce-scatter after each row-parallel one). Backward:
+//    an all-reduce of the input gradient after each column-parallel data-gradient GEMM (with SP:
+//    an all-gather of the output gradient before each row-parallel backward, an all-gather of the
+//    saved input for each column-parallel weight gradient, and a reduce-scatter of the input
+//    gradient). Vocabulary-parallel embedding (all-reduce of its output) and LM head.
+//  * Context parallelism: ring attention (Liu et al. 2023, Megatron's CP): the attention kernel
+//    runs as CP chunks; between chunks the rank passes K and V blocks to its ring successor;
+//    backward passes K, V and their gradients.
+//  * Expert parallelism: all-to-all dispatch before the experts and combine after (forward and
+//    backward), over the EP group; experts hold E/EP local experts, each seeing T*k*EP/E tokens
+//    times the capacity factor.
 #pragma once
 
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "meshsim/sim/program.h"
 #include "meshsim/workloads/model.h"
+#include "meshsim/workloads/parallel.h"
 #include "meshsim/workloads/training_memory.h"
 
 namespace meshsim::workloads::detail {
@@ -28,21 +46,51 @@ struct KernelSpec {
   ComputeWork work;
 };
 
+// A collective between two kernels, on the group of `kind`.
+struct CommSpec {
+  std::string name;
+  CommKind kind = CommKind::kTensor;
+  CollectiveKind op = CollectiveKind::kAllReduce;
+  Bytes bytes;
+};
+
+// Ring attention over the CP group: `chunk` runs `steps` times; before every chunk but the first,
+// a block of `bytes_per_step` arrives from the ring predecessor (and the rank's own block goes to
+// its successor).
+struct RingSpec {
+  std::string name;
+  KernelSpec chunk;
+  int64_t steps = 1;
+  Bytes bytes_per_step;
+};
+
+using LayerItem = std::variant<KernelSpec, CommSpec, RingSpec>;
+
 struct KernelContext {
   const ModelConfig& model;
   int64_t micro_batch = 1;
   int64_t seq_len = 0;
   Dtype matmul_dtype = Dtype::kBf16;
   AttentionKernel attention = AttentionKernel::kFlash;
+  int64_t tp = 1;
+  bool sp = false;
+  int64_t cp = 1;
+  int64_t ep = 1;
+  double capacity_factor = 1.0;
 };
 
-std::vector<KernelSpec> embedding_forward(const KernelContext& c);
-std::vector<KernelSpec> layer_forward(const KernelContext& c);
-std::vector<KernelSpec> head_forward(const KernelContext& c);  // final norm, LM head, loss
-std::vector<KernelSpec> head_backward(const KernelContext& c);
-std::vector<KernelSpec> layer_backward(const KernelContext& c);
-std::vector<KernelSpec> embedding_backward(const KernelContext& c);
+KernelContext context_for(const ModelConfig& model, const ParallelPlan& plan);
+
+std::vector<LayerItem> embedding_forward(const KernelContext& c);
+std::vector<LayerItem> layer_forward(const KernelContext& c);
+std::vector<LayerItem> head_forward(const KernelContext& c);  // final norm, LM head, loss
+std::vector<LayerItem> head_backward(const KernelContext& c);
+std::vector<LayerItem> layer_backward(const KernelContext& c);
+std::vector<LayerItem> embedding_backward(const KernelContext& c);
 // AdamW over `params` parameters held by the rank.
 KernelSpec optimizer_step(int64_t params, const ModelStateBytes& state);
+// Bytes of the activation a pipeline stage sends to the next one per microbatch (and of the
+// gradient it receives back): T x h, divided by TP with sequence parallelism.
+Bytes pipeline_message_bytes(const KernelContext& c);
 
 }  // namespace meshsim::workloads::detail

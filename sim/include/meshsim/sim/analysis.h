@@ -6,6 +6,9 @@
 //   exposed_comm length of (communication union) minus (compute union): communication that no
 //                compute hides
 //   idle         step - length of (compute union ∪ communication union): bubbles, waits for peers
+//   exposed_by_category  the same difference for the communication ops of each label category
+//                (OpLabels::category; uncategorised ops count as category 0). Categories may
+//                overlap each other, so they can add up to more than exposed_comm.
 // All spans are clipped to nothing: the timeline already starts at t = 0. Cost: O(n log n) in the
 // number of op records.
 #pragma once
@@ -19,6 +22,8 @@
 
 namespace meshsim {
 
+inline constexpr int kNumCategories = 8;
+
 struct RankBreakdown {
   Duration compute;
   Duration comm;
@@ -26,6 +31,7 @@ struct RankBreakdown {
   Duration idle;
   std::array<Duration, kNumOpClasses> by_class{};  // summed op durations (not a union)
   Flops flops;                                      // sum of compute-op FLOPs executed
+  std::array<Duration, kNumCategories> exposed_by_category{};
 };
 
 // One breakdown per rank, for a step that ends at `step_end`.

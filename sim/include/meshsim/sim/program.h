@@ -115,6 +115,9 @@ struct OpLabels {
   std::optional<int32_t> layer;
   std::optional<int32_t> microbatch;
   std::optional<int32_t> stage;
+  // A caller-defined grouping for reports (workloads: the parallelism a communication op
+  // serves, so that exposed communication can be reported by kind).
+  std::optional<uint8_t> category;
 };
 
 struct Op {

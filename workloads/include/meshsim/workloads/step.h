@@ -1,17 +1,25 @@
 // Planning one training step: a model plus a parallel plan become per-rank programs.
 //
 // A planner is a pure function (STYLE A.4): no clock, no engine. It returns the distinct programs
-// (one per role), the communication groups, and for every rank which program it runs and how its
-// group and peer slots bind. The composition root (cli/) hands that to sim::Simulation.
+// (one per pipeline stage), the communication groups, the simulated ranks with their bindings,
+// and the families of groups that communicate at the same time (for contention). The
+// composition root (cli/) hands that to sim::Simulation and the collective cost model.
 //
-// This version plans pure data parallelism with gradient accumulation, as PyTorch DDP or
-// Megatron with DP only run it: for each of the rank's microbatches the forward pass (embedding,
-// every layer as separate kernels, final norm, LM head, loss) and then the backward pass (each
-// matmul as a data-gradient and a weight-gradient kernel); after the last microbatch one ring
-// all-reduce of all bf16 gradients over the data-parallel group on a communication stream; then
-// the AdamW step. Memory: weights, gradients and optimizer state are resident from the start;
-// each layer's saved activations (workloads/training_memory.h) are allocated by its first forward
-// kernel and freed by its last backward kernel.
+// Each stage's program follows its pipeline schedule (workloads/pipeline.h): forward passes
+// receive the activation from the previous stage (or embed the tokens), run every layer as
+// separate kernels with the TP / CP / EP communication Megatron issues (workloads/src/layer_ops.h),
+// and send the activation on (or run the head and the loss); backward passes run in reverse, with
+// full recompute re-running a layer's forward kernels first and zero-bubble schedules deferring
+// the weight-gradient GEMMs. Gradients are reduced over the data-parallel group in buckets as the
+// last microbatch's backward produces them (all-reduce, or reduce-scatter with ZeRO-1/2/3),
+// overlapped unless turned off; ZeRO-1/2 gather the updated parameters bucket by bucket ahead of
+// the forward (the previous step's gather, prefetched); ZeRO-3 gathers each layer's parameters
+// before its forward and backward (prefetching one layer ahead) and reduce-scatters its gradients
+// after every backward. The optimizer step runs on the rank's shard at the end.
+// Memory: model state is resident from the start (sharded as the plan says); each layer's saved
+// activations are allocated by its forward and freed by its backward (full recompute keeps only the
+// layer input and re-materialises one layer at a time); ZeRO-3 gathered parameters and gradient
+// buckets are transient.
 #pragma once
 
 #include <cstdint>
@@ -19,38 +27,48 @@
 
 #include "meshsim/sim/program.h"
 #include "meshsim/workloads/model.h"
+#include "meshsim/workloads/parallel.h"
 #include "meshsim/workloads/training_memory.h"
 
 namespace meshsim::workloads {
 
-struct StepConfig {
-  int64_t data_parallel = 1;
-  int64_t micro_batch = 1;    // sequences per microbatch per rank
-  int64_t global_batch = 1;   // sequences per step, all ranks
-  int64_t seq_len = 0;
-  Dtype matmul_dtype = Dtype::kBf16;
-  AttentionKernel attention = AttentionKernel::kFlash;
-  ModelStateBytes state;
+// kRepresentative simulates one rank per (pipeline stage, CP index): every TP and DP peer of a
+// rank behaves the same in SPMD training, so their collectives are costed over the full groups
+// without simulating them. kFull simulates every rank.
+enum class SimulationMode { kRepresentative, kFull };
+
+struct PlannedGroup {
+  CommKind kind = CommKind::kTensor;
+  std::vector<uint32_t> members;  // simulated ranks that meet at its rendezvous
+  std::vector<uint32_t> global;   // the global ranks it spans
 };
 
 struct RankBinding {
   uint32_t program = 0;
+  uint32_t global_rank = 0;
+  int64_t stage = 0;
   std::vector<uint32_t> group_slots;  // indices into StepPlan::groups
-  std::vector<uint32_t> peer_slots;   // ranks
+  std::vector<uint32_t> peer_slots;   // indices into StepPlan::ranks (simulated ranks)
 };
 
 struct StepPlan {
-  std::vector<Program> programs;
-  std::vector<std::vector<uint32_t>> groups;  // ranks of each communication group
-  std::vector<RankBinding> ranks;
-  int64_t microbatches_per_rank = 0;
+  std::vector<Program> programs;  // one per pipeline stage
+  std::vector<PlannedGroup> groups;
+  std::vector<RankBinding> ranks;  // the simulated ranks
+  // Groups that run the same collectives at the same moment (one family per kind and stage),
+  // as lists of global ranks.
+  std::vector<std::vector<std::vector<uint32_t>>> families;
+  int64_t world = 0;
+  int64_t microbatches = 0;
   int64_t tokens_per_step = 0;
   Flops model_flops_per_step;  // training FLOPs of the model (causal attention), all ranks
-  TrainingMemory memory_estimate;  // closed-form per-rank memory, for the OOM pre-check
+  // Closed-form memory per rank of each stage (model state and activations at the schedule's
+  // peak), for the OOM pre-check.
+  std::vector<TrainingMemory> memory_estimate;
 };
 
-// Validates the configuration (throws InputError with source "--<flag>" naming the flag: the
-// global batch must be divisible by data_parallel * micro_batch, sizes positive).
-StepPlan plan_data_parallel_step(const ModelConfig& model, const StepConfig& config);
+// Validates the plan (validate_plan) and builds the step.
+StepPlan plan_step(const ModelConfig& model, const ParallelPlan& plan, int64_t devices,
+                   SimulationMode mode = SimulationMode::kRepresentative);
 
 }  // namespace meshsim::workloads

@@ -1,0 +1,41 @@
+// Wiring of the cluster and its communication model for a run (the composition root's job).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "meshsim/sim/cost_model.h"
+#include "meshsim/topology/cluster.h"
+#include "meshsim/workloads/step.h"
+#include "scenario.h"
+
+namespace meshsim::cli {
+
+struct CommOptions {
+  std::string backend = "analytical";  // analytical | simgrid
+  std::string algorithm = "auto";
+};
+
+// The scenario's cluster: preset or file, resized by --nodes (GPU) or --shape (TPU).
+topology::ClusterSpec load_cluster_for(const Scenario& s);
+
+// The scenario as echoed in reports and trace metadata.
+nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& cluster);
+
+// Owns the communication cost model of a run: ranks placed on devices in order; the plan's
+// families of concurrent groups declared so that they contend.
+class CommSetup {
+ public:
+  CommSetup(const topology::ClusterSpec& cluster, const workloads::StepPlan& plan,
+            const CommOptions& options);
+  ~CommSetup();
+  CommCostModel& model();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace meshsim::cli

@@ -1,0 +1,97 @@
+// TraceBuilder: turns the engine's records into the format-independent trace model and drives a
+// TraceSink. Shared by PerfettoTraceWriter and ChromeTraceWriter, so both formats get the same
+// tracks, slices, flows and counters.
+//
+// Ordering rules (the engine delivers OpRecords in order of completion, i.e. non-decreasing
+// `end`; MemoryRecords in non-decreasing `time`):
+//  1. Per track, events are written in the order the engine delivers them. A stream runs one op
+//     at a time, so an op's start is never before the previous op's end on its stream: BEGIN and
+//     END timestamps are non-decreasing per track, and slices on a track never overlap.
+//  2. Across tracks the file is not sorted by time (a long op is written when it ends, after
+//     shorter ops that started later). Perfetto's trace processor sorts every TrackEvent of a
+//     sequence by (timestamp, position in the file) before parsing — see TraceSorter in
+//     src/trace_processor/sorter/trace_sorter.h, whose comparator is std::tie(ts, chunk_index,
+//     chunk_offset) — so ties keep file order and rule 1 survives sorting: an END at t written
+//     before the next BEGIN at t on the same track closes the earlier slice first.
+//  3. Flows: records with the same non-zero `match` (one collective's members, or a send and its
+//     receive) arrive back to back with equal start and end: the engine launches them together
+//     and queues their completions consecutively. The builder holds the current group (at most
+//     one group, at most one record per member rank: memory stays bounded by the largest group)
+//     and writes it when a record with another match arrives: collective members in rank order,
+//     a send before its receive; the first slice begins the flow, the last terminates it. As all
+//     begin at the same time, the sorted order is the file order, so the flow runs as written.
+//     If a future engine interleaved groups, a group would be split into two flows that reuse
+//     the id after the first terminates (valid in both formats; arrows would still be correct).
+//  4. Memory records of one rank at one instant (several categories changing together) are
+//     coalesced into one counter sample carrying the total after the last change.
+//  5. Track descriptors (process, then thread or counter) are written right before the first
+//     event that uses them; the scenario instant is written at construction.
+// Memory use is O(ranks x streams + largest group + distinct cluster counters), independent of
+// the length of the run.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "meshsim/sim/simulation.h"
+#include "meshsim/traces/trace_content.h"
+#include "trace_sink.h"
+
+namespace meshsim::traces {
+
+class TraceBuilder {
+ public:
+  // `sim` provides the programs (op names and work) and must outlive the builder; `sink` too.
+  TraceBuilder(const Simulation& sim, TraceSink& sink, TraceOptions options);
+
+  void record_op(const OpRecord& record);
+  void record_memory(const MemoryRecord& record);
+  // A sample on the cluster counter track `track` (created on first use). Times must not
+  // decrease per track; the value must be finite.
+  void add_counter_sample(std::string_view track, SimTime time, double value);
+  // Writes what is held back and closes the file. Once.
+  void finish();
+
+ private:
+  struct RankTracks {
+    int8_t included = -1;  // -1 not asked yet
+    bool placed = false;
+    RankPlacement placement;
+    std::vector<ThreadTrack> threads;  // by stream; uuid 0 = not added yet
+    std::optional<CounterTrack> memory;
+  };
+  struct ClusterCounter {
+    CounterTrack track;
+    SimTime last;
+  };
+
+  RankTracks& rank_tracks(RankId rank);
+  bool included(RankId rank);
+  RankPlacement default_placement(RankId rank);
+  const ProcessTrack& process(int32_t pid, const std::string& name);
+  const ThreadTrack& thread(RankId rank, uint8_t stream);
+  const CounterTrack& memory_track(RankId rank);
+  void write_op(const OpRecord& record, FlowRole role);
+  void flush_group();
+  void flush_memory();
+  void check_open() const;
+
+  const Simulation& sim_;
+  TraceSink& sink_;
+  TraceOptions options_;
+  std::vector<RankTracks> ranks_;
+  std::map<int32_t, ProcessTrack> processes_;
+  std::map<std::string, ClusterCounter, std::less<>> cluster_counters_;
+  std::vector<OpRecord> group_;
+  std::optional<MemoryRecord> pending_memory_;
+  SliceContent slice_;
+  std::string scratch_;
+  int label_width_ = 0;
+  bool finished_ = false;
+};
+
+}  // namespace meshsim::traces

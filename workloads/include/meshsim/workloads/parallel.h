@@ -1,0 +1,116 @@
+// The parallel plan of a training run and the rank layout it implies.
+//
+// Degrees: data parallel (DP, optionally ZeRO-1/2/3 sharded), tensor parallel (TP, Megatron
+// column/row; with sequence parallelism SP the TP all-reduces become reduce-scatter + all-gather
+// and norms/dropout run on s/TP tokens), context parallel (CP, ring attention over the sequence),
+// pipeline parallel (PP, with virtual stages VPP for the interleaved schedule), expert parallel
+// (EP, carved out of DP as Megatron does: experts split over EP ranks of a DP group).
+// World size = TP x CP x DP x PP.
+//
+// Rank layout (Megatron's default order, TP innermost): a rank's coordinates along the axes are
+// mixed-radix digits of the rank in the order given by `order` (innermost first). Default
+// tp, cp, dp, pp: ranks 0..TP-1 form the first TP group (one node), consecutive TP groups form a
+// CP group, and so on; DP groups then stride over nodes and PP stages are the outermost blocks.
+// The EP group of a rank is EP consecutive DP indices; the expert-data-parallel group the DP
+// indices with the same position in their EP block.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "meshsim/sim/program.h"
+#include "meshsim/workloads/model.h"
+#include "meshsim/workloads/pipeline.h"
+#include "meshsim/workloads/training_memory.h"
+
+namespace meshsim::workloads {
+
+enum class Axis : uint8_t { kTensor, kContext, kData, kPipeline };
+inline constexpr int kNumAxes = 4;
+std::string_view to_string(Axis a);
+
+// What a communication op is for; reported as exposed communication by kind.
+enum class CommKind : uint8_t { kTensor = 1, kContext, kData, kPipeline, kExpert };
+inline constexpr int kNumCommKinds = 6;  // index 0 unused (compute)
+std::string_view to_string(CommKind k);
+
+struct OverlapOptions {
+  bool grad_reduce = true;     // bucketed gradient reduction during the last backward
+  bool param_gather = true;    // FSDP / ZeRO all-gather of the next layer's parameters ahead of use
+  bool pipeline_p2p = true;    // pipeline sends and receives on their own stream
+  bool tensor_parallel = false;  // TP communication hidden behind split GEMMs (else exposed)
+};
+
+struct ParallelPlan {
+  int64_t dp = 1;
+  ZeroStage zero = ZeroStage::kNone;
+  int64_t tp = 1;
+  bool sp = false;
+  int64_t cp = 1;
+  int64_t pp = 1;
+  int64_t vpp = 1;
+  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  int64_t ep = 1;
+  int64_t mbs = 1;
+  int64_t gbs = 1;
+  int64_t seq = 0;
+  Recompute recompute = Recompute::kNone;
+  Dtype matmul_dtype = Dtype::kBf16;
+  AttentionKernel attention = AttentionKernel::kFlash;
+  double capacity_factor = 1.0;        // MoE: expert capacity / balanced share (>= 1)
+  std::vector<int64_t> stage_layers;   // layers per pipeline stage; empty = even split
+  std::array<Axis, kNumAxes> order = {Axis::kTensor, Axis::kContext, Axis::kData, Axis::kPipeline};
+  OverlapOptions overlap;
+  // Gradient bucket: Megatron-LM DDP buckets 40M elements (distributed/distributed_data_parallel.py,
+  // bucket_size = max(40000000, 1000000 * dp)); at 2 bytes per bf16 gradient, 80 MB.
+  Bytes grad_bucket = MB(80);
+  ModelStateBytes state;
+
+  int64_t world() const { return dp * tp * cp * pp; }
+  int64_t microbatches() const { return gbs / (dp * mbs); }
+};
+
+// Checks the plan against the model and the device count. Throws InputError naming the flag
+// ("--tp", "--pp", ...) and what was expected: degrees positive and multiplying to `devices`;
+// TP dividing the query heads, the KV heads (or KV heads dividing TP, then replicated) and d_ff;
+// PP dividing the layers unless stage_layers states the split; VPP only with the interleaved
+// schedule, dividing the layers per stage; SP only with TP > 1; CP with 2*CP dividing the sequence
+// (load-balanced causal chunks); EP only on MoE models, dividing DP and the experts; the global
+// batch a multiple of DP x MBS; the pipeline schedule's own rules.
+void validate_plan(const ModelConfig& model, const ParallelPlan& plan, int64_t devices);
+
+struct RankCoords {
+  int64_t tp = 0;
+  int64_t cp = 0;
+  int64_t dp = 0;
+  int64_t pp = 0;
+};
+
+class RankLayout {
+ public:
+  explicit RankLayout(const ParallelPlan& plan);
+  int64_t world() const { return world_; }
+  RankCoords coords(int64_t rank) const;
+  int64_t rank(const RankCoords& c) const;
+  // The ranks varying only along `axis` from `rank` (in axis order).
+  std::vector<int64_t> group_along(int64_t rank, Axis axis) const;
+  // Ranks sharing everything but the DP and CP coordinates: the gradient reduction group of
+  // non-expert parameters (CP ranks hold the same parameters).
+  std::vector<int64_t> dp_cp_group(int64_t rank) const;
+  std::vector<int64_t> expert_group(int64_t rank) const;       // EP consecutive DP indices
+  std::vector<int64_t> expert_dp_group(int64_t rank) const;    // same EP position, other blocks
+
+ private:
+  std::array<int64_t, kNumAxes> size_{};
+  std::array<int64_t, kNumAxes> stride_{};
+  int64_t ep_ = 1;
+  int64_t world_ = 1;
+};
+
+// Layers of each pipeline stage (the plan's split or an even one).
+std::vector<int64_t> layers_per_stage(const ModelConfig& model, const ParallelPlan& plan);
+
+}  // namespace meshsim::workloads

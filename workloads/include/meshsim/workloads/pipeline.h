@@ -1,0 +1,122 @@
+// Pipeline-parallel schedules as a pure planner (STYLE A.4): for each pipeline rank, the order in
+// which it runs its forward and backward passes in one training step, and where each pass's
+// activations come from and go to. No engine, no clock, no costs: the step planner turns these
+// orders into programs (a compute op per pass, a send/receive per stage boundary).
+//
+// Vocabulary. `stages` = PP ranks, `m` = microbatches per step per pipeline, `v` = model chunks
+// (virtual stages) per rank. The model's layers are cut into p*v virtual stages; virtual stage
+// `chunk * p + stage` lives on rank `stage` (Megatron-LM's interleaving, Narayanan et al. 2021,
+// Sec. 2.2), so a microbatch visits ranks 0..p-1 with chunk 0, then 0..p-1 with chunk 1, ...
+// A pass is one (kind, microbatch, chunk). Stage s below is 0-based.
+//
+// The orders, exactly (source in brackets):
+//  * gpipe [Huang et al. 2019, GPipe, Fig. 2c; torchgpipe]: F(0..m-1), then B(m-1..0): the
+//    backward runs the microbatches in reverse, so the last stage starts the backward of the
+//    microbatch whose forward it has just finished.
+//  * 1f1b [PipeDream-Flush, Narayanan et al. 2021; Megatron-LM
+//    forward_backward_pipelining_without_interleaving]: w = min(p - s - 1, m) warm-up forwards
+//    F(0..w-1); then for i in 0..m-w-1 the steady pair F(w + i), B(i); then the cool-down
+//    B(m-w..m-1).
+//  * interleaved [Megatron-LM forward_backward_pipelining_with_interleaving, with its default
+//    microbatch_group_size_per_vp_stage = p]: the rank runs m*v "virtual microbatches" k. Forward
+//    k is microbatch (k / (p*v)) * p + k % p of chunk (k % (p*v)) / p (microbatches in groups of
+//    p, each group through chunk 0, then chunk 1, ...); backward k is the same microbatch of
+//    chunk v - 1 - (k % (p*v)) / p. Warm-up w = min((p - s - 1) * 2 + (v - 1) * p, m*v) forwards
+//    0..w-1 (when the formula reaches m*v every pass is warm-up: all forwards, then all
+//    backwards); then for i in 0..m*v-w-1 the pair forward w + i, backward i; then backwards
+//    m*v-w..m*v-1. Needs m % p == 0 (Megatron's rule) and v >= 2.
+//  * zb [ZB-H1, Qi et al. 2023, "Zero Bubble Pipeline Parallelism", Sec. 2.1 / Fig. 3 top;
+//    sail-sg/zero-bubble-pipeline-parallelism, zb-h1-quick-start: "delay W by rank"]: the
+//    backward is split into B (input gradient, sent upstream) and W (weight gradient, local).
+//    1F1B's order with every B split and its W deferred, W's taken FIFO: w = min(p - s - 1, m)
+//    warm-up F(0..w-1); for i in 0..m-w-1: F(w + i), B(i), and then the oldest pending W if
+//    i >= s; in the cool-down each B(j) (j = m-w..m-1) is followed by the oldest pending W; the
+//    W's still pending (s of them when m >= p) close the step. So stage s lets s W's wait, which
+//    shortens the critical path by a W per stage. With uniform stages and m >= p the bubble is
+//    (p-1)(T_F + T_B - T_W) against 1F1B's (p-1)(T_F + T_B + T_W): a third of it when
+//    T_F = T_B = T_W, with 1F1B's peak of F-but-not-B microbatches. (With m < p the deferred W's
+//    trail at the end; still shorter than 1F1B.)
+// Every order holds each (microbatch, chunk) forward once and its backward (or its B and W)
+// once, a backward after its forward and a W after its B.
+//
+// Messages between ranks. Forward outputs go to forward_destination, backward (input) gradients
+// to forward_source. Per ordered pair of ranks and per direction (activations, gradients), the
+// order in which one rank sends equals the order in which the other receives, for every
+// schedule here: sends and receives tagged by direction match correctly in program order.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace meshsim::workloads {
+
+enum class PipelineSchedule { kGpipe, kOneFOneB, kInterleaved, kZeroBubble };
+// Names: "gpipe", "1f1b", "interleaved", "zb".
+std::optional<PipelineSchedule> parse_pipeline_schedule(std::string_view name);
+std::string_view to_string(PipelineSchedule schedule);
+
+enum class PassKind {
+  kForward,
+  kBackward,        // input and weight gradients together (gpipe, 1f1b, interleaved)
+  kBackwardInput,   // zb's B: the input gradient, on the critical path
+  kBackwardWeight,  // zb's W: the weight gradient, deferred to fill bubbles
+};
+// "F", "B", "B_input", "W".
+std::string_view to_string(PassKind kind);
+
+struct PipelinePass {
+  PassKind kind = PassKind::kForward;
+  int32_t microbatch = 0;  // 0..microbatches-1
+  int32_t chunk = 0;       // model chunk (virtual stage) on this rank, 0..virtual_stages-1
+  bool operator==(const PipelinePass&) const = default;
+};
+
+struct PipelineConfig {
+  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  int64_t stages = 1;          // pipeline-parallel ranks (--pp)
+  int64_t microbatches = 1;    // per step per pipeline (from --gbs / (dp * mbs))
+  int64_t virtual_stages = 1;  // model chunks per rank (--vpp)
+};
+
+// Throws InputError whose source names the flag ("--pp", "--vpp", "--schedule", "--gbs") when the
+// combination is invalid: sizes must be positive (microbatches and virtual_stages at most
+// INT32_MAX); vpp > 1 only with interleaved; interleaved needs vpp >= 2, pp >= 2 and
+// microbatches % pp == 0.
+void validate(const PipelineConfig& config);
+
+// The order in which pipeline rank `stage` (0 <= stage < stages, else InternalError) runs its
+// passes in one step. Validates `config` (InputError). Cost: O(microbatches * virtual_stages).
+std::vector<PipelinePass> pipeline_order(const PipelineConfig& config, int64_t stage);
+
+// The virtual stage (0 .. stages*vpp-1) that chunk `chunk` of rank `stage` is:
+// chunk * stages + stage.
+int64_t virtual_stage(const PipelineConfig& config, int64_t stage, int64_t chunk);
+
+// The most forward passes whose activations rank `stage` holds at once under the schedule: passes
+// whose forward has started and whose backward (zb: whose B) has not finished. For vpp = 1 these
+// are microbatches: gpipe m; 1f1b and zb min(m, stages - stage). Interleaved counts
+// (microbatch, chunk) passes, each holding 1/vpp of the rank's activations per microbatch:
+// Megatron's warm-up + 1, i.e. min((p - s - 1) * 2 + (v - 1) * p + 1, m*v), or m*v when every
+// pass is warm-up (on rank 0: p*v + p - 1 chunk passes = p * (1 + (p-1)/(p*v)) microbatches'
+// worth, Korthikanti et al. 2022). zb additionally keeps, after each B until its W, what W needs
+// (layer inputs and output gradients); up to `stage` microbatches wait for their W.
+int64_t max_in_flight(const PipelineConfig& config, int64_t stage);
+
+// Where a chunk's forward input comes from and its output goes to: the neighbouring virtual
+// stage, or nullopt at the ends of the pipeline (virtual stage 0 reads the data; the last one
+// computes the loss). Backward passes run the other way: a backward receives its output gradient
+// from forward_destination and sends its input gradient to forward_source. The peer's stage is
+// always stage - 1 (resp. stage + 1) modulo `stages`.
+struct PipelinePeer {
+  int64_t stage = 0;
+  int32_t chunk = 0;
+  bool operator==(const PipelinePeer&) const = default;
+};
+std::optional<PipelinePeer> forward_source(const PipelineConfig& config, int64_t stage,
+                                           int32_t chunk);
+std::optional<PipelinePeer> forward_destination(const PipelineConfig& config, int64_t stage,
+                                                int32_t chunk);
+
+}  // namespace meshsim::workloads

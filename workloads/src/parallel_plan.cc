@@ -1,0 +1,245 @@
+#include <fmt/format.h>
+
+#include <numeric>
+
+#include "meshsim/sim/error.h"
+#include "meshsim/workloads/parallel.h"
+
+namespace meshsim::workloads {
+
+std::string_view to_string(Axis a) {
+  switch (a) {
+    case Axis::kTensor:
+      return "tp";
+    case Axis::kContext:
+      return "cp";
+    case Axis::kData:
+      return "dp";
+    case Axis::kPipeline:
+      return "pp";
+  }
+  return "?";
+}
+
+std::string_view to_string(CommKind k) {
+  switch (k) {
+    case CommKind::kTensor:
+      return "tp";
+    case CommKind::kContext:
+      return "cp";
+    case CommKind::kData:
+      return "dp";
+    case CommKind::kPipeline:
+      return "pp";
+    case CommKind::kExpert:
+      return "ep";
+  }
+  return "?";
+}
+
+namespace {
+
+[[noreturn]] void bad(const char* flag, const std::string& message) {
+  throw InputError(flag, "", message);
+}
+
+void check_degrees(const ParallelPlan& p, int64_t devices) {
+  const std::pair<const char*, int64_t> degrees[] = {{"--dp", p.dp},   {"--tp", p.tp},
+                                                     {"--cp", p.cp},   {"--pp", p.pp},
+                                                     {"--vpp", p.vpp}, {"--ep", p.ep},
+                                                     {"--mbs", p.mbs}, {"--gbs", p.gbs},
+                                                     {"--seq", p.seq}};
+  for (const auto& [flag, v] : degrees) {
+    if (v <= 0) {
+      bad(flag, fmt::format("expected a positive integer, got {}", v));
+    }
+  }
+  if (p.world() != devices) {
+    bad("--dp", fmt::format("tp {} x cp {} x dp {} x pp {} = {} ranks, but the cluster has {} "
+                            "devices; the degrees must multiply to the device count (resize the "
+                            "cluster with --nodes or --shape)",
+                            p.tp, p.cp, p.dp, p.pp, p.world(), devices));
+  }
+  if (p.gbs % (p.dp * p.mbs) != 0) {
+    bad("--gbs", fmt::format("global batch {} is not divisible by dp {} x mbs {} = {}; each "
+                             "data-parallel rank needs a whole number of microbatches",
+                             p.gbs, p.dp, p.mbs, p.dp * p.mbs));
+  }
+  if (!(p.capacity_factor >= 1.0)) {
+    bad("--capacity-factor", fmt::format("expected a factor >= 1, got {}", p.capacity_factor));
+  }
+}
+
+void check_tensor(const ModelConfig& m, const ParallelPlan& p) {
+  if (m.num_heads % p.tp != 0) {
+    bad("--tp", fmt::format("tensor parallel {} does not divide the {} attention heads of {}",
+                            p.tp, m.num_heads, m.name));
+  }
+  if (m.num_kv_heads % p.tp != 0 && p.tp % m.num_kv_heads != 0) {
+    bad("--tp", fmt::format("tensor parallel {} and the {} KV heads of {}: one must divide the "
+                            "other", p.tp, m.num_kv_heads, m.name));
+  }
+  if (m.d_ff % p.tp != 0) {
+    bad("--tp", fmt::format("tensor parallel {} does not divide d_ff {} of {}", p.tp, m.d_ff,
+                            m.name));
+  }
+  if (p.sp && p.tp == 1) {
+    bad("--sp", "sequence parallelism splits the TP group's activations; it needs --tp > 1");
+  }
+  if (p.sp && p.seq % p.tp != 0) {
+    bad("--seq", fmt::format("sequence parallel over tp {} needs the sequence ({}) divisible by it",
+                             p.tp, p.seq));
+  }
+  if (p.seq % (2 * p.cp) != 0 && p.cp > 1) {
+    bad("--cp", fmt::format("context parallel {} splits the sequence into 2 x {} load-balanced "
+                            "chunks; {} tokens do not divide evenly",
+                            p.cp, p.cp, p.seq));
+  }
+}
+
+void check_pipeline(const ModelConfig& m, const ParallelPlan& p) {
+  if (!p.stage_layers.empty()) {
+    if (static_cast<int64_t>(p.stage_layers.size()) != p.pp) {
+      bad("--stage-layers", fmt::format("{} entries for {} pipeline stages",
+                                        p.stage_layers.size(), p.pp));
+    }
+    const int64_t sum = std::accumulate(p.stage_layers.begin(), p.stage_layers.end(), int64_t{0});
+    if (sum != m.num_layers) {
+      bad("--stage-layers", fmt::format("the stages hold {} layers in total; {} has {}", sum,
+                                        m.name, m.num_layers));
+    }
+    for (const int64_t l : p.stage_layers) {
+      if (l <= 0) {
+        bad("--stage-layers", fmt::format("every stage needs at least one layer, got {}", l));
+      }
+    }
+  } else if (m.num_layers % p.pp != 0) {
+    bad("--pp", fmt::format("pipeline parallel {} does not divide the {} layers of {}; state an "
+                            "uneven split with --stage-layers",
+                            p.pp, m.num_layers, m.name));
+  }
+  if (p.vpp > 1) {
+    if (!p.stage_layers.empty()) {
+      bad("--vpp", "virtual stages need an even split of the layers (no --stage-layers)");
+    }
+    if (m.num_layers % (p.pp * p.vpp) != 0) {
+      bad("--vpp", fmt::format("pp {} x vpp {} = {} virtual stages do not divide the {} layers",
+                               p.pp, p.vpp, p.pp * p.vpp, m.num_layers));
+    }
+  }
+  validate(PipelineConfig{p.schedule, p.pp, p.microbatches(), p.vpp});
+}
+
+void check_experts(const ModelConfig& m, const ParallelPlan& p) {
+  if (p.ep == 1) {
+    return;
+  }
+  if (!m.moe) {
+    bad("--ep", fmt::format("expert parallelism needs a mixture-of-experts model; {} is dense",
+                            m.name));
+  }
+  if (p.dp % p.ep != 0) {
+    bad("--ep", fmt::format("expert parallel {} is carved out of data parallel {}; it must "
+                            "divide it", p.ep, p.dp));
+  }
+  if (m.moe->num_experts % p.ep != 0) {
+    bad("--ep", fmt::format("expert parallel {} does not divide the {} experts", p.ep,
+                            m.moe->num_experts));
+  }
+}
+
+}  // namespace
+
+void validate_plan(const ModelConfig& model, const ParallelPlan& plan, int64_t devices) {
+  check_degrees(plan, devices);
+  check_tensor(model, plan);
+  check_pipeline(model, plan);
+  check_experts(model, plan);
+  if (plan.schedule == PipelineSchedule::kZeroBubble && plan.recompute == Recompute::kFull) {
+    bad("--recompute", "full recompute with the zero-bubble schedule is not modelled (its "
+                       "deferred weight gradients need the re-materialised activations); use "
+                       "selective or none");
+  }
+  if (plan.zero != ZeroStage::kNone && plan.dp == 1) {
+    bad("--zero", "ZeRO shards over the data-parallel group; it needs --dp > 1");
+  }
+  if (model.positions == PositionKind::kLearned && plan.seq > model.max_position_embeddings) {
+    bad("--seq", fmt::format("{} tokens, but {} has learned positions for at most {} tokens",
+                             plan.seq, model.name, model.max_position_embeddings));
+  }
+}
+
+RankLayout::RankLayout(const ParallelPlan& plan) : ep_(plan.ep), world_(plan.world()) {
+  std::array<int64_t, kNumAxes> degree{};
+  degree[static_cast<size_t>(Axis::kTensor)] = plan.tp;
+  degree[static_cast<size_t>(Axis::kContext)] = plan.cp;
+  degree[static_cast<size_t>(Axis::kData)] = plan.dp;
+  degree[static_cast<size_t>(Axis::kPipeline)] = plan.pp;
+  int64_t stride = 1;
+  for (const Axis a : plan.order) {
+    const auto i = static_cast<size_t>(a);
+    size_[i] = degree[i];
+    stride_[i] = stride;
+    stride *= degree[i];
+  }
+  SIM_CHECK(stride == world_, "layout order {} covers {} ranks of {}", plan.order.size(), stride,
+            world_);
+}
+
+RankCoords RankLayout::coords(int64_t rank) const {
+  auto digit = [&](Axis a) {
+    const auto i = static_cast<size_t>(a);
+    return (rank / stride_[i]) % size_[i];
+  };
+  return RankCoords{digit(Axis::kTensor), digit(Axis::kContext), digit(Axis::kData),
+                    digit(Axis::kPipeline)};
+}
+
+int64_t RankLayout::rank(const RankCoords& c) const {
+  return c.tp * stride_[0] + c.cp * stride_[1] + c.dp * stride_[2] + c.pp * stride_[3];
+}
+
+std::vector<int64_t> RankLayout::group_along(int64_t r, Axis axis) const {
+  const auto i = static_cast<size_t>(axis);
+  const int64_t base = r - ((r / stride_[i]) % size_[i]) * stride_[i];
+  std::vector<int64_t> out;
+  for (int64_t k = 0; k < size_[i]; ++k) {
+    out.push_back(base + k * stride_[i]);
+  }
+  return out;
+}
+
+std::vector<int64_t> RankLayout::dp_cp_group(int64_t r) const {
+  std::vector<int64_t> out;
+  for (const int64_t d : group_along(r, Axis::kData)) {
+    const auto cps = group_along(d, Axis::kContext);
+    out.insert(out.end(), cps.begin(), cps.end());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<int64_t> RankLayout::expert_group(int64_t r) const {
+  const std::vector<int64_t> dp = group_along(r, Axis::kData);
+  const int64_t block = coords(r).dp / ep_;
+  return {dp.begin() + block * ep_, dp.begin() + (block + 1) * ep_};
+}
+
+std::vector<int64_t> RankLayout::expert_dp_group(int64_t r) const {
+  const std::vector<int64_t> dp = group_along(r, Axis::kData);
+  const int64_t pos = coords(r).dp % ep_;
+  std::vector<int64_t> out;
+  for (size_t k = static_cast<size_t>(pos); k < dp.size(); k += static_cast<size_t>(ep_)) {
+    out.push_back(dp[k]);
+  }
+  return out;
+}
+
+std::vector<int64_t> layers_per_stage(const ModelConfig& model, const ParallelPlan& plan) {
+  if (!plan.stage_layers.empty()) {
+    return plan.stage_layers;
+  }
+  return std::vector<int64_t>(static_cast<size_t>(plan.pp), model.num_layers / plan.pp);
+}
+
+}  // namespace meshsim::workloads

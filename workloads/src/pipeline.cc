@@ -1,0 +1,285 @@
+#include "meshsim/workloads/pipeline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <deque>
+#include <limits>
+#include <utility>
+
+#include "meshsim/sim/error.h"
+
+namespace meshsim::workloads {
+namespace {
+
+constexpr std::array<std::pair<std::string_view, PipelineSchedule>, 4> kScheduleNames{{
+    {"gpipe", PipelineSchedule::kGpipe},
+    {"1f1b", PipelineSchedule::kOneFOneB},
+    {"interleaved", PipelineSchedule::kInterleaved},
+    {"zb", PipelineSchedule::kZeroBubble},
+}};
+
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+
+void require(bool ok, const char* flag, const std::string& message) {
+  if (!ok) {
+    throw InputError(flag, "", message);
+  }
+}
+
+void check_stage(const PipelineConfig& c, int64_t stage) {
+  SIM_CHECK(stage >= 0 && stage < c.stages, "pipeline stage {} out of range [0, {})", stage,
+            c.stages);
+}
+
+PipelinePass make_pass(PassKind kind, int64_t microbatch, int64_t chunk) {
+  return PipelinePass{kind, static_cast<int32_t>(microbatch), static_cast<int32_t>(chunk)};
+}
+
+// Forward passes F(0..m-1), then backward passes in reverse, B(m-1..0) (GPipe Fig. 2c).
+std::vector<PipelinePass> gpipe_order(int64_t m) {
+  std::vector<PipelinePass> order;
+  order.reserve(static_cast<size_t>(2 * m));
+  for (int64_t i = 0; i < m; ++i) {
+    order.push_back(make_pass(PassKind::kForward, i, 0));
+  }
+  for (int64_t i = m - 1; i >= 0; --i) {
+    order.push_back(make_pass(PassKind::kBackward, i, 0));
+  }
+  return order;
+}
+
+// Forwards that stage s runs before its first backward in 1F1B and ZB-H1.
+int64_t one_f_one_b_warmup(const PipelineConfig& c, int64_t stage) {
+  return std::min(c.stages - stage - 1, c.microbatches);
+}
+
+// PipeDream-Flush as Megatron-LM runs it: warm-up forwards, steady (F, B) pairs, cool-down B's.
+std::vector<PipelinePass> one_f_one_b_order(const PipelineConfig& c, int64_t stage) {
+  const int64_t m = c.microbatches;
+  const int64_t warmup = one_f_one_b_warmup(c, stage);
+  std::vector<PipelinePass> order;
+  order.reserve(static_cast<size_t>(2 * m));
+  for (int64_t i = 0; i < warmup; ++i) {
+    order.push_back(make_pass(PassKind::kForward, i, 0));
+  }
+  for (int64_t i = 0; i < m - warmup; ++i) {
+    order.push_back(make_pass(PassKind::kForward, warmup + i, 0));
+    order.push_back(make_pass(PassKind::kBackward, i, 0));
+  }
+  for (int64_t i = m - warmup; i < m; ++i) {
+    order.push_back(make_pass(PassKind::kBackward, i, 0));
+  }
+  return order;
+}
+
+// ZB-H1: 1F1B with B and W split; stage s defers its W's by s steady iterations (FIFO).
+std::vector<PipelinePass> zero_bubble_order(const PipelineConfig& c, int64_t stage) {
+  const int64_t m = c.microbatches;
+  const int64_t warmup = one_f_one_b_warmup(c, stage);
+  std::vector<PipelinePass> order;
+  order.reserve(static_cast<size_t>(3 * m));
+  std::deque<int64_t> pending_w;
+  auto backward_input = [&](int64_t mb) {
+    order.push_back(make_pass(PassKind::kBackwardInput, mb, 0));
+    pending_w.push_back(mb);
+  };
+  auto oldest_w = [&] {
+    order.push_back(make_pass(PassKind::kBackwardWeight, pending_w.front(), 0));
+    pending_w.pop_front();
+  };
+  for (int64_t i = 0; i < warmup; ++i) {
+    order.push_back(make_pass(PassKind::kForward, i, 0));
+  }
+  for (int64_t i = 0; i < m - warmup; ++i) {
+    order.push_back(make_pass(PassKind::kForward, warmup + i, 0));
+    backward_input(i);
+    if (i >= stage) {
+      oldest_w();
+    }
+  }
+  for (int64_t i = m - warmup; i < m; ++i) {
+    backward_input(i);
+    oldest_w();
+  }
+  while (!pending_w.empty()) {
+    oldest_w();
+  }
+  return order;
+}
+
+// Megatron's warm-up count for interleaved 1F1B, capped at the m*v virtual microbatches.
+int64_t interleaved_warmup(const PipelineConfig& c, int64_t stage) {
+  const int64_t total = c.microbatches * c.virtual_stages;
+  const int64_t formula = (c.stages - stage - 1) * 2 + (c.virtual_stages - 1) * c.stages;
+  return std::min(formula, total);
+}
+
+// Megatron's schedule table: virtual microbatch k -> (microbatch, chunk). Microbatches go in
+// groups of p; a group runs through chunk 0, then chunk 1, ...; backwards visit chunks reversed.
+PipelinePass interleaved_pass(const PipelineConfig& c, int64_t k, bool forward) {
+  const int64_t p = c.stages;
+  const int64_t v = c.virtual_stages;
+  const int64_t group = k / (p * v);
+  const int64_t in_group = k % (p * v);
+  const int64_t microbatch = group * p + in_group % p;
+  const int64_t chunk = in_group / p;
+  return forward ? make_pass(PassKind::kForward, microbatch, chunk)
+                 : make_pass(PassKind::kBackward, microbatch, v - 1 - chunk);
+}
+
+std::vector<PipelinePass> interleaved_order(const PipelineConfig& c, int64_t stage) {
+  const int64_t total = c.microbatches * c.virtual_stages;
+  const int64_t warmup = interleaved_warmup(c, stage);
+  std::vector<PipelinePass> order;
+  order.reserve(static_cast<size_t>(2 * total));
+  for (int64_t k = 0; k < warmup; ++k) {
+    order.push_back(interleaved_pass(c, k, true));
+  }
+  for (int64_t k = 0; k < total - warmup; ++k) {
+    order.push_back(interleaved_pass(c, warmup + k, true));
+    order.push_back(interleaved_pass(c, k, false));
+  }
+  for (int64_t k = total - warmup; k < total; ++k) {
+    order.push_back(interleaved_pass(c, k, false));
+  }
+  return order;
+}
+
+void validate_sizes(const PipelineConfig& c) {
+  require(c.stages >= 1, "--pp",
+          fmt::format("expected a positive number of pipeline stages, got {}", c.stages));
+  require(c.microbatches >= 1 && c.microbatches <= kInt32Max, "--gbs",
+          fmt::format("expected between 1 and {} microbatches per pipeline (global batch / (dp x "
+                      "mbs)), got {}",
+                      kInt32Max, c.microbatches));
+  require(c.virtual_stages >= 1 && c.virtual_stages <= kInt32Max, "--vpp",
+          fmt::format("expected a positive number of virtual stages per rank, got {}",
+                      c.virtual_stages));
+}
+
+void validate_interleaved(const PipelineConfig& c) {
+  require(c.virtual_stages >= 2, "--vpp",
+          fmt::format("--schedule interleaved needs at least 2 model chunks per rank, got --vpp "
+                      "{} (with one chunk use --schedule 1f1b)",
+                      c.virtual_stages));
+  require(c.stages >= 2, "--pp",
+          fmt::format("--schedule interleaved needs at least 2 pipeline stages, got --pp {}",
+                      c.stages));
+  require(c.microbatches % c.stages == 0, "--gbs",
+          fmt::format("--schedule interleaved runs microbatches in groups of --pp (Megatron-LM's "
+                      "rule): {} microbatches per pipeline is not a multiple of --pp {}; use e.g. "
+                      "{} or {}",
+                      c.microbatches, c.stages, (c.microbatches / c.stages) * c.stages,
+                      (c.microbatches / c.stages + 1) * c.stages));
+}
+
+}  // namespace
+
+std::optional<PipelineSchedule> parse_pipeline_schedule(std::string_view name) {
+  for (const auto& [n, s] : kScheduleNames) {
+    if (n == name) {
+      return s;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(PipelineSchedule schedule) {
+  for (const auto& [n, s] : kScheduleNames) {
+    if (s == schedule) {
+      return n;
+    }
+  }
+  SIM_CHECK(false, "unknown pipeline schedule {}", static_cast<int>(schedule));
+  return {};
+}
+
+std::string_view to_string(PassKind kind) {
+  switch (kind) {
+    case PassKind::kForward:
+      return "F";
+    case PassKind::kBackward:
+      return "B";
+    case PassKind::kBackwardInput:
+      return "B_input";
+    case PassKind::kBackwardWeight:
+      return "W";
+  }
+  SIM_CHECK(false, "unknown pass kind {}", static_cast<int>(kind));
+  return {};
+}
+
+void validate(const PipelineConfig& c) {
+  validate_sizes(c);
+  if (c.schedule == PipelineSchedule::kInterleaved) {
+    validate_interleaved(c);
+    return;
+  }
+  require(c.virtual_stages == 1, "--schedule",
+          fmt::format("--schedule {} runs one model chunk per rank, but --vpp {} asks for {}; "
+                      "model chunks need --schedule interleaved (or use --vpp 1)",
+                      to_string(c.schedule), c.virtual_stages, c.virtual_stages));
+}
+
+std::vector<PipelinePass> pipeline_order(const PipelineConfig& c, int64_t stage) {
+  validate(c);
+  check_stage(c, stage);
+  switch (c.schedule) {
+    case PipelineSchedule::kGpipe:
+      return gpipe_order(c.microbatches);
+    case PipelineSchedule::kOneFOneB:
+      return one_f_one_b_order(c, stage);
+    case PipelineSchedule::kInterleaved:
+      return interleaved_order(c, stage);
+    case PipelineSchedule::kZeroBubble:
+      return zero_bubble_order(c, stage);
+  }
+  SIM_CHECK(false, "unknown pipeline schedule {}", static_cast<int>(c.schedule));
+  return {};
+}
+
+int64_t virtual_stage(const PipelineConfig& c, int64_t stage, int64_t chunk) {
+  check_stage(c, stage);
+  SIM_CHECK(chunk >= 0 && chunk < c.virtual_stages, "model chunk {} out of range [0, {})", chunk,
+            c.virtual_stages);
+  return chunk * c.stages + stage;
+}
+
+int64_t max_in_flight(const PipelineConfig& c, int64_t stage) {
+  validate(c);
+  check_stage(c, stage);
+  switch (c.schedule) {
+    case PipelineSchedule::kGpipe:
+      return c.microbatches;
+    case PipelineSchedule::kOneFOneB:
+    case PipelineSchedule::kZeroBubble:
+      return std::min(c.microbatches, c.stages - stage);
+    case PipelineSchedule::kInterleaved: {
+      const int64_t total = c.microbatches * c.virtual_stages;
+      return std::min(interleaved_warmup(c, stage) + 1, total);
+    }
+  }
+  SIM_CHECK(false, "unknown pipeline schedule {}", static_cast<int>(c.schedule));
+  return 0;
+}
+
+std::optional<PipelinePeer> forward_source(const PipelineConfig& c, int64_t stage, int32_t chunk) {
+  const int64_t vs = virtual_stage(c, stage, chunk);
+  if (vs == 0) {
+    return std::nullopt;
+  }
+  return PipelinePeer{(vs - 1) % c.stages, static_cast<int32_t>((vs - 1) / c.stages)};
+}
+
+std::optional<PipelinePeer> forward_destination(const PipelineConfig& c, int64_t stage,
+                                                int32_t chunk) {
+  const int64_t vs = virtual_stage(c, stage, chunk);
+  if (vs + 1 == c.stages * c.virtual_stages) {
+    return std::nullopt;
+  }
+  return PipelinePeer{(vs + 1) % c.stages, static_cast<int32_t>((vs + 1) / c.stages)};
+}
+
+}  // namespace meshsim::workloads

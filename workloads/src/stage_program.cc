@@ -1,0 +1,191 @@
+#include "stage_builder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "meshsim/sim/error.h"
+
+namespace meshsim::workloads::detail {
+namespace {
+
+uint8_t stream_of(CommKind k) {
+  switch (k) {
+    case CommKind::kTensor:
+      return kTensorStream;
+    case CommKind::kData:
+      return kDataStream;
+    case CommKind::kExpert:
+      return kExpertStream;
+    case CommKind::kContext:
+      return kContextSend;
+    case CommKind::kPipeline:
+      return kPipeSendAct;
+  }
+  return kTensorStream;
+}
+
+uint16_t slot_of(CommKind k) {
+  switch (k) {
+    case CommKind::kTensor:
+      return kTpSlot;
+    case CommKind::kExpert:
+      return kEpSlot;
+    default:
+      return kDpSlot;
+  }
+}
+
+}  // namespace
+
+OpId StageBuilder::add(Op op, const std::vector<OpId>& deps) {
+  op.labels.stage = static_cast<int32_t>(stage_);
+  const OpId id = prog_.add(std::move(op));
+  for (const OpId d : deps) {
+    prog_.add_dependency(d, id);
+  }
+  return id;
+}
+
+OpId StageBuilder::compute(const KernelSpec& k, std::vector<MemoryEffect> memory) {
+  Op op;
+  op.name = prefix_ + k.name;
+  op.stream = kCompute;
+  op.work = k.work;
+  op.labels = labels_;
+  op.memory = std::move(memory);
+  const OpId id = add(std::move(op), waits_);
+  waits_.clear();
+  last_compute_ = id;
+  return id;
+}
+
+OpId StageBuilder::collective(const std::string& name, CommKind kind, CollectiveKind coll,
+                              Bytes bytes, std::vector<OpId> deps, bool blocking,
+                              std::optional<uint16_t> slot, std::vector<MemoryEffect> memory) {
+  Op op;
+  op.name = prefix_ + name;
+  op.memory = std::move(memory);
+  op.stream = stream_of(kind);
+  op.work = CollectiveWork{coll, bytes, slot.value_or(slot_of(kind))};
+  op.labels = labels_;
+  op.labels.category = static_cast<uint8_t>(kind);
+  if (last_compute_) {
+    deps.push_back(*last_compute_);
+  }
+  const OpId id = add(std::move(op), deps);
+  if (blocking) {
+    waits_.push_back(id);
+  }
+  return id;
+}
+
+OpId StageBuilder::p2p(const std::string& name, bool send, uint16_t peer, uint16_t tag,
+                       Bytes bytes, uint8_t stream) {
+  Op op;
+  op.name = prefix_ + name;
+  op.stream = stream;
+  op.is_send = send;
+  op.work = PeerWork{peer, bytes, tag};
+  op.labels = labels_;
+  op.labels.category = static_cast<uint8_t>(tag >= kKvTag ? CommKind::kContext : CommKind::kPipeline);
+  std::vector<OpId> deps;
+  if (send && last_compute_) {
+    deps.push_back(*last_compute_);
+  }
+  return add(std::move(op), deps);
+}
+
+// Runs a GEMM and the TP collective next to it as kTpOverlapChunks interleaved pieces, the way
+// Megatron's/Transformer Engine's TP communication overlap splits them: each GEMM chunk overlaps
+// the transfer of the next chunk.
+void StageBuilder::emit_split(const KernelSpec& gemm, const CommSpec& comm, bool comm_first) {
+  KernelSpec piece = gemm;
+  piece.work.flops = gemm.work.flops * (1.0 / kTpOverlapChunks);
+  piece.work.bytes = gemm.work.bytes / kTpOverlapChunks;
+  const Bytes comm_bytes = comm.bytes / kTpOverlapChunks;
+  for (int i = 0; i < kTpOverlapChunks; ++i) {
+    piece.name = fmt::format("{}[{}]", gemm.name, i);
+    const std::string cname = fmt::format("{}[{}]", comm.name, i);
+    if (comm_first) {
+      const OpId c = collective(cname, comm.kind, comm.op, comm_bytes, {}, false);
+      waits_.push_back(c);
+      compute(piece);
+    } else {
+      compute(piece);
+      const OpId c = collective(cname, comm.kind, comm.op, comm_bytes, {}, false);
+      if (i + 1 == kTpOverlapChunks) {
+        waits_.push_back(c);
+      }
+    }
+  }
+}
+
+void StageBuilder::emit_ring(const RingSpec& r) {
+  // Pass our block on and receive the next one while computing on the current block.
+  std::optional<OpId> recv;
+  for (int64_t i = 0; i < r.steps; ++i) {
+    if (i + 1 < r.steps) {
+      p2p(fmt::format("{}.kv_send[{}]", r.name, i), true, kCpNext, kKvTag, r.bytes_per_step,
+          kContextSend);
+    }
+    if (recv) {
+      waits_.push_back(*recv);
+    }
+    KernelSpec chunk = r.chunk;
+    chunk.name = fmt::format("{}[{}]", r.chunk.name, i);
+    compute(chunk);
+    recv.reset();
+    if (i + 1 < r.steps) {
+      recv = p2p(fmt::format("{}.kv_recv[{}]", r.name, i), false, kCpPrev, kKvTag,
+                 r.bytes_per_step, kContextRecv);
+    }
+  }
+}
+
+void StageBuilder::emit(std::vector<LayerItem> items, std::optional<MemoryEffect> first_alloc,
+                        std::optional<MemoryEffect> last_release) {
+  bool first = true;
+  size_t last_kernel = items.size();
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!std::holds_alternative<CommSpec>(items[i])) {
+      last_kernel = i;
+    }
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    std::vector<MemoryEffect> mem;
+    if (first && first_alloc && !std::holds_alternative<CommSpec>(items[i])) {
+      mem.push_back(*first_alloc);
+      first = false;
+    }
+    if (i == last_kernel && last_release) {
+      mem.push_back(*last_release);
+    }
+    if (const auto* k = std::get_if<KernelSpec>(&items[i])) {
+      const auto* next = i + 1 < items.size() ? std::get_if<CommSpec>(&items[i + 1]) : nullptr;
+      if (p_.overlap.tensor_parallel && mem.empty() && next && next->kind == CommKind::kTensor &&
+          next->op != CollectiveKind::kAllGather && k->work.op_class == OpClass::kMatmul) {
+        emit_split(*k, *next, false);
+        ++i;
+        continue;
+      }
+      compute(*k, std::move(mem));
+    } else if (const auto* c = std::get_if<CommSpec>(&items[i])) {
+      const auto* next = i + 1 < items.size() ? std::get_if<KernelSpec>(&items[i + 1]) : nullptr;
+      if (p_.overlap.tensor_parallel && c->kind == CommKind::kTensor &&
+          c->op == CollectiveKind::kAllGather && next && next->work.op_class == OpClass::kMatmul &&
+          i + 1 != last_kernel && !(first && first_alloc)) {
+        emit_split(*next, *c, true);
+        ++i;
+        continue;
+      }
+      collective(c->name, c->kind, c->op, c->bytes, {}, true);
+    } else {
+      SIM_CHECK(mem.empty(), "a layer may not start or end with ring attention");
+      emit_ring(std::get<RingSpec>(items[i]));
+    }
+  }
+}
+
+}  // namespace meshsim::workloads::detail
