@@ -1,0 +1,250 @@
+// The parallel planner end to end through the engine: pipeline memory in the ledger, overlap,
+// rank layout, representative versus full simulation, and invalid plans.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "meshsim/collectives/ring_model.h"
+#include "meshsim/sim/analysis.h"
+#include "meshsim/sim/error.h"
+#include "meshsim/sim/simulation.h"
+#include "meshsim/topology/cluster.h"
+#include "meshsim/topology/compute_model.h"
+#include "meshsim/workloads/step.h"
+
+namespace meshsim {
+namespace {
+
+using workloads::ParallelPlan;
+using workloads::SimulationMode;
+
+struct Outcome {
+  RunResult run;
+  std::vector<RankBreakdown> breakdown;
+  workloads::StepPlan plan;
+};
+
+// Simulates `plan` on DGX H100 nodes with the ring model (NVLink inside a node, NICs across).
+Outcome simulate(const std::string& model, const ParallelPlan& p, SimulationMode mode) {
+  const auto catalogue = topology::Catalogue::builtin();
+  topology::ClusterSpec cluster = topology::load_cluster("dgx-h100", catalogue);
+  const int64_t nodes = std::max<int64_t>(1, p.world() / 8);
+  cluster = topology::resize_nodes(cluster, nodes);
+  Outcome out;
+  out.plan = workloads::plan_step(workloads::load_model(model), p, p.world(), mode);
+  topology::RooflineComputeModel compute(cluster.chip);
+  const collectives::LinkParams up{cluster.intra_node_bandwidth(), cluster.intra_node_latency()};
+  const collectives::LinkParams net{cluster.inter_node_bandwidth(), cluster.inter_node_latency()};
+  collectives::RingAlphaBetaModel comm([up, net](RankId a, RankId b) {
+    return a.value() / 8 == b.value() / 8 ? up : net;
+  });
+  Simulation sim(compute, comm);
+  std::vector<ProgramIndex> programs;
+  for (Program& prog : out.plan.programs) {
+    programs.push_back(sim.add_program(std::move(prog)));
+  }
+  std::vector<GroupId> groups;
+  for (const auto& g : out.plan.groups) {
+    std::vector<RankId> members;
+    std::vector<RankId> global;
+    for (const uint32_t r : g.members) {
+      members.emplace_back(r);
+    }
+    for (const uint32_t r : g.global) {
+      global.emplace_back(r);
+    }
+    groups.push_back(sim.add_group(members, global));
+  }
+  for (const auto& b : out.plan.ranks) {
+    std::vector<GroupId> slots;
+    for (const uint32_t g : b.group_slots) {
+      slots.push_back(groups[g]);
+    }
+    std::vector<RankId> peers;
+    for (const uint32_t q : b.peer_slots) {
+      peers.emplace_back(q);
+    }
+    sim.add_rank(programs[b.program], slots, peers, RankId(b.global_rank));
+  }
+  Timeline tl;
+  sim.record_into(tl);
+  out.run = sim.run();
+  out.breakdown = analyze(tl, sim, out.run.end);
+  return out;
+}
+
+ParallelPlan small_plan() {
+  ParallelPlan p;
+  p.tp = 2;
+  p.pp = 2;
+  p.dp = 2;
+  p.mbs = 1;
+  p.gbs = 8;
+  p.seq = 1024;
+  return p;
+}
+
+// 1F1B holds at most PP - s microbatches of activations on stage s: the ledger's peak on each
+// stage is exactly that many microbatches of the stage's layers (plus the stage's extras).
+TEST(Pipeline, OneFOneBActivationsInTheLedger) {
+  ParallelPlan p;
+  p.pp = 4;
+  p.dp = 2;
+  p.gbs = 16;  // 8 microbatches per pipeline
+  p.seq = 1024;
+  p.schedule = workloads::PipelineSchedule::kOneFOneB;
+  const Outcome o = simulate("llama3.2-1b", p, SimulationMode::kRepresentative);
+  const auto model = workloads::load_model("llama3.2-1b");
+  workloads::ParallelLayout layout;
+  layout.pipeline_parallel = 4;
+  layout.data_parallel = 2;
+  const Bytes per_layer = workloads::layer_activations(
+      model, {p.seq, p.mbs, workloads::AttentionKernel::kFlash, workloads::Recompute::kNone, 2},
+      layout).total();
+  for (size_t i = 0; i < o.plan.ranks.size(); ++i) {
+    const int64_t s = o.plan.ranks[i].stage;
+    layout.pipeline_stage = s;  // the embedding lives on stage 0, the head on the last
+    const auto outside = workloads::outside_layer_activations(
+        model, {p.seq, p.mbs, workloads::AttentionKernel::kFlash, workloads::Recompute::kNone, 2},
+        layout);
+    const int64_t in_flight = 4 - s;
+    Bytes expected = per_layer * (4 * in_flight);  // 16 layers / 4 stages
+    if (s == 0) {
+      expected += outside.embedding_dropout_mask * in_flight;
+    }
+    if (s == 3) {
+      expected += outside.final_norm_input + outside.lm_head_input + outside.logits;
+    }
+    const Bytes held =
+        o.run.ranks[i].memory.at_peak[static_cast<size_t>(MemoryCategory::kActivations)];
+    EXPECT_EQ(held, expected) << "stage " << s << " held " << held.count() << " expected "
+                              << expected.count() << " per layer " << per_layer.count();
+  }
+}
+
+// Switching gradient-reduction overlap off adds exactly the communication that overlap hid.
+TEST(Overlap, TurningItOffAddsTheHiddenCommunication) {
+  ParallelPlan on;
+  on.dp = 8;
+  on.gbs = 32;
+  on.seq = 2048;
+  ParallelPlan off = on;
+  off.overlap.grad_reduce = false;
+  const Outcome a = simulate("llama3.2-1b", on, SimulationMode::kFull);
+  const Outcome b = simulate("llama3.2-1b", off, SimulationMode::kFull);
+  const RankBreakdown& ra = a.breakdown[0];
+  const RankBreakdown& rb = b.breakdown[0];
+  const Duration hidden = ra.comm - ra.exposed_comm;
+  EXPECT_GT(hidden, Duration::zero());
+  EXPECT_EQ(rb.comm, ra.comm);  // the same buckets, the same collectives
+  EXPECT_EQ(rb.exposed_comm, rb.comm);  // nothing overlaps them any more
+  EXPECT_EQ((b.run.end - a.run.end).ps(), hidden.ps());
+}
+
+// TP 8 x PP 4 x DP 64 on 2048 GPUs: every TP group is one node, every DP group spans 64 nodes.
+TEST(Layout, TensorGroupsInsideNodesDataGroupsAcrossThem) {
+  ParallelPlan p;
+  p.tp = 8;
+  p.pp = 4;
+  p.dp = 64;
+  const workloads::RankLayout layout(p);
+  for (int64_t r = 0; r < 2048; ++r) {
+    std::set<int64_t> tp_nodes;
+    for (const int64_t m : layout.group_along(r, workloads::Axis::kTensor)) {
+      tp_nodes.insert(m / 8);
+    }
+    ASSERT_EQ(tp_nodes.size(), 1u) << r;
+    std::set<int64_t> dp_nodes;
+    for (const int64_t m : layout.group_along(r, workloads::Axis::kData)) {
+      dp_nodes.insert(m / 8);
+    }
+    ASSERT_EQ(dp_nodes.size(), 64u) << r;
+    const auto pp = layout.group_along(r, workloads::Axis::kPipeline);
+    ASSERT_EQ(pp.size(), 4u);
+  }
+}
+
+// Symmetric inputs: simulating one representative per (stage, CP index) gives the same step as
+// simulating every rank.
+TEST(Symmetry, RepresentativeEqualsFullSimulation) {
+  for (auto schedule : {workloads::PipelineSchedule::kOneFOneB,
+                        workloads::PipelineSchedule::kInterleaved,
+                        workloads::PipelineSchedule::kZeroBubble}) {
+    ParallelPlan p = small_plan();
+    p.schedule = schedule;
+    p.vpp = schedule == workloads::PipelineSchedule::kInterleaved ? 2 : 1;
+    p.sp = true;
+    p.zero = workloads::ZeroStage::kOptimizerStates;
+    const Outcome rep = simulate("llama3.2-1b", p, SimulationMode::kRepresentative);
+    const Outcome full = simulate("llama3.2-1b", p, SimulationMode::kFull);
+    EXPECT_LT(rep.plan.ranks.size(), full.plan.ranks.size());
+    EXPECT_EQ(rep.run.end, full.run.end) << to_string(schedule);
+  }
+}
+
+TEST(Symmetry, ContextParallelRingRepresentativeEqualsFull) {
+  ParallelPlan p;
+  p.tp = 2;
+  p.cp = 2;
+  p.dp = 2;
+  p.gbs = 4;
+  p.seq = 2048;
+  const Outcome rep = simulate("llama3.2-1b", p, SimulationMode::kRepresentative);
+  const Outcome full = simulate("llama3.2-1b", p, SimulationMode::kFull);
+  EXPECT_EQ(rep.run.end, full.run.end);
+}
+
+std::string plan_error(const std::string& model, const ParallelPlan& p, int64_t devices) {
+  try {
+    workloads::plan_step(workloads::load_model(model), p, devices);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+TEST(InvalidPlans, ClearErrors) {
+  ParallelPlan p;
+  p.tp = 3;
+  p.dp = 1;
+  p.seq = 1024;
+  EXPECT_NE(plan_error("llama3-8b", p, 3).find("--tp: tensor parallel 3 does not divide the 32 "
+                                               "attention heads"),
+            std::string::npos);
+  p = ParallelPlan{};
+  p.pp = 3;
+  p.seq = 1024;
+  EXPECT_NE(plan_error("llama3-8b", p, 3).find("--pp: pipeline parallel 3 does not divide the 32 "
+                                               "layers"),
+            std::string::npos);
+  p.stage_layers = {10, 11, 11};  // an uneven split, stated: accepted
+  EXPECT_EQ(plan_error("llama3-8b", p, 3), "<no error>");
+  p = ParallelPlan{};
+  p.dp = 4;
+  p.gbs = 4;
+  p.seq = 1024;
+  EXPECT_NE(plan_error("llama3-8b", p, 8).find("must multiply to the device count"),
+            std::string::npos);
+  p = ParallelPlan{};
+  p.dp = 2;
+  p.ep = 2;
+  p.gbs = 2;
+  p.seq = 1024;
+  EXPECT_NE(plan_error("llama3-8b", p, 2).find("--ep: expert parallelism needs a "
+                                               "mixture-of-experts model"),
+            std::string::npos);
+  EXPECT_EQ(plan_error("mixtral-8x7b", p, 2), "<no error>");
+}
+
+TEST(InvalidPlans, UnevenStagesSimulate) {
+  ParallelPlan p;
+  p.pp = 3;
+  p.gbs = 6;
+  p.seq = 1024;
+  p.stage_layers = {4, 6, 6};
+  const Outcome o = simulate("llama3.2-1b", p, SimulationMode::kFull);
+  EXPECT_GT(o.run.end, SimTime::zero());
+}
+
+}  // namespace
+}  // namespace meshsim
