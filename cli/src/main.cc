@@ -27,7 +27,8 @@ struct RunFlags {
   std::vector<Override> overrides;
   meshsim::cli::RunOutputs outputs;
   std::string json_path;
-  std::string trace_path = "meshsim-trace.json";
+  std::string trace_path = "meshsim-trace.pftrace";
+  std::string trace_ranks;
   bool no_trace = false;
 };
 
@@ -78,8 +79,12 @@ void add_run_options(CLI::App* app, RunFlags& f) {
   bind_flag(app, f, "--overlap-tp", &Scenario::overlap_tp, true,
             "Hide TP communication behind split GEMMs");
   app->add_option("--json", f.json_path, "Write the report as JSON to FILE");
-  app->add_option("--trace", f.trace_path, "Write a Chrome JSON trace (opens in ui.perfetto.dev)")
+  app->add_option("--trace", f.trace_path,
+                  "Write the timeline: FILE.pftrace (native Perfetto) or FILE.json (Chrome JSON)")
       ->capture_default_str();
+  app->add_option("--trace-ranks", f.trace_ranks,
+                  "Ranks in the trace: all | 0-7,64 | stage:0 | node:3 (default: the first rank "
+                  "of each stage and the TP group of rank 0)");
   app->add_flag("--no-trace", f.no_trace, "Do not write a trace");
   app->add_flag("--full-simulation", f.outputs.full_simulation,
                 "Simulate every rank instead of one per class of identical ranks");
@@ -156,6 +161,9 @@ int run_main(int argc, char** argv) {
   }
   if (!f.no_trace) {
     f.outputs.trace_path = f.trace_path;
+    if (!f.trace_ranks.empty()) {
+      f.outputs.trace_ranks = f.trace_ranks;
+    }
   }
   // No subcommand: the default scenario.
   return meshsim::cli::run_command(resolve(f), f.outputs, std::cout);

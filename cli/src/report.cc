@@ -150,6 +150,7 @@ void print_summary(const StepReport& r, std::ostream& out) {
   if (!r.trace_path.empty()) {
     out << fmt::format("  trace                 {} ({} events; open it in ui.perfetto.dev)\n",
                        r.trace_path, r.trace_events);
+    out << fmt::format("                        {}\n", r.trace_description);
   }
 }
 

@@ -63,6 +63,7 @@ struct StepReport {
   uint64_t events = 0;
   std::string trace_path;
   uint64_t trace_events = 0;
+  std::string trace_description;
 };
 
 nlohmann::json to_json(const StepReport& r);

@@ -7,11 +7,11 @@
 #include <map>
 
 #include "comm_setup.h"
+#include "trace_setup.h"
 #include "meshsim/sim/analysis.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/simulation.h"
 #include "meshsim/topology/compute_model.h"
-#include "meshsim/traces/chrome_trace.h"
 #include "meshsim/workloads/accounting.h"
 #include "meshsim/workloads/step.h"
 
@@ -242,10 +242,16 @@ void fill_results(StepReport& r, const RunResult& run, const std::vector<RankBre
 StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
   const Loaded l = load(s);
   StepReport report = describe(s, l);
-  const auto mode = outputs.full_simulation ? workloads::SimulationMode::kFull
-                                            : workloads::SimulationMode::kRepresentative;
-  report.simulation_mode = outputs.full_simulation ? "full" : "representative";
-  workloads::StepPlan plan = workloads::plan_step(l.model, l.plan, report.devices, mode);
+  std::optional<TraceSetup> trace;
+  if (outputs.trace_path) {
+    trace.emplace(TraceRequest{*outputs.trace_path, outputs.trace_ranks}, l.plan, l.cluster);
+  }
+  const bool full = outputs.full_simulation || (trace && trace->needs_full_simulation());
+  report.simulation_mode = full ? "full" : "representative";
+  workloads::StepPlan plan = workloads::plan_step(
+      l.model, l.plan, report.devices,
+      full ? workloads::SimulationMode::kFull : workloads::SimulationMode::kRepresentative,
+      trace ? trace->ranks_to_simulate() : std::vector<int64_t>{});
   if (!precheck_memory(report, plan)) {
     return report;
   }
@@ -255,28 +261,19 @@ StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
   load_plan(sim, plan);
   Timeline timeline;
   sim.record_into(timeline);
-  std::ofstream trace_file;
-  std::optional<traces::ChromeTraceWriter> trace;
-  if (outputs.trace_path) {
-    trace_file.open(*outputs.trace_path, std::ios::binary);
-    if (!trace_file) {
-      throw InputError("--trace", "", fmt::format("cannot write {}", *outputs.trace_path));
-    }
-    traces::ChromeTraceOptions options;
-    const int64_t per_node = l.cluster.devices_per_node;
-    options.rank_name = [per_node, &sim](RankId r) {
-      const int64_t g = sim.global_rank(r).value();
-      return fmt::format("rank {} (node {}, device {})", g, g / per_node, g % per_node);
-    };
-    options.metadata = {{"meshsim_version", MESHSIM_VERSION},
-                        {"scenario", report.inputs.dump()}};
-    trace.emplace(sim, trace_file, std::move(options));
+  if (trace) {
+    trace->attach(sim, {{"meshsim_version", MESHSIM_VERSION},
+                        {"model", report.model_description},
+                        {"cluster", report.cluster_description},
+                        {"plan", report.plan_description},
+                        {"scenario", report.inputs.dump()}});
   }
   const RunResult run = sim.run();
   if (trace) {
-    trace->finish();
-    report.trace_path = *outputs.trace_path;
-    report.trace_events = trace->events_written();
+    trace->finish(sim, timeline, run.end);
+    report.trace_path = trace->path();
+    report.trace_events = trace->events();
+    report.trace_description = trace->description();
   }
   fill_results(report, run, analyze(timeline, sim, run.end), plan);
   return report;

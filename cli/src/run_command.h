@@ -13,7 +13,8 @@ namespace meshsim::cli {
 
 struct RunOutputs {
   std::optional<std::string> json_path;
-  std::optional<std::string> trace_path;  // Chrome JSON trace (opens in Perfetto)
+  std::optional<std::string> trace_path;   // .pftrace (native Perfetto) or .json (Chrome JSON)
+  std::optional<std::string> trace_ranks;  // --trace-ranks
   bool full_simulation = false;           // simulate every rank, not one per class
   CommOptions comm;
 };

@@ -199,6 +199,25 @@ const std::vector<RankId>& Simulation::group(GroupId id) const {
   return impl_->groups[id.index()];
 }
 
+const std::vector<RankId>& Simulation::cost_group(GroupId id) const {
+  SIM_CHECK(id.index() < impl_->cost_groups.size(), "unknown group {}", id.value());
+  return impl_->cost_groups[id.index()];
+}
+
+GroupId Simulation::group_of(RankId rank, uint16_t slot) const {
+  SIM_CHECK(rank.index() < impl_->ranks.size(), "unknown rank {}", rank.value());
+  const auto& slots = impl_->ranks[rank.index()].group_slots;
+  SIM_CHECK(slot < slots.size(), "rank {} has no group slot {}", rank.value(), slot);
+  return slots[slot];
+}
+
+RankId Simulation::peer_of(RankId rank, uint16_t slot) const {
+  SIM_CHECK(rank.index() < impl_->ranks.size(), "unknown rank {}", rank.value());
+  const auto& slots = impl_->ranks[rank.index()].peer_slots;
+  SIM_CHECK(slot < slots.size(), "rank {} has no peer slot {}", rank.value(), slot);
+  return slots[slot];
+}
+
 void Simulation::Impl::validate_ranks() const {
   for (size_t g = 0; g < groups.size(); ++g) {
     for (const RankId r : groups[g]) {

@@ -318,7 +318,7 @@ TEST_F(CliTest, RunWritesAConsistentJsonReport) {
   if (j.contains("memory_capacity_bytes")) {
     EXPECT_LE(j["peak_memory_bytes"].get<int64_t>(), j["memory_capacity_bytes"].get<int64_t>());
   }
-  EXPECT_FALSE(fs::exists(path("meshsim-trace.json"))) << "--no-trace wrote a trace";
+  EXPECT_FALSE(fs::exists(path("meshsim-trace.pftrace"))) << "--no-trace wrote a trace";
 }
 
 TEST_F(CliTest, NoArgumentsRunsTheDefaultScenarioAndWritesATrace) {
@@ -327,12 +327,24 @@ TEST_F(CliTest, NoArgumentsRunsTheDefaultScenarioAndWritesATrace) {
   expect_no_crash(r);
   EXPECT_THAT(r.output, HasSubstr("step time"));
   EXPECT_THAT(r.output, HasSubstr("MFU"));
-  ASSERT_TRUE(fs::exists(path("meshsim-trace.json"))) << r.output;
-  const nlohmann::json trace = read_json("meshsim-trace.json");
-  ASSERT_TRUE(trace.is_object());
-  ASSERT_TRUE(trace.contains("traceEvents"));
-  ASSERT_TRUE(trace["traceEvents"].is_array());
-  EXPECT_FALSE(trace["traceEvents"].empty());
+  // The default trace is native Perfetto: a Trace message, whose every field is a length-
+  // delimited TracePacket (field 1, wire type 2: tag byte 0x0A). Its structure is checked by the
+  // decoder tests in tests/traces.
+  ASSERT_TRUE(fs::exists(path("meshsim-trace.pftrace"))) << r.output;
+  const std::string trace = read_file("meshsim-trace.pftrace");
+  ASSERT_GT(trace.size(), 1000u);
+  EXPECT_EQ(static_cast<unsigned char>(trace[0]), 0x0Au);
+  EXPECT_THAT(r.output, HasSubstr("the first rank of each pipeline stage"));
+}
+
+TEST_F(CliTest, TraceFormatFollowsTheExtension) {
+  const CommandResult r = meshsim({"--trace", "t.txt"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--trace"));
+  EXPECT_THAT(r.output, HasSubstr(".pftrace"));
+  const CommandResult bad = meshsim({"--trace", "t.json", "--trace-ranks", "9999"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("--trace-ranks"));
 }
 
 TEST_F(CliTest, TwoRunsGiveIdenticalTracesAndReports) {

@@ -162,23 +162,29 @@ void add_families(StepPlan& plan, const RankLayout& layout, const ParallelPlan& 
   }
 }
 
-std::vector<int64_t> simulated_ranks(const RankLayout& layout, const ParallelPlan& p,
-                                     SimulationMode mode) {
+std::vector<int64_t> simulated_ranks(const RankLayout& layout, SimulationMode mode,
+                                     const std::vector<int64_t>& also) {
+  std::set<std::pair<int64_t, int64_t>> columns = {{0, 0}};  // (tp, dp)
+  for (const int64_t r : also) {
+    SIM_CHECK(r >= 0 && r < layout.world(), "rank {} to simulate is outside 0..{}", r,
+              layout.world() - 1);
+    const RankCoords c = layout.coords(r);
+    columns.emplace(c.tp, c.dp);
+  }
   std::vector<int64_t> out;
   for (int64_t r = 0; r < layout.world(); ++r) {
     const RankCoords c = layout.coords(r);
-    if (mode == SimulationMode::kFull || (c.tp == 0 && c.dp == 0)) {
+    if (mode == SimulationMode::kFull || columns.count({c.tp, c.dp}) > 0) {
       out.push_back(r);
     }
   }
-  (void)p;
   return out;
 }
 
 }  // namespace
 
 StepPlan plan_step(const ModelConfig& model, const ParallelPlan& plan, int64_t devices,
-                   SimulationMode mode) {
+                   SimulationMode mode, const std::vector<int64_t>& also_simulate) {
   validate_plan(model, plan, devices);
   StepPlan out;
   out.world = plan.world();
@@ -199,7 +205,7 @@ StepPlan plan_step(const ModelConfig& model, const ParallelPlan& plan, int64_t d
     out.memory_estimate.push_back(training_memory_per_rank(model, o));
   }
   const RankLayout layout(plan);
-  bind_ranks(out, layout, plan, simulated_ranks(layout, plan, mode));
+  bind_ranks(out, layout, plan, simulated_ranks(layout, mode, also_simulate));
   add_families(out, layout, plan);
   return out;
 }

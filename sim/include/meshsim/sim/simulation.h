@@ -86,6 +86,12 @@ class Simulation {
   RankId global_rank(RankId simulated) const;
   const Program& program_of(RankId rank) const;
   const std::vector<RankId>& group(GroupId id) const;
+  // The global ranks the group spans (what the cost model is asked about).
+  const std::vector<RankId>& cost_group(GroupId id) const;
+  // The group bound to `slot` of a simulated rank.
+  GroupId group_of(RankId rank, uint16_t slot) const;
+  // The simulated rank bound to peer `slot` of a simulated rank.
+  RankId peer_of(RankId rank, uint16_t slot) const;
 
  private:
   struct Impl;

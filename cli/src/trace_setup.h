@@ -1,0 +1,56 @@
+// The trace of a run: which ranks it shows (--trace-ranks), which format (by file extension:
+// .pftrace native Perfetto, .json Chrome JSON), and the counters added after the run.
+//
+// Default selection (kept small, and said so in the summary): the first rank of every pipeline
+// stage plus the whole TP group of rank 0. The traced ranks are simulated (see plan_step's
+// also_simulate); --trace-ranks all needs every rank, so the run switches to full simulation.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "meshsim/sim/simulation.h"
+#include "meshsim/topology/cluster.h"
+#include "meshsim/traces/rank_selection.h"
+#include "meshsim/workloads/parallel.h"
+
+namespace meshsim::cli {
+
+struct TraceRequest {
+  std::string path;
+  std::optional<std::string> ranks;  // --trace-ranks; default selection when unset
+};
+
+class TraceSetup {
+ public:
+  TraceSetup(const TraceRequest& request, const workloads::ParallelPlan& plan,
+             const topology::ClusterSpec& cluster);
+  ~TraceSetup();
+
+  bool needs_full_simulation() const { return selection_.is_all(); }
+  std::vector<int64_t> ranks_to_simulate() const { return selection_.ranks(); }
+  // "3 ranks (the first rank of each pipeline stage and the TP group of rank 0; ...)"
+  std::string description() const;
+
+  // Opens the file and subscribes a writer to `sim` (before Simulation::run).
+  void attach(Simulation& sim, std::vector<std::pair<std::string, std::string>> metadata);
+  // Adds the link-utilization counters computed from `timeline` and closes the file.
+  void finish(const Simulation& sim, const Timeline& timeline, SimTime end);
+  uint64_t events() const;
+  const std::string& path() const { return request_.path; }
+
+ private:
+  struct Writer;
+  TraceRequest request_;
+  const topology::ClusterSpec& cluster_;
+  traces::RankSelection selection_;
+  bool default_selection_ = false;
+  std::ofstream file_;
+  std::unique_ptr<Writer> writer_;
+};
+
+}  // namespace meshsim::cli
