@@ -2,7 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "meshsim/collectives/ring_model.h"
+#include "meshsim/collectives/comm_model.h"
+#include "meshsim/topology/network.h"
 #include "meshsim/sim/error.h"
 
 namespace meshsim::cli {
@@ -85,22 +86,43 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
 }
 
 struct CommSetup::Impl {
-  std::unique_ptr<CommCostModel> model;
+  topology::Network net;
+  std::unique_ptr<collectives::TopologyCommModel> model;
 };
 
-CommSetup::CommSetup(const topology::ClusterSpec& c, const workloads::StepPlan& /*plan*/,
-                     const CommOptions& /*options*/)
-    : impl_(std::make_unique<Impl>()) {
+CommSetup::CommSetup(const topology::ClusterSpec& c, const workloads::StepPlan& plan,
+                     const CommOptions& options)
+    : impl_(std::make_unique<Impl>(Impl{topology::Network::build(c), nullptr})) {
+  const auto algorithm = collectives::parse_algorithm(options.algorithm);
+  if (!algorithm) {
+    throw InputError("--algo", "",
+                     fmt::format("\"{}\" is not one of auto, ring, bidir_ring, tree, "
+                                 "halving_doubling, hierarchical, torus, nvls",
+                                 options.algorithm));
+  }
+  std::unique_ptr<collectives::NetworkBackend> backend;
+  if (options.backend == "simgrid") {
+    backend = collectives::make_simgrid_backend(impl_->net);
+  } else if (options.backend == "analytical") {
+    backend = std::make_unique<collectives::AnalyticalBackend>(impl_->net);
+  } else {
+    throw InputError("--backend", "",
+                     fmt::format("\"{}\" is not one of analytical, simgrid", options.backend));
+  }
   // Ranks fill devices in order: global rank r is device r.
-  const int64_t domain = c.scale_up_domain_size();
-  const collectives::LinkParams up{c.intra_node_bandwidth(), c.intra_node_latency()};
-  const collectives::LinkParams out{c.inter_node_bandwidth(), c.inter_node_latency()};
-  impl_->model = std::make_unique<collectives::RingAlphaBetaModel>([domain, up, out](RankId a,
-                                                                                     RankId b) {
-    return static_cast<int64_t>(a.value()) / domain == static_cast<int64_t>(b.value()) / domain
-               ? up
-               : out;
-  });
+  impl_->model = std::make_unique<collectives::TopologyCommModel>(
+      impl_->net, topology::Placement::in_order(plan.world), std::move(backend), *algorithm);
+  for (const auto& family : plan.families) {
+    std::vector<std::vector<RankId>> groups;
+    for (const auto& g : family) {
+      std::vector<RankId> ranks;
+      for (const uint32_t r : g) {
+        ranks.emplace_back(r);
+      }
+      groups.push_back(std::move(ranks));
+    }
+    impl_->model->add_concurrent_family(groups);
+  }
 }
 
 CommSetup::~CommSetup() = default;

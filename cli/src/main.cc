@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "calc_command.h"
+#include "collective_command.h"
 #include "meshsim/sim/error.h"
 #include "run_command.h"
 #include "scenario.h"
@@ -104,6 +105,13 @@ bool given(const RunFlags& f, const std::string& name) {
   return false;
 }
 
+void add_cluster_options(CLI::App* app, meshsim::cli::ClusterArgs& a) {
+  app->add_option("--cluster", a.cluster, "Cluster preset or cluster JSON")->capture_default_str();
+  app->add_option("--nodes", a.nodes, "Resize a GPU cluster to this many nodes");
+  app->add_option("--shape", a.shape, "Resize a TPU slice to this torus, e.g. 8x16x16");
+  app->add_option("--hardware-catalogue", a.hardware_catalogue, "Chip catalogue JSON");
+}
+
 // The scenario: a base (see Scenario), then the file, then the flags given explicitly.
 Scenario resolve(const RunFlags& f) {
   const bool names_workload =
@@ -142,6 +150,28 @@ int run_main(int argc, char** argv) {
   calc->add_option("--mbs", calc_mbs, "Sequences for the KV cache and activations")
       ->check(CLI::PositiveNumber);
 
+  meshsim::cli::ClusterArgs topo_args;
+  CLI::App* topo = app.add_subcommand("topology", "Summarize a cluster's network");
+  add_cluster_options(topo, topo_args);
+
+  meshsim::cli::CollectiveArgs coll;
+  CLI::App* collective =
+      app.add_subcommand("collective", "Time a collective over sizes, like nccl-tests");
+  add_cluster_options(collective, coll.cluster);
+  collective->add_option("--op", coll.op,
+                         "allreduce, reducescatter, allgather, alltoall, broadcast, reduce, "
+                         "sendrecv")
+      ->capture_default_str();
+  collective->add_option("--group", coll.group, "all | 0-7,64 | node:0-3 | rail:K")
+      ->capture_default_str();
+  collective->add_option("--algo", coll.algo, "Algorithm (auto picks the fastest, as NCCL does)")
+      ->capture_default_str();
+  collective->add_option("--backend", coll.backend, "analytical or simgrid")->capture_default_str();
+  collective->add_option("--sizes", coll.sizes, "MIN:MAX, e.g. 8B:8GiB")->capture_default_str();
+  collective->add_option("--factor", coll.factor, "Size step factor")->capture_default_str();
+  std::string coll_json;
+  collective->add_option("--json", coll_json, "Write the rows as JSON to FILE");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -153,6 +183,17 @@ int run_main(int argc, char** argv) {
   }
   if (*calc) {
     meshsim::cli::print_accounting(calc_model, calc_seq, calc_mbs, std::cout);
+    return 0;
+  }
+  if (*topo) {
+    meshsim::cli::topology_command(topo_args, std::cout);
+    return 0;
+  }
+  if (*collective) {
+    if (!coll_json.empty()) {
+      coll.json_path = coll_json;
+    }
+    meshsim::cli::collective_command(coll, std::cout);
     return 0;
   }
   RunFlags& f = run_flags;

@@ -195,7 +195,21 @@ void detail::finalize_cluster(ClusterSpec& spec) {
   }
 }
 
+namespace {
+
+void forbid_graph(const ClusterSpec& spec) {
+  if (spec.graph) {
+    fail(spec, "/graph",
+         fmt::format("cannot resize \"{}\": it has an explicit graph whose devices are wired by "
+                     "name (edit the graph instead)",
+                     spec.name));
+  }
+}
+
+}  // namespace
+
 ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes) {
+  forbid_graph(spec);
   if (spec.scale_up == ScaleUpFabric::kIciTorus) {
     fail(spec, "/nodes",
          fmt::format("cannot set nodes of TPU cluster \"{}\": a TPU slice is sized by its torus "
@@ -213,6 +227,7 @@ ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes) {
 }
 
 ClusterSpec resize_torus(ClusterSpec spec, std::vector<int64_t> shape) {
+  forbid_graph(spec);
   if (spec.scale_up != ScaleUpFabric::kIciTorus) {
     fail(spec, "/scale_up/shape",
          fmt::format("cannot set a torus shape on \"{}\": its scale-up fabric is {}, not "

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cluster_checks.h"
+#include "cluster_graph.h"
 #include "embedded.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/json_input.h"
@@ -143,6 +144,9 @@ ClusterSpec parse_cluster(const nlohmann::json& document, const std::string& sou
     spec.slices = root.positive_integer("slices");
   }
   read_scale_out(root, spec, sink);
+  if (root.has("graph")) {
+    detail::read_graph(root, spec);
+  }
   root.finish();
   detail::finalize_cluster(spec);
   return spec;

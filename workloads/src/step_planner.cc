@@ -139,8 +139,10 @@ void bind_ranks(StepPlan& plan, const RankLayout& layout, const ParallelPlan& p,
   }
 }
 
-// One family per (slot, stage): every group of that kind among the stage's ranks.
+// One family per (slot, stage): every group of that kind among the stage's ranks. A group is in
+// one family only (without EP the expert-DP groups are the DP groups).
 void add_families(StepPlan& plan, const RankLayout& layout, const ParallelPlan& p) {
+  std::set<std::vector<uint32_t>> seen;
   for (int64_t stage = 0; stage < p.pp; ++stage) {
     std::vector<std::set<std::vector<uint32_t>>> by_slot(4);
     for (int64_t r = 0; r < layout.world(); ++r) {
@@ -155,8 +157,14 @@ void add_families(StepPlan& plan, const RankLayout& layout, const ParallelPlan& 
       }
     }
     for (auto& family : by_slot) {
-      if (family.size() > 1) {
-        plan.families.emplace_back(family.begin(), family.end());
+      std::vector<std::vector<uint32_t>> fresh;
+      for (const auto& g : family) {
+        if (seen.insert(g).second) {
+          fresh.push_back(g);
+        }
+      }
+      if (fresh.size() > 1) {
+        plan.families.push_back(std::move(fresh));
       }
     }
   }

@@ -19,6 +19,9 @@
 //                        over each axis' rings concurrently
 //   NVLS                 in-switch reduction: each GPU sends n to the NVSwitch, which reduces and
 //                        multicasts n back (all-reduce); needs an NVSwitch with NVLS (Hopper+)
+//                        (precisely, per GPU and direction n(p+1)/p for all-reduce: the
+//                        multimem reduce-scatter reads all p slices of n/p through the switch
+//                        and the multimem all-gather stores one; see plan_nvls.cc)
 // Algorithms that do not apply to a group (NVLS off NVSwitch, torus rings off a torus or on a
 // group that is not a sub-grid, halving-doubling on a non power of two) throw InputError whose
 // source is "--algo".
@@ -50,5 +53,22 @@ Schedule plan_concurrent(CollectiveKind kind, Bytes bytes,
 Algorithm choose_algorithm(CollectiveKind kind, Bytes bytes,
                            std::span<const std::vector<DeviceId>> groups,
                            const topology::Network& net, NetworkBackend& backend);
+
+// The same choice with the winner's time (the merged schedule of all `groups` on `backend`).
+// Candidates are tried in enum order (ring, bidirectional ring, double binary tree,
+// halving-doubling, hierarchical, torus rings, NVLS); a later one wins only if strictly faster.
+// An algorithm is a candidate when it applies to every group and their schedules have the same
+// shape (so that they can run step by step together). Groups of one rank, or zero bytes: ring,
+// zero time.
+struct AlgorithmChoice {
+  Algorithm algorithm = Algorithm::kRing;
+  Duration time;
+};
+AlgorithmChoice choose_and_time(CollectiveKind kind, Bytes bytes,
+                                std::span<const std::vector<DeviceId>> groups,
+                                const topology::Network& net, NetworkBackend& backend);
+
+// The collective kinds `algorithm` has a schedule for (regardless of the group).
+bool supports_kind(Algorithm algorithm, CollectiveKind kind);
 
 }  // namespace meshsim::collectives

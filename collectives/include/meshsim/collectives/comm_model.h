@@ -20,14 +20,27 @@
 
 namespace meshsim::collectives {
 
+// Max-min fair sharing by progressive filling (see analytical_backend.cc): per step, every flow
+// is routed (route_step in schedule.h: deterministic D-mod-K ECMP), link capacities (derated by a
+// BandwidthEfficiency) are shared max-min fairly among the flows crossing them, and each flow
+// takes path latency + bytes / rate. Rates stay fixed for the whole step (no re-sharing when a
+// flow ends): exact when the flows sharing a link end together, as in the schedules of
+// algorithms.h, and an upper bound otherwise. O(sum of path lengths * log links) per step.
 class AnalyticalBackend : public NetworkBackend {
  public:
+  // Uses BandwidthEfficiency::defaults_for(net.spec()).
   explicit AnalyticalBackend(const topology::Network& net);
+  AnalyticalBackend(const topology::Network& net, BandwidthEfficiency efficiency);
   std::string_view name() const override { return "analytical"; }
   std::vector<Duration> step_times(std::span<const Step> steps) override;
+  const BandwidthEfficiency& efficiency() const { return efficiency_; }
 
  private:
+  Duration step_time(const Step& step);
+
   const topology::Network& net_;
+  BandwidthEfficiency efficiency_;
+  std::vector<int32_t> local_link_;  // scratch: network link -> index among a step's links, or -1
 };
 
 // SimGrid's flow-level (max-min) model on the same graph and routes. Defined in
@@ -61,6 +74,12 @@ class TopologyCommModel : public CommCostModel {
   std::map<std::tuple<CollectiveKind, int64_t, int64_t, std::vector<uint32_t>>,
            std::pair<Duration, Algorithm>>
       memo_;
+  // p2p answers by (source device, destination device, bytes).
+  std::map<std::tuple<uint32_t, uint32_t, int64_t>, Duration> p2p_memo_;
+
+  std::vector<DeviceId> devices_of(std::span<const RankId> group) const;
+  std::pair<Duration, Algorithm> evaluate(CollectiveKind kind, Bytes bytes,
+                                          const std::vector<std::vector<DeviceId>>& groups);
   Algorithm last_algorithm_ = Algorithm::kRing;
   int64_t queries_ = 0;
   int64_t evaluations_ = 0;

@@ -16,10 +16,13 @@
 // Times of whole collectives are then: sum over steps of (step time + step overhead) * repeat.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "meshsim/sim/program.h"
@@ -70,5 +73,41 @@ class NetworkBackend {
 
 // sum over steps of (step_time + overhead) * repeat
 Duration schedule_time(const Schedule& schedule, NetworkBackend& backend);
+
+// The fraction of a link's line rate that collective traffic achieves, per link kind, and the
+// further fraction that in-switch reduction (NVLS multimem traffic: flows to or from an NVSwitch
+// vertex) achieves. A backend gives a link of bandwidth B the capacity B * link[kind]; a flow to
+// or from an NVSwitch consumes 1 / in_switch of capacity per byte per second (it moves extra
+// protocol traffic). Every factor is in (0, 1]; `ideal()` is all ones. Backends should apply the
+// same factors so that they agree (see flow_weight / effective_bandwidth).
+struct BandwidthEfficiency {
+  std::array<double, topology::kNumLinkKinds> link{1.0, 1.0, 1.0, 1.0, 1.0};
+  double in_switch = 1.0;
+
+  static BandwidthEfficiency ideal() { return {}; }
+  // Sourced defaults for the cluster's chip (see efficiency.cc): NVLink at NCCL's effective
+  // per-link bandwidth (H100: 20.6 of 25 GB/s), NVLS at NCCL's nvlsEfficiency (Hopper 0.85);
+  // other link kinds 1 (no sourced figure).
+  static BandwidthEfficiency defaults_for(const topology::ClusterSpec& spec);
+};
+
+// The route of every flow of `step` (empty for a flow that stays on its vertex or carries no
+// bytes), as every backend must route them so that they agree. Flows with several equal-cost
+// paths take path number salt mod path_count (Network::route) with
+//   salt = host index of the destination + k,
+// k counting the earlier flows of the step with the same source and destination: destination-
+// based D-mod-K routing (E. Zahavi et al., "D-Mod-K Routing Providing Non-Blocking Traffic for
+// Shift Permutations on Real Life Fat Trees", 2010; the fat-tree routing of InfiniBand subnet
+// managers): the spine follows the destination, so flows into one leaf from distinct hosts
+// spread over the spines whatever order the planners list them in, and repeated flows of one pair
+// (NCCL channels on separate queue pairs) take distinct paths. Deterministic.
+std::vector<topology::Path> route_step(const topology::Network& net, const Step& step);
+
+// Link capacity seen by collective traffic: bandwidth * efficiency.link[kind].
+BytesPerSec effective_bandwidth(const topology::Link& link, const BandwidthEfficiency& efficiency);
+// Capacity one byte/s of `flow` consumes on each link of its path: 1, or 1 / in_switch for flows
+// to or from an NVSwitch vertex.
+double flow_weight(const topology::Network& net, const Flow& flow,
+                   const BandwidthEfficiency& efficiency);
 
 }  // namespace meshsim::collectives

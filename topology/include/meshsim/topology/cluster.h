@@ -55,6 +55,41 @@ struct FatTreeSpec {
   int64_t max_endpoints() const;
 };
 
+// An explicit network graph: the optional top-level "graph" section of a cluster file, for
+// topologies the built-in fabrics do not describe (a fully connected GPU mesh, a dragonfly, a
+// hand-wired lab). When present, Network::build wires exactly this graph instead of the
+// scale_up / scale_out fabrics (which still give the figures analytic models use).
+//
+//   "graph": {
+//     "switches": [{"name": "sw0", "kind": "leaf"}, ...],
+//     "links": [{"a": "gpu0", "b": "sw0", "bandwidth": "400GB/s", "latency": "1us",
+//                "kind": "network"}, ...]
+//   }
+//
+// Devices are named "gpu<i>" (GPU chips) or "tpu<i>" (TPU chips), i in [0, devices), numbered
+// node by node. Switch kinds: nvswitch, nic, leaf, spine, core, dcn. Each link is one cable, two
+// directed links of `bandwidth` each; link kinds: nvlink, ici, pcie, network (the default), dcn.
+// The loader rejects unknown keys, unknown or duplicate names, self-links, duplicate cables
+// between the same two vertices, non-positive bandwidths and negative latencies; Network::build
+// rejects a disconnected graph. Errors name the JSON pointer (e.g. /graph/links/3/b).
+struct GraphSwitchSpec {
+  std::string name;
+  std::string kind;  // one of the switch kinds above
+};
+
+struct GraphLinkSpec {
+  std::string a;
+  std::string b;
+  std::string kind = "network";  // one of the link kinds above
+  BytesPerSec bandwidth;         // per direction, > 0
+  Duration latency;              // >= 0
+};
+
+struct GraphSpec {
+  std::vector<GraphSwitchSpec> switches;
+  std::vector<GraphLinkSpec> links;
+};
+
 struct ClusterSpec {
   std::string name;    // preset name, or the file's stem
   std::string source;  // the file it came from ("builtin:topology/clusters/x.json" or a path)
@@ -79,6 +114,9 @@ struct ClusterSpec {
 
   // JSON pointer inside the cluster file -> source, for every sourced figure the file gave.
   std::map<std::string, std::string> sources;
+
+  // An explicit graph replacing the built-in fabrics in Network::build (see GraphSpec).
+  std::optional<GraphSpec> graph;
 
   int64_t device_count() const { return nodes * devices_per_node; }
   // Devices in one scale-up domain: devices_per_node (NVSwitch), nvlink_domain_devices, or the
@@ -110,12 +148,13 @@ ClusterSpec load_cluster(const std::string& name_or_path, const Catalogue& catal
 std::vector<std::string> cluster_presets();
 
 // The same cluster with `nodes` hosts. GPU clusters only (a TPU slice is resized by its torus).
-// Checks: nodes > 0; an NVLink domain stays whole; the fat tree has ports for every NIC.
+// Checks: nodes > 0; an NVLink domain stays whole; the fat tree has ports for every NIC; no
+// explicit graph (its devices are wired by name).
 ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes);
 
 // The same TPU cluster with a slice of torus `shape`. Checks: a TPU cluster; one positive extent
-// per torus dimension of the chip; the chips divide into hosts. Recomputes nodes (a slice smaller
-// than one host keeps one partial host) and the wraparound of each axis.
+// per torus dimension of the chip; the chips divide into hosts; no explicit graph. Recomputes
+// nodes (a slice smaller than one host keeps one partial host) and the wraparound of each axis.
 ClusterSpec resize_torus(ClusterSpec spec, std::vector<int64_t> shape);
 
 }  // namespace meshsim::topology

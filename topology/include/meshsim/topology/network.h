@@ -16,6 +16,10 @@
 // path); on a torus every ICI hop costs scale_up_latency.
 // Routing: on tori, dimension order (x, then y, then z), the shorter way around each ring (ties
 // go in the positive direction); elsewhere shortest paths, with ECMP over equal-cost paths.
+//
+// Construction rules, routing details and the bisection / diameter formulas are documented at
+// the top of topology/src/network_fat_tree.cc, network_torus.cc, network_custom.cc and
+// network_summary.cc; `format_summary` prints the numbers each formula used.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +57,10 @@ struct Link {
   LinkKind kind = LinkKind::kNvlink;
   BytesPerSec bandwidth;  // this direction
   Duration latency;
+  // Physical cables this link stands for: parallel cables between the same two switches (a leaf
+  // with 8 uplinks to each of 4 spines) are one link of 8 x the cable bandwidth, so that ECMP
+  // counts paths across switches, not across parallel cables. 1 everywhere else.
+  int64_t cables = 1;
 };
 
 using Path = std::vector<LinkId>;
@@ -62,14 +70,30 @@ struct LinkKindSummary {
   BytesPerSec bandwidth;  // per link, per direction (the most common value)
 };
 
+// Directed links of one kind between two kinds of vertices with one bandwidth (both directions
+// counted), e.g. 4096 network links leaf <-> spine at 50 GB/s.
+struct LinkGroupSummary {
+  LinkKind kind = LinkKind::kNetwork;
+  VertexKind a = VertexKind::kDevice;  // a <= b
+  VertexKind b = VertexKind::kDevice;
+  BytesPerSec bandwidth;  // per link, per direction
+  int64_t cables = 1;     // cables per link (Link::cables)
+  int64_t count = 0;      // directed links
+};
+
 struct NetworkSummary {
   int64_t devices = 0;
-  int64_t switches = 0;
+  int64_t switches = 0;  // every vertex that is neither a device nor a NIC
   int64_t nics = 0;
   std::map<LinkKind, LinkKindSummary> links;
   // Per direction, across the worst cut that splits the devices into two equal halves.
   BytesPerSec bisection_bandwidth;
   int64_t diameter_hops = 0;  // longest shortest path between two devices, in links
+
+  std::map<VertexKind, int64_t> vertices_by_kind;
+  std::vector<LinkGroupSummary> link_groups;  // sorted by (kind, a, b, bandwidth)
+  std::string bisection_formula;  // how bisection_bandwidth was computed, with its numbers
+  std::string layout;             // how the fabric was wired (switch counts, ports, cables)
 };
 
 class Network {
@@ -94,10 +118,30 @@ class Network {
   std::optional<LinkId> link_between(VertexId a, VertexId b) const;
 
   // Every equal-cost path from `a` to `b` (tori: exactly one, dimension order). Empty if a == b.
+  // At most kMaxPaths, the first ones in a stable order (see path_count).
   std::vector<Path> paths(VertexId a, VertexId b) const;
-  // One of `paths(a, b)`, chosen deterministically from `salt` (ECMP hashing of a flow).
+  // One of `paths(a, b)`, chosen deterministically from `salt` (ECMP hashing of a flow): path
+  // number salt mod path_count(a, b) in the stable order, so salts 0, 1, 2, ... spread flows
+  // round-robin over spines. Built-in fabrics answer in O(path length), without enumerating.
   Path route(VertexId a, VertexId b, uint64_t salt = 0) const;
   int64_t hops(DeviceId a, DeviceId b) const;
+  // Number of equal-cost paths (the ECMP width) from `a` to `b`; 0 if a == b. May exceed
+  // kMaxPaths, in which case route() still chooses among all of them.
+  int64_t path_count(VertexId a, VertexId b) const;
+  static constexpr size_t kMaxPaths = 4096;
+
+  // Reference routing by graph search, independent of the structure-aware routing above: every
+  // shortest path from `a` to `b` (at most kMaxPaths) whose intermediate vertices are not
+  // devices, or, if there is none, every shortest path through devices too (chips that forward,
+  // as on a torus). O(V + E) per call. Used for explicit graphs and to check the fabrics in tests;
+  // differs from paths() by design on tori (all shortest paths, not dimension order) and between
+  // chips of one slice of a multi-slice system (which may shortcut through DCN).
+  std::vector<Path> search_paths(VertexId a, VertexId b) const;
+  // Maximum flow from the devices of `from` to the devices of `to`, per direction (Boost
+  // push-relabel on the link graph). Devices forward traffic only where the fabric routes
+  // through them (tori; explicit graphs with device-device links). O(V^2 sqrt(E)) worst case.
+  BytesPerSec cut_bandwidth(const std::vector<DeviceId>& from,
+                            const std::vector<DeviceId>& to) const;
   Duration path_latency(const Path& p) const;
   BytesPerSec path_bandwidth(const Path& p) const;  // slowest link
 
@@ -120,8 +164,10 @@ struct Placement {
 
   static Placement in_order(int64_t ranks);
   // Checks every rank has a device of the cluster and no device holds two ranks; throws
-  // InputError naming `source` otherwise.
+  // InputError naming `source` otherwise, at location "/placement/<rank>" (or "/placement").
   void validate(const ClusterSpec& spec, const std::string& source) const;
+  // The same, and also that the placement covers exactly ranks 0 .. ranks-1.
+  void validate(const ClusterSpec& spec, const std::string& source, int64_t ranks) const;
 };
 
 // The text `meshsim topology` prints.

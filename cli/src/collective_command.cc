@@ -1,0 +1,253 @@
+#include "collective_command.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "comm_setup.h"
+#include "meshsim/collectives/algorithms.h"
+#include "meshsim/collectives/comm_model.h"
+#include "meshsim/collectives/volume.h"
+#include "meshsim/sim/error.h"
+#include "meshsim/sim/unit_parse.h"
+#include "meshsim/topology/network.h"
+
+namespace meshsim::cli {
+
+topology::ClusterSpec load_cluster_args(const ClusterArgs& a) {
+  Scenario s;
+  s.cluster = a.cluster;
+  s.nodes = a.nodes;
+  s.shape = a.shape;
+  s.hardware_catalogue = a.hardware_catalogue;
+  return load_cluster_for(s);
+}
+
+void topology_command(const ClusterArgs& args, std::ostream& out) {
+  const topology::ClusterSpec spec = load_cluster_args(args);
+  const topology::Network net = topology::Network::build(spec);
+  out << topology::format_summary(spec, net.summary());
+}
+
+namespace {
+
+[[noreturn]] void bad_group(const std::string& text, const std::string& why) {
+  throw InputError("--group", "",
+                   fmt::format("\"{}\": {} (expected all, a list such as 0-7,64, node:0-3 or "
+                               "rail:K)",
+                               text, why));
+}
+
+int64_t parse_int(const std::string& text, const std::string& whole) {
+  try {
+    size_t used = 0;
+    const int64_t v = std::stoll(text, &used);
+    if (used == text.size() && v >= 0) {
+      return v;
+    }
+  } catch (const std::exception&) {
+  }
+  bad_group(whole, fmt::format("\"{}\" is not a non-negative integer", text));
+}
+
+// "a-b" or "a" -> [a, b]
+std::pair<int64_t, int64_t> parse_range(const std::string& item, const std::string& whole) {
+  const size_t dash = item.find('-');
+  const int64_t lo = parse_int(item.substr(0, dash), whole);
+  const int64_t hi = dash == std::string::npos ? lo : parse_int(item.substr(dash + 1), whole);
+  if (hi < lo) {
+    bad_group(whole, fmt::format("range {} runs backwards", item));
+  }
+  return {lo, hi};
+}
+
+}  // namespace
+
+std::vector<int64_t> parse_group(const std::string& text, const topology::ClusterSpec& spec) {
+  const int64_t devices = spec.device_count();
+  const int64_t per_node = spec.devices_per_node;
+  std::set<int64_t> ranks;
+  if (text == "all") {
+    for (int64_t r = 0; r < devices; ++r) {
+      ranks.insert(r);
+    }
+  } else if (text.starts_with("node:")) {
+    const auto [lo, hi] = parse_range(text.substr(5), text);
+    for (int64_t n = lo; n <= hi; ++n) {
+      for (int64_t d = 0; d < per_node; ++d) {
+        ranks.insert(n * per_node + d);
+      }
+    }
+  } else if (text.starts_with("rail:")) {
+    const int64_t k = parse_int(text.substr(5), text);
+    if (k >= per_node) {
+      bad_group(text, fmt::format("a node has devices 0..{}", per_node - 1));
+    }
+    for (int64_t n = 0; n < spec.nodes; ++n) {
+      ranks.insert(n * per_node + k);
+    }
+  } else {
+    size_t start = 0;
+    while (start <= text.size()) {
+      const size_t comma = text.find(',', start);
+      const std::string item = text.substr(start, comma - start);
+      if (item.empty()) {
+        bad_group(text, "empty item");
+      }
+      const auto [lo, hi] = parse_range(item, text);
+      for (int64_t r = lo; r <= hi; ++r) {
+        ranks.insert(r);
+      }
+      if (comma == std::string::npos) {
+        break;
+      }
+      start = comma + 1;
+    }
+  }
+  if (ranks.empty() || *ranks.rbegin() >= devices) {
+    bad_group(text, fmt::format("the cluster has devices 0..{}", devices - 1));
+  }
+  return {ranks.begin(), ranks.end()};
+}
+
+std::vector<Bytes> parse_sizes(const std::string& text, int64_t factor) {
+  const size_t colon = text.find(':');
+  auto fail = [&](const std::string& why) {
+    throw InputError("--sizes", "",
+                     fmt::format("\"{}\": {} (expected MIN:MAX such as 8B:8GiB)", text, why));
+  };
+  if (factor < 2) {
+    throw InputError("--factor", "", fmt::format("expected an integer >= 2, got {}", factor));
+  }
+  Bytes lo;
+  Bytes hi;
+  try {
+    lo = parse_bytes(text.substr(0, colon));
+    hi = colon == std::string::npos ? lo : parse_bytes(text.substr(colon + 1));
+  } catch (const UnitParseError& e) {
+    fail(e.what());
+  }
+  if (lo <= Bytes::zero() || hi < lo) {
+    fail("sizes must be positive and MIN <= MAX");
+  }
+  std::vector<Bytes> out;
+  for (Bytes b = lo; b <= hi; b = b * factor) {
+    out.push_back(b);
+  }
+  return out;
+}
+
+namespace {
+
+CollectiveKind parse_op(const std::string& op, bool& sendrecv) {
+  static const std::pair<const char*, CollectiveKind> kOps[] = {
+      {"allreduce", CollectiveKind::kAllReduce},   {"reducescatter", CollectiveKind::kReduceScatter},
+      {"allgather", CollectiveKind::kAllGather},   {"alltoall", CollectiveKind::kAllToAll},
+      {"broadcast", CollectiveKind::kBroadcast},   {"reduce", CollectiveKind::kReduce}};
+  sendrecv = op == "sendrecv";
+  for (const auto& [name, kind] : kOps) {
+    if (op == name) {
+      return kind;
+    }
+  }
+  if (sendrecv) {
+    return CollectiveKind::kBroadcast;  // unused
+  }
+  throw InputError("--op", "",
+                   fmt::format("\"{}\" is not one of allreduce, reducescatter, allgather, "
+                               "alltoall, broadcast, reduce, sendrecv",
+                               op));
+}
+
+std::unique_ptr<collectives::NetworkBackend> make_backend(const std::string& name,
+                                                          const topology::Network& net) {
+  if (name == "simgrid") {
+    return collectives::make_simgrid_backend(net);
+  }
+  if (name != "analytical") {
+    throw InputError("--backend", "",
+                     fmt::format("\"{}\" is not one of analytical, simgrid", name));
+  }
+  return std::make_unique<collectives::AnalyticalBackend>(net);
+}
+
+struct Row {
+  Bytes bytes;
+  Duration time;
+  collectives::Algorithm algorithm = collectives::Algorithm::kRing;
+};
+
+Row time_one(CollectiveKind kind, bool sendrecv, Bytes bytes,
+             const std::vector<DeviceId>& group, collectives::Algorithm algo,
+             const topology::Network& net, collectives::NetworkBackend& backend) {
+  if (sendrecv) {
+    collectives::Schedule s;
+    collectives::Step step;
+    step.flows.push_back({net.device_vertex(group[0]), net.device_vertex(group[1]), bytes});
+    s.steps.push_back(step);
+    return {bytes, collectives::schedule_time(s, backend), collectives::Algorithm::kRing};
+  }
+  const std::vector<std::vector<DeviceId>> groups = {group};
+  if (algo == collectives::Algorithm::kAuto) {
+    const auto choice = collectives::choose_and_time(kind, bytes, groups, net, backend);
+    return {bytes, choice.time, choice.algorithm};
+  }
+  const collectives::Schedule s = collectives::plan_collective(kind, bytes, group, algo, net);
+  return {bytes, collectives::schedule_time(s, backend), s.algorithm};
+}
+
+}  // namespace
+
+void collective_command(const CollectiveArgs& a, std::ostream& out) {
+  const topology::ClusterSpec spec = load_cluster_args(a.cluster);
+  const topology::Network net = topology::Network::build(spec);
+  bool sendrecv = false;
+  const CollectiveKind kind = parse_op(a.op, sendrecv);
+  const auto algo = collectives::parse_algorithm(a.algo);
+  if (!algo) {
+    throw InputError("--algo", "",
+                     fmt::format("\"{}\" is not one of auto, ring, bidir_ring, tree, "
+                                 "halving_doubling, hierarchical, torus, nvls",
+                                 a.algo));
+  }
+  std::vector<DeviceId> group;
+  for (const int64_t r : parse_group(a.group, spec)) {
+    group.emplace_back(static_cast<uint32_t>(r));
+  }
+  if (group.size() < 2) {
+    throw InputError("--group", "", fmt::format("\"{}\": a collective needs two ranks", a.group));
+  }
+  const std::vector<Bytes> sizes = parse_sizes(a.sizes, a.factor);
+  auto backend = make_backend(a.backend, net);
+  const auto p = static_cast<int64_t>(group.size());
+  out << fmt::format("# meshsim collective: {} over {} ranks of {} ({} backend)\n", a.op, p,
+                     spec.description, backend->name());
+  out << fmt::format("# {:>12} {:>12} {:>12} {:>12} {:>12}  {}\n", "size(B)", "count", "time(us)",
+                     "algbw(GB/s)", "busbw(GB/s)", "algorithm");
+  nlohmann::json rows = nlohmann::json::array();
+  const double factor = sendrecv ? 1.0 : collectives::bus_bandwidth_factor(kind, p);
+  for (const Bytes b : sizes) {
+    const Row row = time_one(kind, sendrecv, b, group, *algo, net, *backend);
+    const double algbw = b.as_double() / row.time.seconds() * 1e-9;
+    const double busbw = algbw * factor;
+    out << fmt::format("  {:>12} {:>12} {:>12.2f} {:>12.2f} {:>12.2f}  {}\n", b.count(),
+                       b.count() / 4, row.time.seconds() * 1e6, algbw, busbw,
+                       collectives::to_string(row.algorithm));
+    rows.push_back({{"bytes", b.count()},
+                    {"time_s", row.time.seconds()},
+                    {"algbw_gbps", algbw},
+                    {"busbw_gbps", busbw},
+                    {"algorithm", std::string(collectives::to_string(row.algorithm))}});
+  }
+  if (a.json_path) {
+    std::ofstream f(*a.json_path, std::ios::binary);
+    if (!f) {
+      throw InputError("--json", "", fmt::format("cannot write {}", *a.json_path));
+    }
+    f << rows.dump(2) << "\n";
+  }
+}
+
+}  // namespace meshsim::cli
