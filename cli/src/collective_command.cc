@@ -208,8 +208,9 @@ void collective_command(const CollectiveArgs& a, std::ostream& out) {
   const auto algo = collectives::parse_algorithm(a.algo);
   if (!algo) {
     throw InputError("--algo", "",
-                     fmt::format("\"{}\" is not one of auto, ring, bidir_ring, tree, "
-                                 "halving_doubling, hierarchical, torus, nvls",
+                     fmt::format("\"{}\" is not one of auto, ring, bidirectional-ring, "
+                                 "double-binary-tree (tree), halving-doubling (hd), hierarchical, "
+                                 "torus-rings (torus), nvls",
                                  a.algo));
   }
   std::vector<DeviceId> group;
@@ -222,8 +223,9 @@ void collective_command(const CollectiveArgs& a, std::ostream& out) {
   const std::vector<Bytes> sizes = parse_sizes(a.sizes, a.factor);
   auto backend = make_backend(a.backend, net);
   const auto p = static_cast<int64_t>(group.size());
-  out << fmt::format("# meshsim collective: {} over {} ranks of {} ({} backend)\n", a.op, p,
-                     spec.description, backend->name());
+  out << fmt::format("# meshsim collective: {} over {} ranks of {} ({} nodes x {} {}), {} backend\n",
+                     a.op, p, spec.name, spec.nodes, spec.devices_per_node, spec.chip.name,
+                     backend->name());
   out << fmt::format("# {:>12} {:>12} {:>12} {:>12} {:>12}  {}\n", "size(B)", "count", "time(us)",
                      "algbw(GB/s)", "busbw(GB/s)", "algorithm");
   nlohmann::json rows = nlohmann::json::array();

@@ -3,7 +3,8 @@
 //
 //   meshsim topology --cluster C [--nodes N | --shape XxYxZ]
 //   meshsim collective --cluster C [--nodes N | --shape S] --op allreduce --group SPEC
-//       [--algo ring|bidir_ring|tree|halving_doubling|hierarchical|torus|nvls|auto]
+//       [--algo auto|ring|bidirectional-ring|double-binary-tree|halving-doubling|hierarchical|
+//              torus-rings|nvls]
 //       [--backend analytical|simgrid] --sizes 8B:8GiB [--factor 2] [--json FILE]
 //
 // Group SPEC (devices, numbered node by node, which are also the ranks): `all`; a list of ranks

@@ -96,8 +96,9 @@ CommSetup::CommSetup(const topology::ClusterSpec& c, const workloads::StepPlan& 
   const auto algorithm = collectives::parse_algorithm(options.algorithm);
   if (!algorithm) {
     throw InputError("--algo", "",
-                     fmt::format("\"{}\" is not one of auto, ring, bidir_ring, tree, "
-                                 "halving_doubling, hierarchical, torus, nvls",
+                     fmt::format("\"{}\" is not one of auto, ring, bidirectional-ring, "
+                                 "double-binary-tree (tree), halving-doubling (hd), hierarchical, "
+                                 "torus-rings (torus), nvls",
                                  options.algorithm));
   }
   std::unique_ptr<collectives::NetworkBackend> backend;

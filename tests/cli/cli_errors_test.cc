@@ -414,3 +414,77 @@ TEST_F(CliTest, VersionExitsZero) {
 }
 
 }  // namespace
+
+// ---- meshsim topology and meshsim collective --------------------------------------------------
+
+namespace meshsim {
+namespace {
+
+TEST_F(CliTest, TopologySummarizesTheNetwork) {
+  const CommandResult r = meshsim({"topology", "--cluster", "dgx-h100", "--nodes", "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("32 x h100-sxm"));
+  EXPECT_THAT(r.output, HasSubstr("bisection"));
+  EXPECT_THAT(r.output, HasSubstr("diameter"));
+  EXPECT_THAT(r.output, HasSubstr("nvlink"));
+  const CommandResult t = meshsim({"topology", "--cluster", "tpu-v5p", "--shape", "4x4x8"});
+  ASSERT_EQ(t.exit_code, 0) << t.output;
+  EXPECT_THAT(t.output, HasSubstr("4x4x8"));
+}
+
+TEST_F(CliTest, CollectiveTableAndJsonFollowNcclTests) {
+  const CommandResult r =
+      meshsim({"collective", "--cluster", "dgx-h100", "--op", "allreduce", "--group", "0-7",
+               "--sizes", "1MiB:64MiB", "--factor", "4", "--json", "rows.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("busbw(GB/s)"));
+  const nlohmann::json rows = read_json("rows.json");
+  ASSERT_EQ(rows.size(), 4u);  // 1, 4, 16, 64 MiB
+  double last_busbw = 0;
+  for (const auto& row : rows) {
+    const double bytes = row["bytes"].get<double>();
+    const double t = row["time_s"].get<double>();
+    ASSERT_GT(t, 0.0);
+    // nccl-tests: algbw = bytes / time in GB/s (1e9), busbw = algbw * 2(p-1)/p for all-reduce.
+    EXPECT_NEAR(row["algbw_gbps"].get<double>(), bytes / t / 1e9, 1e-9 * bytes / t);
+    EXPECT_NEAR(row["busbw_gbps"].get<double>(), row["algbw_gbps"].get<double>() * 2 * 7 / 8,
+                1e-6);
+    EXPECT_GE(row["busbw_gbps"].get<double>(), last_busbw);  // larger messages amortize latency
+    last_busbw = row["busbw_gbps"].get<double>();
+  }
+}
+
+TEST_F(CliTest, CollectiveBadInputNamesTheFlag) {
+  const CommandResult g = meshsim({"collective", "--group", "0-99"});
+  EXPECT_EQ(g.exit_code, 2) << g.output;
+  EXPECT_THAT(g.output, HasSubstr("--group"));
+  EXPECT_THAT(g.output, HasSubstr("devices 0..7"));
+  const CommandResult s = meshsim({"collective", "--sizes", "8GiB:1KiB"});
+  EXPECT_EQ(s.exit_code, 2) << s.output;
+  EXPECT_THAT(s.output, HasSubstr("--sizes"));
+  const CommandResult a = meshsim({"collective", "--algo", "telepathy"});
+  EXPECT_EQ(a.exit_code, 2) << a.output;
+  EXPECT_THAT(a.output, HasSubstr("--algo"));
+  const CommandResult o = meshsim({"collective", "--op", "allsum"});
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("--op"));
+  const CommandResult n = meshsim({"collective", "--algo", "nvls", "--cluster", "dgx-h100",
+                                   "--nodes", "2", "--group", "all"});
+  EXPECT_EQ(n.exit_code, 2) << n.output;  // NVLS needs one NVSwitch domain
+  EXPECT_THAT(n.output, HasSubstr("--algo"));
+}
+
+TEST_F(CliTest, BothBackendsAgreeOnAnUncontendedCollective) {
+  const CommandResult a = meshsim({"collective", "--group", "0-7", "--sizes", "256MiB:256MiB",
+                                   "--algo", "ring", "--json", "a.json"});
+  const CommandResult b = meshsim({"collective", "--group", "0-7", "--sizes", "256MiB:256MiB",
+                                   "--algo", "ring", "--backend", "simgrid", "--json", "b.json"});
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  const double ta = read_json("a.json")[0]["time_s"].get<double>();
+  const double tb = read_json("b.json")[0]["time_s"].get<double>();
+  EXPECT_NEAR(tb, ta, 0.05 * ta);
+}
+
+}  // namespace
+}  // namespace meshsim
