@@ -76,8 +76,8 @@ class Items {
     gemm(name + ".dgrad", m, n, k, batch);
     gemm(name + ".wgrad", k, m, n, batch);
   }
-  void comm(std::string name, CommKind kind, CollectiveKind op, Bytes bytes) {
-    items_.push_back(CommSpec{std::move(name), kind, op, bytes});
+  void comm(std::string name, CommKind kind, CollectiveKind op, Bytes bytes, bool async = false) {
+    items_.push_back(CommSpec{std::move(name), kind, op, bytes, async});
   }
   void ring(RingSpec r) { items_.push_back(std::move(r)); }
   Bytes activation_bytes() const { return Bytes::of(d_.tokens * d_.h * kAct); }
@@ -103,6 +103,23 @@ class Items {
       comm(where + ".tp_allreduce", CommKind::kTensor, CollectiveKind::kAllReduce,
            activation_bytes());
     }
+  }
+  // Backward of a column-parallel GEMM: with SP the saved (sharded) input is re-gathered while
+  // the data gradient runs; the input gradient is reduced across TP while the weight gradient runs.
+  void column_bwd(const std::string& name, int64_t m, int64_t k, int64_t n, int64_t batch = 1) {
+    if (!tensor_parallel()) {
+      gemm_bwd(name, m, k, n, batch);
+      return;
+    }
+    if (c_.sp) {
+      comm(name + ".tp_allgather_input", CommKind::kTensor, CollectiveKind::kAllGather,
+           activation_bytes(), true);
+    }
+    gemm(name + ".dgrad", m, n, k, batch);
+    comm(name + (c_.sp ? ".tp_reducescatter" : ".tp_allreduce"), CommKind::kTensor,
+         c_.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, activation_bytes(),
+         true);
+    gemm(name + ".wgrad", k, m, n, batch);
   }
   // Backward of a row-parallel GEMM with SP: gather the sequence-sharded output gradient.
   void tp_gather_grad(const std::string& where) {
@@ -234,7 +251,7 @@ void mlp_items(Items& it, const KernelContext& c, const Dims& d, bool backward) 
   }
   it.gemm_bwd(down, md.rows, d.f, d.h, md.batch);
   it.kernel(gated ? "swiglu.bwd" : "gelu.bwd", act);
-  it.gemm_bwd(up, md.rows, d.h, up_n, md.batch);
+  it.column_bwd(up, md.rows, d.h, up_n, md.batch);
   if (m.moe) {
     a2a("dispatch.bwd.ep_alltoall");
     it.kernel("dispatch.bwd", permute);
@@ -306,8 +323,6 @@ std::vector<LayerItem> layer_backward(const KernelContext& c) {
   const ModelConfig& m = c.model;
   it.tp_gather_grad("mlp.bwd");
   mlp_items(it, c, d, true);
-  it.tp_enter("mlp.bwd.input");  // SP: re-gather the MLP input for the weight gradient
-  it.tp_exit("mlp.bwd");
   it.kernel("mlp_norm.bwd", norm_work(m, d.sp_tokens, true));
   it.kernel("residual.bwd", residual_work(d.sp_tokens * d.h));
   it.tp_gather_grad("attn_out.bwd");
@@ -316,9 +331,7 @@ std::vector<LayerItem> layer_backward(const KernelContext& c) {
   if (m.positions == PositionKind::kRope) {
     it.kernel("rope.bwd", rope_work(d));
   }
-  it.tp_enter("qkv.bwd.input");
-  it.gemm_bwd("qkv", d.tokens, d.h, d.q + 2 * d.kv);
-  it.tp_exit("qkv.bwd");
+  it.column_bwd("qkv", d.tokens, d.h, d.q + 2 * d.kv);
   it.kernel("attn_norm.bwd", norm_work(m, d.sp_tokens, true));
   return it.take();
 }
@@ -344,8 +357,7 @@ std::vector<LayerItem> head_forward(const KernelContext& c) {
 std::vector<LayerItem> head_backward(const KernelContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);
-  it.gemm_bwd("lm_head", d.tokens, d.h, d.vocab);
-  it.tp_exit("lm_head.bwd");
+  it.column_bwd("lm_head", d.tokens, d.h, d.vocab);
   it.kernel("final_norm.bwd", norm_work(c.model, d.sp_tokens, true));
   return it.take();
 }

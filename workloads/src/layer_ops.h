@@ -18,10 +18,12 @@
 //    MLP-up are column parallel, the output projection and MLP-down row parallel. Forward: an
 //    all-reduce of the T x h activations after each row-parallel GEMM (with SP: an all-gather
 //    before each column-parallel GEMM and a reduce-scatter after each row-parallel one). Backward:
-//    an all-reduce of the input gradient after each column-parallel data-gradient GEMM (with SP:
+//    an all-reduce of the input gradient after each column-parallel data-gradient GEMM, overlapped
+//    with its weight-gradient GEMM (Megatron's default asynchronous grad-input reduction; with SP:
 //    an all-gather of the output gradient before each row-parallel backward, an all-gather of the
-//    saved input for each column-parallel weight gradient, and a reduce-scatter of the input
-//    gradient). Vocabulary-parallel embedding (all-reduce of its output) and LM head.
+//    saved input overlapped with the column-parallel data gradient, and a reduce-scatter of the
+//    input gradient overlapped with the weight gradient). Vocabulary-parallel embedding
+//    (all-reduce of its output) and LM head.
 //  * Context parallelism: ring attention (Liu et al. 2023, Megatron's CP): the attention kernel
 //    runs as CP chunks; between chunks the rank passes K and V blocks to its ring successor;
 //    backward passes K, V and their gradients.
@@ -46,12 +48,16 @@ struct KernelSpec {
   ComputeWork work;
 };
 
-// A collective between two kernels, on the group of `kind`.
+// A collective between two kernels, on the group of `kind`. Blocking: the next kernel waits for
+// it. Async: the next kernel runs beside it and the kernel after that waits for it (Megatron's
+// backward of a column-parallel linear: the input-gradient reduction overlaps the weight-gradient
+// GEMM, and with SP the re-gather of the input overlaps the data-gradient GEMM).
 struct CommSpec {
   std::string name;
   CommKind kind = CommKind::kTensor;
   CollectiveKind op = CollectiveKind::kAllReduce;
   Bytes bytes;
+  bool async = false;
 };
 
 // Ring attention over the CP group: `chunk` runs `steps` times; before every chunk but the first,

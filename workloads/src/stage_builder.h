@@ -69,6 +69,7 @@ class StageBuilder {
 
   Program prog_;
   std::vector<OpId> waits_;  // ops the next compute op must wait for
+  std::vector<OpId> after_next_;  // async collectives: the compute op after the next waits
   std::optional<OpId> last_compute_;
   OpLabels labels_;
   std::string prefix_;  // prepended to op names: "fwd.L12.", "bwd.L3.", "recompute.L3."

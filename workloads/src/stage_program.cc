@@ -56,7 +56,8 @@ OpId StageBuilder::compute(const KernelSpec& k, std::vector<MemoryEffect> memory
   op.labels = labels_;
   op.memory = std::move(memory);
   const OpId id = add(std::move(op), waits_);
-  waits_.clear();
+  waits_ = std::move(after_next_);
+  after_next_.clear();
   last_compute_ = id;
   return id;
 }
@@ -165,7 +166,8 @@ void StageBuilder::emit(std::vector<LayerItem> items, std::optional<MemoryEffect
     if (const auto* k = std::get_if<KernelSpec>(&items[i])) {
       const auto* next = i + 1 < items.size() ? std::get_if<CommSpec>(&items[i + 1]) : nullptr;
       if (p_.overlap.tensor_parallel && mem.empty() && next && next->kind == CommKind::kTensor &&
-          next->op != CollectiveKind::kAllGather && k->work.op_class == OpClass::kMatmul) {
+          !next->async && next->op != CollectiveKind::kAllGather &&
+          k->work.op_class == OpClass::kMatmul) {
         emit_split(*k, *next, false);
         ++i;
         continue;
@@ -173,14 +175,17 @@ void StageBuilder::emit(std::vector<LayerItem> items, std::optional<MemoryEffect
       compute(*k, std::move(mem));
     } else if (const auto* c = std::get_if<CommSpec>(&items[i])) {
       const auto* next = i + 1 < items.size() ? std::get_if<KernelSpec>(&items[i + 1]) : nullptr;
-      if (p_.overlap.tensor_parallel && c->kind == CommKind::kTensor &&
+      if (p_.overlap.tensor_parallel && c->kind == CommKind::kTensor && !c->async &&
           c->op == CollectiveKind::kAllGather && next && next->work.op_class == OpClass::kMatmul &&
           i + 1 != last_kernel && !(first && first_alloc)) {
         emit_split(*next, *c, true);
         ++i;
         continue;
       }
-      collective(c->name, c->kind, c->op, c->bytes, {}, true);
+      const OpId id = collective(c->name, c->kind, c->op, c->bytes, {}, !c->async);
+      if (c->async) {
+        after_next_.push_back(id);
+      }
     } else {
       SIM_CHECK(mem.empty(), "a layer may not start or end with ring attention");
       emit_ring(std::get<RingSpec>(items[i]));
