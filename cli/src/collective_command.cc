@@ -161,18 +161,6 @@ CollectiveKind parse_op(const std::string& op, bool& sendrecv) {
                                op));
 }
 
-std::unique_ptr<collectives::NetworkBackend> make_backend(const std::string& name,
-                                                          const topology::Network& net) {
-  if (name == "simgrid") {
-    return collectives::make_simgrid_backend(net);
-  }
-  if (name != "analytical") {
-    throw InputError("--backend", "",
-                     fmt::format("\"{}\" is not one of analytical, simgrid", name));
-  }
-  return std::make_unique<collectives::AnalyticalBackend>(net);
-}
-
 struct Row {
   Bytes bytes;
   Duration time;
@@ -205,14 +193,7 @@ void collective_command(const CollectiveArgs& a, std::ostream& out) {
   const topology::Network net = topology::Network::build(spec);
   bool sendrecv = false;
   const CollectiveKind kind = parse_op(a.op, sendrecv);
-  const auto algo = collectives::parse_algorithm(a.algo);
-  if (!algo) {
-    throw InputError("--algo", "",
-                     fmt::format("\"{}\" is not one of auto, ring, bidirectional-ring, "
-                                 "double-binary-tree (tree), halving-doubling (hd), hierarchical, "
-                                 "torus-rings (torus), nvls",
-                                 a.algo));
-  }
+  const collectives::Algorithm algo = parse_algo_flag(a.algo);
   std::vector<DeviceId> group;
   for (const int64_t r : parse_group(a.group, spec)) {
     group.emplace_back(static_cast<uint32_t>(r));
@@ -231,7 +212,7 @@ void collective_command(const CollectiveArgs& a, std::ostream& out) {
   nlohmann::json rows = nlohmann::json::array();
   const double factor = sendrecv ? 1.0 : collectives::bus_bandwidth_factor(kind, p);
   for (const Bytes b : sizes) {
-    const Row row = time_one(kind, sendrecv, b, group, *algo, net, *backend);
+    const Row row = time_one(kind, sendrecv, b, group, algo, net, *backend);
     const double algbw = b.as_double() / row.time.seconds() * 1e-9;
     const double busbw = algbw * factor;
     out << fmt::format("  {:>12} {:>12} {:>12.2f} {:>12.2f} {:>12.2f}  {}\n", b.count(),

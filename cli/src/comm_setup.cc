@@ -85,6 +85,30 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
   return j;
 }
 
+std::unique_ptr<collectives::NetworkBackend> make_backend(const std::string& name,
+                                                          const topology::Network& net) {
+  if (name == "simgrid") {
+    return collectives::make_simgrid_backend(net);
+  }
+  if (name != "analytical") {
+    throw InputError("--backend", "",
+                     fmt::format("\"{}\" is not one of analytical, simgrid", name));
+  }
+  return std::make_unique<collectives::AnalyticalBackend>(net);
+}
+
+collectives::Algorithm parse_algo_flag(const std::string& name) {
+  const auto algorithm = collectives::parse_algorithm(name);
+  if (!algorithm) {
+    throw InputError("--algo", "",
+                     fmt::format("\"{}\" is not one of auto, ring, bidirectional-ring, "
+                                 "double-binary-tree (tree), halving-doubling (hd), hierarchical, "
+                                 "torus-rings (torus), nvls",
+                                 name));
+  }
+  return *algorithm;
+}
+
 struct CommSetup::Impl {
   topology::Network net;
   std::unique_ptr<collectives::TopologyCommModel> model;
@@ -93,26 +117,11 @@ struct CommSetup::Impl {
 CommSetup::CommSetup(const topology::ClusterSpec& c, const workloads::StepPlan& plan,
                      const CommOptions& options)
     : impl_(std::make_unique<Impl>(Impl{topology::Network::build(c), nullptr})) {
-  const auto algorithm = collectives::parse_algorithm(options.algorithm);
-  if (!algorithm) {
-    throw InputError("--algo", "",
-                     fmt::format("\"{}\" is not one of auto, ring, bidirectional-ring, "
-                                 "double-binary-tree (tree), halving-doubling (hd), hierarchical, "
-                                 "torus-rings (torus), nvls",
-                                 options.algorithm));
-  }
-  std::unique_ptr<collectives::NetworkBackend> backend;
-  if (options.backend == "simgrid") {
-    backend = collectives::make_simgrid_backend(impl_->net);
-  } else if (options.backend == "analytical") {
-    backend = std::make_unique<collectives::AnalyticalBackend>(impl_->net);
-  } else {
-    throw InputError("--backend", "",
-                     fmt::format("\"{}\" is not one of analytical, simgrid", options.backend));
-  }
+  const collectives::Algorithm algorithm = parse_algo_flag(options.algorithm);
+  std::unique_ptr<collectives::NetworkBackend> backend = make_backend(options.backend, impl_->net);
   // Ranks fill devices in order: global rank r is device r.
   impl_->model = std::make_unique<collectives::TopologyCommModel>(
-      impl_->net, topology::Placement::in_order(plan.world), std::move(backend), *algorithm);
+      impl_->net, topology::Placement::in_order(plan.world), std::move(backend), algorithm);
   for (const auto& family : plan.families) {
     std::vector<std::vector<RankId>> groups;
     for (const auto& g : family) {

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "meshsim/collectives/schedule.h"
 #include "meshsim/sim/cost_model.h"
 #include "meshsim/topology/cluster.h"
 #include "meshsim/workloads/step.h"
@@ -17,6 +18,14 @@ struct CommOptions {
   std::string backend = "analytical";  // analytical | simgrid
   std::string algorithm = "auto";
 };
+
+// The collective backend named `name` ("analytical" or "simgrid") on `net`; InputError
+// ("--backend") otherwise.
+std::unique_ptr<collectives::NetworkBackend> make_backend(const std::string& name,
+                                                          const topology::Network& net);
+
+// The algorithm named by --algo; InputError("--algo") for an unknown name.
+collectives::Algorithm parse_algo_flag(const std::string& name);
 
 // The scenario's cluster: preset or file, resized by --nodes (GPU) or --shape (TPU).
 topology::ClusterSpec load_cluster_for(const Scenario& s);

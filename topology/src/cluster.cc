@@ -221,6 +221,9 @@ ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes) {
          fmt::format("cannot resize \"{}\" to {} nodes: expected a positive number of nodes",
                      spec.name, nodes));
   }
+  if (nodes != spec.nodes) {
+    spec.description += fmt::format(" (preset resized to {} nodes)", nodes);
+  }
   spec.nodes = nodes;
   detail::finalize_cluster(spec);
   return spec;
@@ -247,6 +250,7 @@ ClusterSpec resize_torus(ClusterSpec spec, std::vector<int64_t> shape) {
   }
   spec.devices_per_node = per_host;
   spec.nodes = chips / per_host;
+  spec.description += fmt::format(" (preset resized to a {} slice)", shape_text(spec.torus_shape));
   detail::finalize_cluster(spec);
   return spec;
 }

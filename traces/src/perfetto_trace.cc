@@ -230,9 +230,7 @@ PerfettoTraceWriter::PerfettoTraceWriter(Simulation& sim, std::ostream& out, Tra
                                          TraceFeed feed)
     : impl_(std::make_unique<Impl>(sim, out, std::move(options))) {
   if (feed == TraceFeed::kSubscribe) {
-    Impl* impl = impl_.get();
-    sim.on_op_end([impl](const OpRecord& r) { impl->builder.record_op(r); });
-    sim.on_memory([impl](const MemoryRecord& r) { impl->builder.record_memory(r); });
+    impl_->builder.subscribe_to(sim);
   }
 }
 

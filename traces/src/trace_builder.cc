@@ -110,6 +110,11 @@ void TraceBuilder::write_op(const OpRecord& record, FlowRole role) {
   sink_.write_slice(thread(record.rank, record.stream), slice_);
 }
 
+void TraceBuilder::subscribe_to(Simulation& sim) {
+  sim.on_op_end([this](const OpRecord& r) { record_op(r); });
+  sim.on_memory([this](const MemoryRecord& r) { record_memory(r); });
+}
+
 void TraceBuilder::record_op(const OpRecord& record) {
   check_open();
   if (!included(record.rank)) {

@@ -45,6 +45,10 @@ namespace meshsim::traces {
 
 class TraceBuilder {
  public:
+  // Feeds the builder from `sim`'s signals (TraceFeed::kSubscribe); the builder must outlive the
+  // run.
+  void subscribe_to(Simulation& sim);
+
   // `sim` provides the programs (op names and work) and must outlive the builder; `sink` too.
   TraceBuilder(const Simulation& sim, TraceSink& sink, TraceOptions options);
 

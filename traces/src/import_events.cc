@@ -1,0 +1,320 @@
+// Parsing and validating Chrome trace events, and the helpers both importers share.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "import_events.h"
+#include "meshsim/sim/error.h"
+
+namespace meshsim::traces::detail {
+
+namespace {
+
+std::string short_json(const nlohmann::json& v) {
+  std::string s = v.dump();
+  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
+
+std::string id_text(const nlohmann::json& v) {
+  if (v.is_string()) {
+    return v.get<std::string>();
+  }
+  if (v.is_null()) {
+    return "";
+  }
+  return v.dump();
+}
+
+std::optional<int64_t> id_number(const nlohmann::json& v) {
+  if (v.is_number_integer()) {
+    return v.get<int64_t>();
+  }
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::floor(d) == d && std::fabs(d) < 9e15) {
+      return static_cast<int64_t>(d);
+    }
+    return std::nullopt;
+  }
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (!s.empty() && s.size() < 18 &&
+        std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return std::stoll(s);
+    }
+  }
+  return std::nullopt;
+}
+
+struct RawEvent {
+  size_t index;
+  double ts_us;
+  double dur_us;
+};
+
+// Checks one "X" event; returns its raw times.
+RawEvent check_complete(const nlohmann::json& e, size_t i, const std::string& source,
+                        const std::string& base) {
+  const std::string where = fmt::format("{}/{}", base, i);
+  if (!e.contains("name") || !e["name"].is_string()) {
+    throw InputError(source, where + "/name", "a complete event (\"ph\":\"X\") needs a name string");
+  }
+  for (const char* key : {"ts", "dur"}) {
+    if (!e.contains(key)) {
+      throw InputError(source, fmt::format("{}/{}", where, key),
+                       "missing: a complete event (\"ph\":\"X\") needs a numeric ts and dur "
+                       "(microseconds)");
+    }
+    if (!e[key].is_number()) {
+      throw InputError(source, fmt::format("{}/{}", where, key),
+                       fmt::format("expected a number of microseconds, got {}",
+                                   short_json(e[key])));
+    }
+  }
+  const double dur = e["dur"].get<double>();
+  if (dur < 0) {
+    throw InputError(source, where + "/dur", fmt::format("negative duration {}", dur));
+  }
+  return {i, e["ts"].get<double>(), dur};
+}
+
+void read_metadata(const nlohmann::json& e, EventTable& table) {
+  const std::string name = e.value("name", "");
+  if (name != "process_name" && name != "thread_name") {
+    return;
+  }
+  const auto args = e.find("args");
+  if (args == e.end() || !args->is_object() || !args->contains("name") ||
+      !(*args)["name"].is_string()) {
+    return;  // a nameless name: nothing to learn
+  }
+  const std::string pid = e.contains("pid") ? id_text(e["pid"]) : "";
+  const std::string value = (*args)["name"].get<std::string>();
+  if (name == "process_name") {
+    table.process_names[pid] = value;
+  } else {
+    table.thread_names[TrackKey{pid, e.contains("tid") ? id_text(e["tid"]) : ""}] = value;
+  }
+}
+
+Event make_event(const nlohmann::json& e, const RawEvent& raw, double origin_us,
+                 const std::string& source, const std::string& base) {
+  Event ev;
+  ev.index = raw.index;
+  ev.name = e["name"].get<std::string>();
+  if (e.contains("cat") && e["cat"].is_string()) {
+    ev.cat = e["cat"].get<std::string>();
+  }
+  const double rel_ps = (raw.ts_us - origin_us) * 1e6;
+  const double dur_ps = raw.dur_us * 1e6;
+  if (rel_ps > 9.2e18 || dur_ps > 9.2e18) {
+    throw InputError(source, fmt::format("{}/{}/ts", base, raw.index),
+                     "the event lies more than 106 days after the trace's first event");
+  }
+  ev.start = SimTime::from_ps(std::llround(rel_ps));
+  ev.duration = Duration::from_ps(std::llround(dur_ps));
+  if (e.contains("pid")) {
+    ev.track.pid = id_text(e["pid"]);
+    ev.pid_number = id_number(e["pid"]);
+  }
+  if (e.contains("tid")) {
+    ev.track.tid = id_text(e["tid"]);
+    ev.tid_number = id_number(e["tid"]);
+  }
+  const auto args = e.find("args");
+  if (args != e.end() && args->is_object()) {
+    ev.args = &*args;
+  }
+  return ev;
+}
+
+}  // namespace
+
+std::string Event::arg_string(const char* key) const {
+  if (args == nullptr) {
+    return "";
+  }
+  const auto it = args->find(key);
+  if (it == args->end()) {
+    return "";
+  }
+  return id_text(*it);
+}
+
+std::optional<int64_t> Event::arg_int(const char* key) const {
+  if (args == nullptr) {
+    return std::nullopt;
+  }
+  const auto it = args->find(key);
+  return it == args->end() ? std::nullopt : id_number(*it);
+}
+
+bool Event::has_arg(const char* key) const { return args != nullptr && args->contains(key); }
+
+bool EventTable::has_top_level_key(const char* key) const {
+  return document.is_object() && document.contains(key);
+}
+
+void fail_at_events(const EventTable& table, const std::string& message) {
+  throw InputError(table.source, table.legacy_array ? "/" : "/traceEvents", message);
+}
+
+EventTable parse_events(std::string_view text, const std::string& source) {
+  EventTable table;
+  table.source = source;
+  try {
+    table.document = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    const bool at_end = e.byte >= text.size();
+    throw InputError(source, fmt::format("byte {}", e.byte),
+                     at_end ? "not valid JSON: the text ends early (a truncated trace?)"
+                            : "not valid JSON");
+  }
+  const nlohmann::json* list = nullptr;
+  std::string base;
+  if (table.document.is_array()) {
+    table.legacy_array = true;
+    list = &table.document;
+  } else if (table.document.is_object()) {
+    const auto it = table.document.find("traceEvents");
+    if (it == table.document.end()) {
+      throw InputError(source, "/traceEvents",
+                       "missing: a Chrome trace is an object with a \"traceEvents\" array (or a "
+                       "bare array of events)");
+    }
+    if (!it->is_array()) {
+      throw InputError(source, "/traceEvents",
+                       fmt::format("expected an array of events, got {}", short_json(*it)));
+    }
+    list = &*it;
+    base = "/traceEvents";
+  } else {
+    throw InputError(source, "/",
+                     "expected an object with \"traceEvents\" or an array of trace events");
+  }
+
+  std::vector<RawEvent> raw;
+  double origin = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < list->size(); ++i) {
+    const nlohmann::json& e = (*list)[i];
+    if (!e.is_object()) {
+      throw InputError(source, fmt::format("{}/{}", base, i),
+                       fmt::format("expected an event object, got {}", short_json(e)));
+    }
+    const auto ph = e.find("ph");
+    if (ph == e.end() || !ph->is_string()) {
+      throw InputError(source, fmt::format("{}/{}/ph", base, i),
+                       "missing: every trace event needs a phase string (\"X\", \"M\", ...)");
+    }
+    if (*ph == "X") {
+      raw.push_back(check_complete(e, i, source, base));
+      origin = std::min(origin, raw.back().ts_us);
+    } else if (*ph == "M") {
+      read_metadata(e, table);
+    }
+  }
+  table.events.reserve(raw.size());
+  for (const RawEvent& r : raw) {
+    table.events.push_back(make_event((*list)[r.index], r, origin, source, base));
+  }
+  std::sort(table.events.begin(), table.events.end(), [](const Event& a, const Event& b) {
+    if (a.start != b.start) {
+      return a.start < b.start;
+    }
+    if (a.duration != b.duration) {
+      return a.duration > b.duration;
+    }
+    return a.index < b.index;
+  });
+  return table;
+}
+
+std::vector<std::ptrdiff_t> nest(const EventTable& table, const std::vector<bool>& member) {
+  std::vector<std::ptrdiff_t> parent(table.events.size(), -1);
+  std::map<TrackKey, std::vector<size_t>> stacks;
+  for (size_t i = 0; i < table.events.size(); ++i) {
+    if (!member[i]) {
+      continue;
+    }
+    const Event& e = table.events[i];
+    std::vector<size_t>& stack = stacks[e.track];
+    while (!stack.empty()) {
+      const Event& p = table.events[stack.back()];
+      const bool inside = e.start < p.end() || (e.start == p.start && e.end() <= p.end());
+      if (inside) {
+        break;
+      }
+      stack.pop_back();
+    }
+    if (!stack.empty()) {
+      parent[i] = static_cast<std::ptrdiff_t>(stack.back());
+    }
+    stack.push_back(i);
+  }
+  return parent;
+}
+
+std::vector<MeasuredStep> build_steps(const std::vector<StepRange>& ranges,
+                                      std::vector<MeasuredOp> ops,
+                                      const std::vector<SimTime>& assign_at) {
+  std::vector<MeasuredStep> steps(ranges.size());
+  for (size_t s = 0; s < ranges.size(); ++s) {
+    steps[s].start = ranges[s].start;
+    steps[s].duration = ranges[s].end - ranges[s].start;
+  }
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const SimTime t = assign_at[i];
+    const auto after = std::upper_bound(ranges.begin(), ranges.end(), t,
+                                        [](SimTime v, const StepRange& r) { return v < r.start; });
+    if (after == ranges.begin()) {
+      continue;  // before the first step
+    }
+    const auto s = static_cast<size_t>(after - ranges.begin()) - 1;
+    if (s + 1 == ranges.size() && t > ranges[s].end) {
+      continue;  // after the last step
+    }
+    steps[s].ops.push_back(std::move(ops[i]));
+  }
+  for (MeasuredStep& step : steps) {
+    std::sort(step.ops.begin(), step.ops.end(), [](const MeasuredOp& a, const MeasuredOp& b) {
+      return std::tie(a.start, a.device, a.stream, a.name) <
+             std::tie(b.start, b.device, b.stream, b.name);
+    });
+    for (const MeasuredOp& op : step.ops) {
+      step.duration = std::max(step.duration, (op.start + op.duration) - step.start);
+    }
+  }
+  return steps;
+}
+
+MeasuredOp make_op(const Event& e, std::optional<OpClass> context,
+                   const std::vector<std::string>& names, std::string_view framework) {
+  MeasuredOp op;
+  op.name = e.name;
+  op.start = e.start;
+  op.duration = e.duration;
+  for (const std::string& n : names) {
+    if (match_kernel_class(framework, n) == OpClass::kCommunication) {
+      op.op_class = OpClass::kCommunication;
+      return op;
+    }
+  }
+  if (context) {
+    op.op_class = *context;
+    return op;
+  }
+  for (const std::string& n : names) {
+    if (const auto c = match_kernel_class(framework, n)) {
+      op.op_class = *c;
+      return op;
+    }
+  }
+  op.op_class = OpClass::kElementwise;
+  op.classified = false;
+  return op;
+}
+
+}  // namespace meshsim::traces::detail
