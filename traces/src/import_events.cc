@@ -1,4 +1,6 @@
 // Parsing and validating Chrome trace events, and the helpers both importers share.
+#include "import_events.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -6,7 +8,6 @@
 #include <limits>
 #include <string>
 
-#include "import_events.h"
 #include "meshsim/sim/error.h"
 
 namespace meshsim::traces::detail {
@@ -60,7 +61,8 @@ RawEvent check_complete(const nlohmann::json& e, size_t i, const std::string& so
                         const std::string& base) {
   const std::string where = fmt::format("{}/{}", base, i);
   if (!e.contains("name") || !e["name"].is_string()) {
-    throw InputError(source, where + "/name", "a complete event (\"ph\":\"X\") needs a name string");
+    throw InputError(source, where + "/name",
+                     "a complete event (\"ph\":\"X\") needs a name string");
   }
   for (const char* key : {"ts", "dur"}) {
     if (!e.contains(key)) {
@@ -69,9 +71,9 @@ RawEvent check_complete(const nlohmann::json& e, size_t i, const std::string& so
                        "(microseconds)");
     }
     if (!e[key].is_number()) {
-      throw InputError(source, fmt::format("{}/{}", where, key),
-                       fmt::format("expected a number of microseconds, got {}",
-                                   short_json(e[key])));
+      throw InputError(
+          source, fmt::format("{}/{}", where, key),
+          fmt::format("expected a number of microseconds, got {}", short_json(e[key])));
     }
   }
   const double dur = e["dur"].get<double>();
@@ -162,6 +164,36 @@ void fail_at_events(const EventTable& table, const std::string& message) {
   throw InputError(table.source, table.legacy_array ? "/" : "/traceEvents", message);
 }
 
+namespace {
+
+// The event array of the document (a bare array, or the object's "traceEvents") and the JSON
+// pointer prefix of its elements.
+const nlohmann::json& event_list(EventTable& table, std::string& base) {
+  if (table.document.is_array()) {
+    table.legacy_array = true;
+    base.clear();
+    return table.document;
+  }
+  if (!table.document.is_object()) {
+    throw InputError(table.source, "/",
+                     "expected an object with \"traceEvents\" or an array of trace events");
+  }
+  const auto it = table.document.find("traceEvents");
+  if (it == table.document.end()) {
+    throw InputError(table.source, "/traceEvents",
+                     "missing: a Chrome trace is an object with a \"traceEvents\" array (or a "
+                     "bare array of events)");
+  }
+  if (!it->is_array()) {
+    throw InputError(table.source, "/traceEvents",
+                     fmt::format("expected an array of events, got {}", short_json(*it)));
+  }
+  base = "/traceEvents";
+  return *it;
+}
+
+}  // namespace
+
 EventTable parse_events(std::string_view text, const std::string& source) {
   EventTable table;
   table.source = source;
@@ -169,32 +201,12 @@ EventTable parse_events(std::string_view text, const std::string& source) {
     table.document = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     const bool at_end = e.byte >= text.size();
-    throw InputError(source, fmt::format("byte {}", e.byte),
-                     at_end ? "not valid JSON: the text ends early (a truncated trace?)"
-                            : "not valid JSON");
+    throw InputError(
+        source, fmt::format("byte {}", e.byte),
+        at_end ? "not valid JSON: the text ends early (a truncated trace?)" : "not valid JSON");
   }
-  const nlohmann::json* list = nullptr;
   std::string base;
-  if (table.document.is_array()) {
-    table.legacy_array = true;
-    list = &table.document;
-  } else if (table.document.is_object()) {
-    const auto it = table.document.find("traceEvents");
-    if (it == table.document.end()) {
-      throw InputError(source, "/traceEvents",
-                       "missing: a Chrome trace is an object with a \"traceEvents\" array (or a "
-                       "bare array of events)");
-    }
-    if (!it->is_array()) {
-      throw InputError(source, "/traceEvents",
-                       fmt::format("expected an array of events, got {}", short_json(*it)));
-    }
-    list = &*it;
-    base = "/traceEvents";
-  } else {
-    throw InputError(source, "/",
-                     "expected an object with \"traceEvents\" or an array of trace events");
-  }
+  const nlohmann::json* list = &event_list(table, base);
 
   std::vector<RawEvent> raw;
   double origin = std::numeric_limits<double>::infinity();
@@ -259,7 +271,7 @@ std::vector<std::ptrdiff_t> nest(const EventTable& table, const std::vector<bool
 
 std::vector<MeasuredStep> build_steps(const std::vector<StepRange>& ranges,
                                       std::vector<MeasuredOp> ops,
-                                      const std::vector<SimTime>& assign_at) {
+                                      const std::vector<SimTime>& assign_at, Assign rule) {
   std::vector<MeasuredStep> steps(ranges.size());
   for (size_t s = 0; s < ranges.size(); ++s) {
     steps[s].start = ranges[s].start;
@@ -273,8 +285,9 @@ std::vector<MeasuredStep> build_steps(const std::vector<StepRange>& ranges,
       continue;  // before the first step
     }
     const auto s = static_cast<size_t>(after - ranges.begin()) - 1;
-    if (s + 1 == ranges.size() && t > ranges[s].end) {
-      continue;  // after the last step
+    const bool last = s + 1 == ranges.size();
+    if ((last || rule == Assign::kWithinRange) && t > ranges[s].end) {
+      continue;  // after the step's range
     }
     steps[s].ops.push_back(std::move(ops[i]));
   }

@@ -2,10 +2,9 @@
 // the helpers they share (nesting of host events, assigning ops to steps).
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,7 +44,7 @@ struct Event {
 // "M" events give processes and threads.
 struct EventTable {
   std::string source;
-  nlohmann::json document;  // owns what Event::args points into
+  nlohmann::json document;    // owns what Event::args points into
   bool legacy_array = false;  // the document is a bare array (legacy PyTorch)
   std::vector<Event> events;
   std::map<std::string, std::string> process_names;  // pid -> name
@@ -69,12 +68,17 @@ struct StepRange {
   SimTime end;
 };
 
-// Sorts and attaches `ops` to `ranges` by their start (see import.h), drops ops outside every
-// step, and sets each step's duration. `assign_at[i]` is the time that decides op i's step (its
-// start, or for PyTorch kernels the launch time).
+// How an op's time picks its step.
+enum class Assign {
+  kUntilNextStep,  // device work: [start_i, start_{i+1}), the last step up to its range's end
+  kWithinRange,    // host operators: [start_i, end_i] only (work between steps is no step's)
+};
+
+// Sorts and attaches `ops` to `ranges` by `assign_at[i]` (the op's start, or for PyTorch kernels
+// the launch time), drops ops outside every step, and sets each step's duration.
 std::vector<MeasuredStep> build_steps(const std::vector<StepRange>& ranges,
                                       std::vector<MeasuredOp> ops,
-                                      const std::vector<SimTime>& assign_at);
+                                      const std::vector<SimTime>& assign_at, Assign rule);
 
 // Rule 1 and 2 of import.h: communication by name beats the context class; then the context;
 // then the name rules. `names` are tried in order for the name rules.

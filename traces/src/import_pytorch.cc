@@ -46,7 +46,8 @@ bool is_backward_node(const Event& e) {
 
 // Rule 2 of import.h: the class each host event inherits from the annotations around it, or from
 // the forward op whose backward it is (matched by the autograd "Sequence number").
-std::vector<std::optional<OpClass>> contexts(const EventTable& table, const std::vector<Kind>& kinds,
+std::vector<std::optional<OpClass>> contexts(const EventTable& table,
+                                             const std::vector<Kind>& kinds,
                                              const std::vector<std::ptrdiff_t>& parent) {
   std::vector<std::optional<OpClass>> ctx(table.events.size());
   std::map<int64_t, OpClass> forward_context;  // sequence number -> class of the forward op
@@ -96,6 +97,64 @@ bool has_operator_ancestor(size_t i, const std::vector<Kind>& kinds,
   return false;
 }
 
+// The ops of the trace and the time that picks each one's step (see import.h).
+struct Collected {
+  std::vector<MeasuredOp> ops;
+  std::vector<SimTime> assign_at;
+};
+
+// GPU kernels and copies, each with the context and the time of the host call that launched it.
+Collected device_ops(const EventTable& table, const std::vector<Kind>& kinds,
+                     const std::vector<std::optional<OpClass>>& ctx) {
+  std::map<int64_t, size_t> launches;  // correlation id -> launch event
+  for (size_t i = 0; i < table.events.size(); ++i) {
+    if (kinds[i] == Kind::kLaunch) {
+      if (const auto corr = table.events[i].arg_int("correlation")) {
+        launches.emplace(*corr, i);
+      }
+    }
+  }
+  Collected out;
+  for (size_t i = 0; i < table.events.size(); ++i) {
+    if (kinds[i] != Kind::kDevice) {
+      continue;
+    }
+    const Event& e = table.events[i];
+    std::optional<OpClass> context;
+    SimTime at = e.start;
+    if (const auto corr = e.arg_int("correlation")) {
+      if (const auto it = launches.find(*corr); it != launches.end()) {
+        context = ctx[it->second];
+        at = table.events[it->second].start;
+      }
+    }
+    MeasuredOp op = make_op(e, context, {e.name}, "pytorch");
+    op.device = e.arg_int("device").value_or(e.pid_number.value_or(0));
+    op.stream = e.arg_int("stream").value_or(e.tid_number.value_or(0));
+    out.ops.push_back(std::move(op));
+    out.assign_at.push_back(at);
+  }
+  return out;
+}
+
+// Top-level host operators.
+Collected host_ops(const EventTable& table, const std::vector<Kind>& kinds,
+                   const std::vector<std::ptrdiff_t>& parent,
+                   const std::vector<std::optional<OpClass>>& ctx) {
+  Collected out;
+  for (size_t i = 0; i < table.events.size(); ++i) {
+    if (kinds[i] != Kind::kOperator || has_operator_ancestor(i, kinds, parent)) {
+      continue;
+    }
+    const Event& e = table.events[i];
+    MeasuredOp op = make_op(e, ctx[i], {e.name}, "pytorch");
+    op.stream = e.tid_number.value_or(0);
+    out.ops.push_back(std::move(op));
+    out.assign_at.push_back(e.start);
+  }
+  return out;
+}
+
 }  // namespace
 
 MeasuredTrace import_pytorch(const EventTable& table) {
@@ -124,47 +183,13 @@ MeasuredTrace import_pytorch(const EventTable& table) {
                    "record_function(\"ProfilerStep#N\")");
   }
 
-  std::map<int64_t, size_t> launches;  // correlation id -> launch event
-  for (size_t i = 0; i < n; ++i) {
-    if (kinds[i] == Kind::kLaunch) {
-      if (const auto corr = table.events[i].arg_int("correlation")) {
-        launches.emplace(*corr, i);
-      }
-    }
-  }
-
-  std::vector<MeasuredOp> ops;
-  std::vector<SimTime> assign_at;
-  for (size_t i = 0; i < n; ++i) {
-    const Event& e = table.events[i];
-    if (any_device && kinds[i] == Kind::kDevice) {
-      std::optional<OpClass> context;
-      SimTime at = e.start;
-      if (const auto corr = e.arg_int("correlation")) {
-        if (const auto it = launches.find(*corr); it != launches.end()) {
-          context = ctx[it->second];
-          at = table.events[it->second].start;
-        }
-      }
-      MeasuredOp op = make_op(e, context, {e.name}, "pytorch");
-      op.device = e.arg_int("device").value_or(e.pid_number.value_or(0));
-      op.stream = e.arg_int("stream").value_or(e.tid_number.value_or(0));
-      ops.push_back(std::move(op));
-      assign_at.push_back(at);
-    } else if (!any_device && kinds[i] == Kind::kOperator &&
-               !has_operator_ancestor(i, kinds, parent)) {
-      MeasuredOp op = make_op(e, ctx[i], {e.name}, "pytorch");
-      op.stream = e.tid_number.value_or(0);
-      ops.push_back(std::move(op));
-      assign_at.push_back(e.start);
-    }
-  }
-
+  Collected c = any_device ? device_ops(table, kinds, ctx) : host_ops(table, kinds, parent, ctx);
   MeasuredTrace trace;
   trace.source = table.source;
   trace.framework = "pytorch";
   trace.op_source = any_device ? "device" : "host";
-  trace.steps = build_steps(ranges, std::move(ops), assign_at);
+  trace.steps = build_steps(ranges, std::move(c.ops), c.assign_at,
+                            any_device ? Assign::kUntilNextStep : Assign::kWithinRange);
   return trace;
 }
 

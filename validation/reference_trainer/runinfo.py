@@ -1,0 +1,127 @@
+"""What both trainers write about a run: the host, the command line and manifest.json.
+
+The manifest schema (MANIFEST_SCHEMA, one object per run directory):
+
+  schema            "meshsim-validation-manifest/1"
+  case              the case name (measure.py) or "adhoc"
+  framework         {name: "jax"|"pytorch", version, python, ...framework-specific versions}
+  hardware          {platform: "cpu"|"gpu"|"tpu", device_kind, device_count (as the framework
+                     reports them), cpu_model (/proc/cpuinfo "model name"), cpu_cores (usable by
+                     this process), threads (intra-op threads the framework was given),
+                     blas (the BLAS libraries mapped into the process, resolved paths)}
+  model             the model in meshsim's schema, inline (`meshsim --model` reads it back)
+  model_file        the path the model was read from
+  parameters        the parameter count the framework built (== meshsim's count, checked)
+  batch             {global_batch, micro_batch (sequences per data-parallel rank per step)}
+  seq_len           tokens per sequence
+  dtype             "fp32" or "bf16" (the matmul format; fp32 master weights under bf16)
+  mesh              {data, fsdp, tensor}: the device mesh (all 1 on one device)
+  optimizer         {name, lr, betas, weight_decay, eps}
+  warmup_steps      steps run before timing (the first includes compilation)
+  step_times_s      every timed step, seconds, wall clock from dispatch to a blocking read of the
+                    step's results
+  median_step_time_s
+  tokens_per_second global_batch * seq_len / median step time
+  trace             {path (relative to the manifest), format, profiled_steps, note}
+  command           the exact command line (shell-quoted)
+  started_at        UTC ISO-8601 time the run started
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import shlex
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+MANIFEST_SCHEMA = "meshsim-validation-manifest/1"
+
+
+def cpu_model_name() -> str:
+    """The "model name" line of /proc/cpuinfo (the first one), or platform.processor()."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def blas_libraries() -> list[str]:
+    """The BLAS/LAPACK/oneDNN-style math libraries mapped into this process (resolved paths).
+
+    On Debian, libblas.so.3 is an alternative: the reference (netlib) BLAS unless OpenBLAS or BLIS
+    is installed; CPU timings mean little without knowing which one ran.
+    """
+    found = set()
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                path = line.split()[-1] if "/" in line else ""
+                name = os.path.basename(path).lower()
+                if any(k in name for k in ("blas", "mkl", "blis", "lapack", "dnnl")):
+                    found.add(os.path.realpath(path))
+    except OSError:
+        pass
+    return sorted(found)
+
+
+def uses_reference_blas(libs: list[str]) -> bool:
+    return any(p.endswith("/blas/libblas.so.3") for p in libs) and not any("openblas" in p or "blis" in p for p in libs)
+
+
+def command_line() -> str:
+    return shlex.join([sys.executable] + sys.argv)
+
+
+def utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_mesh(text: str) -> dict[str, int]:
+    """"data=2,fsdp=1,tensor=4" -> {"data": 2, "fsdp": 1, "tensor": 4}; absent axes are 1."""
+    mesh = {"data": 1, "fsdp": 1, "tensor": 1}
+    if not text:
+        return mesh
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or key not in mesh or not value.strip().isdigit() or int(value) < 1:
+            raise SystemExit(f"--mesh: \"{part}\": expected AXIS=N with AXIS one of data, fsdp, "
+                             f"tensor and N a positive integer (e.g. data=2,tensor=4)")
+        mesh[key] = int(value)
+    return mesh
+
+
+def summarize_times(step_times: list[float]) -> dict[str, Any]:
+    if not step_times:
+        raise ValueError("no timed steps")
+    return {
+        "step_times_s": [round(t, 9) for t in step_times],
+        "median_step_time_s": round(statistics.median(step_times), 9),
+    }
+
+
+def write_manifest(out_dir: Path, manifest: dict[str, Any]) -> Path:
+    manifest = {"schema": MANIFEST_SCHEMA, **manifest}
+    path = out_dir / "manifest.json"
+    path.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
+    return path
+
+
+def python_version() -> str:
+    return platform.python_version()
