@@ -7,10 +7,12 @@
 #include <iostream>
 
 #include "calc_command.h"
+#include "calibrate.h"
 #include "collective_command.h"
 #include "meshsim/sim/error.h"
 #include "run_command.h"
 #include "scenario.h"
+#include "validate_command.h"
 
 namespace {
 
@@ -172,6 +174,24 @@ int run_main(int argc, char** argv) {
   std::string coll_json;
   collective->add_option("--json", coll_json, "Write the rows as JSON to FILE");
 
+  meshsim::cli::ValidateArgs val;
+  std::string val_json;
+  CLI::App* validate = app.add_subcommand(
+      "validate", "Compare a measured step (a validation manifest and its trace) with meshsim's");
+  validate->add_option("manifest", val.manifest, "manifest.json of a measured run")->required();
+  validate->add_option("--hardware-profile", val.hardware_profile,
+                       "One-chip catalogue JSON describing the measured hardware");
+  validate->add_option("--json", val_json, "Write the comparison as JSON to FILE");
+
+  meshsim::cli::CalibrateArgs cal;
+  CLI::App* calibrate = app.add_subcommand(
+      "calibrate", "Fit a chip's efficiency parameters to measured per-op-class times");
+  calibrate->add_option("manifests", cal.manifests, "manifest.json files of measured runs")
+      ->required();
+  calibrate->add_option("--out", cal.out, "Write the fitted hardware profile to FILE")->required();
+  calibrate->add_option("--hardware-profile", cal.hardware_profile,
+                        "Base one-chip catalogue JSON (its efficiencies are the starting point)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -180,6 +200,15 @@ int run_main(int argc, char** argv) {
     }
     std::cerr << "meshsim: error: " << e.what() << " (run with --help for the options)\n";
     return 2;
+  }
+  if (*validate) {
+    if (!val_json.empty()) {
+      val.json_path = val_json;
+    }
+    return meshsim::cli::validate_command(val, std::cout);
+  }
+  if (*calibrate) {
+    return meshsim::cli::calibrate_command(cal, std::cout);
   }
   if (*calc) {
     meshsim::cli::print_accounting(calc_model, calc_seq, calc_mbs, std::cout);
