@@ -135,18 +135,20 @@ void TraceBuilder::flush_group() {
   if (group_.size() == 1) {
     write_op(group_.front(), FlowRole::kNone);
   } else if (group_.size() > 1) {
-    auto key = [this](const OpRecord& r) {
+    // Sort key computed once per record: sends before receives, then rank.
+    keyed_.clear();
+    for (const OpRecord& r : group_) {
       const Op& op = sim_.program_of(r.rank).op(r.op);
       const bool receive = std::holds_alternative<PeerWork>(op.work) && !op.is_send;
-      return std::make_pair(receive ? 1 : 0, r.rank.value());
-    };
-    std::sort(group_.begin(), group_.end(),
-              [&key](const OpRecord& a, const OpRecord& b) { return key(a) < key(b); });
-    for (size_t i = 0; i < group_.size(); ++i) {
+      keyed_.push_back({(uint64_t{receive ? 1u : 0u} << 32) | r.rank.value(), r});
+    }
+    std::sort(keyed_.begin(), keyed_.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t i = 0; i < keyed_.size(); ++i) {
       const FlowRole role = i == 0                   ? FlowRole::kBegin
-                            : i + 1 == group_.size() ? FlowRole::kEnd
+                            : i + 1 == keyed_.size() ? FlowRole::kEnd
                                                      : FlowRole::kStep;
-      write_op(group_[i], role);
+      write_op(keyed_[i].second, role);
     }
   }
   group_.clear();

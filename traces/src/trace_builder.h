@@ -91,6 +91,7 @@ class TraceBuilder {
   std::map<int32_t, ProcessTrack> processes_;
   std::map<std::string, ClusterCounter, std::less<>> cluster_counters_;
   std::vector<OpRecord> group_;
+  std::vector<std::pair<uint64_t, OpRecord>> keyed_;  // scratch of flush_group
   std::optional<MemoryRecord> pending_memory_;
   SliceContent slice_;
   std::string scratch_;

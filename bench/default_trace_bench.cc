@@ -1,0 +1,132 @@
+// Writing the trace of all 2048 ranks of the default step (issue: >= 1 M slices/s).
+//
+// The default scenario (Llama-3-70B, 2048 H100s, TP8 SP / PP4 interleaved x5 / DP64 ZeRO-1) is
+// simulated once with every rank, and the engine's records are kept in the order it emitted them.
+// The benchmark then replays those records into a PerfettoTraceWriter (manual feed) writing to a
+// byte-counting stream: what it times is the writer on the real default step, not the engine and
+// not the disk. items_per_second = slices written per second.
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <streambuf>
+#include <variant>
+
+#include "comm_setup.h"
+#include "meshsim/sim/simulation.h"
+#include "meshsim/topology/compute_model.h"
+#include "meshsim/traces/perfetto_trace.h"
+#include "meshsim/workloads/step.h"
+#include "scenario.h"
+
+namespace meshsim {
+namespace {
+
+class CountingBuf : public std::streambuf {
+ public:
+  int64_t bytes() const { return bytes_; }
+
+ protected:
+  std::streamsize xsputn(const char* /*s*/, std::streamsize n) override {
+    bytes_ += n;
+    return n;
+  }
+  int_type overflow(int_type c) override {
+    ++bytes_;
+    return traits_type::not_eof(c);
+  }
+
+ private:
+  int64_t bytes_ = 0;
+};
+
+using Record = std::variant<OpRecord, MemoryRecord>;
+
+// The default step, fully simulated, with its records in emission order.
+struct DefaultStep {
+  topology::ClusterSpec cluster;
+  workloads::StepPlan plan;
+  topology::RooflineComputeModel compute;
+  cli::CommSetup comm;
+  Simulation sim;
+  std::vector<Record> records;
+  int64_t slices = 0;
+
+  static workloads::ParallelPlan parallel_plan(const cli::Scenario& s) {
+    workloads::ParallelPlan p;
+    p.tp = s.tp;
+    p.sp = s.sp;
+    p.pp = s.pp;
+    p.vpp = s.vpp;
+    p.schedule = workloads::PipelineSchedule::kInterleaved;
+    p.dp = s.dp;
+    p.zero = workloads::ZeroStage::kOptimizerStates;
+    p.mbs = s.mbs;
+    p.gbs = *s.gbs;
+    p.seq = s.seq;
+    return p;
+  }
+
+  explicit DefaultStep(const cli::Scenario& s)
+      : cluster(cli::load_cluster_for(s)),
+        plan(workloads::plan_step(workloads::load_model(s.model), parallel_plan(s),
+                                  cluster.device_count(), workloads::SimulationMode::kFull)),
+        compute(cluster.chip),
+        comm(cluster, plan, cli::CommOptions{}),
+        sim(compute, comm.model()) {
+    std::vector<ProgramIndex> programs;
+    for (Program& p : plan.programs) {
+      programs.push_back(sim.add_program(std::move(p)));
+    }
+    std::vector<GroupId> groups;
+    for (const auto& g : plan.groups) {
+      groups.push_back(sim.add_group(std::vector<RankId>(g.members.begin(), g.members.end()),
+                                     std::vector<RankId>(g.global.begin(), g.global.end())));
+    }
+    for (const auto& b : plan.ranks) {
+      std::vector<GroupId> slots;
+      for (const uint32_t g : b.group_slots) {
+        slots.push_back(groups[g]);
+      }
+      sim.add_rank(programs[b.program], slots,
+                   std::vector<RankId>(b.peer_slots.begin(), b.peer_slots.end()),
+                   RankId(b.global_rank));
+    }
+    sim.on_op_end([this](const OpRecord& r) {
+      records.emplace_back(r);
+      ++slices;
+    });
+    sim.on_memory([this](const MemoryRecord& r) { records.emplace_back(r); });
+    sim.run();
+  }
+};
+
+void BM_DefaultStepAllRanksPerfetto(benchmark::State& state) {
+  static const auto step = std::make_unique<DefaultStep>(cli::default_scenario());  // built once
+  int64_t bytes = 0;
+  for (auto _ : state) {
+    CountingBuf buf;
+    std::ostream out(&buf);
+    traces::TraceOptions options;
+    options.placement = traces::node_placement(8, 2047);
+    traces::PerfettoTraceWriter writer(step->sim, out, options, traces::TraceFeed::kManual);
+    for (const Record& r : step->records) {
+      if (const auto* op = std::get_if<OpRecord>(&r)) {
+        writer.record_op(*op);
+      } else {
+        writer.record_memory(std::get<MemoryRecord>(r));
+      }
+    }
+    writer.finish();
+    bytes = buf.bytes();
+  }
+  state.SetItemsProcessed(state.iterations() * step->slices);
+  state.counters["slices"] = static_cast<double>(step->slices);
+  state.counters["GB"] = static_cast<double>(bytes) * 1e-9;
+}
+
+BENCHMARK(BM_DefaultStepAllRanksPerfetto)->Unit(benchmark::kSecond)->Iterations(1);
+
+}  // namespace
+}  // namespace meshsim
+
+BENCHMARK_MAIN();
