@@ -12,6 +12,8 @@
 #include <variant>
 
 #include "comm_setup.h"
+#include "counting_buf.h"
+#include "plan_loader.h"
 #include "meshsim/sim/simulation.h"
 #include "meshsim/topology/compute_model.h"
 #include "meshsim/traces/perfetto_trace.h"
@@ -20,24 +22,6 @@
 
 namespace meshsim {
 namespace {
-
-class CountingBuf : public std::streambuf {
- public:
-  int64_t bytes() const { return bytes_; }
-
- protected:
-  std::streamsize xsputn(const char* /*s*/, std::streamsize n) override {
-    bytes_ += n;
-    return n;
-  }
-  int_type overflow(int_type c) override {
-    ++bytes_;
-    return traits_type::not_eof(c);
-  }
-
- private:
-  int64_t bytes_ = 0;
-};
 
 using Record = std::variant<OpRecord, MemoryRecord>;
 
@@ -73,24 +57,7 @@ struct DefaultStep {
         compute(cluster.chip),
         comm(cluster, plan, cli::CommOptions{}),
         sim(compute, comm.model()) {
-    std::vector<ProgramIndex> programs;
-    for (Program& p : plan.programs) {
-      programs.push_back(sim.add_program(std::move(p)));
-    }
-    std::vector<GroupId> groups;
-    for (const auto& g : plan.groups) {
-      groups.push_back(sim.add_group(std::vector<RankId>(g.members.begin(), g.members.end()),
-                                     std::vector<RankId>(g.global.begin(), g.global.end())));
-    }
-    for (const auto& b : plan.ranks) {
-      std::vector<GroupId> slots;
-      for (const uint32_t g : b.group_slots) {
-        slots.push_back(groups[g]);
-      }
-      sim.add_rank(programs[b.program], slots,
-                   std::vector<RankId>(b.peer_slots.begin(), b.peer_slots.end()),
-                   RankId(b.global_rank));
-    }
+    cli::load_plan(sim, plan);
     sim.on_op_end([this](const OpRecord& r) {
       records.emplace_back(r);
       ++slices;
@@ -104,7 +71,7 @@ void BM_DefaultStepAllRanksPerfetto(benchmark::State& state) {
   static const auto step = std::make_unique<DefaultStep>(cli::default_scenario());  // built once
   int64_t bytes = 0;
   for (auto _ : state) {
-    CountingBuf buf;
+    bench::CountingBuf buf;
     std::ostream out(&buf);
     traces::TraceOptions options;
     options.placement = traces::node_placement(8, 2047);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "meshsim/sim/simulation.h"
+#include "counting_buf.h"
 #include "meshsim/traces/chrome_trace.h"
 #include "meshsim/traces/perfetto_trace.h"
 #include "test_models.h"
@@ -27,23 +28,7 @@ namespace {
 constexpr uint32_t kRanks = 64;
 constexpr int kOps = 48;
 
-class CountingBuf : public std::streambuf {
- public:
-  int64_t bytes() const { return bytes_; }
-
- protected:
-  std::streamsize xsputn(const char* /*s*/, std::streamsize n) override {
-    bytes_ += n;
-    return n;
-  }
-  int_type overflow(int_type c) override {
-    ++bytes_;
-    return traits_type::not_eof(c);
-  }
-
- private:
-  int64_t bytes_ = 0;
-};
+using bench::CountingBuf;
 
 Op make_op(int i) {
   const int layer = i / 6;

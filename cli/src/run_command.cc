@@ -7,6 +7,7 @@
 #include <map>
 
 #include "comm_setup.h"
+#include "plan_loader.h"
 #include "trace_setup.h"
 #include "meshsim/sim/analysis.h"
 #include "meshsim/sim/error.h"
@@ -144,37 +145,6 @@ bool precheck_memory(StepReport& r, const workloads::StepPlan& plan) {
     }
   }
   return true;
-}
-
-// Hands the plan to a Simulation: its programs, its groups, and each simulated rank's bindings.
-void load_plan(Simulation& sim, workloads::StepPlan& plan) {
-  std::vector<ProgramIndex> programs;
-  for (Program& p : plan.programs) {
-    programs.push_back(sim.add_program(std::move(p)));
-  }
-  std::vector<GroupId> groups;
-  for (const workloads::PlannedGroup& g : plan.groups) {
-    std::vector<RankId> members;
-    std::vector<RankId> global;
-    for (const uint32_t r : g.members) {
-      members.emplace_back(r);
-    }
-    for (const uint32_t r : g.global) {
-      global.emplace_back(r);
-    }
-    groups.push_back(sim.add_group(std::move(members), std::move(global)));
-  }
-  for (const workloads::RankBinding& b : plan.ranks) {
-    std::vector<GroupId> slots;
-    for (const uint32_t g : b.group_slots) {
-      slots.push_back(groups[g]);
-    }
-    std::vector<RankId> peers;
-    for (const uint32_t p : b.peer_slots) {
-      peers.emplace_back(p);
-    }
-    sim.add_rank(programs[b.program], std::move(slots), std::move(peers), RankId(b.global_rank));
-  }
 }
 
 void fill_results(StepReport& r, const RunResult& run, const std::vector<RankBreakdown>& b,

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "meshsim/collectives/ring_model.h"
+#include "plan_loader.h"
 #include "meshsim/sim/analysis.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/simulation.h"
@@ -39,33 +40,7 @@ Outcome simulate(const std::string& model, const ParallelPlan& p, SimulationMode
     return a.value() / 8 == b.value() / 8 ? up : net;
   });
   Simulation sim(compute, comm);
-  std::vector<ProgramIndex> programs;
-  for (Program& prog : out.plan.programs) {
-    programs.push_back(sim.add_program(std::move(prog)));
-  }
-  std::vector<GroupId> groups;
-  for (const auto& g : out.plan.groups) {
-    std::vector<RankId> members;
-    std::vector<RankId> global;
-    for (const uint32_t r : g.members) {
-      members.emplace_back(r);
-    }
-    for (const uint32_t r : g.global) {
-      global.emplace_back(r);
-    }
-    groups.push_back(sim.add_group(members, global));
-  }
-  for (const auto& b : out.plan.ranks) {
-    std::vector<GroupId> slots;
-    for (const uint32_t g : b.group_slots) {
-      slots.push_back(groups[g]);
-    }
-    std::vector<RankId> peers;
-    for (const uint32_t q : b.peer_slots) {
-      peers.emplace_back(q);
-    }
-    sim.add_rank(programs[b.program], slots, peers, RankId(b.global_rank));
-  }
+  cli::load_plan(sim, out.plan);
   Timeline tl;
   sim.record_into(tl);
   out.run = sim.run();

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "meshsim/collectives/comm_model.h"
+#include "plan_loader.h"
 #include "meshsim/sim/simulation.h"
 #include "meshsim/topology/compute_model.h"
 #include "meshsim/topology/network.h"
@@ -97,24 +98,7 @@ TEST(Tpu, MaxTextStepSimulatesEndToEnd) {
     comm.add_concurrent_family(groups);
   }
   Simulation sim(compute, comm);
-  std::vector<ProgramIndex> programs;
-  for (Program& p : plan.programs) {
-    programs.push_back(sim.add_program(std::move(p)));
-  }
-  std::vector<GroupId> groups;
-  for (const auto& g : plan.groups) {
-    groups.push_back(sim.add_group(std::vector<RankId>(g.members.begin(), g.members.end()),
-                                   std::vector<RankId>(g.global.begin(), g.global.end())));
-  }
-  for (const auto& b : plan.ranks) {
-    std::vector<GroupId> slots;
-    for (const uint32_t g : b.group_slots) {
-      slots.push_back(groups[g]);
-    }
-    sim.add_rank(programs[b.program], slots,
-                 std::vector<RankId>(b.peer_slots.begin(), b.peer_slots.end()),
-                 RankId(b.global_rank));
-  }
+  cli::load_plan(sim, plan);
   const RunResult r = sim.run();
   EXPECT_GT(r.end.seconds(), 0.1);
   EXPECT_LT(r.end.seconds(), 10.0);
