@@ -32,17 +32,8 @@ Duration total(const Spans& merged) {
   return d;
 }
 
-}  // namespace
-
-Duration union_length(Spans spans) {
-  merge(spans);
-  return total(spans);
-}
-
-Duration difference_length(Spans a, Spans b) {
-  merge(a);
-  merge(b);
-  // Two-pointer sweep: subtract the overlap of each span of `a` with the spans of `b`.
+// Length of the intersection of two merged (sorted, disjoint) span lists: a two-pointer sweep.
+Duration overlap_merged(const Spans& a, const Spans& b) {
   Duration covered;
   size_t j = 0;
   for (const auto& [s, e] : a) {
@@ -57,7 +48,19 @@ Duration difference_length(Spans a, Spans b) {
       }
     }
   }
-  return total(a) - covered;
+  return covered;
+}
+}  // namespace
+
+Duration union_length(Spans spans) {
+  merge(spans);
+  return total(spans);
+}
+
+Duration difference_length(Spans a, Spans b) {
+  merge(a);
+  merge(b);
+  return total(a) - overlap_merged(a, b);
 }
 
 std::vector<RankBreakdown> analyze(const Timeline& timeline, const Simulation& sim,
@@ -82,19 +85,23 @@ std::vector<RankBreakdown> analyze(const Timeline& timeline, const Simulation& s
       b.by_class[static_cast<size_t>(OpClass::kCommunication)] += d;
     }
   }
+  // Each rank's span lists are merged once; every quantity comes from those merged lists.
   for (size_t i = 0; i < n; ++i) {
     RankBreakdown& b = out[i];
-    b.compute = union_length(compute[i]);
-    b.comm = union_length(comm[i]);
-    b.exposed_comm = difference_length(comm[i], compute[i]);
+    merge(compute[i]);
+    merge(comm[i]);
+    b.compute = total(compute[i]);
+    b.comm = total(comm[i]);
+    b.exposed_comm = b.comm - overlap_merged(comm[i], compute[i]);
     for (size_t c = 0; c < kNumCategories; ++c) {
-      if (!comm_by[i][c].empty()) {
-        b.exposed_by_category[c] = difference_length(std::move(comm_by[i][c]), compute[i]);
+      Spans& cat = comm_by[i][c];
+      if (!cat.empty()) {
+        merge(cat);
+        b.exposed_by_category[c] = total(cat) - overlap_merged(cat, compute[i]);
       }
     }
-    Spans all = compute[i];
-    all.insert(all.end(), comm[i].begin(), comm[i].end());
-    b.idle = step_end.since_start() - union_length(std::move(all));
+    // |compute ∪ comm| = |compute| + |comm| - |compute ∩ comm| = compute + exposed_comm.
+    b.idle = step_end.since_start() - (b.compute + b.exposed_comm);
   }
   return out;
 }
