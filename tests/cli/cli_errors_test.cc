@@ -5,9 +5,10 @@
 //   0 success, 2 bad input ("meshsim: error: <source>: <location>: <what>", naming the file or
 //   flag, the field and what was expected), 3 the configuration does not fit in memory,
 //   1 internal error. Bad input must never end in a crash, a stack trace or an "internal error".
+#include "command_test.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
@@ -28,46 +29,9 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct CommandResult {
-  int exit_code = -1;  // 128 + signal when the process was killed by a signal
-  std::string output;  // stdout and stderr, interleaved
-};
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (const char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
-// Whatever the exit code: no crash, no sanitizer report, no stack trace, no "internal error".
-void expect_no_crash(const CommandResult& r) {
-  EXPECT_THAT(r.output, Not(HasSubstr("internal error")));
-  EXPECT_THAT(r.output, Not(HasSubstr("terminate called")));
-  EXPECT_THAT(r.output, Not(HasSubstr("what():")));
-  EXPECT_THAT(r.output, Not(HasSubstr("Segmentation fault")));
-  EXPECT_THAT(r.output, Not(HasSubstr("Aborted")));
-  EXPECT_THAT(r.output, Not(HasSubstr("AddressSanitizer")));
-  EXPECT_THAT(r.output, Not(HasSubstr("runtime error:")));  // UBSan
-  EXPECT_THAT(r.output, Not(HasSubstr("stack trace")));
-}
-
-// Exit code 2, the "meshsim: error: " prefix, every one of `words` in the message, no summary and
-// no crash.
-void expect_input_error(const CommandResult& r, const std::vector<std::string>& words) {
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("meshsim: error: "));
-  for (const std::string& w : words) {
-    EXPECT_THAT(r.output, HasSubstr(w));
-  }
-  EXPECT_THAT(r.output, Not(HasSubstr("step time")));
-  expect_no_crash(r);
-}
+using meshsim::testing::CommandResult;
+using meshsim::testing::expect_input_error;
+using meshsim::testing::expect_no_crash;
 
 // True when `a` and `b` agree to `rel` relative to the larger magnitude.
 ::testing::AssertionResult near_relative(double a, double b, double rel) {
@@ -79,75 +43,14 @@ void expect_input_error(const CommandResult& r, const std::vector<std::string>& 
                                        << " relative";
 }
 
-class CliTest : public ::testing::Test {
+class CliTest : public meshsim::testing::CommandTest {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "meshsim-cli-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr) << "cannot create a temp dir";
-    dir_ = pattern;
-  }
-
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
-  // Runs `meshsim ARGS...` in the temp dir.
-  CommandResult meshsim(const std::vector<std::string>& args) const {
-    // Appended piece by piece: `"literal" + std::string` trips a GCC 12 -Wrestrict false positive.
-    std::string command = "cd ";
-    command += shell_quote(dir_.string());
-    command += " && ";
-    command += shell_quote(MESHSIM_BIN);
-    for (const std::string& a : args) {
-      command += ' ';
-      command += shell_quote(a);
-    }
-    command += " 2>&1";
-    CommandResult r;
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) {
-      ADD_FAILURE() << "popen failed: " << command;
-      return r;
-    }
-    char buffer[4096];
-    size_t n = 0;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) {
-      r.output.append(buffer, n);
-    }
-    const int status = pclose(pipe);
-    if (status == -1) {
-      ADD_FAILURE() << "pclose failed: " << command;
-    } else if (WIFEXITED(status)) {
-      r.exit_code = WEXITSTATUS(status);
-    } else if (WIFSIGNALED(status)) {
-      r.exit_code = 128 + WTERMSIG(status);
-    }
-    return r;
-  }
-
   // `meshsim run ARGS... --no-trace`: a run that leaves no trace behind.
   CommandResult run(const std::vector<std::string>& args) const {
     std::vector<std::string> all{"run"};
     all.insert(all.end(), args.begin(), args.end());
     all.emplace_back("--no-trace");
     return meshsim(all);
-  }
-
-  fs::path path(const std::string& name) const { return dir_ / name; }
-
-  void write_file(const std::string& name, const std::string& contents) const {
-    std::ofstream f(path(name), std::ios::binary);
-    ASSERT_TRUE(f) << "cannot write " << path(name);
-    f << contents;
-  }
-
-  std::string read_file(const std::string& name) const {
-    std::ifstream f(path(name), std::ios::binary);
-    EXPECT_TRUE(f) << "cannot read " << path(name);
-    std::stringstream s;
-    s << f.rdbuf();
-    return s.str();
   }
 
   static std::string read_source(const std::string& relative) {
@@ -158,18 +61,6 @@ class CliTest : public ::testing::Test {
     return s.str();
   }
 
-  nlohmann::json read_json(const std::string& name) const {
-    const std::string text = read_file(name);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-      ADD_FAILURE() << name << " is not valid JSON: " << e.what();
-    }
-    return j;
-  }
-
-  fs::path dir_;
 };
 
 // ---- bad flags ---------------------------------------------------------------------------------

@@ -7,9 +7,10 @@
 //    its timeline as Chrome JSON, and the test rewrites the timeline's kernels as a legacy PyTorch
 //    profiler trace (the importer's input format), one op per simulated kernel, named so that the
 //    importer classifies it as the kernel's class.
+#include "command_test.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cmath>
 #include <cstdio>
@@ -30,26 +31,10 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
+using meshsim::testing::CommandResult;
 
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (const char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
-nlohmann::json read_json(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return nlohmann::json::parse(f);
+nlohmann::json read_json_file(const fs::path& p) {
+  return meshsim::testing::parse_json(meshsim::testing::read_text(p), p.string());
 }
 
 const std::string kFixtures = MESHSIM_FIXTURES;
@@ -57,72 +42,18 @@ const std::string kSource = MESHSIM_SOURCE_DIR;
 const std::string kProfile = kSource + "/validation/profiles/cpu-generic.json";
 const std::string kManifest = kFixtures + "/torch_cpu_smoke.manifest.json";
 
-class ValidateTest : public ::testing::Test {
+class ValidateTest : public meshsim::testing::CommandTest {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "meshsim-validate-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
-  CommandResult meshsim(const std::vector<std::string>& args) const {
-    std::string command = "cd ";
-    command += shell_quote(dir_.string());
-    command += " && ";
-    command += shell_quote(MESHSIM_BIN);
-    for (const std::string& a : args) {
-      command += ' ';
-      command += shell_quote(a);
-    }
-    command += " 2>&1";
-    CommandResult r;
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) {
-      ADD_FAILURE() << "popen failed";
-      return r;
-    }
-    char buffer[4096];
-    size_t n = 0;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) {
-      r.output.append(buffer, n);
-    }
-    const int status = pclose(pipe);
-    if (status != -1 && WIFEXITED(status)) {
-      r.exit_code = WEXITSTATUS(status);
-    } else if (status != -1 && WIFSIGNALED(status)) {
-      r.exit_code = 128 + WTERMSIG(status);
-    }
-    return r;
-  }
-
-  fs::path path(const std::string& name) const { return dir_ / name; }
-
-  void write_json(const std::string& name, const nlohmann::json& j) const {
-    std::ofstream f(path(name), std::ios::binary);
-    f << j.dump(2);
-  }
-
   // The smoke manifest with its trace path made absolute, so that the copy can live here.
   nlohmann::json smoke_manifest() const {
-    nlohmann::json m = read_json(kManifest);
+    nlohmann::json m = read_json_file(kManifest);
     m["trace"]["path"] = kFixtures + "/torch_cpu_smoke.trace.json.gz";
     return m;
   }
 
-  void expect_input_error(const CommandResult& r, const std::vector<std::string>& words) const {
-    EXPECT_EQ(r.exit_code, 2) << r.output;
-    EXPECT_THAT(r.output, HasSubstr("meshsim: error: "));
-    for (const std::string& w : words) {
-      EXPECT_THAT(r.output, HasSubstr(w));
-    }
-    EXPECT_THAT(r.output, Not(HasSubstr("internal error")));
+  static void expect_input_error(const CommandResult& r, const std::vector<std::string>& words) {
+    meshsim::testing::expect_input_error(r, words);
   }
-
-  fs::path dir_;
 };
 
 TEST_F(ValidateTest, SmokeFixtureValidates) {
@@ -132,7 +63,7 @@ TEST_F(ValidateTest, SmokeFixtureValidates) {
   EXPECT_THAT(r.output, HasSubstr("step time"));
   EXPECT_THAT(r.output, HasSubstr("matmul"));
   EXPECT_THAT(r.output, HasSubstr("unclassified"));
-  const nlohmann::json j = read_json(path("v.json"));
+  const nlohmann::json j = read_json("v.json");
   ASSERT_TRUE(j["step_time_error"].is_number());
   EXPECT_TRUE(std::isfinite(j["step_time_error"].get<double>()));
   EXPECT_DOUBLE_EQ(j["measured_step_s"].get<double>(), 0.023296574);
@@ -194,7 +125,7 @@ TEST_F(ValidateTest, CalibrateWithOneManifestSaysLeaveOneOutIsImpossible) {
       meshsim({"calibrate", kManifest, "--hardware-profile", kProfile, "--out", "fit.json"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("leave-one-out: impossible"));
-  const nlohmann::json p = read_json(path("fit.json"));
+  const nlohmann::json p = read_json("fit.json");
   EXPECT_THAT(p["chips"]["cpu-generic"]["efficiency"]["matmul"]["source"].get<std::string>(),
               HasSubstr("fitted by meshsim calibrate from"));
   // The written profile is a valid profile.
@@ -213,7 +144,7 @@ std::string torch_name(const std::string& op_class) {
 
 TEST_F(ValidateTest, CalibrateRecoversKnownParametersFromSyntheticTraces) {
   // The profile with known efficiencies.
-  nlohmann::json profile = read_json(kProfile);
+  nlohmann::json profile = read_json_file(kProfile);
   nlohmann::json& eff = profile["chips"]["cpu-generic"]["efficiency"];
   eff["matmul"]["value"] = 0.5;
   eff["memory"]["value"] = 0.7;
@@ -225,7 +156,7 @@ TEST_F(ValidateTest, CalibrateRecoversKnownParametersFromSyntheticTraces) {
   eff["launch_overhead"]["value"] = "1us";
   write_json("base.json", profile);
 
-  const nlohmann::json smoke = read_json(kManifest);
+  const nlohmann::json smoke = read_json_file(kManifest);
   write_json("model.json", smoke["model"]);
   const std::string unused = "test";
   write_json("cluster.json",
@@ -255,9 +186,9 @@ TEST_F(ValidateTest, CalibrateRecoversKnownParametersFromSyntheticTraces) {
          "sim-" + tag + "-report.json"});
     ASSERT_EQ(run.exit_code, 0) << run.output;
     const double step_s =
-        read_json(path("sim-" + tag + "-report.json"))["step_time_s"].get<double>();
+        read_json("sim-" + tag + "-report.json")["step_time_s"].get<double>();
     // The simulated kernels, in time order, become the ops of two identical profiler steps.
-    const nlohmann::json sim = read_json(path("sim-" + tag + ".json"));
+    const nlohmann::json sim = read_json("sim-" + tag + ".json");
     std::vector<std::pair<double, nlohmann::json>> kernels;
     for (const nlohmann::json& e : sim["traceEvents"]) {
       if (e.value("ph", "") == "X" && e.contains("args") && e["args"].contains("op_class")) {
@@ -307,7 +238,7 @@ TEST_F(ValidateTest, CalibrateRecoversKnownParametersFromSyntheticTraces) {
   const CommandResult r = meshsim(args);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("leave-one-out (fit on the others"));
-  const nlohmann::json fitted = read_json(path("fit.json"))["chips"]["cpu-generic"]["efficiency"];
+  const nlohmann::json fitted = read_json("fit.json")["chips"]["cpu-generic"]["efficiency"];
   const double matmul = fitted["matmul"]["value"].get<double>();
   const double memory = fitted["memory"]["value"].get<double>();
   const std::string launch = fitted["launch_overhead"]["value"].get<std::string>();
@@ -322,7 +253,7 @@ TEST_F(ValidateTest, CalibrateRecoversKnownParametersFromSyntheticTraces) {
   const CommandResult v = meshsim(
       {"validate", manifests.front(), "--hardware-profile", "fit.json", "--json", "v.json"});
   ASSERT_EQ(v.exit_code, 0) << v.output;
-  EXPECT_LT(std::fabs(read_json(path("v.json"))["step_time_error"].get<double>()), 0.02)
+  EXPECT_LT(std::fabs(read_json("v.json")["step_time_error"].get<double>()), 0.02)
       << v.output;
 }
 
