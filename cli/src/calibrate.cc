@@ -77,6 +77,18 @@ class ScratchDir {
   fs::path path_;
 };
 
+
+std::string today_utc() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+}  // namespace
+
 // One node, one device: a single-device NVSwitch "domain" and a one-switch fat tree, neither of
 // which a single-device step ever uses (no collectives).
 nlohmann::json single_device_cluster(const std::string& chip) {
@@ -97,17 +109,6 @@ nlohmann::json single_device_cluster(const std::string& chip) {
         {"oversubscription", {{"value", 1}, {"source", unused}}},
         {"latency", {{"value", "1us"}, {"source", unused}}}}}};
 }
-
-std::string today_utc() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
-
-}  // namespace
 
 Manifest load_manifest(const std::string& path) {
   const nlohmann::json doc = load_json_file(path);

@@ -64,6 +64,11 @@ struct Manifest {
 // wrong-typed field, an unreadable file, a trace that does not exist, or a multi-device mesh.
 Manifest load_manifest(const std::string& path);
 
+// The cluster a single-device manifest runs on, as a cluster JSON: one node with one `chip`
+// (an NVSwitch domain of one and a one-switch fat tree, which a step without collectives never
+// uses).
+nlohmann::json single_device_cluster(const std::string& chip);
+
 // The hardware profile: a one-chip catalogue file.
 struct Profile {
   std::string path;

@@ -7,6 +7,7 @@
 //    its timeline as Chrome JSON, and the test rewrites the timeline's kernels as a legacy PyTorch
 //    profiler trace (the importer's input format), one op per simulated kernel, named so that the
 //    importer classifies it as the kernel's class.
+#include "calibrate.h"
 #include "command_test.h"
 
 #include <gmock/gmock.h>
@@ -158,22 +159,7 @@ TEST_F(ValidateTest, CalibrateRecoversKnownParametersFromSyntheticTraces) {
 
   const nlohmann::json smoke = read_json_file(kManifest);
   write_json("model.json", smoke["model"]);
-  const std::string unused = "test";
-  write_json("cluster.json",
-             {{"description", "one device"},
-              {"chip", "cpu-generic"},
-              {"nodes", 1},
-              {"devices_per_node", 1},
-              {"scale_up", {{"fabric", "nvswitch"}, {"latency", {{"value", "1us"}, {"source", unused}}}}},
-              {"scale_out",
-               {{"fabric", "fat_tree"},
-                {"transport", "infiniband"},
-                {"rail_optimized", true},
-                {"nics_per_device", {{"value", 1}, {"source", unused}}},
-                {"tiers", {{"value", 1}, {"source", unused}}},
-                {"switch_radix", {{"value", 64}, {"source", unused}}},
-                {"oversubscription", {{"value", 1}, {"source", unused}}},
-                {"latency", {{"value", "1us"}, {"source", unused}}}}}});
+  write_json("cluster.json", meshsim::cli::single_device_cluster("cpu-generic"));
 
   std::vector<std::string> manifests;
   const std::vector<std::pair<int, int>> shapes = {{2, 64}, {4, 128}, {1, 256}};  // batch, seq
