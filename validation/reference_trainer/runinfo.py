@@ -116,6 +116,20 @@ def summarize_times(step_times: list[float]) -> dict[str, Any]:
     }
 
 
+def run_fields(tokens_per_step: int, summary: dict[str, Any], final_loss: float,
+               trace: Any, started_at: str) -> dict[str, Any]:
+    """The manifest fields both trainers fill the same way: step times, throughput, the loss,
+    the trace, the command and when the run started."""
+    return {
+        **summary,
+        "tokens_per_second": round(tokens_per_step / summary["median_step_time_s"], 3),
+        "final_loss": round(final_loss, 6),
+        "trace": trace,
+        "command": command_line(),
+        "started_at": started_at,
+    }
+
+
 def write_manifest(out_dir: Path, manifest: dict[str, Any]) -> Path:
     manifest = {"schema": MANIFEST_SCHEMA, **manifest}
     path = out_dir / "manifest.json"

@@ -345,12 +345,7 @@ def main(argv=None) -> int:
         "optimizer": {"name": "optax.adamw", **opt_kwargs},
         "warmup_steps": args.warmup,
         "warmup_and_compile_s": round(compile_and_warmup, 6),
-        **summary,
-        "tokens_per_second": round(args.batch * args.seq / summary["median_step_time_s"], 3),
-        "final_loss": round(loss, 6),
-        "trace": trace,
-        "command": runinfo.command_line(),
-        "started_at": started,
+        **runinfo.run_fields(args.batch * args.seq, summary, loss, trace, started),
     })
     return 0
 

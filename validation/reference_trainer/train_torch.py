@@ -308,12 +308,7 @@ def main(argv=None) -> int:
         "mesh": {"data": 1, "fsdp": 1, "tensor": 1},
         "optimizer": trainer.optimizer_info,
         "warmup_steps": args.warmup,
-        **summary,
-        "tokens_per_second": round(args.batch * args.seq / summary["median_step_time_s"], 3),
-        "final_loss": round(loss, 6),
-        "trace": trace,
-        "command": runinfo.command_line(),
-        "started_at": started,
+        **runinfo.run_fields(args.batch * args.seq, summary, loss, trace, started),
     })
     return 0
 
