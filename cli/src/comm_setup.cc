@@ -72,6 +72,8 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
                       {"recompute", s.recompute},
                       {"dtype", s.dtype},
                       {"attention", s.attention},
+                      {"kernels", s.kernels},
+                      {"optimizer_kernels", s.optimizer_kernels},
                       {"overlap_grad_reduce", s.overlap_grad_reduce},
                       {"overlap_param_gather", s.overlap_param_gather},
                       {"overlap_p2p", s.overlap_p2p},

@@ -71,6 +71,7 @@ nlohmann::json to_json(const StepReport& r) {
   j["mfu"] = r.mfu;
   j["hfu"] = r.hfu;
   j["mfu_peak_flops_per_device"] = r.peak_per_device.value();
+  j["mfu_peak_dtype"] = std::string(to_string(r.peak_dtype));
   j["compute_s"] = r.compute.seconds();
   j["exposed_comm_s"] = r.exposed_comm.seconds();
   j["bubble_fraction"] = r.bubble_fraction;
@@ -123,9 +124,10 @@ void print_summary(const StepReport& r, std::ostream& out) {
   out << fmt::format("  step time             {}\n", format_duration(r.step_time));
   out << fmt::format("  tokens/s              {:.0f} ({:.0f} per device)\n", r.tokens_per_s,
                      r.tokens_per_s_per_device);
-  out << fmt::format("  MFU                   {:.1f} % (of {:.0f} TFLOP/s bf16 dense per device); "
+  out << fmt::format("  MFU                   {:.1f} % (of {:.0f} TFLOP/s {} dense per device); "
                      "HFU {:.1f} %\n",
-                     100.0 * r.mfu, r.peak_per_device.tflops(), 100.0 * r.hfu);
+                     100.0 * r.mfu, r.peak_per_device.tflops(), to_string(r.peak_dtype),
+                     100.0 * r.hfu);
   out << fmt::format("  compute               {} per rank\n", format_duration(r.compute));
   std::string kinds;
   for (const auto& [kind, d] : r.exposed_by_kind) {

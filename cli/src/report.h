@@ -37,7 +37,8 @@ struct StepReport {
   double tokens_per_s_per_device = 0;
   double mfu = 0;                  // model FLOPs (causal attention) / (step time * devices * peak)
   double hfu = 0;                  // executed FLOPs (recompute, flash backward) / same
-  FlopsPerSec peak_per_device;     // the peak MFU is measured against (bf16 dense)
+  FlopsPerSec peak_per_device;     // the peak MFU is measured against (dense)
+  Dtype peak_dtype = Dtype::kBf16;  // its format: bf16 (also for fp8 runs), fp32 or tf32
   Duration compute;                // per rank (max over ranks), union of compute spans
   Duration exposed_comm;           // per rank (max over ranks)
   double bubble_fraction = 0;      // mean over ranks of idle / step

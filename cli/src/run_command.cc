@@ -1,6 +1,7 @@
 #include "run_command.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <fstream>
@@ -31,51 +32,6 @@ void require_positive(std::optional<int64_t> value, const char* flag) {
   }
 }
 
-workloads::ParallelPlan to_plan(const Scenario& s) {
-  require_positive(s.nodes, "--nodes");
-  const std::pair<const char*, int64_t> sizes[] = {{"--dp", s.dp},   {"--tp", s.tp},
-                                                   {"--cp", s.cp},   {"--pp", s.pp},
-                                                   {"--vpp", s.vpp}, {"--ep", s.ep},
-                                                   {"--mbs", s.mbs}, {"--seq", s.seq}};
-  for (const auto& [flag, v] : sizes) {
-    require_positive(v, flag);
-  }
-  require_positive(s.gbs, "--gbs");
-  if (s.zero < 0 || s.zero > 3) {
-    throw InputError("--zero", "", fmt::format("expected a ZeRO stage 0, 1, 2 or 3, got {}", s.zero));
-  }
-  workloads::ParallelPlan p;
-  p.dp = s.dp;
-  p.zero = static_cast<workloads::ZeroStage>(s.zero);
-  p.tp = s.tp;
-  p.sp = s.sp;
-  p.cp = s.cp;
-  p.pp = s.pp;
-  p.vpp = s.vpp;
-  const auto schedule = workloads::parse_pipeline_schedule(s.schedule);
-  if (!schedule) {
-    throw InputError("--schedule", "",
-                     fmt::format("\"{}\" is not one of gpipe, 1f1b, interleaved, zb", s.schedule));
-  }
-  p.schedule = *schedule;
-  p.ep = s.ep;
-  p.capacity_factor = s.capacity_factor;
-  p.mbs = s.mbs;
-  p.gbs = s.gbs.value_or(s.dp * s.mbs);
-  p.seq = s.seq;
-  p.recompute = s.recompute == "full"        ? workloads::Recompute::kFull
-                : s.recompute == "selective" ? workloads::Recompute::kSelective
-                                             : workloads::Recompute::kNone;
-  p.matmul_dtype = s.dtype == "fp8" ? Dtype::kFp8 : Dtype::kBf16;
-  p.attention = s.attention == "naive" ? workloads::AttentionKernel::kNaive
-                                       : workloads::AttentionKernel::kFlash;
-  p.stage_layers = s.stage_layers;
-  p.overlap.grad_reduce = s.overlap_grad_reduce;
-  p.overlap.param_gather = s.overlap_param_gather;
-  p.overlap.pipeline_p2p = s.overlap_p2p;
-  p.overlap.tensor_parallel = s.overlap_tp;
-  return p;
-}
 
 Loaded load(const Scenario& s) {
   Loaded l{load_cluster_for(s), workloads::load_model(s.model), to_plan(s)};
@@ -89,10 +45,17 @@ Loaded load(const Scenario& s) {
                                  l.cluster.device_count(), l.cluster.nodes,
                                  l.cluster.devices_per_node));
   }
-  if (s.dtype == "fp8" && !l.cluster.chip.peak(Dtype::kFp8)) {
+  if (!l.cluster.chip.peak(p.matmul_dtype)) {
+    std::vector<std::string> have;
+    for (const auto& [dtype, rate] : l.cluster.chip.peaks) {
+      if (dtype != Dtype::kFp16) {  // not a training precision meshsim offers
+        have.emplace_back(to_string(dtype));
+      }
+    }
     throw InputError("--dtype", "",
-                     fmt::format("fp8 matmuls need fp8 tensor cores; {} has none (expected bf16)",
-                                 l.cluster.chip.description));
+                     fmt::format("{} matmuls: {} has no {} rate in the catalogue (expected one of "
+                                 "{})",
+                                 s.dtype, l.cluster.chip.description, s.dtype, fmt::join(have, ", ")));
   }
   return l;
 }
@@ -110,15 +73,22 @@ StepReport describe(const Scenario& s, const Loaded& l) {
   const auto& p = l.plan;
   r.plan_description = fmt::format(
       "TP {}{} x CP {} x PP {} ({}{}) x DP {}{}{}; microbatch {} x {} tokens, global batch {} "
-      "({} microbatches per pipeline); {} matmuls, {} attention, recompute {}",
+      "({} microbatches per pipeline); {} matmuls, {} attention, recompute {}{}",
       p.tp, p.sp ? " (SP)" : "", p.cp, p.pp, s.schedule,
       p.vpp > 1 ? fmt::format(", {} virtual stages", p.vpp) : "", p.dp,
       s.zero > 0 ? fmt::format(" (ZeRO-{})", s.zero) : "",
       p.ep > 1 ? fmt::format(", EP {}", p.ep) : "", p.mbs, p.seq, p.gbs,
       p.gbs % (p.dp * p.mbs) == 0 ? p.microbatches() : 0,
-      s.dtype, s.attention, s.recompute);
+      s.dtype, s.attention, s.recompute,
+      s.kernels == "fused" && s.optimizer_kernels == "fused"
+          ? ""
+          : fmt::format("; {} kernels, {} optimizer", s.kernels, s.optimizer_kernels));
   r.memory_capacity = l.cluster.chip.hbm_capacity;
-  r.peak_per_device = *l.cluster.chip.peak(Dtype::kBf16);
+  // MFU against the dense bf16 peak (also for fp8, as Megatron reports it); fp32 and tf32 runs
+  // against their own matmul rate.
+  const bool fp32 = p.matmul_dtype == Dtype::kFp32 || p.matmul_dtype == Dtype::kTf32;
+  r.peak_dtype = fp32 ? p.matmul_dtype : Dtype::kBf16;
+  r.peak_per_device = *l.cluster.chip.peak(r.peak_dtype);
   return r;
 }
 
@@ -208,6 +178,56 @@ void fill_results(StepReport& r, const RunResult& run, const std::vector<RankBre
 }
 
 }  // namespace
+
+workloads::ParallelPlan to_plan(const Scenario& s) {
+  require_positive(s.nodes, "--nodes");
+  const std::pair<const char*, int64_t> sizes[] = {{"--dp", s.dp},   {"--tp", s.tp},
+                                                   {"--cp", s.cp},   {"--pp", s.pp},
+                                                   {"--vpp", s.vpp}, {"--ep", s.ep},
+                                                   {"--mbs", s.mbs}, {"--seq", s.seq}};
+  for (const auto& [flag, v] : sizes) {
+    require_positive(v, flag);
+  }
+  require_positive(s.gbs, "--gbs");
+  if (s.zero < 0 || s.zero > 3) {
+    throw InputError("--zero", "", fmt::format("expected a ZeRO stage 0, 1, 2 or 3, got {}", s.zero));
+  }
+  workloads::ParallelPlan p;
+  p.dp = s.dp;
+  p.zero = static_cast<workloads::ZeroStage>(s.zero);
+  p.tp = s.tp;
+  p.sp = s.sp;
+  p.cp = s.cp;
+  p.pp = s.pp;
+  p.vpp = s.vpp;
+  const auto schedule = workloads::parse_pipeline_schedule(s.schedule);
+  if (!schedule) {
+    throw InputError("--schedule", "",
+                     fmt::format("\"{}\" is not one of gpipe, 1f1b, interleaved, zb", s.schedule));
+  }
+  p.schedule = *schedule;
+  p.ep = s.ep;
+  p.capacity_factor = s.capacity_factor;
+  p.mbs = s.mbs;
+  p.gbs = s.gbs.value_or(s.dp * s.mbs);
+  p.seq = s.seq;
+  p.recompute = s.recompute == "full"        ? workloads::Recompute::kFull
+                : s.recompute == "selective" ? workloads::Recompute::kSelective
+                                             : workloads::Recompute::kNone;
+  p.set_training_dtype(*parse_dtype(s.dtype));
+  p.kernels = s.kernels == "eager" ? workloads::Kernels::kEager : workloads::Kernels::kFused;
+  p.optimizer_kernels = s.optimizer_kernels == "per-tensor" ? workloads::OptimizerKernels::kPerTensor
+                        : s.optimizer_kernels == "foreach" ? workloads::OptimizerKernels::kForEach
+                                                           : workloads::OptimizerKernels::kFused;
+  p.attention = s.attention == "naive" ? workloads::AttentionKernel::kNaive
+                                       : workloads::AttentionKernel::kFlash;
+  p.stage_layers = s.stage_layers;
+  p.overlap.grad_reduce = s.overlap_grad_reduce;
+  p.overlap.param_gather = s.overlap_param_gather;
+  p.overlap.pipeline_p2p = s.overlap_p2p;
+  p.overlap.tensor_parallel = s.overlap_tp;
+  return p;
+}
 
 StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
   const Loaded l = load(s);

@@ -7,6 +7,7 @@
 
 #include "comm_setup.h"
 #include "report.h"
+#include "meshsim/workloads/parallel.h"
 #include "scenario.h"
 
 namespace meshsim::cli {
@@ -22,6 +23,10 @@ struct RunOutputs {
 // Loads everything, checks the plan against the cluster, pre-checks memory, simulates, analyses.
 // Throws InputError on bad input. A configuration that does not fit is returned with oom = true
 // (and simulated = false when the closed-form estimate already exceeds the chip's memory).
+// The parallel plan a scenario describes (degrees, schedule, precision, kernels, overlap); checked
+// against the model and cluster later, by the planner.
+workloads::ParallelPlan to_plan(const Scenario& s);
+
 StepReport simulate_step(const Scenario& scenario, const RunOutputs& outputs);
 
 // simulate_step + summary on `out` + --json. Returns the process exit code: 0, or 3 for OOM.

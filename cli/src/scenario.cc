@@ -74,8 +74,10 @@ Scenario load_scenario(const std::string& path, Scenario s) {
   }
   read(o, "seq", s.seq, &JsonObject::positive_integer);
   read_choice(o, "recompute", s.recompute, {"none", "selective", "full"});
-  read_choice(o, "dtype", s.dtype, {"bf16", "fp8"});
+  read_choice(o, "dtype", s.dtype, {"bf16", "fp8", "fp32", "tf32"});
   read_choice(o, "attention", s.attention, {"flash", "naive"});
+  read_choice(o, "kernels", s.kernels, {"fused", "eager"});
+  read_choice(o, "optimizer_kernels", s.optimizer_kernels, {"fused", "foreach", "per-tensor"});
   read(o, "stage_layers", s.stage_layers, &JsonObject::positive_integer_array);
   read(o, "overlap_grad_reduce", s.overlap_grad_reduce, &JsonObject::boolean);
   read(o, "overlap_param_gather", s.overlap_param_gather, &JsonObject::boolean);

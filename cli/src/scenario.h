@@ -8,7 +8,9 @@
 //     "dp": 64, "zero": 1, "tp": 8, "sp": true, "cp": 1, "pp": 4, "vpp": 5,
 //     "schedule": "gpipe" | "1f1b" | "interleaved" | "zb", "ep": 1, "capacity_factor": 1.0,
 //     "mbs": 1, "gbs": 512, "seq": 8192, "recompute": "none" | "selective" | "full",
-//     "dtype": "bf16" | "fp8", "attention": "flash" | "naive", "stage_layers": [20, 20, 20, 20],
+//     "dtype": "bf16" | "fp8" | "fp32" | "tf32", "attention": "flash" | "naive",
+//     "kernels": "fused" | "eager", "optimizer_kernels": "fused" | "foreach" | "per-tensor",
+//     "stage_layers": [20, 20, 20, 20],
 //     "overlap_grad_reduce": true, "overlap_param_gather": true, "overlap_p2p": true,
 //     "overlap_tp": false, "hardware_catalogue": "path/to/chips.json" }
 #pragma once
@@ -45,6 +47,8 @@ struct Scenario {
   std::string recompute = "none";
   std::string dtype = "bf16";
   std::string attention = "flash";
+  std::string kernels = "fused";
+  std::string optimizer_kernels = "fused";
   std::vector<int64_t> stage_layers;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;

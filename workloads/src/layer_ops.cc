@@ -4,181 +4,61 @@
 #include <cmath>
 #include <utility>
 
+#include "layer_items.h"
 #include "meshsim/sim/error.h"
 
 namespace meshsim::workloads::detail {
 namespace {
 
-constexpr int64_t kAct = 2;  // bytes per bf16 activation element
+bool eager(const KernelContext& c) { return c.kernels == Kernels::kEager; }
 
-ComputeWork matmul(int64_t m, int64_t k, int64_t n, int64_t batch, Dtype dtype) {
-  ComputeWork w;
-  w.op_class = OpClass::kMatmul;
-  w.dtype = dtype;
-  w.flops = Flops::of(2.0 * static_cast<double>(m) * static_cast<double>(k) *
-                      static_cast<double>(n) * static_cast<double>(batch));
-  const int64_t in = bytes_per_element(dtype);
-  w.bytes = Bytes::of(batch * ((m * k + k * n) * in + m * n * kAct));
-  w.shape = MatmulShape{m, k, n, batch};
-  return w;
-}
-
-ComputeWork memory_bound(OpClass cls, double flops_per_element, int64_t elements, int64_t bytes) {
-  ComputeWork w;
-  w.op_class = cls;
-  w.dtype = Dtype::kFp32;  // vector units, not tensor cores
-  w.flops = Flops::of(flops_per_element * static_cast<double>(elements));
-  w.bytes = Bytes::of(bytes);
-  return w;
-}
-
-// Rank-local sizes of the partitioned layer.
-struct Dims {
-  int64_t tokens;     // T: tokens of the rank's sequence chunk (b*s/CP)
-  int64_t sp_tokens;  // tokens of norms and residuals: T, or T/TP with SP
-  int64_t b;
-  int64_t s;
-  int64_t h;
-  int64_t q;      // local query width (heads/TP * d_h)
-  int64_t kv;     // local K (= V) width: KV heads/TP, at least one head
-  int64_t f;      // local d_ff
-  int64_t heads;  // local query heads
-  int64_t vocab;  // local vocabulary (vocabulary-parallel head)
-};
-
-Dims dims_of(const KernelContext& c) {
-  const ModelConfig& m = c.model;
-  const int64_t tokens = c.micro_batch * c.seq_len / c.cp;
-  const int64_t kv_heads = std::max<int64_t>(1, m.num_kv_heads / c.tp);
-  return Dims{tokens,
-              c.sp ? tokens / c.tp : tokens,
-              c.micro_batch,
-              c.seq_len,
-              m.d_model,
-              m.q_dim() / c.tp,
-              kv_heads * m.head_dim,
-              m.d_ff / c.tp,
-              m.num_heads / c.tp,
-              (m.vocab_size + c.tp - 1) / c.tp};
-}
-
-// Appends items to a list, with the Megatron TP communication pattern.
-class Items {
- public:
-  Items(const KernelContext& c, const Dims& d) : c_(c), d_(d) {}
-  std::vector<LayerItem> take() { return std::move(items_); }
-
-  void kernel(std::string name, ComputeWork w) { items_.push_back(KernelSpec{std::move(name), w}); }
-  void gemm(const std::string& name, int64_t m, int64_t k, int64_t n, int64_t batch = 1) {
-    kernel(name, matmul(m, k, n, batch, c_.matmul_dtype));
-  }
-  void gemm_bwd(const std::string& name, int64_t m, int64_t k, int64_t n, int64_t batch = 1) {
-    gemm(name + ".dgrad", m, n, k, batch);
-    gemm(name + ".wgrad", k, m, n, batch);
-  }
-  void comm(std::string name, CommKind kind, CollectiveKind op, Bytes bytes, bool async = false) {
-    items_.push_back(CommSpec{std::move(name), kind, op, bytes, async});
-  }
-  void ring(RingSpec r) { items_.push_back(std::move(r)); }
-  Bytes activation_bytes() const { return Bytes::of(d_.tokens * d_.h * kAct); }
-  bool tensor_parallel() const { return c_.tp > 1; }
-
-  // Before a column-parallel GEMM (forward): SP gathers the sequence-sharded input.
-  void tp_enter(const std::string& where) {
-    if (tensor_parallel() && c_.sp) {
-      comm(where + ".tp_allgather", CommKind::kTensor, CollectiveKind::kAllGather,
-           activation_bytes());
-    }
-  }
-  // After a row-parallel GEMM (forward) or a column-parallel data gradient (backward): sum the
-  // partial results across TP (reduce-scatter with SP).
-  void tp_exit(const std::string& where) {
-    if (!tensor_parallel()) {
-      return;
-    }
-    if (c_.sp) {
-      comm(where + ".tp_reducescatter", CommKind::kTensor, CollectiveKind::kReduceScatter,
-           activation_bytes());
-    } else {
-      comm(where + ".tp_allreduce", CommKind::kTensor, CollectiveKind::kAllReduce,
-           activation_bytes());
-    }
-  }
-  // Backward of a column-parallel GEMM: with SP the saved (sharded) input is re-gathered while
-  // the data gradient runs; the input gradient is reduced across TP while the weight gradient runs.
-  void column_bwd(const std::string& name, int64_t m, int64_t k, int64_t n, int64_t batch = 1) {
-    if (!tensor_parallel()) {
-      gemm_bwd(name, m, k, n, batch);
-      return;
-    }
-    if (c_.sp) {
-      comm(name + ".tp_allgather_input", CommKind::kTensor, CollectiveKind::kAllGather,
-           activation_bytes(), true);
-    }
-    gemm(name + ".dgrad", m, n, k, batch);
-    comm(name + (c_.sp ? ".tp_reducescatter" : ".tp_allreduce"), CommKind::kTensor,
-         c_.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, activation_bytes(),
-         true);
-    gemm(name + ".wgrad", k, m, n, batch);
-  }
-  // Backward of a row-parallel GEMM with SP: gather the sequence-sharded output gradient.
-  void tp_gather_grad(const std::string& where) {
-    if (tensor_parallel() && c_.sp) {
-      comm(where + ".tp_allgather_grad", CommKind::kTensor, CollectiveKind::kAllGather,
-           activation_bytes());
-    }
-  }
-
- private:
-  const KernelContext& c_;
-  const Dims& d_;
-  std::vector<LayerItem> items_;
-};
-
-ComputeWork norm_work(const ModelConfig& m, int64_t tokens, bool backward) {
-  const int64_t th = tokens * m.d_model;
+ComputeWork norm_work(const KernelContext& c, int64_t tokens, bool backward) {
+  const int64_t th = tokens * c.model.d_model;
   // Forward reads x, writes y; backward reads x and dy, writes dx (and reduces dgamma).
   const int64_t passes = backward ? 3 : 2;
-  const double flops = m.norm == NormKind::kRmsNorm ? 4.0 : 7.0;
+  const double flops = c.model.norm == NormKind::kRmsNorm ? 4.0 : 7.0;
   return memory_bound(OpClass::kNorm, backward ? 2 * flops : flops, th,
-                      passes * kAct * th + kAct * m.d_model);
+                      passes * c.act_bytes * th + c.act_bytes * c.model.d_model);
 }
 
-ComputeWork residual_work(int64_t elements) {
-  // out = x + y: read two, write one.
-  return memory_bound(OpClass::kElementwise, 1.0, elements, 3 * kAct * elements);
-}
-
-ComputeWork rope_work(const Dims& d) {
-  const int64_t el = d.tokens * (d.q + d.kv);
-  return memory_bound(OpClass::kElementwise, 3.0, el, 2 * kAct * el);
-}
-
-// The attention core of the rank: its heads (1/TP) over its query chunk (1/CP of the causal work).
-ComputeWork attention_work(const KernelContext& c, const Dims& d, bool backward) {
-  const bool flash = c.attention == AttentionKernel::kFlash;
-  const double s2q = static_cast<double>(d.b) * static_cast<double>(d.s) *
-                     static_cast<double>(d.s) * static_cast<double>(d.q) /
-                     static_cast<double>(c.cp);
-  const double fwd_flops = flash ? 2.0 * s2q : 4.0 * s2q;
-  ComputeWork w;
-  w.op_class = OpClass::kAttention;
-  w.dtype = c.matmul_dtype == Dtype::kFp8 ? Dtype::kBf16 : c.matmul_dtype;
-  w.flops = Flops::of(backward ? 2.5 * fwd_flops : fwd_flops);
-  const int64_t qkv = d.tokens * (d.q + 2 * d.kv) * kAct;
-  const int64_t o = d.tokens * d.q * kAct;
-  // Forward reads Q, K, V and writes O; backward reads Q, K, V, O, dO and writes dQ, dK, dV.
-  int64_t bytes = backward ? 2 * qkv + 2 * o : qkv + o;
-  if (!flash) {
-    const int64_t scores = d.b * d.heads * d.tokens * d.s * kAct;
-    bytes += (backward ? 6 : 4) * scores;
+void norm_items(Items& it, const std::string& name, int64_t tokens, bool backward) {
+  // Eager PyTorch runs LayerNorm as one kernel each way (aten::native_layer_norm and its
+  // backward); RMSNorm, written out in tensor operations, as several.
+  if (eager(it.context()) && it.context().model.norm == NormKind::kRmsNorm) {
+    eager_norm(it, name, tokens, backward);
+  } else {
+    it.kernel(name, norm_work(it.context(), tokens, backward));
   }
-  w.bytes = Bytes::of(bytes);
-  w.shape = MatmulShape{d.tokens, c.model.head_dim, d.s, d.b * d.heads};
-  return w;
 }
 
-void attention_items(Items& it, const KernelContext& c, const Dims& d, bool backward) {
+// out = x + y: read two, write one. Forward: the residual add; backward: autograd's sum of the
+// two gradients of the residual stream (the skip and the norm's input).
+void residual_items(Items& it, const std::string& name) {
+  const int64_t el = it.dims().sp_tokens * it.dims().h;
+  it.kernel(name, memory_bound(OpClass::kElementwise, 1.0, el, 3 * it.context().act_bytes * el));
+}
+
+void rope_items(Items& it, bool backward) {
+  if (it.context().model.positions != PositionKind::kRope) {
+    return;
+  }
+  if (eager(it.context())) {
+    eager_rope(it, backward);
+    return;
+  }
+  const Dims& d = it.dims();
+  const int64_t el = d.tokens * (d.q + d.kv);
+  it.kernel(backward ? "rope.bwd" : "rope",
+            memory_bound(OpClass::kElementwise, 3.0, el, 2 * it.context().act_bytes * el));
+}
+
+void attention_items(Items& it, bool backward) {
+  const KernelContext& c = it.context();
+  const Dims& d = it.dims();
+  if (eager(c)) {
+    eager_attention(it, backward);
+    return;
+  }
   const std::string name = backward ? "attention.bwd" : "attention";
   ComputeWork w = attention_work(c, d, backward);
   if (c.cp == 1) {
@@ -189,7 +69,7 @@ void attention_items(Items& it, const KernelContext& c, const Dims& d, bool back
   // gradients) travel around the ring.
   w.flops = w.flops * (1.0 / static_cast<double>(c.cp));
   w.bytes = w.bytes / c.cp;
-  const Bytes kv_block = Bytes::of(2 * d.tokens * d.kv * kAct);
+  const Bytes kv_block = Bytes::of(2 * d.tokens * d.kv * c.act_bytes);
   it.ring(RingSpec{name, KernelSpec{name + ".chunk", w}, c.cp, backward ? kv_block * 2 : kv_block});
 }
 
@@ -212,16 +92,29 @@ MoeDims moe_dims(const KernelContext& c, const Dims& d) {
   return {rows, e / c.ep, d.tokens * k};
 }
 
-void mlp_items(Items& it, const KernelContext& c, const Dims& d, bool backward) {
+// The MLP's activation function between the up and down projections, on `el` elements.
+void activation_items(Items& it, int64_t el, bool backward) {
+  const KernelContext& c = it.context();
+  const bool gated = c.model.mlp == MlpKind::kGated;
+  if (eager(c)) {
+    eager_activation(it, el, backward);
+    return;
+  }
+  const ComputeWork act = memory_bound(
+      OpClass::kElementwise, gated ? 5.0 : 8.0, el,
+      (gated ? (backward ? 5 : 3) : (backward ? 3 : 2)) * c.act_bytes * el);
+  it.kernel(std::string(gated ? "swiglu" : "gelu") + (backward ? ".bwd" : ""), act);
+}
+
+void mlp_items(Items& it, bool backward) {
+  const KernelContext& c = it.context();
+  const Dims& d = it.dims();
   const ModelConfig& m = c.model;
   const bool gated = m.mlp == MlpKind::kGated;
   const int64_t up_n = gated ? 2 * d.f : d.f;
   const MoeDims md = moe_dims(c, d);
   const int64_t act_el = md.rows * md.batch * d.f;
-  const ComputeWork act = memory_bound(
-      OpClass::kElementwise, gated ? 5.0 : 8.0, act_el,
-      (gated ? (backward ? 5 : 3) : (backward ? 3 : 2)) * kAct * act_el);
-  const Bytes routed_bytes = Bytes::of(md.routed * d.h * kAct);
+  const Bytes routed_bytes = Bytes::of(md.routed * d.h * c.act_bytes);
   const ComputeWork permute = memory_bound(OpClass::kCopy, 0.0, md.routed * d.h, 2 * routed_bytes.count());
   auto a2a = [&](const std::string& name) {
     if (m.moe && c.ep > 1) {
@@ -237,7 +130,7 @@ void mlp_items(Items& it, const KernelContext& c, const Dims& d, bool backward) 
       a2a("dispatch.ep_alltoall");
     }
     it.gemm(up, md.rows, d.h, up_n, md.batch);
-    it.kernel(gated ? "swiglu" : "gelu", act);
+    activation_items(it, act_el, false);
     it.gemm(down, md.rows, d.f, d.h, md.batch);
     if (m.moe) {
       a2a("combine.ep_alltoall");
@@ -250,7 +143,10 @@ void mlp_items(Items& it, const KernelContext& c, const Dims& d, bool backward) 
     a2a("combine.bwd.ep_alltoall");
   }
   it.gemm_bwd(down, md.rows, d.f, d.h, md.batch);
-  it.kernel(gated ? "swiglu.bwd" : "gelu.bwd", act);
+  activation_items(it, act_el, true);
+  if (eager(c) && gated) {
+    eager_copy(it, "mlp_up.split.bwd", md.rows * md.batch * up_n);
+  }
   it.column_bwd(up, md.rows, d.h, up_n, md.batch);
   if (m.moe) {
     a2a("dispatch.bwd.ep_alltoall");
@@ -261,14 +157,43 @@ void mlp_items(Items& it, const KernelContext& c, const Dims& d, bool backward) 
 
 }  // namespace
 
+// The attention core of the rank: its heads (1/TP) over its query chunk (1/CP of the causal work).
+ComputeWork attention_work(const KernelContext& c, const Dims& d, bool backward) {
+  const bool flash = c.attention == AttentionKernel::kFlash;
+  const double s2q = static_cast<double>(d.b) * static_cast<double>(d.s) *
+                     static_cast<double>(d.s) * static_cast<double>(d.q) /
+                     static_cast<double>(c.cp);
+  const double fwd_flops = flash ? 2.0 * s2q : 4.0 * s2q;
+  ComputeWork w;
+  w.op_class = OpClass::kAttention;
+  w.dtype = attention_dtype(c);
+  w.flops = Flops::of(backward ? 2.5 * fwd_flops : fwd_flops);
+  const int64_t qkv = d.tokens * (d.q + 2 * d.kv) * c.act_bytes;
+  const int64_t o = d.tokens * d.q * c.act_bytes;
+  // Forward reads Q, K, V and writes O; backward reads Q, K, V, O, dO and writes dQ, dK, dV.
+  int64_t bytes = backward ? 2 * qkv + 2 * o : qkv + o;
+  if (!flash) {
+    const int64_t scores = d.b * d.heads * d.tokens * d.s * c.act_bytes;
+    bytes += (backward ? 6 : 4) * scores;
+  }
+  w.bytes = Bytes::of(bytes);
+  w.shape = MatmulShape{d.tokens, c.model.head_dim, d.s, d.b * d.heads};
+  return w;
+}
+
+Dtype attention_dtype(const KernelContext& c) {
+  return c.matmul_dtype == Dtype::kFp8 ? Dtype::kBf16 : c.matmul_dtype;
+}
+
 KernelContext context_for(const ModelConfig& model, const ParallelPlan& plan) {
-  return KernelContext{model,   plan.mbs, plan.seq, plan.matmul_dtype, plan.attention,
-                       plan.tp, plan.sp,  plan.cp,  plan.ep,           plan.capacity_factor};
+  return KernelContext{model,   plan.mbs, plan.seq,         plan.matmul_dtype, plan.activation_bytes,
+                       plan.kernels, plan.attention, plan.tp, plan.sp, plan.cp,
+                       plan.ep,  plan.capacity_factor};
 }
 
 Bytes pipeline_message_bytes(const KernelContext& c) {
   const Dims d = dims_of(c);
-  return Bytes::of(d.sp_tokens * d.h * kAct);
+  return Bytes::of(d.sp_tokens * d.h * c.act_bytes);
 }
 
 std::vector<LayerItem> embedding_forward(const KernelContext& c) {
@@ -278,7 +203,7 @@ std::vector<LayerItem> embedding_forward(const KernelContext& c) {
   // Gather T rows of the (vocabulary-parallel) table; learned positions add a second gather.
   const bool learned = c.model.positions == PositionKind::kLearned;
   it.kernel("embedding", memory_bound(OpClass::kEmbedding, learned ? 1.0 : 0.0, th,
-                                      (learned ? 5 : 2) * kAct * th));
+                                      (learned ? 5 : 2) * c.act_bytes * th));
   it.tp_exit("embedding");
   return it.take();
 }
@@ -288,65 +213,80 @@ std::vector<LayerItem> embedding_backward(const KernelContext& c) {
   Items it(c, d);
   const int64_t th = d.tokens * d.h;
   it.tp_gather_grad("embedding.bwd");
-  // Scatter-add of T gradient rows into the table's gradient (read-modify-write of each row).
+  // The table's gradient is dense (PyTorch's embedding_dense_backward, also under Megatron): the
+  // local vocabulary x h is zero-filled, then the T gradient rows are scatter-added into it
+  // (read-modify-write of each row).
   const bool learned = c.model.positions == PositionKind::kLearned;
-  it.kernel("embedding.bwd", memory_bound(OpClass::kEmbedding, learned ? 2.0 : 1.0, th,
-                                          (learned ? 6 : 3) * kAct * th));
+  const int64_t table = d.vocab * d.h;
+  it.kernel("embedding.bwd",
+            memory_bound(OpClass::kEmbedding, learned ? 2.0 : 1.0, th,
+                         (learned ? 6 : 3) * c.act_bytes * th + c.act_bytes * table));
   return it.take();
 }
 
 std::vector<LayerItem> layer_forward(const KernelContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);
-  const ModelConfig& m = c.model;
-  it.kernel("attn_norm", norm_work(m, d.sp_tokens, false));
+  norm_items(it, "attn_norm", d.sp_tokens, false);
   it.tp_enter("qkv");
   it.gemm("qkv", d.tokens, d.h, d.q + 2 * d.kv);
-  if (m.positions == PositionKind::kRope) {
-    it.kernel("rope", rope_work(d));
+  rope_items(it, false);
+  attention_items(it, false);
+  if (eager(c)) {  // o.transpose(1, 2).reshape(b, s, q): a copy into token-major layout
+    eager_copy(it, "attention.out_copy", d.tokens * d.q);
   }
-  attention_items(it, c, d, false);
   it.gemm("attn_out", d.tokens, d.q, d.h);
   it.tp_exit("attn_out");
-  it.kernel("residual_attn", residual_work(d.sp_tokens * d.h));
-  it.kernel("mlp_norm", norm_work(m, d.sp_tokens, false));
+  residual_items(it, "residual_attn");
+  norm_items(it, "mlp_norm", d.sp_tokens, false);
   it.tp_enter("mlp");
-  mlp_items(it, c, d, false);
+  mlp_items(it, false);
   it.tp_exit("mlp");
-  it.kernel("residual_mlp", residual_work(d.sp_tokens * d.h));
+  residual_items(it, "residual_mlp");
   return it.take();
 }
 
 std::vector<LayerItem> layer_backward(const KernelContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);
-  const ModelConfig& m = c.model;
   it.tp_gather_grad("mlp.bwd");
-  mlp_items(it, c, d, true);
-  it.kernel("mlp_norm.bwd", norm_work(m, d.sp_tokens, true));
-  it.kernel("residual.bwd", residual_work(d.sp_tokens * d.h));
+  mlp_items(it, true);
+  norm_items(it, "mlp_norm.bwd", d.sp_tokens, true);
+  residual_items(it, "residual.bwd");
   it.tp_gather_grad("attn_out.bwd");
   it.gemm_bwd("attn_out", d.tokens, d.q, d.h);
-  attention_items(it, c, d, true);
-  if (m.positions == PositionKind::kRope) {
-    it.kernel("rope.bwd", rope_work(d));
+  if (eager(c)) {
+    eager_copy(it, "attention.out_copy.bwd", d.tokens * d.q);
+  }
+  attention_items(it, true);
+  rope_items(it, true);
+  if (eager(c)) {  // the gradients of the Q, K and V slices, concatenated for the QKV GEMM
+    eager_copy(it, "qkv.split.bwd", d.tokens * (d.q + 2 * d.kv));
   }
   it.column_bwd("qkv", d.tokens, d.h, d.q + 2 * d.kv);
-  it.kernel("attn_norm.bwd", norm_work(m, d.sp_tokens, true));
+  norm_items(it, "attn_norm.bwd", d.sp_tokens, true);
+  if (eager(c)) {  // autograd sums the residual stream's two gradients at each norm's input
+    residual_items(it, "residual_attn.bwd");
+  }
   return it.take();
 }
 
 std::vector<LayerItem> head_forward(const KernelContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);
-  it.kernel("final_norm", norm_work(c.model, d.sp_tokens, false));
+  norm_items(it, "final_norm", d.sp_tokens, false);
   it.tp_enter("lm_head");
   it.gemm("lm_head", d.tokens, d.h, d.vocab);
-  // Fused (vocabulary-parallel) cross entropy: read the bf16 logits, write fp32 statistics and
-  // the gradient of the logits; TP ranks all-reduce the max, the sum of exponentials and the
-  // target logit, 3 fp32 values per token.
   const int64_t tv = d.tokens * d.vocab;
-  it.kernel("cross_entropy", memory_bound(OpClass::kLoss, 5.0, tv, 2 * kAct * tv));
+  if (eager(c)) {
+    eager_loss(it, false);
+  } else {
+    // Fused (vocabulary-parallel) cross entropy: read the bf16 logits, write fp32 statistics and
+    // the gradient of the logits.
+    it.kernel("cross_entropy", memory_bound(OpClass::kLoss, 5.0, tv, 2 * c.act_bytes * tv));
+  }
+  // TP ranks all-reduce the max, the sum of exponentials and the target logit, 3 fp32 values
+  // per token.
   if (it.tensor_parallel()) {
     it.comm("cross_entropy.tp_allreduce", CommKind::kTensor, CollectiveKind::kAllReduce,
             Bytes::of(3 * 4 * d.tokens));
@@ -357,16 +297,27 @@ std::vector<LayerItem> head_forward(const KernelContext& c) {
 std::vector<LayerItem> head_backward(const KernelContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);
+  if (eager(c)) {
+    eager_loss(it, true);
+  }
   it.column_bwd("lm_head", d.tokens, d.h, d.vocab);
-  it.kernel("final_norm.bwd", norm_work(c.model, d.sp_tokens, true));
+  norm_items(it, "final_norm.bwd", d.sp_tokens, true);
   return it.take();
 }
 
-KernelSpec optimizer_step(int64_t params, const ModelStateBytes& state) {
-  // AdamW: read gradient, master weight, m, v; write master weight, m, v and the bf16 working
-  // copy. About 12 FLOPs per parameter (moments, bias correction, sqrt, divide, decay, update).
-  const int64_t bytes = params * (state.gradient + 2 * state.optimizer + state.weight);
-  return {"adamw", memory_bound(OpClass::kOptimizer, 12.0, params, bytes)};
+std::vector<KernelSpec> optimizer_step(const std::vector<int64_t>& tensors,
+                                       const ModelStateBytes& state, OptimizerKernels kernels) {
+  int64_t params = 0;
+  for (const int64_t t : tensors) {
+    params += t;
+  }
+  if (kernels == OptimizerKernels::kFused) {
+    // AdamW: read gradient, master weight, m, v; write master weight, m, v and the bf16 working
+    // copy. About 12 FLOPs per parameter (moments, bias correction, sqrt, divide, decay, update).
+    const int64_t bytes = params * (state.gradient + 2 * state.optimizer + state.weight);
+    return {{"adamw", memory_bound(OpClass::kOptimizer, 12.0, params, bytes)}};
+  }
+  return eager_adamw(tensors, state, kernels);
 }
 
 }  // namespace meshsim::workloads::detail

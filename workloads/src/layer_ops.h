@@ -1,9 +1,10 @@
 // The kernels of one transformer layer (and of the embedding and head), forward and backward, on
 // one rank of a TP x CP x EP partition, with the communication between them. Private.
 //
-// Conventions (T = tokens the rank computes on = b*s/CP; e = 2 bytes per activation element):
+// Conventions (T = tokens the rank computes on = b*s/CP; e = bytes per activation element, 2 in
+// bf16 mixed precision, 4 in fp32):
 //  * matmul [m,k]x[k,n]: 2mkn FLOPs; bytes = inputs (m*k + k*n) at the matmul dtype's width plus
-//    the output (m*n) at 2 bytes (bf16 output, also for fp8 inputs, as Transformer Engine does).
+//    the output (m*n) at e bytes (bf16 output also for fp8 inputs, as Transformer Engine does).
 //  * backward of a matmul: a data-gradient GEMM [m,n]x[n,k] and a weight-gradient GEMM
 //    [k,m]x[m,n], each with the forward's FLOPs.
 //  * causal attention forward: 2*b*s^2*q FLOPs over the whole sequence (QK^T and PV over the
@@ -27,6 +28,9 @@
 //  * Context parallelism: ring attention (Liu et al. 2023, Megatron's CP): the attention kernel
 //    runs as CP chunks; between chunks the rank passes K and V blocks to its ring successor;
 //    backward passes K, V and their gradients.
+//  * Kernels::kEager (layer_ops_eager.cc) replaces each fused memory-bound kernel above by the
+//    tensor operations PyTorch eager mode runs for it, and by autograd's kernels for their
+//    backward; the GEMMs, the communication and their order are the same.
 //  * Expert parallelism: all-to-all dispatch before the experts and combine after (forward and
 //    backward), over the EP group; experts hold E/EP local experts, each seeing T*k*EP/E tokens
 //    times the capacity factor.
@@ -77,6 +81,8 @@ struct KernelContext {
   int64_t micro_batch = 1;
   int64_t seq_len = 0;
   Dtype matmul_dtype = Dtype::kBf16;
+  int64_t act_bytes = 2;  // e
+  Kernels kernels = Kernels::kFused;
   AttentionKernel attention = AttentionKernel::kFlash;
   int64_t tp = 1;
   bool sp = false;
@@ -93,8 +99,15 @@ std::vector<LayerItem> head_forward(const KernelContext& c);  // final norm, LM 
 std::vector<LayerItem> head_backward(const KernelContext& c);
 std::vector<LayerItem> layer_backward(const KernelContext& c);
 std::vector<LayerItem> embedding_backward(const KernelContext& c);
-// AdamW over `params` parameters held by the rank.
-KernelSpec optimizer_step(int64_t params, const ModelStateBytes& state);
+// AdamW over the parameter tensors the rank updates (element counts, after TP and ZeRO sharding).
+std::vector<KernelSpec> optimizer_step(const std::vector<int64_t>& tensors,
+                                       const ModelStateBytes& state, OptimizerKernels kernels);
+// The parameter tensors of `layers` layers, plus the embedding and/or the head (final norm and
+// untied LM head), each divided over TP as Megatron partitions it.
+std::vector<int64_t> parameter_tensors(const KernelContext& c, int64_t layers, bool embedding,
+                                       bool head);
+// The format attention's GEMMs run in (fp8 GEMMs keep bf16 attention).
+Dtype attention_dtype(const KernelContext& c);
 // Bytes of the activation a pipeline stage sends to the next one per microbatch (and of the
 // gradient it receives back): T x h, divided by TP with sequence parallelism.
 Bytes pipeline_message_bytes(const KernelContext& c);

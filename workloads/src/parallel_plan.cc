@@ -37,6 +37,31 @@ std::string_view to_string(CommKind k) {
   return "?";
 }
 
+std::string_view to_string(Kernels k) {
+  return k == Kernels::kEager ? "eager" : "fused";
+}
+
+std::string_view to_string(OptimizerKernels k) {
+  switch (k) {
+    case OptimizerKernels::kFused:
+      return "fused";
+    case OptimizerKernels::kForEach:
+      return "foreach";
+    case OptimizerKernels::kPerTensor:
+      return "per-tensor";
+  }
+  return "?";
+}
+
+void ParallelPlan::set_training_dtype(Dtype dtype) {
+  matmul_dtype = dtype;
+  const bool fp32 = dtype == Dtype::kFp32 || dtype == Dtype::kTf32;
+  activation_bytes = fp32 ? 4 : 2;
+  // Mixed precision: bf16 weights and gradients, fp32 master weights and two fp32 moments
+  // (Micikevicius et al. 2018; ZeRO's 2 + 2 + 12 bytes). fp32: weights, gradients, two moments.
+  state = fp32 ? ModelStateBytes{4, 4, 8} : ModelStateBytes{2, 2, 12};
+}
+
 namespace {
 
 [[noreturn]] void bad(const char* flag, const std::string& message) {
@@ -159,6 +184,10 @@ void validate_plan(const ModelConfig& model, const ParallelPlan& plan, int64_t d
     bad("--recompute", "full recompute with the zero-bubble schedule is not modelled (its "
                        "deferred weight gradients need the re-materialised activations); use "
                        "selective or none");
+  }
+  if (plan.kernels == Kernels::kEager && plan.cp > 1) {
+    bad("--kernels", "eager kernels are modelled without context parallelism (ring attention "
+                     "runs as fused chunks); use --kernels fused with --cp");
   }
   if (plan.zero != ZeroStage::kNone && plan.dp == 1) {
     bad("--zero", "ZeRO shards over the data-parallel group; it needs --dp > 1");

@@ -290,10 +290,22 @@ void StageBuilder::finish() {
     }
   }
   waits_.insert(waits_.end(), dp_ops_.begin(), dp_ops_.end());
-  const bool sharded = p_.zero != ZeroStage::kNone;
-  const int64_t local = sharded ? (params_.total + params_.dp_group - 1) / params_.dp_group
-                                : params_.total;
-  compute(optimizer_step(local, p_.state));
+  // The optimizer updates the rank's parameters, sharded over DP x CP with ZeRO; per tensor or
+  // over all of them at once as the plan's optimizer kernels say.
+  std::vector<int64_t> tensors = {params_.total};
+  if (p_.optimizer_kernels != OptimizerKernels::kFused) {
+    const int64_t per_stage = params_.total - params_.embedding - params_.head;
+    const int64_t layers = params_.per_layer > 0 ? per_stage / params_.per_layer : 0;
+    tensors = parameter_tensors(ctx_, layers, params_.embedding > 0, params_.head > 0);
+  }
+  if (p_.zero != ZeroStage::kNone) {
+    for (int64_t& t : tensors) {
+      t = (t + params_.dp_group - 1) / params_.dp_group;
+    }
+  }
+  for (const KernelSpec& k : optimizer_step(tensors, p_.state, p_.optimizer_kernels)) {
+    compute(k);
+  }
 }
 
 Program StageBuilder::build() {

@@ -28,7 +28,7 @@ ParallelLayout layout_of(const ParallelPlan& p, int64_t stage) {
 
 ActivationOptions activation_options(const ParallelPlan& p, Recompute recompute) {
   // Context parallelism splits the sequence: a rank saves the activations of s / CP tokens.
-  return ActivationOptions{p.seq / p.cp, p.mbs, p.attention, recompute, 2};
+  return ActivationOptions{p.seq / p.cp, p.mbs, p.attention, recompute, p.activation_bytes};
 }
 
 detail::StageMemory stage_memory(const ModelConfig& m, const ParallelPlan& p, int64_t stage) {

@@ -44,6 +44,28 @@ struct OverlapOptions {
   bool tensor_parallel = false;  // TP communication hidden behind split GEMMs (else exposed)
 };
 
+// How the framework runs the memory-bound parts of a layer (norms, RoPE, activation functions,
+// softmax, the loss, layout copies); workloads/src/layer_ops.h lists the kernels of each.
+//  kFused: one kernel per part, as Megatron-LM with Transformer Engine and XLA run them (fused
+//          RMSNorm, fused RoPE, fused SwiGLU, flash or fused softmax attention, fused cross
+//          entropy).
+//  kEager: PyTorch eager mode, one kernel per tensor operation, with autograd's backward kernels:
+//          the implementation of Hugging Face transformers' Llama with attn_implementation
+//          "eager" (and "sdpa" with flash attention), which validation/reference_trainer's
+//          PyTorch twin follows.
+enum class Kernels : uint8_t { kFused, kEager };
+std::string_view to_string(Kernels k);
+
+// How the AdamW step runs.
+//  kFused:     one pass over the parameters' state (Megatron's and Apex's fused Adam,
+//              torch.optim.AdamW(fused=True), optax under XLA).
+//  kForEach:   torch.optim.AdamW's multi-tensor path (the default on CUDA in torch 2): each of its
+//              nine element-wise updates is one pass over all parameters.
+//  kPerTensor: torch.optim.AdamW(foreach=False), the default on CPU: the nine updates per
+//              parameter tensor, plus the step-count update and a host read of it.
+enum class OptimizerKernels : uint8_t { kFused, kForEach, kPerTensor };
+std::string_view to_string(OptimizerKernels k);
+
 struct ParallelPlan {
   int64_t dp = 1;
   ZeroStage zero = ZeroStage::kNone;
@@ -59,6 +81,11 @@ struct ParallelPlan {
   int64_t seq = 0;
   Recompute recompute = Recompute::kNone;
   Dtype matmul_dtype = Dtype::kBf16;
+  // Bytes per activation element: 2 in bf16 mixed precision (also with fp8 GEMMs), 4 when
+  // training in fp32 or tf32. set_training_dtype keeps it consistent with matmul_dtype and state.
+  int64_t activation_bytes = 2;
+  Kernels kernels = Kernels::kFused;
+  OptimizerKernels optimizer_kernels = OptimizerKernels::kFused;
   AttentionKernel attention = AttentionKernel::kFlash;
   double capacity_factor = 1.0;        // MoE: expert capacity / balanced share (>= 1)
   std::vector<int64_t> stage_layers;   // layers per pipeline stage; empty = even split
@@ -70,6 +97,11 @@ struct ParallelPlan {
   ModelStateBytes state;
 
   int64_t world() const { return dp * tp * cp * pp; }
+  // The training precision: kBf16 or kFp8 (mixed precision: bf16 activations, bf16 weights and
+  // gradients, fp32 master weights and Adam moments, 16 bytes of state per parameter) or kFp32 /
+  // kTf32 (fp32 activations, weights and gradients, fp32 Adam moments, also 16 bytes per
+  // parameter). Sets matmul_dtype, activation_bytes and state.
+  void set_training_dtype(Dtype dtype);
   int64_t microbatches() const { return gbs / (dp * mbs); }
 };
 

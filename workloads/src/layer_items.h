@@ -1,0 +1,160 @@
+// Private to layer_ops*.cc: the sizes of a rank's share of a layer and the list the layer's
+// kernels and communication are appended to.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "layer_ops.h"
+#include "meshsim/workloads/accounting.h"
+
+namespace meshsim::workloads::detail {
+
+// [m,k]x[k,n], `batch` times: inputs at the matmul dtype's width, the output at `out_bytes` per
+// element (the activation width).
+inline ComputeWork matmul(int64_t m, int64_t k, int64_t n, int64_t batch, Dtype dtype,
+                          int64_t out_bytes) {
+  ComputeWork w;
+  w.op_class = OpClass::kMatmul;
+  w.dtype = dtype;
+  w.flops = Flops::of(2.0 * static_cast<double>(m) * static_cast<double>(k) *
+                      static_cast<double>(n) * static_cast<double>(batch));
+  const int64_t in = bytes_per_element(dtype);
+  w.bytes = Bytes::of(batch * ((m * k + k * n) * in + m * n * out_bytes));
+  w.shape = MatmulShape{m, k, n, batch};
+  return w;
+}
+
+inline ComputeWork memory_bound(OpClass cls, double flops_per_element, int64_t elements, int64_t bytes) {
+  ComputeWork w;
+  w.op_class = cls;
+  w.dtype = Dtype::kFp32;  // vector units, not tensor cores
+  w.flops = Flops::of(flops_per_element * static_cast<double>(elements));
+  w.bytes = Bytes::of(bytes);
+  return w;
+}
+
+// Rank-local sizes of the partitioned layer.
+struct Dims {
+  int64_t tokens;     // T: tokens of the rank's sequence chunk (b*s/CP)
+  int64_t sp_tokens;  // tokens of norms and residuals: T, or T/TP with SP
+  int64_t b;
+  int64_t s;
+  int64_t h;
+  int64_t q;      // local query width (heads/TP * d_h)
+  int64_t kv;     // local K (= V) width: KV heads/TP, at least one head
+  int64_t f;      // local d_ff
+  int64_t heads;  // local query heads
+  int64_t vocab;  // local vocabulary (vocabulary-parallel head)
+};
+
+inline Dims dims_of(const KernelContext& c) {
+  const ModelConfig& m = c.model;
+  const int64_t tokens = c.micro_batch * c.seq_len / c.cp;
+  const int64_t kv_heads = std::max<int64_t>(1, m.num_kv_heads / c.tp);
+  return Dims{tokens,
+              c.sp ? tokens / c.tp : tokens,
+              c.micro_batch,
+              c.seq_len,
+              m.d_model,
+              m.q_dim() / c.tp,
+              kv_heads * m.head_dim,
+              m.d_ff / c.tp,
+              m.num_heads / c.tp,
+              (m.vocab_size + c.tp - 1) / c.tp};
+}
+
+// Appends items to a list, with the Megatron TP communication pattern.
+class Items {
+ public:
+  Items(const KernelContext& c, const Dims& d) : c_(c), d_(d) {}
+  std::vector<LayerItem> take() { return std::move(items_); }
+
+  void kernel(std::string name, ComputeWork w) { items_.push_back(KernelSpec{std::move(name), w}); }
+  void gemm(const std::string& name, int64_t m, int64_t k, int64_t n, int64_t batch = 1) {
+    kernel(name, matmul(m, k, n, batch, c_.matmul_dtype, c_.act_bytes));
+  }
+  void gemm_bwd(const std::string& name, int64_t m, int64_t k, int64_t n, int64_t batch = 1) {
+    gemm(name + ".dgrad", m, n, k, batch);
+    gemm(name + ".wgrad", k, m, n, batch);
+  }
+  void comm(std::string name, CommKind kind, CollectiveKind op, Bytes bytes, bool async = false) {
+    items_.push_back(CommSpec{std::move(name), kind, op, bytes, async});
+  }
+  void ring(RingSpec r) { items_.push_back(std::move(r)); }
+  Bytes activation_bytes() const { return Bytes::of(d_.tokens * d_.h * c_.act_bytes); }
+  bool tensor_parallel() const { return c_.tp > 1; }
+  const KernelContext& context() const { return c_; }
+  const Dims& dims() const { return d_; }
+
+  // Before a column-parallel GEMM (forward): SP gathers the sequence-sharded input.
+  void tp_enter(const std::string& where) {
+    if (tensor_parallel() && c_.sp) {
+      comm(where + ".tp_allgather", CommKind::kTensor, CollectiveKind::kAllGather,
+           activation_bytes());
+    }
+  }
+  // After a row-parallel GEMM (forward) or a column-parallel data gradient (backward): sum the
+  // partial results across TP (reduce-scatter with SP).
+  void tp_exit(const std::string& where) {
+    if (!tensor_parallel()) {
+      return;
+    }
+    if (c_.sp) {
+      comm(where + ".tp_reducescatter", CommKind::kTensor, CollectiveKind::kReduceScatter,
+           activation_bytes());
+    } else {
+      comm(where + ".tp_allreduce", CommKind::kTensor, CollectiveKind::kAllReduce,
+           activation_bytes());
+    }
+  }
+  // Backward of a column-parallel GEMM: with SP the saved (sharded) input is re-gathered while
+  // the data gradient runs; the input gradient is reduced across TP while the weight gradient runs.
+  void column_bwd(const std::string& name, int64_t m, int64_t k, int64_t n, int64_t batch = 1) {
+    if (!tensor_parallel()) {
+      gemm_bwd(name, m, k, n, batch);
+      return;
+    }
+    if (c_.sp) {
+      comm(name + ".tp_allgather_input", CommKind::kTensor, CollectiveKind::kAllGather,
+           activation_bytes(), true);
+    }
+    gemm(name + ".dgrad", m, n, k, batch);
+    comm(name + (c_.sp ? ".tp_reducescatter" : ".tp_allreduce"), CommKind::kTensor,
+         c_.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, activation_bytes(),
+         true);
+    gemm(name + ".wgrad", k, m, n, batch);
+  }
+  // Backward of a row-parallel GEMM with SP: gather the sequence-sharded output gradient.
+  void tp_gather_grad(const std::string& where) {
+    if (tensor_parallel() && c_.sp) {
+      comm(where + ".tp_allgather_grad", CommKind::kTensor, CollectiveKind::kAllGather,
+           activation_bytes());
+    }
+  }
+
+ private:
+  const KernelContext& c_;
+  const Dims& d_;
+  std::vector<LayerItem> items_;
+};
+
+// The fused attention kernel of the rank: its heads (1/TP) over its query chunk (1/CP of the causal
+// work); flash or naive as the context says.
+ComputeWork attention_work(const KernelContext& c, const Dims& d, bool backward);
+
+// Kernels::kEager blocks (layer_ops_eager.cc): what PyTorch eager mode launches for each fused
+// kernel of layer_ops.cc, forward or (autograd's) backward.
+void eager_norm(Items& it, const std::string& name, int64_t tokens, bool backward);
+void eager_rope(Items& it, bool backward);
+void eager_attention(Items& it, bool backward);
+void eager_activation(Items& it, int64_t elements, bool backward);
+void eager_loss(Items& it, bool backward);
+// A layout copy (contiguous(), cat of gradient slices) of `elements` activation elements.
+void eager_copy(Items& it, const std::string& name, int64_t elements);
+std::vector<KernelSpec> eager_adamw(const std::vector<int64_t>& tensors,
+                                    const ModelStateBytes& state, OptimizerKernels kernels);
+
+}  // namespace meshsim::workloads::detail
