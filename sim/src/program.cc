@@ -73,6 +73,15 @@ std::string_view to_string(OpClass c) {
   return "?";
 }
 
+std::optional<OpClass> parse_op_class(std::string_view s) {
+  for (int c = 0; c < kNumOpClasses; ++c) {
+    if (to_string(static_cast<OpClass>(c)) == s) {
+      return static_cast<OpClass>(c);
+    }
+  }
+  return std::nullopt;
+}
+
 std::string_view to_string(CollectiveKind k) {
   switch (k) {
     case CollectiveKind::kAllReduce:

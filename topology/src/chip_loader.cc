@@ -51,6 +51,33 @@ void read_efficiency(JsonObject& chip_obj, Chip& chip, SourceSink& sink) {
   chip.efficiency.memory = detail::sourced_fraction(eff, "memory", sink);
   chip.efficiency.launch_overhead =
       detail::sourced_duration(eff, "launch_overhead", sink, /*allow_zero=*/true);
+  if (eff.has("memory_by_class")) {
+    const nlohmann::json& raw = eff.raw("memory_by_class");
+    JsonObject by(raw, eff.source(), eff.pointer_of("memory_by_class"));
+    for (const std::string& key : keys_of(raw)) {
+      const std::optional<OpClass> c = parse_op_class(key);
+      if (!c || *c == OpClass::kCommunication) {
+        by.fail(key, "unknown op class (expected one of matmul, attention, elementwise, norm, "
+                     "embedding, loss, optimizer, copy)");
+      }
+      chip.efficiency.memory_by_class[static_cast<size_t>(*c)] =
+          detail::sourced_fraction(by, key, sink);
+    }
+    by.finish();
+  }
+  if (eff.has("matmul_shape")) {
+    JsonObject shape = eff.object("matmul_shape");
+    MatmulShapeEfficiency m;
+    m.tile_m = detail::sourced_count(shape, "tile_m", sink);
+    m.tile_n = detail::sourced_count(shape, "tile_n", sink);
+    m.units = detail::sourced_count(shape, "units", sink);
+    m.k_half = detail::sourced_non_negative_number(shape, "k_half", sink);
+    m.call_overhead = detail::sourced_duration(shape, "call_overhead", sink, /*allow_zero=*/true);
+    m.per_matrix_calls =
+        detail::sourced_choice(shape, "batched", {"one_call", "per_matrix"}, sink) == "per_matrix";
+    shape.finish();
+    chip.efficiency.matmul_shape = m;
+  }
   eff.finish();
 }
 
@@ -163,6 +190,17 @@ Chip parse_chip(JsonObject& chips, const std::string& name) {
   chip.hbm_capacity = detail::sourced_bytes(hbm, "capacity", sink);
   chip.hbm_bandwidth = detail::sourced_bandwidth(hbm, "bandwidth", sink);
   hbm.finish();
+  if (obj.has("cache")) {
+    JsonObject cache = obj.object("cache");
+    CacheSpec c;
+    c.capacity = detail::sourced_bytes(cache, "capacity", sink);
+    c.bandwidth = detail::sourced_bandwidth(cache, "bandwidth", sink);
+    cache.finish();
+    if (c.capacity >= chip.hbm_capacity) {
+      obj.fail("cache", "the cache must be smaller than the memory it caches (/hbm/capacity)");
+    }
+    chip.cache = c;
+  }
   read_efficiency(obj, chip, sink);
   if (chip.kind == ChipKind::kGpu) {
     read_gpu_parts(obj, chip, sink);

@@ -101,6 +101,22 @@ double sourced_positive_number(JsonObject& parent, const std::string& key, Sourc
                       [](JsonObject& leaf) { return leaf.positive_number("value"); });
 }
 
+double sourced_non_negative_number(JsonObject& parent, const std::string& key, SourceSink& sink) {
+  return read_sourced(parent, key, sink, [](JsonObject& leaf) {
+    const double v = leaf.number("value");
+    if (!(v >= 0.0) || !std::isfinite(v)) {
+      leaf.fail("value", fmt::format("expected a non-negative number, got {}", v));
+    }
+    return v;
+  });
+}
+
+std::string sourced_choice(JsonObject& parent, const std::string& key,
+                           const std::vector<std::string>& choices, SourceSink& sink) {
+  return read_sourced(parent, key, sink,
+                      [&choices](JsonObject& leaf) { return leaf.one_of("value", choices); });
+}
+
 int64_t sourced_count(JsonObject& parent, const std::string& key, SourceSink& sink) {
   return read_sourced(parent, key, sink,
                       [](JsonObject& leaf) { return leaf.positive_integer("value"); });

@@ -12,6 +12,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "meshsim/sim/json_input.h"
 #include "meshsim/sim/units.h"
@@ -35,6 +36,10 @@ Duration sourced_duration(JsonObject& parent, const std::string& key, SourceSink
 double sourced_fraction(JsonObject& parent, const std::string& key, SourceSink& sink);
 double sourced_positive_number(JsonObject& parent, const std::string& key, SourceSink& sink);
 int64_t sourced_count(JsonObject& parent, const std::string& key, SourceSink& sink);
+double sourced_non_negative_number(JsonObject& parent, const std::string& key, SourceSink& sink);
+// A string value that must be one of `choices`.
+std::string sourced_choice(JsonObject& parent, const std::string& key,
+                           const std::vector<std::string>& choices, SourceSink& sink);
 // "1.98GHz", "1050MHz", "1.5e9Hz"; returns hertz.
 double sourced_frequency(JsonObject& parent, const std::string& key, SourceSink& sink);
 

@@ -45,6 +45,8 @@ enum class OpClass : uint8_t {
 };
 inline constexpr int kNumOpClasses = 9;
 std::string_view to_string(OpClass c);
+// The class named as to_string names it, or nullopt.
+std::optional<OpClass> parse_op_class(std::string_view s);
 
 enum class CollectiveKind : uint8_t {
   kAllReduce,

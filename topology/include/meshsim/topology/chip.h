@@ -22,6 +22,7 @@
 // naming the file, the JSON pointer and what was expected.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json_fwd.hpp>
@@ -45,10 +46,36 @@ const std::vector<Dtype>& all_dtypes();
 enum class ChipKind { kGpu, kTpu };
 std::string_view to_string(ChipKind kind);
 
+// The last-level cache in front of HBM (GPU L2, CPU L3): a kernel whose traffic fits in it streams
+// at the cache's bandwidth (compute_model.h).
+struct CacheSpec {
+  Bytes capacity;
+  BytesPerSec bandwidth;  // bytes read plus written per second, as the HBM bandwidth
+};
+
+// How a GEMM's shape changes its efficiency (compute_model.h gives the formula). Tile and units
+// describe the hardware and the GEMM library; k_half and call_overhead are fitted from traces.
+struct MatmulShapeEfficiency {
+  int64_t tile_m = 1;  // output rows of one tile (GPU: the CTA tile of the GEMM kernels)
+  int64_t tile_n = 1;  // output columns of one tile
+  int64_t units = 1;   // tiles computed at once (GPU: SMs; CPU: cores)
+  double k_half = 0;   // reduction length at which a tile reaches half its asymptotic rate, >= 0
+  Duration call_overhead;          // fixed cost of one GEMM call, >= 0
+  bool per_matrix_calls = false;   // a batched GEMM is one call per matrix (else one call)
+};
+
 struct Efficiency {
-  double matmul;             // achievable fraction of dense bf16 peak for large matmuls, (0, 1]
+  double matmul;             // achievable fraction of dense peak for large matmuls, (0, 1]
   double memory;             // achievable fraction of HBM bandwidth for streaming kernels, (0, 1]
   Duration launch_overhead;  // fixed cost added to every kernel / op, >= 0
+  std::optional<MatmulShapeEfficiency> matmul_shape;  // absent: efficiency independent of shape
+  // Memory efficiency of the kernels of one op class where it differs from `memory` (kernels
+  // that move the same bytes run at different fractions of the bandwidth: a broadcast
+  // masked_fill, an exp-bound softmax, a multi-tensor optimizer), each in (0, 1].
+  std::array<std::optional<double>, kNumOpClasses> memory_by_class{};
+  double memory_for(OpClass c) const {
+    return memory_by_class[static_cast<size_t>(c)].value_or(memory);
+  }
 };
 
 // GPU scale-up links (NVLink). Bandwidths per direction.
@@ -94,6 +121,7 @@ struct Chip {
   std::map<Dtype, FlopsPerSec> peaks;  // dense; bf16 always present
   Bytes hbm_capacity;
   BytesPerSec hbm_bandwidth;
+  std::optional<CacheSpec> cache;  // absent: every kernel streams from HBM
   // GPUs: NVLink and the NIC of the vendor's reference system (one per GPU).
   std::optional<NvlinkSpec> nvlink;
   std::optional<BytesPerSec> nic_bandwidth;  // per NIC, per direction

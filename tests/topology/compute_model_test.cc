@@ -1,0 +1,182 @@
+// The roofline compute model's shape-dependent GEMM efficiency and cache level
+// (topology/compute_model.h), and the catalogue fields behind them (efficiency/matmul_shape, cache).
+#include "meshsim/topology/compute_model.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "meshsim/sim/error.h"
+#include "meshsim/topology/chip.h"
+#include "test_files.h"
+
+namespace meshsim::topology {
+namespace {
+
+using testing::capture_input_error;
+using testing::expect_error;
+using testing::read_source_json;
+
+const std::string kProfile = "validation/profiles/cpu-amd-epyc-2c.json";
+const std::string kChip = "cpu-amd-epyc-1core";
+
+// The committed CPU profile's chip with round numbers: 100 TFLOP/s, HBM 10 GB/s, a 32 MiB cache at
+// 100 GB/s, matmul 0.8, memory 0.5, launch 3 us; matmul_shape tile 128 x 128 on 132 units,
+// k_half 64, call 2 us, batched as given.
+nlohmann::json test_catalogue(const std::string& batched = "one_call") {
+  nlohmann::json doc = read_source_json(kProfile);
+  nlohmann::json& c = doc["chips"][kChip];
+  c["peak"]["fp32"]["value"] = "100TFLOP/s";
+  c["peak"]["bf16"]["value"] = "100TFLOP/s";
+  c["hbm"]["bandwidth"]["value"] = "10GB/s";
+  c["cache"]["capacity"]["value"] = "32MiB";
+  c["cache"]["bandwidth"]["value"] = "100GB/s";
+  nlohmann::json& e = c["efficiency"];
+  e["matmul"]["value"] = 0.8;
+  e["memory"]["value"] = 0.5;
+  e["launch_overhead"]["value"] = "3us";
+  e["matmul_shape"]["tile_m"]["value"] = 128;
+  e["matmul_shape"]["tile_n"]["value"] = 128;
+  e["matmul_shape"]["units"]["value"] = 132;
+  e["matmul_shape"]["k_half"]["value"] = 64;
+  e["matmul_shape"]["call_overhead"]["value"] = "2us";
+  e["matmul_shape"]["batched"]["value"] = batched;
+  return doc;
+}
+
+Chip test_chip(const std::string& batched = "one_call") {
+  return Catalogue::parse(test_catalogue(batched), "test.json").chip(kChip);
+}
+
+ComputeWork gemm(int64_t m, int64_t k, int64_t n, int64_t batch = 1) {
+  ComputeWork w;
+  w.op_class = OpClass::kMatmul;
+  w.dtype = Dtype::kFp32;
+  w.flops = Flops::of(2.0 * static_cast<double>(m * k * n * batch));
+  w.bytes = Bytes::of(4 * batch * (m * k + k * n + m * n));
+  w.shape = MatmulShape{m, k, n, batch};
+  return w;
+}
+
+ComputeWork streaming(Bytes bytes) {
+  ComputeWork w;
+  w.op_class = OpClass::kElementwise;
+  w.dtype = Dtype::kFp32;
+  w.flops = Flops::of(1.0);
+  w.bytes = bytes;
+  return w;
+}
+
+TEST(WaveQuantization, OneFullWaveIsOne) {
+  const MatmulShapeEfficiency m{128, 128, 132, 0, Duration{}, false};
+  // 11 x 12 = 132 tiles of 128 x 128: exactly one wave on 132 units.
+  EXPECT_DOUBLE_EQ(wave_quantization(m, {1408, 64, 1536, 1}), 1.0);
+}
+
+TEST(WaveQuantization, OneRowTooManyCostsASecondWave) {
+  const MatmulShapeEfficiency m{128, 128, 132, 0, Duration{}, false};
+  // m = 1409: 12 x 12 = 144 tiles, 2 waves of 132: 1409 * 1536 useful of 2 * 132 * 128 * 128.
+  EXPECT_DOUBLE_EQ(wave_quantization(m, {1409, 64, 1536, 1}), 1409.0 * 1536.0 / (2.0 * 132 * 16384));
+}
+
+TEST(WaveQuantization, BatchesShareWavesAndSmallTilesArePadded) {
+  const MatmulShapeEfficiency m{128, 128, 132, 0, Duration{}, false};
+  // Two 100 x 100 GEMMs: 2 tiles, one (mostly idle) wave.
+  EXPECT_DOUBLE_EQ(wave_quantization(m, {100, 64, 100, 2}), 2.0 * 100 * 100 / (132.0 * 16384));
+  EXPECT_THROW(wave_quantization(m, {0, 64, 100, 1}), InternalError);
+}
+
+TEST(GemmCalls, PerMatrixLibrariesCallOncePerBatchElement) {
+  EXPECT_EQ(gemm_calls({1, 1, 1, 0, Duration{}, true}, {64, 32, 64, 12}), 12);
+  EXPECT_EQ(gemm_calls({1, 1, 1, 0, Duration{}, false}, {64, 32, 64, 12}), 1);
+}
+
+TEST(ComputeModel, GemmEfficiencyFollowsShape) {
+  const RooflineComputeModel model(test_chip());
+  // One full wave, k = 64 = k_half: 0.8 * 1 * 64 / 128 = 0.4 of 100 TFLOP/s.
+  const ComputeWork w = gemm(1408, 64, 1536);
+  EXPECT_DOUBLE_EQ(model.flop_efficiency(w), 0.4);
+  const KernelTime t = model.kernel_time(w);
+  EXPECT_NEAR(t.flops_bound.seconds(), 2.0 * 1408 * 64 * 1536 / (100e12 * 0.4), 1e-12);
+  EXPECT_EQ(t.overhead, Duration::from_ps(5'000'000));  // launch 3 us + one call of 2 us
+  // A large k approaches the chip's matmul efficiency.
+  EXPECT_NEAR(model.flop_efficiency(gemm(1408, 64 * 1024, 1536)), 0.8 * 1024.0 / 1025.0, 1e-12);
+  // Element-wise kernels are not derated and pay no call overhead.
+  EXPECT_DOUBLE_EQ(model.flop_efficiency(streaming(MiB(1))), 1.0);
+  EXPECT_EQ(model.kernel_time(streaming(MiB(1))).overhead, Duration::from_ps(3'000'000));
+}
+
+TEST(ComputeModel, PerMatrixBatchedGemmsPayACallPerMatrix) {
+  const RooflineComputeModel model(test_chip("per_matrix"));
+  EXPECT_EQ(model.kernel_time(gemm(64, 32, 64, 12)).overhead,
+            Duration::from_ps(3'000'000 + 12 * 2'000'000));
+}
+
+TEST(ComputeModel, WithoutMatmulShapeEveryGemmGetsTheChipEfficiency) {
+  nlohmann::json doc = test_catalogue();
+  doc["chips"][kChip]["efficiency"].erase("matmul_shape");
+  const RooflineComputeModel model(Catalogue::parse(doc, "t.json").chip(kChip));
+  EXPECT_DOUBLE_EQ(model.flop_efficiency(gemm(1409, 64, 1536)), 0.8);
+  EXPECT_EQ(model.kernel_time(gemm(1409, 64, 1536)).overhead, Duration::from_ps(3'000'000));
+}
+
+TEST(ComputeModel, TrafficThatFitsTheCacheStreamsAtCacheBandwidth) {
+  const RooflineComputeModel model(test_chip());
+  // 16 MiB fit in 32 MiB: 100 GB/s x 0.5; 64 MiB do not: 10 GB/s x 0.5.
+  EXPECT_NEAR(model.kernel_time(streaming(MiB(16))).memory_bound.seconds(),
+              16.0 * 1048576 / 50e9, 1e-12);
+  EXPECT_NEAR(model.kernel_time(streaming(MiB(64))).memory_bound.seconds(),
+              64.0 * 1048576 / 5e9, 1e-12);
+  EXPECT_EQ(model.memory_bandwidth(streaming(MiB(32))).value(), 100e9);  // exactly full
+  EXPECT_EQ(model.memory_bandwidth(streaming(MiB(32) + Bytes::of(1))).value(), 10e9);
+}
+
+TEST(ChipCatalogue, MatmulShapeAndCacheCarryTheirSources) {
+  const Chip chip = test_chip("per_matrix");
+  ASSERT_TRUE(chip.efficiency.matmul_shape && chip.cache);
+  EXPECT_EQ(chip.efficiency.matmul_shape->units, 132);
+  EXPECT_TRUE(chip.efficiency.matmul_shape->per_matrix_calls);
+  EXPECT_EQ(chip.cache->capacity, MiB(32));
+  for (const char* f : {"/efficiency/matmul_shape/tile_m", "/efficiency/matmul_shape/k_half",
+                        "/efficiency/matmul_shape/call_overhead",
+                        "/efficiency/matmul_shape/batched", "/cache/capacity",
+                        "/cache/bandwidth"}) {
+    EXPECT_FALSE(chip.source_of(f).empty()) << f;
+  }
+}
+
+TEST(ChipCatalogue, BadMatmulShapeOrCacheNamesTheField) {
+  const std::string base = "/chips/" + kChip;
+  {
+    nlohmann::json doc = test_catalogue("sometimes");
+    expect_error(capture_input_error([&] { (void)Catalogue::parse(doc, "c.json"); }), "c.json",
+                 base + "/efficiency/matmul_shape/batched/value", "one_call");
+  }
+  {
+    nlohmann::json doc = test_catalogue();
+    doc["chips"][kChip]["efficiency"]["matmul_shape"]["k_half"]["value"] = -1;
+    expect_error(capture_input_error([&] { (void)Catalogue::parse(doc, "c.json"); }), "c.json",
+                 base + "/efficiency/matmul_shape/k_half/value", "non-negative");
+  }
+  {
+    nlohmann::json doc = test_catalogue();
+    doc["chips"][kChip]["efficiency"]["matmul_shape"]["units"]["value"] = 0;
+    expect_error(capture_input_error([&] { (void)Catalogue::parse(doc, "c.json"); }), "c.json",
+                 base + "/efficiency/matmul_shape/units/value", "positive");
+  }
+  {
+    nlohmann::json doc = test_catalogue();
+    doc["chips"][kChip]["cache"]["capacity"]["value"] = "64GiB";
+    expect_error(capture_input_error([&] { (void)Catalogue::parse(doc, "c.json"); }), "c.json",
+                 base + "/cache", "smaller than the memory");
+  }
+  {
+    nlohmann::json doc = test_catalogue();
+    doc["chips"][kChip]["cache"]["bandwidth"].erase("source");
+    expect_error(capture_input_error([&] { (void)Catalogue::parse(doc, "c.json"); }), "c.json",
+                 base + "/cache/bandwidth/source", "");
+  }
+}
+
+}  // namespace
+}  // namespace meshsim::topology
