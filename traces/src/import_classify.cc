@@ -61,6 +61,8 @@ const std::vector<Rule>& rules() {
         "slice",
         "select",
         "cat",
+        "splitwithsizes",  // SplitWithSizesBackward0: a split's backward concatenates
+        "split_with_sizes",
         "as_strided",
         "unsafe_view",
         "unsafeview",

@@ -269,33 +269,44 @@ std::vector<std::ptrdiff_t> nest(const EventTable& table, const std::vector<bool
   return parent;
 }
 
-std::vector<MeasuredStep> build_steps(const std::vector<StepRange>& ranges,
-                                      std::vector<MeasuredOp> ops,
-                                      const std::vector<SimTime>& assign_at, Assign rule) {
+std::optional<size_t> step_at(const std::vector<StepRange>& ranges, SimTime t, Assign rule) {
+  const auto after = std::upper_bound(ranges.begin(), ranges.end(), t,
+                                      [](SimTime v, const StepRange& r) { return v < r.start; });
+  if (after == ranges.begin()) {
+    return std::nullopt;  // before the first step
+  }
+  const auto s = static_cast<size_t>(after - ranges.begin()) - 1;
+  const bool last = s + 1 == ranges.size();
+  if ((last || rule == Assign::kWithinRange) && t > ranges[s].end) {
+    return std::nullopt;  // after the step's range
+  }
+  return s;
+}
+
+std::vector<MeasuredStep> build_steps(const std::vector<StepRange>& ranges, Collected c,
+                                      Assign rule) {
   std::vector<MeasuredStep> steps(ranges.size());
   for (size_t s = 0; s < ranges.size(); ++s) {
     steps[s].start = ranges[s].start;
     steps[s].duration = ranges[s].end - ranges[s].start;
   }
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const SimTime t = assign_at[i];
-    const auto after = std::upper_bound(ranges.begin(), ranges.end(), t,
-                                        [](SimTime v, const StepRange& r) { return v < r.start; });
-    if (after == ranges.begin()) {
-      continue;  // before the first step
+  for (size_t i = 0; i < c.ops.size(); ++i) {
+    if (const auto s = step_at(ranges, c.op_at[i], rule)) {
+      steps[*s].ops.push_back(std::move(c.ops[i]));
     }
-    const auto s = static_cast<size_t>(after - ranges.begin()) - 1;
-    const bool last = s + 1 == ranges.size();
-    if ((last || rule == Assign::kWithinRange) && t > ranges[s].end) {
-      continue;  // after the step's range
+  }
+  for (size_t i = 0; i < c.gemms.size(); ++i) {
+    if (const auto s = step_at(ranges, c.gemm_at[i], rule)) {
+      steps[*s].gemms.push_back(std::move(c.gemms[i]));
     }
-    steps[s].ops.push_back(std::move(ops[i]));
   }
   for (MeasuredStep& step : steps) {
     std::sort(step.ops.begin(), step.ops.end(), [](const MeasuredOp& a, const MeasuredOp& b) {
       return std::tie(a.start, a.device, a.stream, a.name) <
              std::tie(b.start, b.device, b.stream, b.name);
     });
+    std::stable_sort(step.gemms.begin(), step.gemms.end(),
+                     [](const MeasuredGemm& a, const MeasuredGemm& b) { return a.start < b.start; });
     for (const MeasuredOp& op : step.ops) {
       step.duration = std::max(step.duration, (op.start + op.duration) - step.start);
     }

@@ -74,11 +74,30 @@ enum class Assign {
   kWithinRange,    // host operators: [start_i, end_i] only (work between steps is no step's)
 };
 
-// Sorts and attaches `ops` to `ranges` by `assign_at[i]` (the op's start, or for PyTorch kernels
-// the launch time), drops ops outside every step, and sets each step's duration.
-std::vector<MeasuredStep> build_steps(const std::vector<StepRange>& ranges,
-                                      std::vector<MeasuredOp> ops,
-                                      const std::vector<SimTime>& assign_at, Assign rule);
+// What an importer found, each item with the time that picks its step (its start, or for
+// PyTorch kernels the launch time).
+struct Collected {
+  std::vector<MeasuredOp> ops;
+  std::vector<SimTime> op_at;
+  std::vector<MeasuredGemm> gemms;
+  std::vector<SimTime> gemm_at;
+  void add(MeasuredOp op, SimTime at) {
+    ops.push_back(std::move(op));
+    op_at.push_back(at);
+  }
+  void add(MeasuredGemm gemm, SimTime at) {
+    gemms.push_back(std::move(gemm));
+    gemm_at.push_back(at);
+  }
+};
+
+// Sorts and attaches the ops and GEMMs to `ranges` by their times, drops those outside every
+// step, and sets each step's duration (from the ops).
+std::vector<MeasuredStep> build_steps(const std::vector<StepRange>& ranges, Collected c,
+                                      Assign rule);
+
+// The step whose range `t` picks under `rule`, or none.
+std::optional<size_t> step_at(const std::vector<StepRange>& ranges, SimTime t, Assign rule);
 
 // Rule 1 and 2 of import.h: communication by name beats the context class; then the context;
 // then the name rules. `names` are tried in order for the name rules.

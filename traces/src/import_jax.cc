@@ -280,14 +280,12 @@ MeasuredTrace import_jax(const EventTable& table) {
                    "or executions of a jitted function named train_step");
   }
 
-  std::vector<MeasuredOp> ops;
-  std::vector<SimTime> assign_at;
+  Collected c;
   auto add = [&](const Event& e, int64_t device, int64_t stream) {
     MeasuredOp op = make_op(e, scope_class(e), class_names(e), "jax");
     op.device = device;
     op.stream = stream;
-    ops.push_back(std::move(op));
-    assign_at.push_back(e.start);
+    c.add(std::move(op), e.start);
   };
   for (size_t i = 0; i < table.events.size(); ++i) {
     if (!l.device[i]) {
@@ -300,7 +298,7 @@ MeasuredTrace import_jax(const EventTable& table) {
       add(table.events[i], *l.device[i], streams ? t.stream : 0);
     }
   }
-  const bool on_device = !ops.empty();
+  const bool on_device = !c.ops.empty();
   if (!on_device) {  // the CPU backend: top-level XLA thunks on host threads
     std::vector<bool> member(table.events.size());
     for (size_t i = 0; i < table.events.size(); ++i) {
@@ -325,7 +323,7 @@ MeasuredTrace import_jax(const EventTable& table) {
   trace.source = table.source;
   trace.framework = "jax";
   trace.op_source = on_device ? "device" : "host";
-  trace.steps = build_steps(ranges, std::move(ops), assign_at,
+  trace.steps = build_steps(ranges, std::move(c),
                             on_device ? Assign::kUntilNextStep : Assign::kWithinRange);
   return trace;
 }

@@ -1,8 +1,13 @@
 // PyTorch profiler traces (Kineto and legacy) -> MeasuredTrace. The rules are in import.h.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "import_events.h"
+#include "meshsim/sim/error.h"
 
 namespace meshsim::traces::detail {
 
@@ -22,7 +27,12 @@ Kind kind_of(const Event& e) {
     return Kind::kStep;
   }
   if (c.empty()) {  // legacy profiler: operators live in a namespace ("aten::mm")
-    return e.name.find("::") != std::string::npos ? Kind::kOperator : Kind::kAnnotation;
+    if (e.name.find("::") != std::string::npos) {
+      return Kind::kOperator;
+    }
+    // An autograd node's own span ("MmBackward0" inside "autograd::engine::evaluate_function:
+    // MmBackward0") is no annotation: its operators keep the context of the forward op.
+    return e.name.find("Backward") != std::string::npos ? Kind::kTransparent : Kind::kAnnotation;
   }
   if (c == "cpu_op" || c == "operator" || c == "Operator") {
     return Kind::kOperator;
@@ -87,24 +97,109 @@ std::vector<std::optional<OpClass>> contexts(const EventTable& table,
   return ctx;
 }
 
-bool has_operator_ancestor(size_t i, const std::vector<Kind>& kinds,
-                           const std::vector<std::ptrdiff_t>& parent) {
-  for (std::ptrdiff_t p = parent[i]; p >= 0; p = parent[static_cast<size_t>(p)]) {
-    if (kinds[static_cast<size_t>(p)] == Kind::kOperator) {
-      return true;
-    }
-  }
-  return false;
+[[noreturn]] void bad_dims(const EventTable& table, const Event& e, const std::string& what) {
+  throw InputError(table.source,
+                   fmt::format("{}/{}/args/Input Dims", table.legacy_array ? "" : "/traceEvents",
+                               e.index),
+                   fmt::format("{}: {}", e.name, what));
 }
 
-// The ops of the trace and the time that picks each one's step (see import.h).
-struct Collected {
-  std::vector<MeasuredOp> ops;
-  std::vector<SimTime> assign_at;
-};
+// The dims of input `i` of a GEMM operator: a list of non-negative integers of rank `rank`.
+std::vector<int64_t> input_dims(const EventTable& table, const Event& e, size_t i, size_t rank) {
+  const nlohmann::json& all = (*e.args)["Input Dims"];
+  if (!all.is_array() || all.size() <= i || !all[i].is_array() || all[i].size() != rank) {
+    bad_dims(table, e, fmt::format("expected input {} to be a list of {} dimensions", i, rank));
+  }
+  std::vector<int64_t> out;
+  for (const nlohmann::json& d : all[i]) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0) {
+      bad_dims(table, e, fmt::format("input {}: expected non-negative integer dimensions", i));
+    }
+    out.push_back(d.get<int64_t>());
+  }
+  return out;
+}
 
-// GPU kernels and copies, each with the context and the time of the host call that launched it.
+// GEMM operators and where their two matrix operands sit in the inputs (addmm and baddbmm take
+// the added tensor first).
+struct GemmOperator {
+  std::string_view name;
+  size_t lhs;
+  bool batched;
+};
+constexpr GemmOperator kGemmOperators[] = {{"aten::mm", 0, false},
+                                           {"aten::addmm", 1, false},
+                                           {"aten::bmm", 0, true},
+                                           {"aten::baddbmm", 1, true}};
+
+const GemmOperator* gemm_operator(const Event& e) {
+  for (const GemmOperator& g : kGemmOperators) {
+    if (e.name == g.name) {
+      return &g;
+    }
+  }
+  return nullptr;
+}
+
+// The shape of a GEMM operator from its "Input Dims" (nullopt without them, or for an empty
+// product, which launches no work).
+std::optional<MatmulShape> gemm_shape(const EventTable& table, const Event& e) {
+  const GemmOperator* g = gemm_operator(e);
+  if (g == nullptr || !e.has_arg("Input Dims")) {
+    return std::nullopt;
+  }
+  const size_t rank = g->batched ? 3 : 2;
+  const std::vector<int64_t> a = input_dims(table, e, g->lhs, rank);
+  const std::vector<int64_t> b = input_dims(table, e, g->lhs + 1, rank);
+  const size_t o = g->batched ? 1 : 0;
+  if (a[o + 1] != b[o] || (g->batched && a[0] != b[0])) {
+    bad_dims(table, e, fmt::format("operands [{}] and [{}] do not multiply",
+                                   fmt::join(a, ", "), fmt::join(b, ", ")));
+  }
+  MatmulShape s{a[o], a[o + 1], b[o + 1], g->batched ? a[0] : 1};
+  if (s.m == 0 || s.k == 0 || s.n == 0 || s.batch == 0) {
+    return std::nullopt;
+  }
+  return s;
+}
+
+// For each host event, its innermost GEMM operator ancestor (itself included) with a shape, or
+// -1; GEMM operators with a GEMM operator inside them (none in PyTorch today) are not innermost.
+std::vector<std::ptrdiff_t> gemm_of(const EventTable& table, const std::vector<Kind>& kinds,
+                                    const std::vector<std::ptrdiff_t>& parent,
+                                    std::vector<std::optional<MatmulShape>>& shapes) {
+  const size_t n = table.events.size();
+  shapes.assign(n, std::nullopt);
+  std::vector<std::ptrdiff_t> out(n, -1);
+  for (size_t i = 0; i < n; ++i) {
+    if (kinds[i] == Kind::kOperator) {
+      shapes[i] = gemm_shape(table, table.events[i]);
+    }
+    if (shapes[i]) {
+      out[i] = static_cast<std::ptrdiff_t>(i);
+    } else if (parent[i] >= 0) {
+      out[i] = out[static_cast<size_t>(parent[i])];
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {  // an outer GEMM operator holding an inner one is not a leaf
+    if (shapes[i] && parent[i] >= 0) {
+      const std::ptrdiff_t outer = out[static_cast<size_t>(parent[i])];
+      if (outer >= 0) {
+        shapes[static_cast<size_t>(outer)].reset();
+      }
+    }
+  }
+  return out;
+}
+
+MeasuredGemm make_gemm(const Event& e, const MatmulShape& shape, std::optional<OpClass> context) {
+  return MeasuredGemm{e.name, context.value_or(OpClass::kMatmul), shape, e.start, e.duration};
+}
+
+// GPU kernels and copies, each with the context and the time of the host call that launched it;
+// the kernels launched inside a GEMM operator make up that GEMM's time.
 Collected device_ops(const EventTable& table, const std::vector<Kind>& kinds,
+                     const std::vector<std::ptrdiff_t>& parent,
                      const std::vector<std::optional<OpClass>>& ctx) {
   std::map<int64_t, size_t> launches;  // correlation id -> launch event
   for (size_t i = 0; i < table.events.size(); ++i) {
@@ -114,6 +209,9 @@ Collected device_ops(const EventTable& table, const std::vector<Kind>& kinds,
       }
     }
   }
+  std::vector<std::optional<MatmulShape>> shapes;
+  const std::vector<std::ptrdiff_t> gemm = gemm_of(table, kinds, parent, shapes);
+  std::map<size_t, Duration> gemm_time;  // GEMM operator -> its kernels' time
   Collected out;
   for (size_t i = 0; i < table.events.size(); ++i) {
     if (kinds[i] != Kind::kDevice) {
@@ -126,33 +224,83 @@ Collected device_ops(const EventTable& table, const std::vector<Kind>& kinds,
       if (const auto it = launches.find(*corr); it != launches.end()) {
         context = ctx[it->second];
         at = table.events[it->second].start;
+        const std::ptrdiff_t g = gemm[it->second];
+        if (g >= 0 && shapes[static_cast<size_t>(g)]) {
+          gemm_time[static_cast<size_t>(g)] += e.duration;
+        }
       }
     }
     MeasuredOp op = make_op(e, context, {e.name}, "pytorch");
     op.device = e.arg_int("device").value_or(e.pid_number.value_or(0));
     op.stream = e.arg_int("stream").value_or(e.tid_number.value_or(0));
-    out.ops.push_back(std::move(op));
-    out.assign_at.push_back(at);
+    out.add(std::move(op), at);
+  }
+  for (const auto& [g, time] : gemm_time) {
+    const Event& e = table.events[g];
+    MeasuredGemm m = make_gemm(e, *shapes[g], ctx[g]);
+    m.duration = time;
+    out.add(std::move(m), e.start);
   }
   return out;
 }
 
-// Top-level host operators.
+// Top-level host operators, each with the number of profiler events inside it, and the innermost
+// GEMM operators with their shapes.
 Collected host_ops(const EventTable& table, const std::vector<Kind>& kinds,
                    const std::vector<std::ptrdiff_t>& parent,
                    const std::vector<std::optional<OpClass>>& ctx) {
+  const size_t n = table.events.size();
+  // Events of each subtree (parents precede their children in the sorted table).
+  std::vector<int64_t> events(n, 0);
+  for (size_t i = n; i-- > 0;) {
+    if (kinds[i] != Kind::kIgnored && kinds[i] != Kind::kDevice) {
+      events[i] += 1;
+      if (parent[i] >= 0) {
+        events[static_cast<size_t>(parent[i])] += events[i];
+      }
+    }
+  }
+  std::vector<bool> under_operator(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    if (parent[i] >= 0) {
+      const auto p = static_cast<size_t>(parent[i]);
+      under_operator[i] = under_operator[p] || kinds[p] == Kind::kOperator;
+    }
+  }
   Collected out;
-  for (size_t i = 0; i < table.events.size(); ++i) {
-    if (kinds[i] != Kind::kOperator || has_operator_ancestor(i, kinds, parent)) {
+  for (size_t i = 0; i < n; ++i) {
+    if (kinds[i] != Kind::kOperator || under_operator[i]) {
       continue;
     }
     const Event& e = table.events[i];
     MeasuredOp op = make_op(e, ctx[i], {e.name}, "pytorch");
     op.stream = e.tid_number.value_or(0);
-    out.ops.push_back(std::move(op));
-    out.assign_at.push_back(e.start);
+    op.events = events[i];
+    out.add(std::move(op), e.start);
+  }
+  std::vector<std::optional<MatmulShape>> shapes;
+  (void)gemm_of(table, kinds, parent, shapes);
+  for (size_t i = 0; i < n; ++i) {
+    if (shapes[i]) {
+      MeasuredGemm g = make_gemm(table.events[i], *shapes[i], ctx[i]);
+      g.events = events[i];
+      out.add(std::move(g), table.events[i].start);
+    }
   }
   return out;
+}
+
+// Profiler events recorded on the host within each step's range.
+void count_host_events(const EventTable& table, const std::vector<Kind>& kinds,
+                       const std::vector<StepRange>& ranges, std::vector<MeasuredStep>& steps) {
+  for (size_t i = 0; i < table.events.size(); ++i) {
+    if (kinds[i] == Kind::kIgnored || kinds[i] == Kind::kDevice || kinds[i] == Kind::kStep) {
+      continue;
+    }
+    if (const auto s = step_at(ranges, table.events[i].start, Assign::kWithinRange)) {
+      ++steps[*s].host_events;
+    }
+  }
 }
 
 }  // namespace
@@ -183,13 +331,15 @@ MeasuredTrace import_pytorch(const EventTable& table) {
                    "record_function(\"ProfilerStep#N\")");
   }
 
-  Collected c = any_device ? device_ops(table, kinds, ctx) : host_ops(table, kinds, parent, ctx);
+  Collected c = any_device ? device_ops(table, kinds, parent, ctx)
+                           : host_ops(table, kinds, parent, ctx);
   MeasuredTrace trace;
   trace.source = table.source;
   trace.framework = "pytorch";
   trace.op_source = any_device ? "device" : "host";
-  trace.steps = build_steps(ranges, std::move(c.ops), c.assign_at,
-                            any_device ? Assign::kUntilNextStep : Assign::kWithinRange);
+  trace.steps =
+      build_steps(ranges, std::move(c), any_device ? Assign::kUntilNextStep : Assign::kWithinRange);
+  count_host_events(table, kinds, ranges, trace.steps);
   return trace;
 }
 

@@ -50,6 +50,10 @@
 //    ops. JAX on CPU: XLA thunks on "/host:..." threads (events with args hlo_op, hlo_module or
 //    long_name), top level only.
 //
+// Shapes: PyTorch traces profiled with record_shapes=True carry each operator's "Input Dims";
+// the importer reads the GEMM shapes from them (MeasuredGemm). Malformed dims on a GEMM operator
+// are an InputError naming the event.
+//
 // Op classes (classify_kernel and the context rules):
 //  1. A name that matches the communication rule is communication, wherever it runs.
 //  2. Context: an op inside an annotation whose name matches a rule takes that class: PyTorch
@@ -83,7 +87,8 @@
 //                      (aten::native_layer_norm, RsqrtBackward0, loop_rsqrt_fusion)
 //       copy           memcpy, memset, copy, transpose, permute, contiguous, clone, concatenate,
 //                      dynamic-update-slice, data formatting, and the words to, t, view, reshape,
-//                      expand, slice, select, cat, as_strided, unsafe_view, reshapealias,
+//                      expand, slice, select, cat, split, split_with_sizes (SplitWithSizesBackward0),
+//                      chunk, as_strided, unsafe_view, reshapealias,
 //                      squeeze, unsqueeze, detach, flatten (Memcpy DtoD, aten::copy_, copy.3,
 //                      TBackward0, ReshapeAliasBackward0)
 //       elementwise    elementwise, loop fusion / kind=kLoop / loop_..._fusion, input fusion /
@@ -119,12 +124,31 @@ struct MeasuredOp {
   int64_t device = 0;      // GPU/TPU ordinal; 0 for host operators
   int64_t stream = 0;      // CUDA stream, "Stream #N", or the host thread id
   bool classified = true;  // false: no rule matched (counted as elementwise)
+  // Host operators: the profiler events recorded inside this op, itself included (each costs the
+  // profiler a roughly fixed time that lands inside the op's duration). 0 for device ops.
+  int64_t events = 0;
+};
+
+// A GEMM whose shape the trace records, with the time it took. PyTorch: the innermost GEMM
+// operators (aten::mm, aten::addmm, aten::bmm, aten::baddbmm) with their "Input Dims" (the
+// profiler's record_shapes): on the host their own duration, on GPUs the summed durations of the
+// kernels they launched. Its class is the op class of the range it ran in (matmul outside any, so
+// attention's batched GEMMs are attention). The shape is [m, k] x [k, n], `batch` times.
+struct MeasuredGemm {
+  std::string name;
+  OpClass op_class = OpClass::kMatmul;
+  MatmulShape shape;
+  SimTime start;
+  Duration duration;
+  int64_t events = 0;  // host operators: profiler events recorded inside it (itself included)
 };
 
 struct MeasuredStep {
   SimTime start;
   Duration duration;
   std::vector<MeasuredOp> ops;  // sorted by (start, device, stream)
+  std::vector<MeasuredGemm> gemms;  // sorted by start; empty when the trace records no shapes
+  int64_t host_events = 0;          // profiler events recorded on the host within the step
 };
 
 struct MeasuredTrace {
