@@ -16,7 +16,11 @@ The manifest schema (MANIFEST_SCHEMA, one object per run directory):
   seq_len           tokens per sequence
   dtype             "fp32" or "bf16" (the matmul format; fp32 master weights under bf16)
   mesh              {data, fsdp, tensor}: the device mesh (all 1 on one device)
-  optimizer         {name, lr, betas, weight_decay, eps}
+  optimizer         {name, lr, betas, weight_decay, eps, ...}
+  execution         how the step ran, in meshsim's terms (meshsim run --kernels, --attention,
+                    --optimizer-kernels): {kernels: "eager" (PyTorch eager) | "fused" (XLA),
+                    attention: "naive" (s x s scores through memory) | "flash",
+                    optimizer_kernels: "per-tensor" | "foreach" | "fused"}
   warmup_steps      steps run before timing (the first includes compilation)
   step_times_s      every timed step, seconds, wall clock from dispatch to a blocking read of the
                     step's results

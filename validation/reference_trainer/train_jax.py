@@ -9,9 +9,10 @@ head; same parameter count, checked at start-up), trained on random tokens with 
 Parameters, optimizer state and the batch are laid out on a ("data", "fsdp", "tensor") mesh with
 NamedSharding / PartitionSpec:
   * batch: sharded over data x fsdp;
-  * weights: FSDP-sharded over "fsdp" on d_model, Megatron-style over "tensor" (Q/K/V and
-    gate/up column-parallel, output and down projections row-parallel, the vocabulary of the
-    embedding and the head), norms replicated; XLA's SPMD partitioner inserts the collectives.
+  * weights: FSDP-sharded over "fsdp" on d_model, Megatron-style over "tensor" (the fused QKV
+    weight by KV-head group and the fused gate/up weight column-parallel, output and down
+    projections row-parallel, the vocabulary of the embedding and the head), norms replicated;
+    XLA's SPMD partitioner inserts the collectives.
 Precision: bf16 compute with fp32 master weights and fp32 loss on GPU/TPU, fp32 on CPU.
 
 It runs --warmup steps (the first compiles), times --steps steps (each blocking on all of the
@@ -53,24 +54,26 @@ BATCH = ("data", "fsdp")
 # ----------------------------------------------------------------------------- parameters
 
 def param_shapes(cfg: model_config.ModelConfig) -> dict:
-    """Shape and PartitionSpec of every parameter, as a pytree of (shape, spec) pairs."""
+    """Shape and PartitionSpec of every parameter, as a pytree of (shape, spec) pairs.
+
+    Q, K and V are one weight, as are the gate and up projections (the GEMMs meshsim models).
+    The QKV weight is laid out [d_model, kv_heads, group + 2, head_dim] (each KV head's query
+    group, then its K and V), so that sharding the KV-head axis over "tensor" gives each tensor
+    rank whole groups, as Megatron's fused QKV does."""
     d, f, v = cfg.d_model, cfg.d_ff, cfg.vocab_size
+    k, g, hd = cfg.num_kv_heads, cfg.num_heads // cfg.num_kv_heads, cfg.head_dim
     layer = {
         "attn_norm": ((d,), P(None)),
-        "wq": ((d, cfg.q_dim), P("fsdp", "tensor")),
-        "wk": ((d, cfg.kv_dim), P("fsdp", "tensor")),
-        "wv": ((d, cfg.kv_dim), P("fsdp", "tensor")),
+        "wqkv": ((d, k, g + 2, hd), P("fsdp", "tensor", None, None)),
         "wo": ((cfg.q_dim, d), P("tensor", "fsdp")),
         "mlp_norm": ((d,), P(None)),
-        "w_gate": ((d, f), P("fsdp", "tensor")),
-        "w_up": ((d, f), P("fsdp", "tensor")),
+        "w_gate_up": ((d, 2, f), P("fsdp", None, "tensor")),
         "w_down": ((f, d), P("tensor", "fsdp")),
     }
     if cfg.attention_bias:
-        layer.update(bq=((cfg.q_dim,), P("tensor")), bk=((cfg.kv_dim,), P("tensor")),
-                     bv=((cfg.kv_dim,), P("tensor")), bo=((d,), P(None)))
+        layer.update(bqkv=((k, g + 2, hd), P("tensor", None, None)), bo=((d,), P(None)))
     if cfg.mlp_bias:
-        layer.update(b_gate=((f,), P("tensor")), b_up=((f,), P("tensor")), b_down=((d,), P(None)))
+        layer.update(b_gate_up=((2, f), P(None, "tensor")), b_down=((d,), P(None)))
     shapes = {
         "embed": ((v, d), P("tensor", "fsdp")),
         "layers": [dict(layer) for _ in range(cfg.num_layers)],
@@ -101,20 +104,19 @@ def check_divisible(shapes: dict, mesh: Mesh, cfg: model_config.ModelConfig) -> 
 
 
 def init_params(cfg: model_config.ModelConfig, shapes: dict, key: jax.Array) -> dict:
-    leaves, treedef = jax.tree_util.tree_flatten(shapes, is_leaf=is_leaf)
+    """Weights from N(0, 0.02), norm weights one, biases zero."""
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(shapes, is_leaf=is_leaf)
     keys = jax.random.split(key, len(leaves))
     out = []
-    for (shape, _), k in zip(leaves, keys):
-        if len(shape) == 2:
-            out.append(0.02 * jax.random.normal(k, shape, jnp.float32))
-        else:  # norm weights start at one, biases at zero
+    for (path, (shape, _)), k in zip(leaves, keys):
+        name = str(getattr(path[-1], "key", ""))
+        if name.endswith("norm"):
+            out.append(jnp.ones(shape, jnp.float32))
+        elif name.startswith("b"):  # bqkv, bo, b_gate_up, b_down
             out.append(jnp.zeros(shape, jnp.float32))
-    params = jax.tree_util.tree_unflatten(treedef, out)
-    for layer in params["layers"]:
-        layer["attn_norm"] = jnp.ones_like(layer["attn_norm"])
-        layer["mlp_norm"] = jnp.ones_like(layer["mlp_norm"])
-    params["final_norm"] = jnp.ones_like(params["final_norm"])
-    return params
+        else:
+            out.append(0.02 * jax.random.normal(k, shape, jnp.float32))
+    return jax.tree_util.tree_unflatten(treedef, out)
 
 
 # ----------------------------------------------------------------------------- model
@@ -139,10 +141,13 @@ def apply_rope(x, cos, sin):  # x: [batch, seq, heads, head_dim]
     return x * cos[None, :, None, :].astype(x.dtype) + rotated * sin[None, :, None, :].astype(x.dtype)
 
 
-def causal_attention(q, k, v):
-    """q: [B, S, N, H]; k, v: [B, S, K, H] with K dividing N (GQA)."""
-    if hasattr(jax.nn, "dot_product_attention"):
-        return jax.nn.dot_product_attention(q, k, v, is_causal=True)
+def causal_attention(q, k, v, implementation: str):
+    """q: [B, S, N, H]; k, v: [B, S, K, H] with K dividing N (GQA).
+
+    "cudnn": jax.nn.dot_product_attention's cuDNN flash kernel (GPUs, bf16). "naive": the
+    explicit formulation, whose s x s scores XLA materializes."""
+    if implementation == "cudnn":
+        return jax.nn.dot_product_attention(q, k, v, is_causal=True, implementation="cudnn")
     groups = q.shape[2] // k.shape[2]
     k, v = jnp.repeat(k, groups, axis=2), jnp.repeat(v, groups, axis=2)
     scores = jnp.einsum("bqnh,bknh->bnqk", q, k).astype(jnp.float32) / math.sqrt(q.shape[-1])
@@ -156,28 +161,33 @@ def linear(x, w, b=None):
     return y if b is None else y + b
 
 
-def block(p, x, cos, sin, cfg: model_config.ModelConfig):
+def block(p, x, cos, sin, cfg: model_config.ModelConfig, attention: str):
     b, s, _ = x.shape
+    g = cfg.num_heads // cfg.num_kv_heads
     h = rmsnorm(x, p["attn_norm"], cfg.norm_eps)
-    q = linear(h, p["wq"], p.get("bq")).reshape(b, s, cfg.num_heads, cfg.head_dim)
-    k = linear(h, p["wk"], p.get("bk")).reshape(b, s, cfg.num_kv_heads, cfg.head_dim)
-    v = linear(h, p["wv"], p.get("bv")).reshape(b, s, cfg.num_kv_heads, cfg.head_dim)
+    qkv = jnp.einsum("bsd,dkgh->bskgh", h, p["wqkv"])  # one GEMM for Q, K and V
+    if "bqkv" in p:
+        qkv = qkv + p["bqkv"]
+    q = qkv[:, :, :, :g, :].reshape(b, s, cfg.num_heads, cfg.head_dim)
+    k, v = qkv[:, :, :, g, :], qkv[:, :, :, g + 1, :]
     q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
     with jax.named_scope("attention"):
-        o = causal_attention(q, k, v)
+        o = causal_attention(q, k, v, attention)
     x = x + linear(o.reshape(b, s, cfg.q_dim), p["wo"], p.get("bo"))
     h = rmsnorm(x, p["mlp_norm"], cfg.norm_eps)
-    g = jax.nn.silu(linear(h, p["w_gate"], p.get("b_gate"))) * linear(h, p["w_up"], p.get("b_up"))
-    return x + linear(g, p["w_down"], p.get("b_down"))
+    gu = jnp.einsum("bsd,dtf->bstf", h, p["w_gate_up"])  # one GEMM for gate and up
+    if "b_gate_up" in p:
+        gu = gu + p["b_gate_up"]
+    return x + linear(jax.nn.silu(gu[:, :, 0]) * gu[:, :, 1], p["w_down"], p.get("b_down"))
 
 
-def loss_fn(params, tokens, targets, cfg, compute_dtype, cos, sin, act_sharding):
+def loss_fn(params, tokens, targets, cfg, compute_dtype, cos, sin, act_sharding, attention):
     p = jax.tree_util.tree_map(lambda w: w.astype(compute_dtype), params)
     with jax.named_scope("embedding"):
         x = jnp.take(p["embed"], tokens, axis=0)
     x = jax.lax.with_sharding_constraint(x, act_sharding)
     for layer in p["layers"]:
-        x = jax.lax.with_sharding_constraint(block(layer, x, cos, sin, cfg), act_sharding)
+        x = jax.lax.with_sharding_constraint(block(layer, x, cos, sin, cfg, attention), act_sharding)
     x = rmsnorm(x, p["final_norm"], cfg.norm_eps)
     head = p["embed"].T if cfg.tied_embeddings else p["lm_head"]
     logits = (x @ head).astype(jnp.float32)
@@ -185,10 +195,10 @@ def loss_fn(params, tokens, targets, cfg, compute_dtype, cos, sin, act_sharding)
         return optax.softmax_cross_entropy_with_integer_labels(logits, targets).mean()
 
 
-def make_train_step(cfg, optimizer, compute_dtype, cos, sin, act_sharding):
+def make_train_step(cfg, optimizer, compute_dtype, cos, sin, act_sharding, attention):
     def train_step(params, opt_state, tokens, targets):
         loss, grads = jax.value_and_grad(loss_fn)(params, tokens, targets, cfg, compute_dtype,
-                                                  cos, sin, act_sharding)
+                                                  cos, sin, act_sharding, attention)
         with jax.named_scope("optimizer"):
             updates, opt_state = optimizer.update(grads, opt_state, params)
             params = optax.apply_updates(params, updates)
@@ -308,13 +318,28 @@ def main(argv=None) -> int:
     batch = (jax.device_put(data[:, :-1], batch_sh), jax.device_put(data[:, 1:], batch_sh))
     cos, sin = rope_tables(args.seq, cfg.head_dim, cfg.rope_theta)
     act_sh = NamedSharding(mesh, P(BATCH, None, None))
-    step = jax.jit(make_train_step(cfg, optimizer, compute_dtype, cos, sin, act_sh),
-                   in_shardings=(param_sh, opt_sh, batch_sh, batch_sh),
-                   out_shardings=(param_sh, opt_sh, NamedSharding(mesh, P())),
-                   donate_argnums=(0, 1))
+    def compile_step(attention: str):
+        return jax.jit(make_train_step(cfg, optimizer, compute_dtype, cos, sin, act_sh, attention),
+                       in_shardings=(param_sh, opt_sh, batch_sh, batch_sh),
+                       out_shardings=(param_sh, opt_sh, NamedSharding(mesh, P())),
+                       donate_argnums=(0, 1))
+
+    # cuDNN's flash attention where it can run (GPU, bf16), else the explicit formulation; if
+    # cuDNN refuses the shapes, the explicit one. The manifest says which ran.
+    attention = "cudnn" if platform == "gpu" and dtype == "bf16" else "naive"
+    step = compile_step(attention)
+    if attention == "cudnn":
+        try:
+            step.lower(params, opt_state, *batch).compile()
+        except Exception as e:  # noqa: BLE001 - any refusal: fall back, and say so
+            print(f"cuDNN attention unavailable ({type(e).__name__}: {e}); using the explicit "
+                  f"formulation", file=sys.stderr)
+            attention = "naive"
+            step = compile_step(attention)
 
     print(f"{cfg.name}: {built:,} parameters on {mesh.devices.size} x {dev0.device_kind} "
-          f"({dtype}), mesh {dict(mesh.shape)}, batch {args.batch} x seq {args.seq}", flush=True)
+          f"({dtype}), mesh {dict(mesh.shape)}, batch {args.batch} x seq {args.seq}, "
+          f"attention {attention}", flush=True)
     t0 = time.perf_counter()
     params, opt_state, _, _ = run_steps(step, params, opt_state, batch, args.warmup)
     compile_and_warmup = time.perf_counter() - t0
@@ -343,6 +368,10 @@ def main(argv=None) -> int:
         "dtype": dtype,
         "mesh": {k: int(v) for k, v in mesh.shape.items()},
         "optimizer": {"name": "optax.adamw", **opt_kwargs},
+        # XLA fuses the element-wise work (norms, RoPE, SwiGLU, the loss, the AdamW update) into
+        # a few kernels: meshsim's fused kernels.
+        "execution": {"kernels": "fused", "attention": "flash" if attention == "cudnn" else "naive",
+                      "optimizer_kernels": "fused"},
         "warmup_steps": args.warmup,
         "warmup_and_compile_s": round(compile_and_warmup, 6),
         **runinfo.run_fields(args.batch * args.seq, summary, loss, trace, started),

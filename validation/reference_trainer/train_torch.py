@@ -22,6 +22,7 @@ Single device only; the JAX trainer covers device meshes.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -67,17 +68,17 @@ class Attention(nn.Module):
     def __init__(self, cfg: model_config.ModelConfig):
         super().__init__()
         self.cfg = cfg
-        self.wq = nn.Linear(cfg.d_model, cfg.q_dim, bias=cfg.attention_bias)
-        self.wk = nn.Linear(cfg.d_model, cfg.kv_dim, bias=cfg.attention_bias)
-        self.wv = nn.Linear(cfg.d_model, cfg.kv_dim, bias=cfg.attention_bias)
+        # Q, K and V in one GEMM (Megatron's fused QKV, the kernel meshsim models).
+        self.wqkv = nn.Linear(cfg.d_model, cfg.q_dim + 2 * cfg.kv_dim, bias=cfg.attention_bias)
         self.wo = nn.Linear(cfg.q_dim, cfg.d_model, bias=cfg.attention_bias)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         b, s, _ = x.shape
         c = self.cfg
-        q = self.wq(x).view(b, s, c.num_heads, c.head_dim).transpose(1, 2)
-        k = self.wk(x).view(b, s, c.num_kv_heads, c.head_dim).transpose(1, 2)
-        v = self.wv(x).view(b, s, c.num_kv_heads, c.head_dim).transpose(1, 2)
+        q, k, v = self.wqkv(x).split([c.q_dim, c.kv_dim, c.kv_dim], dim=-1)
+        q = q.reshape(b, s, c.num_heads, c.head_dim).transpose(1, 2)
+        k = k.reshape(b, s, c.num_kv_heads, c.head_dim).transpose(1, 2)
+        v = v.reshape(b, s, c.num_kv_heads, c.head_dim).transpose(1, 2)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         with record_function("attention"):
             if c.num_kv_heads != c.num_heads:  # GQA: each KV head serves a group of query heads
@@ -96,12 +97,13 @@ class Attention(nn.Module):
 class SwiGLU(nn.Module):
     def __init__(self, cfg: model_config.ModelConfig):
         super().__init__()
-        self.gate = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.mlp_bias)
-        self.up = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.mlp_bias)
+        # Gate and up projections in one GEMM, as Megatron fuses them (meshsim's "mlp_up" kernel).
+        self.gate_up = nn.Linear(cfg.d_model, 2 * cfg.d_ff, bias=cfg.mlp_bias)
         self.down = nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.mlp_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down(F.silu(self.gate(x)) * self.up(x))
+        gate, up = self.gate_up(x).chunk(2, dim=-1)
+        return self.down(F.silu(gate) * up)
 
 
 class Block(nn.Module):
@@ -184,8 +186,18 @@ class Trainer:
             raise RuntimeError(f"built {built} parameters, meshsim counts {expected}")
         self.parameters = built
         kwargs = {"lr": 3e-4, "betas": (0.9, 0.95), "weight_decay": 0.1, "eps": 1e-8}
-        self.optimizer_info = {"name": "torch.optim.AdamW", **kwargs}
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), **kwargs)
+        # torch's own default, made explicit so that the manifest can say which kernels ran: the
+        # multi-tensor (foreach) path on CUDA, one tensor at a time on CPU.
+        foreach = device.type == "cuda"
+        self.optimizer_info = {"name": "torch.optim.AdamW", "foreach": foreach, **kwargs}
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), foreach=foreach, **kwargs)
+        # What meshsim must simulate to run the same kernels (meshsim run --kernels,
+        # --attention, --optimizer-kernels).
+        self.execution = {
+            "kernels": "eager",
+            "attention": "flash" if hasattr(F, "scaled_dot_product_attention") else "naive",
+            "optimizer_kernels": "foreach" if foreach else "per-tensor",
+        }
         gen = torch.Generator().manual_seed(args.seed)
         data = torch.randint(0, cfg.vocab_size, (args.batch, args.seq + 1), generator=gen)
         self.tokens = data[:, :-1].contiguous().to(device)
@@ -228,20 +240,110 @@ def profile_steps(trainer: Trainer, steps: int, trace_path: Path) -> dict:
             activities.append(torch.profiler.ProfilerActivity.CUDA)
         # One untraced warm-up step in the schedule lets the profiler settle.
         schedule = torch.profiler.schedule(wait=0, warmup=1, active=steps, repeat=1)
-        with torch.profiler.profile(activities=activities, schedule=schedule) as prof:
+        with torch.profiler.profile(activities=activities, schedule=schedule, record_shapes=True) as prof:
             for _ in range(steps + 1):
                 trainer.sync(trainer.step())
                 prof.step()
         prof.export_chrome_trace(str(trace_path))
-        return {"format": "pytorch-kineto-chrome-json", "profiler": "torch.profiler (Kineto)"}
+        return {"format": "pytorch-kineto-chrome-json", "profiler": "torch.profiler (Kineto)",
+                "shapes": "record_shapes=True"}
     # No Kineto (e.g. Debian's CPU build): the legacy autograd profiler, with the step ranges that
-    # torch.profiler would have written.
+    # torch.profiler would have written. Recording shapes slows host operators by several
+    # microseconds each (measured: val-10m steps 0.43 s instead of 0.33 s; without shapes the
+    # profiler's cost is within the run-to-run noise), so the timed steps are profiled without
+    # them and one more step with them; every step runs the same operators in the same order, so
+    # the shapes are attached to the timed steps' operators by position.
     with torch.autograd.profiler.profile(use_kineto=False) as prof:
         for i in range(steps):
             with record_function(f"ProfilerStep#{i}"):
                 trainer.sync(trainer.step())
-    prof.export_chrome_trace(str(trace_path))
-    return {"format": "pytorch-legacy-chrome-json", "profiler": "torch.autograd.profiler (legacy, no Kineto)"}
+    with torch.autograd.profiler.profile(use_kineto=False, record_shapes=True) as shaped:
+        with record_function("ProfilerStep#shapes"):
+            trainer.sync(trainer.step())
+    matched = export_legacy_trace(prof.function_events, step_events(shaped.function_events)[0],
+                                  trace_path)
+    return {"format": "pytorch-legacy-chrome-json",
+            "profiler": "torch.autograd.profiler (legacy, no Kineto)",
+            "shapes": (f"GEMM operators' Input Dims from one more step profiled with "
+                       f"record_shapes=True, attached in recording order to {matched} of {steps} "
+                       f"timed steps")}
+
+
+GEMM_OPERATORS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+
+
+def step_events(events) -> list[list]:
+    """The events of each ProfilerStep#* range (the range itself first), the others in recording
+    order (FunctionEvent.id is the RecordFunction handle, assigned as operators start)."""
+    events = [e for e in events if e.trace_name is not None]
+    steps = []
+    for i, e in enumerate(events):
+        if e.trace_name.startswith("ProfilerStep#"):  # e.name reads "ProfilerStep*"
+            end = e.time_range.end
+            inside = [x for x in events[i + 1:] if x.time_range.start <= end]
+            steps.append([e] + sorted(inside, key=lambda x: x.id))
+    return steps
+
+
+def export_legacy_trace(events, shaped_step: list, path: Path) -> int:
+    """The legacy profiler's Chrome trace (what EventList.export_chrome_trace writes: one "X" event
+    per operator on pid "CPU functions"), plus what the legacy exporter drops and Kineto writes,
+    under Kineto's keys: the autograd sequence number ("Sequence number"), which ties each
+    backward op to the forward op it differentiates, and the input shapes of the GEMM operators
+    ("Input Dims"), which meshsim's importer needs to match measured GEMMs to simulated ones. The
+    shapes come from `shaped_step`, a step profiled with record_shapes=True: its k-th GEMM operator
+    gives its dims to the k-th GEMM operator of each timed step (in recording order; the other
+    operators' order can differ between steps where timestamps tie). Returns the number of timed
+    steps whose GEMM operators matched the shaped step's one for one (the others carry none)."""
+    def gemms(step):
+        return [e for e in step[1:] if e.trace_name in GEMM_OPERATORS]
+
+    reference = gemms(shaped_step)
+    shapes = {}
+    matched = 0
+    for step in step_events(events):
+        ops = gemms(step)
+        if [e.trace_name for e in ops] == [e.trace_name for e in reference]:
+            matched += 1
+            for e, src in zip(ops, reference):
+                shapes[id(e)] = src.input_shapes
+    out = []
+    for evt in events:
+        if evt.trace_name is None:
+            continue
+        args = {}
+        dims = shapes.get(id(evt))
+        if dims and any(dims):
+            args["Input Dims"] = [list(d) for d in dims]
+        if evt.sequence_nr >= 0:
+            args["Sequence number"] = evt.sequence_nr
+        out.append({"name": evt.trace_name, "ph": "X", "ts": evt.time_range.start,
+                    "dur": evt.time_range.elapsed_us(), "tid": evt.thread, "pid": "CPU functions",
+                    "args": args})
+    path.write_text(json.dumps(out, separators=(",", ":")))
+    return matched
+
+
+def profiler_overhead_per_event(ops: int = 20000, repeats: int = 5) -> float:
+    """Seconds the legacy profiler (as profile_steps times steps: without shapes) adds per
+    recorded event: a loop of `ops` in-place adds on a one-element tensor, timed without and with
+    the profiler (the fastest of `repeats` each). On host operators this cost lands inside the
+    recorded durations (a top-level op holds every event nested in it); meshsim validate removes
+    it. Kineto traces of GPU kernels need no correction and do not use this."""
+    x = torch.zeros(1)
+
+    def loop() -> float:
+        t0 = time.perf_counter()
+        for _ in range(ops):
+            x.add_(1.0)
+        return time.perf_counter() - t0
+
+    loop()
+    plain = min(loop() for _ in range(repeats))
+    with torch.autograd.profiler.profile(use_kineto=False) as prof:
+        profiled = min(loop() for _ in range(repeats))
+    events = len(prof.function_events) / repeats
+    return max(0.0, (profiled - plain) / events)
 
 
 def hardware_info(device: torch.device, threads: int) -> dict:
@@ -289,6 +391,8 @@ def main(argv=None) -> int:
         trace_path = out / "trace.json"
         fmt = profile_steps(trainer, args.profile_steps, trace_path)
         trace = {"path": trace_path.name, "profiled_steps": args.profile_steps, **fmt}
+        if fmt["format"] == "pytorch-legacy-chrome-json":
+            trace["profiler_overhead_per_event_s"] = round(profiler_overhead_per_event(), 9)
 
     versions = {"name": "pytorch", "version": torch.__version__, "python": runinfo.python_version(),
                 "kineto": bool(torch.autograd.kineto_available())}
@@ -307,6 +411,7 @@ def main(argv=None) -> int:
         "dtype": dtype,
         "mesh": {"data": 1, "fsdp": 1, "tensor": 1},
         "optimizer": trainer.optimizer_info,
+        "execution": trainer.execution,
         "warmup_steps": args.warmup,
         **runinfo.run_fields(args.batch * args.seq, summary, loss, trace, started),
     })
