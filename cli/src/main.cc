@@ -42,6 +42,15 @@ void bind_option(CLI::App* app, RunFlags& f, const std::string& name, T Scenario
   f.overrides.push_back({o, [field](Scenario& s, const Scenario& g) { s.*field = g.*field; }});
 }
 
+// A string option whose value must be one of `choices` (CLI11 rejects anything else, naming the
+// flag and the choices).
+void bind_choice(CLI::App* app, RunFlags& f, const std::string& name,
+                 std::string Scenario::*field, const std::vector<std::string>& choices,
+                 const std::string& help) {
+  CLI::Option* o = app->add_option(name, f.given.*field, help)->check(CLI::IsMember(choices));
+  f.overrides.push_back({o, [field](Scenario& s, const Scenario& g) { s.*field = g.*field; }});
+}
+
 void bind_flag(CLI::App* app, RunFlags& f, const std::string& name, bool Scenario::*field,
                bool value, const std::string& help) {
   CLI::Option* o = app->add_flag(name, help);
@@ -62,15 +71,27 @@ void add_run_options(CLI::App* app, RunFlags& f) {
   bind_option(app, f, "--cp", &Scenario::cp, "Context-parallel degree (ring attention)");
   bind_option(app, f, "--pp", &Scenario::pp, "Pipeline-parallel degree");
   bind_option(app, f, "--vpp", &Scenario::vpp, "Virtual pipeline stages per rank (interleaved)");
-  bind_option(app, f, "--schedule", &Scenario::schedule, "Pipeline schedule: gpipe, 1f1b, interleaved, zb");
+  bind_choice(app, f, "--schedule", &Scenario::schedule, {"gpipe", "1f1b", "interleaved", "zb"},
+              "Pipeline schedule: gpipe, 1f1b, interleaved, zb");
   bind_option(app, f, "--ep", &Scenario::ep, "Expert-parallel degree (MoE; carved out of DP)");
   bind_option(app, f, "--capacity-factor", &Scenario::capacity_factor, "MoE expert capacity factor");
   bind_option(app, f, "--mbs", &Scenario::mbs, "Micro-batch size (sequences)");
   bind_option(app, f, "--gbs", &Scenario::gbs, "Global batch size (sequences per step)");
   bind_option(app, f, "--seq", &Scenario::seq, "Sequence length (tokens)");
-  bind_option(app, f, "--recompute", &Scenario::recompute, "Activation recompute: none, selective, full");
-  bind_option(app, f, "--dtype", &Scenario::dtype, "Matmul format: bf16 or fp8");
-  bind_option(app, f, "--attention", &Scenario::attention, "Attention kernel: flash or naive");
+  bind_choice(app, f, "--recompute", &Scenario::recompute, {"none", "selective", "full"},
+              "Activation recompute: none, selective, full");
+  bind_choice(app, f, "--dtype", &Scenario::dtype, {"bf16", "fp8", "fp32", "tf32"},
+              "Training precision: bf16 or fp8 (mixed precision: bf16 activations, fp32 master "
+              "weights), fp32 or tf32 (fp32 activations; tf32 matmuls on tensor cores)");
+  bind_choice(app, f, "--attention", &Scenario::attention, {"flash", "naive"},
+              "Attention kernel: flash or naive (s x s scores through memory)");
+  bind_choice(app, f, "--kernels", &Scenario::kernels, {"fused", "eager"},
+              "Memory-bound kernels: fused (Megatron/TE, XLA) or eager (PyTorch eager mode, one "
+              "kernel per tensor op)");
+  bind_choice(app, f, "--optimizer-kernels", &Scenario::optimizer_kernels,
+              {"fused", "foreach", "per-tensor"},
+              "AdamW: fused (one pass), foreach (torch multi-tensor) or per-tensor (torch "
+              "foreach=False)");
   bind_option(app, f, "--stage-layers", &Scenario::stage_layers, "Layers per pipeline stage (uneven split)");
   bind_option(app, f, "--hardware-catalogue", &Scenario::hardware_catalogue, "Chip catalogue JSON");
   bind_flag(app, f, "--no-overlap-grad-reduce", &Scenario::overlap_grad_reduce, false,
@@ -182,15 +203,22 @@ int run_main(int argc, char** argv) {
   validate->add_option("--hardware-profile", val.hardware_profile,
                        "One-chip catalogue JSON describing the measured hardware");
   validate->add_option("--json", val_json, "Write the comparison as JSON to FILE");
+  double val_max_error = -1;
+  validate->add_option("--max-step-error", val_max_error,
+                       "Exit with status 4 when |simulated / measured - 1| of the step time "
+                       "exceeds this fraction (e.g. 0.05)")
+      ->check(CLI::PositiveNumber);
 
   meshsim::cli::CalibrateArgs cal;
+  std::string cal_json;
   CLI::App* calibrate = app.add_subcommand(
-      "calibrate", "Fit a chip's efficiency parameters to measured per-op-class times");
+      "calibrate", "Fit a chip's efficiency parameters to measured runs (with leave-one-out)");
   calibrate->add_option("manifests", cal.manifests, "manifest.json files of measured runs")
       ->required();
   calibrate->add_option("--out", cal.out, "Write the fitted hardware profile to FILE")->required();
   calibrate->add_option("--hardware-profile", cal.hardware_profile,
                         "Base one-chip catalogue JSON (its efficiencies are the starting point)");
+  calibrate->add_option("--json", cal_json, "Write the errors before, after and held out as JSON");
 
   try {
     app.parse(argc, argv);
@@ -205,9 +233,15 @@ int run_main(int argc, char** argv) {
     if (!val_json.empty()) {
       val.json_path = val_json;
     }
+    if (val_max_error > 0) {
+      val.max_step_error = val_max_error;
+    }
     return meshsim::cli::validate_command(val, std::cout);
   }
   if (*calibrate) {
+    if (!cal_json.empty()) {
+      cal.json_path = cal_json;
+    }
     return meshsim::cli::calibrate_command(cal, std::cout);
   }
   if (*calc) {

@@ -6,99 +6,171 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "calibrate.h"
+#include "comparison.h"
+#include "manifest.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/traces/import.h"
 
 namespace meshsim::cli {
+namespace {
 
-int validate_command(const ValidateArgs& args, std::ostream& out) {
-  const Manifest m = load_manifest(args.manifest);
-  if (args.hardware_profile.empty()) {
-    throw InputError("--hardware-profile", "",
-                     fmt::format("{} was measured on a {} machine; give its hardware profile (a "
-                                 "one-chip catalogue such as validation/profiles/cpu-generic.json)",
-                                 args.manifest, m.platform));
-  }
-  const Profile profile = load_profile(args.hardware_profile);
-  const traces::MeasuredTrace trace = traces::import_trace(m.trace_path);
-  const Measured measured = measure(trace);
-  const StepReport sim = simulate_manifest(m, profile.document, profile.chip_name);
+constexpr size_t kDiscrepancyRows = 12;
 
-  const double simulated_s = sim.step_time.seconds();
-  const double error = simulated_s / m.median_step_s - 1;
-  out << fmt::format("validate {} ({})\n", m.case_name, args.manifest);
-  out << fmt::format("  model     {}\n", sim.model_description);
-  out << fmt::format("  hardware  {} ({}); {} {}{}\n", profile.chip.description, profile.path,
+std::string percent(double measured, double simulated) {
+  return measured > 0 ? fmt::format("{:+.1f}%", 100 * (simulated / measured - 1)) : "n/a";
+}
+
+nlohmann::json error_or_null(double measured, double simulated) {
+  return measured > 0 ? nlohmann::json(simulated / measured - 1) : nlohmann::json(nullptr);
+}
+
+void print_header(const Manifest& m, const Profile& profile, const StepReport& sim,
+                  const Measured& measured, std::ostream& out) {
+  out << fmt::format("validate {} ({})\n", m.case_name, m.path);
+  out << fmt::format("  model      {}\n", sim.model_description);
+  out << fmt::format("  hardware   {} ({}); {} {}{}\n", profile.chip.description, profile.path,
                      m.framework, m.framework_version,
                      m.threads ? fmt::format(", {} thread(s)", *m.threads) : "");
-  out << fmt::format("  trace     {}: {} step(s), {} ops\n", m.trace_path, measured.steps,
-                     measured.op_source);
-  if (m.dtype == "fp32") {
-    out << "  note      fp32 run: matmuls are simulated at the profile's bf16 peak (a CPU profile "
-           "gives its FP32 FMA rate there)\n";
+  out << fmt::format("  run        {} x {} tokens, {}; {} kernels, {} attention, {} optimizer\n",
+                     m.global_batch, m.seq, m.dtype, m.kernels, m.attention, m.optimizer_kernels);
+  out << fmt::format("  trace      {}: {} step(s) of {} ops, median {:.6f} s profiled\n",
+                     m.trace_path, measured.steps, measured.op_source, measured.trace_step_s);
+  if (measured.op_source == "host") {
+    out << fmt::format("  profiler   {:.2f} us per recorded event ({}), {:.0f} events per step: "
+                       "{:.6f} s removed from each step's ops\n",
+                       measured.overhead_per_event_s * 1e6,
+                       measured.overhead_measured ? "measured by the trainer"
+                                                  : "estimated: profiled - unprofiled step",
+                       measured.events_per_step,
+                       measured.overhead_per_event_s * measured.events_per_step);
+    out << fmt::format("  scaled     op times x {:.3f}: the profiled steps' ops, with the time "
+                       "before each, scaled to the unprofiled step\n",
+                       measured.scale);
   }
-  out << fmt::format("\nstep time  measured {:.6f} s (manifest median; trace median {:.6f} s), "
-                     "simulated {:.6f} s, error {:+.1f}%\n\n",
-                     m.median_step_s, measured.step_s, simulated_s, 100 * error);
+}
 
+nlohmann::json print_classes(const Measured& measured, const Simulated& simulated,
+                             std::ostream& out) {
   nlohmann::json classes = nlohmann::json::object();
   out << fmt::format("{:<14}{:>14}{:>14}{:>10}\n", "op class", "measured s", "simulated s",
                      "error");
   for (int c = 0; c < kNumOpClasses; ++c) {
     const auto k = static_cast<size_t>(c);
     const double ms = measured.by_class[k];
-    const double ss = sim.time_by_class[k].seconds();
+    const double ss = simulated.by_class[k];
     if (ms == 0 && ss == 0) {
       continue;
     }
     const std::string name(to_string(static_cast<OpClass>(c)));
-    nlohmann::json row = {{"measured_s", ms}, {"simulated_s", ss}};
-    std::string err = "n/a";
-    if (ms > 0) {
-      row["error"] = ss / ms - 1;
-      err = fmt::format("{:+.1f}%", 100 * (ss / ms - 1));
-    } else {
-      row["error"] = nullptr;
-    }
-    classes[name] = row;
-    out << fmt::format("{:<14}{:>14.6f}{:>14.6f}{:>10}\n", name, ms, ss, err);
+    classes[name] = {{"measured_s", ms}, {"simulated_s", ss}, {"error", error_or_null(ms, ss)}};
+    out << fmt::format("{:<14}{:>14.6f}{:>14.6f}{:>10}\n", name, ms, ss, percent(ms, ss));
   }
-  out << fmt::format("{:<14}{:>14.6f}  (no classification rule matched; counted as elementwise "
-                     "above)\n",
-                     "unclassified", measured.unclassified_s);
+  if (measured.op_source != "host") {
+    out << fmt::format("{:<14}{:>14.6f}{:>14}  (the unprofiled step minus the kernels above: "
+                       "gaps and overlap)\n",
+                       "unattributed", measured.step_s - measured.op_time_s(), "");
+  }
+  out << fmt::format("{:<14}{:>14.6f}{:>14}  (no classification rule matched; counted as "
+                     "elementwise above)\n",
+                     "unclassified", measured.unclassified_s, "");
+  return classes;
+}
 
-  out << "\nlargest measured ops (per step) next to their class's simulated total:\n";
-  const size_t top = std::min<size_t>(10, measured.top_ops.size());
-  nlohmann::json top_ops = nlohmann::json::array();
-  for (size_t i = 0; i < top; ++i) {
-    const auto& [name, secs] = measured.top_ops[i];
-    const OpClass cls = measured.top_op_classes[i].second;
-    const double class_sim = sim.time_by_class[static_cast<size_t>(cls)].seconds();
-    out << fmt::format("  {:<48} {:>12.6f} s  {:<12} class simulated {:.6f} s\n", name, secs,
-                       to_string(cls), class_sim);
-    top_ops.push_back({{"name", name},
-                       {"op_class", std::string(to_string(cls))},
-                       {"measured_s", secs},
-                       {"class_simulated_s", class_sim}});
+nlohmann::json print_gemms(const Measured& measured, const Simulated& simulated,
+                           std::ostream& out) {
+  const std::vector<GemmRow> rows = gemm_rows(measured.gemms, simulated.gemms);
+  nlohmann::json json = nlohmann::json::array();
+  for (const GemmRow& r : rows) {
+    json.push_back({{"shape", r.key.label()},
+                    {"op_class", std::string(to_string(r.key.op_class))},
+                    {"batch", r.key.batch},
+                    {"k", r.key.k},
+                    {"mn", {r.key.small, r.key.large}},
+                    {"measured_count", r.measured.count},
+                    {"measured_s", r.measured.time_s},
+                    {"simulated_count", r.simulated.count},
+                    {"simulated_s", r.simulated.time_s},
+                    {"error", error_or_null(r.measured.time_s, r.simulated.time_s)}});
   }
+  if (rows.empty()) {
+    out << "\nper-op discrepancies: the trace records no GEMM shapes (profile with "
+           "record_shapes=True)\n";
+    return json;
+  }
+  out << fmt::format("\nlargest per-op discrepancies: GEMMs by shape, per step ({} shapes; "
+                     "all in --json)\n",
+                     rows.size());
+  out << fmt::format("  {:<36}{:>18}{:>18}{:>10}\n", "GEMM (class, [batch x] MxN, k)",
+                     "measured s (n)", "simulated s (n)", "error");
+  for (size_t i = 0; i < std::min(kDiscrepancyRows, rows.size()); ++i) {
+    const GemmRow& r = rows[i];
+    out << fmt::format("  {:<36}{:>12.6f} ({:>3g}){:>12.6f} ({:>3g}){:>10}\n", r.key.label(),
+                       r.measured.time_s, r.measured.count, r.simulated.time_s, r.simulated.count,
+                       percent(r.measured.time_s, r.simulated.time_s));
+  }
+  return json;
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) {
+    throw InputError("--json", "", fmt::format("cannot write {}", path));
+  }
+  f << j.dump(2) << "\n";
+}
+
+}  // namespace
+
+int validate_command(const ValidateArgs& args, std::ostream& out) {
+  const Manifest m = load_manifest(args.manifest);
+  if (args.hardware_profile.empty()) {
+    throw InputError("--hardware-profile", "",
+                     fmt::format("{} was measured on a {} machine; give its hardware profile (a "
+                                 "one-chip catalogue such as validation/profiles/"
+                                 "cpu-amd-epyc-2c.json)",
+                                 args.manifest, m.platform));
+  }
+  const Profile profile = load_profile(args.hardware_profile);
+  const Measured measured = measure(m, traces::import_trace(m.trace_path));
+  const Simulated simulated = simulate_kernels(step_kernels(m), profile.chip);
+  const StepReport sim = simulate_manifest(m, profile);
+  // One device runs its kernels back to back: the engine's step is the kernels' sum.
+  SIM_CHECK(std::fabs(sim.step_time.seconds() - simulated.step_s) <=
+                1e-12 * static_cast<double>(simulated.kernels) + 1e-9 * simulated.step_s,
+            "single-device step {} s differs from its kernels' sum {} s", sim.step_time.seconds(),
+            simulated.step_s);
+
+  const double simulated_s = sim.step_time.seconds();
+  const double error = simulated_s / m.median_step_s - 1;
+  print_header(m, profile, sim, measured, out);
+  out << fmt::format("\nstep time  measured {:.6f} s (median of {} unprofiled steps), simulated "
+                     "{:.6f} s, error {:+.1f}%\n\n",
+                     m.median_step_s, m.step_times_s.size(), simulated_s, 100 * error);
+  const nlohmann::json classes = print_classes(measured, simulated, out);
+  const nlohmann::json gemms = print_gemms(measured, simulated, out);
 
   if (args.json_path) {
-    const nlohmann::json j = {{"manifest", args.manifest},
-                              {"case", m.case_name},
-                              {"hardware_profile", profile.path},
-                              {"step_time_error", error},
-                              {"measured_step_s", m.median_step_s},
-                              {"measured_trace_step_s", measured.step_s},
-                              {"simulated_step_s", simulated_s},
-                              {"op_classes", classes},
-                              {"unclassified_measured_s", measured.unclassified_s},
-                              {"top_measured_ops", top_ops}};
-    std::ofstream f(*args.json_path, std::ios::binary);
-    if (!f) {
-      throw InputError("--json", "", fmt::format("cannot write {}", *args.json_path));
-    }
-    f << j.dump(2) << "\n";
+    write_json(*args.json_path,
+               {{"manifest", args.manifest},
+                {"case", m.case_name},
+                {"hardware_profile", profile.path},
+                {"step_time_error", error},
+                {"measured_step_s", m.median_step_s},
+                {"measured_step_times_s", m.step_times_s},
+                {"measured_trace_step_s", measured.trace_step_s},
+                {"simulated_step_s", simulated_s},
+                {"profiler_overhead_per_event_s", measured.overhead_per_event_s},
+                {"profiler_events_per_step", measured.events_per_step},
+                {"op_classes", classes},
+                {"unattributed_measured_s", measured.step_s - measured.op_time_s()},
+                {"op_time_scale", measured.scale},
+                {"unclassified_measured_s", measured.unclassified_s},
+                {"gemms", gemms}});
+  }
+  if (args.max_step_error && std::fabs(error) > *args.max_step_error) {
+    out << fmt::format("\nFAIL: step-time error {:+.1f}% exceeds the threshold +-{:.1f}%\n",
+                       100 * error, 100 * *args.max_step_error);
+    return kExitThresholdExceeded;
   }
   return 0;
 }

@@ -1,0 +1,86 @@
+// A measured run, as validation/reference_trainer records it, and the simulation of the same run.
+//
+// A manifest (schema documented in validation/reference_trainer/runinfo.py) names the hardware,
+// the model (inline, meshsim's schema), the batch, the sequence length, the training precision,
+// the device mesh, how the step ran ("execution": eager or fused kernels, naive or flash
+// attention, the optimizer's kernels), every timed step and their median, and the profiler trace
+// (a path relative to the manifest's directory). Only single-device manifests are simulated: a
+// mesh whose axes multiply to more than one device is an InputError saying so.
+//
+// The hardware comes from a hardware profile: a chip catalogue file in topology/chips.json's
+// schema holding exactly one chip (validation/profiles/). The step runs on a generated one-node,
+// one-device cluster of that chip, so no communication is simulated.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "meshsim/sim/program.h"
+#include "meshsim/topology/chip.h"
+#include "meshsim/workloads/model.h"
+#include "report.h"
+
+namespace meshsim::cli {
+
+struct Manifest {
+  std::string path;
+  std::string case_name;
+  std::string framework;          // "pytorch" or "jax"
+  std::string framework_version;  // may be empty
+  std::string platform;           // "cpu", "gpu", "tpu"
+  std::optional<int64_t> threads;
+  nlohmann::json model_json;
+  workloads::ModelConfig model;
+  int64_t global_batch = 0;
+  int64_t micro_batch = 0;
+  int64_t seq = 0;
+  std::string dtype;              // "fp32", "bf16" (or "fp8")
+  std::string kernels;            // "eager" or "fused"
+  std::string attention;          // "naive" or "flash"
+  std::string optimizer_kernels;  // "per-tensor", "foreach" or "fused"
+  std::vector<double> step_times_s;
+  double median_step_s = 0;
+  std::string trace_path;  // resolved against the manifest's directory
+  // trace/profiler_overhead_per_event_s: what the profiler costs per recorded host event, when
+  // the trainer measured it.
+  std::optional<double> profiler_overhead_per_event_s;
+};
+
+// Reads and checks a manifest. InputError(path, JSON pointer, what was expected) on a missing or
+// wrong-typed field, an unreadable file, a trace that does not exist, or a multi-device mesh.
+Manifest load_manifest(const std::string& path);
+
+// The hardware profile: a one-chip catalogue file.
+struct Profile {
+  std::string path;
+  nlohmann::json document;  // the whole catalogue file
+  std::string chip_name;
+  topology::Chip chip;
+};
+Profile load_profile(const std::string& path);
+// A profile from a catalogue document in memory (a candidate during calibration).
+Profile profile_from(const nlohmann::json& document, const std::string& name);
+
+// The cluster a single-device manifest runs on, as a cluster JSON: one node with one `chip`
+// (an NVSwitch domain of one and a one-switch fat tree, which a step without collectives never
+// uses).
+nlohmann::json single_device_cluster(const std::string& chip);
+
+// One compute kernel of the simulated step, in program order.
+struct StepKernel {
+  std::string name;
+  ComputeWork work;
+};
+// The compute kernels of the single device's step (the plan meshsim simulates for `m`).
+std::vector<StepKernel> step_kernels(const Manifest& m);
+
+// Simulates the manifest's step on the profile's chip, through the engine.
+StepReport simulate_manifest(const Manifest& m, const Profile& profile);
+
+// The median of `v` (0 for an empty list).
+double median(std::vector<double> v);
+
+}  // namespace meshsim::cli
