@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs meshsim's build dependencies from Debian 12 packages (only those missing), then
-# configures and builds the Release build in build/. Used by run.sh and test.sh.
+# configures and builds the Release build in build/. Used by run.sh and test.sh; with --tests it
+# also installs what only the test suite needs: Debian's PyTorch (python3-torch), with which the
+# tests run the reference trainer's PyTorch twin on the CPU and validate its trace end to end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +12,9 @@ packages=(
   libprotobuf-dev protobuf-compiler zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
+if [ "${1:-}" = "--tests" ]; then
+  packages+=(python3-torch)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
