@@ -65,8 +65,12 @@ StepReport describe(const Scenario& s, const Loaded& l) {
   r.inputs = scenario_json(s, l.cluster);
   r.parameters = workloads::total_parameters(l.model);
   r.devices = l.cluster.device_count();
-  r.model_description = fmt::format("{} ({:.2f} B parameters, {} layers)", l.model.name,
-                                    static_cast<double>(r.parameters) * 1e-9, l.model.num_layers);
+  const auto params = static_cast<double>(r.parameters);
+  r.model_description =
+      fmt::format("{} ({}, {} layers)", l.model.name,
+                  params >= 1e9 ? fmt::format("{:.2f} B parameters", params * 1e-9)
+                                : fmt::format("{:.1f} M parameters", params * 1e-6),
+                  l.model.num_layers);
   r.cluster_description =
       fmt::format("{}: {} node(s) x {} {} = {} devices", l.cluster.name, l.cluster.nodes,
                   l.cluster.devices_per_node, l.cluster.chip.description, r.devices);
