@@ -77,6 +77,25 @@ const Kernel& find(const std::vector<Kernel>& ks, const std::string& name) {
   return none;
 }
 
+// The optimizer's kernels: their bytes, their number, and the tensors they step (".step" kernels,
+// one per tensor in the per-tensor AdamW).
+struct OptimizerTally {
+  int64_t bytes = 0;
+  int ops = 0;
+  int tensors = 0;
+};
+OptimizerTally optimizer_tally(const std::vector<Kernel>& ks) {
+  OptimizerTally t;
+  for (const Kernel& k : ks) {
+    if (k.work.op_class == OpClass::kOptimizer) {
+      t.bytes += k.work.bytes.count();
+      ++t.ops;
+      t.tensors += k.name.ends_with(".step") ? 1 : 0;
+    }
+  }
+  return t;
+}
+
 const ModelConfig& val10m() {
   static const ModelConfig m = load_model(std::string(MESHSIM_SOURCE_DIR) +
                                           "/validation/models/val-10m.json");
@@ -151,39 +170,21 @@ TEST(EagerKernels, PerTensorAdamWTouchesEachParameterEightyEightBytes) {
   // parameter exactly once.
   ParallelPlan p = single(2, 256, Kernels::kEager);
   p.optimizer_kernels = OptimizerKernels::kPerTensor;
-  const auto ks = kernels(val10m(), p);
-  int64_t bytes = 0;
-  int tensors = 0;
-  int ops = 0;
-  for (const Kernel& k : ks) {
-    if (k.work.op_class == OpClass::kOptimizer) {
-      bytes += k.work.bytes.count();
-      ++ops;
-      tensors += k.name.ends_with(".step") ? 1 : 0;
-    }
-  }
+  const OptimizerTally t = optimizer_tally(kernels(val10m(), p));
   // Embedding, LM head, final norm, and per layer two norms and four weights.
-  EXPECT_EQ(tensors, 3 + 8 * 6);
-  EXPECT_EQ(ops, tensors * 11);
-  EXPECT_EQ(bytes, 88 * total_parameters(val10m()) + 32 * tensors);
+  EXPECT_EQ(t.tensors, 3 + 8 * 6);
+  EXPECT_EQ(t.ops, t.tensors * 11);
+  EXPECT_EQ(t.bytes, 88 * total_parameters(val10m()) + 32 * t.tensors);
 }
 
 TEST(EagerKernels, ForEachAdamWIsNinePassesOverAllParameters) {
   ParallelPlan p = single(2, 256, Kernels::kEager, Dtype::kBf16);
   p.optimizer_kernels = OptimizerKernels::kForEach;
-  const auto ks = kernels(val10m(), p);
-  int64_t bytes = 0;
-  int ops = 0;
-  for (const Kernel& k : ks) {
-    if (k.work.op_class == OpClass::kOptimizer) {
-      bytes += k.work.bytes.count();
-      ++ops;
-    }
-  }
+  const OptimizerTally t = optimizer_tally(kernels(val10m(), p));
   // Nine updates (88 B/param with fp32 gradients; the two that read the gradient read 2 bytes
   // instead of 4: 84) and the cast of the fp32 master weights back to bf16 (4 + 2).
-  EXPECT_EQ(ops, 10);
-  EXPECT_EQ(bytes, (84 + 6) * total_parameters(val10m()));
+  EXPECT_EQ(t.ops, 10);
+  EXPECT_EQ(t.bytes, (84 + 6) * total_parameters(val10m()));
 }
 
 TEST(EagerKernels, ParameterTensorsCoverBiasesLearnedPositionsAndTensorParallelShards) {
@@ -194,19 +195,11 @@ TEST(EagerKernels, ParameterTensorsCoverBiasesLearnedPositionsAndTensorParallelS
   ParallelPlan p = single(1, 128, Kernels::kEager);
   p.tp = 2;
   p.optimizer_kernels = OptimizerKernels::kPerTensor;
-  const auto ks = kernels(gpt2, p);
-  int64_t bytes = 0;
-  int tensors = 0;
-  for (const Kernel& k : ks) {
-    if (k.work.op_class == OpClass::kOptimizer) {
-      bytes += k.work.bytes.count();
-      tensors += k.name.ends_with(".step") ? 1 : 0;
-    }
-  }
+  const OptimizerTally t = optimizer_tally(kernels(gpt2, p));
   ParallelLayout layout;
   layout.tensor_parallel = 2;
   const int64_t local = parameters_per_rank(gpt2, layout).total();
-  EXPECT_EQ(bytes, 88 * local + 32 * tensors);
+  EXPECT_EQ(t.bytes, 88 * local + 32 * t.tensors);
 }
 
 TEST(TrainingDtype, Fp32DoublesActivationBytesAndKeepsSixteenBytesOfState) {
