@@ -110,14 +110,6 @@ std::vector<Loaded> load_all(const CalibrateArgs& args, const Profile& base) {
   return all;
 }
 
-void write_json(const std::string& path, const nlohmann::json& j) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) {
-    throw InputError(path, "", "cannot write the file");
-  }
-  f << j.dump(2) << "\n";
-}
-
 }  // namespace
 
 int calibrate_command(const CalibrateArgs& args, std::ostream& out) {
@@ -203,17 +195,18 @@ int calibrate_command(const CalibrateArgs& args, std::ostream& out) {
                                           fmt::join(loo_text, ", ")));
   const nlohmann::json doc = profile_document(base, after, source);
   (void)profile_from(doc, args.out);  // the written profile must load
-  write_json(args.out, doc);
+  write_json_file(args.out, doc, "--out");
   out << fmt::format("wrote {}\n", args.out);
   if (args.json_path) {
-    write_json(*args.json_path, {{"hardware_profile", base.path},
+    write_json_file(*args.json_path, {{"hardware_profile", base.path},
                                  {"out", args.out},
                                  {"params_before", params_json(before)},
                                  {"params_after", params_json(after)},
                                  {"loss_before", fit_loss(cases, before)},
                                  {"loss_after", fit_loss(cases, after)},
                                  {"max_abs_held_out_step_error", worst_loo},
-                                 {"cases", rows}});
+                                 {"cases", rows}},
+                    "--json");
   }
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "comm_setup.h"
+#include "report.h"
 #include "meshsim/collectives/algorithms.h"
 #include "meshsim/collectives/comm_model.h"
 #include "meshsim/collectives/volume.h"
@@ -225,11 +226,7 @@ void collective_command(const CollectiveArgs& a, std::ostream& out) {
                     {"algorithm", std::string(collectives::to_string(row.algorithm))}});
   }
   if (a.json_path) {
-    std::ofstream f(*a.json_path, std::ios::binary);
-    if (!f) {
-      throw InputError("--json", "", fmt::format("cannot write {}", *a.json_path));
-    }
-    f << rows.dump(2) << "\n";
+    write_json_file(*a.json_path, rows, "--json");
   }
 }
 

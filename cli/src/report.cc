@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
+
+#include "meshsim/sim/error.h"
+
 namespace meshsim::cli {
 
 Bytes MemoryBreakdown::total() const {
@@ -153,6 +157,14 @@ void print_summary(const StepReport& r, std::ostream& out) {
     out << fmt::format("  trace                 {} ({} events; open it in ui.perfetto.dev)\n",
                        r.trace_path, r.trace_events);
     out << fmt::format("                        {}\n", r.trace_description);
+  }
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& j, const std::string& flag) {
+  std::ofstream f(path, std::ios::binary);
+  f << j.dump(2) << "\n";
+  if (!f) {
+    throw InputError(flag, "", fmt::format("cannot write {}", path));
   }
 }
 

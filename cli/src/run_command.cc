@@ -277,11 +277,7 @@ int run_command(const Scenario& s, const RunOutputs& outputs, std::ostream& out)
   const StepReport report = simulate_step(s, outputs);
   print_summary(report, out);
   if (outputs.json_path) {
-    std::ofstream f(*outputs.json_path, std::ios::binary);
-    if (!f) {
-      throw InputError("--json", "", fmt::format("cannot write {}", *outputs.json_path));
-    }
-    f << to_json(report).dump(2) << "\n";
+    write_json_file(*outputs.json_path, to_json(report), "--json");
   }
   return report.oom ? 3 : 0;
 }

@@ -111,14 +111,6 @@ nlohmann::json print_gemms(const Measured& measured, const Simulated& simulated,
   return json;
 }
 
-void write_json(const std::string& path, const nlohmann::json& j) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) {
-    throw InputError("--json", "", fmt::format("cannot write {}", path));
-  }
-  f << j.dump(2) << "\n";
-}
-
 }  // namespace
 
 int validate_command(const ValidateArgs& args, std::ostream& out) {
@@ -150,7 +142,7 @@ int validate_command(const ValidateArgs& args, std::ostream& out) {
   const nlohmann::json gemms = print_gemms(measured, simulated, out);
 
   if (args.json_path) {
-    write_json(*args.json_path,
+    write_json_file(*args.json_path,
                {{"manifest", args.manifest},
                 {"case", m.case_name},
                 {"hardware_profile", profile.path},
@@ -165,7 +157,8 @@ int validate_command(const ValidateArgs& args, std::ostream& out) {
                 {"unattributed_measured_s", measured.step_s - measured.op_time_s()},
                 {"op_time_scale", measured.scale},
                 {"unclassified_measured_s", measured.unclassified_s},
-                {"gemms", gemms}});
+                {"gemms", gemms}},
+                    "--json");
   }
   if (args.max_step_error && std::fabs(error) > *args.max_step_error) {
     out << fmt::format("\nFAIL: step-time error {:+.1f}% exceeds the threshold +-{:.1f}%\n",
