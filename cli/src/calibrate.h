@@ -54,7 +54,8 @@ struct Params {
 };
 // The parameters a profile's chip holds.
 Params params_of(const topology::Chip& chip);
-// `chip` with `p` as its efficiency (its matmul_shape's tile, units and batched kept).
+// `chip` with `p` as its efficiency (its matmul_shape's tile, units and batched kept): predict()
+// must give what the roofline model gives for it (a test holds them together).
 topology::Chip with_params(topology::Chip chip, const Params& p);
 
 // One manifest, ready for fitting: its kernels reduced to parameter-free terms (identical kernels
@@ -91,12 +92,10 @@ Prediction predict(const FitCase& c, const Params& p);
 inline constexpr double kStepWeight = 10;
 double fit_loss(const std::vector<const FitCase*>& cases, const Params& p);
 // Fits from `start`; with `shape` false, k_half and call_s stay as in `start`; with `by_class`,
-// per-class memory efficiencies are fitted too.
+// per-class memory efficiencies are fitted too (for the classes with memory-bound simulated
+// kernels and measured time).
 Params fit(const std::vector<const FitCase*>& cases, const Params& start, bool shape,
            bool by_class = true);
-// The op classes whose memory efficiency the cases can inform: memory-bound (non-GEMM) simulated
-// kernels and measured time.
-std::vector<size_t> memory_classes(const std::vector<const FitCase*>& cases);
 
 struct CalibrateArgs {
   std::vector<std::string> manifests;

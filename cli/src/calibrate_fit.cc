@@ -152,6 +152,27 @@ Vec polish(const std::function<double(const Vec&)>& f, Vec x) {
   return nelder_mead(f, x, 0.1, 4000);
 }
 
+// The op classes whose memory efficiency the cases can inform: memory-bound (non-GEMM)
+// simulated kernels and measured time.
+std::vector<size_t> memory_classes(const std::vector<const FitCase*>& cases) {
+  std::vector<bool> seen(kNumOpClasses, false);
+  for (const FitCase* c : cases) {
+    for (const FitCase::Kernel& k : c->kernels) {
+      if (!k.matrix && c->measured[k.op_class] > 0 &&
+          k.op_class != static_cast<uint8_t>(OpClass::kCommunication)) {
+        seen[k.op_class] = true;
+      }
+    }
+  }
+  std::vector<size_t> out;
+  for (size_t c = 0; c < seen.size(); ++c) {
+    if (seen[c]) {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Params params_of(const topology::Chip& chip) {
@@ -271,24 +292,6 @@ double fit_loss(const std::vector<const FitCase*>& cases, const Params& p) {
   return loss;
 }
 
-std::vector<size_t> memory_classes(const std::vector<const FitCase*>& cases) {
-  std::vector<bool> seen(kNumOpClasses, false);
-  for (const FitCase* c : cases) {
-    for (const FitCase::Kernel& k : c->kernels) {
-      if (!k.matrix && c->measured[k.op_class] > 0 &&
-          k.op_class != static_cast<uint8_t>(OpClass::kCommunication)) {
-        seen[k.op_class] = true;
-      }
-    }
-  }
-  std::vector<size_t> out;
-  for (size_t c = 0; c < seen.size(); ++c) {
-    if (seen[c]) {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
 
 Params fit(const std::vector<const FitCase*>& cases, const Params& start, bool shape,
            bool by_class) {

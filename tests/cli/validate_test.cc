@@ -179,6 +179,36 @@ TEST_F(ValidateTest, CalibrateWithOneManifestSaysLeaveOneOutIsImpossible) {
   EXPECT_EQ(meshsim({"validate", kManifest, "--hardware-profile", "fit.json"}).exit_code, 0);
 }
 
+// The fit's fast prediction (calibrate.h: predict) is the roofline model (compute_model.h), for any
+// parameters: the same step and per-class times as simulating the kernels on the chip that
+// with_params makes.
+TEST(CalibrateModel, PredictionIsTheRooflineModel) {
+  const meshsim::cli::Manifest m = meshsim::cli::load_manifest(kManifest);
+  const meshsim::cli::Profile profile = meshsim::cli::load_profile(kProfile);
+  const auto kernels = meshsim::cli::step_kernels(m);
+  meshsim::cli::Measured measured;
+  measured.step_s = 1;
+  const meshsim::cli::FitCase c =
+      meshsim::cli::make_fit_case("smoke", kernels, profile.chip, measured);
+  EXPECT_LT(c.kernels.size(), kernels.size());  // identical kernels merged
+  meshsim::cli::Params p{0.6, 0.3, 7e-6, 40, 3e-5, {}};
+  p.class_memory[static_cast<size_t>(meshsim::OpClass::kOptimizer)] = 0.7;
+  // The simulator rounds each kernel's roofline terms up to whole picoseconds (units.h), the
+  // prediction does not: at most 2 ps per kernel apart.
+  const double rounding = 2e-12 * static_cast<double>(kernels.size());
+  for (const meshsim::cli::Params& q : {meshsim::cli::params_of(profile.chip), p}) {
+    const meshsim::cli::Prediction t = meshsim::cli::predict(c, q);
+    const meshsim::cli::Simulated s =
+        meshsim::cli::simulate_kernels(kernels, meshsim::cli::with_params(profile.chip, q));
+    EXPECT_NEAR(t.step_s, s.step_s, rounding);
+    EXPECT_GT(std::fabs(t.step_s - meshsim::cli::predict(c, meshsim::cli::Params{}).step_s),
+              1e-4);  // the parameters matter
+    for (size_t k = 0; k < t.by_class.size(); ++k) {
+      EXPECT_NEAR(t.by_class[k], s.by_class[k], rounding) << k;
+    }
+  }
+}
+
 // The record_function range that gives an op its class (none for matmul, elementwise and copy,
 // which the op's own name gives), and the op's name (traces/include/meshsim/traces/import.h).
 std::string torch_range(const std::string& op_class) {
