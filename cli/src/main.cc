@@ -203,6 +203,10 @@ int run_main(int argc, char** argv) {
   validate->add_option("--hardware-profile", val.hardware_profile,
                        "One-chip catalogue JSON describing the measured hardware");
   validate->add_option("--json", val_json, "Write the comparison as JSON to FILE");
+  std::string val_trace;
+  validate->add_option("--trace", val_trace,
+                       "Write the simulated and the measured step side by side: FILE.pftrace "
+                       "(native Perfetto) or FILE.json (Chrome JSON)");
   double val_max_error = -1;
   validate->add_option("--max-step-error", val_max_error,
                        "Exit with status 4 when |simulated / measured - 1| of the step time "
@@ -235,6 +239,9 @@ int run_main(int argc, char** argv) {
     }
     if (val_max_error > 0) {
       val.max_step_error = val_max_error;
+    }
+    if (!val_trace.empty()) {
+      val.trace_path = val_trace;
     }
     return meshsim::cli::validate_command(val, std::cout);
   }

@@ -216,9 +216,10 @@ nlohmann::json single_device_cluster(const std::string& chip) {
         {"latency", {{"value", "1us"}, {"source", unused}}}}}};
 }
 
+workloads::ParallelPlan plan_for(const Manifest& m) { return to_plan(scenario_for(m)); }
+
 std::vector<StepKernel> step_kernels(const Manifest& m) {
-  const workloads::ParallelPlan p = to_plan(scenario_for(m));
-  workloads::validate_plan(m.model, p, 1);
+  const workloads::ParallelPlan p = plan_for(m);
   const workloads::StepPlan plan = workloads::plan_step(m.model, p, 1);
   std::vector<StepKernel> out;
   const Program& prog = plan.programs.at(plan.ranks.at(0).program);

@@ -21,6 +21,7 @@
 #include "meshsim/sim/program.h"
 #include "meshsim/topology/chip.h"
 #include "meshsim/workloads/model.h"
+#include "meshsim/workloads/parallel.h"
 #include "report.h"
 
 namespace meshsim::cli {
@@ -68,6 +69,10 @@ Profile profile_from(const nlohmann::json& document, const std::string& name);
 // (an NVSwitch domain of one and a one-switch fat tree, which a step without collectives never
 // uses).
 nlohmann::json single_device_cluster(const std::string& chip);
+
+// The parallel plan of the manifest's step on one device (precision, kernels, attention,
+// optimizer kernels as the manifest's execution says).
+workloads::ParallelPlan plan_for(const Manifest& m);
 
 // One compute kernel of the simulated step, in program order.
 struct StepKernel {

@@ -38,15 +38,20 @@ std::vector<int64_t> default_ranks(const workloads::ParallelPlan& plan) {
 
 }  // namespace
 
+bool is_perfetto_trace_path(const std::string& path, const std::string& flag) {
+  if (!ends_with(path, ".pftrace") && !ends_with(path, ".json")) {
+    throw InputError(flag, "",
+                     fmt::format("\"{}\": expected a file ending in .pftrace (native Perfetto) or "
+                                 ".json (Chrome JSON)",
+                                 path));
+  }
+  return ends_with(path, ".pftrace");
+}
+
 TraceSetup::TraceSetup(const TraceRequest& request, const workloads::ParallelPlan& plan,
                        const topology::ClusterSpec& cluster)
     : request_(request), cluster_(cluster), selection_(traces::RankSelection::all(1)) {
-  if (!ends_with(request.path, ".pftrace") && !ends_with(request.path, ".json")) {
-    throw InputError("--trace", "",
-                     fmt::format("\"{}\": expected a file ending in .pftrace (native Perfetto) or "
-                                 ".json (Chrome JSON)",
-                                 request.path));
-  }
+  (void)is_perfetto_trace_path(request.path, "--trace");
   const workloads::RankLayout layout(plan);
   const int64_t per_node = cluster.devices_per_node;
   if (request.ranks) {
@@ -83,7 +88,7 @@ void TraceSetup::attach(Simulation& sim, std::vector<std::pair<std::string, std:
                                              [&sim](RankId r) { return sim.global_rank(r); });
   options.metadata = std::move(meta);
   writer_ = std::make_unique<Writer>();
-  if (ends_with(request_.path, ".pftrace")) {
+  if (is_perfetto_trace_path(request_.path, "--trace")) {
     writer_->perfetto = std::make_unique<traces::PerfettoTraceWriter>(sim, file_, std::move(options));
   } else {
     writer_->chrome = std::make_unique<traces::ChromeTraceWriter>(sim, file_, std::move(options));

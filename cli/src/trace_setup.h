@@ -20,6 +20,10 @@
 
 namespace meshsim::cli {
 
+// Whether `path` names a native Perfetto trace (.pftrace) rather than Chrome JSON (.json); any
+// other extension is an InputError on `flag`.
+bool is_perfetto_trace_path(const std::string& path, const std::string& flag);
+
 struct TraceRequest {
   std::string path;
   std::optional<std::string> ranks;  // --trace-ranks; default selection when unset

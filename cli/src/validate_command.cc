@@ -10,6 +10,8 @@
 #include "manifest.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/traces/import.h"
+#include "trace_setup.h"
+#include "validate_trace.h"
 
 namespace meshsim::cli {
 namespace {
@@ -114,6 +116,9 @@ nlohmann::json print_gemms(const Measured& measured, const Simulated& simulated,
 }  // namespace
 
 int validate_command(const ValidateArgs& args, std::ostream& out) {
+  if (args.trace_path) {
+    (void)is_perfetto_trace_path(*args.trace_path, "--trace");  // bad input before any work
+  }
   const Manifest m = load_manifest(args.manifest);
   if (args.hardware_profile.empty()) {
     throw InputError("--hardware-profile", "",
@@ -123,7 +128,8 @@ int validate_command(const ValidateArgs& args, std::ostream& out) {
                                  args.manifest, m.platform));
   }
   const Profile profile = load_profile(args.hardware_profile);
-  const Measured measured = measure(m, traces::import_trace(m.trace_path));
+  const traces::MeasuredTrace trace = traces::import_trace(m.trace_path);
+  const Measured measured = measure(m, trace);
   const Simulated simulated = simulate_kernels(step_kernels(m), profile.chip);
   const StepReport sim = simulate_manifest(m, profile);
   // One device runs its kernels back to back: the engine's step is the kernels' sum.
@@ -159,6 +165,20 @@ int validate_command(const ValidateArgs& args, std::ostream& out) {
                 {"unclassified_measured_s", measured.unclassified_s},
                 {"gemms", gemms}},
                     "--json");
+  }
+  if (args.trace_path) {
+    write_comparison_trace(
+        *args.trace_path, m, profile, trace,
+        {{"case", m.case_name},
+         {"manifest", m.path},
+         {"hardware_profile", profile.path},
+         {"measured_step_s", fmt::format("{:.6f}", m.median_step_s)},
+         {"simulated_step_s", fmt::format("{:.6f}", simulated_s)},
+         {"step_time_error", fmt::format("{:+.4f}", error)},
+         {"meshsim_version", MESHSIM_VERSION}});
+    out << fmt::format("\ntrace      {}: the simulated step and the trace's median step, side by "
+                       "side from t = 0 (open it in ui.perfetto.dev)\n",
+                       *args.trace_path);
   }
   if (args.max_step_error && std::fabs(error) > *args.max_step_error) {
     out << fmt::format("\nFAIL: step-time error {:+.1f}% exceeds the threshold +-{:.1f}%\n",

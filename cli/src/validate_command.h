@@ -6,7 +6,8 @@
 // one, step_time_error = simulated / measured - 1; per op class, measured and simulated time and
 // their relative error; the measured time outside any op (the framework's own work between ops);
 // the per-op discrepancies, GEMM shape by GEMM shape (count and time per step on each side), the
-// largest first; the profiler overhead removed and how it was obtained.
+// largest first; the profiler overhead removed and how it was obtained. With --trace, both steps
+// in one Perfetto or Chrome JSON timeline (validate_trace.h).
 #pragma once
 
 #include <optional>
@@ -20,6 +21,7 @@ struct ValidateArgs {
   std::string hardware_profile;
   std::optional<std::string> json_path;
   std::optional<double> max_step_error;  // exit 4 when |step_time_error| exceeds it
+  std::optional<std::string> trace_path;  // the simulated and measured steps side by side
 };
 
 inline constexpr int kExitThresholdExceeded = 4;

@@ -97,6 +97,41 @@ TEST_F(ValidateTest, MaxStepErrorFailsWithExitCodeFour) {
       {"--max-step-error"});
 }
 
+TEST_F(ValidateTest, TraceShowsTheSimulatedAndTheMeasuredStepSideBySide) {
+  const CommandResult r = meshsim(
+      {"validate", kManifest, "--hardware-profile", kProfile, "--trace", "cmp.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json t = read_json("cmp.json");
+  std::map<int, std::string> processes;
+  std::map<int, int> slices;
+  std::map<int, double> first;
+  for (const nlohmann::json& e : t["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") {
+      processes[e["pid"].get<int>()] = e["args"]["name"].get<std::string>();
+    } else if (e["ph"] == "X") {
+      const int pid = e["pid"].get<int>();
+      ++slices[pid];
+      const double ts = e["ts"].get<double>();
+      first[pid] = first.count(pid) ? std::min(first[pid], ts) : ts;
+    }
+  }
+  EXPECT_THAT(processes[1], HasSubstr("simulated"));
+  EXPECT_THAT(processes[2], HasSubstr("measured"));
+  // The simulated process holds the plan's kernels, the measured one the ops of a trace step.
+  const meshsim::cli::Manifest m = meshsim::cli::load_manifest(kManifest);
+  EXPECT_EQ(slices[1], static_cast<int>(meshsim::cli::step_kernels(m).size()));
+  EXPECT_EQ(slices[2], 536);  // the median (second) step of the smoke trace
+  EXPECT_EQ(first[1], 0.0);
+  EXPECT_EQ(first[2], 0.0);
+  const CommandResult pf = meshsim(
+      {"validate", kManifest, "--hardware-profile", kProfile, "--trace", "cmp.pftrace"});
+  ASSERT_EQ(pf.exit_code, 0) << pf.output;
+  EXPECT_GT(fs::file_size(path("cmp.pftrace")), 10000u);
+  expect_input_error(
+      meshsim({"validate", kManifest, "--hardware-profile", kProfile, "--trace", "cmp.txt"}),
+      {"--trace", ".pftrace"});
+}
+
 TEST_F(ValidateTest, ExecutionSaysWhichKernelsToSimulate) {
   nlohmann::json m = smoke_manifest();
   m.erase("execution");

@@ -544,3 +544,52 @@ TEST(ImportTrace, MalformedInputDimsNameTheEvent) {
 
 }  // namespace
 }  // namespace meshsim::traces
+
+namespace meshsim::traces {
+namespace {
+
+TEST(MeasuredTimeline, AMeasuredStepBecomesAProgramAndItsRecords) {
+  const MeasuredTrace t = import_trace_text(kLegacyGemms, "legacy.json");
+  const MeasuredTimeline m = to_timeline(t.steps[0], RankId(3));
+  ASSERT_EQ(m.program.size(), 4u);  // the four top-level operators
+  ASSERT_EQ(m.timeline.ops.size(), 4u);
+  const std::vector<std::pair<double, double>> expected_us = {{2, 20}, {30, 50}, {60, 90}, {91, 96}};
+  for (size_t i = 0; i < 4; ++i) {
+    const OpRecord& r = m.timeline.ops[i];
+    EXPECT_EQ(r.rank, RankId(3));
+    EXPECT_EQ(r.op, OpId(static_cast<uint32_t>(i)));  // ended in program order here
+    EXPECT_EQ(r.stream, 0);
+    EXPECT_EQ(r.start, SimTime::zero() + us(expected_us[i].first));
+    EXPECT_EQ(r.end, SimTime::zero() + us(expected_us[i].second));
+    const Op& op = m.program.op(r.op);
+    EXPECT_EQ(op.name, t.steps[0].ops[i].name);
+    EXPECT_EQ(std::get<ComputeWork>(op.work).op_class, t.steps[0].ops[i].op_class);
+  }
+}
+
+TEST(MeasuredTimeline, StreamsAreNumberedAndOverlapsOnAStreamAreRemoved) {
+  MeasuredStep s;
+  s.start = SimTime::zero() + us(100);
+  auto op = [](double start, double dur, int64_t stream) {
+    MeasuredOp o;
+    o.name = "k";
+    o.start = SimTime::zero() + us(start);
+    o.duration = us(dur);
+    o.stream = stream;
+    return o;
+  };
+  s.ops = {op(100, 10, 7), op(105, 10, 9), op(108, 4, 7)};  // the third overlaps the first
+  const MeasuredTimeline m = to_timeline(s, RankId(0));
+  ASSERT_EQ(m.timeline.ops.size(), 3u);
+  // In order of end: op 0 (stream 0, [0, 10)), op 2 (stream 0, moved to [10, 14)), op 1
+  // (stream 1, [5, 15)).
+  EXPECT_EQ(m.timeline.ops[0].op, OpId(0));
+  EXPECT_EQ(m.timeline.ops[1].op, OpId(2));
+  EXPECT_EQ(m.timeline.ops[1].start, SimTime::zero() + us(10));
+  EXPECT_EQ(m.timeline.ops[1].end, SimTime::zero() + us(14));
+  EXPECT_EQ(m.timeline.ops[2].op, OpId(1));
+  EXPECT_EQ(m.timeline.ops[2].stream, 1);
+}
+
+}  // namespace
+}  // namespace meshsim::traces

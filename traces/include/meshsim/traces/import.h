@@ -111,7 +111,9 @@
 #include <string_view>
 #include <vector>
 
+#include "meshsim/sim/ids.h"
 #include "meshsim/sim/program.h"
+#include "meshsim/sim/timeline.h"
 #include "meshsim/sim/units.h"
 
 namespace meshsim::traces {
@@ -187,5 +189,19 @@ std::array<Duration, kNumOpClasses> time_by_class(const MeasuredStep& step, int6
 
 // Summed durations of the ops no rule classified (included in elementwise above).
 Duration unclassified_time(const MeasuredStep& step);
+
+// A measured step in meshsim's own terms (sim/program.h, sim/timeline.h): a Program with one
+// compute op per measured op (its name and class; no FLOPs or bytes, which the trace does not
+// give) on one stream per (device, stream) of the trace, numbered in order of first use (streams
+// past the 256th share the last), and a Timeline with each op's record for rank `rank`: measured
+// start and end, relative to the step's start, in order of end as the engine emits them. An op
+// that would overlap the previous one on its stream starts when that one ends. Trace writers take
+// them as they take a simulated rank's (TraceFeed::kManual): a measured step opens in Perfetto
+// beside a simulated one.
+struct MeasuredTimeline {
+  Program program;
+  Timeline timeline;
+};
+MeasuredTimeline to_timeline(const MeasuredStep& step, RankId rank);
 
 }  // namespace meshsim::traces

@@ -1,0 +1,105 @@
+#include "validate_trace.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <numeric>
+#include <tuple>
+
+#include "meshsim/sim/error.h"
+#include "meshsim/sim/simulation.h"
+#include "meshsim/topology/compute_model.h"
+#include "meshsim/traces/chrome_trace.h"
+#include "meshsim/traces/perfetto_trace.h"
+#include "meshsim/workloads/step.h"
+#include "plan_loader.h"
+#include "trace_setup.h"
+
+namespace meshsim::cli {
+namespace {
+
+// A single-device step communicates with no one.
+class NoCommunication : public CommCostModel {
+ public:
+  Duration collective_time(CollectiveKind kind, Bytes, std::span<const RankId>) override {
+    SIM_CHECK(false, "a single-device validation step has no {}", to_string(kind));
+    return Duration{};
+  }
+  Duration p2p_time(RankId, RankId, Bytes) override {
+    SIM_CHECK(false, "a single-device validation step has no send or receive");
+    return Duration{};
+  }
+};
+
+// The step whose duration is the median of the trace's (the lower middle one of an even count).
+const traces::MeasuredStep& median_step(const traces::MeasuredTrace& trace) {
+  std::vector<size_t> order(trace.steps.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return trace.steps[a].duration < trace.steps[b].duration;
+  });
+  return trace.steps[order[(order.size() - 1) / 2]];
+}
+
+}  // namespace
+
+void write_comparison_trace(const std::string& path, const Manifest& m, const Profile& profile,
+                            const traces::MeasuredTrace& trace,
+                            std::vector<std::pair<std::string, std::string>> metadata) {
+  const bool perfetto = is_perfetto_trace_path(path, "--trace");
+  std::ofstream file(path, std::ios::binary);
+  if (!file) {
+    throw InputError("--trace", "", fmt::format("cannot write {}", path));
+  }
+  const topology::RooflineComputeModel compute(profile.chip);
+  NoCommunication comm;
+  Simulation sim(compute, comm);
+  workloads::StepPlan plan = workloads::plan_step(m.model, plan_for(m), 1);
+  load_plan(sim, plan);
+  const RankId measured_rank(1);
+  traces::MeasuredTimeline measured = traces::to_timeline(median_step(trace), measured_rank);
+  sim.add_rank(sim.add_program(std::move(measured.program)), {}, {}, measured_rank);
+
+  traces::TraceOptions options;
+  const std::string sim_name = fmt::format("simulated: meshsim, {}", profile.chip.description);
+  const std::string measured_name =
+      fmt::format("measured: {} {} trace, {}", m.framework, m.framework_version, m.case_name);
+  options.placement = [=](RankId r) {
+    return r == measured_rank ? traces::RankPlacement{2, measured_name, "measured"}
+                              : traces::RankPlacement{1, sim_name, "simulated"};
+  };
+  options.metadata = std::move(metadata);
+  std::unique_ptr<traces::PerfettoTraceWriter> pf;
+  std::unique_ptr<traces::ChromeTraceWriter> chrome;
+  if (perfetto) {
+    pf = std::make_unique<traces::PerfettoTraceWriter>(sim, file, std::move(options),
+                                                       traces::TraceFeed::kManual);
+  } else {
+    chrome = std::make_unique<traces::ChromeTraceWriter>(sim, file, std::move(options),
+                                                         traces::TraceFeed::kManual);
+  }
+  Timeline simulated;
+  sim.record_into(simulated);
+  (void)sim.run();  // the measured rank's ops also run; only its measured records are written
+
+  std::vector<OpRecord> records;
+  for (const OpRecord& r : simulated.ops) {
+    if (r.rank != measured_rank) {
+      records.push_back(r);
+    }
+  }
+  records.insert(records.end(), measured.timeline.ops.begin(), measured.timeline.ops.end());
+  std::stable_sort(records.begin(), records.end(), [](const OpRecord& a, const OpRecord& b) {
+    return std::tie(a.end, a.rank, a.op) < std::tie(b.end, b.rank, b.op);
+  });
+  for (const OpRecord& r : records) {
+    perfetto ? pf->record_op(r) : chrome->record_op(r);
+  }
+  perfetto ? pf->finish() : chrome->finish();
+  if (!file.flush()) {
+    throw InputError("--trace", "", fmt::format("cannot write {}", path));
+  }
+}
+
+}  // namespace meshsim::cli
