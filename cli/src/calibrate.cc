@@ -5,18 +5,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 
 #include "meshsim/sim/error.h"
 #include "meshsim/traces/import.h"
+#include "report.h"
 
 namespace meshsim::cli {
 namespace {
 
 struct Loaded {
   Manifest manifest;
-  Measured measured;
-  std::vector<StepKernel> kernels;
   FitCase fit_case;
 };
 
@@ -46,10 +44,8 @@ nlohmann::json profile_document(const Profile& base, const Params& p, const std:
 
 // The simulated step through the engine, with the profile's chip at `p`, relative to measured.
 double engine_step_error(const Loaded& l, const Profile& base, const Params& p) {
-  const Profile candidate =
-      profile_from(profile_document(base, p, "calibration candidate"), base.path);
-  const StepReport r = simulate_manifest(l.manifest, candidate);
-  return r.step_time.seconds() / l.manifest.median_step_s - 1;
+  const RunResult r = ManifestRun(l.manifest, with_params(base.chip, p)).run();
+  return r.end.seconds() / l.manifest.median_step_s - 1;
 }
 
 std::string params_text(const Params& p, bool shape) {
@@ -102,9 +98,8 @@ std::vector<Loaded> load_all(const CalibrateArgs& args, const Profile& base) {
   for (const std::string& path : args.manifests) {
     Loaded l;
     l.manifest = load_manifest(path);
-    l.measured = measure(l.manifest, traces::import_trace(l.manifest.trace_path));
-    l.kernels = step_kernels(l.manifest);
-    l.fit_case = make_fit_case(l.manifest.case_name, l.kernels, base.chip, l.measured);
+    l.fit_case = make_fit_case(step_kernels(l.manifest), base.chip,
+                               measure(l.manifest, traces::import_trace(l.manifest.trace_path)));
     all.push_back(std::move(l));
   }
   return all;

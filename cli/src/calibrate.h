@@ -61,7 +61,6 @@ topology::Chip with_params(topology::Chip chip, const Params& p);
 // One manifest, ready for fitting: its kernels reduced to parameter-free terms (identical kernels
 // merged, with a count) and its measured times.
 struct FitCase {
-  std::string name;
   double measured_step_s = 0;
   ClassTimes measured{};
   double measured_ops_s = 0;            // the sum of `measured`
@@ -80,8 +79,8 @@ struct FitCase {
   };
   std::vector<Kernel> kernels;
 };
-FitCase make_fit_case(const std::string& name, const std::vector<StepKernel>& kernels,
-                      const topology::Chip& chip, const Measured& measured);
+FitCase make_fit_case(const std::vector<StepKernel>& kernels, const topology::Chip& chip,
+                      const Measured& measured);
 
 struct Prediction {
   double step_s = 0;

@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <limits>
 #include <map>
 #include <tuple>
 
@@ -203,12 +202,11 @@ topology::Chip with_params(topology::Chip chip, const Params& p) {
   return chip;
 }
 
-FitCase make_fit_case(const std::string& name, const std::vector<StepKernel>& kernels,
-                      const topology::Chip& chip, const Measured& measured) {
+FitCase make_fit_case(const std::vector<StepKernel>& kernels, const topology::Chip& chip,
+                      const Measured& measured) {
   const topology::RooflineComputeModel model(chip);
   const auto& shape_model = chip.efficiency.matmul_shape;
   FitCase c;
-  c.name = name;
   c.measured_step_s = measured.step_s;
   c.measured = measured.by_class;
   c.measured_ops_s = measured.op_time_s();

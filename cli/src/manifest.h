@@ -8,21 +8,23 @@
 // mesh whose axes multiply to more than one device is an InputError saying so.
 //
 // The hardware comes from a hardware profile: a chip catalogue file in topology/chips.json's
-// schema holding exactly one chip (validation/profiles/). The step runs on a generated one-node,
-// one-device cluster of that chip, so no communication is simulated.
+// schema holding exactly one chip (validation/profiles/). The step runs on that chip alone
+// (ManifestRun), so no communication is simulated.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "meshsim/sim/program.h"
+#include "meshsim/sim/simulation.h"
+#include "meshsim/topology/compute_model.h"
 #include "meshsim/topology/chip.h"
 #include "meshsim/workloads/model.h"
 #include "meshsim/workloads/parallel.h"
-#include "report.h"
 
 namespace meshsim::cli {
 
@@ -62,13 +64,8 @@ struct Profile {
   topology::Chip chip;
 };
 Profile load_profile(const std::string& path);
-// A profile from a catalogue document in memory (a candidate during calibration).
+// A profile from a catalogue document in memory (what calibrate writes, checked before writing).
 Profile profile_from(const nlohmann::json& document, const std::string& name);
-
-// The cluster a single-device manifest runs on, as a cluster JSON: one node with one `chip`
-// (an NVSwitch domain of one and a one-switch fat tree, which a step without collectives never
-// uses).
-nlohmann::json single_device_cluster(const std::string& chip);
 
 // The parallel plan of the manifest's step on one device (precision, kernels, attention,
 // optimizer kernels as the manifest's execution says).
@@ -82,8 +79,24 @@ struct StepKernel {
 // The compute kernels of the single device's step (the plan meshsim simulates for `m`).
 std::vector<StepKernel> step_kernels(const Manifest& m);
 
-// Simulates the manifest's step on the profile's chip, through the engine.
-StepReport simulate_manifest(const Manifest& m, const Profile& profile);
+// The manifest's step through the engine on `chip` alone: simulated rank 0 runs the plan's
+// program; a single device never communicates (a collective or a send is an internal error).
+// Callers may add ranks and subscribe trace writers to simulation() before run().
+class ManifestRun {
+ public:
+  ManifestRun(const Manifest& m, const topology::Chip& chip);
+  ~ManifestRun();
+  ManifestRun(const ManifestRun&) = delete;
+  ManifestRun& operator=(const ManifestRun&) = delete;
+
+  Simulation& simulation() { return *sim_; }
+  RunResult run() { return sim_->run(); }
+
+ private:
+  topology::RooflineComputeModel compute_;
+  std::unique_ptr<CommCostModel> comm_;
+  std::unique_ptr<Simulation> sim_;
+};
 
 // The median of `v` (0 for an empty list).
 double median(std::vector<double> v);

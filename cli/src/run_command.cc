@@ -65,12 +65,7 @@ StepReport describe(const Scenario& s, const Loaded& l) {
   r.inputs = scenario_json(s, l.cluster);
   r.parameters = workloads::total_parameters(l.model);
   r.devices = l.cluster.device_count();
-  const auto params = static_cast<double>(r.parameters);
-  r.model_description =
-      fmt::format("{} ({}, {} layers)", l.model.name,
-                  params >= 1e9 ? fmt::format("{:.2f} B parameters", params * 1e-9)
-                                : fmt::format("{:.1f} M parameters", params * 1e-6),
-                  l.model.num_layers);
+  r.model_description = describe_model(l.model);
   r.cluster_description =
       fmt::format("{}: {} node(s) x {} {} = {} devices", l.cluster.name, l.cluster.nodes,
                   l.cluster.devices_per_node, l.cluster.chip.description, r.devices);
@@ -182,6 +177,14 @@ void fill_results(StepReport& r, const RunResult& run, const std::vector<RankBre
 }
 
 }  // namespace
+
+std::string describe_model(const workloads::ModelConfig& m) {
+  const auto params = static_cast<double>(workloads::total_parameters(m));
+  return fmt::format("{} ({}, {} layers)", m.name,
+                     params >= 1e9 ? fmt::format("{:.2f} B parameters", params * 1e-9)
+                                   : fmt::format("{:.1f} M parameters", params * 1e-6),
+                     m.num_layers);
+}
 
 workloads::ParallelPlan to_plan(const Scenario& s) {
   require_positive(s.nodes, "--nodes");

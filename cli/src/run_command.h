@@ -23,6 +23,9 @@ struct RunOutputs {
 // Loads everything, checks the plan against the cluster, pre-checks memory, simulates, analyses.
 // Throws InputError on bad input. A configuration that does not fit is returned with oom = true
 // (and simulated = false when the closed-form estimate already exceeds the chip's memory).
+// "llama3-70b (70.55 B parameters, 80 layers)", "val-10m (10.1 M parameters, 8 layers)".
+std::string describe_model(const workloads::ModelConfig& m);
+
 // The parallel plan a scenario describes (degrees, schedule, precision, kernels, overlap); checked
 // against the model and cluster later, by the planner.
 workloads::ParallelPlan to_plan(const Scenario& s);

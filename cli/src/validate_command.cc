@@ -10,6 +10,7 @@
 #include "manifest.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/traces/import.h"
+#include "run_command.h"
 #include "trace_setup.h"
 #include "validate_trace.h"
 
@@ -26,10 +27,10 @@ nlohmann::json error_or_null(double measured, double simulated) {
   return measured > 0 ? nlohmann::json(simulated / measured - 1) : nlohmann::json(nullptr);
 }
 
-void print_header(const Manifest& m, const Profile& profile, const StepReport& sim,
-                  const Measured& measured, std::ostream& out) {
+void print_header(const Manifest& m, const Profile& profile, const Measured& measured,
+                  std::ostream& out) {
   out << fmt::format("validate {} ({})\n", m.case_name, m.path);
-  out << fmt::format("  model      {}\n", sim.model_description);
+  out << fmt::format("  model      {}\n", describe_model(m.model));
   out << fmt::format("  hardware   {} ({}); {} {}{}\n", profile.chip.description, profile.path,
                      m.framework, m.framework_version,
                      m.threads ? fmt::format(", {} thread(s)", *m.threads) : "");
@@ -131,16 +132,15 @@ int validate_command(const ValidateArgs& args, std::ostream& out) {
   const traces::MeasuredTrace trace = traces::import_trace(m.trace_path);
   const Measured measured = measure(m, trace);
   const Simulated simulated = simulate_kernels(step_kernels(m), profile.chip);
-  const StepReport sim = simulate_manifest(m, profile);
+  const double simulated_s = ManifestRun(m, profile.chip).run().end.seconds();
   // One device runs its kernels back to back: the engine's step is the kernels' sum.
-  SIM_CHECK(std::fabs(sim.step_time.seconds() - simulated.step_s) <=
+  SIM_CHECK(std::fabs(simulated_s - simulated.step_s) <=
                 1e-12 * static_cast<double>(simulated.kernels) + 1e-9 * simulated.step_s,
-            "single-device step {} s differs from its kernels' sum {} s", sim.step_time.seconds(),
+            "single-device step {} s differs from its kernels' sum {} s", simulated_s,
             simulated.step_s);
 
-  const double simulated_s = sim.step_time.seconds();
   const double error = simulated_s / m.median_step_s - 1;
-  print_header(m, profile, sim, measured, out);
+  print_header(m, profile, measured, out);
   out << fmt::format("\nstep time  measured {:.6f} s (median of {} unprofiled steps), simulated "
                      "{:.6f} s, error {:+.1f}%\n\n",
                      m.median_step_s, m.step_times_s.size(), simulated_s, 100 * error);

@@ -9,28 +9,12 @@
 
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/simulation.h"
-#include "meshsim/topology/compute_model.h"
 #include "meshsim/traces/chrome_trace.h"
 #include "meshsim/traces/perfetto_trace.h"
-#include "meshsim/workloads/step.h"
-#include "plan_loader.h"
 #include "trace_setup.h"
 
 namespace meshsim::cli {
 namespace {
-
-// A single-device step communicates with no one.
-class NoCommunication : public CommCostModel {
- public:
-  Duration collective_time(CollectiveKind kind, Bytes, std::span<const RankId>) override {
-    SIM_CHECK(false, "a single-device validation step has no {}", to_string(kind));
-    return Duration{};
-  }
-  Duration p2p_time(RankId, RankId, Bytes) override {
-    SIM_CHECK(false, "a single-device validation step has no send or receive");
-    return Duration{};
-  }
-};
 
 // The step whose duration is the median of the trace's (the lower middle one of an even count).
 const traces::MeasuredStep& median_step(const traces::MeasuredTrace& trace) {
@@ -52,11 +36,8 @@ void write_comparison_trace(const std::string& path, const Manifest& m, const Pr
   if (!file) {
     throw InputError("--trace", "", fmt::format("cannot write {}", path));
   }
-  const topology::RooflineComputeModel compute(profile.chip);
-  NoCommunication comm;
-  Simulation sim(compute, comm);
-  workloads::StepPlan plan = workloads::plan_step(m.model, plan_for(m), 1);
-  load_plan(sim, plan);
+  ManifestRun run(m, profile.chip);
+  Simulation& sim = run.simulation();
   const RankId measured_rank(1);
   traces::MeasuredTimeline measured = traces::to_timeline(median_step(trace), measured_rank);
   sim.add_rank(sim.add_program(std::move(measured.program)), {}, {}, measured_rank);
@@ -81,7 +62,7 @@ void write_comparison_trace(const std::string& path, const Manifest& m, const Pr
   }
   Timeline simulated;
   sim.record_into(simulated);
-  (void)sim.run();  // the measured rank's ops also run; only its measured records are written
+  (void)run.run();  // the measured rank's ops also run; only its measured records are written
 
   std::vector<OpRecord> records;
   for (const OpRecord& r : simulated.ops) {

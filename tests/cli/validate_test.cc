@@ -224,7 +224,7 @@ TEST(CalibrateModel, PredictionIsTheRooflineModel) {
   meshsim::cli::Measured measured;
   measured.step_s = 1;
   const meshsim::cli::FitCase c =
-      meshsim::cli::make_fit_case("smoke", kernels, profile.chip, measured);
+      meshsim::cli::make_fit_case(kernels, profile.chip, measured);
   EXPECT_LT(c.kernels.size(), kernels.size());  // identical kernels merged
   meshsim::cli::Params p{0.6, 0.3, 7e-6, 40, 3e-5, {}};
   p.class_memory[static_cast<size_t>(meshsim::OpClass::kOptimizer)] = 0.7;
@@ -318,6 +318,29 @@ nlohmann::json legacy_trace(const nlohmann::json& sim) {
   return events;
 }
 
+// A cluster of one `chip` for `meshsim run`: one node, an NVSwitch domain of one and a one-switch
+// fat tree, neither of which a single-device step uses.
+nlohmann::json one_device_cluster(const std::string& chip) {
+  const nlohmann::json unused = {{"value", 1}, {"source", "unused by a single-device step"}};
+  const nlohmann::json latency = {{"value", "1us"}, {"source", "unused by a single-device step"}};
+  nlohmann::json radix = unused;
+  radix["value"] = 64;
+  return {{"description", "one " + chip},
+          {"chip", chip},
+          {"nodes", 1},
+          {"devices_per_node", 1},
+          {"scale_up", {{"fabric", "nvswitch"}, {"latency", latency}}},
+          {"scale_out",
+           {{"fabric", "fat_tree"},
+            {"transport", "infiniband"},
+            {"rail_optimized", true},
+            {"nics_per_device", unused},
+            {"tiers", unused},
+            {"switch_radix", radix},
+            {"oversubscription", unused},
+            {"latency", latency}}}};
+}
+
 TEST_F(ValidateTest, CalibrateRecoversKnownParametersFromSyntheticTraces) {
   // The profile with known efficiencies.
   nlohmann::json profile = read_json_file(kProfile);
@@ -338,7 +361,7 @@ TEST_F(ValidateTest, CalibrateRecoversKnownParametersFromSyntheticTraces) {
 
   const nlohmann::json smoke = read_json_file(kManifest);
   write_json("model.json", smoke["model"]);
-  write_json("cluster.json", meshsim::cli::single_device_cluster(kChip));
+  write_json("cluster.json", one_device_cluster(kChip));
 
   std::vector<std::string> manifests;
   const std::vector<std::pair<int, int>> shapes = {{2, 64}, {4, 128}, {1, 256}};  // batch, seq
