@@ -17,6 +17,12 @@
 namespace {
 
 using meshsim::cli::Scenario;
+using meshsim::cli::kAttentionChoices;
+using meshsim::cli::kDtypeChoices;
+using meshsim::cli::kKernelsChoices;
+using meshsim::cli::kOptimizerKernelsChoices;
+using meshsim::cli::kRecomputeChoices;
+using meshsim::cli::kScheduleChoices;
 
 // A flag bound to a field of the override scenario, applied only when given on the command line.
 struct Override {
@@ -71,25 +77,24 @@ void add_run_options(CLI::App* app, RunFlags& f) {
   bind_option(app, f, "--cp", &Scenario::cp, "Context-parallel degree (ring attention)");
   bind_option(app, f, "--pp", &Scenario::pp, "Pipeline-parallel degree");
   bind_option(app, f, "--vpp", &Scenario::vpp, "Virtual pipeline stages per rank (interleaved)");
-  bind_choice(app, f, "--schedule", &Scenario::schedule, {"gpipe", "1f1b", "interleaved", "zb"},
+  bind_choice(app, f, "--schedule", &Scenario::schedule, kScheduleChoices,
               "Pipeline schedule: gpipe, 1f1b, interleaved, zb");
   bind_option(app, f, "--ep", &Scenario::ep, "Expert-parallel degree (MoE; carved out of DP)");
   bind_option(app, f, "--capacity-factor", &Scenario::capacity_factor, "MoE expert capacity factor");
   bind_option(app, f, "--mbs", &Scenario::mbs, "Micro-batch size (sequences)");
   bind_option(app, f, "--gbs", &Scenario::gbs, "Global batch size (sequences per step)");
   bind_option(app, f, "--seq", &Scenario::seq, "Sequence length (tokens)");
-  bind_choice(app, f, "--recompute", &Scenario::recompute, {"none", "selective", "full"},
+  bind_choice(app, f, "--recompute", &Scenario::recompute, kRecomputeChoices,
               "Activation recompute: none, selective, full");
-  bind_choice(app, f, "--dtype", &Scenario::dtype, {"bf16", "fp8", "fp32", "tf32"},
+  bind_choice(app, f, "--dtype", &Scenario::dtype, kDtypeChoices,
               "Training precision: bf16 or fp8 (mixed precision: bf16 activations, fp32 master "
               "weights), fp32 or tf32 (fp32 activations; tf32 matmuls on tensor cores)");
-  bind_choice(app, f, "--attention", &Scenario::attention, {"flash", "naive"},
+  bind_choice(app, f, "--attention", &Scenario::attention, kAttentionChoices,
               "Attention kernel: flash or naive (s x s scores through memory)");
-  bind_choice(app, f, "--kernels", &Scenario::kernels, {"fused", "eager"},
+  bind_choice(app, f, "--kernels", &Scenario::kernels, kKernelsChoices,
               "Memory-bound kernels: fused (Megatron/TE, XLA) or eager (PyTorch eager mode, one "
               "kernel per tensor op)");
-  bind_choice(app, f, "--optimizer-kernels", &Scenario::optimizer_kernels,
-              {"fused", "foreach", "per-tensor"},
+  bind_choice(app, f, "--optimizer-kernels", &Scenario::optimizer_kernels, kOptimizerKernelsChoices,
               "AdamW: fused (one pass), foreach (torch multi-tensor) or per-tensor (torch "
               "foreach=False)");
   bind_option(app, f, "--stage-layers", &Scenario::stage_layers, "Layers per pipeline stage (uneven split)");

@@ -52,9 +52,9 @@ void read_execution(JsonObject& root, Manifest& m) {
               "the reference trainers write it");
   }
   JsonObject ex = root.object("execution");
-  m.kernels = ex.one_of("kernels", {"eager", "fused"});
-  m.attention = ex.one_of("attention", {"naive", "flash"});
-  m.optimizer_kernels = ex.one_of("optimizer_kernels", {"per-tensor", "foreach", "fused"});
+  m.kernels = ex.one_of("kernels", kKernelsChoices);
+  m.attention = ex.one_of("attention", kAttentionChoices);
+  m.optimizer_kernels = ex.one_of("optimizer_kernels", kOptimizerKernelsChoices);
   ex.finish();
 }
 
@@ -141,7 +141,7 @@ Manifest load_manifest(const std::string& path) {
   m.global_batch = batch.positive_integer("global_batch");
   m.micro_batch = batch.positive_integer("micro_batch");
   m.seq = root.positive_integer("seq_len");
-  m.dtype = root.one_of("dtype", {"fp32", "bf16", "fp8"});
+  m.dtype = root.one_of("dtype", kDtypeChoices);
   read_execution(root, m);
   read_mesh(root, path);
   const nlohmann::json& times = root.raw("step_times_s");

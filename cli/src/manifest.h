@@ -40,7 +40,7 @@ struct Manifest {
   int64_t global_batch = 0;
   int64_t micro_batch = 0;
   int64_t seq = 0;
-  std::string dtype;              // "fp32", "bf16" (or "fp8")
+  std::string dtype;              // "fp32", "bf16" (or "fp8", "tf32")
   std::string kernels;            // "eager" or "fused"
   std::string attention;          // "naive" or "flash"
   std::string optimizer_kernels;  // "per-tensor", "foreach" or "fused"

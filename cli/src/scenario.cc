@@ -65,7 +65,7 @@ Scenario load_scenario(const std::string& path, Scenario s) {
   read(o, "cp", s.cp, &JsonObject::positive_integer);
   read(o, "pp", s.pp, &JsonObject::positive_integer);
   read(o, "vpp", s.vpp, &JsonObject::positive_integer);
-  read_choice(o, "schedule", s.schedule, {"gpipe", "1f1b", "interleaved", "zb"});
+  read_choice(o, "schedule", s.schedule, kScheduleChoices);
   read(o, "ep", s.ep, &JsonObject::positive_integer);
   read(o, "capacity_factor", s.capacity_factor, &JsonObject::positive_number);
   read(o, "mbs", s.mbs, &JsonObject::positive_integer);
@@ -73,11 +73,11 @@ Scenario load_scenario(const std::string& path, Scenario s) {
     s.gbs = *v;
   }
   read(o, "seq", s.seq, &JsonObject::positive_integer);
-  read_choice(o, "recompute", s.recompute, {"none", "selective", "full"});
-  read_choice(o, "dtype", s.dtype, {"bf16", "fp8", "fp32", "tf32"});
-  read_choice(o, "attention", s.attention, {"flash", "naive"});
-  read_choice(o, "kernels", s.kernels, {"fused", "eager"});
-  read_choice(o, "optimizer_kernels", s.optimizer_kernels, {"fused", "foreach", "per-tensor"});
+  read_choice(o, "recompute", s.recompute, kRecomputeChoices);
+  read_choice(o, "dtype", s.dtype, kDtypeChoices);
+  read_choice(o, "attention", s.attention, kAttentionChoices);
+  read_choice(o, "kernels", s.kernels, kKernelsChoices);
+  read_choice(o, "optimizer_kernels", s.optimizer_kernels, kOptimizerKernelsChoices);
   read(o, "stage_layers", s.stage_layers, &JsonObject::positive_integer_array);
   read(o, "overlap_grad_reduce", s.overlap_grad_reduce, &JsonObject::boolean);
   read(o, "overlap_param_gather", s.overlap_param_gather, &JsonObject::boolean);

@@ -22,6 +22,14 @@
 
 namespace meshsim::cli {
 
+// The values of the string fields, shared by the flags, scenario files and validation manifests.
+inline const std::vector<std::string> kScheduleChoices = {"gpipe", "1f1b", "interleaved", "zb"};
+inline const std::vector<std::string> kRecomputeChoices = {"none", "selective", "full"};
+inline const std::vector<std::string> kDtypeChoices = {"bf16", "fp8", "fp32", "tf32"};
+inline const std::vector<std::string> kAttentionChoices = {"flash", "naive"};
+inline const std::vector<std::string> kKernelsChoices = {"fused", "eager"};
+inline const std::vector<std::string> kOptimizerKernelsChoices = {"fused", "foreach", "per-tensor"};
+
 // Two bases: a scenario that names a model or a cluster starts from the neutral values below (every
 // degree 1, ZeRO 0, 1F1B, the cluster preset at its own size, a global batch of one microbatch per
 // data-parallel rank); one that names neither modifies the built-in default scenario (so that
