@@ -35,85 +35,102 @@ double Measured::op_time_s() const {
   return sum;
 }
 
+namespace {
+
+// One profiled step: time per class and per GEMM shape, profiler cost removed; on host-op traces
+// with the dispatch before each op, scaled to the unprofiled step.
+struct StepTimes {
+  ClassTimes by_class{};
+  double unclassified = 0;
+  double scale = 1;
+  GemmTimes gemms;
+};
+
+StepTimes step_times(const traces::MeasuredStep& s, bool host, double overhead_per_event,
+                     double unprofiled_s) {
+  auto corrected = [overhead_per_event](Duration d, int64_t events) {
+    return std::max(0.0, d.seconds() - overhead_per_event * static_cast<double>(events));
+  };
+  StepTimes r;
+  std::map<int64_t, SimTime> last_end;  // host thread -> end of its previous op
+  for (const traces::MeasuredOp& op : s.ops) {
+    double d = corrected(op.duration, op.events);
+    if (host) {  // the time since the thread's previous op is this op's dispatch
+      const auto prev = last_end.try_emplace(op.stream, s.start).first;
+      d += std::max(0.0, (op.start - prev->second).seconds());
+      prev->second = std::max(prev->second, op.start + op.duration);
+    }
+    r.by_class[static_cast<size_t>(op.op_class)] += d;
+    r.unclassified += op.classified ? 0 : d;
+  }
+  // Host ops with the time before them add up to the profiled step: scaled to the unprofiled
+  // median, they are the composition of the step the manifest measured.
+  double total = 0;
+  for (const double v : r.by_class) {
+    total += v;
+  }
+  if (host && total > 0) {
+    r.scale = unprofiled_s / total;
+  }
+  for (double& v : r.by_class) {
+    v *= r.scale;
+  }
+  r.unclassified *= r.scale;
+  for (const traces::MeasuredGemm& g : s.gemms) {
+    add_group(r.gemms, gemm_key(g.op_class, g.shape), 1, r.scale * corrected(g.duration, g.events));
+  }
+  return r;
+}
+
+}  // namespace
+
 Measured measure(const Manifest& m, const traces::MeasuredTrace& trace) {
   Measured r;
   r.steps = trace.steps.size();
   r.op_source = trace.op_source;
   r.step_s = m.median_step_s;
-  std::vector<double> steps;
+  const bool host = trace.op_source == "host";
+  std::vector<double> durations;
   std::vector<double> events;
   for (const traces::MeasuredStep& s : trace.steps) {
-    steps.push_back(s.duration.seconds());
+    durations.push_back(s.duration.seconds());
     events.push_back(static_cast<double>(s.host_events));
   }
-  r.trace_step_s = median(steps);
-  const bool host = trace.op_source == "host";
+  r.trace_step_s = median(durations);
   r.events_per_step = host ? median(events) : 0;
-  if (host) {
-    if (const auto c = m.profiler_overhead_per_event_s) {
-      r.overhead_per_event_s = *c;
-      r.overhead_measured = true;
-    } else if (r.events_per_step > 0) {
-      r.overhead_per_event_s = std::max(0.0, (r.trace_step_s - r.step_s) / r.events_per_step);
-    }
+  if (host && m.profiler_overhead_per_event_s) {
+    r.overhead_per_event_s = *m.profiler_overhead_per_event_s;
+    r.overhead_measured = true;
   }
-  const double c = r.overhead_per_event_s;
-  auto corrected = [c](Duration d, int64_t n) {
-    return std::max(0.0, d.seconds() - c * static_cast<double>(n));
+  std::vector<StepTimes> steps;
+  for (const traces::MeasuredStep& s : trace.steps) {
+    steps.push_back(step_times(s, host, r.overhead_per_event_s, r.step_s));
+  }
+  // Medians over the steps; a GEMM shape a step lacks counts as zero there.
+  auto median_of = [&steps](auto value) {
+    std::vector<double> v;
+    for (const StepTimes& s : steps) {
+      v.push_back(value(s));
+    }
+    return median(std::move(v));
   };
-  std::array<std::vector<double>, kNumOpClasses> classes;
-  std::vector<double> unclassified;
-  std::vector<double> scales;
-  std::map<GemmKey, std::pair<std::vector<double>, std::vector<double>>> gemms;  // counts, times
-  for (size_t i = 0; i < trace.steps.size(); ++i) {
-    const traces::MeasuredStep& s = trace.steps[i];
-    ClassTimes t{};
-    double unc = 0;
-    std::map<int64_t, SimTime> last_end;  // host thread -> end of its previous op
-    for (const traces::MeasuredOp& op : s.ops) {
-      double d = corrected(op.duration, op.events);
-      if (host) {  // the time since the thread's previous op is this op's dispatch
-        const auto prev = last_end.try_emplace(op.stream, s.start).first;
-        d += std::max(0.0, (op.start - prev->second).seconds());
-        prev->second = std::max(prev->second, op.start + op.duration);
-      }
-      t[static_cast<size_t>(op.op_class)] += d;
-      unc += op.classified ? 0 : d;
-    }
-    // Host ops with the time before them add up to the profiled step: scaled to the unprofiled
-    // median, they are the composition of the step the manifest measured.
-    double total = 0;
-    for (const double v : t) {
-      total += v;
-    }
-    const double scale = host && total > 0 ? r.step_s / total : 1.0;
-    scales.push_back(scale);
-    for (size_t k = 0; k < t.size(); ++k) {
-      classes[k].push_back(t[k] * scale);
-    }
-    unclassified.push_back(unc * scale);
-    GemmTimes step;
-    for (const traces::MeasuredGemm& g : s.gemms) {
-      add_group(step, gemm_key(g.op_class, g.shape), 1, scale * corrected(g.duration, g.events));
-    }
-    for (auto& [key, _] : gemms) {  // groups absent from this step count as zero
-      step.try_emplace(key);
-    }
-    for (const auto& [key, v] : step) {
-      auto& [counts, times] = gemms[key];
-      counts.resize(i, 0.0);  // earlier steps without the group
-      times.resize(i, 0.0);
-      counts.push_back(v.count);
-      times.push_back(v.time_s);
+  for (size_t k = 0; k < r.by_class.size(); ++k) {
+    r.by_class[k] = median_of([k](const StepTimes& s) { return s.by_class[k]; });
+  }
+  r.unclassified_s = median_of([](const StepTimes& s) { return s.unclassified; });
+  r.scale = median_of([](const StepTimes& s) { return s.scale; });
+  for (const StepTimes& step : steps) {
+    for (const auto& [key, unused] : step.gemms) {
+      r.gemms.try_emplace(key);
     }
   }
-  for (size_t k = 0; k < classes.size(); ++k) {
-    r.by_class[k] = median(classes[k]);
-  }
-  r.unclassified_s = median(unclassified);
-  r.scale = median(scales);
-  for (auto& [key, v] : gemms) {
-    r.gemms[key] = GroupTimes{median(v.first), median(v.second)};
+  for (auto& [key, g] : r.gemms) {
+    auto field = [&key](const StepTimes& s, double GroupTimes::*f) {
+      const auto it = s.gemms.find(key);
+      return it == s.gemms.end() ? 0.0 : it->second.*f;
+    };
+    g.count = median_of([&](const StepTimes& s) { return field(s, &GroupTimes::count); });
+    g.time_s = median_of([&](const StepTimes& s) { return field(s, &GroupTimes::time_s); });
   }
   return r;
 }

@@ -13,10 +13,10 @@
 //    unprofiled median, so that the classes describe the composition of the step that was timed;
 //  * profiler overhead: a profiler spends a roughly fixed time per recorded event, and on host
 //    operators that time lands inside the ops (a top-level op holds every event nested in it). For
-//    host-op traces, each op and GEMM loses `overhead x its recorded events`, where the overhead
-//    per event is the one the trainer measured (trace/profiler_overhead_per_event_s in the
-//    manifest) or else (profiled step - unprofiled step) / events per step, at least 0. Device
-//    kernels (GPU traces) are not corrected.
+//    host-op traces, each op and GEMM loses `overhead x its recorded events`, with the overhead per
+//    event the trainer measured (trace/profiler_overhead_per_event_s in the manifest; none is
+//    removed without it: the rescaling below takes the profiled steps' extra time as a whole).
+//    Device kernels (GPU traces) are not corrected.
 // Simulated (from the plan's kernels on the profile's chip): the same sums, from the roofline
 // model's kernel times; a single device runs its kernels one after another, so the step is their
 // sum.
@@ -67,7 +67,7 @@ struct Measured {
   double trace_step_s = 0;        // median profiled step in the trace
   double events_per_step = 0;     // median profiler events per step (host)
   double overhead_per_event_s = 0;  // removed from host ops (see above)
-  bool overhead_measured = false;   // from the manifest (else estimated from the step times)
+  bool overhead_measured = false;   // the manifest gives it (else none is removed)
   double scale = 1;                 // median factor the host-op times were scaled by (see above)
   ClassTimes by_class{};
   double unclassified_s = 0;

@@ -39,13 +39,14 @@ void print_header(const Manifest& m, const Profile& profile, const Measured& mea
   out << fmt::format("  trace      {}: {} step(s) of {} ops, median {:.6f} s profiled\n",
                      m.trace_path, measured.steps, measured.op_source, measured.trace_step_s);
   if (measured.op_source == "host") {
-    out << fmt::format("  profiler   {:.2f} us per recorded event ({}), {:.0f} events per step: "
-                       "{:.6f} s removed from each step's ops\n",
-                       measured.overhead_per_event_s * 1e6,
-                       measured.overhead_measured ? "measured by the trainer"
-                                                  : "estimated: profiled - unprofiled step",
-                       measured.events_per_step,
-                       measured.overhead_per_event_s * measured.events_per_step);
+    if (measured.overhead_measured) {
+      out << fmt::format("  profiler   {:.2f} us per recorded event (measured by the trainer), "
+                         "{:.0f} events per step: {:.6f} s removed from each step's ops\n",
+                         measured.overhead_per_event_s * 1e6, measured.events_per_step,
+                         measured.overhead_per_event_s * measured.events_per_step);
+    } else {
+      out << "  profiler   cost per event not measured by the trainer: none removed\n";
+    }
     out << fmt::format("  scaled     op times x {:.3f}: the profiled steps' ops, with the time "
                        "before each, scaled to the unprofiled step\n",
                        measured.scale);

@@ -132,6 +132,24 @@ TEST_F(ValidateTest, TraceShowsTheSimulatedAndTheMeasuredStepSideBySide) {
       {"--trace", ".pftrace"});
 }
 
+TEST_F(ValidateTest, ProfilerCostIsRemovedOnlyWhereTheTrainerMeasuredIt) {
+  const CommandResult with = meshsim({"validate", kManifest, "--hardware-profile", kProfile,
+                                      "--json", "with.json"});
+  ASSERT_EQ(with.exit_code, 0) << with.output;
+  EXPECT_THAT(with.output, HasSubstr("(measured by the trainer)"));
+  EXPECT_GT(read_json("with.json")["profiler_overhead_per_event_s"].get<double>(), 0);
+  nlohmann::json m = smoke_manifest();
+  m["trace"].erase("profiler_overhead_per_event_s");
+  write_json("m.json", m);
+  const CommandResult without =
+      meshsim({"validate", "m.json", "--hardware-profile", kProfile, "--json", "without.json"});
+  ASSERT_EQ(without.exit_code, 0) << without.output;
+  EXPECT_THAT(without.output, HasSubstr("not measured by the trainer: none removed"));
+  EXPECT_EQ(read_json("without.json")["profiler_overhead_per_event_s"].get<double>(), 0.0);
+  // Either way the classes are rescaled to the unprofiled step, so the step time is the same.
+  EXPECT_EQ(read_json("without.json")["simulated_step_s"], read_json("with.json")["simulated_step_s"]);
+}
+
 TEST_F(ValidateTest, ExecutionSaysWhichKernelsToSimulate) {
   nlohmann::json m = smoke_manifest();
   m.erase("execution");
