@@ -2,9 +2,9 @@
 //
 // The default scenario (Llama-3-70B, 2048 H100s, TP8 SP / PP4 interleaved x5 / DP64 ZeRO-1) is
 // simulated once with every rank, and the engine's records are kept in the order it emitted them.
-// The benchmark then replays those records into a PerfettoTraceWriter (manual feed) writing to a
-// byte-counting stream: what it times is the writer on the real default step, not the engine and
-// not the disk. items_per_second = slices written per second.
+// The benchmark then replays those records into a TraceWriter (Perfetto format, manual feed)
+// writing to a byte-counting stream: what it times is the writer on the real default step, not
+// the engine and not the disk. items_per_second = slices written per second.
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -16,7 +16,7 @@
 #include "plan_loader.h"
 #include "meshsim/sim/simulation.h"
 #include "meshsim/topology/compute_model.h"
-#include "meshsim/traces/perfetto_trace.h"
+#include "meshsim/traces/trace_writer.h"
 #include "meshsim/workloads/step.h"
 #include "scenario.h"
 
@@ -75,7 +75,8 @@ void BM_DefaultStepAllRanksPerfetto(benchmark::State& state) {
     std::ostream out(&buf);
     traces::TraceOptions options;
     options.placement = traces::node_placement(8, 2047);
-    traces::PerfettoTraceWriter writer(step->sim, out, options, traces::TraceFeed::kManual);
+    traces::TraceWriter writer(traces::TraceFormat::kPerfetto, step->sim, out, options,
+                               traces::TraceFeed::kManual);
     for (const Record& r : step->records) {
       if (const auto* op = std::get_if<OpRecord>(&r)) {
         writer.record_op(*op);

@@ -18,8 +18,7 @@
 
 #include "meshsim/sim/simulation.h"
 #include "counting_buf.h"
-#include "meshsim/traces/chrome_trace.h"
-#include "meshsim/traces/perfetto_trace.h"
+#include "meshsim/traces/trace_writer.h"
 #include "test_models.h"
 
 namespace meshsim::traces {
@@ -98,15 +97,14 @@ struct Workload {
   }
 };
 
-template <typename Writer>
-void run_writer(benchmark::State& state) {
+void run_writer(benchmark::State& state, TraceFormat format) {
   const auto n = static_cast<size_t>(state.range(0));
   Workload w(n);
   int64_t bytes = 0;
   for (auto _ : state) {
     CountingBuf buf;
     std::ostream out(&buf);
-    Writer writer(w.sim, out, TraceOptions{}, TraceFeed::kManual);
+    TraceWriter writer(format, w.sim, out, TraceOptions{}, TraceFeed::kManual);
     for (const OpRecord& r : w.records) {
       writer.record_op(r);
     }
@@ -119,8 +117,8 @@ void run_writer(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(bytes) / static_cast<double>(n));
 }
 
-void BM_PerfettoTraceWriter(benchmark::State& state) { run_writer<PerfettoTraceWriter>(state); }
-void BM_ChromeTraceWriter(benchmark::State& state) { run_writer<ChromeTraceWriter>(state); }
+void BM_PerfettoTraceWriter(benchmark::State& state) { run_writer(state, TraceFormat::kPerfetto); }
+void BM_ChromeTraceWriter(benchmark::State& state) { run_writer(state, TraceFormat::kChromeJson); }
 
 BENCHMARK(BM_PerfettoTraceWriter)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ChromeTraceWriter)->Arg(1 << 20)->Unit(benchmark::kMillisecond);

@@ -7,21 +7,10 @@
 
 #include "meshsim/collectives/volume.h"
 #include "meshsim/sim/error.h"
-#include "meshsim/traces/chrome_trace.h"
-#include "meshsim/traces/perfetto_trace.h"
 
 namespace meshsim::cli {
 
-struct TraceSetup::Writer {
-  std::unique_ptr<traces::PerfettoTraceWriter> perfetto;
-  std::unique_ptr<traces::ChromeTraceWriter> chrome;
-};
-
 namespace {
-
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // The first rank of every pipeline stage and the TP group of rank 0.
 std::vector<int64_t> default_ranks(const workloads::ParallelPlan& plan) {
@@ -38,20 +27,23 @@ std::vector<int64_t> default_ranks(const workloads::ParallelPlan& plan) {
 
 }  // namespace
 
-bool is_perfetto_trace_path(const std::string& path, const std::string& flag) {
-  if (!ends_with(path, ".pftrace") && !ends_with(path, ".json")) {
+traces::TraceFormat trace_format_of(const std::string& path, const std::string& flag) {
+  const std::optional<traces::TraceFormat> format = traces::trace_format_for_path(path);
+  if (!format) {
     throw InputError(flag, "",
                      fmt::format("\"{}\": expected a file ending in .pftrace (native Perfetto) or "
                                  ".json (Chrome JSON)",
                                  path));
   }
-  return ends_with(path, ".pftrace");
+  return *format;
 }
 
 TraceSetup::TraceSetup(const TraceRequest& request, const workloads::ParallelPlan& plan,
                        const topology::ClusterSpec& cluster)
-    : request_(request), cluster_(cluster), selection_(traces::RankSelection::all(1)) {
-  (void)is_perfetto_trace_path(request.path, "--trace");
+    : request_(request),
+      format_(trace_format_of(request.path, "--trace")),
+      cluster_(cluster),
+      selection_(traces::RankSelection::all(1)) {
   const workloads::RankLayout layout(plan);
   const int64_t per_node = cluster.devices_per_node;
   if (request.ranks) {
@@ -87,12 +79,7 @@ void TraceSetup::attach(Simulation& sim, std::vector<std::pair<std::string, std:
                                              cluster_.device_count() - 1,
                                              [&sim](RankId r) { return sim.global_rank(r); });
   options.metadata = std::move(meta);
-  writer_ = std::make_unique<Writer>();
-  if (is_perfetto_trace_path(request_.path, "--trace")) {
-    writer_->perfetto = std::make_unique<traces::PerfettoTraceWriter>(sim, file_, std::move(options));
-  } else {
-    writer_->chrome = std::make_unique<traces::ChromeTraceWriter>(sim, file_, std::move(options));
-  }
+  writer_ = std::make_unique<traces::TraceWriter>(format_, sim, file_, std::move(options));
 }
 
 namespace {
@@ -167,26 +154,13 @@ void TraceSetup::finish(const Simulation& sim, const Timeline& timeline, SimTime
     for (int i = 0; i < kBins; ++i) {
       const SimTime t = SimTime::from_ps(static_cast<int64_t>(i * bin_ps));
       const double v = std::min(100.0, 100.0 * f.bins[static_cast<size_t>(i)] / ranks);
-      if (writer_->perfetto) {
-        writer_->perfetto->add_counter_sample(f.name, t, v);
-      } else {
-        writer_->chrome->add_counter_sample(f.name, t, v);
-      }
+      writer_->add_counter_sample(f.name, t, v);
     }
   }
-  if (writer_->perfetto) {
-    writer_->perfetto->finish();
-  } else {
-    writer_->chrome->finish();
-  }
+  writer_->finish();
   file_.close();
 }
 
-uint64_t TraceSetup::events() const {
-  if (!writer_) {
-    return 0;
-  }
-  return writer_->perfetto ? writer_->perfetto->packets_written() : writer_->chrome->events_written();
-}
+uint64_t TraceSetup::events() const { return writer_ ? writer_->events_written() : 0; }
 
 }  // namespace meshsim::cli

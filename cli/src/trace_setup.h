@@ -16,13 +16,14 @@
 #include "meshsim/sim/simulation.h"
 #include "meshsim/topology/cluster.h"
 #include "meshsim/traces/rank_selection.h"
+#include "meshsim/traces/trace_writer.h"
 #include "meshsim/workloads/parallel.h"
 
 namespace meshsim::cli {
 
-// Whether `path` names a native Perfetto trace (.pftrace) rather than Chrome JSON (.json); any
-// other extension is an InputError on `flag`.
-bool is_perfetto_trace_path(const std::string& path, const std::string& flag);
+// The format `path` asks for (.pftrace native Perfetto, .json Chrome JSON); any other extension is
+// an InputError on `flag`.
+traces::TraceFormat trace_format_of(const std::string& path, const std::string& flag);
 
 struct TraceRequest {
   std::string path;
@@ -48,13 +49,13 @@ class TraceSetup {
   const std::string& path() const { return request_.path; }
 
  private:
-  struct Writer;
   TraceRequest request_;
+  traces::TraceFormat format_;
   const topology::ClusterSpec& cluster_;
   traces::RankSelection selection_;
   bool default_selection_ = false;
   std::ofstream file_;
-  std::unique_ptr<Writer> writer_;
+  std::unique_ptr<traces::TraceWriter> writer_;
 };
 
 }  // namespace meshsim::cli

@@ -119,7 +119,7 @@ nlohmann::json print_gemms(const Measured& measured, const Simulated& simulated,
 
 int validate_command(const ValidateArgs& args, std::ostream& out) {
   if (args.trace_path) {
-    (void)is_perfetto_trace_path(*args.trace_path, "--trace");  // bad input before any work
+    (void)trace_format_of(*args.trace_path, "--trace");  // bad input before any work
   }
   const Manifest m = load_manifest(args.manifest);
   if (args.hardware_profile.empty()) {

@@ -9,8 +9,7 @@
 
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/simulation.h"
-#include "meshsim/traces/chrome_trace.h"
-#include "meshsim/traces/perfetto_trace.h"
+#include "meshsim/traces/trace_writer.h"
 #include "trace_setup.h"
 
 namespace meshsim::cli {
@@ -31,7 +30,7 @@ const traces::MeasuredStep& median_step(const traces::MeasuredTrace& trace) {
 void write_comparison_trace(const std::string& path, const Manifest& m, const Profile& profile,
                             const traces::MeasuredTrace& trace,
                             std::vector<std::pair<std::string, std::string>> metadata) {
-  const bool perfetto = is_perfetto_trace_path(path, "--trace");
+  const traces::TraceFormat format = trace_format_of(path, "--trace");
   std::ofstream file(path, std::ios::binary);
   if (!file) {
     throw InputError("--trace", "", fmt::format("cannot write {}", path));
@@ -51,15 +50,7 @@ void write_comparison_trace(const std::string& path, const Manifest& m, const Pr
                               : traces::RankPlacement{1, sim_name, "simulated"};
   };
   options.metadata = std::move(metadata);
-  std::unique_ptr<traces::PerfettoTraceWriter> pf;
-  std::unique_ptr<traces::ChromeTraceWriter> chrome;
-  if (perfetto) {
-    pf = std::make_unique<traces::PerfettoTraceWriter>(sim, file, std::move(options),
-                                                       traces::TraceFeed::kManual);
-  } else {
-    chrome = std::make_unique<traces::ChromeTraceWriter>(sim, file, std::move(options),
-                                                         traces::TraceFeed::kManual);
-  }
+  traces::TraceWriter writer(format, sim, file, std::move(options), traces::TraceFeed::kManual);
   Timeline simulated;
   sim.record_into(simulated);
   (void)run.run();  // the measured rank's ops also run; only its measured records are written
@@ -75,9 +66,9 @@ void write_comparison_trace(const std::string& path, const Manifest& m, const Pr
     return std::tie(a.end, a.rank, a.op) < std::tie(b.end, b.rank, b.op);
   });
   for (const OpRecord& r : records) {
-    perfetto ? pf->record_op(r) : chrome->record_op(r);
+    writer.record_op(r);
   }
-  perfetto ? pf->finish() : chrome->finish();
+  writer.finish();
   if (!file.flush()) {
     throw InputError("--trace", "", fmt::format("cannot write {}", path));
   }

@@ -1,4 +1,4 @@
-#include "meshsim/traces/chrome_trace.h"
+#include "meshsim/traces/trace_writer.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@ namespace meshsim::traces {
 namespace {
 
 std::string json_trace(TraceOptions options = test::test_options()) {
-  return test::write_trace<ChromeTraceWriter>(std::move(options));
+  return test::write_trace(TraceFormat::kChromeJson, std::move(options));
 }
 
 TEST(ChromeTrace, FormatsPicosecondsExactly) {
@@ -94,9 +94,12 @@ TEST(ChromeTrace, CountersSplitTheirNameSoImportersShowTheSameTrack) {
                                    "rank 0003 memory", "nvlink utilization %"}));
 }
 
-TEST(ChromeTrace, EscapesNamesAndKeepsTheLegacyRankNameOption) {
+TEST(ChromeTrace, EscapesNames) {
   TraceOptions o;
-  o.rank_name = [](RankId r) { return fmt::format("gpu {}\n", r.value()); };
+  o.placement = [](RankId r) {
+    return RankPlacement{static_cast<int32_t>(r.value()) + 1, fmt::format("gpu {}\n", r.value()),
+                         fmt::format("rank {}", r.value())};
+  };
   const auto j = nlohmann::json::parse(json_trace(o));
   std::set<std::string> processes;
   bool quoted = false;
@@ -113,8 +116,7 @@ TEST(ChromeTrace, EscapesNamesAndKeepsTheLegacyRankNameOption) {
 
 TEST(ChromeTrace, ByteIdenticalAcrossRuns) { EXPECT_EQ(json_trace(), json_trace()); }
 
-// The constructor of the first version (sim, stream, options) still works, and a run without
-// metadata or counters is still a valid document.
+// A run without metadata or counters is a valid document.
 TEST(ChromeTrace, MinimalRun) {
   testing::PsComputeModel cm;
   testing::PsCommModel nm;
@@ -123,8 +125,7 @@ TEST(ChromeTrace, MinimalRun) {
   p.add(testing::compute_op("only", 1'000'000));
   sim.add_rank(sim.add_program(std::move(p)), {}, {});
   std::ostringstream out;
-  ChromeTraceOptions options;
-  ChromeTraceWriter w(sim, out, options);
+  TraceWriter w(TraceFormat::kChromeJson, sim, out, TraceOptions{});
   sim.run();
   w.finish();
   const auto j = nlohmann::json::parse(out.str());

@@ -1,4 +1,4 @@
-#include "meshsim/traces/perfetto_trace.h"
+#include "meshsim/traces/trace_writer.h"
 
 #include <gtest/gtest.h>
 
@@ -19,7 +19,7 @@ using test::write_trace;
 namespace pb = ::meshsim::perfetto;
 
 std::string pftrace(TraceOptions options = test::test_options()) {
-  return write_trace<PerfettoTraceWriter>(std::move(options));
+  return write_trace(TraceFormat::kPerfetto, std::move(options));
 }
 
 std::string track_name(const DecodedTrace& d, uint64_t uuid) { return d.tracks.at(uuid).name(); }
@@ -207,15 +207,23 @@ TEST(PerfettoTrace, ByteIdenticalAcrossRuns) {
 TEST(PerfettoTrace, CounterTimeMustNotGoBack) {
   test::SmallCluster c;
   std::ostringstream out;
-  PerfettoTraceWriter w(c.sim, out, {});
+  TraceWriter w(TraceFormat::kPerfetto, c.sim, out, {});
   w.add_counter_sample("ib utilization %", SimTime::from_ps(10), 1.0);
   EXPECT_THROW(w.add_counter_sample("ib utilization %", SimTime::from_ps(9), 1.0), InternalError);
+}
+
+TEST(TraceWriter, FormatFromFileName) {
+  EXPECT_EQ(trace_format_for_path("out/step.pftrace"), TraceFormat::kPerfetto);
+  EXPECT_EQ(trace_format_for_path("step.json"), TraceFormat::kChromeJson);
+  EXPECT_EQ(trace_format_for_path("step.txt"), std::nullopt);
+  EXPECT_EQ(trace_format_for_path("pftrace"), std::nullopt);
+  EXPECT_EQ(trace_format_for_path("step.json.gz"), std::nullopt);
 }
 
 // The JSON twin holds the same slices: names, tracks, start and end (ns), args and flows.
 TEST(PerfettoTrace, ChromeJsonTwinHoldsTheSameSlices) {
   const DecodedTrace d = decode_pftrace(pftrace());
-  const auto j = nlohmann::json::parse(write_trace<ChromeTraceWriter>());
+  const auto j = nlohmann::json::parse(write_trace(TraceFormat::kChromeJson));
   std::map<std::pair<int64_t, int64_t>, std::string> thread_names;  // (pid, tid)
   for (const auto& e : j["traceEvents"]) {
     if (e["ph"] == "M" && e["name"] == "thread_name") {

@@ -1,6 +1,7 @@
-// Decodes a .pftrace written by PerfettoTraceWriter with the project's own generated classes and
-// rebuilds what a trace processor would: tracks, slices (BEGIN/END pairs), flows and counters.
-// Structural problems are collected in `errors` rather than thrown, so a test can print them all.
+// Decodes a .pftrace written by TraceWriter (TraceFormat::kPerfetto) with the project's own
+// generated classes and rebuilds what a trace processor would: tracks, slices (BEGIN/END pairs),
+// flows and counters. Structural problems are collected in `errors` rather than thrown, so a test
+// can print them all.
 #pragma once
 
 #include <fmt/format.h>

@@ -15,8 +15,7 @@
 #include <string>
 
 #include "meshsim/sim/simulation.h"
-#include "meshsim/traces/chrome_trace.h"
-#include "meshsim/traces/perfetto_trace.h"
+#include "meshsim/traces/trace_writer.h"
 #include "test_models.h"
 
 namespace meshsim::traces::test {
@@ -89,12 +88,11 @@ inline TraceOptions test_options() {
   return o;
 }
 
-// Runs the small cluster with a writer of type W and returns the file.
-template <typename W>
-std::string write_trace(TraceOptions options = test_options()) {
+// Runs the small cluster with a writer of `format` and returns the file.
+inline std::string write_trace(TraceFormat format, TraceOptions options = test_options()) {
   SmallCluster c;
   std::ostringstream out;
-  W writer(c.sim, out, std::move(options));
+  TraceWriter writer(format, c.sim, out, std::move(options));
   c.sim.run();
   writer.add_counter_sample("nvlink utilization %", SimTime::zero(), 0.0);
   writer.add_counter_sample("nvlink utilization %", SimTime::from_ps(2'000'000), 37.5);

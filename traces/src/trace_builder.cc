@@ -48,8 +48,7 @@ RankPlacement TraceBuilder::default_placement(RankId rank) {
   SIM_CHECK(rank.value() < static_cast<uint32_t>(kMaxPid), "rank {} beyond the pid range",
             rank.value());
   const int32_t pid = static_cast<int32_t>(rank.value()) + 1;
-  std::string process_name = options_.rank_name ? options_.rank_name(rank) : label;
-  return RankPlacement{pid, std::move(process_name), std::move(label)};
+  return RankPlacement{pid, label, label};
 }
 
 const ProcessTrack& TraceBuilder::process(int32_t pid, const std::string& name) {

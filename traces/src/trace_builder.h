@@ -1,6 +1,6 @@
 // TraceBuilder: turns the engine's records into the format-independent trace model and drives a
-// TraceSink. Shared by PerfettoTraceWriter and ChromeTraceWriter, so both formats get the same
-// tracks, slices, flows and counters.
+// TraceSink. TraceWriter drives it for both formats, so both get the same tracks, slices, flows
+// and counters.
 //
 // Ordering rules (the engine delivers OpRecords in order of completion, i.e. non-decreasing
 // `end`; MemoryRecords in non-decreasing `time`):

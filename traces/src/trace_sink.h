@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <ostream>
 #include <span>
 #include <string>
 #include <utility>
@@ -69,5 +71,9 @@ class TraceSink {
   // Events (JSON) or packets (Perfetto) written so far.
   virtual uint64_t events() const = 0;
 };
+
+// The sinks of the two formats (trace_writer.h describes their encodings); `out` must outlive them.
+std::unique_ptr<TraceSink> make_perfetto_sink(std::ostream& out);
+std::unique_ptr<TraceSink> make_chrome_json_sink(std::ostream& out);
 
 }  // namespace meshsim::traces

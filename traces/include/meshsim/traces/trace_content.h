@@ -1,5 +1,5 @@
-// What a meshsim trace shows, independent of the file format. PerfettoTraceWriter (.pftrace) and
-// ChromeTraceWriter (.json) both render this one model, so the two files hold the same tracks,
+// What a meshsim trace shows, independent of the file format. TraceWriter (trace_writer.h) renders
+// this one model in either format (.pftrace, .json), so the two files hold the same tracks,
 // slices, args, flows, counters and metadata.
 //
 // Tracks (names sort in rank order because rank numbers are zero-padded):
@@ -50,9 +50,6 @@ struct TraceOptions {
   // Process and names of a rank's tracks. Default: one process per rank, named after the global
   // rank it stands for ("rank 0007").
   RankPlacementFn placement;
-  // Kept for callers of the first ChromeTraceWriter: when `placement` is empty and this is set,
-  // each rank is its own process with this name (track prefix still "rank NNNN").
-  std::function<std::string(RankId)> rank_name;
   // Scenario metadata (model, cluster, plan, meshsim version, ...): written as the args of the
   // "scenario" instant on the cluster process, and in JSON also as the top-level "metadata".
   std::vector<std::pair<std::string, std::string>> metadata;
@@ -89,7 +86,7 @@ int32_t process_sort_rank(int32_t pid);
 int32_t thread_sort_rank(RankId rank, uint8_t stream);
 
 // Perfetto timestamps are integer ns: picoseconds are floored, which keeps every per-track
-// order (floor is monotonic). JSON keeps the exact picoseconds (see chrome_trace.h).
+// order (floor is monotonic). JSON keeps the exact picoseconds (see trace_writer.h).
 int64_t to_trace_ns(SimTime t);
 
 // The args of a slice. Keys are a closed set so that writers can intern them.

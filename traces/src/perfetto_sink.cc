@@ -1,5 +1,4 @@
-#include "meshsim/traces/perfetto_trace.h"
-
+// The native Perfetto sink (trace_writer.h describes the encoding).
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 
@@ -9,7 +8,6 @@
 
 #include "meshsim/sim/error.h"
 #include "perfetto_trace.pb.h"
-#include "trace_builder.h"
 #include "trace_sink.h"
 
 namespace meshsim::traces {
@@ -219,31 +217,8 @@ void PerfettoSink::end(MetadataList /*metadata*/) {
 
 }  // namespace
 
-struct PerfettoTraceWriter::Impl {
-  PerfettoSink sink;
-  TraceBuilder builder;
-  Impl(const Simulation& sim, std::ostream& out, TraceOptions options)
-      : sink(out), builder(sim, sink, std::move(options)) {}
-};
-
-PerfettoTraceWriter::PerfettoTraceWriter(Simulation& sim, std::ostream& out, TraceOptions options,
-                                         TraceFeed feed)
-    : impl_(std::make_unique<Impl>(sim, out, std::move(options))) {
-  if (feed == TraceFeed::kSubscribe) {
-    impl_->builder.subscribe_to(sim);
-  }
+std::unique_ptr<TraceSink> make_perfetto_sink(std::ostream& out) {
+  return std::make_unique<PerfettoSink>(out);
 }
-
-PerfettoTraceWriter::~PerfettoTraceWriter() = default;
-
-void PerfettoTraceWriter::record_op(const OpRecord& record) { impl_->builder.record_op(record); }
-void PerfettoTraceWriter::record_memory(const MemoryRecord& record) {
-  impl_->builder.record_memory(record);
-}
-void PerfettoTraceWriter::add_counter_sample(std::string_view track, SimTime time, double value) {
-  impl_->builder.add_counter_sample(track, time, value);
-}
-void PerfettoTraceWriter::finish() { impl_->builder.finish(); }
-uint64_t PerfettoTraceWriter::packets_written() const { return impl_->sink.events(); }
 
 }  // namespace meshsim::traces

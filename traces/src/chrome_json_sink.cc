@@ -1,11 +1,10 @@
-#include "meshsim/traces/chrome_trace.h"
-
+// The Chrome JSON sink (trace_writer.h describes the encoding).
 #include <fmt/format.h>
 
 #include <iterator>
 
 #include "meshsim/sim/error.h"
-#include "trace_builder.h"
+#include "meshsim/traces/trace_writer.h"
 #include "trace_sink.h"
 
 namespace meshsim::traces {
@@ -238,31 +237,8 @@ std::string format_us(Duration d) {
   return fmt::to_string(b);
 }
 
-struct ChromeTraceWriter::Impl {
-  ChromeJsonSink sink;
-  TraceBuilder builder;
-  Impl(const Simulation& sim, std::ostream& out, TraceOptions options)
-      : sink(out), builder(sim, sink, std::move(options)) {}
-};
-
-ChromeTraceWriter::ChromeTraceWriter(Simulation& sim, std::ostream& out, TraceOptions options,
-                                     TraceFeed feed)
-    : impl_(std::make_unique<Impl>(sim, out, std::move(options))) {
-  if (feed == TraceFeed::kSubscribe) {
-    impl_->builder.subscribe_to(sim);
-  }
+std::unique_ptr<TraceSink> make_chrome_json_sink(std::ostream& out) {
+  return std::make_unique<ChromeJsonSink>(out);
 }
-
-ChromeTraceWriter::~ChromeTraceWriter() = default;
-
-void ChromeTraceWriter::record_op(const OpRecord& record) { impl_->builder.record_op(record); }
-void ChromeTraceWriter::record_memory(const MemoryRecord& record) {
-  impl_->builder.record_memory(record);
-}
-void ChromeTraceWriter::add_counter_sample(std::string_view track, SimTime time, double value) {
-  impl_->builder.add_counter_sample(track, time, value);
-}
-void ChromeTraceWriter::finish() { impl_->builder.finish(); }
-uint64_t ChromeTraceWriter::events_written() const { return impl_->sink.events(); }
 
 }  // namespace meshsim::traces
