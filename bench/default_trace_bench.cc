@@ -13,10 +13,10 @@
 
 #include "comm_setup.h"
 #include "counting_buf.h"
-#include "plan_loader.h"
 #include "meshsim/sim/simulation.h"
 #include "meshsim/topology/compute_model.h"
 #include "meshsim/traces/trace_writer.h"
+#include "meshsim/workloads/plan_loader.h"
 #include "meshsim/workloads/step.h"
 #include "scenario.h"
 
@@ -57,7 +57,7 @@ struct DefaultStep {
         compute(cluster.chip),
         comm(cluster, plan, cli::CommOptions{}),
         sim(compute, comm.model()) {
-    cli::load_plan(sim, plan);
+    workloads::load_plan(sim, plan);
     sim.on_op_end([this](const OpRecord& r) {
       records.emplace_back(r);
       ++slices;

@@ -8,8 +8,8 @@
 
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/json_input.h"
+#include "meshsim/workloads/plan_loader.h"
 #include "meshsim/workloads/step.h"
-#include "plan_loader.h"
 #include "run_command.h"
 #include "scenario.h"
 
@@ -200,7 +200,7 @@ ManifestRun::ManifestRun(const Manifest& m, const topology::Chip& chip)
       comm_(std::make_unique<NoCommunication>()),
       sim_(std::make_unique<Simulation>(compute_, *comm_)) {
   workloads::StepPlan plan = workloads::plan_step(m.model, plan_for(m), 1);
-  load_plan(*sim_, plan);
+  workloads::load_plan(*sim_, plan);
 }
 
 ManifestRun::~ManifestRun() = default;

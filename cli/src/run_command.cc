@@ -8,13 +8,13 @@
 #include <map>
 
 #include "comm_setup.h"
-#include "plan_loader.h"
 #include "trace_setup.h"
 #include "meshsim/sim/analysis.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/simulation.h"
 #include "meshsim/topology/compute_model.h"
 #include "meshsim/workloads/accounting.h"
+#include "meshsim/workloads/plan_loader.h"
 #include "meshsim/workloads/step.h"
 
 namespace meshsim::cli {
@@ -255,7 +255,7 @@ StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
   topology::RooflineComputeModel compute(l.cluster.chip);
   CommSetup comm(l.cluster, plan, outputs.comm);
   Simulation sim(compute, comm.model());
-  load_plan(sim, plan);
+  workloads::load_plan(sim, plan);
   Timeline timeline;
   sim.record_into(timeline);
   if (trace) {

@@ -5,12 +5,12 @@
 #include <set>
 
 #include "meshsim/collectives/ring_model.h"
-#include "plan_loader.h"
 #include "meshsim/sim/analysis.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/simulation.h"
 #include "meshsim/topology/cluster.h"
 #include "meshsim/topology/compute_model.h"
+#include "meshsim/workloads/plan_loader.h"
 #include "meshsim/workloads/step.h"
 
 namespace meshsim {
@@ -40,7 +40,7 @@ Outcome simulate(const std::string& model, const ParallelPlan& p, SimulationMode
     return a.value() / 8 == b.value() / 8 ? up : net;
   });
   Simulation sim(compute, comm);
-  cli::load_plan(sim, out.plan);
+  workloads::load_plan(sim, out.plan);
   Timeline tl;
   sim.record_into(tl);
   out.run = sim.run();

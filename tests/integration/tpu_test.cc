@@ -6,10 +6,10 @@
 #include <set>
 
 #include "meshsim/collectives/comm_model.h"
-#include "plan_loader.h"
 #include "meshsim/sim/simulation.h"
 #include "meshsim/topology/compute_model.h"
 #include "meshsim/topology/network.h"
+#include "meshsim/workloads/plan_loader.h"
 #include "meshsim/workloads/step.h"
 
 namespace meshsim {
@@ -98,7 +98,7 @@ TEST(Tpu, MaxTextStepSimulatesEndToEnd) {
     comm.add_concurrent_family(groups);
   }
   Simulation sim(compute, comm);
-  cli::load_plan(sim, plan);
+  workloads::load_plan(sim, plan);
   const RunResult r = sim.run();
   EXPECT_GT(r.end.seconds(), 0.1);
   EXPECT_LT(r.end.seconds(), 10.0);

@@ -1,14 +1,14 @@
-#include "plan_loader.h"
+#include "meshsim/workloads/plan_loader.h"
 
-namespace meshsim::cli {
+namespace meshsim::workloads {
 
-void load_plan(Simulation& sim, workloads::StepPlan& plan) {
+void load_plan(Simulation& sim, StepPlan& plan) {
   std::vector<ProgramIndex> programs;
   for (Program& p : plan.programs) {
     programs.push_back(sim.add_program(std::move(p)));
   }
   std::vector<GroupId> groups;
-  for (const workloads::PlannedGroup& g : plan.groups) {
+  for (const PlannedGroup& g : plan.groups) {
     std::vector<RankId> members;
     std::vector<RankId> global;
     for (const uint32_t r : g.members) {
@@ -19,7 +19,7 @@ void load_plan(Simulation& sim, workloads::StepPlan& plan) {
     }
     groups.push_back(sim.add_group(std::move(members), std::move(global)));
   }
-  for (const workloads::RankBinding& b : plan.ranks) {
+  for (const RankBinding& b : plan.ranks) {
     std::vector<GroupId> slots;
     for (const uint32_t g : b.group_slots) {
       slots.push_back(groups[g]);
@@ -32,4 +32,4 @@ void load_plan(Simulation& sim, workloads::StepPlan& plan) {
   }
 }
 
-}  // namespace meshsim::cli
+}  // namespace meshsim::workloads
