@@ -8,8 +8,9 @@ REPO_ROOT defaults to the parent of this script's directory. Each module <m> has
 
   * A module includes "meshsim/<d>/..." only for itself and the modules it may use:
         sim -> (nothing); topology -> sim; workloads -> sim; collectives -> sim, topology;
-        traces -> sim; cli -> all of them.
-    Anything else under meshsim/ (validation/, say) no module may include.
+        traces -> sim; validation -> sim, topology, workloads, collectives, traces;
+        cli -> all of them.
+    Anything else under meshsim/ (a module not in the graph) no module may include.
   * A module never reaches into another module's directory by a relative path ("../../x/src/y.h").
   * Public headers never include private headers: "src/..." or a quoted include without the
     meshsim/ prefix that resolves to a file in some module's src/ directory.
@@ -18,7 +19,8 @@ REPO_ROOT defaults to the parent of this script's directory. Each module <m> has
   * Public headers live in <m>/include/meshsim/<m>/ and nowhere else under <m>/include/.
   * <m>/CMakeLists.txt links only the meshsim:: targets <m> may use.
 
-tests/, bench/ and validation/ may include anything and are not scanned.
+tests/ and bench/ may include anything and are not scanned. Under validation/ every C/C++ file is
+scanned (the library in include/ and src/, and the microbenchmarks beside the data).
 
 Prints one line per violation, `path:line: <what>`, and exits 1 if there is any; otherwise prints
 "N files checked, no violations" and exits 0. Standard library only.
@@ -39,7 +41,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "workloads": ("sim",),
     "collectives": ("sim", "topology"),
     "traces": ("sim",),
-    "cli": ("sim", "topology", "workloads", "collectives", "traces"),
+    "validation": ("sim", "topology", "workloads", "collectives", "traces"),
+    "cli": ("sim", "topology", "workloads", "collectives", "traces", "validation"),
 }
 MODULES = tuple(ALLOWED)
 

@@ -7,7 +7,7 @@
 #include <iostream>
 
 #include "calc_command.h"
-#include "calibrate.h"
+#include "calibrate_command.h"
 #include "collective_command.h"
 #include "meshsim/sim/error.h"
 #include "run_command.h"

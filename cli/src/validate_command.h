@@ -1,13 +1,14 @@
-// `meshsim validate MANIFEST`: simulate the step a validation manifest measured and compare
-// (manifest.h documents the manifest, the hardware profile and the single-device cluster the
-// step runs on; comparison.h how measured and simulated times are made comparable).
+// `meshsim validate MANIFEST`: simulate the step a validation manifest measured and compare, and
+// print the comparison (the library: validation/include/meshsim/validation/manifest.h documents
+// the manifest and the single-device run, profile.h the hardware profile, comparison.h how
+// measured and simulated times are made comparable).
 //
 // Reported: the measured step time (median of the unprofiled timed steps) against the simulated
 // one, step_time_error = simulated / measured - 1; per op class, measured and simulated time and
 // their relative error; the measured time outside any op (the framework's own work between ops);
 // the per-op discrepancies, GEMM shape by GEMM shape (count and time per step on each side), the
 // largest first; the profiler overhead removed and how it was obtained. With --trace, both steps
-// in one Perfetto or Chrome JSON timeline (validate_trace.h).
+// in one Perfetto or Chrome JSON timeline (comparison_trace.h).
 #pragma once
 
 #include <optional>

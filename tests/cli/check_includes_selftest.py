@@ -50,13 +50,25 @@ CLEAN_TREE = {
     "traces/src/perfetto.cc": (
         '#include "meshsim/sim/units.h"\n#include <google/protobuf/message.h>\n'
     ),
+    "validation/include/meshsim/validation/manifest.h": (
+        '#pragma once\n#include "meshsim/workloads/model.h"\n#include "meshsim/topology/chip.h"\n'
+    ),
+    "validation/src/calibrate.cc": "".join(
+        f'#include "meshsim/{m}/x.h"\n'
+        for m in ("sim", "topology", "workloads", "collectives", "traces", "validation")),
+    "validation/microbench/rates.c": "#include <stdio.h>\n#include <omp.h>\n",
+    "validation/CMakeLists.txt": (
+        "meshsim_module(validation SOURCES src/calibrate.cc\n"
+        "  PUBLIC_DEPS meshsim::sim meshsim::topology meshsim::workloads meshsim::traces\n"
+        "  PRIVATE_DEPS meshsim::collectives PkgConfig::NLOPT)\n"
+    ),
     "cli/src/main.cc": "".join(
         f'#include "meshsim/{m}/x.h"\n'
-        for m in ("sim", "topology", "workloads", "collectives", "traces")),
+        for m in ("sim", "topology", "workloads", "collectives", "traces", "validation")),
     "cli/CMakeLists.txt": (
         "meshsim_module(cli SOURCES src/main.cc\n"
         "  PUBLIC_DEPS meshsim::sim meshsim::topology meshsim::workloads meshsim::collectives\n"
-        "              meshsim::traces)\n"
+        "              meshsim::traces meshsim::validation)\n"
     ),
     # tests/ and bench/ may include anything.
     "tests/workloads/model_test.cc": (
@@ -119,10 +131,30 @@ class CheckIncludesTest(unittest.TestCase):
             {"topology/src/route.cc": '  #  include "meshsim/collectives/ring.h"\n'},
             "topology/src/route.cc:1: ", "topology may not include", "meshsim/collectives/ring.h")
 
-    def test_no_module_includes_validation(self) -> None:
+    def test_only_cli_includes_validation(self) -> None:
         self.assert_one_violation(
-            {"cli/src/report.cc": '#include "meshsim/validation/compare.h"\n'},
-            "cli/src/report.cc:1: ", "cli may not include", "meshsim/validation/compare.h")
+            {"traces/src/import.cc": '#include "meshsim/validation/manifest.h"\n'},
+            "traces/src/import.cc:1: ", "traces may not include", "meshsim/validation/manifest.h")
+        self.assert_one_violation(
+            {"workloads/include/meshsim/workloads/step.h":
+                 '#pragma once\n#include "meshsim/validation/manifest.h"\n'},
+            "workloads/include/meshsim/workloads/step.h:2: ", "workloads may not include",
+            "meshsim/validation/manifest.h")
+
+    def test_validation_may_not_include_cli(self) -> None:
+        line = self.assert_one_violation(
+            {"validation/src/validate.cc": '#include "meshsim/cli/report.h"\n'},
+            "validation/src/validate.cc:1: ", "validation may not include", "meshsim/cli/report.h")
+        self.assertIn("allowed: validation, sim, topology, workloads, collectives, traces", line)
+        self.assert_one_violation(
+            {"validation/CMakeLists.txt":
+                 "meshsim_module(validation SOURCES src/calibrate.cc PUBLIC_DEPS meshsim::cli)\n"},
+            "validation/CMakeLists.txt:1: ", "validation may not link meshsim::cli")
+
+    def test_no_module_includes_a_module_outside_the_graph(self) -> None:
+        self.assert_one_violation(
+            {"cli/src/report.cc": '#include "meshsim/experimental/compare.h"\n'},
+            "cli/src/report.cc:1: ", "cli may not include", "meshsim/experimental/compare.h")
 
     def test_relative_path_into_another_module(self) -> None:
         self.assert_one_violation(

@@ -1,19 +1,17 @@
-#include "manifest.h"
+#include "meshsim/validation/manifest.h"
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <initializer_list>
 
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/json_input.h"
 #include "meshsim/workloads/plan_loader.h"
 #include "meshsim/workloads/step.h"
-#include "run_command.h"
-#include "scenario.h"
 
-namespace meshsim::cli {
+namespace meshsim::validation {
 namespace {
 
 namespace fs = std::filesystem;
@@ -31,20 +29,29 @@ class NoCommunication : public CommCostModel {
   }
 };
 
-// The scenario of a manifest's step, with file paths filled in by the caller.
-Scenario scenario_for(const Manifest& m) {
-  Scenario s;
-  s.mbs = m.micro_batch;
-  s.gbs = m.global_batch;
-  s.seq = m.seq;
-  s.dtype = m.dtype;
-  s.attention = m.attention;
-  s.kernels = m.kernels;
-  s.optimizer_kernels = m.optimizer_kernels;
-  return s;
+// One of `values`, named as `name` names them (the choices listed in that order in errors).
+template <typename E, typename NameFn>
+E read_choice(JsonObject& o, const std::string& key, std::initializer_list<E> values, NameFn name) {
+  std::vector<std::string> names;
+  for (const E v : values) {
+    names.emplace_back(name(v));
+  }
+  const std::string chosen = o.one_of(key, names);
+  for (const E v : values) {
+    if (name(v) == chosen) {
+      return v;
+    }
+  }
+  SIM_CHECK(false, "{} accepted \"{}\" but has no value for it", key, chosen);
+  return *values.begin();
 }
 
 void read_execution(JsonObject& root, Manifest& m) {
+  using workloads::AttentionKernel;
+  using workloads::Kernels;
+  using workloads::OptimizerKernels;
+  m.dtype = read_choice(root, "dtype", {Dtype::kBf16, Dtype::kFp8, Dtype::kFp32, Dtype::kTf32},
+                        [](Dtype d) { return to_string(d); });
   if (!root.has("execution")) {
     root.fail("execution",
               "missing: how the step ran ({\"kernels\": \"eager\"|\"fused\", \"attention\": "
@@ -52,9 +59,14 @@ void read_execution(JsonObject& root, Manifest& m) {
               "the reference trainers write it");
   }
   JsonObject ex = root.object("execution");
-  m.kernels = ex.one_of("kernels", kKernelsChoices);
-  m.attention = ex.one_of("attention", kAttentionChoices);
-  m.optimizer_kernels = ex.one_of("optimizer_kernels", kOptimizerKernelsChoices);
+  m.kernels = read_choice(ex, "kernels", {Kernels::kFused, Kernels::kEager},
+                          [](Kernels k) { return workloads::to_string(k); });
+  m.attention = read_choice(ex, "attention", {AttentionKernel::kFlash, AttentionKernel::kNaive},
+                            attention_name);
+  m.optimizer_kernels = read_choice(
+      ex, "optimizer_kernels",
+      {OptimizerKernels::kFused, OptimizerKernels::kForEach, OptimizerKernels::kPerTensor},
+      [](OptimizerKernels k) { return workloads::to_string(k); });
   ex.finish();
 }
 
@@ -75,14 +87,29 @@ void read_mesh(JsonObject& root, const std::string& path) {
   }
 }
 
+void read_step_times(JsonObject& root, Manifest& m) {
+  const nlohmann::json& times = root.raw("step_times_s");
+  if (!times.is_array() || times.empty()) {
+    root.fail("step_times_s", "expected a non-empty list of the timed steps' durations (seconds)");
+  }
+  for (size_t i = 0; i < times.size(); ++i) {
+    if (!times[i].is_number() || !(times[i].get<double>() > 0)) {
+      throw InputError(
+          m.path, fmt::format("/step_times_s/{}", i),
+          fmt::format("expected a positive duration in seconds, got {}", describe_json(times[i])));
+    }
+    m.step_times.push_back(Seconds(times[i].get<double>()));
+  }
+  m.median_step = Seconds(root.positive_number("median_step_time_s"));
+}
+
 void read_trace(JsonObject& root, Manifest& m) {
   JsonObject trace = root.object("trace");
   trace.allow_unknown();
-  const std::string& path = m.path;
   const std::string rel = trace.string("path");
   fs::path tp(rel);
   if (tp.is_relative()) {
-    tp = fs::path(path).parent_path() / tp;
+    tp = fs::path(m.path).parent_path() / tp;
   }
   std::error_code ec;
   if (!fs::is_regular_file(tp, ec)) {
@@ -97,19 +124,23 @@ void read_trace(JsonObject& root, Manifest& m) {
       trace.fail("profiler_overhead_per_event_s",
                  fmt::format("expected a non-negative time in seconds, got {}", c));
     }
-    m.profiler_overhead_per_event_s = c;
+    m.profiler_overhead_per_event = Seconds(c);
   }
+}
+
+void read_model(JsonObject& root, Manifest& m) {
+  const nlohmann::json& model = root.raw("model");
+  if (!model.is_object()) {
+    root.fail("model", fmt::format("expected the model config inline (an object), got {}",
+                                   describe_json(model)));
+  }
+  m.model = workloads::parse_model(model, fmt::format("{} (/model)", m.path));
 }
 
 }  // namespace
 
-double median(std::vector<double> v) {
-  if (v.empty()) {
-    return 0;
-  }
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+std::string_view attention_name(workloads::AttentionKernel a) {
+  return a == workloads::AttentionKernel::kNaive ? "naive" : "flash";
 }
 
 Manifest load_manifest(const std::string& path) {
@@ -130,60 +161,35 @@ Manifest load_manifest(const std::string& path) {
   hw.allow_unknown();
   m.platform = hw.one_of("platform", {"cpu", "gpu", "tpu"});
   m.threads = opt(hw, "threads", &JsonObject::positive_integer);
-  m.model_json = root.raw("model");
-  if (!m.model_json.is_object()) {
-    root.fail("model", fmt::format("expected the model config inline (an object), got {}",
-                                   describe_json(m.model_json)));
-  }
-  m.model = workloads::parse_model(m.model_json, fmt::format("{} (/model)", path));
+  read_model(root, m);
   JsonObject batch = root.object("batch");
   batch.allow_unknown();
   m.global_batch = batch.positive_integer("global_batch");
   m.micro_batch = batch.positive_integer("micro_batch");
   m.seq = root.positive_integer("seq_len");
-  m.dtype = root.one_of("dtype", kDtypeChoices);
   read_execution(root, m);
   read_mesh(root, path);
-  const nlohmann::json& times = root.raw("step_times_s");
-  if (!times.is_array() || times.empty()) {
-    root.fail("step_times_s", "expected a non-empty list of the timed steps' durations (seconds)");
-  }
-  for (size_t i = 0; i < times.size(); ++i) {
-    if (!times[i].is_number() || !(times[i].get<double>() > 0)) {
-      throw InputError(path, fmt::format("/step_times_s/{}", i),
-                       fmt::format("expected a positive duration in seconds, got {}",
-                                   describe_json(times[i])));
-    }
-    m.step_times_s.push_back(times[i].get<double>());
-  }
-  m.median_step_s = root.positive_number("median_step_time_s");
+  read_step_times(root, m);
   read_trace(root, m);
   return m;
 }
 
-Profile profile_from(const nlohmann::json& document, const std::string& name) {
-  Profile p;
-  p.path = name;
-  p.document = document;
-  const topology::Catalogue cat = topology::Catalogue::parse(p.document, name);
-  const std::vector<std::string> names = cat.names();
-  if (names.size() != 1) {
-    throw InputError(name, "/chips",
-                     fmt::format("a hardware profile holds exactly one chip, found {}",
-                                 names.size()));
-  }
-  p.chip_name = names.front();
-  p.chip = cat.chip(p.chip_name);
+// The one place a manifest becomes a plan: the typed plan with provenance (issue 10) replaces
+// this function's body.
+workloads::ParallelPlan manifest_plan(const Manifest& m) {
+  workloads::ParallelPlan p;
+  p.mbs = m.micro_batch;
+  p.gbs = m.global_batch;
+  p.seq = m.seq;
+  p.set_training_dtype(m.dtype);
+  p.kernels = m.kernels;
+  p.attention = m.attention;
+  p.optimizer_kernels = m.optimizer_kernels;
   return p;
 }
 
-Profile load_profile(const std::string& path) { return profile_from(load_json_file(path), path); }
-
-workloads::ParallelPlan plan_for(const Manifest& m) { return to_plan(scenario_for(m)); }
-
 std::vector<StepKernel> step_kernels(const Manifest& m) {
-  const workloads::ParallelPlan p = plan_for(m);
-  const workloads::StepPlan plan = workloads::plan_step(m.model, p, 1);
+  const workloads::StepPlan plan = workloads::plan_step(m.model, manifest_plan(m), 1);
   std::vector<StepKernel> out;
   const Program& prog = plan.programs.at(plan.ranks.at(0).program);
   for (size_t i = 0; i < prog.size(); ++i) {
@@ -199,10 +205,10 @@ ManifestRun::ManifestRun(const Manifest& m, const topology::Chip& chip)
     : compute_(chip),
       comm_(std::make_unique<NoCommunication>()),
       sim_(std::make_unique<Simulation>(compute_, *comm_)) {
-  workloads::StepPlan plan = workloads::plan_step(m.model, plan_for(m), 1);
+  workloads::StepPlan plan = workloads::plan_step(m.model, manifest_plan(m), 1);
   workloads::load_plan(*sim_, plan);
 }
 
 ManifestRun::~ManifestRun() = default;
 
-}  // namespace meshsim::cli
+}  // namespace meshsim::validation

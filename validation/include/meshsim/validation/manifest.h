@@ -7,26 +7,26 @@
 // (a path relative to the manifest's directory). Only single-device manifests are simulated: a
 // mesh whose axes multiply to more than one device is an InputError saying so.
 //
-// The hardware comes from a hardware profile: a chip catalogue file in topology/chips.json's
-// schema holding exactly one chip (validation/profiles/). The step runs on that chip alone
-// (ManifestRun), so no communication is simulated.
+// The step runs on the one chip of a hardware profile (profile.h) alone (ManifestRun), so no
+// communication is simulated.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "meshsim/sim/program.h"
 #include "meshsim/sim/simulation.h"
-#include "meshsim/topology/compute_model.h"
+#include "meshsim/sim/units.h"
 #include "meshsim/topology/chip.h"
+#include "meshsim/topology/compute_model.h"
 #include "meshsim/workloads/model.h"
 #include "meshsim/workloads/parallel.h"
 
-namespace meshsim::cli {
+namespace meshsim::validation {
 
 struct Manifest {
   std::string path;
@@ -35,41 +35,35 @@ struct Manifest {
   std::string framework_version;  // may be empty
   std::string platform;           // "cpu", "gpu", "tpu"
   std::optional<int64_t> threads;
-  nlohmann::json model_json;
   workloads::ModelConfig model;
   int64_t global_batch = 0;
   int64_t micro_batch = 0;
   int64_t seq = 0;
-  std::string dtype;              // "fp32", "bf16" (or "fp8", "tf32")
-  std::string kernels;            // "eager" or "fused"
-  std::string attention;          // "naive" or "flash"
-  std::string optimizer_kernels;  // "per-tensor", "foreach" or "fused"
-  std::vector<double> step_times_s;
-  double median_step_s = 0;
-  std::string trace_path;  // resolved against the manifest's directory
+  // The training precision ("dtype") and how the step ran ("execution").
+  Dtype dtype = Dtype::kBf16;
+  workloads::Kernels kernels = workloads::Kernels::kFused;
+  workloads::AttentionKernel attention = workloads::AttentionKernel::kFlash;
+  workloads::OptimizerKernels optimizer_kernels = workloads::OptimizerKernels::kFused;
+  std::vector<Duration> step_times;  // every timed, unprofiled step
+  Duration median_step;              // their median, as the trainer computed it
+  std::string trace_path;            // resolved against the manifest's directory
   // trace/profiler_overhead_per_event_s: what the profiler costs per recorded host event, when
   // the trainer measured it.
-  std::optional<double> profiler_overhead_per_event_s;
+  std::optional<Duration> profiler_overhead_per_event;
 };
 
 // Reads and checks a manifest. InputError(path, JSON pointer, what was expected) on a missing or
 // wrong-typed field, an unreadable file, a trace that does not exist, or a multi-device mesh.
 Manifest load_manifest(const std::string& path);
 
-// The hardware profile: a one-chip catalogue file.
-struct Profile {
-  std::string path;
-  nlohmann::json document;  // the whole catalogue file
-  std::string chip_name;
-  topology::Chip chip;
-};
-Profile load_profile(const std::string& path);
-// A profile from a catalogue document in memory (what calibrate writes, checked before writing).
-Profile profile_from(const nlohmann::json& document, const std::string& name);
+// "naive" or "flash", as manifests (and scenarios) name the attention kernel; workloads/ has no
+// name for it yet.
+std::string_view attention_name(workloads::AttentionKernel a);
 
-// The parallel plan of the manifest's step on one device (precision, kernels, attention,
-// optimizer kernels as the manifest's execution says).
-workloads::ParallelPlan plan_for(const Manifest& m);
+// The parallel plan of the manifest's step on one device: every degree 1, the manifest's batch,
+// sequence, precision, kernels, attention and optimizer kernels, everything else the plan's
+// defaults.
+workloads::ParallelPlan manifest_plan(const Manifest& m);
 
 // One compute kernel of the simulated step, in program order.
 struct StepKernel {
@@ -98,7 +92,4 @@ class ManifestRun {
   std::unique_ptr<Simulation> sim_;
 };
 
-// The median of `v` (0 for an empty list).
-double median(std::vector<double> v);
-
-}  // namespace meshsim::cli
+}  // namespace meshsim::validation

@@ -21,6 +21,9 @@
 // model's kernel times; a single device runs its kernels one after another, so the step is their
 // sum.
 //
+// Times are Durations (whole picoseconds): scaled and median times are rounded to the nearest
+// picosecond, far below anything a trace resolves.
+//
 // GEMMs are grouped by op class and canonical shape: batch, reduction length k, and the two
 // output dimensions sorted (C = AB and C^T = B^T A^T are the same GEMM), so that a measured
 // aten::mm of [n, m] x [m, k] meets meshsim's weight-gradient GEMM [k, m] x [m, n].
@@ -30,17 +33,19 @@
 #include <compare>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "manifest.h"
 #include "meshsim/sim/program.h"
+#include "meshsim/sim/units.h"
 #include "meshsim/topology/chip.h"
 #include "meshsim/traces/import.h"
+#include "meshsim/validation/manifest.h"
 
-namespace meshsim::cli {
+namespace meshsim::validation {
 
-using ClassTimes = std::array<double, kNumOpClasses>;  // seconds, indexed by OpClass
+using ClassTimes = std::array<Duration, kNumOpClasses>;  // indexed by OpClass
 
 struct GemmKey {
   OpClass op_class = OpClass::kMatmul;
@@ -55,31 +60,32 @@ struct GemmKey {
 GemmKey gemm_key(OpClass op_class, const MatmulShape& shape);
 
 struct GroupTimes {
-  double count = 0;   // GEMMs per step
-  double time_s = 0;  // their summed time per step
+  double count = 0;  // GEMMs per step (a median: may be a half)
+  Duration time;     // their summed time per step
 };
 using GemmTimes = std::map<GemmKey, GroupTimes>;
 
 struct Measured {
   size_t steps = 0;
-  std::string op_source;          // "device" or "host"
-  double step_s = 0;              // the manifest's median unprofiled step
-  double trace_step_s = 0;        // median profiled step in the trace
-  double events_per_step = 0;     // median profiler events per step (host)
-  double overhead_per_event_s = 0;  // removed from host ops (see above)
-  bool overhead_measured = false;   // the manifest gives it (else none is removed)
-  double scale = 1;                 // median factor the host-op times were scaled by (see above)
+  std::string op_source;       // "device" or "host"
+  Duration step;               // the manifest's median unprofiled step
+  Duration trace_step;         // median profiled step in the trace
+  double events_per_step = 0;  // median profiler events per step (host)
+  // Removed from host ops per recorded event (see above): the manifest's measurement; nullopt
+  // when the manifest has none or the trace records device kernels.
+  std::optional<Duration> overhead_per_event;
+  double scale = 1;  // median factor the host-op times were scaled by (see above)
   ClassTimes by_class{};
-  double unclassified_s = 0;
+  Duration unclassified;
   GemmTimes gemms;
-  double op_time_s() const;  // the sum of by_class
+  Duration op_time() const;  // the sum of by_class
 };
 Measured measure(const Manifest& m, const traces::MeasuredTrace& trace);
 
 struct Simulated {
   ClassTimes by_class{};
   GemmTimes gemms;
-  double step_s = 0;  // the sum of the kernels' times
+  Duration step;  // the sum of the kernels' times
   size_t kernels = 0;
 };
 Simulated simulate_kernels(const std::vector<StepKernel>& kernels, const topology::Chip& chip);
@@ -89,9 +95,22 @@ struct GemmRow {
   GemmKey key;
   GroupTimes measured;
   GroupTimes simulated;
-  double difference_s() const { return simulated.time_s - measured.time_s; }
+  Duration difference() const { return simulated.time - measured.time; }
 };
 // Every group on either side, the largest absolute differences first.
 std::vector<GemmRow> gemm_rows(const GemmTimes& measured, const GemmTimes& simulated);
 
-}  // namespace meshsim::cli
+// simulated / measured - 1; nullopt when nothing was measured.
+std::optional<double> relative_error(Duration measured, Duration simulated);
+
+// A manifest's step, measured and simulated on `chip`.
+struct Comparison {
+  Measured measured;
+  Simulated simulated;         // kernel by kernel
+  Duration simulated_step;     // the step through the engine (the kernels' sum on one device)
+  double step_time_error = 0;  // simulated_step / the manifest's median step - 1
+};
+Comparison compare(const Manifest& m, const topology::Chip& chip,
+                   const traces::MeasuredTrace& trace);
+
+}  // namespace meshsim::validation

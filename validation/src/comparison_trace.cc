@@ -1,18 +1,14 @@
-#include "validate_trace.h"
+#include "meshsim/validation/comparison_trace.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <numeric>
 #include <tuple>
 
-#include "meshsim/sim/error.h"
 #include "meshsim/sim/simulation.h"
-#include "meshsim/traces/trace_writer.h"
-#include "trace_setup.h"
 
-namespace meshsim::cli {
+namespace meshsim::validation {
 namespace {
 
 // The step whose duration is the median of the trace's (the lower middle one of an even count).
@@ -27,14 +23,9 @@ const traces::MeasuredStep& median_step(const traces::MeasuredTrace& trace) {
 
 }  // namespace
 
-void write_comparison_trace(const std::string& path, const Manifest& m, const Profile& profile,
-                            const traces::MeasuredTrace& trace,
+void write_comparison_trace(std::ostream& out, traces::TraceFormat format, const Manifest& m,
+                            const Profile& profile, const traces::MeasuredTrace& trace,
                             std::vector<std::pair<std::string, std::string>> metadata) {
-  const traces::TraceFormat format = trace_format_of(path, "--trace");
-  std::ofstream file(path, std::ios::binary);
-  if (!file) {
-    throw InputError("--trace", "", fmt::format("cannot write {}", path));
-  }
   ManifestRun run(m, profile.chip);
   Simulation& sim = run.simulation();
   const RankId measured_rank(1);
@@ -50,7 +41,7 @@ void write_comparison_trace(const std::string& path, const Manifest& m, const Pr
                               : traces::RankPlacement{1, sim_name, "simulated"};
   };
   options.metadata = std::move(metadata);
-  traces::TraceWriter writer(format, sim, file, std::move(options), traces::TraceFeed::kManual);
+  traces::TraceWriter writer(format, sim, out, std::move(options), traces::TraceFeed::kManual);
   Timeline simulated;
   sim.record_into(simulated);
   (void)run.run();  // the measured rank's ops also run; only its measured records are written
@@ -69,9 +60,6 @@ void write_comparison_trace(const std::string& path, const Manifest& m, const Pr
     writer.record_op(r);
   }
   writer.finish();
-  if (!file.flush()) {
-    throw InputError("--trace", "", fmt::format("cannot write {}", path));
-  }
 }
 
-}  // namespace meshsim::cli
+}  // namespace meshsim::validation

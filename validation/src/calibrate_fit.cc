@@ -1,17 +1,60 @@
-// The fit behind `meshsim calibrate` (calibrate.h): cases, prediction, loss, optimizer.
+#include "calibrate_fit.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <tuple>
 
-#include "calibrate.h"
 #include "meshsim/topology/compute_model.h"
 
-namespace meshsim::cli {
+namespace meshsim::validation {
 namespace {
 
 using Vec = std::vector<double>;
+
+// The fitted parameters as the optimizer sees them: times in seconds.
+struct Params {
+  double matmul = 1;    // e_m
+  double memory = 1;    // e_b, for classes without their own
+  double launch_s = 0;  // L
+  double k_half = 0;
+  double call_s = 0;  // c
+  // e_b of one op class (memory_by_class); 0: the class uses `memory`.
+  std::array<double, kNumOpClasses> class_memory{};
+  double memory_for(size_t op_class) const {
+    return class_memory[op_class] > 0 ? class_memory[op_class] : memory;
+  }
+};
+
+Params params_of(const topology::Efficiency& e) {
+  Params p{e.matmul, e.memory, e.launch_overhead.seconds(), 0, 0, {}};
+  for (size_t c = 0; c < p.class_memory.size(); ++c) {
+    p.class_memory[c] = e.memory_by_class[c].value_or(0.0);
+  }
+  if (const auto& m = e.matmul_shape) {
+    p.k_half = m->k_half;
+    p.call_s = m->call_overhead.seconds();
+  }
+  return p;
+}
+
+// `base` (for its matmul_shape's tile, units and batching) with `p`'s values.
+topology::Efficiency efficiency_of(const Params& p, topology::Efficiency base) {
+  base.matmul = p.matmul;
+  base.memory = p.memory;
+  for (size_t c = 0; c < p.class_memory.size(); ++c) {
+    base.memory_by_class[c] =
+        p.class_memory[c] > 0 ? std::optional<double>(p.class_memory[c]) : std::nullopt;
+  }
+  base.launch_overhead = Seconds(p.launch_s);
+  if (auto& m = base.matmul_shape) {
+    m->k_half = p.k_half;
+    m->call_overhead = Seconds(p.call_s);
+  }
+  return base;
+}
 
 // Nelder-Mead on `f` from `x0` with an initial simplex of `step` along each axis; stops after
 // `max_iter` iterations or when the simplex's values agree to a relative 1e-12.
@@ -30,9 +73,8 @@ Vec nelder_mead(const std::function<double(const Vec&)>& f, Vec x0, double step,
     for (size_t i = 0; i <= n; ++i) {
       order[i] = i;
     }
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return v[a] != v[b] ? v[a] < v[b] : a < b;
-    });
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return v[a] != v[b] ? v[a] < v[b] : a < b; });
     const size_t best = order[0];
     const size_t worst = order[n];
     const size_t second = order[n - 1];
@@ -174,42 +216,16 @@ std::vector<size_t> memory_classes(const std::vector<const FitCase*>& cases) {
 
 }  // namespace
 
-Params params_of(const topology::Chip& chip) {
-  Params p{chip.efficiency.matmul, chip.efficiency.memory,
-           chip.efficiency.launch_overhead.seconds(), 0, 0, {}};
-  for (size_t c = 0; c < p.class_memory.size(); ++c) {
-    p.class_memory[c] = chip.efficiency.memory_by_class[c].value_or(0.0);
-  }
-  if (const auto& m = chip.efficiency.matmul_shape) {
-    p.k_half = m->k_half;
-    p.call_s = m->call_overhead.seconds();
-  }
-  return p;
-}
-
-topology::Chip with_params(topology::Chip chip, const Params& p) {
-  chip.efficiency.matmul = p.matmul;
-  chip.efficiency.memory = p.memory;
-  for (size_t c = 0; c < p.class_memory.size(); ++c) {
-    chip.efficiency.memory_by_class[c] =
-        p.class_memory[c] > 0 ? std::optional<double>(p.class_memory[c]) : std::nullopt;
-  }
-  chip.efficiency.launch_overhead = Duration::from_ps(std::llround(p.launch_s * 1e12));
-  if (auto& m = chip.efficiency.matmul_shape) {
-    m->k_half = p.k_half;
-    m->call_overhead = Duration::from_ps(std::llround(p.call_s * 1e12));
-  }
-  return chip;
-}
-
 FitCase make_fit_case(const std::vector<StepKernel>& kernels, const topology::Chip& chip,
                       const Measured& measured) {
   const topology::RooflineComputeModel model(chip);
   const auto& shape_model = chip.efficiency.matmul_shape;
   FitCase c;
-  c.measured_step_s = measured.step_s;
-  c.measured = measured.by_class;
-  c.measured_ops_s = measured.op_time_s();
+  c.measured_step_s = measured.step.seconds();
+  for (size_t k = 0; k < c.measured.size(); ++k) {
+    c.measured[k] = measured.by_class[k].seconds();
+  }
+  c.measured_ops_s = measured.op_time().seconds();
   std::map<GemmKey, int32_t> group_index;
   using Key = std::tuple<uint8_t, int32_t, bool, double, double, double, double, double>;
   std::map<Key, size_t> merged;
@@ -225,16 +241,19 @@ FitCase make_fit_case(const std::vector<StepKernel>& kernels, const topology::Ch
       k.quantization = shape_model ? topology::wave_quantization(*shape_model, *w.shape) : 1.0;
       k.calls = static_cast<double>(shape_model ? topology::gemm_calls(*shape_model, *w.shape) : 1);
       const GemmKey key = gemm_key(w.op_class, *w.shape);
-      if (const auto m = measured.gemms.find(key); m != measured.gemms.end() && m->second.time_s > 0) {
-        const auto [it, added] = group_index.try_emplace(key, static_cast<int32_t>(c.groups.size()));
+      if (const auto m = measured.gemms.find(key);
+          m != measured.gemms.end() && m->second.time > Duration::zero()) {
+        const auto [it, added] =
+            group_index.try_emplace(key, static_cast<int32_t>(c.groups.size()));
         if (added) {
           c.groups.push_back(key);
-          c.group_measured.push_back(m->second.time_s);
+          c.group_measured.push_back(m->second.time.seconds());
         }
         k.group = it->second;
       }
     }
-    const Key key{k.op_class, k.group, k.matrix, k.flops_s, k.memory_s, k.quantization, k.k, k.calls};
+    const Key key{k.op_class, k.group,        k.matrix, k.flops_s,
+                  k.memory_s, k.quantization, k.k,      k.calls};
     const auto [it, added] = merged.try_emplace(key, c.kernels.size());
     if (added) {
       k.count = 0;
@@ -244,6 +263,8 @@ FitCase make_fit_case(const std::vector<StepKernel>& kernels, const topology::Ch
   }
   return c;
 }
+
+namespace {
 
 Prediction predict(const FitCase& c, const Params& p) {
   Prediction r;
@@ -290,9 +311,20 @@ double fit_loss(const std::vector<const FitCase*>& cases, const Params& p) {
   return loss;
 }
 
+}  // namespace
 
-Params fit(const std::vector<const FitCase*>& cases, const Params& start, bool shape,
-           bool by_class) {
+Prediction predict(const FitCase& c, const topology::Efficiency& e) {
+  return predict(c, params_of(e));
+}
+
+double fit_loss(const std::vector<const FitCase*>& cases, const topology::Efficiency& e) {
+  return fit_loss(cases, params_of(e));
+}
+
+namespace {
+
+Params fit_params(const std::vector<const FitCase*>& cases, const Params& start, bool shape,
+                  bool by_class) {
   // Stage 1: one memory efficiency for every class, from the best points of a 3^n grid.
   Params shared_start = start;
   shared_start.class_memory = {};
@@ -305,13 +337,10 @@ Params fit(const std::vector<const FitCase*>& cases, const Params& start, bool s
     return [&cases, &sp](const Vec& x) { return fit_loss(cases, sp.params(x)); };
   };
   const auto f = loss_in(space);
-  const std::vector<std::vector<double>> grid = {{0.2, 0.5, 0.9},
-                                                 {0.1, 0.4, 1.0},
-                                                 {1e-6, 1e-5, 1e-4},
-                                                 {4, 32, 256},
-                                                 {1e-6, 1e-5, 1e-4}};
-  std::vector<std::pair<double, Vec>> starts = {{f(space.point(shared_start)),
-                                                 space.point(shared_start)}};
+  const std::vector<std::vector<double>> grid = {
+      {0.2, 0.5, 0.9}, {0.1, 0.4, 1.0}, {1e-6, 1e-5, 1e-4}, {4, 32, 256}, {1e-6, 1e-5, 1e-4}};
+  std::vector<std::pair<double, Vec>> starts = {
+      {f(space.point(shared_start)), space.point(shared_start)}};
   const size_t n = space.dims.size();
   size_t total = 1;
   for (size_t d = 0; d < n; ++d) {
@@ -369,4 +398,12 @@ Params fit(const std::vector<const FitCase*>& cases, const Params& start, bool s
   return p;
 }
 
-}  // namespace meshsim::cli
+}  // namespace
+
+topology::Efficiency fit(const std::vector<const FitCase*>& cases,
+                         const topology::Efficiency& start, bool by_class) {
+  const bool shape = start.matmul_shape.has_value();
+  return efficiency_of(fit_params(cases, params_of(start), shape, by_class), start);
+}
+
+}  // namespace meshsim::validation

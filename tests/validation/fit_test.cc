@@ -1,0 +1,123 @@
+// The fit (validation/src/calibrate_fit.h) in process, on measurements the roofline model itself
+// makes: from a start far off, it recovers the efficiency the "measurements" were made with, and
+// the same inputs give the same fit, bit for bit. And the source text a calibrated profile carries.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "calibrate_fit.h"
+#include "meshsim/validation/calibrate.h"
+#include "meshsim/validation/comparison.h"
+#include "meshsim/validation/profile.h"
+#include "validation_test_util.h"
+
+namespace meshsim::validation::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The smoke fixture's model at several batches and sequence lengths, "measured" by simulating
+// its kernels on `truth`.
+std::vector<FitCase> synthetic_cases(const Profile& base, const topology::Efficiency& truth) {
+  topology::Chip measured_on = base.chip;
+  measured_on.efficiency = truth;
+  std::vector<FitCase> cases;
+  for (const auto& [batch, seq] :
+       std::vector<std::pair<int64_t, int64_t>>{{2, 64}, {4, 128}, {1, 256}}) {
+    Manifest m = load_manifest(kManifest);
+    m.micro_batch = batch;
+    m.global_batch = batch;
+    m.seq = seq;
+    const std::vector<StepKernel> kernels = step_kernels(m);
+    const Simulated s = simulate_kernels(kernels, measured_on);
+    Measured measured;
+    measured.step = s.step;
+    measured.by_class = s.by_class;
+    measured.gemms = s.gemms;
+    cases.push_back(make_fit_case(kernels, base.chip, measured));
+  }
+  return cases;
+}
+
+TEST(Fit, RecoversTheEfficiencyTheMeasurementsWereMadeWith) {
+  const Profile base = load_profile(kProfile);
+  topology::Efficiency truth = base.chip.efficiency;
+  ASSERT_TRUE(truth.matmul_shape);
+  truth.matmul = 0.5;
+  truth.memory = 0.7;
+  truth.memory_by_class = {};
+  truth.launch_overhead = Microseconds(10);
+  truth.matmul_shape->k_half = 48;
+  truth.matmul_shape->call_overhead = Microseconds(25);
+  topology::Efficiency start = truth;
+  start.matmul = 0.05;
+  start.memory = 0.2;
+  start.launch_overhead = Microseconds(1);
+  start.matmul_shape->k_half = 2;
+  start.matmul_shape->call_overhead = Microseconds(1);
+  const std::vector<FitCase> cases = synthetic_cases(base, truth);
+  const std::vector<const FitCase*> all = {&cases[0], &cases[1], &cases[2]};
+  const topology::Efficiency got = fit(all, start);
+  EXPECT_NEAR(got.matmul, 0.5, 0.5 * 0.01);
+  EXPECT_NEAR(got.memory, 0.7, 0.7 * 0.01);
+  EXPECT_NEAR(got.launch_overhead.microseconds(), 10, 10 * 0.01);
+  ASSERT_TRUE(got.matmul_shape);
+  EXPECT_NEAR(got.matmul_shape->k_half, 48, 48 * 0.01);
+  EXPECT_NEAR(got.matmul_shape->call_overhead.microseconds(), 25, 25 * 0.01);
+  EXPECT_EQ(got.matmul_shape->tile_m, truth.matmul_shape->tile_m);  // the hardware is kept
+  EXPECT_LT(fit_loss(all, got), 1e-8);
+  EXPECT_GT(fit_loss(all, start), 1);
+  // Deterministic: the same inputs, the same fit to the last bit.
+  const topology::Efficiency again = fit(all, start);
+  EXPECT_EQ(again.matmul, got.matmul);
+  EXPECT_EQ(again.memory, got.memory);
+  EXPECT_EQ(again.launch_overhead, got.launch_overhead);
+  EXPECT_EQ(again.matmul_shape->k_half, got.matmul_shape->k_half);
+  EXPECT_EQ(again.memory_by_class, got.memory_by_class);
+}
+
+TEST(Fit, WithoutAMatmulShapeOnlyTheEfficienciesAndTheLaunchOverheadMove) {
+  const Profile base = load_profile(kProfile);
+  topology::Efficiency truth = base.chip.efficiency;
+  truth.matmul_shape.reset();
+  truth.matmul = 0.4;
+  truth.memory = 0.3;
+  truth.memory_by_class = {};
+  truth.launch_overhead = Microseconds(4);
+  Profile flat = base;
+  flat.chip.efficiency = truth;
+  const std::vector<FitCase> cases = synthetic_cases(flat, truth);
+  const std::vector<const FitCase*> all = {&cases[0], &cases[1], &cases[2]};
+  topology::Efficiency start = truth;
+  start.matmul = 0.9;
+  start.memory = 0.9;
+  start.launch_overhead = Microseconds(20);
+  const topology::Efficiency got = fit(all, start, /*by_class=*/false);
+  EXPECT_FALSE(got.matmul_shape);
+  EXPECT_NEAR(got.matmul, 0.4, 0.4 * 0.01);
+  EXPECT_NEAR(got.memory, 0.3, 0.3 * 0.01);
+  EXPECT_NEAR(got.launch_overhead.microseconds(), 4, 4 * 0.01);
+  for (const auto& v : got.memory_by_class) {
+    EXPECT_FALSE(v);
+  }
+}
+
+TEST(Calibration, SourceNamesTheToolTheBaseTheCasesAndTheHeldOutErrors) {
+  const Profile base = load_profile(kProfile);
+  Calibration c;
+  for (const auto& [name, held] : {std::pair{"a", 0.015}, std::pair{"b", -0.02}}) {
+    CalibratedCase r;
+    r.case_name = name;
+    r.step_time_error_held_out = held;
+    c.cases.push_back(r);
+  }
+  const std::string s = calibration_source(c, base, "meshsim calibrate (meshsim 9.9)");
+  EXPECT_THAT(s, HasSubstr("fitted by meshsim calibrate (meshsim 9.9) from base profile " +
+                           base.path + " to 2 measured run(s): a, b;"));
+  EXPECT_THAT(s, HasSubstr("leave-one-out step errors: a +1.5%, b -2.0%"));
+  c.cases.pop_back();
+  c.cases.front().step_time_error_held_out.reset();
+  EXPECT_THAT(calibration_source(c, base, "t"), ::testing::Not(HasSubstr("leave-one-out")));
+}
+
+}  // namespace
+}  // namespace meshsim::validation::test
