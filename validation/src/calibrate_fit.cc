@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <nlopt.hpp>
 #include <optional>
 #include <tuple>
 
@@ -13,6 +14,14 @@ namespace meshsim::validation {
 namespace {
 
 using Vec = std::vector<double>;
+
+// The local search: NLopt's Subplex (LN_SBPLX; T. Rowan's thesis, 1990), Nelder-Mead on a
+// sequence of subspaces, derivative-free and bounded. The loss has kinks wherever a kernel turns
+// from compute- to memory-bound (the roofline's max), which derivative-free simplex methods take in
+// their stride; on the committed CPU traces Subplex, Nelder-Mead and BOBYQA reach the same minimum.
+// Deterministic: no random numbers, and stopping by tolerance and evaluation count only.
+constexpr nlopt::algorithm kAlgorithm = nlopt::LN_SBPLX;
+constexpr int kMaxEvaluations = 20000;
 
 // The fitted parameters as the optimizer sees them: times in seconds.
 struct Params {
@@ -54,77 +63,6 @@ topology::Efficiency efficiency_of(const Params& p, topology::Efficiency base) {
     m->call_overhead = Seconds(p.call_s);
   }
   return base;
-}
-
-// Nelder-Mead on `f` from `x0` with an initial simplex of `step` along each axis; stops after
-// `max_iter` iterations or when the simplex's values agree to a relative 1e-12.
-Vec nelder_mead(const std::function<double(const Vec&)>& f, Vec x0, double step, int max_iter) {
-  const size_t n = x0.size();
-  std::vector<Vec> s(n + 1, x0);
-  Vec v(n + 1);
-  for (size_t i = 0; i < n; ++i) {
-    s[i + 1][i] += step;
-  }
-  for (size_t i = 0; i <= n; ++i) {
-    v[i] = f(s[i]);
-  }
-  std::vector<size_t> order(n + 1);
-  for (int it = 0; it < max_iter; ++it) {
-    for (size_t i = 0; i <= n; ++i) {
-      order[i] = i;
-    }
-    std::sort(order.begin(), order.end(),
-              [&](size_t a, size_t b) { return v[a] != v[b] ? v[a] < v[b] : a < b; });
-    const size_t best = order[0];
-    const size_t worst = order[n];
-    const size_t second = order[n - 1];
-    if (std::fabs(v[worst] - v[best]) <= 1e-12 * (std::fabs(v[best]) + 1e-300)) {
-      break;
-    }
-    Vec c(n, 0.0);
-    for (size_t i = 0; i <= n; ++i) {
-      if (i != worst) {
-        for (size_t d = 0; d < n; ++d) {
-          c[d] += s[i][d] / static_cast<double>(n);
-        }
-      }
-    }
-    auto along = [&](double t) {
-      Vec x(n);
-      for (size_t d = 0; d < n; ++d) {
-        x[d] = c[d] + t * (s[worst][d] - c[d]);
-      }
-      return x;
-    };
-    const Vec xr = along(-1);
-    const double fr = f(xr);
-    if (fr < v[best]) {
-      const Vec xe = along(-2);
-      const double fe = f(xe);
-      s[worst] = fe < fr ? xe : xr;
-      v[worst] = std::min(fe, fr);
-    } else if (fr < v[second]) {
-      s[worst] = xr;
-      v[worst] = fr;
-    } else {
-      const Vec xc = fr < v[worst] ? along(-0.5) : along(0.5);
-      const double fc = f(xc);
-      if (fc < std::min(fr, v[worst])) {
-        s[worst] = xc;
-        v[worst] = fc;
-      } else {  // shrink towards the best point
-        for (size_t i = 0; i <= n; ++i) {
-          if (i != best) {
-            for (size_t d = 0; d < n; ++d) {
-              s[i][d] = s[best][d] + 0.5 * (s[i][d] - s[best][d]);
-            }
-            v[i] = f(s[i]);
-          }
-        }
-      }
-    }
-  }
-  return s[static_cast<size_t>(std::min_element(v.begin(), v.end()) - v.begin())];
 }
 
 // The fitted parameters as logarithms, each within its bounds: efficiencies in [1e-4, 1], L and
@@ -176,6 +114,20 @@ struct Space {
     }
     return p;
   }
+  Vec lower() const {
+    Vec v;
+    for (const Dim& d : dims) {
+      v.push_back(bounds(d.field).first);
+    }
+    return v;
+  }
+  Vec upper() const {
+    Vec v;
+    for (const Dim& d : dims) {
+      v.push_back(bounds(d.field).second);
+    }
+    return v;
+  }
   Vec point(const Params& p) const {
     Vec x;
     Params q = p;
@@ -187,10 +139,40 @@ struct Space {
   }
 };
 
-// Nelder-Mead from `x`, then again from its end with a smaller simplex.
-Vec polish(const std::function<double(const Vec&)>& f, Vec x) {
-  x = nelder_mead(f, x, 1.0, 4000);
-  return nelder_mead(f, x, 0.1, 4000);
+using Objective = std::function<double(const Vec&)>;
+
+// NLopt takes the objective as a C function and a void* (its API, nlopt.hpp): the one place where
+// a void* stands for a typed callable.
+double call_objective(const Vec& x, Vec& /*gradient: derivative-free*/, void* objective) {
+  return (*static_cast<const Objective*>(objective))(x);
+}
+
+// A bounded local search of `f` in `space` from `x` with a first step of `step` along each axis
+// (log units), to a relative change of the loss of 1e-12 or kMaxEvaluations evaluations: a
+// deterministic number of evaluations, never a time limit.
+Vec minimize(const Objective& f, const Space& space, Vec x, double step) {
+  nlopt::opt opt(kAlgorithm, static_cast<unsigned>(x.size()));
+  opt.set_lower_bounds(space.lower());
+  opt.set_upper_bounds(space.upper());
+  opt.set_min_objective(call_objective, const_cast<Objective*>(&f));
+  opt.set_initial_step(step);
+  opt.set_ftol_rel(1e-12);
+  opt.set_xtol_rel(1e-10);
+  opt.set_maxeval(kMaxEvaluations);
+  double value = 0;
+  try {
+    opt.optimize(x, value);
+  } catch (const nlopt::roundoff_limited&) {
+    // Converged as far as floating point allows: x holds the best point found.
+  }
+  return x;
+}
+
+// A local search from `x`, then again from its end with a smaller first step (a restart rebuilds
+// the search's simplex or model around the point reached, as a polish).
+Vec polish(const Objective& f, const Space& space, Vec x) {
+  x = minimize(f, space, std::move(x), 1.0);
+  return minimize(f, space, std::move(x), 0.1);
 }
 
 // The op classes whose memory efficiency the cases can inform: memory-bound (non-GEMM)
@@ -323,31 +305,30 @@ double fit_loss(const std::vector<const FitCase*>& cases, const topology::Effici
 
 namespace {
 
-Params fit_params(const std::vector<const FitCase*>& cases, const Params& start, bool shape,
-                  bool by_class) {
-  // Stage 1: one memory efficiency for every class, from the best points of a 3^n grid.
-  Params shared_start = start;
-  shared_start.class_memory = {};
-  Space space{{{Field::kMatmul}, {Field::kMemory}, {Field::kLaunch}}, shared_start};
+Objective loss_in(const std::vector<const FitCase*>& cases, const Space& space) {
+  return [&cases, &space](const Vec& x) { return fit_loss(cases, space.params(x)); };
+}
+
+// Stage 1: one memory efficiency for every class, polished from the best points of a 3^n grid of
+// starts (and `start` itself).
+Params fit_shared(const std::vector<const FitCase*>& cases, Params start, bool shape) {
+  start.class_memory = {};
+  Space space{{{Field::kMatmul}, {Field::kMemory}, {Field::kLaunch}}, start};
   if (shape) {
     space.dims.push_back({Field::kKHalf});
     space.dims.push_back({Field::kCall});
   }
-  auto loss_in = [&](const Space& sp) {
-    return [&cases, &sp](const Vec& x) { return fit_loss(cases, sp.params(x)); };
-  };
-  const auto f = loss_in(space);
+  const Objective f = loss_in(cases, space);
   const std::vector<std::vector<double>> grid = {
       {0.2, 0.5, 0.9}, {0.1, 0.4, 1.0}, {1e-6, 1e-5, 1e-4}, {4, 32, 256}, {1e-6, 1e-5, 1e-4}};
-  std::vector<std::pair<double, Vec>> starts = {
-      {f(space.point(shared_start)), space.point(shared_start)}};
+  std::vector<std::pair<double, Vec>> starts = {{f(space.point(start)), space.point(start)}};
   const size_t n = space.dims.size();
   size_t total = 1;
   for (size_t d = 0; d < n; ++d) {
     total *= 3;
   }
   for (size_t i = 0; i < total; ++i) {
-    Params p = shared_start;
+    Params p = start;
     for (size_t d = 0, rest = i; d < n; ++d, rest /= 3) {
       Space::slot(p, space.dims[d]) = grid[d][rest % 3];
     }
@@ -359,18 +340,20 @@ Params fit_params(const std::vector<const FitCase*>& cases, const Params& start,
   Vec best = starts.front().second;
   double best_loss = starts.front().first;
   for (size_t s = 0; s < std::min<size_t>(4, starts.size()); ++s) {
-    const Vec x = polish(f, starts[s].second);
+    const Vec x = polish(f, space, starts[s].second);
     if (const double l = f(x); l < best_loss) {
       best_loss = l;
       best = x;
     }
   }
-  Params shared = space.params(best);
-  const std::vector<size_t> classes = memory_classes(cases);
-  if (!by_class || classes.empty()) {
-    return shared;
-  }
-  // Stage 2: every parameter, with a memory efficiency per class, from the shared fit.
+  return space.params(best);
+}
+
+// Stage 2: every parameter, with a memory efficiency per class in `classes`, from the shared fit.
+// Classes the data did not inform keep a memory efficiency: the mean of the fitted ones, weighted
+// by their memory-bound simulated time in the cases.
+Params fit_by_class(const std::vector<const FitCase*>& cases, const Params& shared, bool shape,
+                    const std::vector<size_t>& classes) {
   Space all{{{Field::kMatmul}, {Field::kLaunch}}, shared};
   if (shape) {
     all.dims.push_back({Field::kKHalf});
@@ -380,10 +363,7 @@ Params fit_params(const std::vector<const FitCase*>& cases, const Params& start,
     all.dims.push_back({Field::kClassMemory, c});
     all.fixed.class_memory[c] = shared.memory;
   }
-  const auto g = loss_in(all);
-  Params p = all.params(polish(g, all.point(all.fixed)));
-  // Classes the data did not inform keep a memory efficiency: the mean of the fitted ones,
-  // weighted by their memory-bound simulated time in the cases.
+  Params p = all.params(polish(loss_in(cases, all), all, all.point(all.fixed)));
   double weight = 0;
   double sum = 0;
   for (const FitCase* c : cases) {
@@ -403,7 +383,12 @@ Params fit_params(const std::vector<const FitCase*>& cases, const Params& start,
 topology::Efficiency fit(const std::vector<const FitCase*>& cases,
                          const topology::Efficiency& start, bool by_class) {
   const bool shape = start.matmul_shape.has_value();
-  return efficiency_of(fit_params(cases, params_of(start), shape, by_class), start);
+  const Params shared = fit_shared(cases, params_of(start), shape);
+  const std::vector<size_t> classes = memory_classes(cases);
+  if (!by_class || classes.empty()) {
+    return efficiency_of(shared, start);
+  }
+  return efficiency_of(fit_by_class(cases, shared, shape, classes), start);
 }
 
 }  // namespace meshsim::validation

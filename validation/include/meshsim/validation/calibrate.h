@@ -22,10 +22,11 @@
 // ops to classes; with equal weight, the CPU fit traded up to 15% of step error for class
 // composition the model cannot match (validation/README.md).
 //
-// Optimizer (src/calibrate_fit.h): deterministic multi-start local search on the logarithms of
-// the parameters (e_m, e_b <= 1), from the best points of a 3^n grid of starts (the shared e_b),
-// then over all parameters with per-class e_b from that point. Validation: every manifest is also
-// predicted by a fit to the others (leave-one-out), so calibration cannot hide overfitting.
+// Optimizer (src/calibrate_fit.h): NLopt's Subplex (LN_SBPLX), a bounded derivative-free local
+// method, on the logarithms of the parameters (e_m, e_b <= 1), deterministic multi-start: polished
+// from the best points of a 3^n grid of starts (the shared e_b), then over all parameters with
+// per-class e_b from that point. Validation: every manifest is also predicted by a fit to the
+// others (leave-one-out), so calibration cannot hide overfitting.
 #pragma once
 
 #include <array>
