@@ -57,14 +57,8 @@ TEST(Manifest, PlanIsOneDeviceRunningTheManifestsExecution) {
 
 TEST(Profile, FittedDocumentLoadsWithTheFittedValues) {
   const Profile base = load_profile(kProfile);
-  topology::Efficiency e = base.chip.efficiency;
-  ASSERT_TRUE(e.matmul_shape);
-  e.matmul = 0.625;
-  e.memory = 0.25;
-  e.launch_overhead = Microseconds(7.25);
-  e.matmul_shape->k_half = 40.5;
-  e.matmul_shape->call_overhead = Nanoseconds(2443.1);
-  e.memory_by_class = {};
+  topology::Efficiency e =
+      efficiency(base.chip.efficiency, 0.625, 0.25, Microseconds(7.25), 40.5, Nanoseconds(2443.1));
   e.memory_by_class[static_cast<size_t>(OpClass::kNorm)] = 0.1875;
   const nlohmann::json doc = profile_document(base, e, "a test");
   const Profile p = profile_from(doc, "fitted.json");

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "command_test.h"
+#include "meshsim/sim/units.h"
+#include "meshsim/topology/chip.h"
 
 namespace meshsim::validation::test {
 
@@ -27,6 +29,22 @@ inline const std::string kSource = MESHSIM_SOURCE_DIR;
 inline const std::string kProfile = kSource + "/validation/profiles/cpu-amd-epyc-2c.json";
 inline const std::string kChip = "cpu-amd-epyc-1core";
 inline const std::string kManifest = kFixtures + "/torch_cpu_smoke.manifest.json";
+
+// `base` (a chip's efficiency, with a matmul_shape) with the five fitted parameters set and no
+// per-class memory efficiencies.
+inline topology::Efficiency efficiency(topology::Efficiency base, double matmul, double memory,
+                                       Duration launch, double k_half, Duration call) {
+  EXPECT_TRUE(base.matmul_shape);
+  base.matmul = matmul;
+  base.memory = memory;
+  base.memory_by_class = {};
+  base.launch_overhead = launch;
+  if (base.matmul_shape) {
+    base.matmul_shape->k_half = k_half;
+    base.matmul_shape->call_overhead = call;
+  }
+  return base;
+}
 
 class ValidateTest : public meshsim::testing::CommandTest {
  protected:

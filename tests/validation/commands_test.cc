@@ -1,7 +1,8 @@
-// Tests of calibration (validation/include/meshsim/validation/calibrate.h) and of `meshsim
-// calibrate` (cli/src/calibrate_command.h), the latter running the real binary (MESHSIM_BIN) in a
-// fresh temp directory:
-//  * the fit's fast prediction is the roofline model, for any efficiency;
+// End-to-end tests of `meshsim validate` and `meshsim calibrate` (cli/src/validate_command.h,
+// cli/src/calibrate_command.h, over the validation library), running the real binary
+// (MESHSIM_BIN) in a fresh temp directory:
+//  * validate on the committed CPU smoke fixture (a real PyTorch CPU trace and its manifest);
+//  * malformed manifests: exit 2 with the manifest's path and the JSON pointer in the message;
 //  * calibrate recovers known efficiency parameters from SYNTHETIC traces: meshsim simulates
 //    steps of eager PyTorch kernels with a profile whose five fitted parameters are set (matmul
 //    0.5, memory 0.7, launch 10 us, k_half 48, GEMM call 25 us), writes the timeline as Chrome
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -20,16 +22,176 @@
 #include <string>
 #include <vector>
 
-#include "calibrate_fit.h"
-#include "meshsim/validation/comparison.h"
 #include "meshsim/validation/manifest.h"
-#include "meshsim/validation/profile.h"
 #include "validation_test_util.h"
 
 namespace meshsim::validation::test {
 namespace {
 
 using ::testing::HasSubstr;
+
+TEST_F(ValidateTest, SmokeFixtureValidates) {
+  const CommandResult r =
+      meshsim({"validate", kManifest, "--hardware-profile", kProfile, "--json", "v.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("step time"));
+  EXPECT_THAT(r.output, HasSubstr("matmul"));
+  EXPECT_THAT(r.output, HasSubstr("largest per-op discrepancies"));
+  const nlohmann::json j = read_json("v.json");
+  ASSERT_TRUE(j["step_time_error"].is_number());
+  EXPECT_TRUE(std::isfinite(j["step_time_error"].get<double>()));
+  EXPECT_DOUBLE_EQ(j["measured_step_s"].get<double>(),
+                   read_json_file(kManifest)["median_step_time_s"].get<double>());
+  EXPECT_NEAR(j["step_time_error"].get<double>(),
+              j["simulated_step_s"].get<double>() / j["measured_step_s"].get<double>() - 1, 1e-12);
+  ASSERT_TRUE(j["op_classes"].contains("matmul")) << j.dump(2);
+  EXPECT_GT(j["op_classes"]["matmul"]["measured_s"].get<double>(), 0);
+  EXPECT_GT(j["op_classes"]["matmul"]["simulated_s"].get<double>(), 0);
+  EXPECT_TRUE(std::isfinite(j["op_classes"]["matmul"]["error"].get<double>()));
+  // The twin's trace and meshsim's plan hold the same GEMMs, shape by shape.
+  ASSERT_FALSE(j["gemms"].empty());
+  for (const nlohmann::json& g : j["gemms"]) {
+    EXPECT_EQ(g["measured_count"], g["simulated_count"]) << g.dump();
+  }
+}
+
+TEST_F(ValidateTest, MaxStepErrorFailsWithExitCodeFour) {
+  const CommandResult strict =
+      meshsim({"validate", kManifest, "--hardware-profile", kProfile, "--max-step-error", "1e-9"});
+  EXPECT_EQ(strict.exit_code, 4) << strict.output;
+  EXPECT_THAT(strict.output, HasSubstr("FAIL: step-time error"));
+  const CommandResult loose =
+      meshsim({"validate", kManifest, "--hardware-profile", kProfile, "--max-step-error", "100"});
+  EXPECT_EQ(loose.exit_code, 0) << loose.output;
+  expect_input_error(
+      meshsim({"validate", kManifest, "--hardware-profile", kProfile, "--max-step-error", "-1"}),
+      {"--max-step-error"});
+}
+
+TEST_F(ValidateTest, TraceShowsTheSimulatedAndTheMeasuredStepSideBySide) {
+  const CommandResult r = meshsim(
+      {"validate", kManifest, "--hardware-profile", kProfile, "--trace", "cmp.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json t = read_json("cmp.json");
+  std::map<int, std::string> processes;
+  std::map<int, int> slices;
+  std::map<int, double> first;
+  for (const nlohmann::json& e : t["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") {
+      processes[e["pid"].get<int>()] = e["args"]["name"].get<std::string>();
+    } else if (e["ph"] == "X") {
+      const int pid = e["pid"].get<int>();
+      ++slices[pid];
+      const double ts = e["ts"].get<double>();
+      first[pid] = first.count(pid) ? std::min(first[pid], ts) : ts;
+    }
+  }
+  EXPECT_THAT(processes[1], HasSubstr("simulated"));
+  EXPECT_THAT(processes[2], HasSubstr("measured"));
+  // The simulated process holds the plan's kernels, the measured one the ops of a trace step.
+  const Manifest m = load_manifest(kManifest);
+  EXPECT_EQ(slices[1], static_cast<int>(step_kernels(m).size()));
+  EXPECT_EQ(slices[2], 536);  // the median (second) step of the smoke trace
+  EXPECT_EQ(first[1], 0.0);
+  EXPECT_EQ(first[2], 0.0);
+  const CommandResult pf = meshsim(
+      {"validate", kManifest, "--hardware-profile", kProfile, "--trace", "cmp.pftrace"});
+  ASSERT_EQ(pf.exit_code, 0) << pf.output;
+  EXPECT_GT(fs::file_size(path("cmp.pftrace")), 10000u);
+  expect_input_error(
+      meshsim({"validate", kManifest, "--hardware-profile", kProfile, "--trace", "cmp.txt"}),
+      {"--trace", ".pftrace"});
+}
+
+TEST_F(ValidateTest, ProfilerCostIsRemovedOnlyWhereTheTrainerMeasuredIt) {
+  const CommandResult with = meshsim({"validate", kManifest, "--hardware-profile", kProfile,
+                                      "--json", "with.json"});
+  ASSERT_EQ(with.exit_code, 0) << with.output;
+  EXPECT_THAT(with.output, HasSubstr("(measured by the trainer)"));
+  EXPECT_GT(read_json("with.json")["profiler_overhead_per_event_s"].get<double>(), 0);
+  nlohmann::json m = smoke_manifest();
+  m["trace"].erase("profiler_overhead_per_event_s");
+  write_json("m.json", m);
+  const CommandResult without =
+      meshsim({"validate", "m.json", "--hardware-profile", kProfile, "--json", "without.json"});
+  ASSERT_EQ(without.exit_code, 0) << without.output;
+  EXPECT_THAT(without.output, HasSubstr("not measured by the trainer: none removed"));
+  EXPECT_EQ(read_json("without.json")["profiler_overhead_per_event_s"].get<double>(), 0.0);
+  // Either way the classes are rescaled to the unprofiled step, so the step time is the same.
+  EXPECT_EQ(read_json("without.json")["simulated_step_s"],
+            read_json("with.json")["simulated_step_s"]);
+}
+
+TEST_F(ValidateTest, ExecutionSaysWhichKernelsToSimulate) {
+  nlohmann::json m = smoke_manifest();
+  m.erase("execution");
+  write_json("m.json", m);
+  expect_input_error(meshsim({"validate", "m.json", "--hardware-profile", kProfile}),
+                     {"m.json", "/execution", "kernels"});
+  nlohmann::json k = smoke_manifest();
+  k["execution"]["kernels"] = "jit";
+  write_json("k.json", k);
+  expect_input_error(meshsim({"validate", "k.json", "--hardware-profile", kProfile}),
+                     {"k.json", "/execution/kernels", "eager"});
+  // Fused kernels are fewer and move fewer bytes than eager ones: a shorter simulated step.
+  nlohmann::json f = smoke_manifest();
+  f["execution"]["kernels"] = "fused";
+  f["execution"]["optimizer_kernels"] = "fused";
+  write_json("f.json", f);
+  ASSERT_EQ(meshsim({"validate", "f.json", "--hardware-profile", kProfile, "--json", "f-v.json"})
+                .exit_code, 0);
+  ASSERT_EQ(meshsim({"validate", kManifest, "--hardware-profile", kProfile, "--json", "e-v.json"})
+                .exit_code, 0);
+  EXPECT_LT(read_json("f-v.json")["simulated_step_s"].get<double>(),
+            read_json("e-v.json")["simulated_step_s"].get<double>());
+}
+
+TEST_F(ValidateTest, NeedsAHardwareProfile) {
+  expect_input_error(meshsim({"validate", kManifest}), {"--hardware-profile"});
+}
+
+TEST_F(ValidateTest, MissingFieldNamesManifestAndPointer) {
+  nlohmann::json m = smoke_manifest();
+  m.erase("seq_len");
+  write_json("m.json", m);
+  expect_input_error(meshsim({"validate", "m.json", "--hardware-profile", kProfile}),
+                     {"m.json", "/seq_len"});
+  nlohmann::json b = smoke_manifest();
+  b["batch"].erase("micro_batch");
+  write_json("b.json", b);
+  expect_input_error(meshsim({"validate", "b.json", "--hardware-profile", kProfile}),
+                     {"b.json", "/batch/micro_batch"});
+}
+
+TEST_F(ValidateTest, WrongTypeNamesManifestAndPointer) {
+  nlohmann::json m = smoke_manifest();
+  m["median_step_time_s"] = "fast";
+  write_json("m.json", m);
+  expect_input_error(meshsim({"validate", "m.json", "--hardware-profile", kProfile}),
+                     {"m.json", "/median_step_time_s"});
+  nlohmann::json d = smoke_manifest();
+  d["model"]["num_layers"] = -2;
+  write_json("d.json", d);
+  expect_input_error(meshsim({"validate", "d.json", "--hardware-profile", kProfile}),
+                     {"d.json", "/num_layers"});
+}
+
+TEST_F(ValidateTest, MissingTraceNamesManifestAndPointer) {
+  nlohmann::json m = smoke_manifest();
+  m["trace"]["path"] = "no-such-trace.json.gz";
+  write_json("m.json", m);
+  expect_input_error(meshsim({"validate", "m.json", "--hardware-profile", kProfile}),
+                     {"m.json", "/trace/path", "no-such-trace.json.gz"});
+}
+
+TEST_F(ValidateTest, MultiDeviceMeshIsNotSupportedYet) {
+  nlohmann::json m = smoke_manifest();
+  m["mesh"]["data"] = 2;
+  write_json("m.json", m);
+  expect_input_error(meshsim({"validate", "m.json", "--hardware-profile", kProfile}),
+                     {"m.json", "/mesh", "not supported yet"});
+}
+
 
 TEST_F(ValidateTest, CalibrateWithOneManifestSaysLeaveOneOutIsImpossible) {
   const CommandResult r =
@@ -41,48 +203,6 @@ TEST_F(ValidateTest, CalibrateWithOneManifestSaysLeaveOneOutIsImpossible) {
               HasSubstr("fitted by meshsim calibrate"));
   // The written profile is a valid profile.
   EXPECT_EQ(meshsim({"validate", kManifest, "--hardware-profile", "fit.json"}).exit_code, 0);
-}
-
-// The fit's fast prediction (src/calibrate_fit.h: predict) is the roofline model
-// (compute_model.h), for any efficiency: the same step and per-class times as simulating the
-// kernels on the chip with that efficiency.
-TEST(CalibrateModel, PredictionIsTheRooflineModel) {
-  const Manifest m = load_manifest(kManifest);
-  const Profile profile = load_profile(kProfile);
-  const std::vector<StepKernel> kernels = step_kernels(m);
-  Measured measured;
-  measured.step = Seconds(1);
-  const FitCase c = make_fit_case(kernels, profile.chip, measured);
-  EXPECT_LT(c.kernels.size(), kernels.size());  // identical kernels merged
-  topology::Efficiency e = profile.chip.efficiency;
-  ASSERT_TRUE(e.matmul_shape);
-  e.matmul = 0.6;
-  e.memory = 0.3;
-  e.launch_overhead = Microseconds(7);
-  e.matmul_shape->k_half = 40;
-  e.matmul_shape->call_overhead = Microseconds(30);
-  e.memory_by_class[static_cast<size_t>(OpClass::kOptimizer)] = 0.7;
-  topology::Efficiency ideal = e;  // every efficiency 1, no overheads
-  ideal.matmul = 1;
-  ideal.memory = 1;
-  ideal.memory_by_class = {};
-  ideal.launch_overhead = Duration::zero();
-  ideal.matmul_shape->k_half = 0;
-  ideal.matmul_shape->call_overhead = Duration::zero();
-  // The simulator rounds each kernel's roofline terms up to whole picoseconds (units.h), the
-  // prediction does not: at most 2 ps per kernel apart.
-  const double rounding = 2e-12 * static_cast<double>(kernels.size());
-  for (const topology::Efficiency& q : {profile.chip.efficiency, e}) {
-    const Prediction t = predict(c, q);
-    topology::Chip chip = profile.chip;
-    chip.efficiency = q;
-    const Simulated s = simulate_kernels(kernels, chip);
-    EXPECT_NEAR(t.step_s, s.step.seconds(), rounding);
-    EXPECT_GT(std::fabs(t.step_s - predict(c, ideal).step_s), 1e-4);  // the parameters matter
-    for (size_t k = 0; k < t.by_class.size(); ++k) {
-      EXPECT_NEAR(t.by_class[k], s.by_class[k].seconds(), rounding) << k;
-    }
-  }
 }
 
 // The record_function range that gives an op its class (none for matmul, elementwise and copy,
@@ -182,23 +302,23 @@ nlohmann::json one_device_cluster(const std::string& chip) {
             {"latency", latency}}}};
 }
 
-TEST_F(ValidateTest, CalibrateRecoversKnownParametersFromSyntheticTraces) {
-  // The profile with known efficiencies.
+// The base CPU profile with the five fitted parameters set.
+nlohmann::json profile_with(double matmul, double memory, const std::string& launch, double k_half,
+                            const std::string& call) {
   nlohmann::json profile = read_json_file(kProfile);
   nlohmann::json& eff = profile["chips"][kChip]["efficiency"];
-  eff["matmul"]["value"] = 0.5;
-  eff["memory"]["value"] = 0.7;
-  eff["launch_overhead"]["value"] = "10us";
-  eff["matmul_shape"]["k_half"]["value"] = 48;
-  eff["matmul_shape"]["call_overhead"]["value"] = "25us";
-  write_json("truth.json", profile);
-  // Start calibrate far from the truth.
-  eff["matmul"]["value"] = 0.05;
-  eff["memory"]["value"] = 0.2;
-  eff["launch_overhead"]["value"] = "1us";
-  eff["matmul_shape"]["k_half"]["value"] = 2;
-  eff["matmul_shape"]["call_overhead"]["value"] = "1us";
-  write_json("base.json", profile);
+  eff["matmul"]["value"] = matmul;
+  eff["memory"]["value"] = memory;
+  eff["launch_overhead"]["value"] = launch;
+  eff["matmul_shape"]["k_half"]["value"] = k_half;
+  eff["matmul_shape"]["call_overhead"]["value"] = call;
+  return profile;
+}
+
+TEST_F(ValidateTest, CalibrateRecoversKnownParametersFromSyntheticTraces) {
+  // The profile with known efficiencies, and calibrate's start far from them.
+  write_json("truth.json", profile_with(0.5, 0.7, "10us", 48, "25us"));
+  write_json("base.json", profile_with(0.05, 0.2, "1us", 2, "1us"));
 
   const nlohmann::json smoke = read_json_file(kManifest);
   write_json("model.json", smoke["model"]);
