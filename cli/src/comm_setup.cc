@@ -100,13 +100,11 @@ std::unique_ptr<collectives::NetworkBackend> make_backend(const std::string& nam
 }
 
 collectives::Algorithm parse_algo_flag(const std::string& name) {
-  const auto algorithm = collectives::parse_algorithm(name);
+  const auto algorithm = parse_enum<collectives::Algorithm>(name);
   if (!algorithm) {
     throw InputError("--algo", "",
-                     fmt::format("\"{}\" is not one of auto, ring, bidirectional-ring, "
-                                 "double-binary-tree (tree), halving-doubling (hd), hierarchical, "
-                                 "torus-rings (torus), nvls",
-                                 name));
+                     fmt::format("\"{}\" is not one of {}", name,
+                                 describe_choices<collectives::Algorithm>()));
   }
   return *algorithm;
 }

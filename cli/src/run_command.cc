@@ -207,7 +207,7 @@ workloads::ParallelPlan to_plan(const Scenario& s) {
   p.cp = s.cp;
   p.pp = s.pp;
   p.vpp = s.vpp;
-  const auto schedule = workloads::parse_pipeline_schedule(s.schedule);
+  const auto schedule = parse_enum<workloads::PipelineSchedule>(s.schedule);
   if (!schedule) {
     throw InputError("--schedule", "",
                      fmt::format("\"{}\" is not one of gpipe, 1f1b, interleaved, zb", s.schedule));
@@ -221,7 +221,7 @@ workloads::ParallelPlan to_plan(const Scenario& s) {
   p.recompute = s.recompute == "full"        ? workloads::Recompute::kFull
                 : s.recompute == "selective" ? workloads::Recompute::kSelective
                                              : workloads::Recompute::kNone;
-  p.set_training_dtype(*parse_dtype(s.dtype));
+  p.set_training_dtype(*parse_enum<Dtype>(s.dtype));
   p.kernels = s.kernels == "eager" ? workloads::Kernels::kEager : workloads::Kernels::kFused;
   p.optimizer_kernels = s.optimizer_kernels == "per-tensor" ? workloads::OptimizerKernels::kPerTensor
                         : s.optimizer_kernels == "foreach" ? workloads::OptimizerKernels::kForEach

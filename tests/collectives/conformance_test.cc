@@ -270,11 +270,11 @@ TEST(Conformance, EmptyBufferAndSingleRankCostNothing) {
 
 TEST(Conformance, NamesRoundTrip) {
   for (const Algorithm a : kAlgorithms) {
-    EXPECT_EQ(parse_algorithm(to_string(a)), a);
+    EXPECT_EQ(parse_enum<Algorithm>(to_string(a)), a);
   }
-  EXPECT_EQ(parse_algorithm("auto"), Algorithm::kAuto);
-  EXPECT_EQ(parse_algorithm("tree"), Algorithm::kDoubleBinaryTree);
-  EXPECT_FALSE(parse_algorithm("rings").has_value());
+  EXPECT_EQ(parse_enum<Algorithm>("auto"), Algorithm::kAuto);
+  EXPECT_EQ(parse_enum<Algorithm>("tree"), Algorithm::kDoubleBinaryTree);
+  EXPECT_FALSE(parse_enum<Algorithm>("rings").has_value());
 }
 
 }  // namespace

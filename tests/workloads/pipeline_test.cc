@@ -178,12 +178,12 @@ void expect_bubble(const PipelineRun& r, const PipelineConfig& c, int64_t num, i
 
 TEST(PipelineSchedule, NamesRoundTrip) {
   for (S s : {S::kGpipe, S::kOneFOneB, S::kInterleaved, S::kZeroBubble}) {
-    EXPECT_EQ(parse_pipeline_schedule(to_string(s)), s);
+    EXPECT_EQ(parse_enum<PipelineSchedule>(to_string(s)), s);
   }
   EXPECT_EQ(to_string(S::kOneFOneB), "1f1b");
   EXPECT_EQ(to_string(S::kZeroBubble), "zb");
-  EXPECT_FALSE(parse_pipeline_schedule("1F1B").has_value());
-  EXPECT_FALSE(parse_pipeline_schedule("").has_value());
+  EXPECT_FALSE(parse_enum<PipelineSchedule>("1F1B").has_value());
+  EXPECT_FALSE(parse_enum<PipelineSchedule>("").has_value());
 }
 
 TEST(PipelineOrder, GpipeRunsBackwardsInReverse) {

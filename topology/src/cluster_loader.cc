@@ -53,8 +53,9 @@ void read_scale_up_links(JsonObject& up, ClusterSpec& spec, SourceSink& sink) {
 
 void read_scale_up(JsonObject& root, ClusterSpec& spec, SourceSink& sink) {
   JsonObject up = root.object("scale_up");
-  const std::string fabric = up.one_of("fabric", {"nvswitch", "nvlink_domain", "ici_torus"});
-  if (fabric == "ici_torus") {
+  const ScaleUpFabric kind = up.choice<ScaleUpFabric>("fabric");
+  const std::string fabric(to_string(kind));
+  if (kind == ScaleUpFabric::kIciTorus) {
     require_kind(up, spec.chip, ChipKind::kTpu, fabric, "nvswitch or nvlink_domain");
     spec.scale_up = ScaleUpFabric::kIciTorus;
     spec.torus_shape = up.positive_integer_array("shape");
@@ -62,7 +63,7 @@ void read_scale_up(JsonObject& root, ClusterSpec& spec, SourceSink& sink) {
   } else {
     require_kind(up, spec.chip, ChipKind::kGpu, fabric, "ici_torus");
     forbid(up, "shape", "only an \"ici_torus\" fabric has a shape");
-    spec.scale_up = fabric == "nvswitch" ? ScaleUpFabric::kNvSwitch : ScaleUpFabric::kNvlinkDomain;
+    spec.scale_up = kind;
     if (spec.scale_up == ScaleUpFabric::kNvlinkDomain) {
       spec.nvlink_domain_devices = up.positive_integer("domain_devices");
     } else {
@@ -77,9 +78,7 @@ void read_scale_up(JsonObject& root, ClusterSpec& spec, SourceSink& sink) {
 
 FatTreeSpec read_fat_tree(JsonObject& out, const Chip& chip, SourceSink& sink) {
   FatTreeSpec ft;
-  ft.transport = out.one_of("transport", {"infiniband", "roce"}) == "infiniband"
-                     ? Transport::kInfiniBand
-                     : Transport::kRoce;
+  ft.transport = out.choice<Transport>("transport");
   ft.rail_optimized = out.boolean("rail_optimized");
   ft.nics_per_device = detail::sourced_count(out, "nics_per_device", sink);
   ft.nic_bandwidth = out.has("nic_bandwidth")
@@ -105,8 +104,9 @@ FatTreeSpec read_fat_tree(JsonObject& out, const Chip& chip, SourceSink& sink) {
 
 void read_scale_out(JsonObject& root, ClusterSpec& spec, SourceSink& sink) {
   JsonObject out = root.object("scale_out");
-  const std::string fabric = out.one_of("fabric", {"fat_tree", "dcn"});
-  if (fabric == "fat_tree") {
+  const ScaleOutFabric kind = out.choice<ScaleOutFabric>("fabric");
+  const std::string fabric(to_string(kind));
+  if (kind == ScaleOutFabric::kFatTree) {
     require_kind(out, spec.chip, ChipKind::kGpu, fabric, "dcn");
     spec.scale_out = ScaleOutFabric::kFatTree;
     spec.fat_tree = read_fat_tree(out, spec.chip, sink);

@@ -7,52 +7,6 @@
 
 namespace meshsim::workloads {
 
-std::string_view to_string(Axis a) {
-  switch (a) {
-    case Axis::kTensor:
-      return "tp";
-    case Axis::kContext:
-      return "cp";
-    case Axis::kData:
-      return "dp";
-    case Axis::kPipeline:
-      return "pp";
-  }
-  return "?";
-}
-
-std::string_view to_string(CommKind k) {
-  switch (k) {
-    case CommKind::kTensor:
-      return "tp";
-    case CommKind::kContext:
-      return "cp";
-    case CommKind::kData:
-      return "dp";
-    case CommKind::kPipeline:
-      return "pp";
-    case CommKind::kExpert:
-      return "ep";
-  }
-  return "?";
-}
-
-std::string_view to_string(Kernels k) {
-  return k == Kernels::kEager ? "eager" : "fused";
-}
-
-std::string_view to_string(OptimizerKernels k) {
-  switch (k) {
-    case OptimizerKernels::kFused:
-      return "fused";
-    case OptimizerKernels::kForEach:
-      return "foreach";
-    case OptimizerKernels::kPerTensor:
-      return "per-tensor";
-  }
-  return "?";
-}
-
 void ParallelPlan::set_training_dtype(Dtype dtype) {
   matmul_dtype = dtype;
   const bool fp32 = dtype == Dtype::kFp32 || dtype == Dtype::kTf32;

@@ -13,13 +13,6 @@
 namespace meshsim::workloads {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, PipelineSchedule>, 4> kScheduleNames{{
-    {"gpipe", PipelineSchedule::kGpipe},
-    {"1f1b", PipelineSchedule::kOneFOneB},
-    {"interleaved", PipelineSchedule::kInterleaved},
-    {"zb", PipelineSchedule::kZeroBubble},
-}};
-
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
 void require(bool ok, const char* flag, const std::string& message) {
@@ -176,40 +169,6 @@ void validate_interleaved(const PipelineConfig& c) {
 }
 
 }  // namespace
-
-std::optional<PipelineSchedule> parse_pipeline_schedule(std::string_view name) {
-  for (const auto& [n, s] : kScheduleNames) {
-    if (n == name) {
-      return s;
-    }
-  }
-  return std::nullopt;
-}
-
-std::string_view to_string(PipelineSchedule schedule) {
-  for (const auto& [n, s] : kScheduleNames) {
-    if (s == schedule) {
-      return n;
-    }
-  }
-  SIM_CHECK(false, "unknown pipeline schedule {}", static_cast<int>(schedule));
-  return {};
-}
-
-std::string_view to_string(PassKind kind) {
-  switch (kind) {
-    case PassKind::kForward:
-      return "F";
-    case PassKind::kBackward:
-      return "B";
-    case PassKind::kBackwardInput:
-      return "B_input";
-    case PassKind::kBackwardWeight:
-      return "W";
-  }
-  SIM_CHECK(false, "unknown pass kind {}", static_cast<int>(kind));
-  return {};
-}
 
 void validate(const PipelineConfig& c) {
   validate_sizes(c);

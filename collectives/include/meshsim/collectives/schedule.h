@@ -31,6 +31,8 @@
 
 namespace meshsim::collectives {
 
+using meshsim::to_string;
+
 enum class Algorithm : uint8_t {
   kAuto,
   kRing,
@@ -41,8 +43,23 @@ enum class Algorithm : uint8_t {
   kTorusRings,    // per-axis rings, all axes at once (TPU)
   kNvls,          // in-switch reduction on NVSwitch (all-reduce, reduce-scatter, all-gather)
 };
-std::string_view to_string(Algorithm a);
-std::optional<Algorithm> parse_algorithm(std::string_view s);
+// Canonical names first, then the short forms parse_enum<Algorithm> also accepts.
+constexpr auto enum_names(Algorithm) {
+  return std::to_array<EnumName<Algorithm>>({{Algorithm::kAuto, "auto"},
+                                             {Algorithm::kRing, "ring"},
+                                             {Algorithm::kBidirectionalRing, "bidirectional-ring"},
+                                             {Algorithm::kDoubleBinaryTree, "double-binary-tree"},
+                                             {Algorithm::kHalvingDoubling, "halving-doubling"},
+                                             {Algorithm::kHierarchical, "hierarchical"},
+                                             {Algorithm::kTorusRings, "torus-rings"},
+                                             {Algorithm::kNvls, "nvls"},
+                                             {Algorithm::kBidirectionalRing, "bidir-ring"},
+                                             {Algorithm::kDoubleBinaryTree, "tree"},
+                                             {Algorithm::kDoubleBinaryTree, "dbt"},
+                                             {Algorithm::kHalvingDoubling, "hd"},
+                                             {Algorithm::kTorusRings, "torus"},
+                                             {Algorithm::kNvls, "nvlink-sharp"}});
+}
 
 struct Flow {
   topology::VertexId src;

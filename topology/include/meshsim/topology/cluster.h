@@ -35,9 +35,19 @@ enum class ScaleUpFabric { kNvSwitch, kNvlinkDomain, kIciTorus };
 enum class ScaleOutFabric { kFatTree, kDcn };
 enum class Transport { kInfiniBand, kRoce };
 
-std::string_view to_string(ScaleUpFabric fabric);
-std::string_view to_string(ScaleOutFabric fabric);
-std::string_view to_string(Transport transport);
+constexpr auto enum_names(ScaleUpFabric) {
+  return std::to_array<EnumName<ScaleUpFabric>>({{ScaleUpFabric::kNvSwitch, "nvswitch"},
+                                                 {ScaleUpFabric::kNvlinkDomain, "nvlink_domain"},
+                                                 {ScaleUpFabric::kIciTorus, "ici_torus"}});
+}
+constexpr auto enum_names(ScaleOutFabric) {
+  return std::to_array<EnumName<ScaleOutFabric>>(
+      {{ScaleOutFabric::kFatTree, "fat_tree"}, {ScaleOutFabric::kDcn, "dcn"}});
+}
+constexpr auto enum_names(Transport) {
+  return std::to_array<EnumName<Transport>>(
+      {{Transport::kInfiniBand, "infiniband"}, {Transport::kRoce, "roce"}});
+}
 
 struct FatTreeSpec {
   Transport transport = Transport::kInfiniBand;

@@ -30,12 +30,23 @@ namespace meshsim::workloads {
 
 enum class Axis : uint8_t { kTensor, kContext, kData, kPipeline };
 inline constexpr int kNumAxes = 4;
-std::string_view to_string(Axis a);
+constexpr auto enum_names(Axis) {
+  return std::to_array<EnumName<Axis>>({{Axis::kTensor, "tp"},
+                                        {Axis::kContext, "cp"},
+                                        {Axis::kData, "dp"},
+                                        {Axis::kPipeline, "pp"}});
+}
 
 // What a communication op is for; reported as exposed communication by kind.
 enum class CommKind : uint8_t { kTensor = 1, kContext, kData, kPipeline, kExpert };
 inline constexpr int kNumCommKinds = 6;  // index 0 unused (compute)
-std::string_view to_string(CommKind k);
+constexpr auto enum_names(CommKind) {
+  return std::to_array<EnumName<CommKind>>({{CommKind::kTensor, "tp"},
+                                            {CommKind::kContext, "cp"},
+                                            {CommKind::kData, "dp"},
+                                            {CommKind::kPipeline, "pp"},
+                                            {CommKind::kExpert, "ep"}});
+}
 
 struct OverlapOptions {
   bool grad_reduce = true;     // bucketed gradient reduction during the last backward
@@ -54,7 +65,9 @@ struct OverlapOptions {
 //          "eager" (and "sdpa" with flash attention), which validation/reference_trainer's
 //          PyTorch twin follows.
 enum class Kernels : uint8_t { kFused, kEager };
-std::string_view to_string(Kernels k);
+constexpr auto enum_names(Kernels) {
+  return std::to_array<EnumName<Kernels>>({{Kernels::kFused, "fused"}, {Kernels::kEager, "eager"}});
+}
 
 // How the AdamW step runs.
 //  kFused:     one pass over the parameters' state (Megatron's and Apex's fused Adam,
@@ -64,7 +77,11 @@ std::string_view to_string(Kernels k);
 //  kPerTensor: torch.optim.AdamW(foreach=False), the default on CPU: the nine updates per
 //              parameter tensor, plus the step-count update and a host read of it.
 enum class OptimizerKernels : uint8_t { kFused, kForEach, kPerTensor };
-std::string_view to_string(OptimizerKernels k);
+constexpr auto enum_names(OptimizerKernels) {
+  return std::to_array<EnumName<OptimizerKernels>>({{OptimizerKernels::kFused, "fused"},
+                                                    {OptimizerKernels::kForEach, "foreach"},
+                                                    {OptimizerKernels::kPerTensor, "per-tensor"}});
+}
 
 struct ParallelPlan {
   int64_t dp = 1;

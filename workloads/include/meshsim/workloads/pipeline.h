@@ -50,12 +50,19 @@
 #include <string_view>
 #include <vector>
 
+#include "meshsim/sim/enum_names.h"
+
 namespace meshsim::workloads {
 
+using meshsim::to_string;
+
 enum class PipelineSchedule { kGpipe, kOneFOneB, kInterleaved, kZeroBubble };
-// Names: "gpipe", "1f1b", "interleaved", "zb".
-std::optional<PipelineSchedule> parse_pipeline_schedule(std::string_view name);
-std::string_view to_string(PipelineSchedule schedule);
+constexpr auto enum_names(PipelineSchedule) {
+  return std::to_array<EnumName<PipelineSchedule>>({{PipelineSchedule::kGpipe, "gpipe"},
+                                                    {PipelineSchedule::kOneFOneB, "1f1b"},
+                                                    {PipelineSchedule::kInterleaved, "interleaved"},
+                                                    {PipelineSchedule::kZeroBubble, "zb"}});
+}
 
 enum class PassKind {
   kForward,
@@ -63,8 +70,12 @@ enum class PassKind {
   kBackwardInput,   // zb's B: the input gradient, on the critical path
   kBackwardWeight,  // zb's W: the weight gradient, deferred to fill bubbles
 };
-// "F", "B", "B_input", "W".
-std::string_view to_string(PassKind kind);
+constexpr auto enum_names(PassKind) {
+  return std::to_array<EnumName<PassKind>>({{PassKind::kForward, "F"},
+                                            {PassKind::kBackward, "B"},
+                                            {PassKind::kBackwardInput, "B_input"},
+                                            {PassKind::kBackwardWeight, "W"}});
+}
 
 struct PipelinePass {
   PassKind kind = PassKind::kForward;

@@ -61,7 +61,15 @@
 namespace meshsim::workloads {
 
 enum class AttentionKernel { kFlash, kNaive };
+constexpr auto enum_names(AttentionKernel) {
+  return std::to_array<EnumName<AttentionKernel>>(
+      {{AttentionKernel::kFlash, "flash"}, {AttentionKernel::kNaive, "naive"}});
+}
 enum class Recompute { kNone, kSelective, kFull };
+constexpr auto enum_names(Recompute) {
+  return std::to_array<EnumName<Recompute>>(
+      {{Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}});
+}
 enum class ZeroStage { kNone = 0, kOptimizerStates = 1, kGradients = 2, kParameters = 3 };
 
 struct ParallelLayout {
