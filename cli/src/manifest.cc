@@ -11,7 +11,6 @@
 #include "meshsim/workloads/step.h"
 #include "plan_loader.h"
 #include "run_command.h"
-#include "scenario.h"
 
 namespace meshsim::cli {
 namespace {
@@ -31,19 +30,6 @@ class NoCommunication : public CommCostModel {
   }
 };
 
-// The scenario of a manifest's step, with file paths filled in by the caller.
-Scenario scenario_for(const Manifest& m) {
-  Scenario s;
-  s.mbs = m.micro_batch;
-  s.gbs = m.global_batch;
-  s.seq = m.seq;
-  s.dtype = m.dtype;
-  s.attention = m.attention;
-  s.kernels = m.kernels;
-  s.optimizer_kernels = m.optimizer_kernels;
-  return s;
-}
-
 void read_execution(JsonObject& root, Manifest& m) {
   if (!root.has("execution")) {
     root.fail("execution",
@@ -52,9 +38,10 @@ void read_execution(JsonObject& root, Manifest& m) {
               "the reference trainers write it");
   }
   JsonObject ex = root.object("execution");
-  m.kernels = ex.one_of("kernels", kKernelsChoices);
-  m.attention = ex.one_of("attention", kAttentionChoices);
-  m.optimizer_kernels = ex.one_of("optimizer_kernels", kOptimizerKernelsChoices);
+  m.kernels = ex.one_of("kernels", enum_choices<workloads::Kernels>());
+  m.attention = ex.one_of("attention", enum_choices<workloads::AttentionKernel>());
+  m.optimizer_kernels =
+      ex.one_of("optimizer_kernels", enum_choices<workloads::OptimizerKernels>());
   ex.finish();
 }
 
@@ -141,7 +128,7 @@ Manifest load_manifest(const std::string& path) {
   m.global_batch = batch.positive_integer("global_batch");
   m.micro_batch = batch.positive_integer("micro_batch");
   m.seq = root.positive_integer("seq_len");
-  m.dtype = root.one_of("dtype", kDtypeChoices);
+  m.dtype = root.one_of("dtype", enum_choices<Dtype>());
   read_execution(root, m);
   read_mesh(root, path);
   const nlohmann::json& times = root.raw("step_times_s");
@@ -179,11 +166,21 @@ Profile profile_from(const nlohmann::json& document, const std::string& name) {
 
 Profile load_profile(const std::string& path) { return profile_from(load_json_file(path), path); }
 
-workloads::ParallelPlan plan_for(const Manifest& m) { return to_plan(scenario_for(m)); }
+workloads::ParallelPlan plan_for(const Manifest& m) {
+  workloads::ParallelPlan p;
+  p.mbs = m.micro_batch;
+  p.gbs = m.global_batch;
+  p.seq = m.seq;
+  p.set_training_dtype(*parse_enum<Dtype>(m.dtype));
+  p.attention = *parse_enum<workloads::AttentionKernel>(m.attention);
+  p.kernels = *parse_enum<workloads::Kernels>(m.kernels);
+  p.optimizer_kernels = *parse_enum<workloads::OptimizerKernels>(m.optimizer_kernels);
+  return p;
+}
 
 std::vector<StepKernel> step_kernels(const Manifest& m) {
   const workloads::ParallelPlan p = plan_for(m);
-  const workloads::StepPlan plan = workloads::plan_step(m.model, p, 1);
+  const workloads::StepPlan plan = workloads::plan_step(m.model, p);
   std::vector<StepKernel> out;
   const Program& prog = plan.programs.at(plan.ranks.at(0).program);
   for (size_t i = 0; i < prog.size(); ++i) {
@@ -199,7 +196,7 @@ ManifestRun::ManifestRun(const Manifest& m, const topology::Chip& chip)
     : compute_(chip),
       comm_(std::make_unique<NoCommunication>()),
       sim_(std::make_unique<Simulation>(compute_, *comm_)) {
-  workloads::StepPlan plan = workloads::plan_step(m.model, plan_for(m), 1);
+  workloads::StepPlan plan = workloads::plan_step(m.model, plan_for(m));
   load_plan(*sim_, plan);
 }
 

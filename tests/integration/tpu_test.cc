@@ -86,7 +86,7 @@ TEST(Tpu, MaxTextStepSimulatesEndToEnd) {
   const topology::ClusterSpec spec = v5p_888();
   const topology::Network net = topology::Network::build(spec);
   workloads::StepPlan plan =
-      workloads::plan_step(workloads::load_model("llama3-8b"), maxtext_plan(), 512);
+      workloads::plan_step(workloads::load_model("llama3-8b"), maxtext_plan());
   topology::RooflineComputeModel compute(spec.chip);
   collectives::TopologyCommModel comm(net, topology::Placement::in_order(512),
                                       std::make_unique<collectives::AnalyticalBackend>(net));

@@ -22,7 +22,7 @@ struct Kernel {
 
 // The compute kernels of stage `stage`'s program, in program order.
 std::vector<Kernel> kernels(const ModelConfig& m, const ParallelPlan& p, int64_t stage = 0) {
-  const StepPlan plan = plan_step(m, p, p.world());
+  const StepPlan plan = plan_step(m, p);
   std::vector<Kernel> out;
   const Program& prog = plan.programs.at(static_cast<size_t>(stage));
   for (size_t i = 0; i < prog.size(); ++i) {
@@ -225,10 +225,10 @@ TEST(EagerKernels, ContextParallelismIsRefused) {
   p.cp = 2;
   p.dp = 1;
   try {
-    (void)plan_step(val10m(), p, 2);
-    ADD_FAILURE() << "expected an InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.source(), "--kernels");
+    (void)plan_step(val10m(), p);
+    ADD_FAILURE() << "expected a PlanError";
+  } catch (const PlanError& e) {
+    EXPECT_EQ(e.field(), PlanField::kKernels);
     EXPECT_NE(std::string(e.what()).find("context parallelism"), std::string::npos) << e.what();
   }
 }

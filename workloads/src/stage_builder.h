@@ -26,7 +26,7 @@ class StageBuilder {
         mem_(mem),
         params_(params),
         ctx_(context_for(m, p)),
-        pipe_{p.schedule, p.pp, p.microbatches(), p.vpp} {}
+        pipe_(p.pipeline()) {}
 
   Program build();
 

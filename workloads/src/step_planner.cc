@@ -191,16 +191,16 @@ std::vector<int64_t> simulated_ranks(const RankLayout& layout, SimulationMode mo
 
 }  // namespace
 
-StepPlan plan_step(const ModelConfig& model, const ParallelPlan& plan, int64_t devices,
-                   SimulationMode mode, const std::vector<int64_t>& also_simulate) {
-  validate_plan(model, plan, devices);
+StepPlan plan_step(const ModelConfig& model, const ParallelPlan& plan, SimulationMode mode,
+                   const std::vector<int64_t>& also_simulate) {
+  validate_plan(model, plan);
   StepPlan out;
   out.world = plan.world();
   out.microbatches = plan.microbatches();
   out.tokens_per_step = plan.gbs * plan.seq;
   out.model_flops_per_step =
       training_flops_per_token(model, plan.seq) * static_cast<double>(out.tokens_per_step);
-  const PipelineConfig pipe{plan.schedule, plan.pp, plan.microbatches(), plan.vpp};
+  const PipelineConfig pipe = plan.pipeline();
   for (int64_t stage = 0; stage < plan.pp; ++stage) {
     const detail::StageMemory mem = stage_memory(model, plan, stage);
     out.programs.push_back(detail::build_stage_program(model, plan, stage, mem,

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "meshsim/sim/program.h"
+#include "meshsim/sim/provenance.h"
 #include "meshsim/sim/units.h"
 #include "meshsim/topology/network.h"
 
@@ -60,6 +61,14 @@ constexpr auto enum_names(Algorithm) {
                                              {Algorithm::kTorusRings, "torus"},
                                              {Algorithm::kNvls, "nvlink-sharp"}});
 }
+
+// The options of the collective model a user chooses. A CommError names one; the edge says where
+// its value came from (sim/provenance.h).
+enum class CommField : uint8_t { kAlgorithm };
+constexpr auto enum_names(CommField) {
+  return std::to_array<EnumName<CommField>>({{CommField::kAlgorithm, "algorithm"}});
+}
+using CommError = FieldError<CommField>;
 
 struct Flow {
   topology::VertexId src;

@@ -24,6 +24,7 @@
 #include "meshsim/sim/program.h"
 #include "meshsim/workloads/model.h"
 #include "meshsim/workloads/pipeline.h"
+#include "meshsim/workloads/plan_field.h"
 #include "meshsim/workloads/training_memory.h"
 
 namespace meshsim::workloads {
@@ -83,6 +84,11 @@ constexpr auto enum_names(OptimizerKernels) {
                                                     {OptimizerKernels::kPerTensor, "per-tensor"}});
 }
 
+// THE plan of a training run: every consumer (the checks, the stage partition, the kernel
+// lowering, the stage builder, the memory closed forms, the cli's report) reads it, and derived
+// facts are computed from it once (partition.h). It holds no strings: choices are enums, read and
+// printed through their enum_names tables. `origins` remembers where each user-set field came
+// from; libraries never read it (they throw PlanError), the edge fills it and reads it.
 struct ParallelPlan {
   int64_t dp = 1;
   ZeroStage zero = ZeroStage::kNone;
@@ -112,6 +118,7 @@ struct ParallelPlan {
   // bucket_size = max(40000000, 1000000 * dp)); at 2 bytes per bf16 gradient, 80 MB.
   Bytes grad_bucket = MB(80);
   ModelStateBytes state;
+  Provenance<PlanField> origins;
 
   int64_t world() const { return dp * tp * cp * pp; }
   // The training precision: kBf16 or kFp8 (mixed precision: bf16 activations, bf16 weights and
@@ -120,16 +127,25 @@ struct ParallelPlan {
   // parameter). Sets matmul_dtype, activation_bytes and state.
   void set_training_dtype(Dtype dtype);
   int64_t microbatches() const { return gbs / (dp * mbs); }
+  // The pipeline schedule's input (pipeline.h).
+  PipelineConfig pipeline() const { return {schedule, pp, microbatches(), vpp}; }
+  // Ranks that reduce (and, with ZeRO, shard) the dense gradients: DP x CP, as Megatron does (CP
+  // ranks hold the same parameters); and the expert gradients: the DP / EP ranks with the same
+  // experts.
+  int64_t dense_grad_group() const { return dp * cp; }
+  int64_t expert_grad_group() const { return dp / ep; }
 };
 
-// Checks the plan against the model and the device count. Throws InputError naming the flag
-// ("--tp", "--pp", ...) and what was expected: degrees positive and multiplying to `devices`;
-// TP dividing the query heads, the KV heads (or KV heads dividing TP, then replicated) and d_ff;
-// PP dividing the layers unless stage_layers states the split; VPP only with the interleaved
-// schedule, dividing the layers per stage; SP only with TP > 1; CP with 2*CP dividing the sequence
-// (load-balanced causal chunks); EP only on MoE models, dividing DP and the experts; the global
-// batch a multiple of DP x MBS; the pipeline schedule's own rules.
-void validate_plan(const ModelConfig& model, const ParallelPlan& plan, int64_t devices);
+// Checks the plan against the model; throws PlanError naming the field at fault and what was
+// expected: sizes positive; TP dividing the query heads, the KV heads (or KV heads dividing TP,
+// then replicated) and d_ff; SP only with TP > 1 and the tokens of a CP rank divisible by TP; CP
+// with 2*CP dividing the sequence (load-balanced causal chunks); PP dividing the layers unless
+// stage_layers states the split (one positive entry per stage, summing to the layers); VPP only
+// with the interleaved schedule, dividing the layers per stage; EP only on MoE models, dividing DP
+// and the experts; the global batch a multiple of DP x MBS; the pipeline schedule's own rules
+// (pipeline.h); a training precision (not fp16). Whether the degrees fit the cluster is the
+// composition root's check (workloads knows no hardware).
+void validate_plan(const ModelConfig& model, const ParallelPlan& plan);
 
 struct RankCoords {
   int64_t tp = 0;

@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "meshsim/sim/enum_names.h"
+#include "meshsim/workloads/plan_field.h"
 
 namespace meshsim::workloads {
 
@@ -86,14 +87,14 @@ struct PipelinePass {
 
 struct PipelineConfig {
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
-  int64_t stages = 1;          // pipeline-parallel ranks (--pp)
-  int64_t microbatches = 1;    // per step per pipeline (from --gbs / (dp * mbs))
-  int64_t virtual_stages = 1;  // model chunks per rank (--vpp)
+  int64_t stages = 1;          // pipeline-parallel ranks (the plan's pp)
+  int64_t microbatches = 1;    // per step per pipeline (gbs / (dp * mbs))
+  int64_t virtual_stages = 1;  // model chunks per rank (vpp)
 };
 
-// Throws InputError whose source names the flag ("--pp", "--vpp", "--schedule", "--gbs") when the
-// combination is invalid: sizes must be positive (microbatches and virtual_stages at most
-// INT32_MAX); vpp > 1 only with interleaved; interleaved needs vpp >= 2, pp >= 2 and
+// Throws PlanError on the plan field at fault (pp, vpp, schedule, or gbs for the microbatches)
+// when the combination is invalid: sizes must be positive (microbatches and virtual_stages at
+// most INT32_MAX); vpp > 1 only with interleaved; interleaved needs vpp >= 2, pp >= 2 and
 // microbatches % pp == 0.
 void validate(const PipelineConfig& config);
 

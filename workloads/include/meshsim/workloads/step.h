@@ -67,10 +67,11 @@ struct StepPlan {
   std::vector<TrainingMemory> memory_estimate;
 };
 
-// Validates the plan (validate_plan) and builds the step. In representative mode, `also_simulate`
-// names global ranks that must be simulated too (e.g. the ranks a trace shows): every rank of
-// their (TP, DP) column is simulated, so that pipeline and context peers are always present.
-StepPlan plan_step(const ModelConfig& model, const ParallelPlan& plan, int64_t devices,
+// Validates the plan (validate_plan: PlanError) and builds the step for plan.world() ranks. In
+// representative mode, `also_simulate` names global ranks that must be simulated too (e.g. the
+// ranks a trace shows): every rank of their (TP, DP) column is simulated, so that pipeline and
+// context peers are always present.
+StepPlan plan_step(const ModelConfig& model, const ParallelPlan& plan,
                    SimulationMode mode = SimulationMode::kRepresentative,
                    const std::vector<int64_t>& also_simulate = {});
 
