@@ -70,18 +70,11 @@ TEST(Pipeline, OneFOneBActivationsInTheLedger) {
   p.schedule = workloads::PipelineSchedule::kOneFOneB;
   const Outcome o = simulate("llama3.2-1b", p, SimulationMode::kRepresentative);
   const auto model = workloads::load_model("llama3.2-1b");
-  workloads::ParallelLayout layout;
-  layout.pipeline_parallel = 4;
-  layout.data_parallel = 2;
-  const Bytes per_layer = workloads::layer_activations(
-      model, {p.seq, p.mbs, workloads::AttentionKernel::kFlash, workloads::Recompute::kNone, 2},
-      layout).total();
+  const Bytes per_layer = workloads::layer_activations(model, p).total();
   for (size_t i = 0; i < o.plan.ranks.size(); ++i) {
     const int64_t s = o.plan.ranks[i].stage;
-    layout.pipeline_stage = s;  // the embedding lives on stage 0, the head on the last
-    const auto outside = workloads::outside_layer_activations(
-        model, {p.seq, p.mbs, workloads::AttentionKernel::kFlash, workloads::Recompute::kNone, 2},
-        layout);
+    // The embedding lives on stage 0, the head on the last.
+    const auto outside = workloads::outside_layer_activations(model, p, s == 0, s == 3);
     const int64_t in_flight = 4 - s;
     Bytes expected = per_layer * (4 * in_flight);  // 16 layers / 4 stages
     if (s == 0) {

@@ -196,9 +196,7 @@ TEST(EagerKernels, ParameterTensorsCoverBiasesLearnedPositionsAndTensorParallelS
   p.tp = 2;
   p.optimizer_kernels = OptimizerKernels::kPerTensor;
   const OptimizerTally t = optimizer_tally(kernels(gpt2, p));
-  ParallelLayout layout;
-  layout.tensor_parallel = 2;
-  const int64_t local = parameters_per_rank(gpt2, layout).total();
+  const int64_t local = partition_stage(gpt2, p, 0).params.total();
   EXPECT_EQ(t.bytes, 88 * local + 32 * t.tensors);
 }
 

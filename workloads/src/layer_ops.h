@@ -43,7 +43,7 @@
 #include "meshsim/sim/program.h"
 #include "meshsim/workloads/model.h"
 #include "meshsim/workloads/parallel.h"
-#include "meshsim/workloads/training_memory.h"
+#include "meshsim/workloads/partition.h"
 
 namespace meshsim::workloads::detail {
 
@@ -76,40 +76,31 @@ struct RingSpec {
 
 using LayerItem = std::variant<KernelSpec, CommSpec, RingSpec>;
 
-struct KernelContext {
+// What a layer's kernels depend on: the model, the plan, and the stage's partition (its shard
+// widths and tokens). References only: every derived fact is the partition's.
+struct LayerContext {
   const ModelConfig& model;
-  int64_t micro_batch = 1;
-  int64_t seq_len = 0;
-  Dtype matmul_dtype = Dtype::kBf16;
-  int64_t act_bytes = 2;  // e
-  Kernels kernels = Kernels::kFused;
-  AttentionKernel attention = AttentionKernel::kFlash;
-  int64_t tp = 1;
-  bool sp = false;
-  int64_t cp = 1;
-  int64_t ep = 1;
-  double capacity_factor = 1.0;
+  const ParallelPlan& plan;
+  const StagePartition& stage;
 };
 
-KernelContext context_for(const ModelConfig& model, const ParallelPlan& plan);
-
-std::vector<LayerItem> embedding_forward(const KernelContext& c);
-std::vector<LayerItem> layer_forward(const KernelContext& c);
-std::vector<LayerItem> head_forward(const KernelContext& c);  // final norm, LM head, loss
-std::vector<LayerItem> head_backward(const KernelContext& c);
-std::vector<LayerItem> layer_backward(const KernelContext& c);
-std::vector<LayerItem> embedding_backward(const KernelContext& c);
+std::vector<LayerItem> embedding_forward(const LayerContext& c);
+std::vector<LayerItem> layer_forward(const LayerContext& c);
+std::vector<LayerItem> head_forward(const LayerContext& c);  // final norm, LM head, loss
+std::vector<LayerItem> head_backward(const LayerContext& c);
+std::vector<LayerItem> layer_backward(const LayerContext& c);
+std::vector<LayerItem> embedding_backward(const LayerContext& c);
 // AdamW over the parameter tensors the rank updates (element counts, after TP and ZeRO sharding).
 std::vector<KernelSpec> optimizer_step(const std::vector<int64_t>& tensors,
                                        const ModelStateBytes& state, OptimizerKernels kernels);
-// The parameter tensors of `layers` layers, plus the embedding and/or the head (final norm and
-// untied LM head), each divided over TP as Megatron partitions it.
-std::vector<int64_t> parameter_tensors(const KernelContext& c, int64_t layers, bool embedding,
-                                       bool head);
+// The parameter tensors a rank of the stage holds (its layers, the embedding on the first stage,
+// the final norm and an untied or copied LM head on the last), each divided over TP as Megatron
+// partitions it.
+std::vector<int64_t> parameter_tensors(const LayerContext& c);
 // The format attention's GEMMs run in (fp8 GEMMs keep bf16 attention).
-Dtype attention_dtype(const KernelContext& c);
+Dtype attention_dtype(const LayerContext& c);
 // Bytes of the activation a pipeline stage sends to the next one per microbatch (and of the
 // gradient it receives back): T x h, divided by TP with sequence parallelism.
-Bytes pipeline_message_bytes(const KernelContext& c);
+Bytes pipeline_message_bytes(const LayerContext& c);
 
 }  // namespace meshsim::workloads::detail

@@ -24,16 +24,17 @@ using F = PlanField;
   throw PlanError(field, message);
 }
 
+void check_positive(PlanField field, int64_t v) {
+  if (v <= 0) {
+    bad(field, fmt::format("expected a positive integer, got {}", v));
+  }
+}
+
 void check_sizes(const ParallelPlan& p) {
-  const std::pair<PlanField, int64_t> sizes[] = {{F::kDp, p.dp},   {F::kTp, p.tp},
-                                                 {F::kCp, p.cp},   {F::kPp, p.pp},
-                                                 {F::kVpp, p.vpp}, {F::kEp, p.ep},
-                                                 {F::kMbs, p.mbs}, {F::kGbs, p.gbs},
-                                                 {F::kSeq, p.seq}};
-  for (const auto& [field, v] : sizes) {
-    if (v <= 0) {
-      bad(field, fmt::format("expected a positive integer, got {}", v));
-    }
+  for (const auto& [field, v] : {std::pair{F::kDp, p.dp}, {F::kTp, p.tp}, {F::kCp, p.cp},
+                                 {F::kPp, p.pp}, {F::kVpp, p.vpp}, {F::kEp, p.ep},
+                                 {F::kMbs, p.mbs}, {F::kGbs, p.gbs}, {F::kSeq, p.seq}}) {
+    check_positive(field, v);
   }
   if (p.gbs % (p.dp * p.mbs) != 0) {
     bad(F::kGbs, fmt::format("global batch {} is not divisible by dp {} x mbs {} = {}; each "
@@ -45,7 +46,13 @@ void check_sizes(const ParallelPlan& p) {
   }
 }
 
-void check_tensor(const ModelConfig& m, const ParallelPlan& p) {
+}  // namespace
+
+void validate_sharding(const ModelConfig& m, const ParallelPlan& p) {
+  for (const auto& [field, v] :
+       {std::pair{F::kTp, p.tp}, {F::kCp, p.cp}, {F::kMbs, p.mbs}, {F::kSeq, p.seq}}) {
+    check_positive(field, v);
+  }
   if (m.num_heads % p.tp != 0) {
     bad(F::kTp, fmt::format("tensor parallel {} does not divide the {} attention heads of {}",
                             p.tp, m.num_heads, m.name));
@@ -72,6 +79,8 @@ void check_tensor(const ModelConfig& m, const ParallelPlan& p) {
                              p.tp, p.seq / p.cp));
   }
 }
+
+namespace {
 
 void check_pipeline(const ModelConfig& m, const ParallelPlan& p) {
   if (!p.stage_layers.empty()) {
@@ -149,11 +158,15 @@ void check_combinations(const ModelConfig& m, const ParallelPlan& p) {
 
 }  // namespace
 
-void validate_plan(const ModelConfig& model, const ParallelPlan& plan) {
+void validate_split(const ModelConfig& model, const ParallelPlan& plan) {
   check_sizes(plan);
-  check_tensor(model, plan);
+  validate_sharding(model, plan);
   check_pipeline(model, plan);
   check_experts(model, plan);
+}
+
+void validate_plan(const ModelConfig& model, const ParallelPlan& plan) {
+  validate_split(model, plan);
   check_combinations(model, plan);
 }
 
@@ -221,13 +234,6 @@ std::vector<int64_t> RankLayout::expert_dp_group(int64_t r) const {
     out.push_back(dp[k]);
   }
   return out;
-}
-
-std::vector<int64_t> layers_per_stage(const ModelConfig& model, const ParallelPlan& plan) {
-  if (!plan.stage_layers.empty()) {
-    return plan.stage_layers;
-  }
-  return std::vector<int64_t>(static_cast<size_t>(plan.pp), model.num_layers / plan.pp);
 }
 
 }  // namespace meshsim::workloads

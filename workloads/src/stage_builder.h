@@ -18,15 +18,8 @@ inline constexpr int kTpOverlapChunks = 4;  // GEMM/communication chunks when TP
 
 class StageBuilder {
  public:
-  StageBuilder(const ModelConfig& m, const ParallelPlan& p, int64_t stage, const StageMemory& mem,
-               const StageParams& params)
-      : m_(m),
-        p_(p),
-        stage_(stage),
-        mem_(mem),
-        params_(params),
-        ctx_(context_for(m, p)),
-        pipe_(p.pipeline()) {}
+  StageBuilder(const ModelConfig& m, const ParallelPlan& p, const StagePartition& part)
+      : m_(m), p_(p), part_(part), stage_(part.stage), ctx_{m, p, part}, pipe_(p.pipeline()) {}
 
   Program build();
 
@@ -45,7 +38,6 @@ class StageBuilder {
   void emit_ring(const RingSpec& r);
 
   // Passes.
-  std::pair<int64_t, int64_t> layer_range(int64_t chunk) const;
   bool first_virtual(int64_t chunk) const { return chunk * p_.pp + stage_ == 0; }
   bool last_virtual(int64_t chunk) const { return chunk * p_.pp + stage_ == p_.pp * p_.vpp - 1; }
   void forward(const PipelinePass& pass);
@@ -61,10 +53,9 @@ class StageBuilder {
 
   const ModelConfig& m_;
   const ParallelPlan& p_;
+  const StagePartition& part_;
   int64_t stage_;
-  const StageMemory& mem_;
-  const StageParams& params_;
-  KernelContext ctx_;
+  LayerContext ctx_;
   PipelineConfig pipe_;
 
   Program prog_;

@@ -5,20 +5,10 @@
 #include <numeric>
 
 #include "meshsim/sim/error.h"
+#include "meshsim/workloads/training_memory.h"
 #include "stage_builder.h"
 
 namespace meshsim::workloads::detail {
-
-std::pair<int64_t, int64_t> StageBuilder::layer_range(int64_t chunk) const {
-  if (p_.vpp == 1) {
-    const std::vector<int64_t> per_stage = layers_per_stage(m_, p_);
-    const int64_t first = std::accumulate(per_stage.begin(), per_stage.begin() + stage_, int64_t{0});
-    return {first, first + per_stage[static_cast<size_t>(stage_)]};
-  }
-  const int64_t per = m_.num_layers / (p_.pp * p_.vpp);
-  const int64_t v = chunk * p_.pp + stage_;
-  return {v * per, (v + 1) * per};
-}
 
 namespace {
 MemoryEffect alloc(MemoryCategory c, Bytes b) { return {c, b, false}; }
@@ -36,7 +26,7 @@ std::vector<LayerItem> only_wgrad(std::vector<LayerItem> items) {
 }  // namespace
 
 OpId StageBuilder::zero3_gather(int64_t layer, bool blocking) {
-  const Bytes full = param_bytes(params_.per_layer);
+  const Bytes full = param_bytes(part_.params.per_layer());
   return collective(fmt::format("L{}.fsdp_allgather", layer), CommKind::kData,
                     CollectiveKind::kAllGather, full, {}, blocking, std::nullopt,
                     {alloc(MemoryCategory::kCommBuffers, full)});
@@ -48,14 +38,14 @@ void StageBuilder::forward(const PipelinePass& pass) {
   prefix_ = "fwd.";
   const Bytes msg = pipeline_message_bytes(ctx_);
   if (first_virtual(chunk)) {
-    emit(embedding_forward(ctx_), alloc(MemoryCategory::kActivations, mem_.first_stage_extra), {});
+    emit(embedding_forward(ctx_), alloc(MemoryCategory::kActivations, part_.activations.embedding), {});
   } else {
     waits_.push_back(p2p(fmt::format("c{}.recv_activation", chunk), false, kPpPrev,
                          kActivationTag, msg, kPipeRecvAct));
   }
-  const auto [first, end] = layer_range(chunk);
+  const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
   const bool zero3 = p_.zero == ZeroStage::kParameters;
-  const Bytes saved = p_.recompute == Recompute::kFull ? mem_.layer_checkpoint : mem_.layer_activations;
+  const Bytes saved = part_.activations.saved_per_layer;
   std::optional<OpId> prefetched;
   for (int64_t layer = first; layer < end; ++layer) {
     labels_.layer = static_cast<int32_t>(layer);
@@ -67,7 +57,7 @@ void StageBuilder::forward(const PipelinePass& pass) {
       if (layer + 1 < end) {
         prefetched = zero3_gather(layer + 1, !p_.overlap.param_gather);
       }
-      drop = release(MemoryCategory::kCommBuffers, param_bytes(params_.per_layer));
+      drop = release(MemoryCategory::kCommBuffers, param_bytes(part_.params.per_layer()));
     } else if (auto it = param_gather_.find(layer);
                it != param_gather_.end() && !gathered_once_[layer]) {
       waits_.push_back(it->second);
@@ -78,7 +68,7 @@ void StageBuilder::forward(const PipelinePass& pass) {
   labels_.layer.reset();
   prefix_ = "fwd.";
   if (last_virtual(chunk)) {
-    emit(head_forward(ctx_), alloc(MemoryCategory::kActivations, mem_.last_stage_extra), {});
+    emit(head_forward(ctx_), alloc(MemoryCategory::kActivations, part_.activations.head), {});
   } else {
     const OpId send = p2p(fmt::format("c{}.send_activation", chunk), true, kPpNext,
                           kActivationTag, msg, kPipeSendAct);
@@ -95,19 +85,20 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
   const Bytes msg = pipeline_message_bytes(ctx_);
   if (last_virtual(chunk)) {
     emit(head_backward(ctx_), {},
-         with_weights ? std::optional(release(MemoryCategory::kActivations, mem_.last_stage_extra))
+         with_weights ? std::optional(release(MemoryCategory::kActivations, part_.activations.head))
                       : std::nullopt);
     if (with_weights && last_for_chunk) {
-      grads_ready(params_.head, 0);
+      grads_ready(part_.params.head, 0);
     }
   } else {
     waits_.push_back(p2p(fmt::format("c{}.recv_gradient", chunk), false, kPpNext, kGradientTag,
                          msg, kPipeRecvGrad));
   }
-  const auto [first, end] = layer_range(chunk);
+  const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
   const bool zero3 = p_.zero == ZeroStage::kParameters;
   const bool full_recompute = p_.recompute == Recompute::kFull;
-  const Bytes saved = full_recompute ? mem_.layer_checkpoint : mem_.layer_activations;
+  const Bytes saved = part_.activations.saved_per_layer;
+  const Bytes materialised = part_.activations.materialised_per_layer;
   for (int64_t layer = end - 1; layer >= first; --layer) {
     labels_.layer = static_cast<int32_t>(layer);
     if (zero3) {
@@ -116,15 +107,15 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
     }
     if (full_recompute) {
       prefix_ = fmt::format("recompute.L{}.", layer);
-      emit(layer_forward(ctx_), alloc(MemoryCategory::kActivations, mem_.layer_activations), {});
+      emit(layer_forward(ctx_), alloc(MemoryCategory::kActivations, materialised), {});
     }
     prefix_ = fmt::format("bwd.L{}.", layer);
     std::vector<MemoryEffect> drops;
     Bytes freed = Bytes::zero();
     if (with_weights) {
-      freed = saved + (full_recompute ? mem_.layer_activations : Bytes::zero());
+      freed = saved + (full_recompute ? materialised : Bytes::zero());
     } else if (full_recompute) {
-      freed = mem_.layer_activations;  // the re-materialised layer; the checkpoint waits for W
+      freed = materialised;  // the re-materialised layer; the checkpoint waits for W
     }
     std::optional<MemoryEffect> last_release;
     if (freed > Bytes::zero()) {
@@ -136,20 +127,20 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
       // The gathered layer is dropped after its backward; its gradients are reduce-scattered
       // after every microbatch (FSDP without no_sync).
       collective(fmt::format("L{}.fsdp_reducescatter", layer), CommKind::kData,
-                 CollectiveKind::kReduceScatter, grad_bytes(params_.per_layer), {}, false,
-                 std::nullopt, {release(MemoryCategory::kCommBuffers, param_bytes(params_.per_layer))});
+                 CollectiveKind::kReduceScatter, grad_bytes(part_.params.per_layer()), {}, false,
+                 std::nullopt, {release(MemoryCategory::kCommBuffers, param_bytes(part_.params.per_layer()))});
     } else if (with_weights && last_for_chunk) {
-      grads_ready(params_.per_layer - params_.expert_per_layer, params_.expert_per_layer);
+      grads_ready(part_.params.dense_per_layer, part_.params.expert_per_layer);
     }
   }
   labels_.layer.reset();
   prefix_ = "bwd.";
   if (first_virtual(chunk)) {
     emit(embedding_backward(ctx_), {},
-         with_weights ? std::optional(release(MemoryCategory::kActivations, mem_.first_stage_extra))
+         with_weights ? std::optional(release(MemoryCategory::kActivations, part_.activations.embedding))
                       : std::nullopt);
     if (with_weights && last_for_chunk) {
-      grads_ready(params_.embedding, 0);
+      grads_ready(part_.params.embedding, 0);
     }
   } else {
     const OpId send = p2p(fmt::format("c{}.send_gradient", chunk), true, kPpPrev, kGradientTag,
@@ -163,13 +154,13 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
 void StageBuilder::weights(const PipelinePass& pass, bool last_for_chunk) {
   const int64_t chunk = pass.chunk;
   labels_ = OpLabels{std::nullopt, pass.microbatch, static_cast<int32_t>(stage_), std::nullopt};
-  const auto [first, end] = layer_range(chunk);
+  const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
   if (last_virtual(chunk)) {
     prefix_ = "wgrad.";
     emit(only_wgrad(head_backward(ctx_)), {},
-         release(MemoryCategory::kActivations, mem_.last_stage_extra));
+         release(MemoryCategory::kActivations, part_.activations.head));
     if (last_for_chunk) {
-      grads_ready(params_.head, 0);
+      grads_ready(part_.params.head, 0);
     }
   }
   for (int64_t layer = end - 1; layer >= first; --layer) {
@@ -177,18 +168,18 @@ void StageBuilder::weights(const PipelinePass& pass, bool last_for_chunk) {
     prefix_ = fmt::format("wgrad.L{}.", layer);
     // The last weight gradient of the pass also releases the embedding's activations (its
     // scatter-add ran with the input gradients).
-    Bytes freed = mem_.layer_activations;
+    Bytes freed = part_.activations.materialised_per_layer;
     if (layer == first && first_virtual(chunk)) {
-      freed += mem_.first_stage_extra;
+      freed += part_.activations.embedding;
     }
     emit(only_wgrad(layer_backward(ctx_)), {}, release(MemoryCategory::kActivations, freed));
     if (last_for_chunk) {
-      grads_ready(params_.per_layer - params_.expert_per_layer, params_.expert_per_layer);
+      grads_ready(part_.params.dense_per_layer, part_.params.expert_per_layer);
     }
   }
   labels_.layer.reset();
   if (first_virtual(chunk) && last_for_chunk) {
-    grads_ready(params_.embedding, 0);
+    grads_ready(part_.params.embedding, 0);
   }
 }
 
@@ -219,11 +210,11 @@ void StageBuilder::flush_bucket() {
   const std::string saved_prefix = prefix_;
   prefix_ = "";
   const int bucket = bucket_index_++;
-  if (dense > 0 && params_.dp_group > 1) {
+  if (dense > 0 && p_.dense_grad_group() > 1) {
     dp_ops_.push_back(collective(fmt::format("grad_bucket{}.{}", bucket, to_string(op)),
                                  CommKind::kData, op, grad_bytes(dense), {}, false));
   }
-  if (expert > 0 && params_.expert_dp_group > 1) {
+  if (expert > 0 && p_.expert_grad_group() > 1) {
     dp_ops_.push_back(collective(fmt::format("grad_bucket{}.expert_{}", bucket, to_string(op)),
                                  CommKind::kData, op, grad_bytes(expert), {}, false,
                                  uint16_t{kExpertDpSlot}));
@@ -235,7 +226,7 @@ void StageBuilder::flush_bucket() {
 // passes that need them (Megatron's overlapped parameter gather, which in steady state runs
 // during the forward of the step).
 void StageBuilder::gather_parameters_ahead() {
-  if (p_.zero == ZeroStage::kNone || p_.zero == ZeroStage::kParameters || params_.dp_group == 1) {
+  if (p_.zero == ZeroStage::kNone || p_.zero == ZeroStage::kParameters || p_.dense_grad_group() == 1) {
     return;
   }
   int64_t pending = 0;
@@ -256,18 +247,18 @@ void StageBuilder::gather_parameters_ahead() {
     pending = 0;
     layers.clear();
   };
-  pending += params_.embedding;
+  pending += part_.params.embedding;
   for (int64_t chunk = 0; chunk < p_.vpp; ++chunk) {
-    const auto [first, end] = layer_range(chunk);
+    const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
     for (int64_t layer = first; layer < end; ++layer) {
-      pending += params_.per_layer;
+      pending += part_.params.per_layer();
       layers.push_back(layer);
       if (param_bytes(pending) >= p_.grad_bucket) {
         flush();
       }
     }
   }
-  pending += params_.head;
+  pending += part_.params.head;
   flush();
 }
 
@@ -279,11 +270,11 @@ void StageBuilder::finish() {
   labels_ = OpLabels{std::nullopt, std::nullopt, static_cast<int32_t>(stage_), std::nullopt};
   for (size_t i = 0; i < deferred_buckets_.size(); ++i) {
     const auto [dense, expert] = deferred_buckets_[i];
-    if (dense > 0 && params_.dp_group > 1) {
+    if (dense > 0 && p_.dense_grad_group() > 1) {
       dp_ops_.push_back(collective(fmt::format("grad_bucket{}.{}", i, to_string(op)),
                                    CommKind::kData, op, grad_bytes(dense), {}, false));
     }
-    if (expert > 0 && params_.expert_dp_group > 1) {
+    if (expert > 0 && p_.expert_grad_group() > 1) {
       dp_ops_.push_back(collective(fmt::format("grad_bucket{}.expert_{}", i, to_string(op)),
                                    CommKind::kData, op, grad_bytes(expert), {}, false,
                                    uint16_t{kExpertDpSlot}));
@@ -292,15 +283,13 @@ void StageBuilder::finish() {
   waits_.insert(waits_.end(), dp_ops_.begin(), dp_ops_.end());
   // The optimizer updates the rank's parameters, sharded over DP x CP with ZeRO; per tensor or
   // over all of them at once as the plan's optimizer kernels say.
-  std::vector<int64_t> tensors = {params_.total};
+  std::vector<int64_t> tensors = {part_.params.total()};
   if (p_.optimizer_kernels != OptimizerKernels::kFused) {
-    const int64_t per_stage = params_.total - params_.embedding - params_.head;
-    const int64_t layers = params_.per_layer > 0 ? per_stage / params_.per_layer : 0;
-    tensors = parameter_tensors(ctx_, layers, params_.embedding > 0, params_.head > 0);
+    tensors = parameter_tensors(ctx_);
   }
   if (p_.zero != ZeroStage::kNone) {
     for (int64_t& t : tensors) {
-      t = (t + params_.dp_group - 1) / params_.dp_group;
+      t = (t + p_.dense_grad_group() - 1) / p_.dense_grad_group();
     }
   }
   for (const KernelSpec& k : optimizer_step(tensors, p_.state, p_.optimizer_kernels)) {
@@ -309,9 +298,12 @@ void StageBuilder::finish() {
 }
 
 Program StageBuilder::build() {
-  prog_.set_initial_memory(MemoryCategory::kWeights, mem_.weights);
-  prog_.set_initial_memory(MemoryCategory::kGradients, mem_.gradients);
-  prog_.set_initial_memory(MemoryCategory::kOptimizerState, mem_.optimizer);
+  // The model state of the layers the stage runs (and its embedding or head), as the closed form
+  // counts it.
+  const TrainingMemory state = training_memory(part_, p_, 1);
+  prog_.set_initial_memory(MemoryCategory::kWeights, state.weights);
+  prog_.set_initial_memory(MemoryCategory::kGradients, state.gradients);
+  prog_.set_initial_memory(MemoryCategory::kOptimizerState, state.optimizer_states);
   gather_parameters_ahead();
   const std::vector<PipelinePass> order = pipeline_order(pipe_, stage_);
   // The last pass that produces each chunk's weight gradients: its gradients are final.
@@ -343,9 +335,9 @@ Program StageBuilder::build() {
   return std::move(prog_);
 }
 
-Program build_stage_program(const ModelConfig& model, const ParallelPlan& plan, int64_t stage,
-                            const StageMemory& memory, const StageParams& params) {
-  return StageBuilder(model, plan, stage, memory, params).build();
+Program build_stage_program(const ModelConfig& model, const ParallelPlan& plan,
+                            const StagePartition& stage) {
+  return StageBuilder(model, plan, stage).build();
 }
 
 }  // namespace meshsim::workloads::detail

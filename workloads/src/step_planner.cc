@@ -8,74 +8,13 @@
 
 #include "meshsim/sim/error.h"
 #include "meshsim/workloads/accounting.h"
+#include "meshsim/workloads/partition.h"
+#include "meshsim/workloads/training_memory.h"
 #include "meshsim/workloads/step.h"
 #include "stage_program.h"
 
 namespace meshsim::workloads {
 namespace {
-
-ParallelLayout layout_of(const ParallelPlan& p, int64_t stage) {
-  ParallelLayout l;
-  l.tensor_parallel = p.tp;
-  l.sequence_parallel = p.sp;
-  l.pipeline_parallel = p.pp;
-  l.pipeline_stage = stage;
-  l.data_parallel = p.dp * p.cp;  // ZeRO shards over the DP x CP group, as Megatron does
-  l.expert_parallel = p.ep;
-  l.zero = p.zero;
-  return l;
-}
-
-ActivationOptions activation_options(const ParallelPlan& p, Recompute recompute) {
-  // Context parallelism splits the sequence: a rank saves the activations of s / CP tokens.
-  return ActivationOptions{p.seq / p.cp, p.mbs, p.attention, recompute, p.activation_bytes};
-}
-
-detail::StageMemory stage_memory(const ModelConfig& m, const ParallelPlan& p, int64_t stage) {
-  const ParallelLayout layout = layout_of(p, stage);
-  TrainingMemoryOptions o;
-  o.layout = layout;
-  o.activations = activation_options(p, p.recompute);
-  o.state = p.state;
-  o.in_flight_microbatches = 1;
-  const TrainingMemory tm = training_memory_per_rank(m, o);
-  const Recompute saved_kind = p.recompute == Recompute::kFull ? Recompute::kNone : p.recompute;
-  detail::StageMemory mem;
-  mem.weights = tm.weights;
-  mem.gradients = tm.gradients;
-  mem.optimizer = tm.optimizer_states;
-  mem.layer_activations = layer_activations(m, activation_options(p, saved_kind), layout).total();
-  mem.layer_checkpoint =
-      layer_activations(m, activation_options(p, Recompute::kFull), layout).total();
-  const OutsideLayerActivations out =
-      outside_layer_activations(m, activation_options(p, p.recompute), layout);
-  mem.first_stage_extra = stage == 0 ? out.embedding_dropout_mask : Bytes::zero();
-  mem.last_stage_extra = stage == p.pp - 1
-                             ? out.final_norm_input + out.lm_head_input + out.logits
-                             : Bytes::zero();
-  return mem;
-}
-
-detail::StageParams stage_params(const ModelConfig& m, const ParallelPlan& p, int64_t stage) {
-  const RankParameters rank = parameters_per_rank(m, layout_of(p, stage));
-  const ParameterCounts counts = count_parameters(m);
-  detail::StageParams sp;
-  sp.total = rank.total();
-  if (stage == 0) {
-    sp.embedding = (counts.token_embedding + p.tp - 1) / p.tp + counts.position_embedding;
-  }
-  if (stage == p.pp - 1) {
-    const int64_t head = counts.lm_head > 0 ? counts.lm_head : counts.token_embedding;
-    sp.head = (head + p.tp - 1) / p.tp + counts.final_norm;
-  }
-  const int64_t layers = std::max<int64_t>(1, rank.layers);
-  sp.expert_per_layer = rank.expert / layers;
-  const int64_t dense_layers = std::max<int64_t>(0, rank.dense - sp.embedding - sp.head);
-  sp.per_layer = dense_layers / layers + sp.expert_per_layer;
-  sp.dp_group = p.dp * p.cp;
-  sp.expert_dp_group = p.dp / p.ep;
-  return sp;
-}
 
 std::vector<uint32_t> to_u32(const std::vector<int64_t>& v) {
   return {v.begin(), v.end()};
@@ -194,6 +133,7 @@ std::vector<int64_t> simulated_ranks(const RankLayout& layout, SimulationMode mo
 StepPlan plan_step(const ModelConfig& model, const ParallelPlan& plan, SimulationMode mode,
                    const std::vector<int64_t>& also_simulate) {
   validate_plan(model, plan);
+  const std::vector<StagePartition> stages = partition_stages(model, plan);
   StepPlan out;
   out.world = plan.world();
   out.microbatches = plan.microbatches();
@@ -201,16 +141,11 @@ StepPlan plan_step(const ModelConfig& model, const ParallelPlan& plan, Simulatio
   out.model_flops_per_step =
       training_flops_per_token(model, plan.seq) * static_cast<double>(out.tokens_per_step);
   const PipelineConfig pipe = plan.pipeline();
-  for (int64_t stage = 0; stage < plan.pp; ++stage) {
-    const detail::StageMemory mem = stage_memory(model, plan, stage);
-    out.programs.push_back(detail::build_stage_program(model, plan, stage, mem,
-                                                       stage_params(model, plan, stage)));
-    TrainingMemoryOptions o;
-    o.layout = layout_of(plan, stage);
-    o.activations = activation_options(plan, plan.recompute);
-    o.state = plan.state;
-    o.in_flight_microbatches = (max_in_flight(pipe, stage) + plan.vpp - 1) / plan.vpp;
-    out.memory_estimate.push_back(training_memory_per_rank(model, o));
+  for (const StagePartition& stage : stages) {
+    out.programs.push_back(detail::build_stage_program(model, plan, stage));
+    // Chunk passes in flight, in whole microbatches' worth of the stage's activations.
+    const int64_t in_flight = (max_in_flight(pipe, stage.stage) + plan.vpp - 1) / plan.vpp;
+    out.memory_estimate.push_back(training_memory(stage, plan, in_flight));
   }
   const RankLayout layout(plan);
   bind_ranks(out, layout, plan, simulated_ranks(layout, mode, also_simulate));

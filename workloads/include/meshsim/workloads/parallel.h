@@ -25,7 +25,7 @@
 #include "meshsim/workloads/model.h"
 #include "meshsim/workloads/pipeline.h"
 #include "meshsim/workloads/plan_field.h"
-#include "meshsim/workloads/training_memory.h"
+#include "meshsim/sim/units.h"
 
 namespace meshsim::workloads {
 
@@ -48,6 +48,25 @@ constexpr auto enum_names(CommKind) {
                                             {CommKind::kPipeline, "pp"},
                                             {CommKind::kExpert, "ep"}});
 }
+
+enum class AttentionKernel { kFlash, kNaive };
+constexpr auto enum_names(AttentionKernel) {
+  return std::to_array<EnumName<AttentionKernel>>(
+      {{AttentionKernel::kFlash, "flash"}, {AttentionKernel::kNaive, "naive"}});
+}
+enum class Recompute { kNone, kSelective, kFull };
+constexpr auto enum_names(Recompute) {
+  return std::to_array<EnumName<Recompute>>(
+      {{Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}});
+}
+enum class ZeroStage { kNone = 0, kOptimizerStates = 1, kGradients = 2, kParameters = 3 };
+
+// Bytes of model state per parameter (see training_memory.h).
+struct ModelStateBytes {
+  int64_t weight = 2;
+  int64_t gradient = 2;
+  int64_t optimizer = 12;
+};
 
 struct OverlapOptions {
   bool grad_reduce = true;     // bucketed gradient reduction during the last backward
@@ -146,6 +165,14 @@ struct ParallelPlan {
 // (pipeline.h); a training precision (not fp16). Whether the degrees fit the cluster is the
 // composition root's check (workloads knows no hardware).
 void validate_plan(const ModelConfig& model, const ParallelPlan& plan);
+// The part of validate_plan that decides how the model splits over the ranks (what partition.h
+// needs): sizes, TP, SP, CP, PP, VPP, EP and the schedule's rules, without the rules on
+// combinations (precision, recompute with zb, eager kernels with CP, ZeRO without DP, learned
+// positions).
+void validate_split(const ModelConfig& model, const ParallelPlan& plan);
+// The part of validate_split that decides how one layer splits: TP, CP, sequence and microbatch
+// positive; the TP, SP and CP rules.
+void validate_sharding(const ModelConfig& model, const ParallelPlan& plan);
 
 struct RankCoords {
   int64_t tp = 0;
@@ -174,8 +201,5 @@ class RankLayout {
   int64_t ep_ = 1;
   int64_t world_ = 1;
 };
-
-// Layers of each pipeline stage (the plan's split or an even one).
-std::vector<int64_t> layers_per_stage(const ModelConfig& model, const ParallelPlan& plan);
 
 }  // namespace meshsim::workloads
