@@ -124,15 +124,7 @@ CommSetup::CommSetup(const topology::ClusterSpec& c, const workloads::StepPlan& 
   impl_->model = std::make_unique<collectives::TopologyCommModel>(
       impl_->net, topology::Placement::in_order(plan.world), std::move(backend), algorithm);
   for (const auto& family : plan.families) {
-    std::vector<std::vector<RankId>> groups;
-    for (const auto& g : family) {
-      std::vector<RankId> ranks;
-      for (const uint32_t r : g) {
-        ranks.emplace_back(r);
-      }
-      groups.push_back(std::move(ranks));
-    }
-    impl_->model->add_concurrent_family(groups);
+    impl_->model->add_concurrent_family(family);
   }
 }
 

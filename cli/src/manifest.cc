@@ -182,7 +182,7 @@ std::vector<StepKernel> step_kernels(const Manifest& m) {
   const workloads::ParallelPlan p = plan_for(m);
   const workloads::StepPlan plan = workloads::plan_step(m.model, p);
   std::vector<StepKernel> out;
-  const Program& prog = plan.programs.at(plan.ranks.at(0).program);
+  const Program& prog = plan.programs.at(plan.ranks.at(0).program.index());
   for (size_t i = 0; i < prog.size(); ++i) {
     const Op& op = prog.op(OpId(static_cast<uint32_t>(i)));
     if (const auto* w = std::get_if<ComputeWork>(&op.work)) {

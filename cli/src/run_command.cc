@@ -130,16 +130,11 @@ void fill_results(StepReport& r, const RunResult& run, const std::vector<RankBre
   // pipeline stage has the same number of ranks, so scale the simulated sum.
   double executed = 0;
   std::map<int64_t, StepReport::Stage> stages;
-  std::array<Duration, kNumCategories> exposed{};
   for (size_t i = 0; i < b.size(); ++i) {
     const RankBreakdown& rb = b[i];
     executed += rb.flops.count();
     r.compute = std::max(r.compute, rb.compute);
     r.exposed_comm = std::max(r.exposed_comm, rb.exposed_comm);
-    for (int c = 0; c < kNumCategories; ++c) {
-      exposed[static_cast<size_t>(c)] = std::max(exposed[static_cast<size_t>(c)],
-                                                 rb.exposed_by_category[static_cast<size_t>(c)]);
-    }
     const int64_t stage = plan.ranks[i].stage;
     StepReport::Stage& st = stages[stage];
     st.stage = stage;
@@ -151,10 +146,12 @@ void fill_results(StepReport& r, const RunResult& run, const std::vector<RankBre
     }
   }
   r.hfu = executed * static_cast<double>(plan.world) / static_cast<double>(b.size()) / capacity;
-  for (int c = 1; c < workloads::kNumCommKinds; ++c) {
-    r.exposed_by_kind.emplace_back(
-        std::string(workloads::to_string(static_cast<workloads::CommKind>(c))),
-        exposed[static_cast<size_t>(c)]);
+  for (const workloads::CommKind kind : enum_values<workloads::CommKind>()) {
+    Duration worst;
+    for (const RankBreakdown& rb : b) {
+      worst = std::max(worst, rb.exposed_in(workloads::category_of(kind)));
+    }
+    r.exposed_by_kind.emplace_back(std::string(to_string(kind)), worst);
   }
   double bubble = 0;
   for (const auto& [stage, st] : stages) {

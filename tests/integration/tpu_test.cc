@@ -91,11 +91,7 @@ TEST(Tpu, MaxTextStepSimulatesEndToEnd) {
   collectives::TopologyCommModel comm(net, topology::Placement::in_order(512),
                                       std::make_unique<collectives::AnalyticalBackend>(net));
   for (const auto& family : plan.families) {
-    std::vector<std::vector<RankId>> groups;
-    for (const auto& g : family) {
-      groups.emplace_back(g.begin(), g.end());
-    }
-    comm.add_concurrent_family(groups);
+    comm.add_concurrent_family(family);
   }
   Simulation sim(compute, comm);
   cli::load_plan(sim, plan);

@@ -100,6 +100,34 @@ TEST(Simulation, CommunicationOverlapsComputeAcrossStreams) {
   EXPECT_EQ(b[0].exposed_comm.ps(), 0);
 }
 
+// Exposed communication by the caller's categories: a labelled collective counts in its category
+// only; an unlabelled one only in the total; categories never used read as zero.
+TEST(Analysis, ExposedCommunicationByCategory) {
+  PsComputeModel cm;
+  PsCommModel nm;
+  Simulation sim(cm, nm);
+  Program p;
+  const OpId g = p.add(compute_op("grad", 10));
+  Op labelled = collective_op("labelled", 15);  // 10-40, all exposed
+  labelled.labels.category = OpCategory(3);
+  const OpId a = p.add(std::move(labelled));
+  const OpId b = p.add(collective_op("unlabelled", 5, 0, 2));  // 10-20 on its own stream
+  p.add_dependency(g, a);
+  p.add_dependency(g, b);
+  const auto prog = sim.add_program(std::move(p));
+  const GroupId grp = sim.add_group({RankId(0), RankId(1)});
+  sim.add_rank(prog, {grp}, {});
+  sim.add_rank(prog, {grp}, {});
+  Timeline tl;
+  sim.record_into(tl);
+  const RunResult r = sim.run();
+  const auto breakdown = analyze(tl, sim, r.end);
+  EXPECT_EQ(breakdown[0].exposed_comm.ps(), 30);
+  EXPECT_EQ(breakdown[0].exposed_in(OpCategory(3)).ps(), 30);
+  EXPECT_EQ(breakdown[0].exposed_in(OpCategory(0)).ps(), 0);
+  EXPECT_EQ(breakdown[0].exposed_in(OpCategory(7)).ps(), 0);
+}
+
 // A collective starts only when the last member arrives; everyone ends together.
 TEST(Simulation, CollectiveRendezvous) {
   PsComputeModel cm;

@@ -28,10 +28,9 @@ class StageBuilder {
   OpId add(Op op, const std::vector<OpId>& deps);
   OpId compute(const KernelSpec& k, std::vector<MemoryEffect> memory = {});
   OpId collective(const std::string& name, CommKind kind, CollectiveKind op, Bytes bytes,
-                  std::vector<OpId> deps, bool blocking, std::optional<uint16_t> slot = {},
+                  std::vector<OpId> deps, bool blocking, std::optional<GroupSlot> slot = {},
                   std::vector<MemoryEffect> memory = {});
-  OpId p2p(const std::string& name, bool send, uint16_t peer, uint16_t tag, Bytes bytes,
-           uint8_t stream);
+  OpId p2p(const std::string& name, bool send, PeerSlot peer, Tag tag, Bytes bytes, Stream stream);
   void emit(std::vector<LayerItem> items, std::optional<MemoryEffect> first_alloc,
             std::optional<MemoryEffect> last_release);
   void emit_split(const KernelSpec& gemm, const CommSpec& comm, bool comm_first);

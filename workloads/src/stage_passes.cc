@@ -40,8 +40,9 @@ void StageBuilder::forward(const PipelinePass& pass) {
   if (first_virtual(chunk)) {
     emit(embedding_forward(ctx_), alloc(MemoryCategory::kActivations, part_.activations.embedding), {});
   } else {
-    waits_.push_back(p2p(fmt::format("c{}.recv_activation", chunk), false, kPpPrev,
-                         kActivationTag, msg, kPipeRecvAct));
+    waits_.push_back(p2p(fmt::format("c{}.recv_activation", chunk), false,
+                         PeerSlot::kPipelinePrevious, Tag::kActivation, msg,
+                         Stream::kPipeReceiveActivation));
   }
   const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
   const bool zero3 = p_.zero == ZeroStage::kParameters;
@@ -70,8 +71,8 @@ void StageBuilder::forward(const PipelinePass& pass) {
   if (last_virtual(chunk)) {
     emit(head_forward(ctx_), alloc(MemoryCategory::kActivations, part_.activations.head), {});
   } else {
-    const OpId send = p2p(fmt::format("c{}.send_activation", chunk), true, kPpNext,
-                          kActivationTag, msg, kPipeSendAct);
+    const OpId send = p2p(fmt::format("c{}.send_activation", chunk), true, PeerSlot::kPipelineNext,
+                          Tag::kActivation, msg, Stream::kPipeSendActivation);
     if (!p_.overlap.pipeline_p2p) {
       waits_.push_back(send);
     }
@@ -91,8 +92,8 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
       grads_ready(part_.params.head, 0);
     }
   } else {
-    waits_.push_back(p2p(fmt::format("c{}.recv_gradient", chunk), false, kPpNext, kGradientTag,
-                         msg, kPipeRecvGrad));
+    waits_.push_back(p2p(fmt::format("c{}.recv_gradient", chunk), false, PeerSlot::kPipelineNext,
+                         Tag::kGradient, msg, Stream::kPipeReceiveGradient));
   }
   const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
   const bool zero3 = p_.zero == ZeroStage::kParameters;
@@ -143,8 +144,8 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
       grads_ready(part_.params.embedding, 0);
     }
   } else {
-    const OpId send = p2p(fmt::format("c{}.send_gradient", chunk), true, kPpPrev, kGradientTag,
-                          msg, kPipeSendGrad);
+    const OpId send = p2p(fmt::format("c{}.send_gradient", chunk), true, PeerSlot::kPipelinePrevious,
+                          Tag::kGradient, msg, Stream::kPipeSendGradient);
     if (!p_.overlap.pipeline_p2p) {
       waits_.push_back(send);
     }
@@ -217,7 +218,7 @@ void StageBuilder::flush_bucket() {
   if (expert > 0 && p_.expert_grad_group() > 1) {
     dp_ops_.push_back(collective(fmt::format("grad_bucket{}.expert_{}", bucket, to_string(op)),
                                  CommKind::kData, op, grad_bytes(expert), {}, false,
-                                 uint16_t{kExpertDpSlot}));
+                                 GroupSlot::kExpertData));
   }
   prefix_ = saved_prefix;
 }
@@ -277,7 +278,7 @@ void StageBuilder::finish() {
     if (expert > 0 && p_.expert_grad_group() > 1) {
       dp_ops_.push_back(collective(fmt::format("grad_bucket{}.expert_{}", i, to_string(op)),
                                    CommKind::kData, op, grad_bytes(expert), {}, false,
-                                   uint16_t{kExpertDpSlot}));
+                                   GroupSlot::kExpertData));
     }
   }
   waits_.insert(waits_.end(), dp_ops_.begin(), dp_ops_.end());

@@ -10,31 +10,20 @@
 namespace meshsim::workloads::detail {
 namespace {
 
-uint8_t stream_of(CommKind k) {
+Stream stream_of(CommKind k) {
   switch (k) {
     case CommKind::kTensor:
-      return kTensorStream;
+      return Stream::kTensor;
     case CommKind::kData:
-      return kDataStream;
+      return Stream::kData;
     case CommKind::kExpert:
-      return kExpertStream;
+      return Stream::kExpert;
     case CommKind::kContext:
-      return kContextSend;
+      return Stream::kContextSend;
     case CommKind::kPipeline:
-      return kPipeSendAct;
+      return Stream::kPipeSendActivation;
   }
-  return kTensorStream;
-}
-
-uint16_t slot_of(CommKind k) {
-  switch (k) {
-    case CommKind::kTensor:
-      return kTpSlot;
-    case CommKind::kExpert:
-      return kEpSlot;
-    default:
-      return kDpSlot;
-  }
+  return Stream::kTensor;
 }
 
 }  // namespace
@@ -51,7 +40,7 @@ OpId StageBuilder::add(Op op, const std::vector<OpId>& deps) {
 OpId StageBuilder::compute(const KernelSpec& k, std::vector<MemoryEffect> memory) {
   Op op;
   op.name = prefix_ + k.name;
-  op.stream = kCompute;
+  op.stream = index(Stream::kCompute);
   op.work = k.work;
   op.labels = labels_;
   op.memory = std::move(memory);
@@ -64,14 +53,14 @@ OpId StageBuilder::compute(const KernelSpec& k, std::vector<MemoryEffect> memory
 
 OpId StageBuilder::collective(const std::string& name, CommKind kind, CollectiveKind coll,
                               Bytes bytes, std::vector<OpId> deps, bool blocking,
-                              std::optional<uint16_t> slot, std::vector<MemoryEffect> memory) {
+                              std::optional<GroupSlot> slot, std::vector<MemoryEffect> memory) {
   Op op;
   op.name = prefix_ + name;
   op.memory = std::move(memory);
-  op.stream = stream_of(kind);
-  op.work = CollectiveWork{coll, bytes, slot.value_or(slot_of(kind))};
+  op.stream = index(stream_of(kind));
+  op.work = CollectiveWork{coll, bytes, index(slot.value_or(group_slot_for(kind)))};
   op.labels = labels_;
-  op.labels.category = static_cast<uint8_t>(kind);
+  op.labels.category = category_of(kind);
   if (last_compute_) {
     deps.push_back(*last_compute_);
   }
@@ -82,15 +71,15 @@ OpId StageBuilder::collective(const std::string& name, CommKind kind, Collective
   return id;
 }
 
-OpId StageBuilder::p2p(const std::string& name, bool send, uint16_t peer, uint16_t tag,
-                       Bytes bytes, uint8_t stream) {
+OpId StageBuilder::p2p(const std::string& name, bool send, PeerSlot peer, Tag tag, Bytes bytes,
+                       Stream stream) {
   Op op;
   op.name = prefix_ + name;
-  op.stream = stream;
+  op.stream = index(stream);
   op.is_send = send;
-  op.work = PeerWork{peer, bytes, tag};
+  op.work = PeerWork{index(peer), bytes, index(tag)};
   op.labels = labels_;
-  op.labels.category = static_cast<uint8_t>(tag >= kKvTag ? CommKind::kContext : CommKind::kPipeline);
+  op.labels.category = category_of(info(peer).kind);
   std::vector<OpId> deps;
   if (send && last_compute_) {
     deps.push_back(*last_compute_);
@@ -128,8 +117,8 @@ void StageBuilder::emit_ring(const RingSpec& r) {
   std::optional<OpId> recv;
   for (int64_t i = 0; i < r.steps; ++i) {
     if (i + 1 < r.steps) {
-      p2p(fmt::format("{}.kv_send[{}]", r.name, i), true, kCpNext, kKvTag, r.bytes_per_step,
-          kContextSend);
+      p2p(fmt::format("{}.kv_send[{}]", r.name, i), true, PeerSlot::kContextNext, Tag::kKv,
+          r.bytes_per_step, Stream::kContextSend);
     }
     if (recv) {
       waits_.push_back(*recv);
@@ -139,8 +128,8 @@ void StageBuilder::emit_ring(const RingSpec& r) {
     compute(chunk);
     recv.reset();
     if (i + 1 < r.steps) {
-      recv = p2p(fmt::format("{}.kv_recv[{}]", r.name, i), false, kCpPrev, kKvTag,
-                 r.bytes_per_step, kContextRecv);
+      recv = p2p(fmt::format("{}.kv_recv[{}]", r.name, i), false, PeerSlot::kContextPrevious,
+                 Tag::kKv, r.bytes_per_step, Stream::kContextReceive);
     }
   }
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 
@@ -11,79 +12,84 @@
 #include "meshsim/workloads/partition.h"
 #include "meshsim/workloads/training_memory.h"
 #include "meshsim/workloads/step.h"
+#include "slots.h"
 #include "stage_program.h"
 
 namespace meshsim::workloads {
 namespace {
 
-std::vector<uint32_t> to_u32(const std::vector<int64_t>& v) {
-  return {v.begin(), v.end()};
-}
-
-// The groups of one rank, by slot (see stage_program.h).
-std::vector<std::vector<uint32_t>> groups_of(const RankLayout& layout, int64_t r) {
-  return {to_u32(layout.group_along(r, Axis::kTensor)), to_u32(layout.dp_cp_group(r)),
-          to_u32(layout.expert_group(r)), to_u32(layout.expert_dp_group(r))};
-}
-
-constexpr CommKind kSlotKinds[] = {CommKind::kTensor, CommKind::kData, CommKind::kExpert,
-                                   CommKind::kData};
-
-std::vector<int64_t> peers_of(const RankLayout& layout, int64_t r, const ParallelPlan& p) {
-  RankCoords c = layout.coords(r);
-  auto with = [&](int64_t pp, int64_t cp) {
-    RankCoords x = c;
-    x.pp = (pp + p.pp) % p.pp;
-    x.cp = (cp + p.cp) % p.cp;
-    return layout.rank(x);
-  };
-  return {with(c.pp + 1, c.cp), with(c.pp - 1, c.cp), with(c.pp, c.cp + 1), with(c.pp, c.cp - 1)};
-}
-
-void bind_ranks(StepPlan& plan, const RankLayout& layout, const ParallelPlan& p,
-                const std::vector<int64_t>& simulated) {
-  std::map<int64_t, uint32_t> sim_index;
-  for (size_t i = 0; i < simulated.size(); ++i) {
-    sim_index[simulated[i]] = static_cast<uint32_t>(i);
+std::vector<RankId> rank_ids(const std::vector<int64_t>& ranks) {
+  std::vector<RankId> out;
+  for (const int64_t r : ranks) {
+    out.emplace_back(static_cast<uint32_t>(r));
   }
-  std::map<std::vector<uint32_t>, uint32_t> group_index;
+  return out;
+}
+
+// The groups of global rank `r`, by group slot (slots.h).
+std::array<std::vector<RankId>, detail::kNumGroupSlots> groups_of(const RankLayout& layout,
+                                                                  int64_t r) {
+  std::array<std::vector<RankId>, detail::kNumGroupSlots> out;
+  for (const detail::GroupSlotInfo& g : detail::kGroupSlots) {
+    out[detail::index(g.slot)] = rank_ids(g.members(layout, r));
+  }
+  return out;
+}
+
+// The global rank bound to peer slot `slot` of global rank `r`: its neighbour `slot.step`
+// positions on along the slot's axis, cyclically.
+int64_t peer_of(const RankLayout& layout, int64_t r, const detail::PeerSlotInfo& slot) {
+  const std::vector<int64_t> ring = layout.group_along(r, slot.axis);  // in axis order
+  const auto n = static_cast<int64_t>(ring.size());
+  const int64_t at = std::find(ring.begin(), ring.end(), r) - ring.begin();
+  return ring[static_cast<size_t>(((at + slot.step) % n + n) % n)];
+}
+
+// Binds every slot of every simulated rank (slots.h), creating each group once.
+void bind_ranks(StepPlan& plan, const RankLayout& layout, const std::vector<int64_t>& simulated) {
+  std::map<int64_t, RankId> sim_index;
+  for (size_t i = 0; i < simulated.size(); ++i) {
+    sim_index.emplace(simulated[i], RankId(static_cast<uint32_t>(i)));
+  }
+  std::map<std::vector<RankId>, GroupId> group_index;
   for (const int64_t r : simulated) {
     RankBinding b;
-    b.global_rank = static_cast<uint32_t>(r);
+    b.global_rank = RankId(static_cast<uint32_t>(r));
     b.stage = layout.coords(r).pp;
-    b.program = static_cast<uint32_t>(b.stage);
+    b.program = ProgramIndex(static_cast<uint32_t>(b.stage));
     const auto groups = groups_of(layout, r);
-    for (size_t slot = 0; slot < groups.size(); ++slot) {
-      auto [it, fresh] = group_index.emplace(groups[slot], static_cast<uint32_t>(plan.groups.size()));
+    for (const detail::GroupSlotInfo& slot : detail::kGroupSlots) {
+      const std::vector<RankId>& members = groups[detail::index(slot.slot)];
+      const auto [it, fresh] =
+          group_index.emplace(members, GroupId(static_cast<uint32_t>(plan.groups.size())));
       if (fresh) {
-        PlannedGroup g;
-        g.kind = kSlotKinds[slot];
-        g.global = groups[slot];
-        for (const uint32_t member : g.global) {
-          if (auto s = sim_index.find(member); s != sim_index.end()) {
+        PlannedGroup g{slot.kind, {}, members};
+        for (const RankId member : members) {
+          if (auto s = sim_index.find(member.value()); s != sim_index.end()) {
             g.members.push_back(s->second);
           }
         }
         plan.groups.push_back(std::move(g));
       }
-      b.group_slots.push_back(it->second);
+      b.groups.push_back(it->second);
     }
-    for (const int64_t peer : peers_of(layout, r, p)) {
+    for (const detail::PeerSlotInfo& slot : detail::kPeerSlots) {
+      const int64_t peer = peer_of(layout, r, slot);
       const auto s = sim_index.find(peer);
       SIM_CHECK(s != sim_index.end(), "rank {} peers with rank {}, which is not simulated", r,
                 peer);
-      b.peer_slots.push_back(s->second);
+      b.peers.push_back(s->second);
     }
     plan.ranks.push_back(std::move(b));
   }
 }
 
-// One family per (slot, stage): every group of that kind among the stage's ranks. A group is in
-// one family only (without EP the expert-DP groups are the DP groups).
-void add_families(StepPlan& plan, const RankLayout& layout, const ParallelPlan& p) {
-  std::set<std::vector<uint32_t>> seen;
-  for (int64_t stage = 0; stage < p.pp; ++stage) {
-    std::vector<std::set<std::vector<uint32_t>>> by_slot(4);
+// One family per (group slot, stage): every group of that slot among the stage's ranks. A group
+// is in one family only (without EP the expert-DP groups are the DP groups).
+void add_families(StepPlan& plan, const RankLayout& layout, int64_t stages) {
+  std::set<std::vector<RankId>> seen;
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    std::array<std::set<std::vector<RankId>>, detail::kNumGroupSlots> by_slot;
     for (int64_t r = 0; r < layout.world(); ++r) {
       if (layout.coords(r).pp != stage) {
         continue;
@@ -95,8 +101,8 @@ void add_families(StepPlan& plan, const RankLayout& layout, const ParallelPlan& 
         }
       }
     }
-    for (auto& family : by_slot) {
-      std::vector<std::vector<uint32_t>> fresh;
+    for (const auto& family : by_slot) {
+      std::vector<std::vector<RankId>> fresh;
       for (const auto& g : family) {
         if (seen.insert(g).second) {
           fresh.push_back(g);
@@ -148,8 +154,8 @@ StepPlan plan_step(const ModelConfig& model, const ParallelPlan& plan, Simulatio
     out.memory_estimate.push_back(training_memory(stage, plan, in_flight));
   }
   const RankLayout layout(plan);
-  bind_ranks(out, layout, plan, simulated_ranks(layout, mode, also_simulate));
-  add_families(out, layout, plan);
+  bind_ranks(out, layout, simulated_ranks(layout, mode, also_simulate));
+  add_families(out, layout, plan.pp);
   return out;
 }
 

@@ -11,7 +11,7 @@
 //   }
 //
 // Then `to_string(e)`, `parse_enum<E>(text)` (nullopt for an unknown name: callers turn that into
-// an error, never a default), `enum_choices<E>()` (the canonical names, in table order) and
+// an error, never a default), `enum_values<E>()`, `enum_choices<E>()` (the canonical names, in table order) and
 // `describe_choices<E>()` ("double-binary-tree (tree, dbt), ...") work for it. Namespaces other
 // than meshsim that declare named enums say `using meshsim::to_string;` so that argument-dependent
 // lookup finds the template. Cost: a linear scan of the table (they are a handful of entries).
@@ -58,6 +58,18 @@ constexpr std::optional<E> parse_enum(std::string_view text) {
     }
   }
   return std::nullopt;
+}
+
+// The values, in table order (each once).
+template <NamedEnum E>
+std::vector<E> enum_values() {
+  std::vector<E> out;
+  for (const auto& n : enum_names(E{})) {
+    if (to_string(n.value) == n.name) {
+      out.push_back(n.value);
+    }
+  }
+  return out;
 }
 
 // The canonical names, in table order.

@@ -152,7 +152,7 @@ struct OpLabels {
   std::optional<int32_t> stage;
   // A caller-defined grouping for reports (workloads: the parallelism a communication op
   // serves, so that exposed communication can be reported by kind).
-  std::optional<uint8_t> category;
+  std::optional<OpCategory> category;
 };
 
 struct Op {

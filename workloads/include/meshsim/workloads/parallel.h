@@ -38,9 +38,10 @@ constexpr auto enum_names(Axis) {
                                         {Axis::kPipeline, "pp"}});
 }
 
-// What a communication op is for; reported as exposed communication by kind.
-enum class CommKind : uint8_t { kTensor = 1, kContext, kData, kPipeline, kExpert };
-inline constexpr int kNumCommKinds = 6;  // index 0 unused (compute)
+// What a communication op is for; reported as exposed communication by kind. Communication ops
+// carry it as their OpLabels::category (category_of), so that the engine's analysis can sum their
+// exposed time without knowing about parallelism.
+enum class CommKind : uint8_t { kTensor, kContext, kData, kPipeline, kExpert };
 constexpr auto enum_names(CommKind) {
   return std::to_array<EnumName<CommKind>>({{CommKind::kTensor, "tp"},
                                             {CommKind::kContext, "cp"},
@@ -48,6 +49,7 @@ constexpr auto enum_names(CommKind) {
                                             {CommKind::kPipeline, "pp"},
                                             {CommKind::kExpert, "ep"}});
 }
+constexpr OpCategory category_of(CommKind kind) { return OpCategory(static_cast<uint32_t>(kind)); }
 
 enum class AttentionKernel { kFlash, kNaive };
 constexpr auto enum_names(AttentionKernel) {
