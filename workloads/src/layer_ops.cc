@@ -123,26 +123,36 @@ void mlp_items(Items& it, bool backward) {
   };
   const char* up = gated ? "mlp_up" : "fc1";
   const char* down = gated ? "mlp_down" : "fc2";
+  // The MLP is column-parallel in (up, or the router with MoE) and row-parallel out (down, or
+  // MoE's combine).
   if (!backward) {
     if (m.moe) {
-      it.gemm("router", d.tokens, d.h, m.moe->num_experts);
+      it.column_gemm("mlp", "router", d.tokens, d.h, m.moe->num_experts);
       it.kernel("dispatch", permute);
       a2a("dispatch.ep_alltoall");
+      it.gemm(up, md.rows, d.h, up_n, md.batch);
+    } else {
+      it.column_gemm("mlp", up, md.rows, d.h, up_n, md.batch);
     }
-    it.gemm(up, md.rows, d.h, up_n, md.batch);
     activation_items(it, act_el, false);
-    it.gemm(down, md.rows, d.f, d.h, md.batch);
     if (m.moe) {
+      it.gemm(down, md.rows, d.f, d.h, md.batch);
       a2a("combine.ep_alltoall");
       it.kernel("combine", permute);
+      it.tp_exit("mlp");
+    } else {
+      it.row_gemm(down, "mlp", md.rows, d.f, d.h, md.batch);
     }
     return;
   }
   if (m.moe) {
+    it.tp_gather_grad("mlp.bwd");
     it.kernel("combine.bwd", permute);
     a2a("combine.bwd.ep_alltoall");
+    it.gemm_bwd(down, md.rows, d.f, d.h, md.batch);
+  } else {
+    it.row_gemm_bwd("mlp.bwd", down, md.rows, d.f, d.h, md.batch);
   }
-  it.gemm_bwd(down, md.rows, d.f, d.h, md.batch);
   activation_items(it, act_el, true);
   if (eager(c) && gated) {
     eager_copy(it, "mlp_up.split.bwd", md.rows * md.batch * up_n);
@@ -222,20 +232,16 @@ std::vector<LayerItem> layer_forward(const LayerContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);
   norm_items(it, "attn_norm", d.sp_tokens, false);
-  it.tp_enter("qkv");
-  it.gemm("qkv", d.tokens, d.h, d.q + 2 * d.kv);
+  it.column_gemm("qkv", "qkv", d.tokens, d.h, d.q + 2 * d.kv);
   rope_items(it, false);
   attention_items(it, false);
   if (eager(c)) {  // o.transpose(1, 2).reshape(b, s, q): a copy into token-major layout
     eager_copy(it, "attention.out_copy", d.tokens * d.q);
   }
-  it.gemm("attn_out", d.tokens, d.q, d.h);
-  it.tp_exit("attn_out");
+  it.row_gemm("attn_out", "attn_out", d.tokens, d.q, d.h);
   residual_items(it, "residual_attn");
   norm_items(it, "mlp_norm", d.sp_tokens, false);
-  it.tp_enter("mlp");
   mlp_items(it, false);
-  it.tp_exit("mlp");
   residual_items(it, "residual_mlp");
   return it.take();
 }
@@ -243,12 +249,10 @@ std::vector<LayerItem> layer_forward(const LayerContext& c) {
 std::vector<LayerItem> layer_backward(const LayerContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);
-  it.tp_gather_grad("mlp.bwd");
   mlp_items(it, true);
   norm_items(it, "mlp_norm.bwd", d.sp_tokens, true);
   residual_items(it, "residual.bwd");
-  it.tp_gather_grad("attn_out.bwd");
-  it.gemm_bwd("attn_out", d.tokens, d.q, d.h);
+  it.row_gemm_bwd("attn_out.bwd", "attn_out", d.tokens, d.q, d.h);
   if (eager(c)) {
     eager_copy(it, "attention.out_copy.bwd", d.tokens * d.q);
   }
@@ -269,8 +273,7 @@ std::vector<LayerItem> head_forward(const LayerContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);
   norm_items(it, "final_norm", d.sp_tokens, false);
-  it.tp_enter("lm_head");
-  it.gemm("lm_head", d.tokens, d.h, d.vocab);
+  it.column_gemm("lm_head", "lm_head", d.tokens, d.h, d.vocab);
   const int64_t tv = d.tokens * d.vocab;
   if (eager(c)) {
     eager_loss(it, false);

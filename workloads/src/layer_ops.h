@@ -47,9 +47,14 @@
 
 namespace meshsim::workloads::detail {
 
+// What a kernel is for, where the schedule treats kernels differently: zero-bubble schedules run
+// the weight-gradient GEMMs of a backward as a separate pass (W) after the input gradients (B).
+enum class KernelRole : uint8_t { kCompute, kWeightGradient };
+
 struct KernelSpec {
   std::string name;
   ComputeWork work;
+  KernelRole role = KernelRole::kCompute;
 };
 
 // A collective between two kernels, on the group of `kind`. Blocking: the next kernel waits for
@@ -74,7 +79,18 @@ struct RingSpec {
   Bytes bytes_per_step;
 };
 
-using LayerItem = std::variant<KernelSpec, CommSpec, RingSpec>;
+// A GEMM and the TP collective that Megatron / Transformer Engine can overlap with it: the SP
+// all-gather feeding a column-parallel GEMM, or the row-parallel output's gather of the output
+// gradient (`comm_first`), or the all-reduce / reduce-scatter of a row-parallel GEMM's output
+// (after). Without TP overlap the two run in order, the collective blocking; with it (the plan's
+// overlap.tensor_parallel) they run as interleaved pieces.
+struct TpOverlapGemm {
+  KernelSpec gemm;
+  CommSpec comm;
+  bool comm_first = false;
+};
+
+using LayerItem = std::variant<KernelSpec, CommSpec, RingSpec, TpOverlapGemm>;
 
 // What a layer's kernels depend on: the model, the plan, and the stage's partition (its shard
 // widths and tokens). References only: every derived fact is the partition's.
