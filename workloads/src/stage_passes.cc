@@ -103,7 +103,11 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
   const Bytes msg = pipeline_message_bytes(ctx_);
   const bool reduce_grads = with_weights && last_for_chunk;
   if (last_virtual(chunk)) {
-    emit(scope, head_backward(ctx_), {},
+    std::vector<LayerItem> head = head_backward(ctx_);
+    if (!with_weights) {
+      head = without_weight_gradients(std::move(head));
+    }
+    emit(scope, head, {},
          with_weights ? std::optional(release(MemoryCategory::kActivations, part_.activations.head))
                       : std::nullopt);
     if (reduce_grads) {
