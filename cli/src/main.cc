@@ -61,10 +61,11 @@ void add_override(RunFlags& f, CLI::Option* o, PlanField field,
 }
 
 template <typename T>
-void bind_plan(CLI::App* app, RunFlags& f, PlanField field, T ParallelPlan::*member,
-               const std::string& help) {
+CLI::Option* bind_plan(CLI::App* app, RunFlags& f, PlanField field, T ParallelPlan::*member,
+                       const std::string& help) {
   CLI::Option* o = app->add_option(flag_of(field), f.given.plan.*member, help);
   add_override(f, o, field, [&f, member](ParallelPlan& p) { p.*member = f.given.plan.*member; });
+  return o;
 }
 
 // An enum-valued plan flag: CLI11 rejects a value outside the enum's names, naming the flag and
@@ -131,7 +132,8 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
                    "AdamW: fused (one pass), foreach (torch multi-tensor) or per-tensor (torch "
                    "foreach=False)");
   bind_plan(app, f, PlanField::kStageLayers, &ParallelPlan::stage_layers,
-            "Layers per pipeline stage (uneven split)");
+            "Layers per pipeline stage (uneven split), e.g. 10,11,11")
+      ->delimiter(',');
   bind_plan_flag(app, f, PlanField::kOverlapGradReduce,
                  [](ParallelPlan& p) { p.overlap.grad_reduce = false; },
                  "Reduce gradients after the backward pass instead of during it");

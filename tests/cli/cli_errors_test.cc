@@ -291,6 +291,21 @@ TEST_F(CliTest, RunWritesAConsistentJsonReport) {
   EXPECT_FALSE(fs::exists(path("meshsim-trace.pftrace"))) << "--no-trace wrote a trace";
 }
 
+// The README writes an uneven split as --stage-layers 10,11,11; the ledger of each stage then
+// starts with the weights of its own layers (stage 0 of llama3.2-1b: the embedding and 4 layers).
+TEST_F(CliTest, StageLayersTakeACommaSeparatedList) {
+  const CommandResult r = run({"--model", "llama3.2-1b", "--cluster", "dgx-h100", "--nodes", "3",
+                               "--pp", "3", "--dp", "8", "--gbs", "48", "--seq", "1024",
+                               "--stage-layers", "4,6,6", "--json", "out.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = read_json("out.json");
+  EXPECT_EQ(j["inputs"]["stage_layers"], nlohmann::json::array({4, 6, 6}));
+  ASSERT_EQ(j["stages"].size(), 3u);
+  // llama3.2-1b: 60,821,504 parameters per layer, 262,668,288 in the (tied) embedding, bf16.
+  const int64_t stage0_weights = 2 * (4 * 60'821'504LL + 262'668'288LL);
+  EXPECT_EQ(j["stages"][0]["peak_memory_breakdown_bytes"]["weights"].get<int64_t>(), stage0_weights);
+}
+
 TEST_F(CliTest, NoArgumentsRunsTheDefaultScenarioAndWritesATrace) {
   const CommandResult r = meshsim({});
   ASSERT_EQ(r.exit_code, 0) << r.output;
