@@ -114,6 +114,34 @@ bool precheck_memory(StepReport& r, const workloads::StepPlan& plan) {
   return true;
 }
 
+// The fraction of the devices' peak that `work` is over the step (MFU, HFU).
+double utilisation(Flops work, const StepReport& r) {
+  return work / (r.peak_per_device * r.step_time * static_cast<double>(r.devices));
+}
+
+// Per pipeline stage, the worst of its simulated ranks: idle fraction, compute, peak memory.
+std::vector<StepReport::Stage> stage_results(const StepReport& r, const RunResult& run,
+                                             const std::vector<RankBreakdown>& b,
+                                             const workloads::StepPlan& plan) {
+  std::map<int64_t, StepReport::Stage> stages;
+  for (size_t i = 0; i < b.size(); ++i) {
+    const int64_t stage = plan.ranks[i].stage;
+    StepReport::Stage& st = stages[stage];
+    st.stage = stage;
+    st.bubble_fraction = std::max(st.bubble_fraction, b[i].idle / r.step_time);
+    st.compute = std::max(st.compute, b[i].compute);
+    if (run.ranks[i].memory.peak > st.peak_memory) {
+      st.peak_memory = run.ranks[i].memory.peak;
+      st.peak_breakdown.by_category = run.ranks[i].memory.at_peak;
+    }
+  }
+  std::vector<StepReport::Stage> out;
+  for (const auto& [stage, st] : stages) {
+    out.push_back(st);
+  }
+  return out;
+}
+
 void fill_results(StepReport& r, const RunResult& run, const std::vector<RankBreakdown>& b,
                   const workloads::StepPlan& plan) {
   r.simulated = true;
@@ -123,29 +151,17 @@ void fill_results(StepReport& r, const RunResult& run, const std::vector<RankBre
   r.tokens_per_step = plan.tokens_per_step;
   r.tokens_per_s = static_cast<double>(plan.tokens_per_step) / r.step_time.seconds();
   r.tokens_per_s_per_device = r.tokens_per_s / static_cast<double>(r.devices);
-  const double capacity =
-      r.step_time.seconds() * static_cast<double>(r.devices) * r.peak_per_device.value();
-  r.mfu = plan.model_flops_per_step.count() / capacity;
+  r.mfu = utilisation(plan.model_flops_per_step, r);
   // Executed FLOPs: each simulated rank stands for world / simulated ranks of its kind; every
   // pipeline stage has the same number of ranks, so scale the simulated sum.
-  double executed = 0;
-  std::map<int64_t, StepReport::Stage> stages;
-  for (size_t i = 0; i < b.size(); ++i) {
-    const RankBreakdown& rb = b[i];
-    executed += rb.flops.count();
+  Flops executed;
+  for (const RankBreakdown& rb : b) {
+    executed += rb.flops;
     r.compute = std::max(r.compute, rb.compute);
     r.exposed_comm = std::max(r.exposed_comm, rb.exposed_comm);
-    const int64_t stage = plan.ranks[i].stage;
-    StepReport::Stage& st = stages[stage];
-    st.stage = stage;
-    st.bubble_fraction = std::max(st.bubble_fraction, rb.idle / r.step_time);
-    st.compute = std::max(st.compute, rb.compute);
-    if (run.ranks[i].memory.peak > st.peak_memory) {
-      st.peak_memory = run.ranks[i].memory.peak;
-      st.peak_breakdown.by_category = run.ranks[i].memory.at_peak;
-    }
   }
-  r.hfu = executed * static_cast<double>(plan.world) / static_cast<double>(b.size()) / capacity;
+  r.hfu = utilisation(
+      executed * static_cast<double>(plan.world) / static_cast<double>(b.size()), r);
   for (const workloads::CommKind kind : enum_values<workloads::CommKind>()) {
     Duration worst;
     for (const RankBreakdown& rb : b) {
@@ -153,17 +169,17 @@ void fill_results(StepReport& r, const RunResult& run, const std::vector<RankBre
     }
     r.exposed_by_kind.emplace_back(std::string(to_string(kind)), worst);
   }
+  r.stages = stage_results(r, run, b, plan);
   double bubble = 0;
-  for (const auto& [stage, st] : stages) {
-    r.stages.push_back(st);
+  for (const StepReport::Stage& st : r.stages) {
     bubble += st.bubble_fraction;
     if (st.peak_memory > r.peak_memory) {
       r.peak_memory = st.peak_memory;
       r.peak_breakdown = st.peak_breakdown;
-      r.oom_stage = fmt::format("pipeline stage {}", stage);
+      r.oom_stage = fmt::format("pipeline stage {}", st.stage);
     }
   }
-  r.bubble_fraction = bubble / static_cast<double>(stages.size());
+  r.bubble_fraction = bubble / static_cast<double>(r.stages.size());
   r.time_by_class = b.front().by_class;
   r.oom = r.peak_memory > r.memory_capacity;
   if (!r.oom) {

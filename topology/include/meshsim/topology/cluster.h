@@ -16,8 +16,9 @@
 // All bandwidths are per direction. Accessors are O(1) except where noted. A ClusterSpec is a
 // value: it holds a copy of its Chip, so it stays valid after the Catalogue is gone.
 //
-// This is the first version; a later issue builds Boost.Graph networks from it. The JSON is laid
-// out so that graph-level detail (switch counts, per-link overrides) can be added as new keys.
+// topology/network.h builds the network graph (devices, switches, NICs, links, routes) from a
+// ClusterSpec: generated from the fabrics above, or read as given from the file's explicit "graph"
+// section (GraphSpec below).
 #pragma once
 
 #include <cstdint>
