@@ -71,8 +71,8 @@ CLI::Option* bind_plan(CLI::App* app, RunFlags& f, PlanField field, T ParallelPl
 // An enum-valued plan flag: CLI11 rejects a value outside the enum's names, naming the flag and
 // the choices.
 template <meshsim::NamedEnum E>
-void bind_plan_choice(CLI::App* app, RunFlags& f, PlanField field, std::function<void(ParallelPlan&, E)> set,
-                      const std::string& help) {
+void bind_plan_choice(CLI::App* app, RunFlags& f, PlanField field,
+                      std::function<void(ParallelPlan&, E)> set, const std::string& help) {
   CLI::Option* o = app->add_option(flag_of(field), f.choices[field], help)
                        ->check(CLI::IsMember(meshsim::enum_choices<E>()));
   add_override(f, o, field, [&f, field, set = std::move(set)](ParallelPlan& p) {
@@ -87,8 +87,8 @@ void bind_plan_choice(CLI::App* app, RunFlags& f, PlanField field, E ParallelPla
 }
 
 // A plan flag without a value that sets a boolean.
-void bind_plan_flag(CLI::App* app, RunFlags& f, PlanField field, std::function<void(ParallelPlan&)> set,
-                    const std::string& help) {
+void bind_plan_flag(CLI::App* app, RunFlags& f, PlanField field,
+                    std::function<void(ParallelPlan&)> set, const std::string& help) {
   add_override(f, app->add_flag(flag_of(field), help), field, std::move(set));
 }
 

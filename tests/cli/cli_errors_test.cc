@@ -303,7 +303,8 @@ TEST_F(CliTest, StageLayersTakeACommaSeparatedList) {
   ASSERT_EQ(j["stages"].size(), 3u);
   // llama3.2-1b: 60,821,504 parameters per layer, 262,668,288 in the (tied) embedding, bf16.
   const int64_t stage0_weights = 2 * (4 * 60'821'504LL + 262'668'288LL);
-  EXPECT_EQ(j["stages"][0]["peak_memory_breakdown_bytes"]["weights"].get<int64_t>(), stage0_weights);
+  EXPECT_EQ(j["stages"][0]["peak_memory_breakdown_bytes"]["weights"].get<int64_t>(),
+            stage0_weights);
 }
 
 TEST_F(CliTest, NoArgumentsRunsTheDefaultScenarioAndWritesATrace) {

@@ -23,7 +23,8 @@ TEST(EnumNames, CanonicalNamesAndAliases) {
   EXPECT_EQ(parse_enum<Colour>("verde"), Colour::kGreen);
   EXPECT_EQ(parse_enum<Colour>("blue"), Colour::kBlue);
   EXPECT_EQ(enum_choices<Colour>(), (std::vector<std::string>{"red", "green", "blue"}));
-  EXPECT_EQ(enum_values<Colour>(), (std::vector<Colour>{Colour::kRed, Colour::kGreen, Colour::kBlue}));
+  EXPECT_EQ(enum_values<Colour>(),
+            (std::vector<Colour>{Colour::kRed, Colour::kGreen, Colour::kBlue}));
   EXPECT_EQ(describe_choices<Colour>(), "red, green (verde), blue");
 }
 

@@ -6,15 +6,16 @@
 //
 //   enum class Recompute { kNone, kSelective, kFull };
 //   constexpr auto enum_names(Recompute) {
-//     return std::to_array<EnumName<Recompute>>(
-//         {{Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}});
+//     return std::to_array<EnumName<Recompute>>({{Recompute::kNone, "none"},
+//                                                {Recompute::kSelective, "selective"},
+//                                                {Recompute::kFull, "full"}});
 //   }
 //
 // Then `to_string(e)`, `parse_enum<E>(text)` (nullopt for an unknown name: callers turn that into
-// an error, never a default), `enum_values<E>()`, `enum_choices<E>()` (the canonical names, in table order) and
-// `describe_choices<E>()` ("double-binary-tree (tree, dbt), ...") work for it. Namespaces other
-// than meshsim that declare named enums say `using meshsim::to_string;` so that argument-dependent
-// lookup finds the template. Cost: a linear scan of the table (they are a handful of entries).
+// an error, never a default), `enum_values<E>()`, `enum_choices<E>()` (the canonical names, in
+// table order) and `describe_choices<E>()` ("double-binary-tree (tree, dbt), ...") work for it.
+// Namespaces other than meshsim that declare named enums say `using meshsim::to_string;` so that
+// argument-dependent lookup finds the template. Cost: a linear scan of the table (they are a handful of entries).
 #pragma once
 
 #include <array>

@@ -71,12 +71,13 @@ enum class CollectiveKind : uint8_t {
   kReduce,
 };
 constexpr auto enum_names(CollectiveKind) {
-  return std::to_array<EnumName<CollectiveKind>>({{CollectiveKind::kAllReduce, "all-reduce"},
-                                                  {CollectiveKind::kReduceScatter, "reduce-scatter"},
-                                                  {CollectiveKind::kAllGather, "all-gather"},
-                                                  {CollectiveKind::kAllToAll, "all-to-all"},
-                                                  {CollectiveKind::kBroadcast, "broadcast"},
-                                                  {CollectiveKind::kReduce, "reduce"}});
+  using K = CollectiveKind;
+  return std::to_array<EnumName<K>>({{K::kAllReduce, "all-reduce"},
+                                     {K::kReduceScatter, "reduce-scatter"},
+                                     {K::kAllGather, "all-gather"},
+                                     {K::kAllToAll, "all-to-all"},
+                                     {K::kBroadcast, "broadcast"},
+                                     {K::kReduce, "reduce"}});
 }
 
 enum class MemoryCategory : uint8_t {
@@ -89,12 +90,13 @@ enum class MemoryCategory : uint8_t {
 };
 inline constexpr int kNumMemoryCategories = 6;
 constexpr auto enum_names(MemoryCategory) {
-  return std::to_array<EnumName<MemoryCategory>>({{MemoryCategory::kWeights, "weights"},
-                                                  {MemoryCategory::kGradients, "gradients"},
-                                                  {MemoryCategory::kOptimizerState, "optimizer_state"},
-                                                  {MemoryCategory::kActivations, "activations"},
-                                                  {MemoryCategory::kCommBuffers, "comm_buffers"},
-                                                  {MemoryCategory::kWorkspace, "workspace"}});
+  using C = MemoryCategory;
+  return std::to_array<EnumName<C>>({{C::kWeights, "weights"},
+                                     {C::kGradients, "gradients"},
+                                     {C::kOptimizerState, "optimizer_state"},
+                                     {C::kActivations, "activations"},
+                                     {C::kCommBuffers, "comm_buffers"},
+                                     {C::kWorkspace, "workspace"}});
 }
 
 // GEMM shape [m, k] x [k, n], repeated `batch` times; for shape-dependent efficiency models.

@@ -93,7 +93,9 @@ class Provenance {
   // Sets every field's origin (e.g. to a preset's).
   void set_all(const Origin& origin) { origins_.fill(origin); }
   // The InputError that `e` is, located at its field's origin.
-  InputError locate(const FieldError<Field>& e) const { return (*this)[e.field()].error(e.message()); }
+  InputError locate(const FieldError<Field>& e) const {
+    return (*this)[e.field()].error(e.message());
+  }
 
  private:
   std::array<Origin, field_count<Field>()> origins_{};
