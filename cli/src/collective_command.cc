@@ -6,8 +6,11 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "comm_setup.h"
+#include "meshsim/studies/comm_setup.h"
+#include "meshsim/studies/scenario.h"
+#include "meshsim/studies/step_report.h"
 #include "report.h"
+#include "scenario_flags.h"
 #include "meshsim/collectives/algorithms.h"
 #include "meshsim/collectives/comm_model.h"
 #include "meshsim/collectives/volume.h"
@@ -23,7 +26,7 @@ topology::ClusterSpec load_cluster_args(const ClusterArgs& a) {
   s.nodes = a.nodes;
   s.shape = a.shape;
   s.hardware_catalogue = a.hardware_catalogue;
-  return load_cluster_for(s);
+  return located(s, [&] { return studies::load_cluster(s); });
 }
 
 void topology_command(const ClusterArgs& args, std::ostream& out) {
@@ -207,7 +210,7 @@ void collective_command(const CollectiveArgs& a, std::ostream& out) {
     throw InputError("--group", "", fmt::format("\"{}\": a collective needs two ranks", a.group));
   }
   const std::vector<Bytes> sizes = parse_sizes(a.sizes, a.factor);
-  auto backend = make_backend(a.backend, net);
+  auto backend = studies::make_backend(parse_backend_flag(a.backend), net);
   const auto p = static_cast<int64_t>(group.size());
   out << fmt::format("# meshsim collective: {} over {} ranks of {} ({} nodes x {} {}), {} backend\n",
                      a.op, p, spec.name, spec.nodes, spec.devices_per_node, spec.chip.name,

@@ -12,7 +12,7 @@
 #include "collective_command.h"
 #include "meshsim/sim/error.h"
 #include "run_command.h"
-#include "scenario.h"
+#include "scenario_flags.h"
 #include "validate_command.h"
 
 namespace {
@@ -41,14 +41,20 @@ struct RunFlags {
   std::string trace_path = "meshsim-trace.pftrace";
   std::string trace_ranks;
   bool no_trace = false;
+  std::string backend = "analytical";
+  std::string algo = "auto";
 };
 
 // A flag of a scenario field outside the plan (model, cluster, ...).
 template <typename T>
-void bind_scenario(CLI::App* app, RunFlags& f, const std::string& name, T Scenario::*field,
-                   const std::string& help) {
+void bind_scenario(CLI::App* app, RunFlags& f, meshsim::studies::ScenarioField which,
+                   T Scenario::*field, const std::string& help) {
+  const std::string name = meshsim::cli::flag_of(which);
   CLI::Option* o = app->add_option(name, f.given.*field, help);
-  f.overrides.push_back({o, [&f, field](Scenario& s) { s.*field = f.given.*field; }});
+  f.overrides.push_back({o, [&f, field, which, name](Scenario& s) {
+                           s.*field = f.given.*field;
+                           s.origins.set(which, Origin::flag(name));
+                         }});
 }
 
 // The flag of a plan field: its value, then its origin.
@@ -99,7 +105,7 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
   CLI::Option* zero = app->add_option(flag_of(PlanField::kZero), f.zero,
                                       "ZeRO stage over the data-parallel group: 0, 1, 2, 3");
   add_override(f, zero, PlanField::kZero, [&f](ParallelPlan& p) {
-    p.zero = meshsim::cli::zero_stage(f.zero, Origin::flag(flag_of(PlanField::kZero)));
+    p.zero = meshsim::studies::zero_stage(f.zero, Origin::flag(flag_of(PlanField::kZero)));
   });
   bind_plan(app, f, PlanField::kTp, &ParallelPlan::tp, "Tensor-parallel degree");
   bind_plan_flag(app, f, PlanField::kSp, [](ParallelPlan& p) { p.sp = true; },
@@ -149,14 +155,14 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
 }
 
 void add_run_options(CLI::App* app, RunFlags& f) {
-  bind_scenario(app, f, "--model", &Scenario::model,
+  bind_scenario(app, f, meshsim::studies::ScenarioField::kModel, &Scenario::model,
                 "Model preset, meshsim model JSON or HF config.json");
-  bind_scenario(app, f, "--cluster", &Scenario::cluster, "Cluster preset or cluster JSON");
-  bind_scenario(app, f, "--nodes", &Scenario::nodes, "Resize a GPU cluster to this many nodes");
-  bind_scenario(app, f, "--shape", &Scenario::shape,
+  bind_scenario(app, f, meshsim::studies::ScenarioField::kCluster, &Scenario::cluster, "Cluster preset or cluster JSON");
+  bind_scenario(app, f, meshsim::studies::ScenarioField::kNodes, &Scenario::nodes, "Resize a GPU cluster to this many nodes");
+  bind_scenario(app, f, meshsim::studies::ScenarioField::kShape, &Scenario::shape,
                 "Resize a TPU slice to this torus, e.g. 8x16x16");
   add_plan_options(app, f);
-  bind_scenario(app, f, "--hardware-catalogue", &Scenario::hardware_catalogue,
+  bind_scenario(app, f, meshsim::studies::ScenarioField::kHardwareCatalogue, &Scenario::hardware_catalogue,
                 "Chip catalogue JSON");
   app->add_option("--json", f.json_path, "Write the report as JSON to FILE");
   app->add_option("--trace", f.trace_path,
@@ -166,12 +172,12 @@ void add_run_options(CLI::App* app, RunFlags& f) {
                   "Ranks in the trace: all | 0-7,64 | stage:0 | node:3 (default: the first rank "
                   "of each stage and the TP group of rank 0)");
   app->add_flag("--no-trace", f.no_trace, "Do not write a trace");
-  app->add_flag("--full-simulation", f.outputs.full_simulation,
+  app->add_flag("--full-simulation", f.outputs.step.full_simulation,
                 "Simulate every rank instead of one per class of identical ranks");
-  app->add_option("--backend", f.outputs.comm.backend, "Collective cost backend")
+  app->add_option("--backend", f.backend, "Collective cost backend")
       ->check(CLI::IsMember({"analytical", "simgrid"}))
       ->capture_default_str();
-  app->add_option("--algo", f.outputs.comm.algorithm, "Collective algorithm (default: automatic)")
+  app->add_option("--algo", f.algo, "Collective algorithm (default: automatic)")
       ->capture_default_str();
 }
 
@@ -195,17 +201,20 @@ void add_cluster_options(CLI::App* app, meshsim::cli::ClusterArgs& a) {
 Scenario resolve(const RunFlags& f) {
   const bool names_workload =
       given(f, "--model") || given(f, "--cluster") ||
-      (!f.scenario_file.empty() && meshsim::cli::scenario_file_names_workload(f.scenario_file));
-  Scenario s = names_workload ? Scenario{} : meshsim::cli::default_scenario();
+      (!f.scenario_file.empty() && meshsim::studies::scenario_file_names_workload(f.scenario_file));
+  Scenario s = names_workload ? Scenario{} : meshsim::studies::default_scenario();
   if (!f.scenario_file.empty()) {
-    s = meshsim::cli::load_scenario(f.scenario_file, s);
+    s = meshsim::studies::load_scenario(f.scenario_file, s);
   }
   for (const Override& o : f.overrides) {
     if (o.option->count() > 0) {
       o.apply(s);
     }
   }
-  meshsim::cli::complete(s);
+  if (given(f, "--shape") && !s.origins[meshsim::studies::ScenarioField::kNodes].given()) {
+    s.nodes.reset();  // the base's node count (the default scenario's) gives way to the shape
+  }
+  meshsim::studies::complete(s);
   return s;
 }
 
@@ -324,6 +333,8 @@ int run_main(int argc, char** argv) {
     return 0;
   }
   RunFlags& f = run_flags;
+  f.outputs.step.comm = {meshsim::cli::parse_backend_flag(f.backend),
+                         meshsim::cli::parse_algo_flag(f.algo)};
   if (!f.json_path.empty()) {
     f.outputs.json_path = f.json_path;
   }

@@ -1,5 +1,5 @@
-// A scenario: what to simulate. Read from a JSON file (`meshsim run SCENARIO.json`) and/or
-// command-line flags; a flag given on the command line overrides the file.
+// A scenario: what to simulate. Read from a JSON file (`meshsim run SCENARIO.json`), a sweep's
+// point, and/or command-line flags (the edge applies those).
 //
 // Scenario JSON (strict: unknown keys are errors), every field optional, the keys named like the
 // flags (and like workloads::PlanField's names):
@@ -15,8 +15,9 @@
 //     "overlap_tp": false, "hardware_catalogue": "path/to/chips.json" }
 //
 // The parallel plan is read straight into the typed workloads::ParallelPlan, each field's origin
-// recorded (the file and its JSON pointer, or the flag); an error a library raises about a plan
-// field is located there (`locate`).
+// recorded (the file and its JSON pointer); the scenario's own fields (model, cluster, nodes,
+// shape, hardware catalogue) likewise in `origins`. Libraries throw a PlanError or a ScenarioError
+// naming the field; the edge locates it where the value came from.
 #pragma once
 
 #include <cstdint>
@@ -24,9 +25,25 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "meshsim/sim/provenance.h"
+#include "meshsim/topology/cluster.h"
 #include "meshsim/workloads/parallel.h"
 
-namespace meshsim::cli {
+namespace meshsim::studies {
+
+// The fields of a Scenario outside the plan, named as the scenario file's keys.
+enum class ScenarioField : uint8_t { kModel, kCluster, kNodes, kShape, kHardwareCatalogue };
+constexpr auto enum_names(ScenarioField) {
+  using F = ScenarioField;
+  return std::to_array<EnumName<F>>({{F::kModel, "model"},
+                                     {F::kCluster, "cluster"},
+                                     {F::kNodes, "nodes"},
+                                     {F::kShape, "shape"},
+                                     {F::kHardwareCatalogue, "hardware_catalogue"}});
+}
+using ScenarioError = FieldError<ScenarioField>;
 
 // Two bases: a scenario that names a model or a cluster starts from the neutral values below (every
 // degree 1, ZeRO 0, 1F1B, sequence 4096, the cluster preset at its own size, a global batch of one
@@ -39,17 +56,22 @@ struct Scenario {
   std::optional<std::string> shape;  // TPU torus, e.g. "8x16x16"
   std::optional<std::string> hardware_catalogue;
   workloads::ParallelPlan plan = neutral_plan();
+  Provenance<ScenarioField> origins;
 
   static workloads::ParallelPlan neutral_plan();
 };
 
 // The built-in default: Llama-3-70B on 2048 H100s (256 DGX nodes, rail-optimized NDR fat-tree),
 // TP 8 with sequence parallelism, PP 4 interleaved with 5 virtual stages, DP 64 with the
-// distributed optimizer (ZeRO-1), sequence 8192, global batch 512 sequences. Its plan fields'
-// origin is Origin::preset("the default scenario").
+// distributed optimizer (ZeRO-1), sequence 8192, global batch 512 sequences. Its fields' origin
+// is Origin::preset("the default scenario").
 Scenario default_scenario();
 
-// Fields present in `path` replace those of `base` (their origin: the file and the key's pointer).
+// Fields present in the JSON object `doc` replace those of `base` (their origin: `source` and the
+// key's pointer under `pointer`). InputError on an unknown key or a bad value.
+Scenario apply_scenario_json(const nlohmann::json& doc, const std::string& source,
+                             const std::string& pointer, Scenario base);
+// The same for a file.
 Scenario load_scenario(const std::string& path, Scenario base);
 
 // Whether the scenario file names a model or a cluster (it then starts from the neutral base).
@@ -59,18 +81,17 @@ bool scenario_file_names_workload(const std::string& path);
 // one microbatch per data-parallel rank (dp x mbs).
 void complete(Scenario& s);
 
-// The command-line flag of a plan field: "--tp", "--capacity-factor", "--no-overlap-p2p".
-std::string flag_of(workloads::PlanField field);
-
 // A ZeRO stage 0..3 read from `where`; InputError located there otherwise.
 workloads::ZeroStage zero_stage(int64_t value, const Origin& where);
 
-// Where a plan field's value came from: its recorded origin when a user wrote it, else the flag
-// that would set it.
-Origin origin_of(const workloads::ParallelPlan& plan, workloads::PlanField field);
+// The scenario's cluster: preset or file (InputError from the loaders), resized to `nodes` (GPU
+// clusters) or `shape` (TPU slices). ScenarioError on kNodes / kShape when they do not apply.
+topology::ClusterSpec load_cluster(const Scenario& s);
 
-// The InputError a library's PlanError is, located where the value came from:
-// "scenario.json: /tp: ..." or "--tp: ...".
-InputError locate(const workloads::ParallelPlan& plan, const workloads::PlanError& e);
+// "8x16x16" -> {8, 16, 16}; ScenarioError(kShape) unless positive extents joined by 'x'.
+std::vector<int64_t> parse_shape(const std::string& text);
 
-}  // namespace meshsim::cli
+// The scenario as echoed in reports and trace metadata.
+nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& cluster);
+
+}  // namespace meshsim::studies

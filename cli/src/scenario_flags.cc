@@ -1,0 +1,75 @@
+#include "scenario_flags.h"
+
+#include <fmt/format.h>
+
+namespace meshsim::cli {
+
+using workloads::ParallelPlan;
+using workloads::PlanField;
+
+namespace {
+
+std::string dashed(std::string_view name) {
+  std::string flag = "--" + std::string(name);
+  for (char& c : flag) {
+    c = c == '_' ? '-' : c;
+  }
+  return flag;
+}
+
+}  // namespace
+
+std::string flag_of(PlanField field) {
+  switch (field) {
+    case PlanField::kOverlapGradReduce:
+      return "--no-overlap-grad-reduce";
+    case PlanField::kOverlapParamGather:
+      return "--no-overlap-param-gather";
+    case PlanField::kOverlapP2p:
+      return "--no-overlap-p2p";
+    default:
+      return dashed(to_string(field));
+  }
+}
+
+std::string flag_of(studies::ScenarioField field) { return dashed(to_string(field)); }
+
+Origin origin_of(const ParallelPlan& plan, PlanField field) {
+  const Origin& o = plan.origins[field];
+  return o.given() ? o : Origin::flag(flag_of(field));
+}
+
+Origin origin_of(const Scenario& s, studies::ScenarioField field) {
+  const Origin& o = s.origins[field];
+  return o.given() ? o : Origin::flag(flag_of(field));
+}
+
+InputError locate(const ParallelPlan& plan, const workloads::PlanError& e) {
+  return origin_of(plan, e.field()).error(e.message());
+}
+
+InputError locate(const Scenario& s, const studies::ScenarioError& e) {
+  return origin_of(s, e.field()).error(e.message());
+}
+
+collectives::Algorithm parse_algo_flag(const std::string& name) {
+  const auto algorithm = parse_enum<collectives::Algorithm>(name);
+  if (!algorithm) {
+    throw InputError("--algo", "",
+                     fmt::format("\"{}\" is not one of {}", name,
+                                 describe_choices<collectives::Algorithm>()));
+  }
+  return *algorithm;
+}
+
+studies::CommBackend parse_backend_flag(const std::string& name) {
+  const auto backend = parse_enum<studies::CommBackend>(name);
+  if (!backend) {
+    throw InputError("--backend", "",
+                     fmt::format("\"{}\" is not one of {}", name,
+                                 describe_choices<studies::CommBackend>()));
+  }
+  return *backend;
+}
+
+}  // namespace meshsim::cli
