@@ -10,6 +10,7 @@
 #include "calc_command.h"
 #include "calibrate_command.h"
 #include "collective_command.h"
+#include "plan_command.h"
 #include "meshsim/sim/error.h"
 #include "run_command.h"
 #include "scenario_flags.h"
@@ -165,6 +166,7 @@ void add_run_options(CLI::App* app, RunFlags& f) {
   bind_scenario(app, f, meshsim::studies::ScenarioField::kHardwareCatalogue, &Scenario::hardware_catalogue,
                 "Chip catalogue JSON");
   app->add_option("--json", f.json_path, "Write the report as JSON to FILE");
+  meshsim::cli::add_budget_options(app, f.outputs.budget);
   app->add_option("--trace", f.trace_path,
                   "Write the timeline: FILE.pftrace (native Perfetto) or FILE.json (Chrome JSON)")
       ->capture_default_str();
@@ -290,6 +292,9 @@ int run_main(int argc, char** argv) {
                         "Base one-chip catalogue JSON (its efficiencies are the starting point)");
   calibrate->add_option("--json", cal_json, "Write the errors before, after and held out as JSON");
 
+  meshsim::cli::PlanArgs plan_args;
+  CLI::App* plan = meshsim::cli::add_plan_command(app, plan_args);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -316,6 +321,9 @@ int run_main(int argc, char** argv) {
       cal.json_path = cal_json;
     }
     return meshsim::cli::calibrate_command(cal, std::cout);
+  }
+  if (*plan) {
+    return meshsim::cli::plan_command(plan_args, std::cout);
   }
   if (*calc) {
     meshsim::cli::print_accounting(calc_model, calc_seq, calc_mbs, std::cout);

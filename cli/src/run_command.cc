@@ -1,6 +1,7 @@
 #include "run_command.h"
 
 #include "meshsim/studies/scenario.h"
+#include "progress.h"
 #include "trace_setup.h"
 
 namespace meshsim::cli {
@@ -48,10 +49,23 @@ StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
 }
 
 int run_command(const Scenario& s, const RunOutputs& outputs, std::ostream& out) {
-  const StepReport report = simulate_step(s, outputs);
+  check_budget(outputs.budget);
+  StepReport report;
+  {
+    Progress progress(outputs.step.full_simulation ? "full simulation" : "simulation");
+    report = simulate_step(s, outputs);
+  }
   print_summary(report, out);
+  const std::optional<studies::TimeToTrain> ttt = time_to_train(outputs.budget, report);
+  if (ttt) {
+    print_time_to_train(*ttt, out);
+  }
   if (outputs.json_path) {
-    studies::write_json_file(*outputs.json_path, to_json(report), "--json");
+    nlohmann::json j = to_json(report);
+    if (ttt) {
+      j["time_to_train"] = studies::to_json(*ttt);
+    }
+    studies::write_json_file(*outputs.json_path, j, "--json");
   }
   return report.oom ? 3 : 0;
 }

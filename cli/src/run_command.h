@@ -6,6 +6,7 @@
 #include <string>
 
 #include "meshsim/studies/step.h"
+#include "budget.h"
 #include "report.h"
 #include "scenario_flags.h"
 
@@ -18,6 +19,7 @@ struct RunOutputs {
   std::optional<std::string> trace_path;   // .pftrace (native Perfetto) or .json (Chrome JSON)
   std::optional<std::string> trace_ranks;  // --trace-ranks
   studies::StepOptions step;               // --full-simulation, --backend, --algo
+  BudgetArgs budget;                       // --tokens, --days, --price-table, ...
 };
 
 // studies::simulate_step with the trace the outputs ask for; the library's errors located where

@@ -41,8 +41,12 @@ void check_plan(const LoadedScenario& l, const workloads::ParallelPlan& p) {
   }
 }
 
+LoadedScenario load_inputs(const Scenario& s) {
+  return LoadedScenario{load_cluster(s), workloads::load_model(s.model)};
+}
+
 LoadedScenario load_and_check(const Scenario& s) {
-  LoadedScenario l{load_cluster(s), workloads::load_model(s.model)};
+  LoadedScenario l = load_inputs(s);
   check_plan(l, s.plan);
   return l;
 }
@@ -72,6 +76,8 @@ StepReport describe(const Scenario& s, const LoadedScenario& l) {
   r.inputs = scenario_json(s, l.cluster);
   r.parameters = workloads::total_parameters(l.model);
   r.devices = l.cluster.device_count();
+  r.chip = l.cluster.chip.name;
+  r.model_flops_per_token = workloads::training_flops_per_token(l.model, s.plan.seq);
   r.model_description = describe_model(l.model);
   r.cluster_description =
       fmt::format("{}: {} node(s) x {} {} = {} devices", l.cluster.name, l.cluster.nodes,

@@ -43,6 +43,8 @@ struct LoadedScenario {
   workloads::ModelConfig model;
 };
 LoadedScenario load_and_check(const Scenario& s);
+// The model and the cluster alone (the plan search checks each plan itself).
+LoadedScenario load_inputs(const Scenario& s);
 // The plan against an already loaded model and cluster (the checks of load_and_check).
 void check_plan(const LoadedScenario& l, const workloads::ParallelPlan& p);
 

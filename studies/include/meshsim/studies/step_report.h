@@ -28,6 +28,8 @@ struct StepReport {
   std::string plan_description;
   int64_t devices = 0;
   int64_t parameters = 0;
+  std::string chip;                 // catalogue key of the devices ("h100-sxm")
+  Flops model_flops_per_token;      // training FLOPs per token (causal attention), as MFU counts
 
   // Results. When `oom` is set before simulation, the timing fields stay zero.
   bool simulated = false;

@@ -1,0 +1,369 @@
+// The plan search (plan_search.h): enumerate, prune exactly, simulate in bound order, rank.
+#include "meshsim/studies/plan_search.h"
+
+#include <algorithm>
+#include <numeric>
+#include <thread>
+
+#include "meshsim/collectives/comm_model.h"
+#include "meshsim/sim/error.h"
+#include "meshsim/topology/network.h"
+#include "meshsim/studies/cost.h"
+#include "meshsim/studies/step_bound.h"
+#include "meshsim/workloads/accounting.h"
+#include "meshsim/workloads/partition.h"
+#include "meshsim/workloads/pipeline.h"
+#include "meshsim/workloads/step.h"
+#include "meshsim/workloads/training_memory.h"
+
+namespace meshsim::studies {
+
+using workloads::ParallelPlan;
+using workloads::PipelineSchedule;
+using workloads::Recompute;
+using workloads::ZeroStage;
+
+namespace {
+
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d <= n; ++d) {
+    if (n % d == 0) {
+      out.push_back(d);
+    }
+  }
+  return out;
+}
+
+template <typename T>
+std::vector<T> only_or(const std::optional<T>& fixed, std::vector<T> all) {
+  if (fixed) {
+    return {*fixed};
+  }
+  return all;
+}
+
+struct ScheduleChoice {
+  PipelineSchedule schedule;
+  int64_t vpp;
+};
+
+std::vector<ScheduleChoice> schedules(int64_t pp, int64_t layers_per_stage, const Fixed& f) {
+  std::vector<ScheduleChoice> out;
+  if (pp == 1) {
+    out.push_back({PipelineSchedule::kOneFOneB, 1});
+  } else {
+    out.push_back({PipelineSchedule::kOneFOneB, 1});
+    for (const int64_t v : divisors(layers_per_stage)) {
+      if (v > 1) {
+        out.push_back({PipelineSchedule::kInterleaved, v});
+      }
+    }
+    out.push_back({PipelineSchedule::kZeroBubble, 1});
+  }
+  if (f.schedule == PipelineSchedule::kGpipe) {
+    out = {{PipelineSchedule::kGpipe, 1}};
+  }
+  std::erase_if(out, [&](const ScheduleChoice& c) {
+    return (f.schedule && c.schedule != *f.schedule) || (f.vpp && c.vpp != *f.vpp);
+  });
+  return out;
+}
+
+// The innermost loops: ZeRO, EP, microbatch, recompute and TP overlap for fixed degrees.
+void enumerate_inner(const workloads::ModelConfig& model, ParallelPlan p, const Fixed& f,
+                     const std::function<void(const ParallelPlan&)>& visit) {
+  std::vector<ZeroStage> zeros = {ZeroStage::kNone};
+  if (p.dp > 1) {
+    zeros = {ZeroStage::kNone, ZeroStage::kOptimizerStates, ZeroStage::kGradients,
+             ZeroStage::kParameters};
+  }
+  const std::vector<int64_t> eps = model.moe ? divisors(p.dp) : std::vector<int64_t>{1};
+  const int64_t per_dp = p.gbs % p.dp == 0 ? p.gbs / p.dp : 0;
+  // Selective recompute drops the attention scores and their dropout, which flash attention
+  // never saves: with it, selective is the same plan as none.
+  const std::vector<Recompute> recomputes =
+      p.attention == workloads::AttentionKernel::kFlash
+          ? std::vector<Recompute>{Recompute::kNone, Recompute::kFull}
+          : std::vector<Recompute>{Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  const std::vector<bool> overlaps =
+      p.tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  for (const ZeroStage zero : only_or(f.zero, zeros)) {
+    for (const int64_t ep : only_or(f.ep, eps)) {
+      for (const int64_t mbs : only_or(f.mbs, per_dp > 0 ? divisors(per_dp) : std::vector{p.mbs})) {
+        for (const Recompute rc : only_or(f.recompute, recomputes)) {
+          for (const bool ovl : only_or(f.overlap_tp, overlaps)) {
+            p.zero = zero;
+            p.ep = ep;
+            p.mbs = mbs;
+            p.recompute = rc;
+            p.overlap.tensor_parallel = ovl;
+            visit(p);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Every combination, valid or not, in enumeration order.
+void enumerate_all(const LoadedScenario& l, const ParallelPlan& base, const SearchOptions& o,
+                   const std::function<void(const ParallelPlan&)>& visit) {
+  const int64_t world = l.cluster.device_count();
+  const int64_t max_tp = o.max_tp > 0 ? o.max_tp : l.cluster.scale_up_domain_size();
+  const Fixed& f = o.fixed;
+  ParallelPlan p = base;
+  p.stage_layers.clear();
+  for (const int64_t tp : only_or(f.tp, divisors(world))) {
+    if (tp > max_tp && !f.tp) {
+      continue;
+    }
+    for (const bool sp : only_or(f.sp, {tp > 1})) {
+      for (const int64_t cp : only_or(f.cp, divisors(world / std::max<int64_t>(tp, 1)))) {
+        for (const int64_t pp : only_or(f.pp, divisors(world / std::max<int64_t>(tp * cp, 1)))) {
+          if (world % (tp * cp * pp) != 0) {
+            continue;
+          }
+          const int64_t dp = world / (tp * cp * pp);
+          if (f.dp && *f.dp != dp) {
+            continue;
+          }
+          const int64_t per_stage = l.model.num_layers % pp == 0 ? l.model.num_layers / pp : 1;
+          for (const ScheduleChoice& s : schedules(pp, per_stage, f)) {
+            p.tp = tp;
+            p.sp = sp;
+            p.cp = cp;
+            p.pp = pp;
+            p.dp = dp;
+            p.schedule = s.schedule;
+            p.vpp = s.vpp;
+            enumerate_inner(l.model, p, f, visit);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<ParallelPlan> enumerate_plans(const LoadedScenario& l, const ParallelPlan& base,
+                                          const SearchOptions& options, SearchResult* counts) {
+  std::vector<ParallelPlan> out;
+  enumerate_all(l, base, options, [&](const ParallelPlan& p) {
+    if (counts != nullptr) {
+      ++counts->considered;
+    }
+    try {
+      check_plan(l, p);
+      out.push_back(p);
+    } catch (const workloads::PlanError& e) {
+      if (counts != nullptr) {
+        ++counts->invalid[std::string(to_string(e.field()))];
+      }
+    }
+  });
+  return out;
+}
+
+double objective_value(const StepReport& r, Objective objective, double usd_per_device_hour) {
+  switch (objective) {
+    case Objective::kTime:
+      return r.step_time.seconds();
+    case Objective::kCost:
+      return r.step_time.seconds() / 3600.0 * static_cast<double>(r.devices) * usd_per_device_hour;
+    case Objective::kMfu:
+      return -r.mfu;
+  }
+  return r.step_time.seconds();
+}
+
+namespace {
+
+struct Candidate {
+  size_t index = 0;  // enumeration order, the tie-break
+  ParallelPlan plan;
+  Duration bound;
+  Bytes memory;
+};
+
+// The objective of a step of `step` seconds (what a lower bound on the step gives).
+struct ObjectiveScale {
+  Objective objective;
+  double usd_per_step_second;   // cost
+  double mfu_times_step;        // MFU x step time (model FLOPs / (devices x peak))
+  double of(Duration step) const {
+    switch (objective) {
+      case Objective::kCost:
+        return step.seconds() * usd_per_step_second;
+      case Objective::kMfu:
+        return -mfu_times_step / step.seconds();
+      case Objective::kTime:
+        break;
+    }
+    return step.seconds();
+  }
+};
+
+ObjectiveScale objective_scale(const LoadedScenario& l, const ParallelPlan& base, Objective o,
+                               double usd_per_device_hour) {
+  const Flops flops = workloads::training_flops_per_token(l.model, base.seq) *
+                      static_cast<double>(base.gbs * base.seq);
+  const FlopsPerSec peak = l.cluster.chip.peak(Dtype::kBf16).value_or(FlopsPerSec::of(1.0));
+  const auto devices = static_cast<double>(l.cluster.device_count());
+  return {o, devices * usd_per_device_hour / 3600.0, flops.count() / (devices * peak.value())};
+}
+
+}  // namespace
+
+Bytes memory_lower_bound(const workloads::ModelConfig& model, const ParallelPlan& plan) {
+  Bytes worst;
+  for (const workloads::StagePartition& st : workloads::partition_stages(model, plan)) {
+    const int64_t chunks = workloads::max_in_flight(plan.pipeline(), st.stage);
+    const int64_t chunk_layers = st.params.layers / plan.vpp;
+    const workloads::TrainingMemory state = workloads::training_memory(st, plan, 1);
+    worst = std::max(worst, state.model_state() +
+                                st.activations.saved_per_layer * (chunk_layers * chunks));
+  }
+  return worst;
+}
+
+namespace {
+
+// Memory pruning and bounds, in enumeration order.
+std::vector<Candidate> prune(const LoadedScenario& l, const std::vector<ParallelPlan>& plans,
+                             const SearchOptions& o, SearchResult& r, const ProgressFn& progress) {
+  // The communication model the data-parallel bound asks: the cluster's network, ranks in order,
+  // the backend and algorithm the simulations use.
+  const topology::Network net = topology::Network::build(l.cluster);
+  collectives::TopologyCommModel comm(net, topology::Placement::in_order(l.cluster.device_count()),
+                                      make_backend(o.step.comm.backend, net),
+                                      o.step.comm.algorithm);
+  StepLowerBound bound(l.model, l.cluster, &comm);
+  const Bytes capacity = l.cluster.chip.hbm_capacity;
+  const auto usable = Bytes::of(static_cast<int64_t>(capacity.as_double() * (1.0 - o.min_headroom)));
+  std::vector<Candidate> out;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const Bytes peak = memory_lower_bound(l.model, plans[i]);
+    if (peak > capacity) {
+      ++r.pruned_memory;
+    } else if (peak > usable) {
+      ++r.pruned_headroom;
+    } else {
+      out.push_back({i, plans[i], bound(plans[i]), peak});
+    }
+    if (progress && (i % 256 == 0 || i + 1 == plans.size())) {
+      progress("bounding", static_cast<int64_t>(i + 1), static_cast<int64_t>(plans.size()));
+    }
+  }
+  r.probes = static_cast<int64_t>(bound.probes());
+  return out;
+}
+
+// Simulates `batch` on up to `jobs` threads; reports in batch order.
+std::vector<StepReport> simulate_batch(const Scenario& base, const LoadedScenario& l,
+                                       const std::vector<const Candidate*>& batch,
+                                       const SearchOptions& o) {
+  std::vector<StepReport> out(batch.size());
+  std::vector<std::exception_ptr> errors(batch.size());
+  const auto run = [&](size_t first, size_t stride) {
+    for (size_t i = first; i < batch.size(); i += stride) {
+      try {
+        Scenario s = base;
+        s.plan = batch[i]->plan;
+        out[i] = simulate_step(s, l, o.step);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  const auto jobs = static_cast<size_t>(std::clamp<int64_t>(o.jobs, 1, 64));
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < std::min(jobs, batch.size()); ++t) {
+    threads.emplace_back(run, t, std::min(jobs, batch.size()));
+  }
+  run(0, std::max<size_t>(1, std::min(jobs, batch.size())));
+  for (std::thread& t : threads) {
+    t.join();
+  }
+  for (const std::exception_ptr& e : errors) {
+    if (e) {
+      std::rethrow_exception(e);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+SearchResult search_plans(const Scenario& base, const SearchOptions& o, const ProgressFn& progress) {
+  SIM_CHECK(o.top > 0 && o.min_headroom >= 0.0 && o.min_headroom < 1.0,
+            "search for the top {} with headroom {}", o.top, o.min_headroom);
+  const LoadedScenario l = load_inputs(base);
+  SearchResult r;
+  r.devices = l.cluster.device_count();
+  r.memory_capacity = l.cluster.chip.hbm_capacity;
+  const std::vector<ParallelPlan> plans = enumerate_plans(l, base.plan, o, &r);
+  std::vector<Candidate> candidates = prune(l, plans, o, r, progress);
+  const double price =
+      PriceTable::builtin().device(l.cluster.chip.name).usd_per_device_hour.value_or(1.0);
+  const ObjectiveScale scale = objective_scale(l, base.plan, o.objective, price);
+  std::sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
+    return std::pair(scale.of(a.bound), a.index) < std::pair(scale.of(b.bound), b.index);
+  });
+  // Simulate in bound order, a fixed batch at a time (the same plans whatever the thread count),
+  // until the next bound exceeds the N-th best.
+  constexpr size_t kBatch = 4;
+  const Bytes usable = Bytes::of(
+      static_cast<int64_t>(r.memory_capacity.as_double() * (1.0 - o.min_headroom)));
+  std::vector<std::pair<double, RankedPlan>> ranked;  // sorted, at most `top`
+  const auto nth_best = [&] {
+    return static_cast<int64_t>(ranked.size()) < o.top ? std::numeric_limits<double>::infinity()
+                                                       : ranked.back().first;
+  };
+  size_t next = 0;
+  while (next < candidates.size() && scale.of(candidates[next].bound) <= nth_best()) {
+    if (o.max_simulations > 0 && r.simulated >= o.max_simulations) {
+      break;
+    }
+    std::vector<const Candidate*> batch;
+    while (batch.size() < kBatch && next < candidates.size() &&
+           scale.of(candidates[next].bound) <= nth_best()) {
+      batch.push_back(&candidates[next++]);
+    }
+    const std::vector<StepReport> reports = simulate_batch(base, l, batch, o);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      ++r.simulated;
+      const StepReport& rep = reports[i];
+      if (rep.oom || rep.peak_memory > usable) {
+        ++r.simulated_oom;
+        continue;
+      }
+      const double v = objective_value(rep, o.objective, price);
+      const auto at = std::upper_bound(
+          ranked.begin(), ranked.end(), v,
+          [](double x, const std::pair<double, RankedPlan>& e) { return x < e.first; });
+      ranked.insert(at, {v, RankedPlan{batch[i]->plan, batch[i]->bound, batch[i]->memory, rep}});
+      if (static_cast<int64_t>(ranked.size()) > o.top) {
+        ranked.pop_back();
+      }
+    }
+    if (progress) {
+      progress("simulating", r.simulated, static_cast<int64_t>(candidates.size()));
+    }
+  }
+  for (size_t i = next; i < candidates.size(); ++i) {
+    if (scale.of(candidates[i].bound) <= nth_best()) {
+      ++r.not_simulated;
+    } else {
+      ++r.pruned_bound;
+    }
+  }
+  r.exact = r.not_simulated == 0;
+  for (auto& [v, plan] : ranked) {
+    r.top.push_back(std::move(plan));
+  }
+  return r;
+}
+
+}  // namespace meshsim::studies
