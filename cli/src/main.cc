@@ -11,6 +11,7 @@
 #include "calibrate_command.h"
 #include "collective_command.h"
 #include "plan_command.h"
+#include "sweep_command.h"
 #include "meshsim/sim/error.h"
 #include "run_command.h"
 #include "scenario_flags.h"
@@ -294,6 +295,8 @@ int run_main(int argc, char** argv) {
 
   meshsim::cli::PlanArgs plan_args;
   CLI::App* plan = meshsim::cli::add_plan_command(app, plan_args);
+  meshsim::cli::SweepArgs sweep_args;
+  CLI::App* sweep = meshsim::cli::add_sweep_command(app, sweep_args);
 
   try {
     app.parse(argc, argv);
@@ -321,6 +324,9 @@ int run_main(int argc, char** argv) {
       cal.json_path = cal_json;
     }
     return meshsim::cli::calibrate_command(cal, std::cout);
+  }
+  if (*sweep) {
+    return meshsim::cli::sweep_command(sweep_args, std::cout);
   }
   if (*plan) {
     return meshsim::cli::plan_command(plan_args, std::cout);

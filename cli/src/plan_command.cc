@@ -292,7 +292,7 @@ int plan_command(const PlanArgs& a, std::ostream& out) {
                      to_string(base.plan.matmul_dtype), to_string(o.objective));
   print_counts(r, o, out);
   if (rows.empty()) {
-    out << "\n  no plan fits in memory on this cluster\n";
+    out << "\n  " << studies::no_plan_reason(r) << "\n";
   } else {
     print_table(rows, out);
     if (rows.front().time_to_train) {

@@ -1,6 +1,8 @@
 // The plan search (plan_search.h): enumerate, prune exactly, simulate in bound order, rank.
 #include "meshsim/studies/plan_search.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 #include <thread>
@@ -164,6 +166,21 @@ std::vector<ParallelPlan> enumerate_plans(const LoadedScenario& l, const Paralle
     }
   });
   return out;
+}
+
+std::string no_plan_reason(const SearchResult& r) {
+  const int64_t fit_tested = r.pruned_memory + r.pruned_headroom + r.simulated;
+  if (fit_tested == 0) {
+    std::string by;
+    for (const auto& [field, n] : r.invalid) {
+      by += fmt::format("{}{} {}", by.empty() ? "" : ", ", field, n);
+    }
+    return fmt::format("no valid plan of the {} considered (invalid by field: {})", r.considered,
+                       by);
+  }
+  return fmt::format("no plan fits in memory ({} over memory, {} within the headroom, {} out of "
+                     "memory when simulated)",
+                     r.pruned_memory, r.pruned_headroom, r.simulated_oom);
 }
 
 double objective_value(const StepReport& r, Objective objective, double usd_per_device_hour) {

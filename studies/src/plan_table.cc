@@ -111,6 +111,8 @@ constexpr Column kColumns[] = {
 };
 // clang-format on
 
+}  // namespace
+
 std::string csv_cell(const nlohmann::json& v) {
   if (v.is_null()) {
     return "";
@@ -136,7 +138,16 @@ std::string csv_cell(const nlohmann::json& v) {
   return v.dump();
 }
 
-}  // namespace
+const std::vector<std::string>& row_columns() {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> names;
+    for (const Column& c : kColumns) {
+      names.emplace_back(c.name);
+    }
+    return names;
+  }();
+  return kNames;
+}
 
 nlohmann::json row_json(const PlanRow& row) {
   nlohmann::json j = nlohmann::json::object();

@@ -97,6 +97,10 @@ struct SearchResult {
   Bytes memory_capacity;
 };
 
+// Why a search ranked nothing: "no valid plan (invalid: gbs 640, tp 2328)" or "no plan fits in
+// memory (1200 over memory, 3 out of memory when simulated)".
+std::string no_plan_reason(const SearchResult& r);
+
 // Progress: called with (plans done, plans in the phase) and the phase's name.
 using ProgressFn = std::function<void(std::string_view phase, int64_t done, int64_t total)>;
 

@@ -30,6 +30,10 @@ struct PlanRow {
 };
 
 nlohmann::json row_json(const PlanRow& row);
+// The columns of row_json, in table order.
+const std::vector<std::string>& row_columns();
+// One CSV cell (RFC 4180 quoting; null is empty; numbers with 9 significant digits).
+std::string csv_cell(const nlohmann::json& v);
 // The CSV header line and rows (RFC 4180; numbers with enough digits to round-trip).
 void write_rows_csv(const std::vector<PlanRow>& rows, std::ostream& out);
 
