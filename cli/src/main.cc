@@ -12,6 +12,7 @@
 #include "collective_command.h"
 #include "plan_command.h"
 #include "sweep_command.h"
+#include "compare_command.h"
 #include "meshsim/sim/error.h"
 #include "run_command.h"
 #include "scenario_flags.h"
@@ -297,6 +298,12 @@ int run_main(int argc, char** argv) {
   CLI::App* plan = meshsim::cli::add_plan_command(app, plan_args);
   meshsim::cli::SweepArgs sweep_args;
   CLI::App* sweep = meshsim::cli::add_sweep_command(app, sweep_args);
+  std::string compare_a;
+  std::string compare_b;
+  CLI::App* compare = app.add_subcommand(
+      "compare", "Two run reports (meshsim run --json) side by side: what changed and why");
+  compare->add_option("a", compare_a, "The first report (A)")->required();
+  compare->add_option("b", compare_b, "The second report (B)")->required();
 
   try {
     app.parse(argc, argv);
@@ -324,6 +331,9 @@ int run_main(int argc, char** argv) {
       cal.json_path = cal_json;
     }
     return meshsim::cli::calibrate_command(cal, std::cout);
+  }
+  if (*compare) {
+    return meshsim::cli::compare_command(compare_a, compare_b, std::cout);
   }
   if (*sweep) {
     return meshsim::cli::sweep_command(sweep_args, std::cout);

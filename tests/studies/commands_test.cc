@@ -85,5 +85,25 @@ TEST_F(StudiesCommandTest, RunGivesTheTimeToTrainAndItsCost) {
   expect_input_error(meshsim({"--tokens", "1T", "--days", "3", "--no-trace"}), {"not both"});
 }
 
+TEST_F(StudiesCommandTest, CompareSaysWhatChangedAndWhyTheStepMoved) {
+  const std::vector<std::string> base = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--dp",
+                                         "8", "--zero", "1", "--gbs", "32", "--seq", "4096",
+                                         "--no-trace", "--json"};
+  std::vector<std::string> a = base;
+  a.push_back("a.json");
+  std::vector<std::string> b = base;
+  b.insert(b.end(), {"b.json", "--recompute", "full"});
+  ASSERT_EQ(meshsim(a).exit_code, 0);
+  ASSERT_EQ(meshsim(b).exit_code, 0);
+  const CommandResult r = meshsim({"compare", "a.json", "b.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("recompute: none -> full"));
+  EXPECT_THAT(r.output, HasSubstr("why the step moved: the step grew"));
+  EXPECT_THAT(r.output, HasSubstr("the largest part of the change is compute"));
+  write_json("not-a-report.json", {{"step_time_s", 1.0}});
+  expect_input_error(meshsim({"compare", "a.json", "not-a-report.json"}),
+                     {"not-a-report.json", "/tokens_per_s"});
+}
+
 }  // namespace
 }  // namespace meshsim::testing
