@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -224,13 +225,25 @@ Scenario resolve(const RunFlags& f) {
 
 int run_main(int argc, char** argv) {
   CLI::App app{"meshsim: a discrete-event simulator of distributed training clusters"};
-  app.set_version_flag("--version", std::string("meshsim ") + MESHSIM_VERSION);
+  app.set_version_flag("--version", std::string("meshsim ") + MESHSIM_VERSION + " (commit " +
+                                        MESHSIM_GIT_COMMIT + ")");
   RunFlags run_flags;
   add_run_options(&app, run_flags);
   CLI::App* run = app.add_subcommand("run", "Simulate one training step of a scenario");
+  // A scenario file that does not exist is often the value of a flag that is not one (`run --tpp
+  // 8`): say so rather than "File does not exist: 8".
   run->add_option("scenario", run_flags.scenario_file,
                   "Scenario JSON file (flags override its fields)")
-      ->check(CLI::ExistingFile);
+      ->check(CLI::Validator(
+          [](std::string& path) {
+            return std::ifstream(path).good()
+                       ? std::string()
+                       : "\"" + path + "\" is not a scenario file (if it is the value of a flag, "
+                                        "that flag is unknown: meshsim run --help lists them)";
+          },
+          "FILE"));
+  // The run flags on `run` too, so that `meshsim run --help` lists them.
+  add_run_options(run, run_flags);
   run->fallthrough();
 
   std::string calc_model;

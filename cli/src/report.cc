@@ -34,11 +34,20 @@ void print_summary(const StepReport& r, std::ostream& out) {
                      100.0 * r.hfu);
   out << fmt::format("  compute               {} per rank\n", format_duration(r.compute));
   std::string kinds;
+  Duration sum;
   for (const auto& [kind, d] : r.exposed_by_kind) {
     kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", kind, format_duration(d));
+    sum += d;
   }
   out << fmt::format("  exposed communication {} per rank{}\n", format_duration(r.exposed_comm),
                      kinds.empty() ? "" : " (" + kinds + ")");
+  // Kinds that run at the same time are each exposed for the whole span: say why they add up to
+  // more than the total.
+  if (sum.seconds() > r.exposed_comm.seconds() * 1.005 + 1e-6) {
+    out << fmt::format("                        the kinds add up to {}, more than the total: "
+                       "several are exposed at the same time (each counts the span)\n",
+                       format_duration(sum));
+  }
   out << fmt::format("  bubble fraction       {:.1f} % (mean over stages)\n",
                      100.0 * r.bubble_fraction);
   out << fmt::format("  peak memory per rank  {} of {} ({})\n", format_bytes(r.peak_memory),

@@ -3,6 +3,7 @@
 #include "meshsim/studies/scenario.h"
 #include "progress.h"
 #include "trace_setup.h"
+#include "what_if.h"
 
 namespace meshsim::cli {
 namespace {
@@ -48,14 +49,25 @@ StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
   });
 }
 
-int run_command(const Scenario& s, const RunOutputs& outputs, std::ostream& out) {
+int run_command(const Scenario& given, const RunOutputs& outputs, std::ostream& out) {
   check_budget(outputs.budget);
+  const std::optional<AutoPlan> automatic = auto_plan(given);
+  const Scenario& s = automatic ? automatic->scenario : given;
   StepReport report;
   {
     Progress progress(outputs.step.full_simulation ? "full simulation" : "simulation");
     report = simulate_step(s, outputs);
   }
+  if (automatic) {
+    out << "meshsim: " << automatic->note << "\n";
+  }
   print_summary(report, out);
+  for (const std::string& w : result_warnings(s, report)) {
+    out << "  warning: " << w << "\n";
+  }
+  if (report.oom) {
+    suggest_plans_that_fit(s, out);
+  }
   const std::optional<studies::TimeToTrain> ttt = time_to_train(outputs.budget, report);
   if (ttt) {
     print_time_to_train(*ttt, out);

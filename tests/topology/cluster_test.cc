@@ -115,7 +115,7 @@ TEST_F(ClusterTest, ResizeNodesValidates) {
                "builtin:topology/clusters/gb200-nvl72.json", "/nodes",
                "not a whole number of 72-device NVLink domains");
   expect_error(capture_input_error([&] { resize_nodes(load("tpu-v5p"), 32); }),
-               "builtin:topology/clusters/tpu-v5p.json", "/nodes", "use resize_torus");
+               "builtin:topology/clusters/tpu-v5p.json", "/nodes", "sized by its torus shape");
 }
 
 TEST_F(ClusterTest, ResizeTorus) {
@@ -158,7 +158,8 @@ TEST_F(ClusterTest, ResizeTorusValidates) {
   expect_error(capture_input_error([&] {
                  resize_torus(load("dgx-h100"), {4, 4});
                }),
-               "builtin:topology/clusters/dgx-h100.json", "/scale_up/shape", "use resize_nodes");
+               "builtin:topology/clusters/dgx-h100.json", "/scale_up/shape",
+               "sized by its number of nodes");
 }
 
 TEST_F(ClusterTest, LoadsAFilePath) {
