@@ -53,7 +53,8 @@ struct DefaultStep {
 };
 
 void BM_DefaultStepAllRanksPerfetto(benchmark::State& state) {
-  static const auto step = std::make_unique<DefaultStep>(studies::default_scenario());  // built once
+  // Built once.
+  static const auto step = std::make_unique<DefaultStep>(studies::default_scenario());
   int64_t bytes = 0;
   for (auto _ : state) {
     bench::CountingBuf buf;

@@ -159,14 +159,17 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
 }
 
 void add_run_options(CLI::App* app, RunFlags& f) {
-  bind_scenario(app, f, meshsim::studies::ScenarioField::kModel, &Scenario::model,
+  using meshsim::studies::ScenarioField;
+  bind_scenario(app, f, ScenarioField::kModel, &Scenario::model,
                 "Model preset, meshsim model JSON or HF config.json");
-  bind_scenario(app, f, meshsim::studies::ScenarioField::kCluster, &Scenario::cluster, "Cluster preset or cluster JSON");
-  bind_scenario(app, f, meshsim::studies::ScenarioField::kNodes, &Scenario::nodes, "Resize a GPU cluster to this many nodes");
-  bind_scenario(app, f, meshsim::studies::ScenarioField::kShape, &Scenario::shape,
+  bind_scenario(app, f, ScenarioField::kCluster, &Scenario::cluster,
+                "Cluster preset or cluster JSON");
+  bind_scenario(app, f, ScenarioField::kNodes, &Scenario::nodes,
+                "Resize a GPU cluster to this many nodes");
+  bind_scenario(app, f, ScenarioField::kShape, &Scenario::shape,
                 "Resize a TPU slice to this torus, e.g. 8x16x16");
   add_plan_options(app, f);
-  bind_scenario(app, f, meshsim::studies::ScenarioField::kHardwareCatalogue, &Scenario::hardware_catalogue,
+  bind_scenario(app, f, ScenarioField::kHardwareCatalogue, &Scenario::hardware_catalogue,
                 "Chip catalogue JSON");
   app->add_option("--json", f.json_path, "Write the report as JSON to FILE");
   meshsim::cli::add_budget_options(app, f.outputs.budget);

@@ -1,6 +1,7 @@
 #include "plan_command.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <thread>
@@ -67,6 +68,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--csv", a.csv_path, "Write the ranked plans as CSV to FILE");
   c->add_option("--json", a.json_path, "Write the search and the ranked plans as JSON to FILE");
   add_budget_options(c, a.budget);
+  c->add_flag("--no-mpi", a.no_mpi, "Run in one process even under mpirun");
   return c;
 }
 
@@ -202,6 +204,16 @@ studies::SearchOptions search_options(const PlanArgs& a) {
   return o;
 }
 
+// 1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st, ...
+std::string ordinal(int64_t n) {
+  const int64_t tens = n % 100;
+  const char* suffix = "th";
+  if (tens < 11 || tens > 13) {
+    suffix = n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+  }
+  return fmt::format("{}{}", n, suffix);
+}
+
 std::string invalid_text(const std::map<std::string, int64_t>& invalid) {
   int64_t total = 0;
   std::string by;
@@ -224,12 +236,12 @@ void print_counts(const studies::SearchResult& r, const studies::SearchOptions& 
                      r.pruned_bound, r.simulated, r.simulated_oom);
   if (r.exact) {
     out << fmt::format("              every plan not simulated has a lower bound above the "
-                       "{}th best: the ranking is exact\n",
-                       o.top);
+                       "{} best: the ranking is exact\n",
+                       ordinal(o.top));
   } else {
-    out << fmt::format("              {} plans whose lower bound is below the {}th best were not "
+    out << fmt::format("              {} plans whose lower bound is below the {} best were not "
                        "simulated (--max-simulations, --exact): the ranking may not be exact\n",
-                       r.not_simulated, o.top);
+                       r.not_simulated, ordinal(o.top));
   }
 }
 
@@ -243,14 +255,15 @@ std::string ms(const studies::StepReport& r, std::string_view kind) {
 }
 
 void print_table(const std::vector<studies::PlanRow>& rows, std::ostream& out) {
-  out << fmt::format("\n  {:>4}  {:<34} {:>9} {:>10} {:>6} {:>10} {:>8}  {:<22} {:>6}\n", "rank",
+  out << fmt::format("\n  {:>4}  {:<46} {:>9} {:>10} {:>6} {:>10} {:>8}  {:<22} {:>6}\n", "rank",
                      "plan", "step", "tokens/s", "MFU", "peak mem", "headroom",
                      "exposed ms tp/cp/dp/pp/ep", "bubble");
   for (size_t i = 0; i < rows.size(); ++i) {
     const studies::StepReport& r = rows[i].report;
     const std::string exposed = fmt::format("{}/{}/{}/{}/{}", ms(r, "tp"), ms(r, "cp"), ms(r, "dp"),
                                             ms(r, "pp"), ms(r, "ep"));
-    out << fmt::format("  {:>4}  {:<34} {:>9} {:>10.0f} {:>5.1f}% {:>10} {:>7.1f}%  {:<22} {:>5.1f}%\n",
+    out << fmt::format("  {:>4}  {:<46} {:>9} {:>10.0f} {:>5.1f}% {:>10} {:>7.1f}%  {:<22} "
+                       "{:>5.1f}%\n",
                        i + 1, studies::short_plan(rows[i].plan), format_duration(r.step_time),
                        r.tokens_per_s, 100.0 * r.mfu, format_bytes(r.peak_memory),
                        100.0 * (1.0 - r.peak_memory.as_double() / r.memory_capacity.as_double()),
@@ -265,16 +278,24 @@ void print_table(const std::vector<studies::PlanRow>& rows, std::ostream& out) {
 int plan_command(const PlanArgs& a, std::ostream& out) {
   check_budget(a.budget);
   const studies::Scenario base = base_scenario(a);
-  const studies::SearchOptions o = search_options(a);
+  studies::SearchOptions o = search_options(a);
+  // Under mpirun every process follows the same search, sharing its simulations; rank 0 reports.
+  const std::unique_ptr<studies::Distributor> dist =
+      a.no_mpi ? studies::make_single_process() : studies::make_distributor();
+  o.distributor = dist.get();
+  const bool lead = dist->rank() == 0;
   studies::SearchResult r;
   {
-    Progress progress("plan search");
+    Progress progress("plan search", lead && isatty(2) != 0);
     r = located(base, [&] {
       return studies::search_plans(base, o, [&](std::string_view phase, int64_t done,
                                                 int64_t total) {
         progress.update(phase, done, total);
       });
     });
+  }
+  if (!lead) {
+    return r.top.empty() ? 3 : 0;
   }
   std::vector<studies::PlanRow> rows;
   for (const studies::RankedPlan& p : r.top) {
@@ -290,6 +311,9 @@ int plan_command(const PlanArgs& a, std::ostream& out) {
                      "{}; objective {}\n",
                      base.plan.seq, base.plan.gbs, base.plan.seq * base.plan.gbs,
                      to_string(base.plan.matmul_dtype), to_string(o.objective));
+  if (dist->size() > 1) {
+    out << fmt::format("  run on      {}\n", dist->describe());
+  }
   print_counts(r, o, out);
   if (rows.empty()) {
     out << "\n  " << studies::no_plan_reason(r) << "\n";

@@ -32,6 +32,7 @@ struct PlanArgs {
   std::string min_headroom = "0";
   int64_t max_simulations = 0;  // 0: twice `top`
   bool exact = false;
+  bool no_mpi = false;
   int64_t jobs = 0;  // 0: the machine's cores
   std::string csv_path;
   std::string json_path;

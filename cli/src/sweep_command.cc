@@ -71,9 +71,8 @@ void print_summary(const nlohmann::json& sweep, const std::string& how, std::ost
 int sweep_command(const SweepArgs& a, std::ostream& out) {
   const studies::SweepSpec spec = [&] {
     studies::SweepSpec s = studies::load_sweep_spec(a.spec);
-    s.search_options.jobs = a.jobs > 0
-                                ? static_cast<int>(a.jobs)
-                                : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    s.search_options.jobs = static_cast<int>(a.jobs > 0 ? a.jobs : cores);
     return s;
   }();
   const std::unique_ptr<studies::Distributor> dist =

@@ -75,8 +75,9 @@ std::string default_plan_misfit(const Scenario& d) {
   }
   const Bytes need = studies::memory_lower_bound(l.model, d.plan);
   if (need > l.cluster.chip.hbm_capacity) {
-    return fmt::format("it needs at least {} per device, more than the {} of {}", format_bytes(need),
-                       format_bytes(l.cluster.chip.hbm_capacity), l.cluster.chip.description);
+    return fmt::format("it needs at least {} per device, more than the {} of {}",
+                       format_bytes(need), format_bytes(l.cluster.chip.hbm_capacity),
+                       l.cluster.chip.description);
   }
   return "";
 }
@@ -161,7 +162,8 @@ void suggest_plans_that_fit(const Scenario& s, std::ostream& out) {
     r = located(s, [&] { return studies::search_plans(s, quick_search(3)); });
   }
   if (r.top.empty()) {
-    out << fmt::format("  no plan fits this model on this cluster: {}\n", studies::no_plan_reason(r));
+    out << fmt::format("  no plan fits this model on this cluster: {}\n",
+                       studies::no_plan_reason(r));
     return;
   }
   out << fmt::format("  plans that fit (the plan search, {} plans considered; meshsim plan ranks "

@@ -67,8 +67,11 @@ json compare_reports(const json& a, const std::string& a_name, const json& b,
       out["inputs_changed"].push_back({{"field", field}, {"a", text(va)}, {"b", text(vb)}});
     }
   }
-  const double idle_a = number(a, "step_time_s") - number(a, "compute_s") - number(a, "exposed_comm_s");
-  const double idle_b = number(b, "step_time_s") - number(b, "compute_s") - number(b, "exposed_comm_s");
+  const auto idle = [](const json& r) {
+    return number(r, "step_time_s") - number(r, "compute_s") - number(r, "exposed_comm_s");
+  };
+  const double idle_a = idle(a);
+  const double idle_b = idle(b);
   out["metrics"] = json::array(
       {metric("step time", "s", number(a, "step_time_s"), number(b, "step_time_s")),
        metric("tokens/s", "1/s", number(a, "tokens_per_s"), number(b, "tokens_per_s")),

@@ -11,6 +11,7 @@
 #include "meshsim/sim/error.h"
 #include "meshsim/topology/network.h"
 #include "meshsim/studies/cost.h"
+#include "report_state.h"
 #include "meshsim/studies/step_bound.h"
 #include "meshsim/workloads/accounting.h"
 #include "meshsim/workloads/partition.h"
@@ -258,7 +259,8 @@ std::vector<Candidate> prune(const LoadedScenario& l, const std::vector<Parallel
                                       o.step.comm.algorithm);
   StepLowerBound bound(l.model, l.cluster, &comm);
   const Bytes capacity = l.cluster.chip.hbm_capacity;
-  const auto usable = Bytes::of(static_cast<int64_t>(capacity.as_double() * (1.0 - o.min_headroom)));
+  const auto usable =
+      Bytes::of(static_cast<int64_t>(capacity.as_double() * (1.0 - o.min_headroom)));
   std::vector<Candidate> out;
   for (size_t i = 0; i < plans.size(); ++i) {
     const Bytes peak = memory_lower_bound(l.model, plans[i]);
@@ -277,14 +279,22 @@ std::vector<Candidate> prune(const LoadedScenario& l, const std::vector<Parallel
   return out;
 }
 
-// Simulates `batch` on up to `jobs` threads; reports in batch order.
-std::vector<StepReport> simulate_batch(const Scenario& base, const LoadedScenario& l,
-                                       const std::vector<const Candidate*>& batch,
-                                       const SearchOptions& o) {
+// Simulates the items of `batch` this process owns (every `count`-th from `index`) on up to
+// `jobs` threads; their reports in batch order (the others default), and the exception of each
+// item that threw.
+std::vector<StepReport> simulate_own(const Scenario& base, const LoadedScenario& l,
+                                     const std::vector<const Candidate*>& batch,
+                                     const SearchOptions& o, size_t index, size_t count,
+                                     std::vector<std::exception_ptr>& errors) {
+  std::vector<size_t> mine;
+  for (size_t i = index; i < batch.size(); i += count) {
+    mine.push_back(i);
+  }
   std::vector<StepReport> out(batch.size());
-  std::vector<std::exception_ptr> errors(batch.size());
+  errors.assign(batch.size(), nullptr);
   const auto run = [&](size_t first, size_t stride) {
-    for (size_t i = first; i < batch.size(); i += stride) {
+    for (size_t k = first; k < mine.size(); k += stride) {
+      const size_t i = mine[k];
       try {
         Scenario s = base;
         s.plan = batch[i]->plan;
@@ -294,18 +304,69 @@ std::vector<StepReport> simulate_batch(const Scenario& base, const LoadedScenari
       }
     }
   };
-  const auto jobs = static_cast<size_t>(std::clamp<int64_t>(o.jobs, 1, 64));
+  const size_t jobs = std::max<size_t>(
+      1, std::min(static_cast<size_t>(std::clamp<int64_t>(o.jobs, 1, 64)), mine.size()));
   std::vector<std::thread> threads;
-  for (size_t t = 1; t < std::min(jobs, batch.size()); ++t) {
-    threads.emplace_back(run, t, std::min(jobs, batch.size()));
+  for (size_t t = 1; t < jobs; ++t) {
+    threads.emplace_back(run, t, jobs);
   }
-  run(0, std::max<size_t>(1, std::min(jobs, batch.size())));
+  run(0, jobs);
   for (std::thread& t : threads) {
     t.join();
   }
+  return out;
+}
+
+void rethrow_first(const std::vector<std::exception_ptr>& errors) {
   for (const std::exception_ptr& e : errors) {
     if (e) {
       std::rethrow_exception(e);
+    }
+  }
+}
+
+std::string what_of(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "an unknown exception";
+  }
+}
+
+// Simulates `batch`: here, or split over the processes of o.distributor and exchanged.
+std::vector<StepReport> simulate_batch(const Scenario& base, const LoadedScenario& l,
+                                       const std::vector<const Candidate*>& batch,
+                                       const SearchOptions& o) {
+  Distributor* d = o.distributor;
+  std::vector<std::exception_ptr> errors;
+  if (d == nullptr || d->size() == 1) {
+    std::vector<StepReport> out = simulate_own(base, l, batch, o, 0, 1, errors);
+    rethrow_first(errors);
+    return out;
+  }
+  // Every process exchanges its reports, or the error of an item, so that all of them go on (or
+  // stop) together.
+  const auto index = static_cast<size_t>(d->rank());
+  const auto count = static_cast<size_t>(d->size());
+  const std::vector<StepReport> own = simulate_own(base, l, batch, o, index, count, errors);
+  nlohmann::json mine = nlohmann::json::array();
+  for (size_t i = index; i < batch.size(); i += count) {
+    mine.push_back(errors[i] ? nlohmann::json{{"error", what_of(errors[i])}}
+                             : detail::report_state(own[i]));
+  }
+  const std::vector<std::string> all = d->all_gather(mine.dump());
+  rethrow_first(errors);
+  std::vector<StepReport> out(batch.size());
+  for (size_t r = 0; r < all.size(); ++r) {
+    const nlohmann::json theirs = nlohmann::json::parse(all[r]);
+    for (size_t k = 0; k < theirs.size(); ++k) {
+      if (theirs[k].contains("error")) {
+        throw InternalError(fmt::format("process {} of the plan search: {}", r,
+                                        theirs[k]["error"].get<std::string>()));
+      }
+      out[r + k * count] = detail::report_from_state(theirs[k]);
     }
   }
   return out;
@@ -313,7 +374,8 @@ std::vector<StepReport> simulate_batch(const Scenario& base, const LoadedScenari
 
 }  // namespace
 
-SearchResult search_plans(const Scenario& base, const SearchOptions& o, const ProgressFn& progress) {
+SearchResult search_plans(const Scenario& base, const SearchOptions& o,
+                          const ProgressFn& progress) {
   SIM_CHECK(o.top > 0 && o.min_headroom >= 0.0 && o.min_headroom < 1.0,
             "search for the top {} with headroom {}", o.top, o.min_headroom);
   const LoadedScenario l = load_inputs(base);

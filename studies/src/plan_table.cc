@@ -79,21 +79,27 @@ constexpr Column kColumns[] = {
     {"gbs", [](const PlanRow& r) -> nlohmann::json { return r.plan.gbs; }},
     {"seq", [](const PlanRow& r) -> nlohmann::json { return r.plan.seq; }},
     {"recompute", [](const PlanRow& r) -> nlohmann::json { return to_string(r.plan.recompute); }},
-    {"overlap_tp", [](const PlanRow& r) -> nlohmann::json { return r.plan.overlap.tensor_parallel; }},
+    {"overlap_tp", [](const PlanRow& r) -> nlohmann::json {
+       return r.plan.overlap.tensor_parallel; }},
     {"devices", [](const PlanRow& r) -> nlohmann::json { return r.report.devices; }},
-    {"step_time_s", [](const PlanRow& r) -> nlohmann::json { return r.report.step_time.seconds(); }},
+    {"step_time_s", [](const PlanRow& r) -> nlohmann::json {
+       return r.report.step_time.seconds(); }},
     {"tokens_per_s", [](const PlanRow& r) -> nlohmann::json { return r.report.tokens_per_s; }},
     {"mfu", [](const PlanRow& r) -> nlohmann::json { return r.report.mfu; }},
     {"compute_s", [](const PlanRow& r) -> nlohmann::json { return r.report.compute.seconds(); }},
-    {"exposed_comm_s", [](const PlanRow& r) -> nlohmann::json { return r.report.exposed_comm.seconds(); }},
+    {"exposed_comm_s", [](const PlanRow& r) -> nlohmann::json {
+       return r.report.exposed_comm.seconds(); }},
     {"exposed_tp_s", [](const PlanRow& r) -> nlohmann::json { return exposed(r.report, "tp"); }},
     {"exposed_cp_s", [](const PlanRow& r) -> nlohmann::json { return exposed(r.report, "cp"); }},
     {"exposed_dp_s", [](const PlanRow& r) -> nlohmann::json { return exposed(r.report, "dp"); }},
     {"exposed_pp_s", [](const PlanRow& r) -> nlohmann::json { return exposed(r.report, "pp"); }},
     {"exposed_ep_s", [](const PlanRow& r) -> nlohmann::json { return exposed(r.report, "ep"); }},
-    {"bubble_fraction", [](const PlanRow& r) -> nlohmann::json { return r.report.bubble_fraction; }},
-    {"peak_memory_bytes", [](const PlanRow& r) -> nlohmann::json { return r.report.peak_memory.count(); }},
-    {"memory_capacity_bytes", [](const PlanRow& r) -> nlohmann::json { return r.report.memory_capacity.count(); }},
+    {"bubble_fraction", [](const PlanRow& r) -> nlohmann::json {
+       return r.report.bubble_fraction; }},
+    {"peak_memory_bytes", [](const PlanRow& r) -> nlohmann::json {
+       return r.report.peak_memory.count(); }},
+    {"memory_capacity_bytes", [](const PlanRow& r) -> nlohmann::json {
+       return r.report.memory_capacity.count(); }},
     {"headroom", [](const PlanRow& r) -> nlohmann::json { return headroom(r.report); }},
     {"oom", [](const PlanRow& r) -> nlohmann::json { return r.report.oom; }},
     {"lower_bound_s", [](const PlanRow& r) -> nlohmann::json {
@@ -101,10 +107,11 @@ constexpr Column kColumns[] = {
     {"days", [](const PlanRow& r) -> nlohmann::json {
        return r.time_to_train ? nlohmann::json(r.time_to_train->days) : nlohmann::json(); }},
     {"device_hours", [](const PlanRow& r) -> nlohmann::json {
-       return r.time_to_train ? nlohmann::json(r.time_to_train->device_hours) : nlohmann::json(); }},
+       return r.time_to_train ? nlohmann::json(r.time_to_train->device_hours)
+                              : nlohmann::json(); }},
     {"cost_usd", [](const PlanRow& r) -> nlohmann::json {
-       return r.time_to_train && r.time_to_train->cost_usd ? nlohmann::json(*r.time_to_train->cost_usd)
-                                                           : nlohmann::json(); }},
+       return r.time_to_train && r.time_to_train->cost_usd
+                  ? nlohmann::json(*r.time_to_train->cost_usd) : nlohmann::json(); }},
     {"facility_energy_mwh", [](const PlanRow& r) -> nlohmann::json {
        return r.time_to_train && r.time_to_train->facility_energy_mwh
                   ? nlohmann::json(*r.time_to_train->facility_energy_mwh) : nlohmann::json(); }},

@@ -63,7 +63,8 @@ json line_chart(const std::string& title, json values, const std::string& x_titl
                            {{"orient", "left"}, {"scale", "y"}, {"title", y_title},
                             {"format", y_format}, {"grid", true}}});
   c["legends"] = json::array({{{"stroke", "color"}, {"title", "series"}}});
-  const json xy = {{"x", {{"scale", "x"}, {"field", "x"}}}, {"y", {{"scale", "y"}, {"field", "y"}}}};
+  const json xy = {{"x", {{"scale", "x"}, {"field", "x"}}},
+                   {"y", {{"scale", "y"}, {"field", "y"}}}};
   json line_enter = xy;
   line_enter["stroke"] = {{"scale", "color"}, {"field", "s"}};
   line_enter["strokeWidth"] = {{"value", 2}};
@@ -263,7 +264,9 @@ constexpr const char* kAmdShim = R"(var meshsimVega = {};
 var meshsimVegaName = null;
 function define(deps, factory) {
   var exports = {};
-  factory.apply(null, deps.map(function (d) { return d === "exports" ? exports : meshsimVega[d]; }));
+  factory.apply(null, deps.map(function (d) {
+    return d === "exports" ? exports : meshsimVega[d];
+  }));
   meshsimVega[meshsimVegaName] = exports;
 }
 define.amd = true;

@@ -68,7 +68,8 @@ TEST_F(StudiesCommandTest, PlanBadInputNamesTheFlag) {
 
 TEST_F(StudiesCommandTest, RunGivesTheTimeToTrainAndItsCost) {
   const CommandResult r = meshsim({"run", "--model", "llama3-8b", "--cluster", "dgx-h100",
-                                   "--dp", "8", "--zero", "1", "--gbs", "64", "--seq", "4096", "--no-trace",
+                                   "--dp", "8", "--zero", "1", "--gbs", "64", "--seq", "4096",
+                                   "--no-trace",
                                    "--tokens", "2T", "--usd-per-device-hour", "3", "--json",
                                    "r.json"});
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -106,7 +106,8 @@ TEST(PriceTable, BadFilesNameTheFieldAndWhatWasExpected) {
   };
   const nlohmann::json ok = {{"pue", 1.2},
                              {"pue_source", "s"},
-                             {"devices", {{"x", {{"usd_per_device_hour", 2}, {"price_source", "s"}}}}}};
+                             {"devices",
+                              {{"x", {{"usd_per_device_hour", 2}, {"price_source", "s"}}}}}};
   EXPECT_EQ(error_of(ok), "no error");
   nlohmann::json bad = ok;
   bad["devices"]["x"]["usd_per_device_hour"] = -1;

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A sweep split over `mpirun -n 2` writes the same bytes as one process (issue 14).
+"""A sweep and a plan search split over `mpirun -n 2` write the same bytes as one process
+(issue 14).
 
     mpi_sweep_test.py --meshsim build/meshsim --mpirun /usr/bin/mpirun
 
@@ -60,6 +61,33 @@ class MpiSweep(unittest.TestCase):
         points = json.loads((self.tmp / "one.json").read_text())["points"]
         self.assertEqual(len(points), 6)
         self.assertTrue(all(p["rows"] for p in points), points)
+
+
+class MpiPlanSearch(unittest.TestCase):
+    def test_two_ranks_rank_what_one_process_ranks(self) -> None:
+        tmp = Path(tempfile.mkdtemp(prefix="meshsim-mpi-plan-"))
+        try:
+            args = ["plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--nodes", "1",
+                    "--seq", "4096", "--gbs", "16", "--top", "5", "--exact", "--jobs", "1"]
+            mpirun = [ARGS.mpirun, "-n", "2", "--oversubscribe"]
+            if os.geteuid() == 0:
+                mpirun.append("--allow-run-as-root")
+            split = subprocess.run([*mpirun, ARGS.meshsim, *args, "--json", "mpi.json", "--csv",
+                                    "mpi.csv"], cwd=tmp, capture_output=True, text=True,
+                                   timeout=600, check=False)
+            self.assertEqual(split.returncode, 0, split.stdout + split.stderr)
+            self.assertIn("MPI, 2 processes", split.stdout)
+            self.assertEqual(split.stdout.count("meshsim: plan search"), 1, split.stdout)
+            one = subprocess.run([ARGS.meshsim, *args, "--no-mpi", "--json", "one.json", "--csv",
+                                  "one.csv"], cwd=tmp, capture_output=True, text=True,
+                                 timeout=600, check=False)
+            self.assertEqual(one.returncode, 0, one.stdout + one.stderr)
+            for ext in ("csv", "json"):
+                self.assertEqual((tmp / f"mpi.{ext}").read_bytes(),
+                                 (tmp / f"one.{ext}").read_bytes(), ext)
+            self.assertTrue(json.loads((tmp / "one.json").read_text())["search"]["exact"])
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

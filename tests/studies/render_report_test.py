@@ -57,7 +57,8 @@ def png_pixels(path: Path) -> tuple[int, int, int, list[bytes]]:
     stride = width * bpp
     rows, prev = [], bytearray(stride)
     for y in range(height):
-        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        start = y * (stride + 1)
+        kind, line = raw[start], bytearray(raw[start + 1:start + 1 + stride])
         for x in range(stride):
             a = line[x - bpp] if x >= bpp else 0
             b, c = prev[x], (prev[x - bpp] if x >= bpp else 0)

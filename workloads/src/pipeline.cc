@@ -164,8 +164,8 @@ void validate_interleaved(const PipelineConfig& c) {
   const int64_t below = (c.microbatches / c.stages) * c.stages;
   const int64_t above = below + c.stages;
   const std::string suggestion =
-      below > 0 ? fmt::format("{} or {} microbatches (a global batch of {} or {} x dp x mbs)", below,
-                              above, below, above)
+      below > 0 ? fmt::format("{} or {} microbatches (a global batch of {} or {} x dp x mbs)",
+                              below, above, below, above)
                 : fmt::format("{} microbatches (a global batch of {} x dp x mbs)", above, above);
   require(c.microbatches % c.stages == 0, PlanField::kGbs,
           fmt::format("the interleaved schedule runs microbatches in groups of pp (Megatron-LM's "

@@ -7,8 +7,8 @@
 // the devices), ZeRO 0-3 (with DP > 1), EP (MoE models: divisors of DP and the experts), the
 // microbatch (divisors of the global batch per DP rank), recompute none / selective / full
 // (selective only with naive attention: with flash attention it saves and recomputes what none
-// does), and TP overlap off / on (with TP > 1). Dominated choices are not enumerated unless fixed: GPipe (the
-// 1F1B bubble with more activations in flight), TP without SP (the same traffic, more activation
+// does), and TP overlap off / on (with TP > 1). Dominated choices are not enumerated unless
+// fixed: GPipe (the 1F1B bubble with more activations in flight), TP without SP (the same traffic, more activation
 // memory), and the grad-reduce, param-gather and p2p overlaps switched off (each only adds
 // exposed time); the base plan's values of those (and of precision, attention, kernels, capacity
 // factor) are kept. A fixed field (`Fixed`) takes only its value.
@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "meshsim/studies/distribute.h"
 #include "meshsim/studies/scenario.h"
 #include "meshsim/studies/step.h"
 #include "meshsim/workloads/parallel.h"
@@ -66,6 +67,10 @@ struct SearchOptions {
   int64_t max_simulations = 0;  // 0: no cap (exact)
   int jobs = 1;                 // threads simulating at once
   StepOptions step;
+  // Processes sharing the simulations (distribute.h; not owned; null: this process alone). Each
+  // batch of simulations is split over the processes and every report exchanged exactly, so all
+  // of them follow the same search and end with the same result as one process.
+  Distributor* distributor = nullptr;
 };
 
 // A ranked plan.
