@@ -52,24 +52,27 @@ InputError locate(const Scenario& s, const studies::ScenarioError& e) {
   return origin_of(s, e.field()).error(e.message());
 }
 
-collectives::Algorithm parse_algo_flag(const std::string& name) {
-  const auto algorithm = parse_enum<collectives::Algorithm>(name);
-  if (!algorithm) {
-    throw InputError("--algo", "",
-                     fmt::format("\"{}\" is not one of {}", name,
-                                 describe_choices<collectives::Algorithm>()));
+namespace {
+
+// A named enum's value given to `flag`; InputError listing the choices otherwise.
+template <NamedEnum E>
+E parse_flag(const std::string& flag, const std::string& name) {
+  const std::optional<E> value = parse_enum<E>(name);
+  if (!value) {
+    throw InputError(flag, "",
+                     fmt::format("\"{}\" is not one of {}", name, describe_choices<E>()));
   }
-  return *algorithm;
+  return *value;
+}
+
+}  // namespace
+
+collectives::Algorithm parse_algo_flag(const std::string& name) {
+  return parse_flag<collectives::Algorithm>("--algo", name);
 }
 
 studies::CommBackend parse_backend_flag(const std::string& name) {
-  const auto backend = parse_enum<studies::CommBackend>(name);
-  if (!backend) {
-    throw InputError("--backend", "",
-                     fmt::format("\"{}\" is not one of {}", name,
-                                 describe_choices<studies::CommBackend>()));
-  }
-  return *backend;
+  return parse_flag<studies::CommBackend>("--backend", name);
 }
 
 }  // namespace meshsim::cli
