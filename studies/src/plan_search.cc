@@ -402,7 +402,11 @@ SearchResult search_plans(const Scenario& base, const SearchOptions& o,
   };
   size_t next = 0;
   while (next < candidates.size() && scale.of(candidates[next].bound) <= nth_best()) {
-    if (o.max_simulations > 0 && r.simulated >= o.max_simulations) {
+    // The cap counts simulations of plans that fit: out-of-memory ones (the memory bound lets
+    // through what it cannot prove too big) do not use it up, up to ten times the cap in all.
+    const int64_t fitted = r.simulated - r.simulated_oom;
+    if (o.max_simulations > 0 &&
+        (fitted >= o.max_simulations || r.simulated >= 10 * o.max_simulations)) {
       break;
     }
     std::vector<const Candidate*> batch;

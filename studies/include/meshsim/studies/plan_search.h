@@ -21,7 +21,8 @@
 // would drop plans that fit); the bound: plans are simulated in the order of
 // their lower bound (step_bound.h) and the search stops when the next bound exceeds the
 // objective of the N-th best simulated plan, so no plan it did not simulate could have ranked in
-// the top N. `max_simulations` caps the simulations; when the cap ends the search first the result
+// the top N. `max_simulations` caps the simulations of plans that fit (those out of memory count
+// only towards ten times the cap); when the cap ends the search first the result
 // says so (`exact` = false).
 //
 // Objectives: time (step time), cost (USD per step at the price of cost.h) and MFU. On one
@@ -64,7 +65,7 @@ struct SearchOptions {
   int64_t max_tp = 0;          // 0: the cluster's scale-up domain
   double min_headroom = 0.0;   // fraction of the chip's memory left free, in [0, 1)
   Fixed fixed;
-  int64_t max_simulations = 0;  // 0: no cap (exact)
+  int64_t max_simulations = 0;  // 0: no cap (exact); see the file comment
   int jobs = 1;                 // threads simulating at once
   StepOptions step;
   // Processes sharing the simulations (distribute.h; not owned; null: this process alone). Each
