@@ -374,6 +374,48 @@ std::vector<StepReport> simulate_batch(const Scenario& base, const LoadedScenari
 
 }  // namespace
 
+namespace {
+
+// The best plans simulated so far, best first, at most `top`.
+class Ranking {
+ public:
+  explicit Ranking(int64_t top) : top_(top) {}
+  // The objective a plan must beat to enter (infinity until the ranking is full).
+  double nth_best() const {
+    return static_cast<int64_t>(ranked_.size()) < top_ ? std::numeric_limits<double>::infinity()
+                                                       : ranked_.back().first;
+  }
+  void offer(double value, RankedPlan plan) {
+    const auto at = std::upper_bound(
+        ranked_.begin(), ranked_.end(), value,
+        [](double x, const std::pair<double, RankedPlan>& e) { return x < e.first; });
+    ranked_.insert(at, {value, std::move(plan)});
+    if (static_cast<int64_t>(ranked_.size()) > top_) {
+      ranked_.pop_back();
+    }
+  }
+  std::vector<RankedPlan> take() {
+    std::vector<RankedPlan> out;
+    for (auto& [v, plan] : ranked_) {
+      out.push_back(std::move(plan));
+    }
+    return out;
+  }
+
+ private:
+  int64_t top_;
+  std::vector<std::pair<double, RankedPlan>> ranked_;
+};
+
+// The cap counts simulations of plans that fit: out-of-memory ones (the memory bound lets
+// through what it cannot prove too big) do not use it up, up to ten times the cap in all.
+bool cap_reached(const SearchResult& r, int64_t cap) {
+  const int64_t fitted = r.simulated - r.simulated_oom;
+  return cap > 0 && (fitted >= cap || r.simulated >= 10 * cap);
+}
+
+}  // namespace
+
 SearchResult search_plans(const Scenario& base, const SearchOptions& o,
                           const ProgressFn& progress) {
   SIM_CHECK(o.top > 0 && o.min_headroom >= 0.0 && o.min_headroom < 1.0,
@@ -382,70 +424,48 @@ SearchResult search_plans(const Scenario& base, const SearchOptions& o,
   SearchResult r;
   r.devices = l.cluster.device_count();
   r.memory_capacity = l.cluster.chip.hbm_capacity;
-  const std::vector<ParallelPlan> plans = enumerate_plans(l, base.plan, o, &r);
-  std::vector<Candidate> candidates = prune(l, plans, o, r, progress);
+  std::vector<Candidate> candidates =
+      prune(l, enumerate_plans(l, base.plan, o, &r), o, r, progress);
   const double price =
       PriceTable::builtin().device(l.cluster.chip.name).usd_per_device_hour.value_or(1.0);
   const ObjectiveScale scale = objective_scale(l, base.plan, o.objective, price);
   std::sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
     return std::pair(scale.of(a.bound), a.index) < std::pair(scale.of(b.bound), b.index);
   });
-  // Simulate in bound order, a fixed batch at a time (the same plans whatever the thread count),
-  // until the next bound exceeds the N-th best.
+  // Simulate in bound order, a fixed batch at a time (the same plans whatever the thread or
+  // process count), until the next bound exceeds the N-th best.
   constexpr size_t kBatch = 4;
   const Bytes usable = Bytes::of(
       static_cast<int64_t>(r.memory_capacity.as_double() * (1.0 - o.min_headroom)));
-  std::vector<std::pair<double, RankedPlan>> ranked;  // sorted, at most `top`
-  const auto nth_best = [&] {
-    return static_cast<int64_t>(ranked.size()) < o.top ? std::numeric_limits<double>::infinity()
-                                                       : ranked.back().first;
-  };
+  Ranking ranking(o.top);
   size_t next = 0;
-  while (next < candidates.size() && scale.of(candidates[next].bound) <= nth_best()) {
-    // The cap counts simulations of plans that fit: out-of-memory ones (the memory bound lets
-    // through what it cannot prove too big) do not use it up, up to ten times the cap in all.
-    const int64_t fitted = r.simulated - r.simulated_oom;
-    if (o.max_simulations > 0 &&
-        (fitted >= o.max_simulations || r.simulated >= 10 * o.max_simulations)) {
-      break;
-    }
+  const auto in_reach = [&](size_t i) {
+    return scale.of(candidates[i].bound) <= ranking.nth_best();
+  };
+  while (next < candidates.size() && in_reach(next) && !cap_reached(r, o.max_simulations)) {
     std::vector<const Candidate*> batch;
-    while (batch.size() < kBatch && next < candidates.size() &&
-           scale.of(candidates[next].bound) <= nth_best()) {
+    while (batch.size() < kBatch && next < candidates.size() && in_reach(next)) {
       batch.push_back(&candidates[next++]);
     }
     const std::vector<StepReport> reports = simulate_batch(base, l, batch, o);
     for (size_t i = 0; i < batch.size(); ++i) {
       ++r.simulated;
-      const StepReport& rep = reports[i];
-      if (rep.oom || rep.peak_memory > usable) {
+      if (reports[i].oom || reports[i].peak_memory > usable) {
         ++r.simulated_oom;
         continue;
       }
-      const double v = objective_value(rep, o.objective, price);
-      const auto at = std::upper_bound(
-          ranked.begin(), ranked.end(), v,
-          [](double x, const std::pair<double, RankedPlan>& e) { return x < e.first; });
-      ranked.insert(at, {v, RankedPlan{batch[i]->plan, batch[i]->bound, batch[i]->memory, rep}});
-      if (static_cast<int64_t>(ranked.size()) > o.top) {
-        ranked.pop_back();
-      }
+      ranking.offer(objective_value(reports[i], o.objective, price),
+                    RankedPlan{batch[i]->plan, batch[i]->bound, batch[i]->memory, reports[i]});
     }
     if (progress) {
       progress("simulating", r.simulated, static_cast<int64_t>(candidates.size()));
     }
   }
   for (size_t i = next; i < candidates.size(); ++i) {
-    if (scale.of(candidates[i].bound) <= nth_best()) {
-      ++r.not_simulated;
-    } else {
-      ++r.pruned_bound;
-    }
+    ++(in_reach(i) ? r.not_simulated : r.pruned_bound);
   }
   r.exact = r.not_simulated == 0;
-  for (auto& [v, plan] : ranked) {
-    r.top.push_back(std::move(plan));
-  }
+  r.top = ranking.take();
   return r;
 }
 

@@ -22,12 +22,18 @@ namespace {
 // backward, gradient reduction, optimizer: left out of the bound).
 enum class Part { kEmbedding, kLayerForward, kHead, kLayerBackward, kTail };
 
-struct ProbeOps {
+}  // namespace
+
+struct StepLowerBound::ProbeOps {
   const Program& program;
   std::vector<Part> part;              // per op
   std::vector<int32_t> layer;          // per op, -1 outside layers
   std::vector<OpId> compute_order;     // compute-stream ops in program (stream) order
 };
+
+namespace {
+
+using ProbeOps = StepLowerBound::ProbeOps;
 
 ProbeOps classify(const Program& prog) {
   ProbeOps p{prog, {}, {}, {}};
@@ -126,22 +132,24 @@ Duration StepLowerBound::collective_bound(const workloads::StepPlan& plan, const
   return moved / bw;
 }
 
-const StepLowerBound::LayerCosts& StepLowerBound::costs(const ParallelPlan& plan) {
-  const Key key{plan.tp, plan.sp, plan.cp, plan.ep, plan.mbs, static_cast<int>(plan.recompute),
-                plan.overlap.tensor_parallel};
-  if (const auto it = cache_.find(key); it != cache_.end()) {
-    return it->second;
-  }
-  const workloads::StepPlan probe = workloads::plan_step(probe_model_, probe_plan(plan));
+// Per op of the probe: its time on the compute stream (compute ops) or, for a collective of TP,
+// CP or EP between two adjacent compute ops that produce and consume it, its sandwich bound;
+// zero for the rest.
+struct StepLowerBound::OpCosts {
+  std::vector<Duration> cost;
+  std::vector<bool> sandwiched;
+  std::vector<Duration> context_sends;  // ring attention's sends, on their own stream
+};
+
+StepLowerBound::OpCosts StepLowerBound::op_costs(const workloads::StepPlan& probe,
+                                                 const ProbeOps& ops) const {
   const Program& prog = probe.programs.at(0);
-  const ProbeOps ops = classify(prog);
-  // Per op: its time on the compute stream (compute ops) or its sandwich bound (collectives of
-  // TP, CP and EP between two adjacent compute ops that produce and consume it).
-  std::vector<Duration> cost(prog.size());
+  OpCosts c{std::vector<Duration>(prog.size()), std::vector<bool>(prog.size(), false),
+            std::vector<Duration>(prog.size())};
   for (const OpId id : ops.compute_order) {
-    cost[id.index()] = compute_.compute_time(RankId(0), std::get<ComputeWork>(prog.op(id).work));
+    c.cost[id.index()] =
+        compute_.compute_time(RankId(0), std::get<ComputeWork>(prog.op(id).work));
   }
-  std::vector<bool> sandwiched(prog.size(), false);
   for (size_t k = 0; k + 1 < ops.compute_order.size(); ++k) {
     const OpId a = ops.compute_order[k];
     const OpId b = ops.compute_order[k + 1];
@@ -150,54 +158,59 @@ const StepLowerBound::LayerCosts& StepLowerBound::costs(const ParallelPlan& plan
       if (!std::holds_alternative<CollectiveWork>(op.work) || !op.labels.category) {
         continue;
       }
-      const OpCategory c = *op.labels.category;
-      const bool kind_ok = c == workloads::category_of(CommKind::kTensor) ||
-                           c == workloads::category_of(CommKind::kContext) ||
-                           c == workloads::category_of(CommKind::kExpert);
+      const OpCategory cat = *op.labels.category;
+      const bool kind_ok = cat == workloads::category_of(CommKind::kTensor) ||
+                           cat == workloads::category_of(CommKind::kContext) ||
+                           cat == workloads::category_of(CommKind::kExpert);
       if (kind_ok && has_edge(prog, a, OpId(x)) && has_edge(prog, OpId(x), b)) {
-        cost[x] = collective_bound(probe, op);
-        sandwiched[x] = true;
+        c.cost[x] = collective_bound(probe, op);
+        c.sandwiched[x] = true;
       }
     }
   }
   // Ring attention's sends run one at a time on the context-parallel send stream, each for at
   // least its time alone on the network.
-  std::vector<Duration> cp_sends(prog.size());
-  if (comm_ != nullptr) {
-    for (size_t i = 0; i < prog.size(); ++i) {
-      const Op& op = prog.op(OpId(static_cast<uint32_t>(i)));
-      if (const auto* w = std::get_if<PeerWork>(&op.work);
-          w != nullptr && op.is_send &&
-          op.labels.category == workloads::category_of(CommKind::kContext)) {
-        const workloads::RankBinding& me = probe.ranks[0];
-        const RankId peer = probe.ranks[me.peers[w->peer_slot].index()].global_rank;
-        cp_sends[i] = comm_->p2p_time(me.global_rank, peer, w->bytes);
-      }
+  for (size_t i = 0; comm_ != nullptr && i < prog.size(); ++i) {
+    const Op& op = prog.op(OpId(static_cast<uint32_t>(i)));
+    if (const auto* w = std::get_if<PeerWork>(&op.work);
+        w != nullptr && op.is_send &&
+        op.labels.category == workloads::category_of(CommKind::kContext)) {
+      const workloads::RankBinding& me = probe.ranks[0];
+      const RankId peer = probe.ranks[me.peers[w->peer_slot].index()].global_rank;
+      c.context_sends[i] = comm_->p2p_time(me.global_rank, peer, w->bytes);
     }
   }
-  const auto layers = static_cast<size_t>(probe_model_.num_layers);
-  std::vector<Duration> cp_stream(layers);
+  return c;
+}
+
+namespace {
+
+// The ops' costs summed by part: the ends, and each layer's forward and backward (the least over
+// the probe's layers).
+StepLowerBound::LayerCosts sum_by_part(const ProbeOps& ops, const StepLowerBound::OpCosts& oc,
+                                       size_t layers) {
   std::vector<Duration> fwd(layers);
   std::vector<Duration> bwd(layers);
   std::vector<Duration> bwd_compute(layers);
-  LayerCosts c;
-  for (size_t i = 0; i < prog.size(); ++i) {
+  std::vector<Duration> cp_stream(layers);
+  StepLowerBound::LayerCosts c;
+  for (size_t i = 0; i < ops.part.size(); ++i) {
     const auto l = static_cast<size_t>(std::max(ops.layer[i], 0));
     switch (ops.part[i]) {
       case Part::kEmbedding:
-        c.embedding_forward += cost[i];
+        c.embedding_forward += oc.cost[i];
         break;
       case Part::kLayerForward:
-        fwd.at(l) += cost[i];
-        cp_stream.at(l) += cp_sends[i];
+        fwd.at(l) += oc.cost[i];
+        cp_stream.at(l) += oc.context_sends[i];
         break;
       case Part::kHead:
-        c.head += cost[i];
+        c.head += oc.cost[i];
         break;
       case Part::kLayerBackward:
-        bwd.at(l) += cost[i];
-        bwd_compute.at(l) += sandwiched[i] ? Duration::zero() : cost[i];
-        cp_stream.at(l) += cp_sends[i];
+        bwd.at(l) += oc.cost[i];
+        bwd_compute.at(l) += oc.sandwiched[i] ? Duration::zero() : oc.cost[i];
+        cp_stream.at(l) += oc.context_sends[i];
         break;
       case Part::kTail:
         break;
@@ -207,6 +220,21 @@ const StepLowerBound::LayerCosts& StepLowerBound::costs(const ParallelPlan& plan
   c.backward = *std::min_element(bwd.begin(), bwd.end());
   c.backward_compute_only = *std::min_element(bwd_compute.begin(), bwd_compute.end());
   c.context_sends = *std::min_element(cp_stream.begin(), cp_stream.end());
+  return c;
+}
+
+}  // namespace
+
+const StepLowerBound::LayerCosts& StepLowerBound::costs(const ParallelPlan& plan) {
+  const Key key{plan.tp, plan.sp, plan.cp, plan.ep, plan.mbs, static_cast<int>(plan.recompute),
+                plan.overlap.tensor_parallel};
+  if (const auto it = cache_.find(key); it != cache_.end()) {
+    return it->second;
+  }
+  const workloads::StepPlan probe = workloads::plan_step(probe_model_, probe_plan(plan));
+  const ProbeOps ops = classify(probe.programs.at(0));
+  const LayerCosts c =
+      sum_by_part(ops, op_costs(probe, ops), static_cast<size_t>(probe_model_.num_layers));
   return cache_.emplace(key, c).first->second;
 }
 

@@ -73,10 +73,15 @@ class StepLowerBound {
     Duration head;  // forward and backward of the final norm, LM head and loss
     Duration context_sends;  // one layer's ring-attention sends, forward and backward
   };
+  // Where each op of a probe sits, and what it costs the compute stream (defined and used in
+  // step_bound.cc only).
+  struct ProbeOps;
+  struct OpCosts;
 
  private:
   using Key = std::tuple<int64_t, bool, int64_t, int64_t, int64_t, int, bool>;
   const LayerCosts& costs(const workloads::ParallelPlan& plan);
+  OpCosts op_costs(const workloads::StepPlan& probe, const ProbeOps& ops) const;
   // The least time a collective op of the probe can take (the file comment's bandwidth bound).
   Duration collective_bound(const workloads::StepPlan& probe, const Op& op) const;
   // The least time of the data-parallel stream (the file comment's (c)).
