@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <fstream>
 #include <sstream>
@@ -86,7 +87,7 @@ json line_chart(const std::string& title, json values, const std::string& x_titl
 json stacked_bars(const std::string& title, json values, const std::string& y_title,
                   const std::string& legend) {
   const auto bars = static_cast<int>(values.size());
-  json c = frame(title, std::move(values), std::max(320, std::min(1200, 40 * bars)), 300);
+  json c = frame(title, std::move(values), std::max(320, std::min(900, 40 * bars)), 300);
   c["data"][0]["transform"] = json::array(
       {{{"type", "stack"}, {"groupby", json::array({"x"})}, {"sort", {{"field", "order"}}},
         {"field", "y"}}});
@@ -174,6 +175,39 @@ json memory_values(const json& sweep) {
     }
   }
   return values;
+}
+
+// The memory chart with a dashed line over each bar at its chip's memory, inside the y scale.
+json with_capacity(json chart, const json& sweep) {
+  json caps = json::array();
+  for (const json& p : sweep.at("points")) {
+    const json* row = best_row(p);
+    if (row == nullptr) {
+      continue;
+    }
+    for (const json& st : row->at("stages")) {
+      caps.push_back({{"x", fmt::format("{} | stage {}", point_label(p, false),
+                                        st.at("stage").get<int64_t>())},
+                      {"y", row->at("memory_capacity_bytes").get<double>() /
+                                (1024.0 * 1024.0 * 1024.0)}});
+    }
+  }
+  chart["data"].push_back({{"name", "capacity"}, {"values", caps}});
+  chart["scales"][1]["domain"] = {
+      {"fields", json::array({{{"data", "table"}, {"field", "y1"}},
+                              {{"data", "capacity"}, {"field", "y"}}})}};
+  chart["marks"].push_back(
+      {{"type", "rule"},
+       {"from", {{"data", "capacity"}}},
+       {"encode",
+        {{"enter",
+          {{"x", {{"scale", "x"}, {"field", "x"}}},
+           {"x2", {{"scale", "x"}, {"field", "x"}, {"band", 1}}},
+           {"y", {{"scale", "y"}, {"field", "y"}}},
+           {"stroke", {{"value", "#d62728"}}},
+           {"strokeDash", {{"value", json::array({6, 4})}}},
+           {"strokeWidth", {{"value", 2}}}}}}}});
+  return chart;
 }
 
 json top_plan_values(const json& sweep) {
@@ -343,8 +377,10 @@ json sweep_charts(const json& sweep) {
                                  scaling_values(sweep, "mfu"), "devices", "MFU", ".0%")},
       {"breakdown", stacked_bars("Step time of each point's best plan",
                                  breakdown_values(sweep), "seconds", "part")},
-      {"memory", stacked_bars("Peak memory per pipeline stage of each point's best plan",
-                              memory_values(sweep), "GiB", "category")},
+      {"memory", with_capacity(stacked_bars("Peak memory per pipeline stage of each point's "
+                                            "best plan (dashed: the chip's memory)",
+                                            memory_values(sweep), "GiB", "category"),
+                               sweep)},
       {"top_plans", stacked_bars("Step time of the top plans", top_plan_values(sweep),
                                  "seconds", "")}};
 }
