@@ -40,6 +40,8 @@ struct CollectiveArgs {
   std::string op = "allreduce";
   std::string group = "all";
   std::string algo = "auto";
+  std::string proto = "auto";
+  std::string nccl = "2.30";
   std::string backend = "analytical";
   std::string sizes = "8B:8GiB";
   int64_t factor = 2;

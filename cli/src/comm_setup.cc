@@ -87,28 +87,48 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
   return j;
 }
 
-std::unique_ptr<collectives::NetworkBackend> make_backend(const std::string& name,
-                                                          const topology::Network& net) {
+collectives::NetworkBackend parse_backend_flag(const std::string& name) {
   if (name == "simgrid") {
-    return collectives::make_simgrid_backend(net);
+    return collectives::NetworkBackend::kSimGrid;
   }
   if (name != "analytical") {
     throw InputError("--backend", "",
                      fmt::format("\"{}\" is not one of analytical, simgrid", name));
   }
-  return std::make_unique<collectives::AnalyticalBackend>(net);
+  return collectives::NetworkBackend::kAnalytical;
 }
 
 collectives::Algorithm parse_algo_flag(const std::string& name) {
   const auto algorithm = collectives::parse_algorithm(name);
   if (!algorithm) {
     throw InputError("--algo", "",
-                     fmt::format("\"{}\" is not one of auto, ring, bidirectional-ring, "
-                                 "double-binary-tree (tree), halving-doubling (hd), hierarchical, "
-                                 "torus-rings (torus), nvls",
-                                 name));
+                     fmt::format("\"{}\" is not one of {}", name,
+                                 collectives::algorithm_choices()));
   }
   return *algorithm;
+}
+
+collectives::CollectiveOptions collective_options(const std::string& algorithm,
+                                                  const std::string& protocol,
+                                                  const std::string& nccl) {
+  collectives::CollectiveOptions o;
+  o.algorithm = parse_algo_flag(algorithm);
+  if (protocol != "auto") {
+    o.protocol = collectives::parse_protocol(protocol);
+    if (!o.protocol) {
+      throw InputError("--proto", "",
+                       fmt::format("\"{}\" is not one of auto, ll, ll128, simple", protocol));
+    }
+  }
+  const auto version = collectives::parse_nccl_version(nccl);
+  if (!version) {
+    throw InputError("--nccl", "",
+                     fmt::format("\"{}\" is not an NCCL release from 2.18 on (e.g. 2.30 or "
+                                 "2.18.5)",
+                                 nccl));
+  }
+  o.nccl_version = *version;
+  return o;
 }
 
 struct CommSetup::Impl {
@@ -119,11 +139,12 @@ struct CommSetup::Impl {
 CommSetup::CommSetup(const topology::ClusterSpec& c, const workloads::StepPlan& plan,
                      const CommOptions& options)
     : impl_(std::make_unique<Impl>(Impl{topology::Network::build(c), nullptr})) {
-  const collectives::Algorithm algorithm = parse_algo_flag(options.algorithm);
-  std::unique_ptr<collectives::NetworkBackend> backend = make_backend(options.backend, impl_->net);
+  const collectives::CollectiveOptions collective =
+      collective_options(options.algorithm, options.protocol, options.nccl);
   // Ranks fill devices in order: global rank r is device r.
   impl_->model = std::make_unique<collectives::TopologyCommModel>(
-      impl_->net, topology::Placement::in_order(plan.world), std::move(backend), algorithm);
+      impl_->net, topology::Placement::in_order(plan.world), parse_backend_flag(options.backend),
+      collective);
   for (const auto& family : plan.families) {
     std::vector<std::vector<RankId>> groups;
     for (const auto& g : family) {

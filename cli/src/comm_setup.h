@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "meshsim/collectives/comm_model.h"
 #include "meshsim/collectives/schedule.h"
 #include "meshsim/sim/cost_model.h"
 #include "meshsim/topology/cluster.h"
@@ -17,15 +18,20 @@ namespace meshsim::cli {
 struct CommOptions {
   std::string backend = "analytical";  // analytical | simgrid
   std::string algorithm = "auto";
+  std::string protocol = "auto";       // auto | ll | ll128 | simple
+  std::string nccl = "2.30";           // the NCCL release whose tuner decides
 };
 
-// The collective backend named `name` ("analytical" or "simgrid") on `net`; InputError
-// ("--backend") otherwise.
-std::unique_ptr<collectives::NetworkBackend> make_backend(const std::string& name,
-                                                          const topology::Network& net);
+// The network backend named by --backend; InputError("--backend") otherwise.
+collectives::NetworkBackend parse_backend_flag(const std::string& name);
 
 // The algorithm named by --algo; InputError("--algo") for an unknown name.
 collectives::Algorithm parse_algo_flag(const std::string& name);
+
+// --algo, --proto and --nccl as the collective planner's options; InputError naming the flag.
+collectives::CollectiveOptions collective_options(const std::string& algorithm,
+                                                  const std::string& protocol,
+                                                  const std::string& nccl);
 
 // The scenario's cluster: preset or file, resized by --nodes (GPU) or --shape (TPU).
 topology::ClusterSpec load_cluster_for(const Scenario& s);

@@ -120,7 +120,12 @@ void add_run_options(CLI::App* app, RunFlags& f) {
   app->add_option("--backend", f.outputs.comm.backend, "Collective cost backend")
       ->check(CLI::IsMember({"analytical", "simgrid"}))
       ->capture_default_str();
-  app->add_option("--algo", f.outputs.comm.algorithm, "Collective algorithm (default: automatic)")
+  app->add_option("--algo", f.outputs.comm.algorithm,
+                  "Collective algorithm (default: what NCCL's tuner, or XLA on a TPU, picks)")
+      ->capture_default_str();
+  app->add_option("--proto", f.outputs.comm.protocol, "NCCL protocol: auto, ll, ll128, simple")
+      ->capture_default_str();
+  app->add_option("--nccl", f.outputs.comm.nccl, "NCCL release whose tuner decides (2.18 on)")
       ->capture_default_str();
 }
 
@@ -192,7 +197,11 @@ int run_main(int argc, char** argv) {
       ->capture_default_str();
   collective->add_option("--group", coll.group, "all | 0-7,64 | node:0-3 | rail:K")
       ->capture_default_str();
-  collective->add_option("--algo", coll.algo, "Algorithm (auto picks the fastest, as NCCL does)")
+  collective->add_option("--algo", coll.algo, "Algorithm (auto: what NCCL's tuner picks)")
+      ->capture_default_str();
+  collective->add_option("--proto", coll.proto, "NCCL protocol: auto, ll, ll128, simple")
+      ->capture_default_str();
+  collective->add_option("--nccl", coll.nccl, "NCCL release whose tuner decides (2.18 on)")
       ->capture_default_str();
   collective->add_option("--backend", coll.backend, "analytical or simgrid")->capture_default_str();
   collective->add_option("--sizes", coll.sizes, "MIN:MAX, e.g. 8B:8GiB")->capture_default_str();

@@ -4,10 +4,6 @@
 // family is timed together and every member gets the same answer (one evaluation per family and
 // question); (kind, bytes, -1, group ranks) for a group on its own. p2p answers by (source device,
 // destination device, bytes).
-// A forced algorithm (not kAuto) that has no schedule for a collective kind at all (NVLS for a
-// broadcast, say) leaves that kind to the automatic choice, as NCCL_ALGO only affects the
-// operations that have the algorithm; one that has a schedule but does not apply to the group
-// throws InputError("--algo", ...).
 #include "meshsim/collectives/comm_model.h"
 
 #include <utility>
@@ -28,13 +24,18 @@ std::vector<uint32_t> rank_ids(std::span<const RankId> group) {
 
 }  // namespace
 
+std::unique_ptr<SharedNetwork> make_network(NetworkBackend backend,
+                                            const CollectivePlanner& planner) {
+  return backend == NetworkBackend::kSimGrid ? make_simgrid_network(planner.capacities())
+                                             : make_fluid_network(planner.capacities());
+}
+
 TopologyCommModel::TopologyCommModel(const topology::Network& net, topology::Placement placement,
-                                     std::unique_ptr<NetworkBackend> backend, Algorithm algorithm)
+                                     NetworkBackend backend, CollectiveOptions options)
     : net_(net),
       placement_(std::move(placement)),
-      backend_(std::move(backend)),
-      algorithm_(algorithm) {
-  SIM_CHECK(backend_ != nullptr, "TopologyCommModel without a backend");
+      planner_(net, options),
+      network_(make_network(backend, planner_)) {
   placement_.validate(net_.spec(), "placement");
 }
 
@@ -63,25 +64,10 @@ std::vector<DeviceId> TopologyCommModel::devices_of(std::span<const RankId> grou
   return out;
 }
 
-std::pair<Duration, Algorithm> TopologyCommModel::evaluate(
-    CollectiveKind kind, Bytes bytes, const std::vector<std::vector<DeviceId>>& groups) {
-  ++evaluations_;
-  Algorithm a = algorithm_;
-  if (a != Algorithm::kAuto && !supports_kind(a, kind)) {
-    a = Algorithm::kAuto;
-  }
-  if (a == Algorithm::kAuto) {
-    const AlgorithmChoice c = choose_and_time(kind, bytes, groups, net_, *backend_);
-    return {c.time, c.algorithm};
-  }
-  return {schedule_time(plan_concurrent(kind, bytes, groups, a, net_), *backend_), a};
-}
-
 Duration TopologyCommModel::collective_time(CollectiveKind kind, Bytes bytes,
                                             std::span<const RankId> group) {
   ++queries_;
   if (group.size() <= 1 || bytes.count() == 0) {
-    last_algorithm_ = algorithm_ == Algorithm::kAuto ? Algorithm::kRing : algorithm_;
     return Duration::zero();
   }
   std::vector<uint32_t> ids = rank_ids(group);
@@ -90,21 +76,25 @@ Duration TopologyCommModel::collective_time(CollectiveKind kind, Bytes bytes,
   auto key = std::make_tuple(kind, bytes.count(), family,
                              family >= 0 ? std::vector<uint32_t>{} : std::move(ids));
   if (const auto it = memo_.find(key); it != memo_.end()) {
-    last_algorithm_ = it->second.second;
+    last_shape_ = it->second.second;
     return it->second.first;
   }
+  ++evaluations_;
   std::vector<std::vector<DeviceId>> groups;
+  // The queried group first: it decides the algorithm; its family runs beside it.
+  groups.push_back(devices_of(group));
   if (family >= 0) {
     for (const auto& g : families_[static_cast<size_t>(family)]) {
-      groups.push_back(devices_of(g));
+      if (!std::equal(g.begin(), g.end(), group.begin(), group.end())) {
+        groups.push_back(devices_of(g));
+      }
     }
-  } else {
-    groups.push_back(devices_of(group));
   }
-  const auto answer = evaluate(kind, bytes, groups);
-  memo_.emplace(std::move(key), answer);
-  last_algorithm_ = answer.second;
-  return answer.first;
+  CommShape shape = planner_.collective(kind, bytes, groups);
+  const Duration t = run_alone(*network_, shape);
+  memo_.emplace(std::move(key), std::make_pair(t, shape));
+  last_shape_ = std::move(shape);
+  return t;
 }
 
 Duration TopologyCommModel::p2p_time(RankId src, RankId dst, Bytes bytes) {
@@ -118,12 +108,8 @@ Duration TopologyCommModel::p2p_time(RankId src, RankId dst, Bytes bytes) {
     return it->second;
   }
   ++evaluations_;
-  Schedule s;
-  Step step;
-  step.flows.push_back(Flow{net_.device_vertex(ends[0]), net_.device_vertex(ends[1]), bytes});
-  step.label = "send/recv";
-  s.steps.push_back(std::move(step));
-  const Duration t = schedule_time(s, *backend_);
+  const std::pair<DeviceId, DeviceId> pair{ends[0], ends[1]};
+  const Duration t = run_alone(*network_, planner_.send_recv({&pair, 1}, bytes));
   p2p_memo_.emplace(key, t);
   return t;
 }

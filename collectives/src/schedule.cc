@@ -9,25 +9,38 @@
 namespace meshsim::collectives {
 namespace {
 
-constexpr std::array<std::pair<Algorithm, std::string_view>, 8> kNames = {{
+constexpr std::array<std::pair<Algorithm, std::string_view>, 11> kNames = {{
     {Algorithm::kAuto, "auto"},
     {Algorithm::kRing, "ring"},
-    {Algorithm::kBidirectionalRing, "bidirectional-ring"},
-    {Algorithm::kDoubleBinaryTree, "double-binary-tree"},
-    {Algorithm::kHalvingDoubling, "halving-doubling"},
-    {Algorithm::kHierarchical, "hierarchical"},
-    {Algorithm::kTorusRings, "torus-rings"},
+    {Algorithm::kTree, "tree"},
     {Algorithm::kNvls, "nvls"},
+    {Algorithm::kNvlsTree, "nvls-tree"},
+    {Algorithm::kCollNetDirect, "collnet-direct"},
+    {Algorithm::kCollNetChain, "collnet-chain"},
+    {Algorithm::kPat, "pat"},
+    {Algorithm::kTorusRings, "torus-rings"},
+    {Algorithm::kHierarchical, "hierarchical"},
+    {Algorithm::kSendRecv, "send-recv"},
 }};
 
-// Short forms accepted by parse_algorithm.
+// Other spellings parse_algorithm accepts (NCCL_ALGO's names among them).
 constexpr std::array<std::pair<std::string_view, Algorithm>, 6> kAliases = {{
-    {"bidir-ring", Algorithm::kBidirectionalRing},
-    {"tree", Algorithm::kDoubleBinaryTree},
-    {"dbt", Algorithm::kDoubleBinaryTree},
-    {"hd", Algorithm::kHalvingDoubling},
+    {"nvlstree", Algorithm::kNvlsTree},
+    {"collnet", Algorithm::kCollNetDirect},
+    {"collnetdirect", Algorithm::kCollNetDirect},
+    {"collnetchain", Algorithm::kCollNetChain},
     {"torus", Algorithm::kTorusRings},
     {"nvlink-sharp", Algorithm::kNvls},
+}};
+
+constexpr std::array<std::pair<Algorithm, NcclAlgorithm>, 7> kNccl = {{
+    {Algorithm::kTree, NcclAlgorithm::kTree},
+    {Algorithm::kRing, NcclAlgorithm::kRing},
+    {Algorithm::kCollNetDirect, NcclAlgorithm::kCollNetDirect},
+    {Algorithm::kCollNetChain, NcclAlgorithm::kCollNetChain},
+    {Algorithm::kNvls, NcclAlgorithm::kNvls},
+    {Algorithm::kNvlsTree, NcclAlgorithm::kNvlsTree},
+    {Algorithm::kPat, NcclAlgorithm::kPat},
 }};
 
 }  // namespace
@@ -43,7 +56,7 @@ std::string_view to_string(Algorithm a) {
 
 std::optional<Algorithm> parse_algorithm(std::string_view s) {
   for (const auto& [alg, name] : kNames) {
-    if (name == s) {
+    if (name == s && alg != Algorithm::kSendRecv) {
       return alg;
     }
   }
@@ -55,17 +68,48 @@ std::optional<Algorithm> parse_algorithm(std::string_view s) {
   return std::nullopt;
 }
 
-Duration schedule_time(const Schedule& schedule, NetworkBackend& backend) {
-  const std::vector<Duration> times = backend.step_times(schedule.steps);
-  SIM_CHECK(times.size() == schedule.steps.size(), "backend {} timed {} of {} steps",
-            backend.name(), times.size(), schedule.steps.size());
-  Duration total = Duration::zero();
-  for (size_t i = 0; i < times.size(); ++i) {
-    const Step& s = schedule.steps[i];
-    SIM_CHECK(s.repeat >= 1, "step '{}' repeats {} times", s.label, s.repeat);
-    total += (times[i] + s.overhead) * s.repeat;
+std::string algorithm_choices() {
+  std::string out;
+  for (const auto& [alg, name] : kNames) {
+    if (alg != Algorithm::kSendRecv) {
+      out += (out.empty() ? "" : ", ") + std::string(name);
+    }
   }
-  return total;
+  return out;
+}
+
+std::optional<NcclAlgorithm> nccl_algorithm(Algorithm a) {
+  for (const auto& [alg, nccl] : kNccl) {
+    if (alg == a) {
+      return nccl;
+    }
+  }
+  return std::nullopt;
+}
+
+Algorithm from_nccl(NcclAlgorithm a) {
+  for (const auto& [alg, nccl] : kNccl) {
+    if (nccl == a) {
+      return alg;
+    }
+  }
+  return Algorithm::kRing;
+}
+
+BandwidthEfficiency BandwidthEfficiency::defaults_for(const topology::ClusterSpec& spec) {
+  BandwidthEfficiency e;
+  const topology::Chip& chip = spec.chip;
+  auto set = [&e](topology::LinkKind k, double v) { e.link[static_cast<size_t>(k)] = v; };
+  if (chip.nvlink) {
+    set(topology::LinkKind::kNvlink, chip.nvlink->efficiency);
+    e.in_switch = chip.nvlink->nvls_efficiency.value_or(1.0);
+  }
+  if (chip.ici) {
+    set(topology::LinkKind::kIci, chip.ici->efficiency);
+  }
+  set(topology::LinkKind::kNetwork, chip.nic_efficiency);
+  set(topology::LinkKind::kDcn, chip.dcn_efficiency);
+  return e;
 }
 
 std::vector<topology::Path> route_step(const topology::Network& net, const Step& step) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "meshsim/collectives/algorithms.h"
+#include "meshsim/collectives/collective_planner.h"
 #include "meshsim/collectives/comm_model.h"
 #include "meshsim/collectives/schedule.h"
 #include "meshsim/topology/chip.h"
@@ -71,8 +72,11 @@ inline double relative_error(Duration got, Duration want) {
   return relative_error(got.seconds(), want.seconds());
 }
 
-inline Duration time_of(const Schedule& s, NetworkBackend& backend) {
-  return schedule_time(s, backend);
+// The time the planner's shape of a collective over `group` takes alone on the network.
+inline Duration time_of(const CollectivePlanner& planner, CollectiveKind kind, Bytes bytes,
+                        const std::vector<DeviceId>& group) {
+  const std::vector<std::vector<DeviceId>> groups = {group};
+  return planner.isolated_time(planner.collective(kind, bytes, groups));
 }
 
 // nccl-tests' bus bandwidth of a collective of `bytes` over `ranks` that took `t`.

@@ -60,7 +60,7 @@ TEST(Tpu, MeshAxesMapToTorusAxes) {
 TEST(Tpu, CollectivesRunAsTorusRingsOnTheirAxes) {
   const topology::Network net = topology::Network::build(v5p_888());
   collectives::TopologyCommModel model(net, topology::Placement::in_order(512),
-                                       std::make_unique<collectives::AnalyticalBackend>(net));
+                                       collectives::NetworkBackend::kAnalytical);
   const workloads::RankLayout layout(maxtext_plan());
   auto ranks = [](const std::vector<int64_t>& g) {
     std::vector<RankId> out;
@@ -71,13 +71,11 @@ TEST(Tpu, CollectivesRunAsTorusRingsOnTheirAxes) {
   };
   const auto tp = ranks(layout.group_along(0, workloads::Axis::kTensor));
   const Duration t_tp = model.collective_time(CollectiveKind::kAllGather, MB(64), tp);
-  // On one wrapping axis, torus rings are a bidirectional ring around it: the two schedules are
-  // the same and tie; the automatic choice may name either.
-  EXPECT_TRUE(model.last_algorithm() == collectives::Algorithm::kTorusRings ||
-              model.last_algorithm() == collectives::Algorithm::kBidirectionalRing);
+  // On one wrapping axis, torus rings are a bidirectional ring around it.
+  EXPECT_EQ(model.last_shape().algorithm, collectives::Algorithm::kTorusRings);
   const auto dp = ranks(layout.group_along(0, workloads::Axis::kData));
   const Duration t_dp = model.collective_time(CollectiveKind::kAllGather, MB(64), dp);
-  EXPECT_EQ(model.last_algorithm(), collectives::Algorithm::kTorusRings);
+  EXPECT_EQ(model.last_shape().algorithm, collectives::Algorithm::kTorusRings);
   // Two axes at once move the same all-gather faster than one axis of the same links.
   EXPECT_LT(t_dp, t_tp);
 }
@@ -89,7 +87,7 @@ TEST(Tpu, MaxTextStepSimulatesEndToEnd) {
       workloads::plan_step(workloads::load_model("llama3-8b"), maxtext_plan(), 512);
   topology::RooflineComputeModel compute(spec.chip);
   collectives::TopologyCommModel comm(net, topology::Placement::in_order(512),
-                                      std::make_unique<collectives::AnalyticalBackend>(net));
+                                      collectives::NetworkBackend::kAnalytical);
   for (const auto& family : plan.families) {
     std::vector<std::vector<RankId>> groups;
     for (const auto& g : family) {

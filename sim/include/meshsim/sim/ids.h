@@ -29,6 +29,7 @@ using OpId = StrongId<struct OpTag>;
 using StreamId = StrongId<struct StreamTag>;
 using GroupId = StrongId<struct GroupTag>;
 using TrackId = StrongId<struct TrackTag>;
+using TransferId = StrongId<struct TransferTag>;  // a communication in flight (sim/comm_model.h)
 
 }  // namespace meshsim
 

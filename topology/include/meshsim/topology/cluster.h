@@ -47,6 +47,9 @@ struct FatTreeSpec {
   int64_t tiers = 2;              // 1 = one switch, 2 = leaf/spine, 3 = leaf/spine/core
   int64_t switch_radix = 64;      // ports per switch
   double oversubscription = 1.0;  // leaf down:up port ratio, >= 1 (1 = non-blocking)
+  // In-network reduction (NVIDIA SHARP on Quantum switches): what NCCL's CollNet algorithms and
+  // multi-node NVLS need. Optional key "sharp", default false.
+  bool sharp = false;
 
   // Most NIC ports this fat tree can attach: a single switch holds `radix`; with t >= 2 tiers,
   // leaves give d = floor(radix * s / (s + 1)) ports down, every middle tier halves its ports,
@@ -90,6 +93,29 @@ struct GraphSpec {
   std::vector<GraphLinkSpec> links;
 };
 
+// How collectives behave on this platform beyond what the chip and the wires say: the optional
+// "collectives" section of a cluster file. Each figure is measured on the platform (its source
+// says where); absent figures take the neutral value given here.
+//   host_cpu              "intel" | "amd" | "arm": the host CPU vendor, which NCCL's tuner reads
+//                         (the multi-node low-latency bandwidth row and the network overhead of
+//                         src/graph/tuning.cc, NCCL 2.30.7). Default "intel", NCCL's own default.
+//   launch_floor          the least time any collective takes on the platform (launch and
+//                         completion on the host, overlapping the GPU's work): a collective
+//                         lasts max(floor, its modelled time). Default 0.
+//   simple_step_overhead  time per ring step of the Simple protocol beyond NCCL's own per-step
+//                         latency (measured ring Simple curves put it above the tuner's). Default 0.
+//   ll128_efficiency      the fraction of NCCL's LL128 bandwidth the platform achieves, (0, 1].
+//                         Default 1.
+enum class HostCpu : uint8_t { kIntel, kAmd, kArm };
+std::string_view to_string(HostCpu cpu);
+
+struct CollectivePlatform {
+  HostCpu host_cpu = HostCpu::kIntel;
+  Duration launch_floor;
+  Duration simple_step_overhead;
+  double ll128_efficiency = 1.0;
+};
+
 struct ClusterSpec {
   std::string name;    // preset name, or the file's stem
   std::string source;  // the file it came from ("builtin:topology/clusters/x.json" or a path)
@@ -111,6 +137,8 @@ struct ClusterSpec {
   std::optional<FatTreeSpec> fat_tree;  // kFatTree only
   BytesPerSec dcn_bandwidth;            // kDcn only: per chip
   Duration scale_out_latency;
+
+  CollectivePlatform collectives;
 
   // JSON pointer inside the cluster file -> source, for every sourced figure the file gave.
   std::map<std::string, std::string> sources;
