@@ -176,7 +176,11 @@ Row time_one(CollectiveKind kind, bool sendrecv, Bytes bytes, const std::vector<
     shape = planner.send_recv({&pair, 1}, bytes);
   } else {
     const std::vector<std::vector<DeviceId>> groups = {group};
-    shape = planner.collective(kind, bytes, groups);
+    try {
+      shape = planner.collective(kind, bytes, groups);
+    } catch (const collectives::CommError& e) {
+      throw locate(e);
+    }
   }
   const Duration t = collectives::run_alone(network, shape);
   return {bytes, t, std::move(shape)};

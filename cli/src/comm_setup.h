@@ -33,6 +33,9 @@ collectives::CollectiveOptions collective_options(const std::string& algorithm,
                                                   const std::string& protocol,
                                                   const std::string& nccl);
 
+// A collective model's complaint about one of its options, at the flag that set it.
+InputError locate(const collectives::CommError& e);
+
 // The scenario's cluster: preset or file, resized by --nodes (GPU) or --shape (TPU).
 topology::ClusterSpec load_cluster_for(const Scenario& s);
 

@@ -22,10 +22,10 @@ bool fits_all(Algorithm a, CollectiveKind kind, Groups groups, const topology::N
 }
 
 [[noreturn]] void not_applicable(Algorithm a, CollectiveKind kind, size_t ranks,
-                                 const std::string& why) {
-  throw InputError("--algo", "",
-                   fmt::format("algorithm {} does not apply to {} over {} ranks: it {}",
-                               to_string(a), to_string(kind), ranks, why));
+                                 const std::string& why,
+                                 CommField field = CommField::kAlgorithm) {
+  throw CommError(field, fmt::format("algorithm {} does not apply to {} over {} ranks: it {}",
+                                     to_string(a), to_string(kind), ranks, why));
 }
 
 // Why NCCL has no entry for a forced algorithm / protocol on this system, in words.
@@ -132,8 +132,11 @@ CommShape CollectivePlanner::gpu_collective(CollectiveKind kind, Bytes bytes,
   const NcclTuner tuner(system);
   auto choice = tuner.choose(*coll, bytes, allowed);
   if (!choice) {
+    // Nothing runs: the forced protocol when no algorithm was forced, else the algorithm (with or
+    // without its protocol).
     not_applicable(forced == Algorithm::kAuto ? Algorithm::kRing : forced, kind, group.size(),
-                   why_no_entry(system, forced, options_.protocol));
+                   why_no_entry(system, forced, options_.protocol),
+                   forced == Algorithm::kAuto ? CommField::kProtocol : CommField::kAlgorithm);
   }
   Algorithm a = from_nccl(choice->algorithm);
   if (!fits_all(a, kind, groups, net_)) {

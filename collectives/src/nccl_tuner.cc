@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -25,11 +24,6 @@ using detail::TunerConstants;
 using A = NcclAlgorithm;
 using P = NcclProtocol;
 using C = NcclCollective;
-
-constexpr std::array<std::string_view, kNumNcclAlgorithms> kAlgorithmNames = {
-    "tree", "ring", "collnet-direct", "collnet-chain", "nvls", "nvls-tree", "pat"};
-constexpr std::array<std::string_view, kNumNcclProtocols> kProtocolNames = {"ll", "ll128",
-                                                                            "simple"};
 
 int idx(A a) { return static_cast<int>(a); }
 int idx(P p) { return static_cast<int>(p); }
@@ -218,21 +212,6 @@ double latency_us(C coll, A a, P p, int nsteps, const Ctx& c, double net_overhea
 }
 
 }  // namespace
-
-std::string_view to_string(NcclAlgorithm a) { return kAlgorithmNames[static_cast<size_t>(idx(a))]; }
-std::string_view to_string(NcclProtocol p) { return kProtocolNames[static_cast<size_t>(idx(p))]; }
-
-std::optional<NcclProtocol> parse_protocol(std::string_view s) {
-  std::string lower(s);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  for (size_t i = 0; i < kProtocolNames.size(); ++i) {
-    if (kProtocolNames[i] == lower) {
-      return static_cast<NcclProtocol>(i);
-    }
-  }
-  return std::nullopt;
-}
 
 std::optional<NcclVersion> parse_nccl_version(std::string_view s) {
   // Two or three dot-separated decimal numbers, 2.18 or later.

@@ -9,30 +9,6 @@
 namespace meshsim::collectives {
 namespace {
 
-constexpr std::array<std::pair<Algorithm, std::string_view>, 11> kNames = {{
-    {Algorithm::kAuto, "auto"},
-    {Algorithm::kRing, "ring"},
-    {Algorithm::kTree, "tree"},
-    {Algorithm::kNvls, "nvls"},
-    {Algorithm::kNvlsTree, "nvls-tree"},
-    {Algorithm::kCollNetDirect, "collnet-direct"},
-    {Algorithm::kCollNetChain, "collnet-chain"},
-    {Algorithm::kPat, "pat"},
-    {Algorithm::kTorusRings, "torus-rings"},
-    {Algorithm::kHierarchical, "hierarchical"},
-    {Algorithm::kSendRecv, "send-recv"},
-}};
-
-// Other spellings parse_algorithm accepts (NCCL_ALGO's names among them).
-constexpr std::array<std::pair<std::string_view, Algorithm>, 6> kAliases = {{
-    {"nvlstree", Algorithm::kNvlsTree},
-    {"collnet", Algorithm::kCollNetDirect},
-    {"collnetdirect", Algorithm::kCollNetDirect},
-    {"collnetchain", Algorithm::kCollNetChain},
-    {"torus", Algorithm::kTorusRings},
-    {"nvlink-sharp", Algorithm::kNvls},
-}};
-
 constexpr std::array<std::pair<Algorithm, NcclAlgorithm>, 7> kNccl = {{
     {Algorithm::kTree, NcclAlgorithm::kTree},
     {Algorithm::kRing, NcclAlgorithm::kRing},
@@ -44,39 +20,6 @@ constexpr std::array<std::pair<Algorithm, NcclAlgorithm>, 7> kNccl = {{
 }};
 
 }  // namespace
-
-std::string_view to_string(Algorithm a) {
-  for (const auto& [alg, name] : kNames) {
-    if (alg == a) {
-      return name;
-    }
-  }
-  return "unknown";
-}
-
-std::optional<Algorithm> parse_algorithm(std::string_view s) {
-  for (const auto& [alg, name] : kNames) {
-    if (name == s && alg != Algorithm::kSendRecv) {
-      return alg;
-    }
-  }
-  for (const auto& [name, alg] : kAliases) {
-    if (name == s) {
-      return alg;
-    }
-  }
-  return std::nullopt;
-}
-
-std::string algorithm_choices() {
-  std::string out;
-  for (const auto& [alg, name] : kNames) {
-    if (alg != Algorithm::kSendRecv) {
-      out += (out.empty() ? "" : ", ") + std::string(name);
-    }
-  }
-  return out;
-}
 
 std::optional<NcclAlgorithm> nccl_algorithm(Algorithm a) {
   for (const auto& [alg, nccl] : kNccl) {

@@ -87,7 +87,7 @@ CollectiveOptions options_of(const nlohmann::json& s) {
   CollectiveOptions o;
   o.nccl_version = *parse_nccl_version(s.at("nccl").get<std::string>());
   if (s.contains("algorithm")) {
-    o.algorithm = *parse_algorithm(s.at("algorithm").get<std::string>());
+    o.algorithm = *parse_enum<Algorithm>(s.at("algorithm").get<std::string>());
   }
   return o;
 }

@@ -143,8 +143,8 @@ TEST(TopologyCommModel, ForcedAlgorithm) {
   try {
     nvls.collective_time(CollectiveKind::kAllReduce, MiB(1), ranks(0, 16));
     FAIL() << "NVLS across nodes";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.source(), "--algo");
+  } catch (const CommError& e) {
+    EXPECT_EQ(e.field(), CommField::kAlgorithm);
   }
 }
 

@@ -2,8 +2,9 @@
 // and TPU networks. Where the pattern fits the group: its flows carry bytes between the group's
 // devices (or their NVSwitch or leaf); the ring family moves the bandwidth-optimal volumes of
 // volume.h on one node; the planner's shape (forced algorithm) either runs it, with a positive,
-// deterministic time that grows with the buffer, or refuses with an InputError naming "--algo"
-// (NCCL has no such algorithm on this system); shapes of one rank or no bytes cost nothing.
+// deterministic time that grows with the buffer, or refuses
+// (CommError on the algorithm option: NCCL has no such algorithm on this system); shapes of one
+// rank or no bytes cost nothing.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -148,8 +149,8 @@ TEST(Conformance, EveryAlgorithmKindAndGroup) {
           Duration small;
           try {
             small = time_of(planner, k, MiB(1), g);
-          } catch (const InputError& e) {
-            EXPECT_EQ(e.source(), "--algo") << what;
+          } catch (const CommError& e) {
+            EXPECT_EQ(e.field(), CommField::kAlgorithm) << what;
             ++refused;
             continue;
           }
@@ -177,14 +178,12 @@ TEST(Conformance, EmptyBufferAndSingleRankCostNothing) {
 
 TEST(Conformance, NamesRoundTrip) {
   for (const Algorithm a : kAlgorithms) {
-    if (a != Algorithm::kSendRecv) {
-      EXPECT_EQ(parse_algorithm(to_string(a)), a);
-    }
+    EXPECT_EQ(parse_enum<Algorithm>(to_string(a)), a);
   }
-  EXPECT_EQ(parse_algorithm("auto"), Algorithm::kAuto);
-  EXPECT_EQ(parse_algorithm("nvlstree"), Algorithm::kNvlsTree);  // NCCL_ALGO's spelling
-  EXPECT_FALSE(parse_algorithm("halving-doubling"));  // not an algorithm NCCL has
-  EXPECT_FALSE(parse_algorithm("send-recv"));
+  EXPECT_EQ(parse_enum<Algorithm>("auto"), Algorithm::kAuto);
+  EXPECT_EQ(parse_enum<Algorithm>("nvlstree"), Algorithm::kNvlsTree);  // NCCL_ALGO's spelling
+  EXPECT_FALSE(parse_enum<Algorithm>("halving-doubling"));  // not an algorithm NCCL has
+  EXPECT_EQ(parse_enum<NcclProtocol>("LL128"), NcclProtocol::kLL128);
   for (const NcclAlgorithm n :
        {NcclAlgorithm::kTree, NcclAlgorithm::kRing, NcclAlgorithm::kNvls, NcclAlgorithm::kPat}) {
     EXPECT_EQ(nccl_algorithm(from_nccl(n)), n);

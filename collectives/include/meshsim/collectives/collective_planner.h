@@ -13,7 +13,8 @@
 // A forced algorithm that has no pattern for a collective kind at all (NVLS for a broadcast)
 // leaves that kind to the automatic choice, as NCCL_ALGO only affects the operations that have
 // it; one that has a pattern but does not exist for the group (NVLS across nodes without SHARP,
-// PAT with eight ranks per node) throws InputError naming "--algo".
+// PAT with eight ranks per node) throws CommError(CommField::kAlgorithm) (kProtocol for a forced
+// protocol that nothing runs with). Errors name the option, never a flag.
 // Pure (STYLE A.4): no clock, no state besides the network's link capacities.
 #pragma once
 

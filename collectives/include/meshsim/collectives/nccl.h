@@ -28,12 +28,15 @@
 #include <string>
 #include <string_view>
 
+#include "meshsim/sim/enum_names.h"
 #include "meshsim/sim/program.h"
 #include "meshsim/sim/units.h"
 #include "meshsim/topology/cluster.h"
 #include "meshsim/topology/network.h"
 
 namespace meshsim::collectives {
+
+using meshsim::to_string;
 
 // In NCCL's index order (the tie-break order of the choice).
 enum class NcclAlgorithm : uint8_t {
@@ -48,10 +51,24 @@ enum class NcclAlgorithm : uint8_t {
 inline constexpr int kNumNcclAlgorithms = 7;
 enum class NcclProtocol : uint8_t { kLL, kLL128, kSimple };
 inline constexpr int kNumNcclProtocols = 3;
-std::string_view to_string(NcclAlgorithm a);
-std::string_view to_string(NcclProtocol p);
-// "ll", "ll128", "simple" (case-insensitive, as NCCL_PROTO).
-std::optional<NcclProtocol> parse_protocol(std::string_view s);
+constexpr auto enum_names(NcclAlgorithm) {
+  return std::to_array<EnumName<NcclAlgorithm>>({{NcclAlgorithm::kTree, "tree"},
+                                                 {NcclAlgorithm::kRing, "ring"},
+                                                 {NcclAlgorithm::kCollNetDirect, "collnet-direct"},
+                                                 {NcclAlgorithm::kCollNetChain, "collnet-chain"},
+                                                 {NcclAlgorithm::kNvls, "nvls"},
+                                                 {NcclAlgorithm::kNvlsTree, "nvls-tree"},
+                                                 {NcclAlgorithm::kPat, "pat"}});
+}
+// NCCL_PROTO's spellings too.
+constexpr auto enum_names(NcclProtocol) {
+  return std::to_array<EnumName<NcclProtocol>>({{NcclProtocol::kLL, "ll"},
+                                                {NcclProtocol::kLL128, "ll128"},
+                                                {NcclProtocol::kSimple, "simple"},
+                                                {NcclProtocol::kLL, "LL"},
+                                                {NcclProtocol::kLL128, "LL128"},
+                                                {NcclProtocol::kSimple, "Simple"}});
+}
 
 // An NCCL release, major.minor (the patch level does not change the tuner).
 struct NcclVersion {

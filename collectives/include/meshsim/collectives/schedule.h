@@ -21,10 +21,13 @@
 
 #include "meshsim/collectives/nccl.h"
 #include "meshsim/sim/program.h"
+#include "meshsim/sim/provenance.h"
 #include "meshsim/sim/units.h"
 #include "meshsim/topology/network.h"
 
 namespace meshsim::collectives {
+
+using meshsim::to_string;
 
 // The algorithms meshsim runs. On GPUs they are NCCL's (nccl.h; `kAuto` is NCCL's tuner's
 // choice); on TPUs what XLA does on the torus. kSendRecv is the point-to-point engine that
@@ -42,14 +45,39 @@ enum class Algorithm : uint8_t {
   kHierarchical,   // inside each scale-up domain, across domains per rail, inside again
   kSendRecv,       // NCCL's point-to-point engine
 };
-std::string_view to_string(Algorithm a);
-std::optional<Algorithm> parse_algorithm(std::string_view s);
-// The names parse_algorithm accepts, for error messages.
-std::string algorithm_choices();
+// Canonical names first, then the other spellings parse_enum<Algorithm> accepts (NCCL_ALGO's).
+constexpr auto enum_names(Algorithm) {
+  return std::to_array<EnumName<Algorithm>>({{Algorithm::kAuto, "auto"},
+                                             {Algorithm::kRing, "ring"},
+                                             {Algorithm::kTree, "tree"},
+                                             {Algorithm::kNvls, "nvls"},
+                                             {Algorithm::kNvlsTree, "nvls-tree"},
+                                             {Algorithm::kCollNetDirect, "collnet-direct"},
+                                             {Algorithm::kCollNetChain, "collnet-chain"},
+                                             {Algorithm::kPat, "pat"},
+                                             {Algorithm::kTorusRings, "torus-rings"},
+                                             {Algorithm::kHierarchical, "hierarchical"},
+                                             {Algorithm::kSendRecv, "send-recv"},
+                                             {Algorithm::kNvlsTree, "nvlstree"},
+                                             {Algorithm::kCollNetDirect, "collnet"},
+                                             {Algorithm::kCollNetDirect, "collnetdirect"},
+                                             {Algorithm::kCollNetChain, "collnetchain"},
+                                             {Algorithm::kTorusRings, "torus"},
+                                             {Algorithm::kNvls, "nvlink-sharp"}});
+}
 
 // NCCL's name for an algorithm, and back; nullopt where NCCL has no such algorithm.
 std::optional<NcclAlgorithm> nccl_algorithm(Algorithm a);
 Algorithm from_nccl(NcclAlgorithm a);
+
+// The options of the collective model a user chooses. A CommError names one; the edge says where
+// its value came from (sim/provenance.h).
+enum class CommField : uint8_t { kAlgorithm, kProtocol };
+constexpr auto enum_names(CommField) {
+  return std::to_array<EnumName<CommField>>(
+      {{CommField::kAlgorithm, "algorithm"}, {CommField::kProtocol, "protocol"}});
+}
+using CommError = FieldError<CommField>;
 
 struct Flow {
   topology::VertexId src;
