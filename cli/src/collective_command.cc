@@ -23,6 +23,7 @@ topology::ClusterSpec load_cluster_args(const ClusterArgs& a) {
   s.nodes = a.nodes;
   s.shape = a.shape;
   s.hardware_catalogue = a.hardware_catalogue;
+  s.fabric = a.fabric;
   return load_cluster_for(s);
 }
 

@@ -48,6 +48,12 @@ topology::ClusterSpec load_cluster_for(const Scenario& s) {
     }
     c = topology::resize_torus(std::move(c), dims);
   }
+  try {
+    c = topology::override_fabric(std::move(c), fabric_overrides(s.fabric));
+  } catch (const topology::FabricError& e) {
+    const Origin& at = s.fabric.origins[e.field()];
+    throw (at.given() ? at : Origin::flag(flag_of(e.field()))).error(e.message());
+  }
   return c;
 }
 
@@ -140,7 +146,7 @@ InputError locate(const collectives::CommError& e) {
 
 struct CommSetup::Impl {
   topology::Network net;
-  std::unique_ptr<collectives::TopologyCommModel> model;
+  std::unique_ptr<collectives::NetworkCommModel> model;
 };
 
 CommSetup::CommSetup(const topology::ClusterSpec& c, const workloads::StepPlan& plan,
@@ -149,16 +155,24 @@ CommSetup::CommSetup(const topology::ClusterSpec& c, const workloads::StepPlan& 
   const collectives::CollectiveOptions collective =
       collective_options(options.algorithm, options.protocol, options.nccl);
   // Ranks fill devices in order: global rank r is device r.
-  impl_->model = std::make_unique<collectives::TopologyCommModel>(
+  impl_->model = std::make_unique<collectives::NetworkCommModel>(
       impl_->net, topology::Placement::in_order(plan.world), parse_backend_flag(options.backend),
       collective);
-  for (const auto& family : plan.families) {
-    impl_->model->add_concurrent_family(family);
+  // Representative mode: what the simulated groups and ranks stand for loads the links too.
+  for (const auto& g : plan.groups) {
+    if (!g.images.empty()) {
+      impl_->model->add_images(g.global, g.images);
+    }
+  }
+  for (const auto& r : plan.ranks) {
+    if (!r.images.empty()) {
+      impl_->model->add_rank_images(r.global_rank, r.images);
+    }
   }
 }
 
 CommSetup::~CommSetup() = default;
 
-CommCostModel& CommSetup::model() { return *impl_->model; }
+collectives::NetworkCommModel& CommSetup::model() { return *impl_->model; }
 
 }  // namespace meshsim::cli

@@ -8,7 +8,6 @@
 
 #include "meshsim/collectives/comm_model.h"
 #include "meshsim/collectives/schedule.h"
-#include "meshsim/sim/cost_model.h"
 #include "meshsim/topology/cluster.h"
 #include "meshsim/workloads/step.h"
 #include "scenario.h"
@@ -42,14 +41,14 @@ topology::ClusterSpec load_cluster_for(const Scenario& s);
 // The scenario as echoed in reports and trace metadata.
 nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& cluster);
 
-// Owns the communication cost model of a run: ranks placed on devices in order; the plan's
-// families of concurrent groups declared so that they contend.
+// Owns the communication model of a run: ranks placed on devices in order; the images of the
+// plan's simulated groups and ranks (representative mode) declared so that they load the links.
 class CommSetup {
  public:
   CommSetup(const topology::ClusterSpec& cluster, const workloads::StepPlan& plan,
             const CommOptions& options);
   ~CommSetup();
-  CommCostModel& model();
+  collectives::NetworkCommModel& model();
 
  private:
   struct Impl;

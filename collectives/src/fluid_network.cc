@@ -107,6 +107,7 @@ class FluidNetwork final : public SharedNetwork {
   std::map<std::pair<std::vector<LinkLoad>, double>, uint32_t> shape_index_;
   std::vector<Transfer> transfers_;
   std::vector<uint32_t> free_;
+  std::vector<uint32_t> reported_;  // finished at the last advance: free from the next one on
   std::vector<std::vector<uint32_t>> users_;  // per link: transfers in their bandwidth phase
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   uint64_t seq_ = 0;
@@ -215,6 +216,10 @@ void FluidNetwork::bytes_done(uint32_t id, std::vector<TransferId>& finished) {
 
 NetworkAdvance FluidNetwork::advance(SimTime limit) {
   SIM_CHECK(limit >= clock_, "advance to {} ps, before the clock {} ps", limit.ps(), clock_.ps());
+  // Ids reported last time are the caller's until now (it may start transfers while it handles
+  // them): only now can they be reused.
+  free_.insert(free_.end(), reported_.begin(), reported_.end());
+  reported_.clear();
   NetworkAdvance out;
   while (true) {
     reshare();
@@ -253,7 +258,7 @@ NetworkAdvance FluidNetwork::advance(SimTime limit) {
       std::sort(out.finished.begin(), out.finished.end());
       for (const TransferId id : out.finished) {
         ++transfers_[id.index()].generation;  // no stale event of it may fire again
-        free_.push_back(id.value());
+        reported_.push_back(id.value());
         --active_;
       }
       out.time = clock_;

@@ -36,9 +36,10 @@ Outcome simulate(const std::string& model, const ParallelPlan& p, SimulationMode
   topology::RooflineComputeModel compute(cluster.chip);
   const collectives::LinkParams up{cluster.intra_node_bandwidth(), cluster.intra_node_latency()};
   const collectives::LinkParams net{cluster.inter_node_bandwidth(), cluster.inter_node_latency()};
-  collectives::RingAlphaBetaModel comm([up, net](RankId a, RankId b) {
+  collectives::RingAlphaBetaModel ring([up, net](RankId a, RankId b) {
     return a.value() / 8 == b.value() / 8 ? up : net;
   });
+  IsolatedCommModel comm = ring.comm_model();
   Simulation sim(compute, comm);
   workloads::load_plan(sim, out.plan);
   Timeline tl;

@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "comm_setup.h"
 #include "meshsim/collectives/comm_model.h"
 #include "meshsim/sim/simulation.h"
 #include "meshsim/topology/compute_model.h"
@@ -59,8 +60,8 @@ TEST(Tpu, MeshAxesMapToTorusAxes) {
 
 TEST(Tpu, CollectivesRunAsTorusRingsOnTheirAxes) {
   const topology::Network net = topology::Network::build(v5p_888());
-  collectives::TopologyCommModel model(net, topology::Placement::in_order(512),
-                                       collectives::NetworkBackend::kAnalytical);
+  collectives::NetworkCommModel model(net, topology::Placement::in_order(512),
+                                      collectives::NetworkBackend::kAnalytical);
   const workloads::RankLayout layout(maxtext_plan());
   auto ranks = [](const std::vector<int64_t>& g) {
     std::vector<RankId> out;
@@ -82,21 +83,18 @@ TEST(Tpu, CollectivesRunAsTorusRingsOnTheirAxes) {
 
 TEST(Tpu, MaxTextStepSimulatesEndToEnd) {
   const topology::ClusterSpec spec = v5p_888();
-  const topology::Network net = topology::Network::build(spec);
   workloads::StepPlan plan =
       workloads::plan_step(workloads::load_model("llama3-8b"), maxtext_plan());
   topology::RooflineComputeModel compute(spec.chip);
-  collectives::TopologyCommModel comm(net, topology::Placement::in_order(512),
-                                      collectives::NetworkBackend::kAnalytical);
-  for (const auto& family : plan.families) {
-    comm.add_concurrent_family(family);
-  }
+  cli::CommSetup setup(spec, plan, cli::CommOptions{});
+  collectives::NetworkCommModel& comm = setup.model();
   Simulation sim(compute, comm);
   workloads::load_plan(sim, plan);
   const RunResult r = sim.run();
   EXPECT_GT(r.end.seconds(), 0.1);
   EXPECT_LT(r.end.seconds(), 10.0);
-  EXPECT_GT(comm.evaluations(), 0);
+  EXPECT_GT(comm.planned(), 0);
+  EXPECT_GT(comm.started(), comm.planned());  // the same collectives, planned once
 }
 
 }  // namespace

@@ -1,15 +1,21 @@
-// The topology-aware communication cost model the engine uses (implements sim's CommCostModel).
+// The engine's CommModel (sim/comm_model.h) on a network graph: every collective and send/recv
+// is a coupled transfer on a shared network that re-shares its links whenever one starts or ends.
 //
-// A collective over a group of ranks is placed on devices and planned as a coupled transfer
-// (collective_planner.h: what NCCL or XLA would run, its latency, rate cap and link loads); its
-// time is what the network model (shared_network.h) gives it alone. Groups declared as one
-// *concurrent family* (every DP group of a step, every TP group) are assumed to run their
-// collectives at the same moment, as SPMD training does: a query for one member is answered by
-// timing the whole family as one transfer, so they contend for shared links (an oversubscribed
-// spine, a shared NIC). Answers are memoized by (operation, bytes, group or family), so a
-// training step asks each distinct question once.
+// A collective over a group of ranks is placed on devices and planned (collective_planner.h: what
+// NCCL or XLA would run, its latency, rate cap and link loads); the plan is memoized per
+// (operation, bytes, group), so a training step plans each distinct question once. Its transfer
+// then runs on the SharedNetwork beside everything else in flight.
+// Symmetry (representative mode): a simulated group may stand for *images*, groups that are not
+// simulated but run the same collectives at the same moments (the other TP groups of a stage,
+// say); each of its collectives then also loads the images' links, as one transfer, so that they
+// contend where they would. Likewise a simulated rank may stand for image ranks: its send to a
+// peer also runs from its i-th image to the peer's i-th image. In full mode nothing has images,
+// and the same sharing comes from the transfers themselves.
+// Utilisation: the rates the network assigns (the fluid model reports them) are summed per link
+// kind and reported as a fraction of that kind's capacity, for the trace's counters.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -17,7 +23,7 @@
 
 #include "meshsim/collectives/collective_planner.h"
 #include "meshsim/collectives/shared_network.h"
-#include "meshsim/sim/cost_model.h"
+#include "meshsim/sim/comm_model.h"
 #include "meshsim/topology/network.h"
 
 namespace meshsim::collectives {
@@ -27,40 +33,72 @@ enum class NetworkBackend : uint8_t { kAnalytical, kSimGrid };
 std::unique_ptr<SharedNetwork> make_network(NetworkBackend backend,
                                             const CollectivePlanner& planner);
 
-class TopologyCommModel : public CommCostModel {
+// Utilisation of one kind of link from `from` on: the bytes per second the model assigned on the
+// links of that kind, over their total capacity (both directions counted).
+struct LinkUtilisation {
+  SimTime from;
+  topology::LinkKind kind = topology::LinkKind::kNvlink;
+  double fraction = 0;
+};
+
+class NetworkCommModel final : public CommModel {
  public:
-  TopologyCommModel(const topology::Network& net, topology::Placement placement,
-                    NetworkBackend backend, CollectiveOptions options = {});
+  NetworkCommModel(const topology::Network& net, topology::Placement placement,
+                   NetworkBackend backend, CollectiveOptions options = {});
 
-  // Declares groups that run the same collectives concurrently. A group may be in one family.
-  void add_concurrent_family(const std::vector<std::vector<RankId>>& groups);
+  // `group` (global ranks) stands for `images` (each the same size), which run its collectives.
+  void add_images(std::vector<RankId> group, std::vector<std::vector<RankId>> images);
+  // `rank` stands for `images`: its sends also run between the corresponding images.
+  void add_rank_images(RankId rank, std::vector<RankId> images);
+  // Subscribes to utilisation changes per link kind (analytical backend only).
+  void on_utilisation(std::function<void(const LinkUtilisation&)> callback);
 
-  Duration collective_time(CollectiveKind kind, Bytes bytes,
-                           std::span<const RankId> group) override;
-  Duration p2p_time(RankId src, RankId dst, Bytes bytes) override;
+  TransferId start_collective(SimTime now, CollectiveKind kind, Bytes bytes,
+                              std::span<const RankId> group) override;
+  TransferId start_p2p(SimTime now, RankId src, RankId dst, Bytes bytes) override;
+  CommAdvance advance(SimTime limit) override;
+  size_t in_flight() const override { return network_->active(); }
 
-  // The shape of the last collective_time answer (what ran: algorithm, protocol, channels).
+  // The time a collective over `group` (with its images) takes alone on the network: what the
+  // engine gives it when nothing overlaps. Runs it on the model's network, which must be idle
+  // (SIM_CHECK); for tests and tools, not during a simulation.
+  Duration collective_time(CollectiveKind kind, Bytes bytes, std::span<const RankId> group);
+  Duration p2p_time(RankId src, RankId dst, Bytes bytes);
+
+  // The shape of the last collective started or timed (what ran: algorithm, protocol, channels).
   const CommShape& last_shape() const { return last_shape_; }
-  int64_t queries() const { return queries_; }
-  int64_t evaluations() const { return evaluations_; }
+  // Distinct collectives and sends planned (memo misses), and communications started.
+  int64_t planned() const { return planned_; }
+  int64_t started() const { return started_; }
   const CollectivePlanner& planner() const { return planner_; }
+  std::string_view backend_name() const { return network_->name(); }
 
  private:
+  struct Planned {
+    ShapeId id;
+    CommShape shape;
+  };
   const topology::Network& net_;
   topology::Placement placement_;
   CollectivePlanner planner_;
   std::unique_ptr<SharedNetwork> network_;
-  std::vector<std::vector<std::vector<RankId>>> families_;
-  std::map<std::vector<uint32_t>, size_t> family_of_group_;
-  std::map<std::tuple<CollectiveKind, int64_t, int64_t, std::vector<uint32_t>>,
-           std::pair<Duration, CommShape>>
-      memo_;
-  std::map<std::tuple<uint32_t, uint32_t, int64_t>, Duration> p2p_memo_;
+  std::map<std::vector<uint32_t>, std::vector<std::vector<RankId>>> images_;
+  std::map<uint32_t, std::vector<RankId>> rank_images_;
+  std::map<std::tuple<CollectiveKind, int64_t, std::vector<uint32_t>>, Planned> memo_;
+  std::map<std::tuple<uint32_t, uint32_t, int64_t>, Planned> p2p_memo_;
   CommShape last_shape_;
-  int64_t queries_ = 0;
-  int64_t evaluations_ = 0;
+  int64_t planned_ = 0;
+  int64_t started_ = 0;
+  std::vector<std::function<void(const LinkUtilisation&)>> utilisation_subscribers_;
+  std::vector<double> kind_capacity_;  // per link kind, bytes/s
+  std::vector<double> kind_used_;      // per link kind, bytes/s assigned now
+  std::vector<double> link_used_;      // per link, bytes/s assigned now
 
-  std::vector<DeviceId> devices_of(std::span<const RankId> group) const;
+  DeviceId device_of(RankId r) const;
+  const Planned& plan_collective(CollectiveKind kind, Bytes bytes, std::span<const RankId> group);
+  const Planned& plan_p2p(RankId src, RankId dst, Bytes bytes);
+  TransferId start(SimTime now, const Planned& p);
+  void link_rate(const LinkRate& r);
 };
 
 }  // namespace meshsim::collectives

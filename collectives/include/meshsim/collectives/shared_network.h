@@ -14,6 +14,8 @@
 // Shapes are registered once (add_shape) and started many times: a training step repeats the
 // same collectives thousands of times.
 // Times are the network's own clock, starting at zero; `start` and `advance` never go back.
+// A transfer id stays the caller's until the advance after the one that reported it finished
+// (it may start new transfers while it handles a batch of completions); it may be reused then.
 #pragma once
 
 #include <cstdint>

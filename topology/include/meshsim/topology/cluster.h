@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "meshsim/sim/provenance.h"
 #include "meshsim/sim/units.h"
 #include "meshsim/topology/chip.h"
 
@@ -190,9 +191,47 @@ ClusterSpec load_cluster(const std::string& name_or_path, const Catalogue& catal
 std::vector<std::string> cluster_presets();
 
 // The same cluster with `nodes` hosts. GPU clusters only (a TPU slice is resized by its torus).
-// Checks: nodes > 0; an NVLink domain stays whole; the fat tree has ports for every NIC; no
-// explicit graph (its devices are wired by name).
+// Checks: nodes > 0; an NVLink domain stays whole; no explicit graph (its devices are wired by
+// name). A fat tree too small for the new NIC count gets switch tiers added (at most 5) until it
+// attaches them all, as a larger cluster of the same switches would be built; the description
+// says so.
 ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes);
+
+// Fabric knobs a user may set without editing the cluster file (flags, scenario keys).
+struct FabricOverrides {
+  std::optional<double> oversubscription;  // >= 1
+  std::optional<int64_t> tiers;            // 1 to 5
+  std::optional<bool> rail_optimized;
+  std::optional<int64_t> nics_per_device;  // >= 1
+  std::optional<BytesPerSec> nic_bandwidth;  // > 0
+  std::optional<bool> sharp;
+  bool empty() const {
+    return !oversubscription && !tiers && !rail_optimized && !nics_per_device && !nic_bandwidth &&
+           !sharp;
+  }
+};
+enum class FabricField : uint8_t {
+  kOversubscription,
+  kTiers,
+  kRailOptimized,
+  kNicsPerDevice,
+  kNicBandwidth,
+  kSharp
+};
+constexpr auto enum_names(FabricField) {
+  return std::to_array<EnumName<FabricField>>({{FabricField::kOversubscription, "oversubscription"},
+                                               {FabricField::kTiers, "tiers"},
+                                               {FabricField::kRailOptimized, "rail_optimized"},
+                                               {FabricField::kNicsPerDevice, "nics_per_device"},
+                                               {FabricField::kNicBandwidth, "nic_bandwidth"},
+                                               {FabricField::kSharp, "sharp"}});
+}
+using FabricError = FieldError<FabricField>;
+
+// The same cluster with its fat tree changed by `o`; the description says what changed. Throws
+// FabricError on the offending field (a value out of range, a GPU cluster without a fat tree, or
+// too few tiers for its NICs); the edge says where the value came from.
+ClusterSpec override_fabric(ClusterSpec spec, const FabricOverrides& o);
 
 // The same TPU cluster with a slice of torus `shape`. Checks: a TPU cluster; one positive extent
 // per torus dimension of the chip; the chips divide into hosts; no explicit graph. Recomputes
