@@ -10,8 +10,8 @@
 // Platform: one star zone; one SimGrid link per network link, each with a host whose route to a
 // sink host is that link alone, so that a ptask's bytes between the link's host and the sink
 // cross exactly that link; and a pool of private "cap" links and hosts whose bandwidth is set when
-// a capped transfer starts. A ptask over k links holds a (k+2)^2 bytes matrix (SimGrid's format):
-// fine for the cross-check's scales, heavy for transfers over thousands of links.
+// a capped transfer starts. A ptask over k links holds a (k+2)^2 bytes matrix (SimGrid's format),
+// so transfers over more than 1024 links are split (run_ptask).
 // Process: SimGrid's engine is a process-wide singleton, so each network runs its engine in a
 // child process (child_session.h), driven by requests: define a shape, start a transfer, advance
 // to a time limit or the next completion. Inside, one driver actor serves the requests; every
@@ -100,30 +100,46 @@ void build_platform(ChildState& st, const std::vector<double>& capacities) {
   zone->seal();
 }
 
-// The ptask of one transfer: hosts [sink, link hosts..., cap host], bytes from each to the sink.
+// The ptasks of one transfer: hosts [sink, link hosts..., cap host], bytes from each to the sink.
+// A transfer over more than kMaxPtaskLinks links runs as several ptasks of at most that many
+// links each (a ptask's bytes matrix is dense, (k+2)^2 doubles), all started together: exact
+// alone (it ends with its slowest part), coupled only within each part under contention.
+constexpr size_t kMaxPtaskLinks = 1024;
+
 void run_ptask(ChildState& st, const ChildShape& shape, double bytes) {
-  std::vector<sg4::Host*> hosts{st.sink};
-  std::vector<double> per_host;
-  for (const auto& [link, weight] : shape.loads) {
-    SIM_CHECK(st.link_hosts[link] != nullptr, "a load on link {} of no capacity", link);
-    hosts.push_back(st.link_hosts[link]);
-    per_host.push_back(weight * bytes);
-  }
   std::optional<size_t> cap;
   if (shape.cap > 0) {
     SIM_CHECK(!st.free_caps.empty(), "more than {} capped transfers in flight", kCapPool);
     cap = st.free_caps.back();
     st.free_caps.pop_back();
     st.cap_links[*cap]->set_bandwidth(shape.cap);
-    hosts.push_back(st.cap_hosts[*cap]);
-    per_host.push_back(bytes);
   }
-  const size_t n = hosts.size();
-  std::vector<double> matrix(n * n, 0.0);
-  for (size_t i = 1; i < n; ++i) {
-    matrix[i * n] = per_host[i - 1];  // host i -> sink (column 0)
+  std::vector<sg4::ExecPtr> parts;
+  for (size_t first = 0; first < shape.loads.size() || (parts.empty() && cap);
+       first += kMaxPtaskLinks) {
+    std::vector<sg4::Host*> hosts{st.sink};
+    std::vector<double> per_host;
+    for (size_t i = first; i < std::min(shape.loads.size(), first + kMaxPtaskLinks); ++i) {
+      const auto& [link, weight] = shape.loads[i];
+      SIM_CHECK(st.link_hosts[link] != nullptr, "a load on link {} of no capacity", link);
+      hosts.push_back(st.link_hosts[link]);
+      per_host.push_back(weight * bytes);
+    }
+    if (cap && first == 0) {  // the first part carries the cap (sharing one cap link would
+      hosts.push_back(st.cap_hosts[*cap]);  // divide it among the parts)
+      per_host.push_back(bytes);
+    }
+    const size_t n = hosts.size();
+    std::vector<double> matrix(n * n, 0.0);
+    for (size_t i = 1; i < n; ++i) {
+      matrix[i * n] = per_host[i - 1];  // host i -> sink (column 0)
+    }
+    parts.push_back(sg4::this_actor::exec_init(hosts, std::vector<double>(n, 0.0), matrix));
+    parts.back()->start();
   }
-  sg4::this_actor::exec_init(hosts, std::vector<double>(n, 0.0), matrix)->wait();
+  for (const auto& e : parts) {
+    e->wait();
+  }
   if (cap) {
     st.free_caps.push_back(*cap);
   }
