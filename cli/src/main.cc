@@ -62,7 +62,8 @@ void add_fabric_options(CLI::App* app, meshsim::cli::FabricKnobs& k,
   on_set(app->add_option(flag_of(F::kNicBandwidth), k.nic_bandwidth,
                          "Bandwidth of one NIC, one direction, e.g. 400Gbps"),
          F::kNicBandwidth);
-  on_set(app->add_option(flag_of(F::kSharp), k.sharp, "In-network reduction (SHARP): true or false"),
+  on_set(app->add_option(flag_of(F::kSharp), k.sharp,
+                         "In-network reduction (SHARP): true or false"),
          F::kSharp);
 }
 

@@ -155,10 +155,12 @@ void read_fabric(JsonObject& o, FabricKnobs& k) {
       k.origins.set(f, Origin::file(o.source(), o.pointer_of(key)));
     }
   };
-  read(F::kOversubscription, k.oversubscription, [&o](const auto& key) { return o.positive_number(key); });
+  read(F::kOversubscription, k.oversubscription,
+       [&o](const auto& key) { return o.positive_number(key); });
   read(F::kTiers, k.tiers, [&o](const auto& key) { return o.positive_integer(key); });
   read(F::kRailOptimized, k.rail_optimized, [&o](const auto& key) { return o.boolean(key); });
-  read(F::kNicsPerDevice, k.nics_per_device, [&o](const auto& key) { return o.positive_integer(key); });
+  read(F::kNicsPerDevice, k.nics_per_device,
+       [&o](const auto& key) { return o.positive_integer(key); });
   read(F::kNicBandwidth, k.nic_bandwidth, [&o](const auto& key) { return o.string(key); });
   read(F::kSharp, k.sharp, [&o](const auto& key) { return o.boolean(key); });
 }

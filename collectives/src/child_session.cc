@@ -215,8 +215,9 @@ ChildSession::Message ChildSession::call(const Message& request) {
       exit_text = describe_exit(status);
       pid_ = -1;
     }
-    const std::string tail =
-        output_.size() <= kOutputTail ? output_ : "..." + output_.substr(output_.size() - kOutputTail);
+    const std::string tail = output_.size() <= kOutputTail
+                                 ? output_
+                                 : "..." + output_.substr(output_.size() - kOutputTail);
     fail(fmt::format("the child process {} without a reply{}{}", exit_text,
                      tail.empty() ? "" : "; its output:\n", tail));
   }

@@ -59,27 +59,50 @@ void NetworkCommModel::on_utilisation(std::function<void(const LinkUtilisation&)
   if (utilisation_subscribers_.empty()) {
     kind_capacity_.assign(topology::kNumLinkKinds, 0.0);
     kind_used_.assign(topology::kNumLinkKinds, 0.0);
-    link_used_.assign(net_.num_links(), 0.0);
     for (size_t l = 0; l < net_.num_links(); ++l) {
       kind_capacity_[static_cast<size_t>(net_.link(LinkId(static_cast<uint32_t>(l))).kind)] +=
           planner_.capacities()[l];
     }
-    network_->on_link_rate([this](const LinkRate& r) { link_rate(r); });
+    network_->on_rate([this](const TransferRate& r) { transfer_rate(r); });
   }
   utilisation_subscribers_.push_back(std::move(callback));
 }
 
-void NetworkCommModel::link_rate(const LinkRate& r) {
-  const auto kind = static_cast<size_t>(net_.link(r.link).kind);
-  kind_used_[kind] += r.bytes_per_s - link_used_[r.link.index()];
-  link_used_[r.link.index()] = r.bytes_per_s;
-  const LinkUtilisation u{r.from, static_cast<topology::LinkKind>(kind),
-                          kind_capacity_[kind] > 0 ? std::max(0.0, kind_used_[kind]) /
-                                                         kind_capacity_[kind]
-                                                   : 0.0};
-  for (const auto& cb : utilisation_subscribers_) {
-    cb(u);
+// A transfer at rate r uses weight x r of each link of its shape: per link kind, the shape's
+// weights on that kind (summed once per shape) x r.
+void NetworkCommModel::transfer_rate(const TransferRate& r) {
+  if (r.transfer.index() >= transfer_rate_.size()) {
+    transfer_rate_.resize(r.transfer.index() + 1, 0.0);
   }
+  double& previous = transfer_rate_[r.transfer.index()];
+  const double delta = r.bytes_per_s - previous;
+  previous = r.bytes_per_s;
+  const KindWeights& w = kind_weights_[r.shape.index()];
+  for (size_t kind = 0; kind < w.size(); ++kind) {
+    if (w[kind] == 0 || delta == 0) {
+      continue;
+    }
+    kind_used_[kind] += w[kind] * delta;
+    const LinkUtilisation u{
+        r.from, static_cast<topology::LinkKind>(kind),
+        kind_capacity_[kind] > 0 ? std::max(0.0, kind_used_[kind]) / kind_capacity_[kind] : 0.0};
+    for (const auto& cb : utilisation_subscribers_) {
+      cb(u);
+    }
+  }
+}
+
+NetworkCommModel::Planned NetworkCommModel::add_shape(CommShape shape) {
+  ++planned_;
+  const ShapeId id = network_->add_shape(shape);
+  if (id.index() >= kind_weights_.size()) {
+    kind_weights_.resize(id.index() + 1, KindWeights{});
+    KindWeights& w = kind_weights_[id.index()];
+    for (const LinkLoad& l : shape.loads) {
+      w[static_cast<size_t>(net_.link(l.link).kind)] += l.weight;
+    }
+  }
+  return Planned{id, std::move(shape)};
 }
 
 DeviceId NetworkCommModel::device_of(RankId r) const {
@@ -95,7 +118,6 @@ const NetworkCommModel::Planned& NetworkCommModel::plan_collective(CollectiveKin
   if (const auto it = memo_.find(key); it != memo_.end()) {
     return it->second;
   }
-  ++planned_;
   auto devices = [this](std::span<const RankId> g) {
     std::vector<DeviceId> out;
     out.reserve(g.size());
@@ -110,9 +132,8 @@ const NetworkCommModel::Planned& NetworkCommModel::plan_collective(CollectiveKin
       groups.push_back(devices(image));
     }
   }
-  CommShape shape = planner_.collective(kind, bytes, groups);
-  const ShapeId id = network_->add_shape(shape);
-  return memo_.emplace(std::move(key), Planned{id, std::move(shape)}).first->second;
+  return memo_.emplace(std::move(key), add_shape(planner_.collective(kind, bytes, groups)))
+      .first->second;
 }
 
 const NetworkCommModel::Planned& NetworkCommModel::plan_p2p(RankId src, RankId dst, Bytes bytes) {
@@ -120,7 +141,6 @@ const NetworkCommModel::Planned& NetworkCommModel::plan_p2p(RankId src, RankId d
   if (const auto it = p2p_memo_.find(key); it != p2p_memo_.end()) {
     return it->second;
   }
-  ++planned_;
   std::vector<std::pair<DeviceId, DeviceId>> pairs = {{device_of(src), device_of(dst)}};
   const auto si = rank_images_.find(src.value());
   const auto di = rank_images_.find(dst.value());
@@ -132,9 +152,7 @@ const NetworkCommModel::Planned& NetworkCommModel::plan_p2p(RankId src, RankId d
       pairs.emplace_back(device_of(si->second[i]), device_of(di->second[i]));
     }
   }
-  CommShape shape = planner_.send_recv(pairs, bytes);
-  const ShapeId id = network_->add_shape(shape);
-  return p2p_memo_.emplace(key, Planned{id, std::move(shape)}).first->second;
+  return p2p_memo_.emplace(key, add_shape(planner_.send_recv(pairs, bytes))).first->second;
 }
 
 TransferId NetworkCommModel::start(SimTime now, const Planned& p) {

@@ -6,15 +6,22 @@
 // insertion sequence) for determinism; superseded events are cancelled lazily: each transfer
 // carries a generation, bumped whenever its rate changes, and a popped event of an older
 // generation is dropped.
-// Re-sharing: when a transfer enters or leaves its bandwidth phase, the links it crosses are
-// marked; before the clock moves on, the connected component of transfers reachable from the
-// marked links (through shared links) is re-solved (fluid_solver.h), all changes of one instant
-// together. A transfer outside that component keeps its rate and its event. Inside it, a
-// transfer whose rate changes first books its progress at the old rate, then gets a new event.
+// Re-sharing: when a transfer enters or leaves its bandwidth phase, its shape is marked; before
+// the clock moves on, the connected component of transfers reachable from the marked shapes
+// through shared links is re-solved (fluid_solver.h), all changes of one instant together. A
+// transfer outside that component keeps its rate and its event. Inside it, a transfer whose rate
+// changes first books its progress at the old rate, then gets a new event.
+// Finding the component: from a narrow shape (at most kWideLinks links: a collective inside a
+// node, a send), through an index of the narrow transfers on each link; wide transfers (a
+// collective across nodes, or with its images, crossing up to thousands of links) are kept in a
+// short list instead and tested pairwise, and from a wide shape every transfer is tested
+// pairwise. A pairwise test (do two shapes share a link) is computed once per pair of shapes and
+// remembered. So a re-share never walks the links of a wide shape: representative simulation
+// (few transfers, all wide) tests a few pairs; full simulation (hundreds of narrow transfers
+// at once, a few wide) walks the narrow ones' links.
 // Memo: max-min rates depend only on the capacities and on the multiset of shapes in the
 // component, and equal shapes get equal rates, so solutions are memoized by the sorted list of
-// the component's shape ids (training repeats the same overlaps thousands of times).
-// Cost per re-share: O(component size) to collect it and a hash lookup; on a miss,
+// the component's shape ids (training repeats the same overlaps thousands of times); on a miss,
 // O(nnz log links) to solve. Exactness: a transfer alone gets min(cap, C / w) exactly as
 // isolated_rate computes it, and completes at start + latency + ceil(bytes / rate) (or its
 // floor), exactly isolated_time.
@@ -34,14 +41,20 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// Shapes over more links than this are wide: not indexed per link.
+constexpr size_t kWideLinks = 256;
+
 struct Shape {
   std::vector<uint32_t> links;
   std::vector<double> weights;
   double cap = 0;  // <= 0: none
+  bool wide() const { return links.size() > kWideLinks; }
 };
 
 enum class Phase : uint8_t { kLatency, kBandwidth, kFloor, kFree };
 enum class EventKind : uint8_t { kLatencyOver, kBytesDone, kFloorOver };
+
+constexpr uint32_t kNotSharing = std::numeric_limits<uint32_t>::max();
 
 struct Transfer {
   uint32_t shape = 0;
@@ -51,6 +64,7 @@ struct Transfer {
   SimTime last;          // when `remaining` was last booked
   SimTime not_before;    // start + floor
   uint32_t generation = 0;
+  uint32_t sharing_pos = kNotSharing;  // its index in sharing_ while it is there
 };
 
 struct Event {
@@ -87,8 +101,7 @@ Duration drain_time(double bytes, double rate) {
 
 class FluidNetwork final : public SharedNetwork {
  public:
-  explicit FluidNetwork(std::vector<double> capacities)
-      : capacities_(std::move(capacities)), users_(capacities_.size()) {}
+  explicit FluidNetwork(std::vector<double> capacities) : capacities_(std::move(capacities)) {}
 
   std::string_view name() const override { return "analytical"; }
   ShapeId add_shape(const CommShape& shape) override;
@@ -97,7 +110,7 @@ class FluidNetwork final : public SharedNetwork {
   NetworkAdvance advance(SimTime limit) override;
   size_t active() const override { return active_; }
   SimTime now() const override { return clock_; }
-  void on_link_rate(std::function<void(const LinkRate&)> cb) override {
+  void on_rate(std::function<void(const TransferRate&)> cb) override {
     rate_subscribers_.push_back(std::move(cb));
   }
 
@@ -108,27 +121,30 @@ class FluidNetwork final : public SharedNetwork {
   std::vector<Transfer> transfers_;
   std::vector<uint32_t> free_;
   std::vector<uint32_t> reported_;  // finished at the last advance: free from the next one on
-  std::vector<std::vector<uint32_t>> users_;  // per link: transfers in their bandwidth phase
+  std::vector<uint32_t> sharing_;  // transfers in their bandwidth phase that cross links
+  std::vector<uint32_t> wide_;     // those of them with wide shapes
+  std::vector<std::vector<uint32_t>> narrow_users_;  // per link: those with narrow shapes on it
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   uint64_t seq_ = 0;
   SimTime clock_;
   size_t active_ = 0;
-  std::vector<uint32_t> dirty_links_;
+  std::vector<uint32_t> dirty_shapes_;  // of transfers that entered or left sharing_
+  std::unordered_map<uint64_t, bool> overlap_;  // (shape a << 32 | shape b), a < b: share a link
   std::unordered_map<std::vector<uint32_t>, std::vector<double>, VectorHash> memo_;
-  std::vector<std::function<void(const LinkRate&)>> rate_subscribers_;
-  std::vector<double> link_used_;  // last reported use per link (subscribers only)
-  // Scratch for re-sharing, sized like the network, left all-false between uses.
-  std::vector<bool> link_seen_;
-  std::vector<bool> transfer_seen_;
+  std::vector<std::function<void(const TransferRate&)>> rate_subscribers_;
+  std::vector<bool> transfer_seen_;  // scratch for re-sharing, all-false between uses
 
   void push(SimTime t, uint32_t id, EventKind kind) {
     events_.push(Event{t, seq_++, id, transfers_[id].generation, kind});
   }
   void enter_bandwidth(uint32_t id);
   void bytes_done(uint32_t id, std::vector<TransferId>& finished);
+  void set_rate(uint32_t id, double rate);
+  bool overlap(uint32_t a, uint32_t b);
+  void join(uint32_t id);
+  void leave(uint32_t id);
   void reshare();
-  void apply_rates(const std::vector<uint32_t>& members, const std::vector<double>& rates);
-  void report_links(const std::vector<uint32_t>& links);
+  std::vector<double> solve(const std::vector<uint32_t>& members) const;
 };
 
 ShapeId FluidNetwork::add_shape(const CommShape& shape) {
@@ -142,6 +158,8 @@ ShapeId FluidNetwork::add_shape(const CommShape& shape) {
   for (const LinkLoad& l : shape.loads) {
     SIM_CHECK(l.link.index() < capacities_.size() && l.weight > 0, "load on link {} weight {}",
               l.link.value(), l.weight);
+    SIM_CHECK(s.links.empty() || s.links.back() < l.link.value(),
+              "loads not sorted by link at link {}", l.link.value());
     s.links.push_back(l.link.value());
     s.weights.push_back(l.weight);
   }
@@ -168,7 +186,8 @@ TransferId FluidNetwork::start(SimTime now, ShapeId shape, Bytes bytes, Duration
   }
   Transfer& t = transfers_[id];
   const uint32_t generation = t.generation + 1;
-  t = Transfer{shape.value(), Phase::kLatency, bytes.as_double(), 0, now, now + floor, generation};
+  t = Transfer{shape.value(), Phase::kLatency, bytes.as_double(), 0, now, now + floor, generation,
+               kNotSharing};
   ++active_;
   push(now + latency, id, EventKind::kLatencyOver);
   return TransferId(id);
@@ -186,24 +205,75 @@ void FluidNetwork::enter_bandwidth(uint32_t id) {
   t.phase = Phase::kBandwidth;
   t.rate = 0;
   t.last = clock_;
-  for (const uint32_t l : s.links) {
-    users_[l].push_back(id);
-    dirty_links_.push_back(l);
-  }
   if (s.links.empty()) {  // capped only: no link to share, rate = cap
-    t.rate = s.cap;
-    ++t.generation;
-    push(clock_ + drain_time(t.remaining, t.rate), id, EventKind::kBytesDone);
+    set_rate(id, s.cap);
+    return;
+  }
+  join(id);
+}
+
+void FluidNetwork::join(uint32_t id) {
+  Transfer& t = transfers_[id];
+  const Shape& s = shapes_[t.shape];
+  t.sharing_pos = static_cast<uint32_t>(sharing_.size());
+  sharing_.push_back(id);
+  if (s.wide()) {
+    wide_.push_back(id);
+  } else {
+    narrow_users_.resize(capacities_.size());
+    for (const uint32_t l : s.links) {
+      narrow_users_[l].push_back(id);
+    }
+  }
+  dirty_shapes_.push_back(t.shape);
+}
+
+void FluidNetwork::leave(uint32_t id) {
+  Transfer& t = transfers_[id];
+  const Shape& s = shapes_[t.shape];
+  sharing_[t.sharing_pos] = sharing_.back();
+  transfers_[sharing_.back()].sharing_pos = t.sharing_pos;
+  sharing_.pop_back();
+  t.sharing_pos = kNotSharing;
+  auto erase = [id](std::vector<uint32_t>& v) {
+    const auto it = std::find(v.begin(), v.end(), id);
+    *it = v.back();
+    v.pop_back();
+  };
+  if (s.wide()) {
+    erase(wide_);
+  } else {
+    for (const uint32_t l : s.links) {
+      erase(narrow_users_[l]);
+    }
+  }
+  dirty_shapes_.push_back(t.shape);
+}
+
+// Books the progress made at the old rate and schedules the last byte at the new one.
+void FluidNetwork::set_rate(uint32_t id, double rate) {
+  Transfer& t = transfers_[id];
+  t.remaining = std::max(0.0, t.remaining - t.rate * (clock_ - t.last).seconds());
+  t.last = clock_;
+  t.rate = rate;
+  ++t.generation;
+  push(clock_ + drain_time(t.remaining, t.rate), id, EventKind::kBytesDone);
+  for (const auto& cb : rate_subscribers_) {
+    cb(TransferRate{clock_, TransferId(id), ShapeId(t.shape), rate});
   }
 }
 
 void FluidNetwork::bytes_done(uint32_t id, std::vector<TransferId>& finished) {
   Transfer& t = transfers_[id];
-  for (const uint32_t l : shapes_[t.shape].links) {
-    auto& u = users_[l];
-    u.erase(std::find(u.begin(), u.end(), id));
-    dirty_links_.push_back(l);
+  if (t.sharing_pos != kNotSharing) {
+    leave(id);
   }
+  if (!std::isinf(t.rate)) {
+    for (const auto& cb : rate_subscribers_) {
+      cb(TransferRate{clock_, TransferId(id), ShapeId(t.shape), 0.0});
+    }
+  }
+  t.rate = 0;
   t.remaining = 0;
   if (t.not_before > clock_) {
     t.phase = Phase::kFloor;
@@ -223,11 +293,13 @@ NetworkAdvance FluidNetwork::advance(SimTime limit) {
   NetworkAdvance out;
   while (true) {
     reshare();
-    while (!events_.empty() && events_.top().generation != transfers_[events_.top().transfer].generation) {
+    while (!events_.empty() &&
+           events_.top().generation != transfers_[events_.top().transfer].generation) {
       events_.pop();
     }
     if (events_.empty() || events_.top().time > limit) {
-      SIM_CHECK(limit < SimTime::max() || !events_.empty(), "advance without a limit or a transfer");
+      SIM_CHECK(limit < SimTime::max() || !events_.empty(),
+                "advance without a limit or a transfer");
       clock_ = limit;
       out.time = clock_;
       return out;
@@ -267,38 +339,65 @@ NetworkAdvance FluidNetwork::advance(SimTime limit) {
   }
 }
 
+// Whether shapes a and b share a link (both lists sorted), computed once per pair.
+bool FluidNetwork::overlap(uint32_t a, uint32_t b) {
+  if (a == b) {
+    return true;  // a shape in sharing_ crosses at least one link
+  }
+  const uint64_t key = (uint64_t{std::min(a, b)} << 32) | std::max(a, b);
+  if (const auto it = overlap_.find(key); it != overlap_.end()) {
+    return it->second;
+  }
+  const auto* small = &shapes_[a].links;
+  const auto* large = &shapes_[b].links;
+  if (small->size() > large->size()) {
+    std::swap(small, large);
+  }
+  const bool shared = std::any_of(small->begin(), small->end(), [large](uint32_t l) {
+    return std::binary_search(large->begin(), large->end(), l);
+  });
+  overlap_.emplace(key, shared);
+  return shared;
+}
+
 void FluidNetwork::reshare() {
-  if (dirty_links_.empty()) {
+  if (dirty_shapes_.empty()) {
     return;
   }
-  link_seen_.resize(capacities_.size(), false);
-  // The component: every transfer reachable from the marked links through shared links.
-  std::vector<uint32_t> links;
+  // The component: every transfer in sharing_ reachable from the marked shapes through shapes
+  // that share a link.
   std::vector<uint32_t> members;
-  for (const uint32_t l : dirty_links_) {
-    if (!link_seen_[l]) {
-      link_seen_[l] = true;
-      links.push_back(l);
-    }
-  }
-  dirty_links_.clear();
-  for (size_t i = 0; i < links.size(); ++i) {
-    for (const uint32_t id : users_[links[i]]) {
-      if (transfer_seen_[id]) {
-        continue;
-      }
+  auto add = [&](uint32_t id) {
+    if (!transfer_seen_[id]) {
       transfer_seen_[id] = true;
       members.push_back(id);
-      for (const uint32_t l : shapes_[transfers_[id].shape].links) {
-        if (!link_seen_[l]) {
-          link_seen_[l] = true;
-          links.push_back(l);
+    }
+  };
+  auto reach = [&](uint32_t from_shape) {
+    const Shape& from = shapes_[from_shape];
+    const auto& candidates = from.wide() ? sharing_ : wide_;
+    for (const uint32_t id : candidates) {
+      if (!transfer_seen_[id] && overlap(from_shape, transfers_[id].shape)) {
+        add(id);
+      }
+    }
+    if (!from.wide()) {
+      for (const uint32_t l : from.links) {
+        for (const uint32_t id : narrow_users_[l]) {
+          add(id);
         }
       }
     }
+  };
+  std::sort(dirty_shapes_.begin(), dirty_shapes_.end());
+  dirty_shapes_.erase(std::unique(dirty_shapes_.begin(), dirty_shapes_.end()),
+                      dirty_shapes_.end());
+  for (const uint32_t shape : dirty_shapes_) {
+    reach(shape);
   }
-  for (const uint32_t l : links) {
-    link_seen_[l] = false;
+  dirty_shapes_.clear();
+  for (size_t i = 0; i < members.size(); ++i) {
+    reach(transfers_[members[i]].shape);
   }
   for (const uint32_t id : members) {
     transfer_seen_[id] = false;
@@ -315,63 +414,42 @@ void FluidNetwork::reshare() {
   }
   auto it = memo_.find(key);
   if (it == memo_.end()) {
-    // Relabel the component's links 0..L-1 and solve.
-    std::sort(links.begin(), links.end());
-    std::vector<double> caps;
-    caps.reserve(links.size());
-    for (const uint32_t l : links) {
-      caps.push_back(capacities_[l]);
-    }
-    std::vector<std::vector<uint32_t>> local(members.size());
-    std::vector<detail::FluidEntity> entities;
-    entities.reserve(members.size());
-    for (size_t i = 0; i < members.size(); ++i) {
-      const Shape& s = shapes_[transfers_[members[i]].shape];
-      for (const uint32_t l : s.links) {
-        local[i].push_back(static_cast<uint32_t>(
-            std::lower_bound(links.begin(), links.end(), l) - links.begin()));
-      }
-      entities.push_back(detail::FluidEntity{local[i], s.weights, s.cap});
-    }
-    it = memo_.emplace(std::move(key), detail::max_min_rates(entities, caps)).first;
+    it = memo_.emplace(std::move(key), solve(members)).first;
   }
-  apply_rates(members, it->second);
-  if (!rate_subscribers_.empty()) {
-    report_links(links);
-  }
-}
-
-void FluidNetwork::apply_rates(const std::vector<uint32_t>& members,
-                               const std::vector<double>& rates) {
   for (size_t i = 0; i < members.size(); ++i) {
-    Transfer& t = transfers_[members[i]];
-    if (t.rate == rates[i]) {
-      continue;
+    if (transfers_[members[i]].rate != it->second[i]) {
+      set_rate(members[i], it->second[i]);
     }
-    t.remaining = std::max(0.0, t.remaining - t.rate * (clock_ - t.last).seconds());
-    t.last = clock_;
-    t.rate = rates[i];
-    ++t.generation;
-    push(clock_ + drain_time(t.remaining, t.rate), members[i], EventKind::kBytesDone);
   }
 }
 
-void FluidNetwork::report_links(const std::vector<uint32_t>& links) {
-  link_used_.resize(capacities_.size(), 0.0);
-  for (const uint32_t l : links) {
-    double used = 0;
-    for (const uint32_t id : users_[l]) {
-      const Shape& s = shapes_[transfers_[id].shape];
-      const auto pos = std::lower_bound(s.links.begin(), s.links.end(), l) - s.links.begin();
-      used += s.weights[static_cast<size_t>(pos)] * transfers_[id].rate;
-    }
-    if (used != link_used_[l]) {
-      link_used_[l] = used;
-      for (const auto& cb : rate_subscribers_) {
-        cb(LinkRate{clock_, LinkId(l), used});
-      }
-    }
+// Max-min rates of `members`, on their links relabelled 0..L-1.
+std::vector<double> FluidNetwork::solve(const std::vector<uint32_t>& members) const {
+  std::vector<uint32_t> links;
+  for (const uint32_t id : members) {
+    const auto& l = shapes_[transfers_[id].shape].links;
+    links.insert(links.end(), l.begin(), l.end());
   }
+  std::sort(links.begin(), links.end());
+  links.erase(std::unique(links.begin(), links.end()), links.end());
+  std::vector<double> caps;
+  caps.reserve(links.size());
+  for (const uint32_t l : links) {
+    caps.push_back(capacities_[l]);
+  }
+  std::vector<std::vector<uint32_t>> local(members.size());
+  std::vector<detail::FluidEntity> entities;
+  entities.reserve(members.size());
+  for (size_t i = 0; i < members.size(); ++i) {
+    const Shape& s = shapes_[transfers_[members[i]].shape];
+    local[i].reserve(s.links.size());
+    for (const uint32_t l : s.links) {
+      local[i].push_back(static_cast<uint32_t>(
+          std::lower_bound(links.begin(), links.end(), l) - links.begin()));
+    }
+    entities.push_back(detail::FluidEntity{local[i], s.weights, s.cap});
+  }
+  return detail::max_min_rates(entities, caps);
 }
 
 }  // namespace

@@ -11,7 +11,8 @@
 // transfer's bottleneck, not in progress. Two transfers sharing a link that is each one's most
 // loaded get half of its bytes each whatever their weights (a ring all-reduce putting 2 bytes on
 // a NIC per byte of progress and a send putting 1 each get 24 of a 48 GB/s NIC), as per-link
-// arbitration shares bytes and as SimGrid's L07 parallel tasks do (the cross-check). Freezing an entity only raises the levels of the other links it crosses
+// arbitration shares bytes and as SimGrid's L07 parallel tasks do (the cross-check). Freezing an
+// entity only raises the levels of the other links it crosses
 // ((C' - w r) / (W - w) >= C' / W when r <= C' / W), so a min-heap of levels with lazy
 // re-insertion visits each link O(1 + its entities) times: O(nnz log links) per solve, nnz the
 // number of (entity, link) pairs. Ties go to the link first listed, so results are deterministic.

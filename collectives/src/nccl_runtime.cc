@@ -91,7 +91,8 @@ RuntimeTiming nccl_runtime(const NcclTuner& tuner, NcclCollective coll, NcclTune
   RuntimeTiming t;
   t.channels = channels_used(s, choice.algorithm, choice.protocol, n);
   if (choice.protocol == P::kSimple) {
-    lat_us += simple_steps(s, choice.algorithm, coll) * platform.simple_step_overhead.microseconds();
+    lat_us +=
+        simple_steps(s, choice.algorithm, coll) * platform.simple_step_overhead.microseconds();
   }
   if (choice.protocol == P::kLL128) {
     bw *= platform.ll128_efficiency;

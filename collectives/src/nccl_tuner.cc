@@ -1,5 +1,6 @@
 // NcclTuner: NCCL's latency and bandwidth tables (ncclTopoTuneModel) and its choice
-// (ncclTopoGetAlgoTime, topoGetAlgoInfo), NCCL 2.30.7, restated from nccl_model.md sections 3.1-3.4.
+// (ncclTopoGetAlgoTime, topoGetAlgoInfo), NCCL 2.30.7, restated from nccl_model.md sections
+// 3.1-3.4.
 //
 // Notation below: n ranks on N nodes, ppn = n / N, col = min(N, 3) - 1 (the column of the
 // per-architecture tables), g the algorithm's graph (PAT prices on the tree graph, NVLSTree on the
@@ -86,7 +87,8 @@ double nvls_channel_bw(C coll, A a, const NcclGraph& g, const Ctx& c) {
                        (coll == C::kAllReduce ? 2.0 : (c.ppn - 1) / c.ppn);
   const double inter = g.bw_inter * (a == A::kNvlsTree && nodes <= 2 ? 2.0 : 1.0);
   double bw = std::min(intra, inter);
-  const double cap = c.k.nvls_tree_per_channel[static_cast<size_t>(c.arch)][static_cast<size_t>(c.col)];
+  const double cap =
+      c.k.nvls_tree_per_channel[static_cast<size_t>(c.arch)][static_cast<size_t>(c.col)];
   if (a == A::kNvlsTree && cap > 0) {
     bw = std::min(bw, cap);
   }
@@ -107,8 +109,9 @@ double algorithm_bw(C coll, A a, P p, int nsteps, const Ctx& c) {
   const double ch = g.channels;
   double bus = ch * bw;
   if (a == A::kRing && p == P::kLL) {
-    const bool third = c.k.ring_ll_third_single_node && c.s.nodes == 1 &&
-                       (coll == C::kAllGather || coll == C::kReduceScatter || coll == C::kBroadcast);
+    const bool third =
+        c.k.ring_ll_third_single_node && c.s.nodes == 1 &&
+        (coll == C::kAllGather || coll == C::kReduceScatter || coll == C::kBroadcast);
     bus = std::min(c.ll_max, bus * (third ? 1.0 / 3.0 : c.k.ring_ll_factor));
   }
   if (a == A::kRing && p == P::kLL128) {
@@ -287,7 +290,8 @@ NcclTuner::NcclTuner(const NcclSystem& system) : system_(system) {
             ((a == A::kNvls || a == A::kNvlsTree) && g.channels < 2)) {
           continue;
         }
-        Cell& cell = table_[static_cast<size_t>(ci)][static_cast<size_t>(ai)][static_cast<size_t>(pi)];
+        Cell& cell =
+            table_[static_cast<size_t>(ci)][static_cast<size_t>(ai)][static_cast<size_t>(pi)];
         cell.bandwidth_gbps = algorithm_bw(coll, a, p, nsteps, c);
         cell.latency_us = latency_us(coll, a, p, nsteps, c, net_overhead);
       }

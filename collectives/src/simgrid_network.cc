@@ -1,9 +1,9 @@
 // SimGrid's model of coupled transfers, behind the SharedNetwork seam (shared_network.h).
 //
 // Model: SimGrid 3.32's L07 host model ("ptask_L07"), whose parallel tasks are exactly coupled
-// transfers: a ptask moves given bytes over given links and progresses at one rate, set by SimGrid's
-// max-min sharing of every link among all ptasks in flight, re-shared whenever one starts or
-// ends. One transfer is one ptask whose bytes on each link are its weight there times its bytes,
+// transfers: a ptask moves given bytes over given links and progresses at one rate, set by
+// SimGrid's max-min sharing of every link among all ptasks in flight, re-shared whenever one
+// starts or ends. One transfer is one ptask whose bytes on each link are its weight there times its bytes,
 // plus, for a rate cap, the same bytes on a private link of the cap's bandwidth. The latency phase
 // and the floor are played by the transfer's actor around the ptask (sleep, then the ptask, then
 // sleep to the floor), SimGrid's own semantics of latency. Links carry no latency in SimGrid.
@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -62,7 +63,7 @@ struct ChildState {
   std::vector<sg4::Link*> cap_links;
   std::vector<size_t> free_caps;
   sg4::Host* sink = nullptr;
-  std::vector<ChildShape> shapes;
+  std::deque<ChildShape> shapes;  // a deque: actors hold references across simcalls
   std::vector<uint32_t> finished;
   sg4::MutexPtr mutex;
   sg4::ConditionVariablePtr cv;
@@ -305,7 +306,7 @@ class SimGridNetwork final : public SharedNetwork {
 
   size_t active() const override { return active_; }
   SimTime now() const override { return clock_; }
-  void on_link_rate(std::function<void(const LinkRate&)>) override {}
+  void on_rate(std::function<void(const TransferRate&)>) override {}
 
  private:
   std::vector<double> capacities_;

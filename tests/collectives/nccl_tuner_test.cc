@@ -40,8 +40,12 @@ NcclSystem one_per_node(int64_t nodes) {
   return nccl_system(net, group);
 }
 
-double lat_us(const NcclTuner& t, C c, A a, P p) { return t.entry(c, a, p)->latency.microseconds(); }
-double bw_gbps(const NcclTuner& t, C c, A a, P p) { return t.entry(c, a, p)->bandwidth.gb_per_s(); }
+double lat_us(const NcclTuner& t, C c, A a, P p) {
+  return t.entry(c, a, p)->latency.microseconds();
+}
+double bw_gbps(const NcclTuner& t, C c, A a, P p) {
+  return t.entry(c, a, p)->bandwidth.gb_per_s();
+}
 
 TEST(NcclSystem, GraphsOfTheSearch) {
   const NcclSystem h100 = system_of("dgx-h100", 1, 0, 8);

@@ -86,7 +86,8 @@ TEST_P(SharedNetworkTest, WeightsCapsAndOtherLinks) {
   // one's most loaded link: they share its bytes equally, 5 GB/s each, so B (10 MB) ends at 2 ms
   // while A has moved 5 MB; alone, A's last 5 MB take 1 ms more (10 GB/s / 2).
   auto n = make();
-  const TransferId a = start(*n, SimTime::zero(), shape({{LinkId(0), 2.0}, {LinkId(2), 1.0}}, MB(10)));
+  const TransferId a =
+      start(*n, SimTime::zero(), shape({{LinkId(0), 2.0}, {LinkId(2), 1.0}}, MB(10)));
   const TransferId b = start(*n, SimTime::zero(), shape({{LinkId(0), 1.0}}, MB(10)));
   const NetworkAdvance first_end = n->advance(SimTime::max());
   EXPECT_EQ(first_end.finished, std::vector<TransferId>{b});
@@ -109,7 +110,8 @@ TEST_P(SharedNetworkTest, WeightsCapsAndOtherLinks) {
 TEST_P(SharedNetworkTest, LatencyPhasesLimitsAndLateStarts) {
   auto n = make();
   // A: 1 ms of latency, then 10 MB on link 0 alone: ends at 2 ms unless B interferes.
-  const TransferId a = start(*n, SimTime::zero(), shape({{LinkId(0), 1.0}}, MB(10), Milliseconds(1)));
+  const TransferId a =
+      start(*n, SimTime::zero(), shape({{LinkId(0), 1.0}}, MB(10), Milliseconds(1)));
   // Nothing completes before 0.5 ms.
   const NetworkAdvance early = n->advance(SimTime::zero() + Microseconds(500));
   EXPECT_TRUE(early.finished.empty());
@@ -118,7 +120,8 @@ TEST_P(SharedNetworkTest, LatencyPhasesLimitsAndLateStarts) {
   // 5 MB: both end at 2.5 ms (A's first completion estimate, 2 ms, is superseded).
   const NetworkAdvance mid = n->advance(SimTime::zero() + Microseconds(1500));
   EXPECT_TRUE(mid.finished.empty());
-  const TransferId b = start(*n, SimTime::zero() + Microseconds(1500), shape({{LinkId(0), 1.0}}, MB(5)));
+  const TransferId b =
+      start(*n, SimTime::zero() + Microseconds(1500), shape({{LinkId(0), 1.0}}, MB(5)));
   const NetworkAdvance end = n->advance(SimTime::max());
   EXPECT_EQ(end.finished, (std::vector<TransferId>{std::min(a, b), std::max(a, b)}));
   expect_time(end.time, Microseconds(2500), "both");
@@ -126,7 +129,8 @@ TEST_P(SharedNetworkTest, LatencyPhasesLimitsAndLateStarts) {
 
 TEST_P(SharedNetworkTest, FloorHoldsAQuickTransfer) {
   auto n = make();
-  const CommShape s = shape({{LinkId(0), 1.0}}, KB(10), Microseconds(2), std::nullopt, Microseconds(20));
+  const CommShape s =
+      shape({{LinkId(0), 1.0}}, KB(10), Microseconds(2), std::nullopt, Microseconds(20));
   start(*n, SimTime::zero(), s);
   expect_time(n->advance(SimTime::max()).time, Microseconds(20), "the floor");
 }
@@ -162,15 +166,15 @@ TEST(FluidNetwork, EqualShapesReshareFromTheMemo) {
   EXPECT_EQ(ends[2], ends[0]);
 }
 
-TEST(FluidNetwork, ReportsTheRatesItAssignsPerLink) {
+TEST(FluidNetwork, ReportsTheRatesItAssigns) {
   auto n = make_fluid_network({10e9, 10e9});
-  std::vector<LinkRate> rates;
-  n->on_link_rate([&rates](const LinkRate& r) { rates.push_back(r); });
-  start(*n, SimTime::zero(), shape({{LinkId(0), 2.0}}, MB(10)));
+  std::vector<TransferRate> rates;
+  n->on_rate([&rates](const TransferRate& r) { rates.push_back(r); });
+  const TransferId t = start(*n, SimTime::zero(), shape({{LinkId(0), 2.0}}, MB(10)));
   n->advance(SimTime::max());
-  ASSERT_EQ(rates.size(), 2u);  // link 0 full from 0, idle from the end
-  EXPECT_EQ(rates[0].link, LinkId(0));
-  EXPECT_DOUBLE_EQ(rates[0].bytes_per_s, 10e9);
+  ASSERT_EQ(rates.size(), 2u);  // 5 GB/s of progress (link 0 full) from 0, none from the end
+  EXPECT_EQ(rates[0].transfer, t);
+  EXPECT_DOUBLE_EQ(rates[0].bytes_per_s, 5e9);
   EXPECT_DOUBLE_EQ(rates[1].bytes_per_s, 0.0);
   EXPECT_EQ(rates[1].from, SimTime::zero() + Milliseconds(2));
 }

@@ -61,8 +61,8 @@ std::vector<RankId> ranks(std::initializer_list<uint32_t> r) {
 
 NetworkCommModel model_on(const topology::Network& net, NetworkBackend b,
                           collectives::CollectiveOptions o = {}) {
-  return NetworkCommModel(net, topology::Placement::in_order(static_cast<int64_t>(net.num_devices())),
-                          b, o);
+  return NetworkCommModel(
+      net, topology::Placement::in_order(static_cast<int64_t>(net.num_devices())), b, o);
 }
 
 // Runs one program per simulated rank (given with its global rank, group slots and peers) and
@@ -207,8 +207,10 @@ TEST(Contention, UtilisationIsWhatTheModelAssigned) {
       seen.push_back(u);
     }
   });
-  const auto a = m.start_collective(SimTime::zero(), CollectiveKind::kAllGather, MB(100), ranks({0, 2}));
-  const auto b = m.start_collective(SimTime::zero(), CollectiveKind::kAllGather, MB(100), ranks({1, 3}));
+  const auto a =
+      m.start_collective(SimTime::zero(), CollectiveKind::kAllGather, MB(100), ranks({0, 2}));
+  const auto b =
+      m.start_collective(SimTime::zero(), CollectiveKind::kAllGather, MB(100), ranks({1, 3}));
   const CommAdvance done = m.advance(SimTime::max());
   EXPECT_EQ(done.finished, (std::vector<TransferId>{std::min(a, b), std::max(a, b)}));
   ASSERT_FALSE(seen.empty());
@@ -313,7 +315,8 @@ Step dp_heavy(double oversubscription, NetworkBackend backend) {
   s.end = sim.run().end;
   for (const OpRecord& r : tl.ops) {
     const Op& op = sim.program_of(r.rank).op(r.op);
-    if (r.rank == RankId(0) && op.labels.category == workloads::category_of(workloads::CommKind::kData)) {
+    if (r.rank == RankId(0) &&
+        op.labels.category == workloads::category_of(workloads::CommKind::kData)) {
       s.dp += span(r);
     }
   }

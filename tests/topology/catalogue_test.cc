@@ -42,7 +42,8 @@ std::vector<std::string> required_fields(const Chip& chip) {
   } else {
     for (const char* p :
          {"/ici/links", "/ici/link_bandwidth", "/ici/torus_dims", "/ici/chips_per_host",
-          "/ici/efficiency", "/dcn/bandwidth", "/dcn/efficiency", "/tpu/mxu_count", "/tpu/mxu_rows", "/tpu/mxu_cols", "/tpu/clock"}) {
+          "/ici/efficiency", "/dcn/bandwidth", "/dcn/efficiency", "/tpu/mxu_count",
+          "/tpu/mxu_rows", "/tpu/mxu_cols", "/tpu/clock"}) {
       f.emplace_back(p);
     }
   }

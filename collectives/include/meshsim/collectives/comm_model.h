@@ -15,6 +15,7 @@
 // kind and reported as a fraction of that kind's capacity, for the trace's counters.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -90,15 +91,18 @@ class NetworkCommModel final : public CommModel {
   int64_t planned_ = 0;
   int64_t started_ = 0;
   std::vector<std::function<void(const LinkUtilisation&)>> utilisation_subscribers_;
-  std::vector<double> kind_capacity_;  // per link kind, bytes/s
-  std::vector<double> kind_used_;      // per link kind, bytes/s assigned now
-  std::vector<double> link_used_;      // per link, bytes/s assigned now
+  using KindWeights = std::array<double, topology::kNumLinkKinds>;
+  std::vector<KindWeights> kind_weights_;  // per shape id: its weights summed per link kind
+  std::vector<double> kind_capacity_;      // per link kind, bytes/s
+  std::vector<double> kind_used_;          // per link kind, bytes/s assigned now
+  std::vector<double> transfer_rate_;      // per transfer id, bytes/s of progress now
 
   DeviceId device_of(RankId r) const;
   const Planned& plan_collective(CollectiveKind kind, Bytes bytes, std::span<const RankId> group);
   const Planned& plan_p2p(RankId src, RankId dst, Bytes bytes);
   TransferId start(SimTime now, const Planned& p);
-  void link_rate(const LinkRate& r);
+  Planned add_shape(CommShape shape);
+  void transfer_rate(const TransferRate& r);
 };
 
 }  // namespace meshsim::collectives

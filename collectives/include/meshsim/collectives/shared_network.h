@@ -38,11 +38,13 @@ struct NetworkAdvance {
   std::vector<TransferId> finished;   // transfers that completed at `time`, in id order
 };
 
-// The rate the model assigned to one link, from `from` on (bytes/s of that link's capacity
-// used), for utilisation counters. Reported whenever it changes.
-struct LinkRate {
+// The rate the model assigned to one transfer, from `from` on (bytes of progress per second; it
+// uses weight x that of each link of its shape), for utilisation counters. Reported whenever it
+// changes, and 0 when its bytes are done.
+struct TransferRate {
   SimTime from;
-  LinkId link;
+  TransferId transfer;
+  ShapeId shape;
   double bytes_per_s = 0;
 };
 
@@ -66,8 +68,8 @@ class SharedNetwork {
   virtual size_t active() const = 0;
   // The network's clock.
   virtual SimTime now() const = 0;
-  // Subscribes to link rate changes (the fluid model only; SimGrid reports none).
-  virtual void on_link_rate(std::function<void(const LinkRate&)> callback) = 0;
+  // Subscribes to transfer rate changes (the fluid model only; SimGrid reports none).
+  virtual void on_rate(std::function<void(const TransferRate&)> callback) = 0;
 };
 
 // `capacities`: bytes/s per link of the network (link_capacities in comm_shape.h).

@@ -115,7 +115,8 @@ struct GraphSpec {
 //                         completion on the host, overlapping the GPU's work): a collective
 //                         lasts max(floor, its modelled time). Default 0.
 //   simple_step_overhead  time per ring step of the Simple protocol beyond NCCL's own per-step
-//                         latency (measured ring Simple curves put it above the tuner's). Default 0.
+//                         latency (measured ring Simple curves put it above the tuner's).
+//                         Default 0.
 //   ll128_efficiency      the fraction of NCCL's LL128 bandwidth the platform achieves, (0, 1].
 //                         Default 1.
 enum class HostCpu : uint8_t { kIntel, kAmd, kArm };
