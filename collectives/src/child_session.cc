@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "meshsim/sim/error.h"
 
@@ -27,10 +28,14 @@ constexpr uint32_t kKindMessage = 0;
 constexpr uint32_t kKindError = 1;
 constexpr size_t kOutputTail = 2000;
 
-bool write_all(int fd, const void* data, size_t size) {
-  const char* p = static_cast<const char*>(data);
+// Moves exactly `size` bytes through `io` (::read or ::write), retrying on EINTR; false at end of
+// file or on an error.
+template <typename Io, typename Ptr>
+bool all(Io io, int fd, Ptr data, size_t size) {
+  using Byte = std::conditional_t<std::is_const_v<std::remove_pointer_t<Ptr>>, const char, char>;
+  auto* p = static_cast<Byte*>(data);
   while (size > 0) {
-    const ssize_t n = ::write(fd, p, size);
+    const ssize_t n = io(fd, p, size);
     if (n < 0 && errno == EINTR) {
       continue;
     }
@@ -43,22 +48,8 @@ bool write_all(int fd, const void* data, size_t size) {
   return true;
 }
 
-// Reads exactly `size` bytes; false at end of file or on an error.
-bool read_all(int fd, void* data, size_t size) {
-  char* p = static_cast<char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::read(fd, p, size);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      return false;
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
+bool write_all(int fd, const void* data, size_t size) { return all(::write, fd, data, size); }
+bool read_all(int fd, void* data, size_t size) { return all(::read, fd, data, size); }
 
 bool send_frame(int fd, uint32_t kind, const void* data, size_t size) {
   const Header h{kMagic, kind, size};

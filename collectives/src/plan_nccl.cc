@@ -111,6 +111,19 @@ Schedule one_step(Algorithm a, std::vector<Flow> flows, const std::string& label
   return s;
 }
 
+// The flows of an NVLS collective of `bytes` inside each node of `n`.
+std::vector<Flow> nvls_inside_nodes(CollectiveKind kind, Bytes bytes, const Nodes& n,
+                                    const topology::Network& net) {
+  std::vector<Flow> flows;
+  for (const auto& node : n.members) {
+    const Schedule inside = plan_nvls(kind, bytes, node, net);
+    for (const Step& st : inside.steps) {
+      flows.insert(flows.end(), st.flows.begin(), st.flows.end());
+    }
+  }
+  return flows;
+}
+
 }  // namespace
 
 std::optional<int64_t> tree_parent(int64_t p, int64_t r, bool second) {
@@ -160,13 +173,7 @@ Schedule plan_nvls_tree(CollectiveKind kind, Bytes bytes, Group group,
                         const topology::Network& net) {
   SIM_CHECK(kind == CollectiveKind::kAllReduce, "NVLS-tree has no {} pattern", to_string(kind));
   const Nodes n = nodes_of(group, net);
-  std::vector<Flow> flows;
-  for (const auto& node : n.members) {
-    const Schedule inside = plan_nvls(kind, bytes, node, net);
-    for (const Step& st : inside.steps) {
-      flows.insert(flows.end(), st.flows.begin(), st.flows.end());
-    }
-  }
+  std::vector<Flow> flows = nvls_inside_nodes(kind, bytes, n, net);
   for (int64_t c = 0; c < n.m; ++c) {
     add_trees(n, c, shard(bytes, 1, 2 * n.m), net, flows);
   }
@@ -177,13 +184,7 @@ Schedule plan_nvls_sharp(CollectiveKind kind, Bytes bytes, Group group,
                          const topology::Network& net) {
   const Nodes n = nodes_of(group, net);
   const Bytes slice = shard(bytes, 1, n.m);
-  std::vector<Flow> flows;
-  for (const auto& node : n.members) {
-    const Schedule inside = plan_nvls(kind, bytes, node, net);
-    for (const Step& st : inside.steps) {
-      flows.insert(flows.end(), st.flows.begin(), st.flows.end());
-    }
-  }
+  std::vector<Flow> flows = nvls_inside_nodes(kind, bytes, n, net);
   for (int64_t c = 0; c < n.m; ++c) {
     for (int64_t node = 0; node < n.k; ++node) {
       add_sharp(net, local(n, node, c), slice, slice, flows);

@@ -32,6 +32,24 @@ inline topology::ClusterSpec dgx_h100(int64_t nodes) {
   return topology::resize_nodes(preset("dgx-h100"), nodes);
 }
 
+// Four GPUs behind two leaves joined by one 10 GB/s cable (100 GB/s from each GPU to its leaf):
+// pairs (0, 2) and (1, 3) cross the cable, the smallest case of two transfers sharing a link.
+inline topology::ClusterSpec two_leaves() {
+  auto spec = dgx_h100(1);
+  spec.devices_per_node = 4;
+  topology::GraphSpec g;
+  g.switches = {{"a", "leaf"}, {"b", "leaf"}};
+  for (const char* d : {"gpu0", "gpu1"}) {
+    g.links.push_back({d, "a", "network", GBps(100), Microseconds(1)});
+  }
+  for (const char* d : {"gpu2", "gpu3"}) {
+    g.links.push_back({d, "b", "network", GBps(100), Microseconds(1)});
+  }
+  g.links.push_back({"a", "b", "network", GBps(10), Microseconds(1)});
+  spec.graph = g;
+  return spec;
+}
+
 // Devices first, first + 1, ..., first + count - 1.
 inline std::vector<DeviceId> devices(int64_t first, int64_t count) {
   std::vector<DeviceId> out;

@@ -65,21 +65,9 @@ TEST(NetworkCommModel, AutoPicksWhatNcclsTunerPicks) {
 }
 
 TEST(NetworkCommModel, ImagesLoadTheLinksAndContend) {
-  // Ranks placed so that two TP-like pairs cross the same 10 GB/s cable (see the backend test's
-  // two-leaf graph): alone a pair gets the cable, as a family they share it.
-  auto spec = dgx_h100(1);
-  spec.devices_per_node = 4;
-  topology::GraphSpec g;
-  g.switches = {{"a", "leaf"}, {"b", "leaf"}};
-  for (const char* d : {"gpu0", "gpu1"}) {
-    g.links.push_back({d, "a", "network", GBps(100), Microseconds(1)});
-  }
-  for (const char* d : {"gpu2", "gpu3"}) {
-    g.links.push_back({d, "b", "network", GBps(100), Microseconds(1)});
-  }
-  g.links.push_back({"a", "b", "network", GBps(10), Microseconds(1)});
-  spec.graph = g;
-  const auto net = topology::Network::build(spec);
+  // Ranks placed so that two TP-like pairs cross the same 10 GB/s cable: alone a pair gets the
+  // cable, as a family they share it.
+  const auto net = topology::Network::build(two_leaves());
   const std::vector<std::vector<RankId>> pairs = {{RankId(0), RankId(2)}, {RankId(1), RankId(3)}};
 
   auto alone = model(net, Algorithm::kRing);

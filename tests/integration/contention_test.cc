@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 
+#include "collective_test_util.h"
 #include "comm_setup.h"
 #include "meshsim/collectives/comm_model.h"
 #include "meshsim/sim/simulation.h"
@@ -24,14 +25,9 @@ namespace {
 using collectives::NetworkBackend;
 using collectives::NetworkCommModel;
 
-const topology::Catalogue& catalogue() {
-  static const topology::Catalogue c = topology::Catalogue::builtin();
-  return c;
-}
+using collectives::testing::two_leaves;
 
-topology::ClusterSpec dgx(int64_t nodes) {
-  return topology::resize_nodes(topology::load_cluster("dgx-h100", catalogue()), nodes);
-}
+topology::ClusterSpec dgx(int64_t nodes) { return collectives::testing::dgx_h100(nodes); }
 
 class NoCompute : public ComputeCostModel {
  public:
@@ -126,23 +122,6 @@ TEST(Contention, AloneAnOpLastsWhatTheModelGivesIt) {
   for (const OpRecord& r : tl.ops) {
     EXPECT_EQ(span(r), r.stream == 1 && r.start == SimTime::zero() ? ar0 : send);
   }
-}
-
-// Four GPUs behind two leaves joined by one 10 GB/s cable: pairs (0, 2) and (1, 3) cross it.
-topology::ClusterSpec two_leaves() {
-  auto spec = dgx(1);
-  spec.devices_per_node = 4;
-  topology::GraphSpec g;
-  g.switches = {{"a", "leaf"}, {"b", "leaf"}};
-  for (const char* d : {"gpu0", "gpu1"}) {
-    g.links.push_back({d, "a", "network", GBps(100), Microseconds(1)});
-  }
-  for (const char* d : {"gpu2", "gpu3"}) {
-    g.links.push_back({d, "b", "network", GBps(100), Microseconds(1)});
-  }
-  g.links.push_back({"a", "b", "network", GBps(10), Microseconds(1)});
-  spec.graph = g;
-  return spec;
 }
 
 // Two all-gathers of `a` and `b` bytes over the pairs, started together; their records' ends.
