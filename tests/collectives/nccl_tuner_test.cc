@@ -226,5 +226,26 @@ TEST(NcclTuner, DocumentedBehaviour) {
   }
 }
 
+// NVLS across nodes and both CollNets need IB SHARP (nccl_model.md section 3: NCCL enables them
+// only with collnetEnable and the SHARP plugin; without, the multi-node NVSwitch algorithm is
+// NVLSTree): 16 nodes, all-reduce, with and without SHARP in the fabric.
+TEST(NcclTuner, SharpEnablesCollNetAndNvlsAcrossNodes) {
+  auto choose = [](const std::string& cluster, bool sharp, Bytes b) {
+    topology::FabricOverrides o;
+    o.sharp = sharp;
+    const topology::Network net = topology::Network::build(
+        topology::override_fabric(topology::resize_nodes(testing::preset(cluster), 16), o));
+    return NcclTuner(nccl_system(net, devices(0, 128))).choose(C::kAllReduce, b)->algorithm;
+  };
+  for (const Bytes b : {MiB(1), MiB(16), MiB(256), GiB(4)}) {
+    const A h100 = choose("dgx-h100", false, b);
+    const A a100 = choose("dgx-a100", false, b);
+    EXPECT_TRUE(h100 == A::kTree || h100 == A::kNvlsTree) << b.count();
+    EXPECT_TRUE(a100 == A::kTree || a100 == A::kRing) << b.count();
+    EXPECT_EQ(choose("dgx-h100", true, b), A::kNvls) << b.count();  // NVLS + IB SHARP
+    EXPECT_EQ(choose("dgx-a100", true, b), A::kCollNetDirect) << b.count();
+  }
+}
+
 }  // namespace
 }  // namespace meshsim::collectives
