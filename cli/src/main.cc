@@ -45,9 +45,58 @@ struct RunFlags {
   std::string trace_path = "meshsim-trace.pftrace";
   std::string trace_ranks;
   bool no_trace = false;
-  std::string backend = "analytical";
-  std::string algo = "auto";
+  meshsim::cli::CommFlags comm;
 };
+
+// The fat tree's knobs (scenario.h FabricKnobs), bound to `k`; `on_set` runs for each one given.
+void add_fabric_options(CLI::App* app, meshsim::studies::FabricKnobs& k,
+                        const std::function<void(CLI::Option*, meshsim::topology::FabricField)>&
+                            on_set) {
+  using F = meshsim::topology::FabricField;
+  using meshsim::cli::flag_of;
+  on_set(app->add_option(flag_of(F::kOversubscription), k.oversubscription,
+                         "Leaf down:up port ratio of the fat tree (1 = non-blocking)"),
+         F::kOversubscription);
+  on_set(app->add_option(flag_of(F::kTiers), k.tiers, "Switch tiers of the fat tree (1 to 5)"),
+         F::kTiers);
+  on_set(app->add_option(flag_of(F::kRailOptimized), k.rail_optimized,
+                         "NIC k of every node on leaf (rail) k: true or false"),
+         F::kRailOptimized);
+  on_set(app->add_option(flag_of(F::kNicsPerDevice), k.nics_per_device, "NICs per GPU"),
+         F::kNicsPerDevice);
+  on_set(app->add_option(flag_of(F::kNicBandwidth), k.nic_bandwidth,
+                         "Bandwidth of one NIC, one direction, e.g. 400Gbps"),
+         F::kNicBandwidth);
+  on_set(app->add_option(flag_of(F::kSharp), k.sharp,
+                         "In-network reduction (SHARP): true or false"),
+         F::kSharp);
+}
+
+// Copies one fabric knob from the flags to the scenario.
+void copy_fabric_field(const meshsim::studies::FabricKnobs& from, meshsim::studies::FabricKnobs& to,
+                       meshsim::topology::FabricField field) {
+  using F = meshsim::topology::FabricField;
+  switch (field) {
+    case F::kOversubscription:
+      to.oversubscription = from.oversubscription;
+      break;
+    case F::kTiers:
+      to.tiers = from.tiers;
+      break;
+    case F::kRailOptimized:
+      to.rail_optimized = from.rail_optimized;
+      break;
+    case F::kNicsPerDevice:
+      to.nics_per_device = from.nics_per_device;
+      break;
+    case F::kNicBandwidth:
+      to.nic_bandwidth = from.nic_bandwidth;
+      break;
+    case F::kSharp:
+      to.sharp = from.sharp;
+      break;
+  }
+}
 
 // A flag of a scenario field outside the plan (model, cluster, ...).
 template <typename T>
@@ -169,6 +218,15 @@ void add_run_options(CLI::App* app, RunFlags& f) {
   bind_scenario(app, f, ScenarioField::kShape, &Scenario::shape,
                 "Resize a TPU slice to this torus, e.g. 8x16x16");
   add_plan_options(app, f);
+  add_fabric_options(app, f.given.fabric,
+                     [&f](CLI::Option* o, meshsim::topology::FabricField field) {
+                       f.overrides.push_back({o, [&f, field](Scenario& s) {
+                                                copy_fabric_field(f.given.fabric, s.fabric, field);
+                                                s.fabric.origins.set(
+                                                    field, meshsim::Origin::flag(
+                                                               meshsim::cli::flag_of(field)));
+                                              }});
+                     });
   bind_scenario(app, f, ScenarioField::kHardwareCatalogue, &Scenario::hardware_catalogue,
                 "Chip catalogue JSON");
   app->add_option("--json", f.json_path, "Write the report as JSON to FILE");
@@ -182,10 +240,15 @@ void add_run_options(CLI::App* app, RunFlags& f) {
   app->add_flag("--no-trace", f.no_trace, "Do not write a trace");
   app->add_flag("--full-simulation", f.outputs.step.full_simulation,
                 "Simulate every rank instead of one per class of identical ranks");
-  app->add_option("--backend", f.backend, "Collective cost backend")
+  app->add_option("--backend", f.comm.backend, "Collective cost backend")
       ->check(CLI::IsMember({"analytical", "simgrid"}))
       ->capture_default_str();
-  app->add_option("--algo", f.algo, "Collective algorithm (default: automatic)")
+  app->add_option("--algo", f.comm.algorithm,
+                  "Collective algorithm (default: what NCCL's tuner, or XLA on a TPU, picks)")
+      ->capture_default_str();
+  app->add_option("--proto", f.comm.protocol, "NCCL protocol: auto, ll, ll128, simple")
+      ->capture_default_str();
+  app->add_option("--nccl", f.comm.nccl, "NCCL release whose tuner decides (2.18 on)")
       ->capture_default_str();
 }
 
@@ -203,6 +266,9 @@ void add_cluster_options(CLI::App* app, meshsim::cli::ClusterArgs& a) {
   app->add_option("--nodes", a.nodes, "Resize a GPU cluster to this many nodes");
   app->add_option("--shape", a.shape, "Resize a TPU slice to this torus, e.g. 8x16x16");
   app->add_option("--hardware-catalogue", a.hardware_catalogue, "Chip catalogue JSON");
+  add_fabric_options(app, a.fabric, [&a](CLI::Option*, meshsim::topology::FabricField f) {
+    a.fabric.origins.set(f, meshsim::Origin::flag(meshsim::cli::flag_of(f)));
+  });
 }
 
 // The scenario: a base (see Scenario), then the file, then the flags given explicitly.
@@ -273,7 +339,11 @@ int run_main(int argc, char** argv) {
       ->capture_default_str();
   collective->add_option("--group", coll.group, "all | 0-7,64 | node:0-3 | rail:K")
       ->capture_default_str();
-  collective->add_option("--algo", coll.algo, "Algorithm (auto picks the fastest, as NCCL does)")
+  collective->add_option("--algo", coll.algo, "Algorithm (auto: what NCCL's tuner picks)")
+      ->capture_default_str();
+  collective->add_option("--proto", coll.proto, "NCCL protocol: auto, ll, ll128, simple")
+      ->capture_default_str();
+  collective->add_option("--nccl", coll.nccl, "NCCL release whose tuner decides (2.18 on)")
       ->capture_default_str();
   collective->add_option("--backend", coll.backend, "analytical or simgrid")->capture_default_str();
   collective->add_option("--sizes", coll.sizes, "MIN:MAX, e.g. 8B:8GiB")->capture_default_str();
@@ -373,8 +443,7 @@ int run_main(int argc, char** argv) {
     return 0;
   }
   RunFlags& f = run_flags;
-  f.outputs.step.comm = {meshsim::cli::parse_backend_flag(f.backend),
-                         meshsim::cli::parse_algo_flag(f.algo)};
+  f.outputs.step.comm = meshsim::cli::comm_options(f.comm);
   if (!f.json_path.empty()) {
     f.outputs.json_path = f.json_path;
   }

@@ -17,16 +17,17 @@ class TraceObserver : public studies::StepObserver {
 
   bool needs_full_simulation() const override { return trace_.needs_full_simulation(); }
   std::vector<int64_t> ranks_to_simulate() const override { return trace_.ranks_to_simulate(); }
-  void attach(Simulation& sim, const StepReport& r) override {
-    trace_.attach(sim, {{"meshsim_version", MESHSIM_VERSION},
-                        {"model", r.model_description},
-                        {"cluster", r.cluster_description},
-                        {"plan", r.plan_description},
-                        {"scenario", r.inputs.dump()}});
+  void attach(Simulation& sim, collectives::NetworkCommModel& comm,
+              const StepReport& r) override {
+    trace_.attach(sim, comm,
+                  {{"meshsim_version", MESHSIM_VERSION},
+                   {"model", r.model_description},
+                   {"cluster", r.cluster_description},
+                   {"plan", r.plan_description},
+                   {"scenario", r.inputs.dump()}});
   }
-  void finish(const Simulation& sim, const Timeline& timeline, SimTime end,
-              StepReport& r) override {
-    trace_.finish(sim, timeline, end);
+  void finish(SimTime end, StepReport& r) override {
+    trace_.finish(end);
     r.trace_path = trace_.path();
     r.trace_events = trace_.events();
     r.trace_description = trace_.description();

@@ -18,6 +18,8 @@ using studies::Scenario;
 std::string flag_of(workloads::PlanField field);
 // ... and of a scenario field: "--model", "--hardware-catalogue".
 std::string flag_of(studies::ScenarioField field);
+// ... and of a fabric knob: "--oversubscription", "--rail-optimized".
+std::string flag_of(topology::FabricField field);
 
 // Where a field's value came from: its recorded origin when a user wrote it, else the flag that
 // would set it.
@@ -28,11 +30,25 @@ Origin origin_of(const Scenario& s, studies::ScenarioField field);
 // "scenario.json: /tp: ..." or "--tp: ...".
 InputError locate(const workloads::ParallelPlan& plan, const workloads::PlanError& e);
 InputError locate(const Scenario& s, const studies::ScenarioError& e);
+InputError locate(const Scenario& s, const topology::FabricError& e);
+// A collective model's complaint about one of its options, at the flag that set it (--algo or
+// --proto).
+InputError locate(const collectives::CommError& e);
 
 // The algorithm named by --algo; InputError("--algo") for an unknown name.
 collectives::Algorithm parse_algo_flag(const std::string& name);
 // The backend named by --backend; InputError("--backend") for an unknown name.
-studies::CommBackend parse_backend_flag(const std::string& name);
+collectives::NetworkBackend parse_backend_flag(const std::string& name);
+
+// The communication flags as written.
+struct CommFlags {
+  std::string backend = "analytical";  // analytical | simgrid
+  std::string algorithm = "auto";
+  std::string protocol = "auto";       // auto | ll | ll128 | simple
+  std::string nccl = "2.30";           // the NCCL release whose tuner decides
+};
+// --backend, --algo, --proto and --nccl as the step's options; InputError naming the flag.
+studies::CommOptions comm_options(const CommFlags& flags);
 
 // Runs `f`, turning the library's field errors about `s` into located InputErrors, and a
 // collective's CommError (an algorithm that does not apply) into an error on --algo.
@@ -44,8 +60,10 @@ auto located(const Scenario& s, F&& f) -> decltype(f()) {
     throw locate(s.plan, e);
   } catch (const studies::ScenarioError& e) {
     throw locate(s, e);
+  } catch (const topology::FabricError& e) {
+    throw locate(s, e);
   } catch (const collectives::CommError& e) {
-    throw InputError("--algo", "", e.message());
+    throw locate(e);
   }
 }
 

@@ -254,9 +254,8 @@ std::vector<Candidate> prune(const LoadedScenario& l, const std::vector<Parallel
   // The communication model the data-parallel bound asks: the cluster's network, ranks in order,
   // the backend and algorithm the simulations use.
   const topology::Network net = topology::Network::build(l.cluster);
-  collectives::TopologyCommModel comm(net, topology::Placement::in_order(l.cluster.device_count()),
-                                      make_backend(o.step.comm.backend, net),
-                                      o.step.comm.algorithm);
+  collectives::NetworkCommModel comm(net, topology::Placement::in_order(l.cluster.device_count()),
+                                     o.step.comm.backend, o.step.comm.collective);
   StepLowerBound bound(l.model, l.cluster, &comm);
   const Bytes capacity = l.cluster.chip.hbm_capacity;
   const auto usable =

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "meshsim/sim/json_input.h"
+#include "meshsim/sim/unit_parse.h"
 
 namespace meshsim::studies {
 
@@ -107,7 +108,44 @@ void read_plan(JsonObject& o, ParallelPlan& p) {
   overlap(PlanField::kOverlapTp, &workloads::OverlapOptions::tensor_parallel);
 }
 
+// Reads the fabric keys of a scenario file into `k`, with their origins.
+void read_fabric(JsonObject& o, FabricKnobs& k) {
+  using F = topology::FabricField;
+  auto read = [&o, &k](F f, auto& slot, auto get) {
+    const std::string key(to_string(f));
+    if (o.has(key)) {
+      slot = get(key);
+      k.origins.set(f, Origin::file(o.source(), o.pointer_of(key)));
+    }
+  };
+  read(F::kOversubscription, k.oversubscription,
+       [&o](const auto& key) { return o.positive_number(key); });
+  read(F::kTiers, k.tiers, [&o](const auto& key) { return o.positive_integer(key); });
+  read(F::kRailOptimized, k.rail_optimized, [&o](const auto& key) { return o.boolean(key); });
+  read(F::kNicsPerDevice, k.nics_per_device,
+       [&o](const auto& key) { return o.positive_integer(key); });
+  read(F::kNicBandwidth, k.nic_bandwidth, [&o](const auto& key) { return o.string(key); });
+  read(F::kSharp, k.sharp, [&o](const auto& key) { return o.boolean(key); });
+}
+
 }  // namespace
+
+topology::FabricOverrides fabric_overrides(const FabricKnobs& k) {
+  topology::FabricOverrides f;
+  f.oversubscription = k.oversubscription;
+  f.tiers = k.tiers;
+  f.rail_optimized = k.rail_optimized;
+  f.nics_per_device = k.nics_per_device;
+  f.sharp = k.sharp;
+  if (k.nic_bandwidth) {
+    try {
+      f.nic_bandwidth = parse_bandwidth(*k.nic_bandwidth);
+    } catch (const UnitParseError& e) {
+      throw topology::FabricError(topology::FabricField::kNicBandwidth, e.what());
+    }
+  }
+  return f;
+}
 
 bool scenario_file_names_workload(const std::string& path) {
   const nlohmann::json doc = load_json_file(path);
@@ -131,6 +169,7 @@ Scenario apply_scenario_json(const nlohmann::json& doc, const std::string& sourc
   read_plan(o, s.plan);
   field(ScenarioField::kHardwareCatalogue, &JsonObject::string,
         [&](std::string v) { s.hardware_catalogue = v; });
+  read_fabric(o, s.fabric);
   o.finish();
   return s;
 }
@@ -214,7 +253,7 @@ topology::ClusterSpec load_cluster(const Scenario& s) {
     }
     c = topology::resize_torus(std::move(c), parse_shape(*s.shape));
   }
-  return c;
+  return topology::override_fabric(std::move(c), fabric_overrides(s.fabric));
 }
 
 nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& cluster) {

@@ -224,11 +224,11 @@ StepReport simulate(const Scenario& s, const LoadedScenario& l, const StepOption
   Timeline timeline;
   sim.record_into(timeline);
   if (observer != nullptr) {
-    observer->attach(sim, report);
+    observer->attach(sim, comm.model(), report);
   }
   const RunResult run = sim.run();
   if (observer != nullptr) {
-    observer->finish(sim, timeline, run.end, report);
+    observer->finish(run.end, report);
   }
   fill_results(report, run, analyze(timeline, sim, run.end), plan);
   return report;

@@ -76,7 +76,7 @@ bool has_edge(const Program& prog, OpId from, OpId to) {
 }  // namespace
 
 StepLowerBound::StepLowerBound(workloads::ModelConfig model, const topology::ClusterSpec& cluster,
-                               CommCostModel* comm)
+                               collectives::NetworkCommModel* comm)
     : model_(std::move(model)),
       comm_(comm),
       probe_model_(model_),

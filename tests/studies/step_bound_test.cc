@@ -23,9 +23,9 @@ void check_bound(const std::string& model, int64_t nodes, int64_t seq, int64_t g
   base.plan.gbs = gbs;
   const LoadedScenario loaded = load_inputs(base);
   const topology::Network net = topology::Network::build(loaded.cluster);
-  collectives::TopologyCommModel comm(net,
-                                      topology::Placement::in_order(loaded.cluster.device_count()),
-                                      std::make_unique<collectives::AnalyticalBackend>(net));
+  collectives::NetworkCommModel comm(net,
+                                     topology::Placement::in_order(loaded.cluster.device_count()),
+                                     collectives::NetworkBackend::kAnalytical);
   StepLowerBound bound(loaded.model, loaded.cluster, &comm);
   const std::vector<workloads::ParallelPlan> plans =
       enumerate_plans(loaded, base.plan, SearchOptions{});

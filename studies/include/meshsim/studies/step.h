@@ -28,11 +28,11 @@ class StepObserver {
   virtual ~StepObserver() = default;
   virtual bool needs_full_simulation() const = 0;
   virtual std::vector<int64_t> ranks_to_simulate() const = 0;
-  // Before Simulation::run (subscribe to the engine's signals).
-  virtual void attach(Simulation& sim, const StepReport& report) = 0;
+  // Before Simulation::run (subscribe to the engine's and the network model's signals).
+  virtual void attach(Simulation& sim, collectives::NetworkCommModel& comm,
+                      const StepReport& report) = 0;
   // After it; may fill the report's trace fields.
-  virtual void finish(const Simulation& sim, const Timeline& timeline, SimTime end,
-                      StepReport& report) = 0;
+  virtual void finish(SimTime end, StepReport& report) = 0;
 };
 
 // The scenario's model and cluster, and its plan checked against both: the library's checks

@@ -41,6 +41,7 @@
 #include <memory>
 #include <tuple>
 
+#include "meshsim/collectives/comm_model.h"
 #include "meshsim/sim/cost_model.h"
 #include "meshsim/sim/units.h"
 #include "meshsim/topology/cluster.h"
@@ -54,9 +55,9 @@ namespace meshsim::studies {
 class StepLowerBound {
  public:
   // `comm` (optional, not owned): the communication model the data-parallel bound asks, with the
-  // ranks placed on the cluster's devices in order and no concurrent families.
+  // ranks placed on the cluster's devices in order; asked for collectives alone on the network.
   StepLowerBound(workloads::ModelConfig model, const topology::ClusterSpec& cluster,
-                 CommCostModel* comm = nullptr);
+                 collectives::NetworkCommModel* comm = nullptr);
   ~StepLowerBound();
 
   // The bound for a plan that passed workloads::validate_plan.
@@ -88,7 +89,7 @@ class StepLowerBound {
   Duration data_parallel_bound(const workloads::ParallelPlan& plan);
 
   workloads::ModelConfig model_;
-  CommCostModel* comm_ = nullptr;
+  collectives::NetworkCommModel* comm_ = nullptr;
   workloads::ModelConfig probe_model_;  // model_ with two layers
   topology::RooflineComputeModel compute_;
   int64_t domain_size_ = 1;
