@@ -94,6 +94,21 @@ TEST(NcclSystem, GraphsOfTheSearch) {
   EXPECT_DOUBLE_EQ(nvl72.nvls.bw_inter, 40);
 }
 
+TEST(NcclSystem, NvlsChannelsOfBlackwellByRelease) {
+  // src/transport/nvls.cc: NVLS_NCHANNELS_SM100 32 up to 2.26; from 2.27, 24 inside one NVLink
+  // domain (NVLS_NCHANNELS_SM100_NVL) and still 32 across. Hopper: 16 in every release.
+  EXPECT_EQ(system_of("gb200-nvl72", 18, 0, 72, NcclVersion{2, 25}).nvls_channels, 32);
+  EXPECT_EQ(system_of("gb200-nvl72", 18, 0, 72, NcclVersion{2, 27}).nvls_channels, 24);
+  EXPECT_EQ(system_of("gb200-nvl72", 18, 0, 72).nvls_channels, 24);
+  EXPECT_EQ(system_of("dgx-h100", 1, 0, 8, NcclVersion{2, 20}).nvls_channels, 16);
+  // NVLink rated 40.0 GB/s before 2.27 and 40.1 after: 18 links still pack 8 x 90 (720 and
+  // 721.8 GB/s), duplicated to 16 x 45, in both.
+  const NcclSystem tray = system_of("gb200-nvl72", 18, 0, 4, NcclVersion{2, 25});
+  EXPECT_EQ(tray.ring.channels, 16);
+  EXPECT_DOUBLE_EQ(tray.ring.bw_intra, 45);
+  EXPECT_EQ(tray.comm_channels, 32);
+}
+
 TEST(NcclTuner, ClosedFormsOnOneH100Node) {
   const NcclTuner t(system_of("dgx-h100", 1, 0, 8));
   // Ring: base + 2(n-1) hops; busbw = channels x speed, algbw = busbw n / (2(n-1)).
