@@ -25,14 +25,27 @@ constexpr double kNvlsChunkOverheadUs = 0.7;
 constexpr double kNvlsFillLoops = 14.0 / 8;
 constexpr double kNvlsMaxChunk = 128 * 1024;  // NCCL_NVLS_CHUNKSIZE default (src/init.cc)
 
-// calcCollChunking for NVLS (src/enqueue.cc, NCCL 2.30.7; the same at v2.25.1-1): the 128 KiB
-// chunk shrinks to 64 KiB below 64 x ops chunks, then to 32 KiB below 8 x ops, to 16 KiB below
-// 2 x ops, ops being the channels times the NVLS heads (channels[0].nvls.nHeads: one head per
-// channel of the NVLS graph, at most NCCL_MAX_NVLS_ARITY = 32, src/graph/connect.cc ncclTopoPostset
-// and connectNvls); NVLSTree caps it at 64 KiB from 4 nodes on.
+// calcCollChunking (src/enqueue.cc, NCCL 2.30.7; the same at v2.20.5-1 and v2.25.1-1), ops
+// being the channels times the NVLS heads (channels[0].nvls.nHeads: one head per channel of the
+// NVLS graph, at most NCCL_MAX_NVLS_ARITY = 32, src/graph/search.cc ncclTopoCompute and
+// src/graph/connect.cc connectNvls):
+//  * NVLS: the 128 KiB chunk (NCCL_NVLS_CHUNKSIZE, src/init.cc) shrinks to 64 KiB below 64 x ops
+//    chunks, then to 32 KiB below 8 x ops, to 16 KiB below 2 x ops;
+//  * NVLSTree: 128 KiB, capped at 64 KiB from 4 nodes on (NCCL_NVLSTREE_MAX_CHUNKSIZE default),
+//    shrinks to 64 KiB below 4 x ops chunks and to 32 KiB below 1 x ops, never further.
 double nvls_chunk(double bytes, int channels, int heads, bool tree, int nodes) {
   const double ops = static_cast<double>(channels) * heads;
   double c = kNvlsMaxChunk;
+  if (tree) {
+    c = nodes >= 4 ? 64.0 * 1024 : c;
+    if (bytes < 4 * ops * c && c > 64 * 1024) {
+      c = 64.0 * 1024;
+    }
+    if (bytes < ops * c && c > 32 * 1024) {
+      c = 32.0 * 1024;
+    }
+    return c;
+  }
   if (bytes < 64 * ops * c) {
     c /= 2;
   }
@@ -41,9 +54,6 @@ double nvls_chunk(double bytes, int channels, int heads, bool tree, int nodes) {
   }
   if (bytes < 2 * ops * c) {
     c /= 2;
-  }
-  if (tree && nodes >= 4) {
-    c = std::min(c, 64.0 * 1024);
   }
   return c;
 }

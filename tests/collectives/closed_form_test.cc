@@ -153,6 +153,25 @@ TEST(ClosedForm, TreeAndNvlsTreeAcrossNodes) {
   expect_near(nvt.isolated_time(s), closed(66.8 - 25 + 9 + fill_us, GiB(8), bw), "nvls-tree");
 }
 
+TEST(ClosedForm, NvlsTreeKeepsLargerChunksThanNvls) {
+  // NVLSTree's own chunking (src/enqueue.cc calcCollChunking): 128 KiB on 2 nodes, 64 KiB below
+  // 4 x ops chunks and 32 KiB below 1 x ops, ops = 16 channels x 8 heads; NVLS's rule (64 x, 8 x,
+  // 2 x) would give 64, 32 and 16 KiB at these sizes.
+  const auto two = topology::Network::build(dgx_h100(2));
+  const CollectivePlanner nvt(two, forced(Algorithm::kNvlsTree));
+  const double bw = 8 * 57.7 * 16 / 30 * 1e9;
+  const double k0 = 0.7e-6 * bw / 16;
+  const double cmax = 131072;
+  for (const auto& [n, chunk] :
+       {std::pair{MiB(4), 32768.0}, {MiB(32), 65536.0}, {MiB(256), cmax}}) {
+    const double g = (chunk / (chunk + k0)) / (cmax / (cmax + k0));
+    const double rate = bw * g;
+    const double fill_us = 1.75 * 8 * chunk / (rate / 16) * 1e6;
+    expect_near(time_of(nvt, K::kAllReduce, n, devices(0, 16)),
+                closed(66.8 - 25 + 9 + fill_us, n, rate), std::to_string(n.count()));
+  }
+}
+
 TEST(ClosedForm, PatWithOneRankPerNode) {
   // 16 H100 on 16 nodes, all-gather: 8 + 4 x 14 / 3.5 + 2.8 x 16 us, 2 x 24 x 0.75 GB/s.
   const auto net = topology::Network::build(dgx_h100(16));
