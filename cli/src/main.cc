@@ -12,6 +12,7 @@
 #include "collective_command.h"
 #include "meshsim/sim/error.h"
 #include "run_command.h"
+#include "published_command.h"
 #include "scenario.h"
 #include "validate_command.h"
 
@@ -281,6 +282,19 @@ int run_main(int argc, char** argv) {
                         "Base one-chip catalogue JSON (its efficiencies are the starting point)");
   calibrate->add_option("--json", cal_json, "Write the errors before, after and held out as JSON");
 
+  meshsim::cli::PublishedArgs pub;
+  std::string pub_json, pub_thresholds;
+  CLI::App* published = app.add_subcommand(
+      "validate-published",
+      "Compare meshsim with published real-hardware training runs (step time per run)");
+  published->add_option("runs", pub.runs, "published_runs.json")->required();
+  published->add_option("--json", pub_json, "Write the report as JSON to FILE");
+  published->add_option("--thresholds", pub_thresholds,
+                        "thresholds.json: exit with status 4 beyond its \"published\" limits");
+  published->add_flag("--assumptions", pub.assumptions,
+                      "Print how each measured metric became a step time and every default "
+                      "applied");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -301,6 +315,15 @@ int run_main(int argc, char** argv) {
       val.trace_path = val_trace;
     }
     return meshsim::cli::validate_command(val, std::cout);
+  }
+  if (*published) {
+    if (!pub_json.empty()) {
+      pub.json_path = pub_json;
+    }
+    if (!pub_thresholds.empty()) {
+      pub.thresholds = pub_thresholds;
+    }
+    return meshsim::cli::published_command(pub, std::cout);
   }
   if (*calibrate) {
     if (!cal_json.empty()) {

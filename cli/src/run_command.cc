@@ -20,16 +20,10 @@
 namespace meshsim::cli {
 namespace {
 
-struct Loaded {
-  topology::ClusterSpec cluster;
-  workloads::ModelConfig model;
-};
-
-// The cluster and the model, and the plan checked against both: the library's checks first (a
-// PlanError), then the composition root's (the degrees against the cluster's devices, the
-// precision against the chip's rates), each located where the field's value came from.
-Loaded load(const Scenario& s) {
-  Loaded l{load_cluster_for(s), workloads::load_model(s.model)};
+// The plan checked against the model and the cluster: the library's checks first (a PlanError),
+// then the composition root's (the degrees against the cluster's devices, the precision against
+// the chip's rates), each located where the field's value came from.
+void check(const Scenario& s, const Loaded& l) {
   const workloads::ParallelPlan& p = s.plan;
   workloads::validate_plan(l.model, p);
   if (p.world() != l.cluster.device_count()) {
@@ -53,7 +47,6 @@ Loaded load(const Scenario& s) {
         .error(fmt::format("{} matmuls: {} has no {} rate in the catalogue (expected one of {})",
                            dtype, l.cluster.chip.description, dtype, fmt::join(have, ", ")));
   }
-  return l;
 }
 
 StepReport describe(const Scenario& s, const Loaded& l) {
@@ -199,8 +192,8 @@ std::string describe_model(const workloads::ModelConfig& m) {
 
 namespace {
 
-StepReport simulate(const Scenario& s, const RunOutputs& outputs) {
-  const Loaded l = load(s);
+StepReport simulate(const Scenario& s, const Loaded& l, const RunOutputs& outputs) {
+  check(s, l);
   StepReport report = describe(s, l);
   std::optional<TraceSetup> trace;
   if (outputs.trace_path) {
@@ -212,7 +205,7 @@ StepReport simulate(const Scenario& s, const RunOutputs& outputs) {
       l.model, s.plan,
       full ? workloads::SimulationMode::kFull : workloads::SimulationMode::kRepresentative,
       trace ? trace->ranks_to_simulate() : std::vector<int64_t>{});
-  if (!precheck_memory(report, plan)) {
+  if (!outputs.skip_memory_precheck && !precheck_memory(report, plan)) {
     return report;
   }
   topology::RooflineComputeModel compute(l.cluster.chip);
@@ -243,7 +236,17 @@ StepReport simulate(const Scenario& s, const RunOutputs& outputs) {
 
 StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
   try {
-    return simulate(s, outputs);
+    return simulate(s, Loaded{load_cluster_for(s), workloads::load_model(s.model)}, outputs);
+  } catch (const workloads::PlanError& e) {
+    throw locate(s.plan, e);
+  } catch (const collectives::CommError& e) {
+    throw InputError("--algo", "", e.message());
+  }
+}
+
+StepReport simulate_loaded(const Scenario& s, const Loaded& loaded, const RunOutputs& outputs) {
+  try {
+    return simulate(s, loaded, outputs);
   } catch (const workloads::PlanError& e) {
     throw locate(s.plan, e);
   } catch (const collectives::CommError& e) {

@@ -6,8 +6,10 @@
 #include <string>
 
 #include "comm_setup.h"
-#include "report.h"
+#include "meshsim/topology/cluster.h"
+#include "meshsim/workloads/model.h"
 #include "meshsim/workloads/parallel.h"
+#include "report.h"
 #include "scenario.h"
 
 namespace meshsim::cli {
@@ -16,8 +18,17 @@ struct RunOutputs {
   std::optional<std::string> json_path;
   std::optional<std::string> trace_path;   // .pftrace (native Perfetto) or .json (Chrome JSON)
   std::optional<std::string> trace_ranks;  // --trace-ranks
-  bool full_simulation = false;           // simulate every rank, not one per class
+  bool full_simulation = false;            // simulate every rank, not one per class
+  // Simulate even when the closed-form model state exceeds the chip's memory (validation of runs
+  // that were measured, so did fit); the report still says OOM.
+  bool skip_memory_precheck = false;
   CommOptions comm;
+};
+
+// A scenario's model and cluster, once loaded.
+struct Loaded {
+  topology::ClusterSpec cluster;
+  workloads::ModelConfig model;
 };
 
 // "llama3-70b (70.55 B parameters, 80 layers)", "val-10m (10.1 M parameters, 8 layers)".
@@ -29,6 +40,11 @@ std::string describe_model(const workloads::ModelConfig& m);
 // does not fit is returned with oom = true (and simulated = false when the closed-form estimate
 // already exceeds the chip's memory).
 StepReport simulate_step(const Scenario& scenario, const RunOutputs& outputs);
+
+// simulate_step with the model and the cluster already loaded (the scenario's names are only
+// echoed in the report).
+StepReport simulate_loaded(const Scenario& scenario, const Loaded& loaded,
+                           const RunOutputs& outputs);
 
 // simulate_step + summary on `out` + --json. Returns the process exit code: 0, or 3 for OOM.
 int run_command(const Scenario& scenario, const RunOutputs& outputs, std::ostream& out);

@@ -16,8 +16,9 @@ using testing::expect_error;
 using testing::read_source_json;
 using testing::write_temp;
 
-const std::vector<std::string> kChips = {"a100-80gb", "b200",    "gb200",   "h100-sxm", "h200",
-                                         "tpu-v4",    "tpu-v5e", "tpu-v5p", "tpu-v6e"};
+const std::vector<std::string> kChips = {"a100-40gb", "a100-80gb", "b200",    "gb200",
+                                         "h100-sxm",  "h200",      "tpu-v4",  "tpu-v5e",
+                                         "tpu-v5p",   "tpu-v6e"};
 
 // The sourced fields every chip of a kind must have (JSON pointers inside the chip entry).
 std::vector<std::string> required_fields(const Chip& chip) {

@@ -1,0 +1,223 @@
+// The parallel plan of a published run, and its measured metric as a step time.
+#include <fmt/format.h>
+
+#include "meshsim/sim/error.h"
+#include "meshsim/validation/published_flops.h"
+#include "published_internal.h"
+
+namespace meshsim::validation::detail {
+namespace {
+
+using workloads::ParallelPlan;
+
+// The software a run states; it decides the defaults that apply where the record is silent, the
+// kernels that run and the conventions of the metric.
+enum class Framework {
+  kMegatron2021,  // Megatron-LM as of Narayanan et al. 2021
+  kMegatronCore,  // Megatron-Core with Transformer Engine: Megatron-LM since 2023, NeMo, Bridge
+  kComposer,      // MosaicML Composer / llm-foundry on PyTorch FSDP, eager mode
+  kTorchtitan,    // torchtitan: FSDP2, torch.compile
+  kJax,           // MaxText or PaxML on XLA
+};
+
+Framework framework_of(const PublishedRun& r) {
+  const std::string& f = r.framework;
+  if (contains(f, "(2021)") || contains(f, "DeepSpeed")) {
+    return Framework::kMegatron2021;
+  }
+  if (contains(f, "Composer")) {
+    return Framework::kComposer;
+  }
+  if (contains(f, "torchtitan")) {
+    return Framework::kTorchtitan;
+  }
+  if (contains(f, "MaxText") || contains(f, "PaxML")) {
+    return Framework::kJax;
+  }
+  if (contains(f, "NeMo") || contains(f, "Megatron")) {
+    return Framework::kMegatronCore;
+  }
+  throw Unmappable(fmt::format("framework \"{}\" not recognised", f));
+}
+
+Dtype training_dtype(const PublishedRun& r, std::vector<std::string>& assumptions) {
+  if (r.precision_class == "bf16") {
+    return Dtype::kBf16;
+  }
+  if (r.precision_class == "fp8") {
+    return Dtype::kFp8;
+  }
+  if (r.precision_class == "fp16") {
+    assumptions.push_back(
+        "fp16 mixed precision costed as bf16 mixed precision (the same tensor-core rate)");
+    return Dtype::kBf16;
+  }
+  throw Unmappable("the training precision is not stated");
+}
+
+workloads::Recompute recompute_of(const PublishedRun& r, Framework f,
+                                  std::vector<std::string>& assumptions) {
+  using workloads::Recompute;
+  if (!r.parallelism.recompute) {
+    assumptions.push_back("no activation recompute (the framework's default)");
+    return Recompute::kNone;
+  }
+  const std::string& text = *r.parallelism.recompute;
+  if (text.rfind("full", 0) == 0) {
+    return Recompute::kFull;
+  }
+  if (text.rfind("selective", 0) == 0) {
+    return Recompute::kSelective;
+  }
+  if (text == "minimal" && f == Framework::kJax) {
+    // MaxText's remat_policy "minimal" is jax.checkpoint_policies
+    // .checkpoint_dots_with_no_batch_dims: every matmul output is saved, only element-wise work
+    // is recomputed, no GEMM runs twice.
+    assumptions.push_back("MaxText remat_policy minimal: matmul outputs saved, as selective");
+    return Recompute::kSelective;
+  }
+  if (text == "none") {
+    return Recompute::kNone;
+  }
+  throw Unmappable(fmt::format("activation recompute \"{}\" not recognised", text));
+}
+
+// Degrees: TP and PP as stated, CP 1 unless stated, DP the rest of the devices.
+void set_degrees(ParallelPlan& p, const PublishedRun& r, const topology::ClusterSpec& cluster,
+                 Framework f, std::vector<std::string>& assumptions) {
+  const PublishedRun::Parallelism& par = r.parallelism;
+  p.tp = stated(par.tp, "the tensor-parallel degree");
+  p.pp = stated(par.pp, "the pipeline-parallel degree");
+  p.cp = par.cp.value_or(1);
+  if (!par.cp) {
+    assumptions.push_back("context parallel 1 (not stated; off unless configured)");
+  }
+  const int64_t model_parallel = p.tp * p.pp * p.cp;
+  if (cluster.device_count() % model_parallel != 0) {
+    throw Unmappable(fmt::format("tp {} x pp {} x cp {} does not divide {} devices", p.tp, p.pp,
+                                 p.cp, cluster.device_count()));
+  }
+  p.dp = cluster.device_count() / model_parallel;
+  if (par.dp && *par.dp != p.dp) {
+    throw Unmappable(
+        fmt::format("the stated degrees (tp {}, pp {}, cp {}, dp {}) do not multiply "
+                    "to the {} devices",
+                    p.tp, p.pp, p.cp, *par.dp, cluster.device_count()));
+  }
+  const int64_t vpp = par.vpp.value_or(1);
+  if (p.pp > 1) {
+    p.schedule = vpp > 1 ? workloads::PipelineSchedule::kInterleaved
+                         : workloads::PipelineSchedule::kOneFOneB;
+    p.vpp = vpp;
+  }
+  // Sequence parallelism: as stated; NeMo's recipes turn it on with TP > 1; XLA shards the
+  // activations' embedding axis over the tensor axis (MaxText's logical axis rules), which moves
+  // the same bytes.
+  p.sp = par.sp.value_or(p.tp > 1 && (f == Framework::kMegatronCore || f == Framework::kJax));
+  if (!par.sp && p.sp) {
+    assumptions.push_back("sequence parallelism with TP (the framework's recipes)");
+  }
+  if (par.fsdp.value_or(false)) {
+    p.zero = static_cast<workloads::ZeroStage>(par.zero_stage.value_or(3));
+  } else if (f == Framework::kMegatronCore) {
+    p.zero = workloads::ZeroStage::kOptimizerStates;
+    assumptions.push_back("distributed optimizer (NeMo's and Megatron-Bridge's default)");
+  }
+}
+
+// Batch: the global batch in sequences; the micro-batch as stated, except under XLA, where one
+// step is one microbatch of the data-parallel rank's whole share.
+void set_batch(ParallelPlan& p, const PublishedRun& r, Framework f) {
+  p.seq = stated(r.model.seq_len, "the sequence length");
+  if (r.batch.sequences) {
+    p.gbs = *r.batch.sequences;
+  } else {
+    p.gbs = stated(r.batch.tokens, "the global batch") / p.seq;
+  }
+  if (f == Framework::kJax) {
+    p.mbs = p.gbs / p.dp;
+    return;
+  }
+  p.mbs = stated(r.batch.micro_batch, "the micro-batch size");
+}
+
+// The kernels the framework runs.
+void set_execution(ParallelPlan& p, Framework f) {
+  using workloads::AttentionKernel;
+  using workloads::Kernels;
+  using workloads::OptimizerKernels;
+  switch (f) {
+    case Framework::kMegatron2021:
+      // Megatron-LM 2021: Apex fused LayerNorm, fused bias-GeLU, fused scale-mask-softmax over
+      // materialised scores (no flash attention yet), Apex FusedAdam.
+      p.kernels = Kernels::kFused;
+      p.attention = AttentionKernel::kNaive;
+      p.optimizer_kernels = OptimizerKernels::kFused;
+      break;
+    case Framework::kComposer:
+      // Composer's eager PyTorch modules, flash-attn 2 (attn_impl: flash) and its DecoupledAdamW
+      // (a Python loop over the parameters: composer/optim/decoupled_weight_decay.py).
+      p.kernels = Kernels::kEager;
+      p.attention = AttentionKernel::kFlash;
+      p.optimizer_kernels = OptimizerKernels::kPerTensor;
+      break;
+    case Framework::kMegatronCore:
+    case Framework::kTorchtitan:
+    case Framework::kJax:
+      p.kernels = Kernels::kFused;
+      p.attention = AttentionKernel::kFlash;
+      p.optimizer_kernels = OptimizerKernels::kFused;
+      break;
+  }
+}
+
+}  // namespace
+
+ParallelPlan plan_of(const PublishedRun& r, const topology::ClusterSpec& cluster,
+                     std::vector<std::string>& assumptions) {
+  const Framework f = framework_of(r);
+  ParallelPlan p;
+  p.set_training_dtype(training_dtype(r, assumptions));
+  set_degrees(p, r, cluster, f, assumptions);
+  set_batch(p, r, f);
+  p.recompute = recompute_of(r, f, assumptions);
+  set_execution(p, f);
+  return p;
+}
+
+MeasuredStep measured_step(const PublishedRun& r, const workloads::ModelConfig& m,
+                           const ParallelPlan& p) {
+  const std::string& metric = r.measured.metric;
+  const double v = r.measured.value;
+  const auto devices = static_cast<double>(p.world());
+  const int64_t tokens = p.gbs * p.seq;
+  if (metric == "step_time") {
+    return {Seconds(v), fmt::format("step time {} s as printed", v)};
+  }
+  if (metric == "tokens_per_second_per_gpu") {
+    return {Seconds(static_cast<double>(tokens) / (v * devices)),
+            fmt::format("{} tokens / ({} tokens/s/GPU x {} GPUs)", tokens, v, p.world())};
+  }
+  if (metric == "achieved_model_tflops_per_gpu" && contains(r.citation, "Narayanan")) {
+    const Flops f =
+        megatron2021_iteration_flops(p.gbs, p.seq, m.num_layers, m.d_model, m.vocab_size);
+    return {f / (TFlopsPerSec(v) * devices),
+            fmt::format("Narayanan et al. 2021 eq. 3: {:.4g} FLOPs / ({} TFLOP/s x {} GPUs)",
+                        f.count(), v, p.world())};
+  }
+  if (metric == "tflops_per_chip" && contains(r.citation, "maxtext")) {
+    const int64_t params = maxtext2023_parameters(m.vocab_size, m.d_model, m.num_heads, m.head_dim,
+                                                  m.d_ff, m.num_layers, 1);
+    const int64_t per_device = p.gbs / p.world();
+    const Flops f = maxtext2023_flops_per_device(params, per_device, p.seq, m.num_heads,
+                                                 m.num_layers, m.head_dim);
+    return {f / TFlopsPerSec(v),
+            fmt::format("MaxText 76bd53b0f calculate_training_tflops: {:.4g} FLOPs per chip "
+                        "({} parameters) / {} TFLOP/s",
+                        f.count(), params, v)};
+  }
+  throw Unmappable(fmt::format("metric {} ({}): the source's FLOP convention is not known", metric,
+                               r.measured.unit));
+}
+
+}  // namespace meshsim::validation::detail
