@@ -75,6 +75,8 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
                       {"attention", to_string(p.attention)},
                       {"kernels", to_string(p.kernels)},
                       {"optimizer_kernels", to_string(p.optimizer_kernels)},
+                      {"stack", to_string(p.stack)},
+                      {"fp8_recipe", to_string(p.fp8_scaling)},
                       {"overlap_grad_reduce", p.overlap.grad_reduce},
                       {"overlap_param_gather", p.overlap.param_gather},
                       {"overlap_p2p", p.overlap.pipeline_p2p},

@@ -122,10 +122,19 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
                    "Activation recompute: none, selective, full");
   bind_plan_choice<meshsim::Dtype>(
       app, f, PlanField::kDtype, [](ParallelPlan& p, meshsim::Dtype d) { p.set_training_dtype(d); },
-      "Training precision: bf16 or fp8 (mixed precision: bf16 activations, fp32 master weights), "
+      "Training precision: bf16, fp16 (with loss scaling) or fp8 (mixed precision: 16-bit "
+      "activations, fp32 master weights; fp8 GEMMs in the linear layers), "
       "fp32 or tf32 (fp32 activations; tf32 matmuls on tensor cores)");
   bind_plan_choice(app, f, PlanField::kAttention, &ParallelPlan::attention,
-                   "Attention kernel: flash or naive (s x s scores through memory)");
+                   "Attention kernel: flash (FlashAttention-2), flash3, cudnn, splash (TPU) or "
+                   "naive (s x s scores through memory); default: the stack's");
+  bind_plan_choice(app, f, PlanField::kStack, &ParallelPlan::stack,
+                   "Software stack: megatron (Megatron-Core + Transformer Engine), megatron-2021, "
+                   "fsdp (PyTorch FSDP eager), fsdp-compile (torchtitan), maxtext (JAX/XLA); "
+                   "default: megatron on GPUs, maxtext on TPUs");
+  bind_plan_choice(app, f, PlanField::kFp8Recipe, &ParallelPlan::fp8_scaling,
+                   "FP8 scaling of fp8 runs: delayed (amax history) or current (an amax pass "
+                   "before each cast); default: the stack's");
   bind_plan_choice(app, f, PlanField::kKernels, &ParallelPlan::kernels,
                    "Memory-bound kernels: fused (Megatron/TE, XLA) or eager (PyTorch eager mode, "
                    "one kernel per tensor op)");

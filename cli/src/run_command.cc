@@ -8,6 +8,7 @@
 #include <map>
 
 #include "comm_setup.h"
+#include "stack_setup.h"
 #include "trace_setup.h"
 #include "meshsim/sim/analysis.h"
 #include "meshsim/sim/error.h"
@@ -38,9 +39,7 @@ void check(const Scenario& s, const Loaded& l) {
   if (!l.cluster.chip.peak(p.matmul_dtype)) {
     std::vector<std::string> have;
     for (const auto& [dtype, rate] : l.cluster.chip.peaks) {
-      if (dtype != Dtype::kFp16) {  // not a training precision meshsim offers
-        have.emplace_back(to_string(dtype));
-      }
+      have.emplace_back(to_string(dtype));
     }
     const std::string_view dtype = to_string(p.matmul_dtype);
     throw origin_of(p, workloads::PlanField::kDtype)
@@ -63,14 +62,14 @@ StepReport describe(const Scenario& s, const Loaded& l) {
                                p.optimizer_kernels == workloads::OptimizerKernels::kFused;
   r.plan_description = fmt::format(
       "TP {}{} x CP {} x PP {} ({}{}) x DP {}{}{}; microbatch {} x {} tokens, global batch {} "
-      "({} microbatches per pipeline); {} matmuls, {} attention, recompute {}{}",
+      "({} microbatches per pipeline); {} matmuls, {} attention, recompute {}; stack {}{}",
       p.tp, p.sp ? " (SP)" : "", p.cp, p.pp, to_string(p.schedule),
       p.vpp > 1 ? fmt::format(", {} virtual stages", p.vpp) : "", p.dp,
       p.zero != workloads::ZeroStage::kNone ? fmt::format(" (ZeRO-{})", static_cast<int>(p.zero))
                                             : "",
       p.ep > 1 ? fmt::format(", EP {}", p.ep) : "", p.mbs, p.seq, p.gbs, p.microbatches(),
       to_string(p.matmul_dtype), to_string(p.attention), to_string(p.recompute),
-      default_kernels ? ""
+      to_string(p.stack), default_kernels ? ""
                       : fmt::format("; {} kernels, {} optimizer", to_string(p.kernels),
                                     to_string(p.optimizer_kernels)));
   r.memory_capacity = l.cluster.chip.hbm_capacity;
@@ -192,7 +191,9 @@ std::string describe_model(const workloads::ModelConfig& m) {
 
 namespace {
 
-StepReport simulate(const Scenario& s, const Loaded& l, const RunOutputs& outputs) {
+StepReport simulate(const Scenario& given, const Loaded& l, const RunOutputs& outputs) {
+  Scenario s = given;
+  apply_stack_for(s.plan, l.cluster.chip);
   check(s, l);
   StepReport report = describe(s, l);
   std::optional<TraceSetup> trace;

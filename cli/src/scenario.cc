@@ -94,6 +94,8 @@ void read_plan(JsonObject& o, ParallelPlan& p) {
   r.choice(PlanField::kAttention, &ParallelPlan::attention);
   r.choice(PlanField::kKernels, &ParallelPlan::kernels);
   r.choice(PlanField::kOptimizerKernels, &ParallelPlan::optimizer_kernels);
+  r.choice(PlanField::kStack, &ParallelPlan::stack);
+  r.choice(PlanField::kFp8Recipe, &ParallelPlan::fp8_scaling);
   r.field(PlanField::kStageLayers, &ParallelPlan::stage_layers, &J::positive_integer_array);
   const auto overlap = [&](PlanField f, bool workloads::OverlapOptions::*member) {
     r.field(

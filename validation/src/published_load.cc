@@ -70,7 +70,7 @@ PublishedRun::Parallelism read_parallelism(JsonObject o) {
   if (!o.raw("activation_recompute").is_null()) {
     p.recompute = o.string("activation_recompute");
   }
-  ignore_text(o, {"notes"});
+  p.notes = text_or_empty(o, "notes");
   o.finish();
   return p;
 }

@@ -40,7 +40,7 @@ Framework framework_of(const PublishedRun& r) {
   throw Unmappable(fmt::format("framework \"{}\" not recognised", f));
 }
 
-Dtype training_dtype(const PublishedRun& r, std::vector<std::string>& assumptions) {
+Dtype training_dtype(const PublishedRun& r) {
   if (r.precision_class == "bf16") {
     return Dtype::kBf16;
   }
@@ -48,9 +48,7 @@ Dtype training_dtype(const PublishedRun& r, std::vector<std::string>& assumption
     return Dtype::kFp8;
   }
   if (r.precision_class == "fp16") {
-    assumptions.push_back(
-        "fp16 mixed precision costed as bf16 mixed precision (the same tensor-core rate)");
-    return Dtype::kBf16;
+    return Dtype::kFp16;
   }
   throw Unmappable("the training precision is not stated");
 }
@@ -59,6 +57,11 @@ workloads::Recompute recompute_of(const PublishedRun& r, Framework f,
                                   std::vector<std::string>& assumptions) {
   using workloads::Recompute;
   if (!r.parallelism.recompute) {
+    if (f == Framework::kJax) {
+      // MaxText's base.yml has remat_policy: 'full' (at 76bd53b0f and still at the 2026 head).
+      assumptions.push_back("full activation recompute (MaxText's default remat_policy 'full')");
+      return Recompute::kFull;
+    }
     assumptions.push_back("no activation recompute (the framework's default)");
     return Recompute::kNone;
   }
@@ -86,6 +89,12 @@ workloads::Recompute recompute_of(const PublishedRun& r, Framework f,
 void set_degrees(ParallelPlan& p, const PublishedRun& r, const topology::ClusterSpec& cluster,
                  Framework f, std::vector<std::string>& assumptions) {
   const PublishedRun::Parallelism& par = r.parallelism;
+  if (contains(par.notes, "FSDP/DP split not stated")) {
+    throw Unmappable(
+        fmt::format("how the {} devices split between FSDP and data parallelism is "
+                    "not stated (\"{}\")",
+                    cluster.device_count(), par.notes));
+  }
   p.tp = stated(par.tp, "the tensor-parallel degree");
   p.pp = stated(par.pp, "the pipeline-parallel degree");
   p.cp = par.cp.value_or(1);
@@ -103,6 +112,12 @@ void set_degrees(ParallelPlan& p, const PublishedRun& r, const topology::Cluster
         fmt::format("the stated degrees (tp {}, pp {}, cp {}, dp {}) do not multiply "
                     "to the {} devices",
                     p.tp, p.pp, p.cp, *par.dp, cluster.device_count()));
+  }
+  if (p.pp > 1 && !par.vpp && contains(par.notes, "VP")) {
+    throw Unmappable(
+        fmt::format("the virtual pipeline size is not stated (\"{}\"); with pp {} "
+                    "it decides the pipeline bubble",
+                    par.notes, p.pp));
   }
   const int64_t vpp = par.vpp.value_or(1);
   if (p.pp > 1) {
@@ -141,34 +156,22 @@ void set_batch(ParallelPlan& p, const PublishedRun& r, Framework f) {
   p.mbs = stated(r.batch.micro_batch, "the micro-batch size");
 }
 
-// The kernels the framework runs.
-void set_execution(ParallelPlan& p, Framework f) {
-  using workloads::AttentionKernel;
-  using workloads::Kernels;
-  using workloads::OptimizerKernels;
+// The software stack of the framework (workloads/stack_profile.h holds what each runs); recorded as
+// given by the run, so that the edge applies it.
+workloads::Stack stack_of(Framework f) {
   switch (f) {
     case Framework::kMegatron2021:
-      // Megatron-LM 2021: Apex fused LayerNorm, fused bias-GeLU, fused scale-mask-softmax over
-      // materialised scores (no flash attention yet), Apex FusedAdam.
-      p.kernels = Kernels::kFused;
-      p.attention = AttentionKernel::kNaive;
-      p.optimizer_kernels = OptimizerKernels::kFused;
-      break;
+      return workloads::Stack::kMegatron2021;
     case Framework::kComposer:
-      // Composer's eager PyTorch modules, flash-attn 2 (attn_impl: flash) and its DecoupledAdamW
-      // (a Python loop over the parameters: composer/optim/decoupled_weight_decay.py).
-      p.kernels = Kernels::kEager;
-      p.attention = AttentionKernel::kFlash;
-      p.optimizer_kernels = OptimizerKernels::kPerTensor;
-      break;
-    case Framework::kMegatronCore:
+      return workloads::Stack::kFsdp;
     case Framework::kTorchtitan:
+      return workloads::Stack::kFsdpCompile;
     case Framework::kJax:
-      p.kernels = Kernels::kFused;
-      p.attention = AttentionKernel::kFlash;
-      p.optimizer_kernels = OptimizerKernels::kFused;
+      return workloads::Stack::kMaxText;
+    case Framework::kMegatronCore:
       break;
   }
+  return workloads::Stack::kMegatron;
 }
 
 }  // namespace
@@ -177,11 +180,16 @@ ParallelPlan plan_of(const PublishedRun& r, const topology::ClusterSpec& cluster
                      std::vector<std::string>& assumptions) {
   const Framework f = framework_of(r);
   ParallelPlan p;
-  p.set_training_dtype(training_dtype(r, assumptions));
+  p.set_training_dtype(training_dtype(r));
   set_degrees(p, r, cluster, f, assumptions);
   set_batch(p, r, f);
   p.recompute = recompute_of(r, f, assumptions);
-  set_execution(p, f);
+  p.stack = stack_of(f);
+  p.origins.set(workloads::PlanField::kStack, Origin::file(r.id, "/framework"));
+  if (p.matmul_dtype == Dtype::kFp8 && contains(r.precision, "FP8-CS")) {
+    p.fp8_scaling = workloads::Fp8Scaling::kCurrent;
+    p.origins.set(workloads::PlanField::kFp8Recipe, Origin::file(r.id, "/precision"));
+  }
   return p;
 }
 

@@ -154,7 +154,7 @@ void eager_attention(Items& it, bool backward) {
       op(it, p + t + ".index_select", a, 0, d.tokens * d.kv * e, d.tokens * d.q * e);
     }
   }
-  if (c.plan.attention == AttentionKernel::kFlash) {
+  if (c.plan.attention != AttentionKernel::kNaive) {
     it.kernel(p + ".sdpa", attention_work(c, d, backward));
   } else if (!backward) {
     op(it, p + ".q_contiguous", a, 0, d.tokens * d.q * e, d.tokens * d.q * e);

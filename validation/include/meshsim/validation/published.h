@@ -52,6 +52,7 @@ struct PublishedRun {
     std::optional<int64_t> tp, pp, dp, cp, ep, zero_stage, vpp;
     std::optional<bool> sp, fsdp;
     std::optional<std::string> recompute;  // free text: "full (...)", "selective", "minimal"
+    std::string notes;                     // free text
   } parallelism;
   struct Batch {
     std::optional<int64_t> sequences, tokens, micro_batch, grad_accum;
