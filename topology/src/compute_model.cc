@@ -151,6 +151,15 @@ double RooflineComputeModel::flop_efficiency(const ComputeWork& work,
   if (!work.shape) {
     return 1.0;
   }
+  if (work.attention) {
+    // An attention kernel without measurements (TPU Pallas flash/splash): its FLOPs at the GEMM
+    // model's efficiency for its P V product, which streams the keys through the matrix units
+    // (reduction over the key length); Q K^T reduces over the head dimension only and is as long.
+    ComputeWork pv = work;
+    const AttentionShape& a = *work.attention;
+    pv.shape = MatmulShape{a.seq_q, a.seq_kv, a.head_dim, a.batch_heads};
+    return gemm_efficiency(pv, units);
+  }
   return gemm_efficiency(work, units);
 }
 
