@@ -216,7 +216,7 @@ StepReport simulate(const Scenario& given, const Loaded& l, const RunOutputs& ou
   Timeline timeline;
   sim.record_into(timeline);
   if (trace) {
-    trace->attach(sim, {{"meshsim_version", MESHSIM_VERSION},
+    trace->attach(sim, comm.model(), {{"meshsim_version", MESHSIM_VERSION},
                         {"model", report.model_description},
                         {"cluster", report.cluster_description},
                         {"plan", report.plan_description},
@@ -224,7 +224,7 @@ StepReport simulate(const Scenario& given, const Loaded& l, const RunOutputs& ou
   }
   const RunResult run = sim.run();
   if (trace) {
-    trace->finish(sim, timeline, run.end);
+    trace->finish(run.end);
     report.trace_path = trace->path();
     report.trace_events = trace->events();
     report.trace_description = trace->description();
@@ -251,7 +251,7 @@ StepReport simulate_loaded(const Scenario& s, const Loaded& loaded, const RunOut
   } catch (const workloads::PlanError& e) {
     throw locate(s.plan, e);
   } catch (const collectives::CommError& e) {
-    throw InputError("--algo", "", e.message());
+    throw locate(e);
   }
 }
 
