@@ -176,11 +176,13 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
       "activations, fp32 master weights; fp8 GEMMs in the linear layers), "
       "fp32 or tf32 (fp32 activations; tf32 matmuls on tensor cores)");
   bind_plan_choice(app, f, PlanField::kAttention, &ParallelPlan::attention,
-                   "Attention kernel: flash (FlashAttention-2), flash3, cudnn, splash (TPU) or "
-                   "naive (s x s scores through memory); default: the stack's");
+                   "Attention kernel: flash (FlashAttention-2), flash3, cudnn, splash (TPU), "
+                   "triton (FlashAttention's Triton port) or naive (s x s scores through "
+                   "memory); default: the stack's");
   bind_plan_choice(app, f, PlanField::kStack, &ParallelPlan::stack,
                    "Software stack: megatron (Megatron-Core + Transformer Engine), megatron-2021, "
-                   "fsdp (PyTorch FSDP eager), fsdp-compile (torchtitan), maxtext (JAX/XLA); "
+                   "fsdp (PyTorch FSDP eager), llm-foundry-2023, fsdp-compile (torchtitan), "
+                   "maxtext (JAX/XLA); "
                    "default: megatron on GPUs, maxtext on TPUs");
   bind_plan_choice(app, f, PlanField::kFp8Recipe, &ParallelPlan::fp8_scaling,
                    "FP8 scaling of fp8 runs: delayed (amax history) or current (an amax pass "

@@ -40,6 +40,9 @@ const std::map<std::string, std::map<std::string, Tolerance>> kTolerances = {
       {"h200", {0.03, 0.06}},
       {"b200", {0.10, 0.70}},
       {"gb200", {0.05, 0.11}}}},
+    // FlashAttention's Triton port: on A100 its own series; on H100 the FlashAttention-1 CUDA
+    // series that stands in for it (chips.json says why).
+    {"attention-triton", {{"a100-80gb", {0.04, 0.08}}, {"h100-sxm", {0.04, 0.11}}}},
     {"memory",
      {{"a100-80gb", {0.06, 0.25}},
       {"h100-sxm", {0.30, 0.70}},
@@ -80,7 +83,14 @@ void check_table(const std::string& table, const std::vector<MeasuredKernel>& ke
 TEST(KernelFit, GemmModelHoldsToTheGemmTable) { check_table("gemm", testing::gemm_kernels()); }
 
 TEST(KernelFit, AttentionModelHoldsToTheAttentionTable) {
-  check_table("attention", testing::attention_kernels());
+  std::vector<MeasuredKernel> fused;
+  std::vector<MeasuredKernel> triton;
+  for (MeasuredKernel& k : testing::attention_kernels()) {
+    const bool is_triton = k.work.front().attention->impl == AttentionImpl::kTriton;
+    (is_triton ? triton : fused).push_back(std::move(k));
+  }
+  check_table("attention", fused);
+  check_table("attention-triton", triton);
 }
 
 TEST(KernelFit, MemoryBoundModelHoldsToTheMemoryTable) {
@@ -197,7 +207,11 @@ TEST(KernelFit, AttentionIsCostedByImplementation) {
   // The chip lists what it has measurements of; TPUs cost their Pallas kernels as GEMMs.
   EXPECT_EQ(chip.attention_impls(),
             (std::vector<AttentionImpl>{AttentionImpl::kFlash2, AttentionImpl::kFlash3,
-                                        AttentionImpl::kCudnn}));
+                                        AttentionImpl::kCudnn, AttentionImpl::kTriton}));
+  // FlashAttention's Triton port (the FlashAttention-1 algorithm) at less than half of
+  // FlashAttention-2's rate on long sequences, as measured.
+  EXPECT_LT(eff(AttentionImpl::kTriton, false, 16384),
+            0.5 * eff(AttentionImpl::kFlash2, false, 16384));
   const RooflineComputeModel v5e(cat.chip("tpu-v5e"));
   const ComputeWork splash = attention(AttentionImpl::kSplash, false, 4096);
   ComputeWork pv = splash;

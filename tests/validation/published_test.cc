@@ -95,10 +95,29 @@ TEST(PublishedMap, MptRunBecomesAnFsdpScenario) {
   EXPECT_EQ(s.plan.mbs, 8);
   EXPECT_EQ(s.plan.gbs, 2048);
   EXPECT_EQ(s.plan.recompute, workloads::Recompute::kFull);
-  EXPECT_EQ(s.model.positions, workloads::PositionKind::kAlibi);
+  // The benchmark yamls' MPT: learned positions and biases (MPTConfig's defaults).
+  EXPECT_EQ(s.model.positions, workloads::PositionKind::kLearned);
+  EXPECT_TRUE(s.model.attention_bias);
   EXPECT_EQ(s.model.d_ff, 4 * 7168);
+  // The 2024 "Large Scale" table: llm-foundry main (stack fsdp), 30b with attn_impl triton;
+  // Composer's DEFAULT mixed precision reduces gradients in fp32.
+  EXPECT_EQ(s.plan.stack, workloads::Stack::kFsdp);
+  EXPECT_EQ(s.plan.attention, workloads::AttentionKernel::kTriton);
+  EXPECT_TRUE(s.plan.origins[workloads::PlanField::kAttention].given());
+  EXPECT_EQ(s.plan.state.gradient, 4);
   // 4194304 tokens per step at 2148 tokens/s on each of 256 GPUs.
   EXPECT_NEAR(s.measured_step.seconds(), 4194304.0 / (2148.0 * 256), 1e-9);
+}
+
+// The 2023 tables ran llm-foundry v0.3.0: the llm-foundry-2023 stack (attn_impl triton).
+TEST(PublishedMap, MptTablesOf2023RunTheLlmFoundry2023Stack) {
+  const PublishedMapping m =
+      map_published_run(run(dev_set(), "mpt-a100_80gb-amp_bf16-7b-seq16384-8gpu-mbs4-ga2"),
+                        topology::Catalogue::builtin());
+  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(m)) << std::get<NotExpressible>(m).reason;
+  const PublishedScenario& s = std::get<PublishedScenario>(m);
+  EXPECT_EQ(s.plan.stack, workloads::Stack::kLlmFoundry2023);
+  EXPECT_FALSE(s.plan.origins[workloads::PlanField::kAttention].given());  // the stack's
 }
 
 TEST(PublishedMap, RefusesWhatItCannotExpressAndSaysWhy) {

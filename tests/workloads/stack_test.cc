@@ -72,6 +72,12 @@ TEST(Stacks, ProfilesChooseTheFrameworksKernels) {
   EXPECT_EQ(fsdp.kernels, Kernels::kEager);
   EXPECT_EQ(fsdp.attention, AttentionKernel::kFlash);
   EXPECT_EQ(fsdp.optimizer, OptimizerKernels::kPerTensor);
+  // llm-foundry's 2023 benchmark stack: FSDP eager with FlashAttention's Triton port.
+  const StackProfile foundry = stack_profile(Stack::kLlmFoundry2023, DeviceFamily::kAmpere);
+  EXPECT_EQ(foundry.kernels, Kernels::kEager);
+  EXPECT_EQ(foundry.optimizer, OptimizerKernels::kPerTensor);
+  EXPECT_EQ(foundry.attention, AttentionKernel::kTriton);
+  EXPECT_EQ(fused_attention(foundry.attention), AttentionImpl::kTriton);
   EXPECT_EQ(stack_profile(Stack::kFsdpCompile, DeviceFamily::kHopper).kernels, Kernels::kFused);
   EXPECT_EQ(stack_profile(Stack::kFsdpCompile, DeviceFamily::kHopper).fp8, Fp8Scaling::kCurrent);
   EXPECT_EQ(stack_profile(Stack::kMegatron2021, DeviceFamily::kAmpere).attention,

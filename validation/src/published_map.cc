@@ -114,12 +114,17 @@ ModelConfig model_of(const PublishedRun& r, std::vector<std::string>& assumption
       m.num_kv_heads = kv_or_mha("multi-head attention, Megatron's default");
       break;
     case Family::kMpt:
-      // llm-foundry's MPT (llmfoundry/models/mpt): LayerNorm without bias, ALiBi, GeLU MLP of
-      // expansion_ratio 4, no biases (no_bias: true), LM head tied to wte.
+      // llm-foundry's MPT as its benchmark yamls build it (scripts/train/yamls/pretrain/mpt-*.yaml
+      // at v0.3.0 and 5e85bd62d set no alibi and no no_bias; MPTConfig's defaults then:
+      // learned_pos_emb True, a table of max_seq_len rows; no_bias False; alibi False):
+      // LayerNorm, learned positions, GeLU MLP of expansion_ratio 4, biases, LM head tied to wte.
+      // The tables' NumParams bear it out (MPT-7b at 32k: 6,784,688,128 = the layers with biases,
+      // the tied embedding and a 32768 x 4096 position table).
       m.architecture = Architecture::kGpt2;
       m.mlp = MlpKind::kGelu;
       m.norm = NormKind::kLayerNorm;
-      m.positions = PositionKind::kAlibi;
+      m.positions = PositionKind::kLearned;
+      m.attention_bias = m.mlp_bias = true;
       m.tied_embeddings = true;
       m.d_ff = ffn_or(4 * m.d_model, "MPT expansion_ratio 4");
       m.num_kv_heads = kv_or_mha("MPT's multi-head attention");

@@ -174,6 +174,36 @@ workloads::Stack stack_of(Framework f) {
   return workloads::Stack::kMegatron;
 }
 
+// llm-foundry's benchmark tables come from two sweeps (scripts/train/benchmarking/README.md's
+// history): the tables of 2023 from submit_benchmarks.py @ b2a43a147 on llm-foundry v0.3.0,
+// whose yamls and script run attn_impl: triton (the llm-foundry-2023 stack); the "Large Scale"
+// table of 2024-01 from sweep.py @ 5e85bd62d on llm-foundry main with flash-attn 2 installed,
+// which passes --attn_impl flash for the 1b, 3b, 7b and 70b models and triton for 13b and 30b.
+void set_llm_foundry_stack(ParallelPlan& p, const PublishedRun& r,
+                           std::vector<std::string>& assumptions) {
+  if (contains(r.parallelism.notes, "mixed_precision mode=DEFAULT")) {
+    // Composer's DEFAULT FSDP mixed precision (composer/trainer/mosaic_fsdp_utils.py @ v0.16.4,
+    // get_mixed_precision): bf16 parameters, gradients reduced and kept in fp32.
+    p.state.gradient = 4;
+    assumptions.push_back(
+        "fp32 gradient reduction: Composer's DEFAULT FSDP mixed precision (reduce_dtype float32)");
+  }
+  if (!contains(r.location, "Large Scale")) {
+    p.stack = workloads::Stack::kLlmFoundry2023;
+    assumptions.push_back(
+        "stack llm-foundry-2023: the 2023 benchmark tables ran llm-foundry v0.3.0 with attn_impl "
+        "triton (scripts/train/benchmarking/submit_benchmarks.py @ b2a43a147)");
+    return;
+  }
+  p.stack = workloads::Stack::kFsdp;
+  if (contains(r.model.name, "-13b") || contains(r.model.name, "-30b")) {
+    p.attention = workloads::AttentionKernel::kTriton;
+    p.origins.set(workloads::PlanField::kAttention, Origin::file(r.id, "/model/name"));
+    assumptions.push_back("attention triton: sweep.py @ 5e85bd62d runs 13b and 30b with "
+                          "--attn_impl triton");
+  }
+}
+
 }  // namespace
 
 ParallelPlan plan_of(const PublishedRun& r, const topology::ClusterSpec& cluster,
@@ -185,6 +215,9 @@ ParallelPlan plan_of(const PublishedRun& r, const topology::ClusterSpec& cluster
   set_batch(p, r, f);
   p.recompute = recompute_of(r, f, assumptions);
   p.stack = stack_of(f);
+  if (f == Framework::kComposer) {
+    set_llm_foundry_stack(p, r, assumptions);
+  }
   p.origins.set(workloads::PlanField::kStack, Origin::file(r.id, "/framework"));
   if (p.matmul_dtype == Dtype::kFp8 && contains(r.precision, "FP8-CS")) {
     p.fp8_scaling = workloads::Fp8Scaling::kCurrent;

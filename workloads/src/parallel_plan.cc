@@ -17,6 +17,8 @@ std::optional<AttentionImpl> fused_attention(AttentionKernel k) {
       return AttentionImpl::kCudnn;
     case AttentionKernel::kSplash:
       return AttentionImpl::kSplash;
+    case AttentionKernel::kTriton:
+      return AttentionImpl::kTriton;
     case AttentionKernel::kNaive:
       break;
   }

@@ -65,6 +65,24 @@ StackProfile fsdp() {
   return p;
 }
 
+// llm-foundry v0.3.0 as its benchmark tables of 2023 ran (scripts/train/benchmarking/
+// submit_benchmarks.py @ b2a43a147): the same FSDP eager stack as fsdp() with the attention the
+// script and the pretrain yamls chose then.
+StackProfile llm_foundry_2023() {
+  StackProfile p = fsdp();
+  p.stack = Stack::kLlmFoundry2023;
+  p.basis =
+      "MosaicML Composer / llm-foundry v0.3.0 as scripts/train/benchmarking/submit_benchmarks.py "
+      "@ b2a43a147 (2023-10) ran the MPT benchmark tables: the pretrain yamls' and the script's "
+      "attn_impl: triton (FlashAttention's Triton port, llmfoundry/models/layers/"
+      "flash_attn_triton.py on triton-pre-mlir), low_precision_layernorm, PyTorch FSDP eager "
+      "(torch 2.1 image), Composer's DecoupledAdamW, gradient clipping by norm (the yamls' "
+      "gradient_clipping), FP8 through Transformer Engine v0.10 te.Linear (fc_type te; delayed "
+      "scaling)";
+  p.attention = AttentionKernel::kTriton;
+  return p;
+}
+
 StackProfile fsdp_compile() {
   StackProfile p;
   p.stack = Stack::kFsdpCompile;
@@ -113,6 +131,8 @@ StackProfile stack_profile(Stack stack, DeviceFamily family) {
       return megatron_2021();
     case Stack::kFsdp:
       return fsdp();
+    case Stack::kLlmFoundry2023:
+      return llm_foundry_2023();
     case Stack::kFsdpCompile:
       return fsdp_compile();
     case Stack::kMaxText:

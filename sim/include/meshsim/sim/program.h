@@ -112,13 +112,17 @@ struct MatmulShape {
 // The fused attention kernels meshsim costs from their own measurements (topology/'s attention
 // class): FlashAttention-2 (the flash-attn package, also PyTorch SDPA's flash backend),
 // FlashAttention-3 (Hopper), cuDNN's fused flash attention (Transformer Engine's FusedAttention,
-// MaxText's cudnn_flash_te), and the Pallas flash/splash kernels of JAX on TPU.
-enum class AttentionImpl : uint8_t { kFlash2, kFlash3, kCudnn, kSplash };
+// MaxText's cudnn_flash_te), the Pallas flash/splash kernels of JAX on TPU, and FlashAttention's
+// Triton port (flash_attn_triton.py: the FlashAttention-1 algorithm; llm-foundry's attn_impl
+// triton).
+enum class AttentionImpl : uint8_t { kFlash2, kFlash3, kCudnn, kSplash, kTriton };
 constexpr auto enum_names(AttentionImpl) {
-  return std::to_array<EnumName<AttentionImpl>>({{AttentionImpl::kFlash2, "flash2"},
-                                                 {AttentionImpl::kFlash3, "flash3"},
-                                                 {AttentionImpl::kCudnn, "cudnn"},
-                                                 {AttentionImpl::kSplash, "splash"}});
+  return std::to_array<EnumName<AttentionImpl>>(
+      {{AttentionImpl::kFlash2, "flash2"},
+       {AttentionImpl::kFlash3, "flash3"},
+       {AttentionImpl::kCudnn, "cudnn"},
+       {AttentionImpl::kSplash, "splash"},
+       {AttentionImpl::kTriton, "triton"}});
 }
 
 // What one fused attention kernel computes: batch_heads independent (query block, key block)

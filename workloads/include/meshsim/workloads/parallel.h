@@ -55,13 +55,16 @@ constexpr OpCategory category_of(CommKind kind) { return OpCategory(static_cast<
 // The attention kernel: a fused one, by implementation (kFlash: FlashAttention-2, the flash-attn
 // package and PyTorch SDPA's flash backend; kFlash3: FlashAttention-3; kCudnn: cuDNN's fused
 // attention, Transformer Engine's FusedAttention; kSplash: JAX's Pallas flash/splash kernels on
-// TPU), or kNaive: the scores materialised through memory (batched GEMMs and a softmax).
-enum class AttentionKernel { kFlash, kFlash3, kCudnn, kSplash, kNaive };
+// TPU; kTriton: FlashAttention's Triton port, the FlashAttention-1 algorithm that llm-foundry's
+// attn_impl triton runs), or kNaive: the scores materialised through memory (batched GEMMs and a
+// softmax).
+enum class AttentionKernel { kFlash, kFlash3, kCudnn, kSplash, kTriton, kNaive };
 constexpr auto enum_names(AttentionKernel) {
   return std::to_array<EnumName<AttentionKernel>>({{AttentionKernel::kFlash, "flash"},
                                                    {AttentionKernel::kFlash3, "flash3"},
                                                    {AttentionKernel::kCudnn, "cudnn"},
                                                    {AttentionKernel::kSplash, "splash"},
+                                                   {AttentionKernel::kTriton, "triton"},
                                                    {AttentionKernel::kNaive, "naive"}});
 }
 // The fused implementation of `k` (std::nullopt for naive attention).

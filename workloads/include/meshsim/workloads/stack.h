@@ -22,11 +22,19 @@
 
 namespace meshsim::workloads {
 
-enum class Stack : uint8_t { kMegatron, kMegatron2021, kFsdp, kFsdpCompile, kMaxText };
+enum class Stack : uint8_t {
+  kMegatron,
+  kMegatron2021,
+  kFsdp,
+  kLlmFoundry2023,
+  kFsdpCompile,
+  kMaxText
+};
 constexpr auto enum_names(Stack) {
   return std::to_array<EnumName<Stack>>({{Stack::kMegatron, "megatron"},
                                          {Stack::kMegatron2021, "megatron-2021"},
                                          {Stack::kFsdp, "fsdp"},
+                                         {Stack::kLlmFoundry2023, "llm-foundry-2023"},
                                          {Stack::kFsdpCompile, "fsdp-compile"},
                                          {Stack::kMaxText, "maxtext"}});
 }
