@@ -101,34 +101,28 @@ ModelConfig model_of(const PublishedRun& r, std::vector<std::string>& assumption
   };
   switch (family) {
     case Family::kGpt:
+    case Family::kMpt: {
       // GPT-2/3 as Megatron and NeMo build it: LayerNorm, learned positions, GeLU MLP of 4h,
       // biases, the LM head tied to the embedding (Megatron's default
-      // share_embeddings_and_output_weights).
+      // share_embeddings_and_output_weights). llm-foundry's MPT as its benchmark yamls build it
+      // is the same (scripts/train/yamls/pretrain/mpt-*.yaml at v0.3.0 and 5e85bd62d set no alibi
+      // and no no_bias; MPTConfig's defaults then: learned_pos_emb True, a table of max_seq_len
+      // rows; no_bias False; alibi False; the LM head tied to wte). The tables' NumParams bear it
+      // out (MPT-7b at 32k: 6,784,688,128 = the layers with biases, the tied embedding and a
+      // 32768 x 4096 position table).
+      const bool mpt = family == Family::kMpt;
       m.architecture = Architecture::kGpt2;
       m.mlp = MlpKind::kGelu;
       m.norm = NormKind::kLayerNorm;
       m.positions = PositionKind::kLearned;
       m.attention_bias = m.mlp_bias = true;
       m.tied_embeddings = true;
-      m.d_ff = ffn_or(4 * m.d_model, "Megatron's default ffn_hidden_size = 4 h");
-      m.num_kv_heads = kv_or_mha("multi-head attention, Megatron's default");
+      m.d_ff = ffn_or(4 * m.d_model, mpt ? "MPT expansion_ratio 4"
+                                         : "Megatron's default ffn_hidden_size = 4 h");
+      m.num_kv_heads = kv_or_mha(mpt ? "MPT's multi-head attention"
+                                     : "multi-head attention, Megatron's default");
       break;
-    case Family::kMpt:
-      // llm-foundry's MPT as its benchmark yamls build it (scripts/train/yamls/pretrain/mpt-*.yaml
-      // at v0.3.0 and 5e85bd62d set no alibi and no no_bias; MPTConfig's defaults then:
-      // learned_pos_emb True, a table of max_seq_len rows; no_bias False; alibi False):
-      // LayerNorm, learned positions, GeLU MLP of expansion_ratio 4, biases, LM head tied to wte.
-      // The tables' NumParams bear it out (MPT-7b at 32k: 6,784,688,128 = the layers with biases,
-      // the tied embedding and a 32768 x 4096 position table).
-      m.architecture = Architecture::kGpt2;
-      m.mlp = MlpKind::kGelu;
-      m.norm = NormKind::kLayerNorm;
-      m.positions = PositionKind::kLearned;
-      m.attention_bias = m.mlp_bias = true;
-      m.tied_embeddings = true;
-      m.d_ff = ffn_or(4 * m.d_model, "MPT expansion_ratio 4");
-      m.num_kv_heads = kv_or_mha("MPT's multi-head attention");
-      break;
+    }
     case Family::kLlama:
       m.d_ff = stated(r.model.ffn, "the MLP size");
       m.num_kv_heads = kv_or_mha("Llama 2 7B's multi-head attention");
