@@ -269,6 +269,12 @@ PublishedMapping map_published_run(const PublishedRun& run, const topology::Cata
     s.model = model_of(run, s.assumptions);
     s.cluster = cluster_of(run, catalogue, s.assumptions);
     s.plan = detail::plan_of(run, s.cluster, s.assumptions);
+    if (s.plan.stack == workloads::Stack::kMegatron2021) {
+      s.model.dropout = true;
+      s.assumptions.push_back(
+          "attention and hidden dropout 0.1: Megatron-LM's defaults (megatron/arguments.py "
+          "--attention-dropout, --hidden-dropout @ 6985e589), which examples/sc21 does not set");
+    }
     workloads::validate_plan(s.model, s.plan);
     if (s.plan.world() != s.cluster.device_count()) {
       throw Unmappable(fmt::format("tp x cp x dp x pp = {} but the run used {} devices",

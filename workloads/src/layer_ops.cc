@@ -32,10 +32,15 @@ void norm_items(Items& it, const std::string& name, int64_t tokens, bool backwar
 }
 
 // out = x + y: read two, write one. Forward: the residual add; backward: autograd's sum of the
-// two gradients of the residual stream (the skip and the norm's input).
-void residual_items(Items& it, const std::string& name) {
+// two gradients of the residual stream (the skip and the norm's input). With dropout, the add is
+// Megatron's fused bias-dropout-add (megatron/model/transformer.py bias_dropout_add_fused_train
+// @ 6985e589): it also writes a one-byte mask per element, which its backward reads; `masks` is
+// the number of such masks the kernel moves.
+void residual_items(Items& it, const std::string& name, int64_t masks) {
   const int64_t el = it.dims().sp_tokens * it.dims().h;
-  it.kernel(name, memory_bound(OpClass::kElementwise, 1.0, el, 3 * it.context().plan.activation_bytes * el));
+  const int64_t mask_bytes = it.context().model.dropout ? masks * el : 0;
+  it.kernel(name, memory_bound(OpClass::kElementwise, 1.0, el,
+                               3 * it.context().plan.activation_bytes * el + mask_bytes));
 }
 
 void rope_items(Items& it, bool backward) {
@@ -57,7 +62,10 @@ void rope_items(Items& it, bool backward) {
 // scores of every head, the softmax kernel reads them and writes the probabilities, the context
 // GEMM P V reads those. Backward: dP = dO V^T and dV = P^T dO, the softmax backward (reads P and
 // dP, writes dS), dQ = dS K and dK = dS^T Q. The GEMMs compute the full s x s (no causal
-// skipping).
+// skipping). With dropout (Megatron-LM 2021: torch.nn.Dropout on the probabilities,
+// megatron/model/transformer.py ParallelAttention @ 6985e589), a dropout kernel reads the
+// probabilities and writes the dropped ones and a one-byte mask; its backward reads the
+// gradient and the mask and writes the gradient.
 void naive_attention_items(Items& it, bool backward) {
   const LayerContext& c = it.context();
   const Dims& d = it.dims();
@@ -77,11 +85,17 @@ void naive_attention_items(Items& it, bool backward) {
   if (!backward) {
     bmm("attention.scores", d.s, dh, d.s);
     it.kernel("attention.softmax", memory_bound(a, 5.0, scores, 2 * e * scores));
+    if (c.model.dropout) {
+      it.kernel("attention.dropout", memory_bound(a, 1.0, scores, (2 * e + 1) * scores));
+    }
     bmm("attention.context", d.s, d.s, dh);
     return;
   }
   bmm("attention.bwd.dprobs", d.s, dh, d.s);
   bmm("attention.bwd.dv", d.s, d.s, dh);
+  if (c.model.dropout) {
+    it.kernel("attention.bwd.dropout", memory_bound(a, 1.0, scores, (2 * e + 1) * scores));
+  }
   it.kernel("attention.bwd.softmax", memory_bound(a, 4.0, scores, 3 * e * scores));
   bmm("attention.bwd.dq", d.s, d.s, dh);
   bmm("attention.bwd.dk", d.s, d.s, dh);
@@ -295,10 +309,10 @@ std::vector<LayerItem> layer_forward(const LayerContext& c) {
   }
   it.fp8_cast("attn_out.input", d.tokens * d.q);
   it.row_gemm("attn_out", "attn_out", d.tokens, d.q, d.h);
-  residual_items(it, "residual_attn");
+  residual_items(it, "residual_attn", 1);
   norm_items(it, "mlp_norm", d.sp_tokens, false);
   mlp_items(it, false);
-  residual_items(it, "residual_mlp");
+  residual_items(it, "residual_mlp", 1);
   return it.take();
 }
 
@@ -307,7 +321,7 @@ std::vector<LayerItem> layer_backward(const LayerContext& c) {
   Items it(c, d);
   mlp_items(it, true);
   norm_items(it, "mlp_norm.bwd", d.sp_tokens, true);
-  residual_items(it, "residual.bwd");
+  residual_items(it, "residual.bwd", 2);
   it.fp8_cast("attn_out.grad_output", d.sp_tokens * d.h);
   it.row_gemm_bwd("attn_out.bwd", "attn_out", d.tokens, d.q, d.h);
   if (eager(c)) {
@@ -322,7 +336,7 @@ std::vector<LayerItem> layer_backward(const LayerContext& c) {
   it.column_bwd("qkv", d.tokens, d.h, d.q + 2 * d.kv);
   norm_items(it, "attn_norm.bwd", d.sp_tokens, true);
   if (eager(c)) {  // autograd sums the residual stream's two gradients at each norm's input
-    residual_items(it, "residual_attn.bwd");
+    residual_items(it, "residual_attn.bwd", 0);
   }
   return it.take();
 }
