@@ -25,14 +25,17 @@ struct Tolerance {
 };
 
 // Per table and chip: the fit's errors (tools/fit_kernels.py, validation/microbench/README.md)
-// rounded up with a little headroom.
+// rounded up with a little headroom. GEMM on H200 and GB200: the largest error is the MAMF FP8
+// maximum (the best shape of a sweep), which the FP8 model, fitted to the sweeps' training-regime
+// rows, runs 35% (H200) and 29% (GB200) slower than: a ceiling it stays under
+// (Fp8GemmModelStaysUnderTheBestOfSweepMaxima), not a typical value of its shape.
 const std::map<std::string, std::map<std::string, Tolerance>> kTolerances = {
     {"gemm",
      {{"a100-80gb", {0.07, 0.22}},
       {"h100-sxm", {0.11, 0.35}},
-      {"h200", {0.12, 0.26}},
+      {"h200", {0.12, 0.36}},
       {"b200", {0.14, 0.16}},
-      {"gb200", {0.11, 0.22}},
+      {"gb200", {0.11, 0.30}},
       {"tpu-v5e", {0.02, 0.03}}}},
     {"attention",
      {{"a100-80gb", {0.02, 0.03}},
@@ -80,7 +83,55 @@ void check_table(const std::string& table, const std::vector<MeasuredKernel>& ke
   }
 }
 
+std::vector<MeasuredKernel> gemm_rows(bool best_of_sweep) {
+  std::vector<MeasuredKernel> out;
+  for (MeasuredKernel& k : testing::gemm_kernels()) {
+    if (k.best_of_sweep == best_of_sweep) {
+      out.push_back(std::move(k));
+    }
+  }
+  return out;
+}
+
 TEST(KernelFit, GemmModelHoldsToTheGemmTable) { check_table("gemm", testing::gemm_kernels()); }
+
+// The MAMF FP8 maxima are the fastest shape of a brute-force sweep: fitted to the sweeps'
+// training-regime rows, the FP8 model is slower there (its wave quantization is coarser than
+// cuBLAS's stream-K kernels), never faster than the maximum.
+TEST(KernelFit, Fp8GemmModelStaysUnderTheBestOfSweepMaxima) {
+  const Catalogue cat = Catalogue::builtin();
+  int checked = 0;
+  for (const MeasuredKernel& k : gemm_rows(true)) {
+    if (!cat.contains(k.chip) || k.work.front().dtype != Dtype::kFp8) {
+      continue;
+    }
+    ++checked;
+    const RooflineComputeModel model(cat.chip(k.chip));
+    EXPECT_GE(model_seconds(model, k), k.measured.seconds()) << k.chip << " " << k.label;
+  }
+  EXPECT_EQ(checked, 4);  // H100, H200, B200, GB200
+}
+
+// FP8's e_max is fitted to the sweeps' training-regime rows (M, N, K >= 4096; tools/
+// fit_kernels.py fit_fp8_training_regime): there the model holds to 1.5% median, 6% at most on
+// Hopper (Azure's cuBLASLt cubes and 6144x12288x12288 on H100 and H200).
+TEST(KernelFit, Fp8GemmsOfTrainingShapesHoldToTheSweeps) {
+  const Catalogue cat = Catalogue::builtin();
+  std::vector<double> errors;
+  for (const MeasuredKernel& k : gemm_rows(false)) {
+    const MatmulShape& s = *k.work.front().shape;
+    if ((k.chip != "h100-sxm" && k.chip != "h200") || k.work.front().dtype != Dtype::kFp8 ||
+        std::min({s.m, s.n, s.k}) < 4096) {
+      continue;
+    }
+    const RooflineComputeModel model(cat.chip(k.chip));
+    errors.push_back(std::fabs(model_seconds(model, k) / k.measured.seconds() - 1.0));
+  }
+  ASSERT_EQ(errors.size(), 10U);
+  std::sort(errors.begin(), errors.end());
+  EXPECT_LE(0.5 * (errors[4] + errors[5]), 0.025);
+  EXPECT_LE(errors.back(), 0.07);
+}
 
 TEST(KernelFit, AttentionModelHoldsToTheAttentionTable) {
   std::vector<MeasuredKernel> fused;

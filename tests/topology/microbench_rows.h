@@ -80,6 +80,9 @@ struct MeasuredKernel {
   std::string label;
   std::vector<ComputeWork> work;  // one kernel, or forward then backward for fwd+bwd rows
   Duration measured;
+  // The best shape of a brute-force sweep (MAMF): a maximum, which the model must not exceed at
+  // its shape, not a typical value of that shape.
+  bool best_of_sweep = false;
 };
 
 inline Dtype dtype_of(const std::string& name) {
@@ -110,7 +113,8 @@ inline std::vector<MeasuredKernel> gemm_kernels(int64_t min_rows = 256) {
     out.push_back({r.at("chip"),
                    r.at("dtype") + " " + r.at("m") + "x" + r.at("n") + "x" + r.at("k"),
                    {w},
-                   Seconds(flops / (num_of(r, "tflops") * 1e12))});
+                   Seconds(flops / (num_of(r, "tflops") * 1e12)),
+                   r.at("statistic").rfind("best shape of a brute-force sweep", 0) == 0});
   }
   return out;
 }
