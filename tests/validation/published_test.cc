@@ -16,6 +16,7 @@
 namespace meshsim::validation::test {
 namespace {
 
+using ::testing::Contains;
 using ::testing::HasSubstr;
 
 const std::string kRuns = kSource + "/validation/published/published_runs.json";
@@ -118,6 +119,21 @@ TEST(PublishedMap, MptTablesOf2023RunTheLlmFoundry2023Stack) {
   const PublishedScenario& s = std::get<PublishedScenario>(m);
   EXPECT_EQ(s.plan.stack, workloads::Stack::kLlmFoundry2023);
   EXPECT_FALSE(s.plan.origins[workloads::PlanField::kAttention].given());  // the stack's
+}
+
+// Megatron-LM 2021 ran with its default dropout (0.1, examples/sc21 sets none); MPT without.
+TEST(PublishedMap, Megatron2021RunsTrainWithDropout) {
+  const auto scenario = [](const std::string& id) {
+    const PublishedMapping m =
+        map_published_run(run(dev_set(), id), topology::Catalogue::builtin());
+    EXPECT_TRUE(std::holds_alternative<PublishedScenario>(m)) << id;
+    return std::get<PublishedScenario>(m);
+  };
+  const PublishedScenario mlm = scenario("mlm2021-t1-7.5B-128xA100");
+  EXPECT_EQ(mlm.plan.stack, workloads::Stack::kMegatron2021);
+  EXPECT_TRUE(mlm.model.dropout);
+  EXPECT_THAT(mlm.assumptions, Contains(HasSubstr("dropout 0.1")));
+  EXPECT_FALSE(scenario("mpt-a100_80gb-amp_bf16-7b-seq16384-8gpu-mbs4-ga2").model.dropout);
 }
 
 TEST(PublishedMap, RefusesWhatItCannotExpressAndSaysWhy) {

@@ -19,8 +19,8 @@ struct Kernel {
   ComputeWork work;
 };
 
-std::vector<Kernel> kernels(const ParallelPlan& p) {
-  const StepPlan plan = plan_step(load_model("llama3.2-1b"), p);
+std::vector<Kernel> kernels(const ParallelPlan& p, const ModelConfig& model) {
+  const StepPlan plan = plan_step(model, p);
   std::vector<Kernel> out;
   const Program& prog = plan.programs.at(0);
   for (size_t i = 0; i < prog.size(); ++i) {
@@ -31,6 +31,8 @@ std::vector<Kernel> kernels(const ParallelPlan& p) {
   }
   return out;
 }
+
+std::vector<Kernel> kernels(const ParallelPlan& p) { return kernels(p, load_model("llama3.2-1b")); }
 
 int count(const std::vector<Kernel>& ks, const std::string& part) {
   int n = 0;
@@ -136,6 +138,29 @@ TEST(Stacks, TheKernelSetFollowsTheStack) {
   const auto old = kernels(plan_with(Stack::kMegatron2021, DeviceFamily::kAmpere));
   EXPECT_EQ(count(old, "fwd.L0.attention.softmax"), 1);
   EXPECT_EQ(find(old, "fwd.L0.attention.scores").work.shape->m, 1024);
+}
+
+// Megatron-LM 2021 trained with dropout 0.1 (its defaults): a dropout kernel on the materialised
+// probabilities each way (read them, write the dropped ones and a one-byte mask; backward: read
+// the gradient and the mask, write the gradient), and the fused bias-dropout-add writes a mask
+// per residual element. Without dropout, none of it.
+TEST(Stacks, DropoutIsChargedWhereTheModelTrainsWithIt) {
+  const ParallelPlan p = plan_with(Stack::kMegatron2021, DeviceFamily::kAmpere);
+  ModelConfig m = load_model("llama3.2-1b");
+  m.dropout = true;
+  const auto with = kernels(p, m);
+  const auto without = kernels(p);
+  EXPECT_EQ(count(without, "dropout"), 0);
+  const int64_t scores = 32 * 1024 * 1024;  // 32 heads x 1024 x 1024, one sequence
+  EXPECT_EQ(find(with, "fwd.L0.attention.dropout").work.bytes.count(), (2 * 2 + 1) * scores);
+  EXPECT_EQ(find(with, "bwd.L0.attention.bwd.dropout").work.bytes.count(), (2 * 2 + 1) * scores);
+  const int64_t el = 1024 * 2048;  // the residual stream's elements
+  EXPECT_EQ(find(with, "fwd.L0.residual_attn").work.bytes.count() -
+                find(without, "fwd.L0.residual_attn").work.bytes.count(),
+            el);
+  EXPECT_EQ(find(with, "bwd.L0.residual.bwd").work.bytes.count() -
+                find(without, "bwd.L0.residual.bwd").work.bytes.count(),
+            2 * el);
 }
 
 TEST(Stacks, Fp16RunsScaleTheirLoss) {
