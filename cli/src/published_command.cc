@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "meshsim/sim/enum_names.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/validation/published.h"
 #include "run_command.h"
@@ -26,7 +27,7 @@ validation::SimulatedStep simulate_published(const validation::PublishedScenario
   RunOutputs outputs;
   outputs.skip_memory_precheck = true;
   const StepReport r = simulate_loaded(scenario, Loaded{s.cluster, s.model}, outputs);
-  return {r.step_time, r.oom};
+  return {r.step_time, r.oom, r.time_by_class, r.exposed_comm};
 }
 
 std::string summary_row(const std::string& label, const ErrorSummary& s) {
@@ -78,6 +79,10 @@ nlohmann::json summary_json(const ErrorSummary& s) {
 nlohmann::json report_json(const PublishedReport& r) {
   nlohmann::json points = nlohmann::json::array();
   for (const validation::PublishedPoint& p : r.points) {
+    nlohmann::json by_class = nlohmann::json::object();
+    for (size_t i = 0; i < p.time_by_class.size(); ++i) {
+      by_class[std::string(to_string(static_cast<OpClass>(i)))] = p.time_by_class[i].seconds();
+    }
     points.push_back({{"id", p.id},
                       {"source", p.source_group},
                       {"precision", p.precision_class},
@@ -85,7 +90,9 @@ nlohmann::json report_json(const PublishedReport& r) {
                       {"measured_step_s", p.measured.seconds()},
                       {"simulated_step_s", p.simulated.seconds()},
                       {"error", p.error},
-                      {"oom", p.oom}});
+                      {"oom", p.oom},
+                      {"time_by_op_class_s", by_class},
+                      {"exposed_comm_s", p.exposed_comm.seconds()}});
   }
   nlohmann::json no = nlohmann::json::array();
   for (const auto& [id, reason] : r.not_expressed) {

@@ -196,6 +196,14 @@ TEST_F(PublishedCommandTest, RunsEndToEndOnAFewPoints) {
     EXPECT_NEAR(p["error"].get<double>(),
                 p["simulated_step_s"].get<double>() / p["measured_step_s"].get<double>() - 1,
                 1e-12);
+    // Where the step goes, by class: GEMMs and attention ran, nothing took longer than the step
+    // on its own (kernel times of one rank; the exposed communication adds to compute).
+    const nlohmann::json& by_class = p["time_by_op_class_s"];
+    EXPECT_GT(by_class["matmul"].get<double>(), 0) << p["id"];
+    EXPECT_GT(by_class["attention"].get<double>(), 0) << p["id"];
+    EXPECT_LT(by_class["matmul"].get<double>(), p["simulated_step_s"].get<double>());
+    EXPECT_GE(p["exposed_comm_s"].get<double>(), 0);
+    EXPECT_LT(p["exposed_comm_s"].get<double>(), p["simulated_step_s"].get<double>());
   }
   EXPECT_EQ(j["bf16_fp16"]["points"], 3);
   // Thresholds nothing meets: exit 4, each exceeded limit named.

@@ -16,6 +16,7 @@
 // error = simulated / measured - 1: negative when meshsim is too fast.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -24,6 +25,7 @@
 #include <variant>
 #include <vector>
 
+#include "meshsim/sim/program.h"
 #include "meshsim/sim/units.h"
 #include "meshsim/topology/chip.h"
 #include "meshsim/topology/cluster.h"
@@ -103,6 +105,9 @@ struct PublishedPoint {
   Duration simulated;
   double error = 0;        // simulated / measured - 1
   bool oom = false;        // meshsim's memory model says the configuration does not fit
+  // Where the simulated step goes (SimulatedStep's): to find which class an error comes from.
+  std::array<Duration, kNumOpClasses> time_by_class{};
+  Duration exposed_comm;
   std::string conversion;  // PublishedScenario's
   std::vector<std::string> assumptions;  // PublishedScenario's
 };
@@ -130,6 +135,8 @@ struct PublishedReport {
 struct SimulatedStep {
   Duration step;
   bool oom = false;
+  std::array<Duration, kNumOpClasses> time_by_class{};  // one rank's summed kernel times
+  Duration exposed_comm;                                  // per rank, not hidden by compute
 };
 using StepSimulator = std::function<SimulatedStep(const PublishedScenario&)>;
 
