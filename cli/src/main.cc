@@ -16,6 +16,7 @@
 #include "compare_command.h"
 #include "meshsim/sim/error.h"
 #include "run_command.h"
+#include "published_command.h"
 #include "scenario_flags.h"
 #include "validate_command.h"
 
@@ -180,10 +181,21 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
                    "Activation recompute: none, selective, full");
   bind_plan_choice<meshsim::Dtype>(
       app, f, PlanField::kDtype, [](ParallelPlan& p, meshsim::Dtype d) { p.set_training_dtype(d); },
-      "Training precision: bf16 or fp8 (mixed precision: bf16 activations, fp32 master weights), "
+      "Training precision: bf16, fp16 (with loss scaling) or fp8 (mixed precision: 16-bit "
+      "activations, fp32 master weights; fp8 GEMMs in the linear layers), "
       "fp32 or tf32 (fp32 activations; tf32 matmuls on tensor cores)");
   bind_plan_choice(app, f, PlanField::kAttention, &ParallelPlan::attention,
-                   "Attention kernel: flash or naive (s x s scores through memory)");
+                   "Attention kernel: flash (FlashAttention-2), flash3, cudnn, splash (TPU), "
+                   "triton (FlashAttention's Triton port) or naive (s x s scores through "
+                   "memory); default: the stack's");
+  bind_plan_choice(app, f, PlanField::kStack, &ParallelPlan::stack,
+                   "Software stack: megatron (Megatron-Core + Transformer Engine), megatron-2021, "
+                   "fsdp (PyTorch FSDP eager), llm-foundry-2023, fsdp-compile (torchtitan), "
+                   "maxtext (JAX/XLA); "
+                   "default: megatron on GPUs, maxtext on TPUs");
+  bind_plan_choice(app, f, PlanField::kFp8Recipe, &ParallelPlan::fp8_scaling,
+                   "FP8 scaling of fp8 runs: delayed (amax history) or current (an amax pass "
+                   "before each cast); default: the stack's");
   bind_plan_choice(app, f, PlanField::kKernels, &ParallelPlan::kernels,
                    "Memory-bound kernels: fused (Megatron/TE, XLA) or eager (PyTorch eager mode, "
                    "one kernel per tensor op)");
@@ -391,6 +403,19 @@ int run_main(int argc, char** argv) {
   compare->add_option("a", compare_a, "The first report (A)")->required();
   compare->add_option("b", compare_b, "The second report (B)")->required();
 
+  meshsim::cli::PublishedArgs pub;
+  std::string pub_json, pub_thresholds;
+  CLI::App* published = app.add_subcommand(
+      "validate-published",
+      "Compare meshsim with published real-hardware training runs (step time per run)");
+  published->add_option("runs", pub.runs, "published_runs.json")->required();
+  published->add_option("--json", pub_json, "Write the report as JSON to FILE");
+  published->add_option("--thresholds", pub_thresholds,
+                        "thresholds.json: exit with status 4 beyond its \"published\" limits");
+  published->add_flag("--assumptions", pub.assumptions,
+                      "Print how each measured metric became a step time and every default "
+                      "applied");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -411,6 +436,15 @@ int run_main(int argc, char** argv) {
       val.trace_path = val_trace;
     }
     return meshsim::cli::validate_command(val, std::cout);
+  }
+  if (*published) {
+    if (!pub_json.empty()) {
+      pub.json_path = pub_json;
+    }
+    if (!pub_thresholds.empty()) {
+      pub.thresholds = pub_thresholds;
+    }
+    return meshsim::cli::published_command(pub, std::cout);
   }
   if (*calibrate) {
     if (!cal_json.empty()) {

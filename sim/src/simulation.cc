@@ -29,6 +29,8 @@ struct RankState {
   MemoryPeak peak;
   size_t remaining = 0;
   SimTime end;
+  // Collectives started (arrived or running) and not finished: they hold SMs (interference).
+  int32_t collectives_in_flight = 0;
 };
 
 struct Running {
@@ -298,11 +300,15 @@ uint64_t Simulation::Impl::step() {
   return 1;
 }
 
-// Starts every op of rank `id` that is at the head of a free stream with its dependencies done.
+// Starts every op of rank `id` that is at the head of a free stream with its dependencies done:
+// the communication streams first, then the compute stream, so that a kernel that becomes ready
+// at the instant a collective does sees it in flight (ComputeContext).
 void Simulation::Impl::try_start(RankId id) {
   RankState& r = ranks[id.index()];
   const ProgramInfo& p = info(r);
-  for (size_t s = 0; s < p.stream_ops.size(); ++s) {
+  const size_t streams = p.stream_ops.size();
+  for (size_t i = 1; i <= streams; ++i) {
+    const size_t s = i % streams;
     if (r.stream_busy[s] || r.stream_head[s] >= p.stream_ops[s].size()) {
       continue;
     }
@@ -319,8 +325,10 @@ void Simulation::Impl::try_start(RankId id) {
 void Simulation::Impl::start_op(RankId id, uint32_t op_index, SimTime ready) {
   const Op& op = info(ranks[id.index()]).program.op(OpId(op_index));
   if (const auto* c = std::get_if<ComputeWork>(&op.work)) {
-    launch(Arrival{id, op_index, ready}, now, compute.compute_time(id, *c));
+    const ComputeContext context{ranks[id.index()].collectives_in_flight};
+    launch(Arrival{id, op_index, ready}, now, compute.compute_time_in(id, *c, context));
   } else if (const auto* w = std::get_if<CollectiveWork>(&op.work)) {
+    ++ranks[id.index()].collectives_in_flight;
     arrive_collective(id, op_index, *w, ready);
   } else {
     arrive_p2p(id, op_index, std::get<PeerWork>(op.work), op.is_send, ready);
@@ -418,6 +426,9 @@ void Simulation::Impl::finish(uint32_t running_index) {
   const Op& op = p.program.op(OpId(run.op));
   apply_memory(run.rank, op, true);
   r.stream_busy[op.stream] = false;
+  if (std::holds_alternative<CollectiveWork>(op.work)) {
+    --r.collectives_in_flight;
+  }
   --r.remaining;
   r.end = std::max(r.end, now);
   for (uint32_t i = p.succ_offsets[run.op]; i < p.succ_offsets[run.op + 1]; ++i) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <thread>
 
@@ -431,24 +432,62 @@ SearchResult search_plans(const Scenario& base, const SearchOptions& o,
   std::sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
     return std::pair(scale.of(a.bound), a.index) < std::pair(scale.of(b.bound), b.index);
   });
-  // Simulate in bound order, a fixed batch at a time (the same plans whatever the thread or
-  // process count), until the next bound exceeds the N-th best.
+  // Simulate a fixed batch at a time (the same plans whatever the thread or process count) until
+  // no plan left has a bound below the N-th best. Which plans go first: the smallest bound times
+  // the least step/bound ratio simulated so far in the plan's ZeRO stage (1 before any). The bound
+  // is loosest where the step waits on the data-parallel stream (ZeRO-3's gathers), so under a
+  // simulation cap the plain bound order would spend the cap on one family; the stopping rule,
+  // and so --exact, still uses the bound itself.
   constexpr size_t kBatch = 4;
   const Bytes usable = Bytes::of(
       static_cast<int64_t>(r.memory_capacity.as_double() * (1.0 - o.min_headroom)));
   Ranking ranking(o.top);
-  size_t next = 0;
   const auto in_reach = [&](size_t i) {
     return scale.of(candidates[i].bound) <= ranking.nth_best();
   };
-  while (next < candidates.size() && in_reach(next) && !cap_reached(r, o.max_simulations)) {
+  constexpr size_t kZeroStages = 4;
+  std::array<double, kZeroStages> ratio{1.0, 1.0, 1.0, 1.0};
+  std::array<bool, kZeroStages> seen{};
+  std::vector<bool> done(candidates.size(), false);
+  const auto order_key = [&](size_t i) {
+    const auto z = static_cast<size_t>(candidates[i].plan.zero);
+    return std::pair(candidates[i].bound.seconds() * ratio[z], i);
+  };
+  // The next batch: the in-reach plans with the smallest keys.
+  const auto next_batch = [&] {
+    std::vector<size_t> picked;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (done[i] || !in_reach(i)) {
+        continue;
+      }
+      picked.push_back(i);
+      std::sort(picked.begin(), picked.end(),
+                [&](size_t a, size_t b) { return order_key(a) < order_key(b); });
+      if (picked.size() > kBatch) {
+        picked.pop_back();
+      }
+    }
+    return picked;
+  };
+  while (!cap_reached(r, o.max_simulations)) {
+    const std::vector<size_t> picked = next_batch();
+    if (picked.empty()) {
+      break;
+    }
     std::vector<const Candidate*> batch;
-    while (batch.size() < kBatch && next < candidates.size() && in_reach(next)) {
-      batch.push_back(&candidates[next++]);
+    for (const size_t i : picked) {
+      done[i] = true;
+      batch.push_back(&candidates[i]);
     }
     const std::vector<StepReport> reports = simulate_batch(base, l, batch, o);
     for (size_t i = 0; i < batch.size(); ++i) {
       ++r.simulated;
+      if (reports[i].simulated && batch[i]->bound > Duration::zero()) {
+        const auto z = static_cast<size_t>(batch[i]->plan.zero);
+        const double k = reports[i].step_time / batch[i]->bound;
+        ratio[z] = seen[z] ? std::min(ratio[z], k) : k;
+        seen[z] = true;
+      }
       if (reports[i].oom || reports[i].peak_memory > usable) {
         ++r.simulated_oom;
         continue;
@@ -460,8 +499,10 @@ SearchResult search_plans(const Scenario& base, const SearchOptions& o,
       progress("simulating", r.simulated, static_cast<int64_t>(candidates.size()));
     }
   }
-  for (size_t i = next; i < candidates.size(); ++i) {
-    ++(in_reach(i) ? r.not_simulated : r.pruned_bound);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (!done[i]) {
+      ++(in_reach(i) ? r.not_simulated : r.pruned_bound);
+    }
   }
   r.exact = r.not_simulated == 0;
   r.top = ranking.take();

@@ -96,6 +96,8 @@ void read_plan(JsonObject& o, ParallelPlan& p) {
   r.choice(PlanField::kAttention, &ParallelPlan::attention);
   r.choice(PlanField::kKernels, &ParallelPlan::kernels);
   r.choice(PlanField::kOptimizerKernels, &ParallelPlan::optimizer_kernels);
+  r.choice(PlanField::kStack, &ParallelPlan::stack);
+  r.choice(PlanField::kFp8Recipe, &ParallelPlan::fp8_scaling);
   r.field(PlanField::kStageLayers, &ParallelPlan::stage_layers, &J::positive_integer_array);
   const auto overlap = [&](PlanField f, bool workloads::OverlapOptions::*member) {
     r.field(
@@ -280,6 +282,8 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
                       {"attention", to_string(p.attention)},
                       {"kernels", to_string(p.kernels)},
                       {"optimizer_kernels", to_string(p.optimizer_kernels)},
+                      {"stack", to_string(p.stack)},
+                      {"fp8_recipe", to_string(p.fp8_scaling)},
                       {"overlap_grad_reduce", p.overlap.grad_reduce},
                       {"overlap_param_gather", p.overlap.param_gather},
                       {"overlap_p2p", p.overlap.pipeline_p2p},

@@ -1,5 +1,7 @@
 #include "meshsim/studies/step.h"
 
+#include "meshsim/studies/stack_setup.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -29,9 +31,7 @@ void check_plan(const LoadedScenario& l, const workloads::ParallelPlan& p) {
   if (!l.cluster.chip.peak(p.matmul_dtype)) {
     std::vector<std::string> have;
     for (const auto& [dtype, rate] : l.cluster.chip.peaks) {
-      if (dtype != Dtype::kFp16) {  // not a training precision meshsim offers
-        have.emplace_back(to_string(dtype));
-      }
+      have.emplace_back(to_string(dtype));
     }
     const std::string_view dtype = to_string(p.matmul_dtype);
     throw workloads::PlanError(
@@ -56,14 +56,14 @@ std::string describe_plan(const workloads::ParallelPlan& p) {
                                p.optimizer_kernels == workloads::OptimizerKernels::kFused;
   return fmt::format(
       "TP {}{} x CP {} x PP {} ({}{}) x DP {}{}{}; microbatch {} x {} tokens, global batch {} "
-      "({} microbatches per pipeline); {} matmuls, {} attention, recompute {}{}{}",
+      "({} microbatches per pipeline); {} matmuls, {} attention, recompute {}; stack {}{}{}",
       p.tp, p.sp ? " (SP)" : "", p.cp, p.pp, to_string(p.schedule),
       p.vpp > 1 ? fmt::format(", {} virtual stages", p.vpp) : "", p.dp,
       p.zero != workloads::ZeroStage::kNone ? fmt::format(" (ZeRO-{})", static_cast<int>(p.zero))
                                             : "",
       p.ep > 1 ? fmt::format(", EP {}", p.ep) : "", p.mbs, p.seq, p.gbs, p.microbatches(),
       to_string(p.matmul_dtype), to_string(p.attention), to_string(p.recompute),
-      p.overlap.tensor_parallel ? ", TP overlap" : "",
+      to_string(p.stack), p.overlap.tensor_parallel ? ", TP overlap" : "",
       default_kernels ? ""
                       : fmt::format("; {} kernels, {} optimizer", to_string(p.kernels),
                                     to_string(p.optimizer_kernels)));
@@ -203,8 +203,10 @@ std::string describe_model(const workloads::ModelConfig& m) {
 
 namespace {
 
-StepReport simulate(const Scenario& s, const LoadedScenario& l, const StepOptions& options,
+StepReport simulate(const Scenario& given, const LoadedScenario& l, const StepOptions& options,
                     StepObserver* observer) {
+  Scenario s = given;
+  apply_stack_for(s.plan, l.cluster.chip);
   check_plan(l, s.plan);
   StepReport report = describe(s, l);
   const bool full =
@@ -214,7 +216,7 @@ StepReport simulate(const Scenario& s, const LoadedScenario& l, const StepOption
       l.model, s.plan,
       full ? workloads::SimulationMode::kFull : workloads::SimulationMode::kRepresentative,
       observer != nullptr ? observer->ranks_to_simulate() : std::vector<int64_t>{});
-  if (!precheck_memory(report, plan)) {
+  if (!options.skip_memory_precheck && !precheck_memory(report, plan)) {
     return report;
   }
   topology::RooflineComputeModel compute(l.cluster.chip);

@@ -1,6 +1,8 @@
 // The plan search's lower bound on the step time (the argument is in step_bound.h).
 #include "meshsim/studies/step_bound.h"
 
+#include "meshsim/studies/stack_setup.h"
+
 #include <algorithm>
 #include <set>
 #include <variant>
@@ -80,6 +82,7 @@ StepLowerBound::StepLowerBound(workloads::ModelConfig model, const topology::Clu
     : model_(std::move(model)),
       comm_(comm),
       probe_model_(model_),
+      chip_(cluster.chip),
       compute_(cluster.chip),
       domain_size_(cluster.scale_up_domain_size()),
       scale_up_bandwidth_(cluster.scale_up_bandwidth()),
@@ -226,8 +229,16 @@ StepLowerBound::LayerCosts sum_by_part(const ProbeOps& ops, const StepLowerBound
 }  // namespace
 
 const StepLowerBound::LayerCosts& StepLowerBound::costs(const ParallelPlan& plan) {
-  const Key key{plan.tp, plan.sp, plan.cp, plan.ep, plan.mbs, static_cast<int>(plan.recompute),
-                plan.overlap.tensor_parallel};
+  const Key key{plan.tp,
+                plan.sp,
+                plan.cp,
+                plan.ep,
+                plan.mbs,
+                static_cast<int>(plan.recompute),
+                plan.overlap.tensor_parallel,
+                static_cast<int>(plan.stack),
+                static_cast<int>(plan.attention),
+                static_cast<int>(plan.matmul_dtype)};
   if (const auto it = cache_.find(key); it != cache_.end()) {
     return it->second;
   }
@@ -359,7 +370,10 @@ std::optional<Duration> pipeline_makespan(const workloads::PipelineConfig& cfg,
 
 }  // namespace
 
-Duration StepLowerBound::operator()(const ParallelPlan& plan) {
+Duration StepLowerBound::operator()(const ParallelPlan& given) {
+  // The plan as simulate_step runs it: its software stack's kernels for this chip.
+  ParallelPlan plan = given;
+  apply_stack_for(plan, chip_);
   const LayerCosts& c = costs(plan);
   const bool zb = plan.schedule == workloads::PipelineSchedule::kZeroBubble;
   // The communication streams: data parallel, and ring attention's sends on the stage with the

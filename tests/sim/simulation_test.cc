@@ -105,6 +105,45 @@ TEST(Simulation, CommunicationOverlapsComputeAcrossStreams) {
   EXPECT_EQ(b.exposed_comm.ps(), 0);
 }
 
+// A compute model that records the context of every op it costs, by op flops.
+class ContextRecorder : public PsComputeModel {
+ public:
+  Duration compute_time_in(RankId rank, const ComputeWork& w,
+                           const ComputeContext& c) const override {
+    seen.emplace_back(static_cast<int64_t>(w.flops.count()), c.collectives_in_flight);
+    return compute_time(rank, w);
+  }
+  mutable std::vector<std::pair<int64_t, int32_t>> seen;
+};
+
+// The engine tells the compute model how many collectives its rank has in flight when a kernel
+// starts (issue 11: interference): one launched at the same instant counts, one waiting for a
+// late peer counts (NCCL's kernel is already spinning on the SMs), a finished one does not.
+TEST(Simulation, ComputeSeesTheCollectivesInFlight) {
+  ContextRecorder cm;
+  PsCommModel nm;
+  Simulation sim(cm, nm);
+  const GroupId grp = sim.add_group({RankId(0), RankId(1)});
+  for (int rank = 0; rank < 2; ++rank) {
+    Program p;
+    const OpId first = p.add(compute_op("first", rank == 0 ? 10 : 30));
+    const OpId ar = p.add(collective_op("ar", 10));  // 10 B * 2 ranks = 20 ps once both arrive
+    const OpId beside = p.add(compute_op("beside", 5 + rank));  // starts with the all-reduce
+    const OpId after = p.add(compute_op("after", 100 + rank));
+    p.add_dependency(first, ar);
+    p.add_dependency(first, beside);
+    p.add_dependency(ar, after);
+    sim.add_rank(sim.add_program(std::move(p)), {grp}, {});
+  }
+  sim.run();
+  const std::map<int64_t, int32_t> ctx(cm.seen.begin(), cm.seen.end());
+  EXPECT_EQ(ctx.at(10), 0);   // rank 0's first kernel: nothing in flight yet
+  EXPECT_EQ(ctx.at(5), 1);    // rank 0 arrived at 10 and waits for rank 1 (until 30)
+  EXPECT_EQ(ctx.at(6), 1);    // rank 1: the all-reduce starts with it, at 30
+  EXPECT_EQ(ctx.at(100), 0);  // after the all-reduce
+  EXPECT_EQ(ctx.at(101), 0);
+}
+
 // Exposed communication by the caller's categories: a labelled collective counts in its category
 // only; an unlabelled one only in the total; categories never used read as zero.
 TEST(Analysis, ExposedCommunicationByCategory) {

@@ -24,8 +24,8 @@ class ClusterTest : public ::testing::Test {
 
 TEST_F(ClusterTest, EveryPresetLoadsWithTheRightDeviceCount) {
   const std::vector<std::pair<std::string, int64_t>> expected = {
-      {"dgx-a100", 8}, {"dgx-h100", 8},  {"gb200-nvl72", 72}, {"h200", 8},
-      {"tpu-v4", 64},  {"tpu-v5e", 256}, {"tpu-v5p", 64},     {"tpu-v6e", 256}};
+      {"dgx-a100", 8}, {"dgx-b200", 8},  {"dgx-h100", 8},  {"gb200-nvl72", 72}, {"h200", 8},
+      {"tpu-v4", 64},  {"tpu-v5e", 256}, {"tpu-v5p", 64}, {"tpu-v6e", 256}};
   std::vector<std::string> names;
   for (const auto& [name, devices] : expected) {
     SCOPED_TRACE(name);

@@ -7,6 +7,24 @@
 
 namespace meshsim::workloads {
 
+std::optional<AttentionImpl> fused_attention(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::kFlash:
+      return AttentionImpl::kFlash2;
+    case AttentionKernel::kFlash3:
+      return AttentionImpl::kFlash3;
+    case AttentionKernel::kCudnn:
+      return AttentionImpl::kCudnn;
+    case AttentionKernel::kSplash:
+      return AttentionImpl::kSplash;
+    case AttentionKernel::kTriton:
+      return AttentionImpl::kTriton;
+    case AttentionKernel::kNaive:
+      break;
+  }
+  return std::nullopt;
+}
+
 void ParallelPlan::set_training_dtype(Dtype dtype) {
   matmul_dtype = dtype;
   const bool fp32 = dtype == Dtype::kFp32 || dtype == Dtype::kTf32;
@@ -134,10 +152,6 @@ void check_experts(const ModelConfig& m, const ParallelPlan& p) {
 }
 
 void check_combinations(const ModelConfig& m, const ParallelPlan& p) {
-  if (p.matmul_dtype == Dtype::kFp16) {
-    bad(F::kDtype, "fp16 training (loss scaling) is not modelled; expected bf16, fp8, fp32 or "
-                   "tf32");
-  }
   if (p.schedule == PipelineSchedule::kZeroBubble && p.recompute == Recompute::kFull) {
     bad(F::kRecompute, "full recompute with the zero-bubble schedule is not modelled (its "
                        "deferred weight gradients need the re-materialised activations); use "
@@ -146,6 +160,10 @@ void check_combinations(const ModelConfig& m, const ParallelPlan& p) {
   if (p.kernels == Kernels::kEager && p.cp > 1) {
     bad(F::kKernels, "eager kernels are modelled without context parallelism (ring attention "
                      "runs as fused chunks); use fused kernels with cp > 1");
+  }
+  if (p.attention == AttentionKernel::kNaive && p.cp > 1) {
+    bad(F::kAttention, "naive attention is modelled without context parallelism (ring attention "
+                       "runs flash chunks); use a flash kernel with cp > 1");
   }
   if (p.zero != ZeroStage::kNone && p.dp == 1) {
     bad(F::kZero, "ZeRO shards over the data-parallel group; it needs dp > 1");

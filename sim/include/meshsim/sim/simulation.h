@@ -5,7 +5,9 @@
 //  * Each rank has streams (0 = compute, 1.. = communication). A stream runs its ops one at a
 //    time in program order. An op becomes *ready* when all its dependencies are done and it is at
 //    the head of its free stream; ops on different streams of a rank overlap freely.
-//  * A compute op runs for ComputeCostModel::compute_time from the moment it is ready.
+//  * A compute op runs for ComputeCostModel::compute_time_in from the moment it is ready, told how
+//    many collectives its rank has in flight at that moment (ComputeContext: communication
+//    kernels that hold SMs slow the compute they overlap).
 //  * A collective starts on the CommModel when every rank of its group has reached it
 //    (rendezvous) and ends when the model reports it finished. The k-th collective a rank issues
 //    on a group matches the k-th collective of every other member on that group (NCCL

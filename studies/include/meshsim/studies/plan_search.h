@@ -18,10 +18,11 @@
 // above it less the headroom asked for (the closed form of workloads::estimate_step_memory rounds
 // the interleaved schedule's chunks in flight up to whole microbatches and adds full recompute's
 // working set at the peak, so it can exceed the ledger's peak by several percent: pruning with it
-// would drop plans that fit); the bound: plans are simulated in the order of
-// their lower bound (step_bound.h) and the search stops when the next bound exceeds the
-// objective of the N-th best simulated plan, so no plan it did not simulate could have ranked in
-// the top N. `max_simulations` caps the simulations of plans that fit (those out of memory count
+// would drop plans that fit); the bound (step_bound.h): the search stops when no plan left has a
+// bound below the objective of the N-th best simulated plan, so no plan it did not simulate could
+// have ranked in the top N. It simulates first the plans with the smallest bound times the least
+// step/bound ratio simulated so far in their ZeRO stage (the bound is loosest for ZeRO-3), which
+// matters only under a cap. `max_simulations` caps the simulations of plans that fit (those out of memory count
 // only towards ten times the cap); when the cap ends the search first the result
 // says so (`exact` = false).
 //

@@ -18,6 +18,9 @@ namespace meshsim::studies {
 
 struct StepOptions {
   bool full_simulation = false;  // simulate every rank, not one per class
+  // Simulate even when the closed-form model state exceeds the chip's memory (validation of runs
+  // that were measured, so did fit); the report still says OOM.
+  bool skip_memory_precheck = false;
   CommOptions comm;
 };
 

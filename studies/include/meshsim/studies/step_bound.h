@@ -60,7 +60,8 @@ class StepLowerBound {
                  collectives::NetworkCommModel* comm = nullptr);
   ~StepLowerBound();
 
-  // The bound for a plan that passed workloads::validate_plan.
+  // The bound for a plan that passed workloads::validate_plan (with its software stack applied
+  // for the cluster's chip, as simulate_step does).
   Duration operator()(const workloads::ParallelPlan& plan);
   // Probes built so far (each costs one two-layer stage program).
   size_t probes() const { return cache_.size(); }
@@ -80,7 +81,8 @@ class StepLowerBound {
   struct OpCosts;
 
  private:
-  using Key = std::tuple<int64_t, bool, int64_t, int64_t, int64_t, int, bool>;
+  // tp, sp, cp, ep, mbs, recompute, TP overlap, stack, attention, matmul dtype
+  using Key = std::tuple<int64_t, bool, int64_t, int64_t, int64_t, int, bool, int, int, int>;
   const LayerCosts& costs(const workloads::ParallelPlan& plan);
   OpCosts op_costs(const workloads::StepPlan& probe, const ProbeOps& ops) const;
   // The least time a collective op of the probe can take (the file comment's bandwidth bound).
@@ -91,6 +93,7 @@ class StepLowerBound {
   workloads::ModelConfig model_;
   collectives::NetworkCommModel* comm_ = nullptr;
   workloads::ModelConfig probe_model_;  // model_ with two layers
+  topology::Chip chip_;                 // the software stack picks its kernels by it
   topology::RooflineComputeModel compute_;
   int64_t domain_size_ = 1;
   BytesPerSec scale_up_bandwidth_;  // scale-up links of one device
