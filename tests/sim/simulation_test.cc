@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "meshsim/sim/analysis.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/event_queue.h"
+#include "meshsim/sim/rng.h"
 #include "test_models.h"
 
 namespace meshsim {
@@ -29,6 +31,41 @@ TEST(EventQueue, OrdersByTimeThenInsertion) {
     order.push_back(q.pop().payload);
   }
   EXPECT_EQ(order, (std::vector<uint32_t>{2, 4, 1, 3}));
+}
+
+// Issue 16: the time-bucketed queue must pop in exactly the (time, seq) order of a heap over all
+// events, also when pushes at the current time (zero-duration ops) and at earlier pending times
+// interleave with pops, and when an emptied bucket's time comes back.
+TEST(EventQueue, BucketsKeepTimeThenSeqOrderUnderInterleaving) {
+  EventQueue q;
+  std::vector<Event> reference;  // every pending event, popped by (time, seq) from this copy
+  Rng rng(7, "event-queue-test");
+  uint32_t payload = 0;
+  SimTime now;
+  for (int round = 0; round < 2000; ++round) {
+    const int pushes = static_cast<int>(rng.below(4));
+    for (int i = 0; i < pushes; ++i) {
+      // Few distinct offsets, so that buckets fill, empty and reopen.
+      const SimTime t = now + Duration::from_ps(static_cast<int64_t>(rng.below(3)) * 10);
+      reference.push_back(Event{t, q.pushed(), EventKind::kOpEnd, payload});
+      q.push(t, EventKind::kOpEnd, payload++);
+    }
+    const int pops = static_cast<int>(rng.below(4));
+    for (int i = 0; i < pops && !q.empty(); ++i) {
+      const auto it = std::min_element(reference.begin(), reference.end(),
+                                       [](const Event& a, const Event& b) {
+                                         return a.time != b.time ? a.time < b.time : a.seq < b.seq;
+                                       });
+      ASSERT_EQ(q.top().payload, it->payload);
+      const Event e = q.pop();
+      EXPECT_EQ(e.payload, it->payload);
+      EXPECT_EQ(e.seq, it->seq);
+      EXPECT_EQ(e.time, it->time);
+      now = e.time;
+      reference.erase(it);
+    }
+    ASSERT_EQ(q.size(), reference.size());
+  }
 }
 
 TEST(Program, RejectsBackwardDependencies) {
