@@ -9,7 +9,7 @@
 
 #include "comm_setup.h"
 #include "trace_setup.h"
-#include "meshsim/sim/analysis.h"
+#include "meshsim/sim/breakdown.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/simulation.h"
 #include "meshsim/topology/compute_model.h"
@@ -219,8 +219,6 @@ StepReport simulate(const Scenario& s, const RunOutputs& outputs) {
   CommSetup comm(l.cluster, plan, outputs.comm);
   Simulation sim(compute, comm.model());
   workloads::load_plan(sim, plan);
-  Timeline timeline;
-  sim.record_into(timeline);
   if (trace) {
     trace->attach(sim, comm.model(), {{"meshsim_version", MESHSIM_VERSION},
                         {"model", report.model_description},
@@ -235,7 +233,12 @@ StepReport simulate(const Scenario& s, const RunOutputs& outputs) {
     report.trace_events = trace->events();
     report.trace_description = trace->description();
   }
-  fill_results(report, run, analyze(timeline, sim, run.end), plan);
+  std::vector<RankBreakdown> breakdown;
+  breakdown.reserve(run.ranks.size());
+  for (const RankResult& rank : run.ranks) {
+    breakdown.push_back(rank.breakdown);
+  }
+  fill_results(report, run, breakdown, plan);
   return report;
 }
 

@@ -124,7 +124,11 @@ std::pair<RankBreakdown, SimTime> run_on_two_ranks(Program p) {
   Timeline tl;
   sim.record_into(tl);
   const RunResult r = sim.run();
-  return {analyze(tl, sim, r.end).front(), r.end};
+  const std::vector<RankBreakdown> offline = analyze(tl, sim, r.end);
+  // Issue 16: the engine's online breakdown equals the analysis of the recorded timeline.
+  EXPECT_EQ(r.ranks[0].breakdown, offline[0]);
+  EXPECT_EQ(r.ranks[1].breakdown, offline[1]);
+  return {offline.front(), r.end};
 }
 
 // A communication op on its own stream overlaps independent compute.

@@ -1,0 +1,92 @@
+// Private to the engine: a rank's breakdown (breakdown.h) computed online, as a sweep over the
+// instants its ops start and end.
+//
+// The engine's clock never goes back and every op starts and ends at the engine's current time, so
+// counting the ops in progress per kind between consecutive instants gives the union lengths
+// exactly: between two instants, time is compute if a compute op runs, communication if a
+// communication op runs, exposed if communication runs and no compute does (and per category
+// likewise). The figures equal analyze()'s over a recorded timeline to the picosecond (tested),
+// in O(1) per op start or end (O(categories) while communication is exposed) and without
+// recording anything.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "meshsim/sim/breakdown.h"
+#include "program_info.h"
+
+namespace meshsim::detail {
+
+class RankSweep {
+ public:
+  void on_start(SimTime now, const OpMeta& m) {
+    advance(now);
+    if (m.kind == OpKind::kCompute) {
+      ++compute_active_;
+      return;
+    }
+    ++comm_active_;
+    if (m.category != kNoCategory) {
+      if (category_active_.size() <= m.category) {
+        category_active_.resize(m.category + 1u, 0);
+        b_.exposed_by_category.resize(m.category + 1u);
+      }
+      ++category_active_[m.category];
+    }
+  }
+
+  void on_end(SimTime now, const OpMeta& m, Duration length, const Op& op) {
+    advance(now);
+    b_.by_class[m.op_class] += length;
+    if (m.kind == OpKind::kCompute) {
+      --compute_active_;
+      b_.flops += std::get<ComputeWork>(op.work).flops;
+      return;
+    }
+    --comm_active_;
+    if (m.category != kNoCategory) {
+      --category_active_[m.category];
+    }
+  }
+
+  // The breakdown of a step that ends at `step_end` (after the rank's last op).
+  RankBreakdown result(SimTime step_end) const {
+    RankBreakdown b = b_;
+    b.idle = step_end.since_start() - (b.compute + b.exposed_comm);
+    return b;
+  }
+
+ private:
+  void advance(SimTime now) {
+    const Duration dt = now - last_;
+    last_ = now;
+    if (dt <= Duration::zero()) {
+      return;
+    }
+    if (compute_active_ > 0) {
+      b_.compute += dt;
+    }
+    if (comm_active_ == 0) {
+      return;
+    }
+    b_.comm += dt;
+    if (compute_active_ > 0) {
+      return;
+    }
+    b_.exposed_comm += dt;
+    for (size_t c = 0; c < category_active_.size(); ++c) {
+      if (category_active_[c] > 0) {
+        b_.exposed_by_category[c] += dt;
+      }
+    }
+  }
+
+  SimTime last_;
+  uint32_t compute_active_ = 0;
+  uint32_t comm_active_ = 0;
+  std::vector<uint32_t> category_active_;
+  RankBreakdown b_;
+};
+
+}  // namespace meshsim::detail
