@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 
 #include "meshsim/sim/error.h"
 #include "simulation_impl.h"
@@ -11,6 +12,7 @@ namespace meshsim {
 
 using detail::Arrival;
 using detail::ChannelCount;
+using detail::RankHot;
 using detail::RankState;
 
 // One turn of the loop: every event due now first (so that communications starting at one instant
@@ -50,11 +52,19 @@ uint64_t Simulation::Impl::step() {
   return 1;
 }
 
-// Starts every op of rank `id` that is at the head of a free stream with its dependencies done.
-void Simulation::Impl::try_start(RankId id) {
-  const RankState& r = ranks[id.index()];
+// A stream can become startable only when it frees up or its head op's last dependency ends, so
+// finish() passes just those streams; scanning them in index order starts ops in the same order as
+// scanning every stream would.
+void Simulation::Impl::try_start(RankId id, uint64_t candidates) {
+  const RankHot& r = hot[id.index()];
   const ProgramInfo& p = info(r);
-  for (size_t s = 0; s < p.stream_ops.size(); ++s) {
+  const size_t n = p.stream_ops.size();
+  if (n < 64) {
+    candidates &= (uint64_t{1} << n) - 1;
+  }
+  while (candidates != 0) {
+    const auto s = static_cast<size_t>(std::countr_zero(candidates));
+    candidates &= candidates - 1;
     detail::StreamState& st = streams[r.stream_base + s];
     if (st.busy || st.head >= p.stream_ops[s].size()) {
       continue;
@@ -70,27 +80,27 @@ void Simulation::Impl::try_start(RankId id) {
 }
 
 void Simulation::Impl::start_op(RankId id, uint32_t op_index, SimTime ready) {
-  const RankState& r = ranks[id.index()];
-  const Op& op = *info(r).ops[op_index];
-  switch (info(r).meta[op_index].kind) {
+  const ProgramInfo& p = info(hot[id.index()]);
+  switch (p.meta[op_index].kind) {
     case OpKind::kCompute:
-      launch(Arrival{id, op_index, ready}, compute_duration(r, op_index));
+      launch(Arrival{id, op_index, ready}, compute_duration(id, op_index));
       break;
     case OpKind::kCollective:
-      arrive_collective(id, op_index, std::get<CollectiveWork>(op.work), ready);
+      arrive_collective(id, op_index, std::get<CollectiveWork>(p.ops[op_index]->work), ready);
       break;
     case OpKind::kSend:
-    case OpKind::kRecv:
+    case OpKind::kRecv: {
+      const Op& op = *p.ops[op_index];
       arrive_p2p(id, op_index, std::get<PeerWork>(op.work), op.is_send, ready);
       break;
+    }
   }
 }
 
 void Simulation::Impl::arrive_collective(RankId id, uint32_t op, const CollectiveWork& w,
                                          SimTime ready) {
-  const RankState& r = ranks[id.index()];
-  const GroupId g = r.group_slots[w.group_slot];
-  const uint32_t ordinal = info(r).ordinal[op];
+  const GroupId g = ranks[id.index()].group_slots[w.group_slot];
+  const uint32_t ordinal = info(hot[id.index()]).ordinal[op];
   detail::GroupRendezvous& rv = rendezvous[g.index()];
   SIM_CHECK(ordinal >= rv.base, "rank {} reaches collective #{} on group {} again", id.value(),
             ordinal, g.value());
@@ -197,12 +207,11 @@ uint32_t Simulation::Impl::begin(const Arrival& a, uint64_t match) {
     free_running.pop_back();
   }
   running[slot] = detail::Running{a.rank, a.op, a.ready, now, match};
-  RankState& r = ranks[a.rank.index()];
-  const ProgramInfo& p = info(r);
+  const ProgramInfo& p = info(hot[a.rank.index()]);
   const detail::OpMeta& m = p.meta[a.op];
-  r.sweep.on_start(now, m);
+  sweeps[a.rank.index()].on_start(now, m);
   if (m.memory_at_start) {
-    apply_memory(a.rank, *p.ops[a.op], false);
+    apply_memory(a.rank, p, a.op, false);
   }
   return slot;
 }
@@ -210,19 +219,22 @@ uint32_t Simulation::Impl::begin(const Arrival& a, uint64_t match) {
 void Simulation::Impl::finish(uint32_t running_index) {
   const detail::Running run = running[running_index];
   free_running.push_back(running_index);
-  RankState& r = ranks[run.rank.index()];
+  RankHot& r = hot[run.rank.index()];
   ProgramInfo& p = info(r);
   const detail::OpMeta& m = p.meta[run.op];
-  const Op& op = *p.ops[run.op];
   if (m.memory_at_end) {
-    apply_memory(run.rank, op, true);
+    apply_memory(run.rank, p, run.op, true);
   }
-  r.sweep.on_end(now, m, now - run.start, op);
+  sweeps[run.rank.index()].on_end(now, m, now - run.start, p.flops[run.op]);
   streams[r.stream_base + m.stream].busy = false;
   --r.remaining;
   r.end = std::max(r.end, now);
+  uint64_t candidates = uint64_t{1} << m.stream;
   for (uint32_t i = p.succ_offsets[run.op]; i < p.succ_offsets[run.op + 1]; ++i) {
-    --p.pending[static_cast<size_t>(p.succ[i]) * p.ranks + r.local];
+    const uint32_t succ = p.succ[i];
+    if (--p.pending[static_cast<size_t>(succ) * p.ranks + r.local] == 0) {
+      candidates |= uint64_t{1} << p.meta[succ].stream;
+    }
   }
   if (!op_subscribers.empty()) {
     const OpRecord rec{run.rank, OpId(run.op), m.stream, run.ready, run.start, now, run.match};
@@ -230,13 +242,14 @@ void Simulation::Impl::finish(uint32_t running_index) {
       cb(rec);
     }
   }
-  try_start(run.rank);
+  try_start(run.rank, candidates);
 }
 
-void Simulation::Impl::apply_memory(RankId id, const Op& op, bool at_end) {
-  for (const MemoryEffect& m : op.memory) {
-    if (m.at_end == at_end) {
-      change_memory(id, m.category, m.delta);
+void Simulation::Impl::apply_memory(RankId id, const ProgramInfo& p, uint32_t op, bool at_end) {
+  for (uint32_t i = p.memory_offsets[op]; i < p.memory_offsets[op + 1]; ++i) {
+    const MemoryEffect& e = p.memory[i];
+    if (e.at_end == at_end) {
+      change_memory(id, e.category, e.delta);
     }
   }
 }

@@ -14,6 +14,8 @@ ProgramInfo::ProgramInfo(Program p) : program(std::move(p)) {
   ordinal.assign(n, 0);
   ops.resize(n);
   meta.resize(n);
+  flops.resize(n);
+  memory_offsets.assign(n + 1, 0);
   stream_ops.resize(program.num_streams());
   std::map<uint16_t, uint32_t> next_ordinal;
   for (uint32_t i = 0; i < n; ++i) {
@@ -25,7 +27,9 @@ ProgramInfo::ProgramInfo(Program p) : program(std::move(p)) {
     m.stream = op.stream;
     for (const MemoryEffect& e : op.memory) {
       (e.at_end ? m.memory_at_end : m.memory_at_start) = true;
+      memory.push_back(e);
     }
+    memory_offsets[i + 1] = static_cast<uint32_t>(memory.size());
     stream_ops[op.stream].push_back(i);
     for (const OpId s : program.successors(id)) {
       succ.push_back(s.value());
@@ -34,6 +38,7 @@ ProgramInfo::ProgramInfo(Program p) : program(std::move(p)) {
     succ_offsets[i + 1] = static_cast<uint32_t>(succ.size());
     if (const auto* cw = std::get_if<ComputeWork>(&op.work)) {
       m.op_class = static_cast<uint8_t>(cw->op_class);
+      flops[i] = cw->flops;
       continue;
     }
     m.op_class = static_cast<uint8_t>(OpClass::kCommunication);

@@ -29,6 +29,9 @@ struct ProgramInfo {
   Program program;
   std::vector<const Op*> ops;          // program.op(i), looked up once
   std::vector<OpMeta> meta;
+  std::vector<Flops> flops;            // compute ops' FLOPs (zero for the others)
+  std::vector<uint32_t> memory_offsets;  // size ops + 1: each op's effects in `memory`
+  std::vector<MemoryEffect> memory;
   std::vector<uint32_t> succ_offsets;  // size ops + 1
   std::vector<uint32_t> succ;
   std::vector<uint32_t> indegree;

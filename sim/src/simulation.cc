@@ -32,9 +32,11 @@ GroupId Simulation::add_group(std::vector<RankId> members, std::vector<RankId> c
 RankId Simulation::add_rank(ProgramIndex program, std::vector<GroupId> group_slots,
                             std::vector<RankId> peer_slots, std::optional<RankId> global_rank) {
   SIM_CHECK(program.index() < impl_->programs.size(), "unknown program {}", program.value());
+  detail::RankHot h;
+  h.program = program;
+  h.local = impl_->programs[program.index()].ranks++;
+  impl_->hot.push_back(h);
   RankState r;
-  r.program = program;
-  r.local = impl_->programs[program.index()].ranks++;
   r.global = global_rank.value_or(RankId(static_cast<uint32_t>(impl_->ranks.size())));
   r.group_slots = std::move(group_slots);
   r.peer_slots = std::move(peer_slots);
@@ -46,7 +48,7 @@ void Simulation::set_compute_slowdown(RankId rank, double factor) {
   SIM_CHECK(rank.index() < impl_->ranks.size(), "unknown rank {}", rank.value());
   SIM_CHECK(std::isfinite(factor) && factor > 0, "rank {}: compute slowdown {} is not > 0",
             rank.value(), factor);
-  impl_->ranks[rank.index()].slowdown = factor;
+  impl_->hot[rank.index()].slowdown = factor;
 }
 
 void Simulation::set_kernel_jitter(double cv, uint64_t seed) {
@@ -77,7 +79,7 @@ RankId Simulation::global_rank(RankId simulated) const {
 
 const Program& Simulation::program_of(RankId rank) const {
   SIM_CHECK(rank.index() < impl_->ranks.size(), "unknown rank {}", rank.value());
-  return impl_->info(impl_->ranks[rank.index()]).program;
+  return impl_->info(impl_->hot[rank.index()]).program;
 }
 
 const std::vector<RankId>& Simulation::group(GroupId id) const {
@@ -113,7 +115,7 @@ void Simulation::Impl::validate_ranks() const {
   }
   for (size_t i = 0; i < ranks.size(); ++i) {
     const RankState& r = ranks[i];
-    const ProgramInfo& p = info(r);
+    const ProgramInfo& p = info(hot[i]);
     SIM_CHECK(!p.uses_groups || p.max_group_slot < r.group_slots.size(),
               "rank {} binds {} group slots; its program uses slot {}", i, r.group_slots.size(),
               p.max_group_slot);
@@ -140,7 +142,7 @@ void Simulation::Impl::validate_ranks() const {
 void Simulation::Impl::prepare() {
   std::vector<std::optional<RankId>> first(programs.size());
   for (uint32_t i = 0; i < ranks.size(); ++i) {
-    std::optional<RankId>& f = first[ranks[i].program.index()];
+    std::optional<RankId>& f = first[hot[i].program.index()];
     if (!f) {
       f = RankId(i);
     }
@@ -159,26 +161,28 @@ void Simulation::Impl::prepare() {
     }
   }
   rendezvous.resize(groups.size());
+  sweeps.resize(ranks.size());
 }
 
 void Simulation::Impl::init_rank(RankId id) {
-  RankState& r = ranks[id.index()];
+  RankHot& r = hot[id.index()];
   const ProgramInfo& p = info(r);
   r.stream_base = static_cast<uint32_t>(streams.size());
   streams.resize(streams.size() + p.stream_ops.size());
-  r.remaining = p.program.size();
+  r.remaining = static_cast<uint32_t>(p.program.size());
   for (const auto& [category, bytes] : p.program.initial_memory()) {
     change_memory(id, category, bytes);
   }
 }
 
 // The rank's time for a compute op: the program's, times its slowdown and jitter draw.
-Duration Simulation::Impl::compute_duration(const RankState& r, uint32_t op) const {
+Duration Simulation::Impl::compute_duration(RankId id, uint32_t op) const {
+  const RankHot& r = hot[id.index()];
   const Duration base = info(r).compute_time[op];
   double factor = r.slowdown;
   if (jitter_cv > 0) {
     const double sigma2 = std::log1p(jitter_cv * jitter_cv);
-    const double z = standard_normal_at(jitter_seed, r.global.value(), op);
+    const double z = standard_normal_at(jitter_seed, ranks[id.index()].global.value(), op);
     factor *= std::exp(std::sqrt(sigma2) * z - sigma2 / 2);
   }
   if (factor == 1.0) {
@@ -205,15 +209,16 @@ RunResult Simulation::run() {
   }
   RunResult result;
   result.events = events;
-  for (const RankState& r : s.ranks) {
+  for (const detail::RankHot& r : s.hot) {
     if (r.remaining != 0) {
       s.report_deadlock();
     }
     result.end = std::max(result.end, r.end);
   }
   result.ranks.reserve(s.ranks.size());
-  for (const RankState& r : s.ranks) {
-    result.ranks.push_back(RankResult{r.end, r.peak, r.sweep.result(result.end)});
+  for (size_t i = 0; i < s.ranks.size(); ++i) {
+    result.ranks.push_back(
+        RankResult{s.hot[i].end, s.ranks[i].peak, s.sweeps[i].result(result.end)});
   }
   return result;
 }
@@ -240,7 +245,7 @@ void Simulation::Impl::report_deadlock() const {
   std::string detail;
   int shown = 0;
   for (size_t i = 0; i < ranks.size() && shown < 4; ++i) {
-    const RankState& r = ranks[i];
+    const detail::RankHot& r = hot[i];
     if (r.remaining == 0) {
       continue;
     }

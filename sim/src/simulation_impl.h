@@ -48,23 +48,28 @@ struct PendingP2P {
   Bytes bytes;
 };
 
-struct RankState {
+// What every op start and end of a rank touches (32 bytes: ranks in lockstep are adjacent).
+struct RankHot {
   ProgramIndex program;
-  uint32_t local = 0;  // index among the simulated ranks running the same program
-  RankId global;
-  std::vector<GroupId> group_slots;
-  std::vector<RankId> peer_slots;
+  uint32_t local = 0;        // index among the simulated ranks running the same program
   uint32_t stream_base = 0;  // first of its streams in Impl::streams
+  uint32_t remaining = 0;    // ops not finished
+  SimTime end;
+  double slowdown = 1.0;  // compute-time factor (set_compute_slowdown)
+};
+static_assert(sizeof(RankHot) == 32);
+
+// The rest of a simulated rank.
+struct RankState {
+  RankId global;
   std::array<Bytes, kNumMemoryCategories> memory{};
   Bytes memory_total;
   MemoryPeak peak;
-  size_t remaining = 0;
-  SimTime end;
-  double slowdown = 1.0;  // compute-time factor (set_compute_slowdown)
+  std::vector<GroupId> group_slots;
+  std::vector<RankId> peer_slots;
   std::vector<ChannelCount> sends_issued;  // by (dst, tag)
   std::vector<ChannelCount> recvs_issued;  // by (src, tag)
   std::vector<PendingP2P> p2p;             // pending pairs whose source is this rank
-  RankSweep sweep;
 };
 
 struct Running {
@@ -95,6 +100,7 @@ namespace meshsim {
 struct Simulation::Impl {
   using ProgramInfo = detail::ProgramInfo;
   using RankState = detail::RankState;
+  using RankHot = detail::RankHot;
   using Arrival = detail::Arrival;
 
   const ComputeCostModel& compute;
@@ -102,7 +108,9 @@ struct Simulation::Impl {
   std::vector<ProgramInfo> programs;
   std::vector<std::vector<RankId>> groups;       // simulated members (rendezvous)
   std::vector<std::vector<RankId>> cost_groups;  // global ranks (cost model)
+  std::vector<RankHot> hot;  // by rank
   std::vector<RankState> ranks;
+  std::vector<detail::RankSweep> sweeps;     // by rank: the online breakdown
   std::vector<detail::StreamState> streams;  // every rank's streams, rank-major
   std::vector<std::function<void(const OpRecord&)>> op_subscribers;
   std::vector<std::function<void(const MemoryRecord&)>> memory_subscribers;
@@ -121,13 +129,15 @@ struct Simulation::Impl {
 
   Impl(const ComputeCostModel& c, CommModel& m) : compute(c), comm(m) {}
 
-  ProgramInfo& info(const RankState& r) { return programs[r.program.index()]; }
-  const ProgramInfo& info(const RankState& r) const { return programs[r.program.index()]; }
+  ProgramInfo& info(const RankHot& r) { return programs[r.program.index()]; }
+  const ProgramInfo& info(const RankHot& r) const { return programs[r.program.index()]; }
   void validate_ranks() const;
   void prepare();
   void init_rank(RankId id);
-  Duration compute_duration(const RankState& r, uint32_t op) const;
-  void try_start(RankId id);
+  Duration compute_duration(RankId id, uint32_t op) const;
+  // Starts the ops at the head of the rank's free streams in `candidates` (a bit per stream) whose
+  // dependencies are done, in stream order.
+  void try_start(RankId id, uint64_t candidates = ~uint64_t{0});
   void start_op(RankId id, uint32_t op, SimTime ready);
   void arrive_collective(RankId id, uint32_t op, const CollectiveWork& w, SimTime ready);
   void arrive_p2p(RankId id, uint32_t op, const PeerWork& w, bool is_send, SimTime ready);
@@ -136,7 +146,7 @@ struct Simulation::Impl {
   void await(TransferId t, std::span<const Arrival> arrivals, uint64_t match);
   void finish(uint32_t running_index);
   uint64_t step();
-  void apply_memory(RankId id, const Op& op, bool at_end);
+  void apply_memory(RankId id, const ProgramInfo& p, uint32_t op, bool at_end);
   void change_memory(RankId id, MemoryCategory c, Bytes delta);
   size_t pending_collectives() const;
   size_t pending_p2p() const;
