@@ -8,6 +8,7 @@
 #include "meshsim/sim/analysis.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/event_queue.h"
+#include "meshsim/sim/heterogeneity.h"
 #include "meshsim/sim/rng.h"
 #include "test_models.h"
 
@@ -370,6 +371,84 @@ TEST(Simulation, MatchIdsTieCollectiveMembersAndSendReceivePairs) {
   for (const auto& [id, n] : members) {
     EXPECT_EQ(n, 2) << id;
   }
+}
+
+}  // namespace
+}  // namespace meshsim
+
+namespace meshsim {
+namespace {
+
+// Four ranks in lockstep: compute 100 ps, an all-reduce over all four (1 B x 4 = 4 ps), compute
+// 50 ps. Returns the step's end; `slow` slows one rank.
+int64_t synchronous_step(std::optional<std::pair<uint32_t, double>> slow, double jitter_cv = 0,
+                         uint64_t seed = 0) {
+  PsComputeModel cm;
+  PsCommModel nm;
+  Simulation sim(cm, nm);
+  Program p;
+  const OpId a = p.add(compute_op("fwd-bwd", 100));
+  const OpId ar = p.add(collective_op("allreduce", 1));
+  const OpId b = p.add(compute_op("optimizer", 50));
+  p.add_dependency(a, ar);
+  p.add_dependency(ar, b);
+  const auto prog = sim.add_program(std::move(p));
+  const GroupId g = sim.add_group({RankId(0), RankId(1), RankId(2), RankId(3)});
+  for (int i = 0; i < 4; ++i) {
+    sim.add_rank(prog, {g}, {});
+  }
+  if (slow) {
+    sim.set_compute_slowdown(RankId(slow->first), slow->second);
+  }
+  if (jitter_cv > 0) {
+    sim.set_kernel_jitter(jitter_cv, seed);
+  }
+  return sim.run().end.ps();
+}
+
+// Issue 16: a single straggler slows a synchronous step by its factor: everyone waits for it at
+// the all-reduce, and it alone runs its optimizer slower after.
+TEST(Heterogeneity, StragglerSlowsSynchronousStepByItsFactor) {
+  EXPECT_EQ(synchronous_step(std::nullopt), 100 + 4 + 50);
+  EXPECT_EQ(synchronous_step(std::make_pair(2u, 1.5)), 150 + 4 + 75);
+  EXPECT_EQ(synchronous_step(std::make_pair(0u, 1.0)), 154);  // a factor of 1 is exact
+}
+
+TEST(Heterogeneity, JitterIsSeededAndOrderIndependent) {
+  const int64_t a = synchronous_step(std::nullopt, 0.1, 42);
+  EXPECT_EQ(a, synchronous_step(std::nullopt, 0.1, 42));
+  EXPECT_NE(a, 154);
+  EXPECT_NE(a, synchronous_step(std::nullopt, 0.1, 43));
+  // The step waits for the slowest of four draws, so jitter lengthens it on average.
+  double sum = 0;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    sum += static_cast<double>(synchronous_step(std::nullopt, 0.1, seed));
+  }
+  EXPECT_GT(sum / 200, 154.0);
+}
+
+TEST(Heterogeneity, StragglerDistributionIsSeededAndStable) {
+  Heterogeneity h;
+  h.seed = 7;
+  h.stragglers = {0.05, 1.1, 1.3};
+  const std::vector<double> a = h.slowdowns(4096);
+  EXPECT_EQ(a, h.slowdowns(4096));
+  size_t slow = 0;
+  for (const double f : a) {
+    EXPECT_TRUE(f == 1.0 || (f >= 1.1 && f <= 1.3)) << f;
+    slow += f != 1.0 ? 1u : 0u;
+  }
+  EXPECT_GT(slow, 150u);  // 5 % of 4096 = 205 expected
+  EXPECT_LT(slow, 260u);
+  // Growing the world keeps who is slow.
+  const std::vector<double> b = h.slowdowns(8192);
+  EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin()));
+  h.slow_ranks = {{RankId(3), 2.0}};
+  EXPECT_EQ(h.slowdowns(4096)[3], 2.0 * a[3]);
+  EXPECT_FALSE(h.is_uniform());
+  EXPECT_TRUE(Heterogeneity{}.is_uniform());
+  h.slow_ranks = {{RankId(5000), 2.0}};
+  EXPECT_THROW(h.slowdowns(4096), InternalError);
 }
 
 }  // namespace
