@@ -91,6 +91,9 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
   if (!p.stage_layers.empty()) {
     j["stage_layers"] = p.stage_layers;
   }
+  if (!s.faults.empty()) {
+    j["faults"] = faults_json(s.faults);
+  }
   return j;
 }
 
@@ -150,8 +153,10 @@ struct CommSetup::Impl {
 };
 
 CommSetup::CommSetup(const topology::ClusterSpec& c, const workloads::StepPlan& plan,
-                     const CommOptions& options)
+                     const CommOptions& options,
+                     const std::vector<topology::LinkFault>& faults)
     : impl_(std::make_unique<Impl>(Impl{topology::Network::build(c), nullptr})) {
+  impl_->net.degrade(faults);
   const collectives::CollectiveOptions collective =
       collective_options(options.algorithm, options.protocol, options.nccl);
   // Ranks fill devices in order: global rank r is device r.

@@ -9,6 +9,7 @@
 #include "meshsim/collectives/comm_model.h"
 #include "meshsim/collectives/schedule.h"
 #include "meshsim/topology/cluster.h"
+#include "meshsim/topology/network.h"
 #include "meshsim/workloads/step.h"
 #include "scenario.h"
 
@@ -45,8 +46,9 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
 // plan's simulated groups and ranks (representative mode) declared so that they load the links.
 class CommSetup {
  public:
+  // `faults`: NICs and links degraded before the model is built on the network.
   CommSetup(const topology::ClusterSpec& cluster, const workloads::StepPlan& plan,
-            const CommOptions& options);
+            const CommOptions& options, const std::vector<topology::LinkFault>& faults = {});
   ~CommSetup();
   collectives::NetworkCommModel& model();
 

@@ -106,6 +106,9 @@ nlohmann::json to_json(const StepReport& r) {
     j["oom_stage"] = r.oom_stage;
   }
   j["events"] = r.events;
+  if (r.faults) {
+    j["faults"] = fault_effect_json(*r.faults, r.step_time);
+  }
   return j;
 }
 
@@ -149,6 +152,9 @@ void print_summary(const StepReport& r, std::ostream& out) {
                          100.0 * st.bubble_fraction, format_duration(st.compute),
                          format_bytes(st.peak_memory));
     }
+  }
+  if (r.faults) {
+    print_fault_effect(*r.faults, r.step_time, out);
   }
   out << fmt::format("  simulated             {} ranks ({} mode), {} events\n", r.simulated_ranks,
                      r.simulation_mode, r.events);

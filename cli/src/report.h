@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -10,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "faults.h"
 #include "meshsim/sim/program.h"
 #include "meshsim/sim/units.h"
 
@@ -67,6 +69,7 @@ struct StepReport {
   std::string trace_path;
   uint64_t trace_events = 0;
   std::string trace_description;
+  std::optional<FaultEffect> faults;  // when the scenario has faults (faults.h)
 };
 
 nlohmann::json to_json(const StepReport& r);

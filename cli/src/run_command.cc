@@ -199,14 +199,40 @@ std::string describe_model(const workloads::ModelConfig& m) {
 
 namespace {
 
+// The slowest ranks the faults name or draw (at most 8), for the default trace selection.
+std::vector<int64_t> slow_ranks_to_trace(const Faults& f, int64_t world) {
+  const std::vector<double> slowdown = f.compute.slowdowns(static_cast<size_t>(world));
+  std::vector<int64_t> ranks;
+  for (size_t r = 0; r < slowdown.size(); ++r) {
+    if (slowdown[r] > 1.0) {
+      ranks.push_back(static_cast<int64_t>(r));
+    }
+  }
+  std::stable_sort(ranks.begin(), ranks.end(), [&slowdown](int64_t a, int64_t b) {
+    return slowdown[static_cast<size_t>(a)] > slowdown[static_cast<size_t>(b)];
+  });
+  ranks.resize(std::min<size_t>(ranks.size(), 8));
+  return ranks;
+}
+
 StepReport simulate(const Scenario& s, const RunOutputs& outputs) {
   const Loaded l = load(s);
   StepReport report = describe(s, l);
+  const bool faulty = !s.faults.empty();
+  if (faulty) {
+    check_faults(s.faults, s.plan.world());
+  }
   std::optional<TraceSetup> trace;
   if (outputs.trace_path) {
-    trace.emplace(TraceRequest{*outputs.trace_path, outputs.trace_ranks}, s.plan, l.cluster);
+    TraceRequest request{*outputs.trace_path, outputs.trace_ranks, {}};
+    if (faulty) {
+      request.also = slow_ranks_to_trace(s.faults, s.plan.world());
+    }
+    trace.emplace(request, s.plan, l.cluster);
   }
-  const bool full = outputs.full_simulation || (trace && trace->needs_full_simulation());
+  // Faults make ranks differ: representative mode would be wrong, so every rank is simulated.
+  const bool full =
+      outputs.full_simulation || faulty || (trace && trace->needs_full_simulation());
   report.simulation_mode = full ? "full" : "representative";
   workloads::StepPlan plan = workloads::plan_step(
       l.model, s.plan,
@@ -216,9 +242,10 @@ StepReport simulate(const Scenario& s, const RunOutputs& outputs) {
     return report;
   }
   topology::RooflineComputeModel compute(l.cluster.chip);
-  CommSetup comm(l.cluster, plan, outputs.comm);
+  CommSetup comm(l.cluster, plan, outputs.comm, s.faults.links);
   Simulation sim(compute, comm.model());
   workloads::load_plan(sim, plan);
+  apply_compute_faults(s.faults, plan, sim);
   if (trace) {
     trace->attach(sim, comm.model(), {{"meshsim_version", MESHSIM_VERSION},
                         {"model", report.model_description},
@@ -239,6 +266,15 @@ StepReport simulate(const Scenario& s, const RunOutputs& outputs) {
     breakdown.push_back(rank.breakdown);
   }
   fill_results(report, run, breakdown, plan);
+  if (faulty) {
+    // The same step without faults, in representative mode (exact on symmetric inputs).
+    Scenario nominal = s;
+    nominal.faults = {};
+    RunOutputs quiet;
+    quiet.comm = outputs.comm;
+    report.faults = fault_effect(s.faults, plan, breakdown, simulate(nominal, quiet).step_time);
+    report.faults->switched_to_full = !outputs.full_simulation;
+  }
   return report;
 }
 

@@ -134,6 +134,7 @@ Scenario load_scenario(const std::string& path, Scenario s) {
     s.hardware_catalogue = *v;
   }
   read_fabric(o, s.fabric);
+  read_faults(o, s.faults);
   o.finish();
   return s;
 }

@@ -14,7 +14,8 @@
 //     "overlap_grad_reduce": true, "overlap_param_gather": true, "overlap_p2p": true,
 //     "overlap_tp": false, "hardware_catalogue": "path/to/chips.json",
 //     "oversubscription": 4, "tiers": 3, "rail_optimized": false, "nics_per_device": 2,
-//     "nic_bandwidth": "200Gbps", "sharp": true }
+//     "nic_bandwidth": "200Gbps", "sharp": true,
+//     "faults": { ... } }  (slow ranks, stragglers, jitter, degraded links: faults.h)
 //
 // The parallel plan is read straight into the typed workloads::ParallelPlan, each field's origin
 // recorded (the file and its JSON pointer, or the flag); an error a library raises about a plan
@@ -26,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "faults.h"
 #include "meshsim/sim/json_input.h"
 #include "meshsim/sim/provenance.h"
 #include "meshsim/topology/cluster.h"
@@ -65,6 +67,7 @@ struct Scenario {
   std::optional<std::string> hardware_catalogue;
   FabricKnobs fabric;
   workloads::ParallelPlan plan = neutral_plan();
+  Faults faults;
 
   static workloads::ParallelPlan neutral_plan();
 };

@@ -50,7 +50,11 @@ TraceSetup::TraceSetup(const TraceRequest& request, const workloads::ParallelPla
                              [per_node](int64_t r) { return r / per_node; }};
     selection_ = traces::parse_rank_selection(*request.ranks, plan.world(), where);
   } else {
-    selection_ = traces::RankSelection::of(plan.world(), default_ranks(plan));
+    std::vector<int64_t> ranks = default_ranks(plan);
+    ranks.insert(ranks.end(), request.also.begin(), request.also.end());
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    selection_ = traces::RankSelection::of(plan.world(), ranks);
     default_selection_ = true;
   }
 }
@@ -60,8 +64,8 @@ TraceSetup::~TraceSetup() = default;
 std::string TraceSetup::description() const {
   if (default_selection_) {
     return fmt::format("{} ranks: the first rank of each pipeline stage and the TP group of rank "
-                       "0 (--trace-ranks all | 0-7,64 | stage:0 | node:3 for others)",
-                       selection_.size());
+                       "0{} (--trace-ranks all | 0-7,64 | stage:0 | node:3 for others)",
+                       selection_.size(), request_.also.empty() ? "" : ", and the slow ranks");
   }
   return fmt::format("{} ranks", selection_.size());
 }

@@ -33,6 +33,7 @@ traces::TraceFormat trace_format_of(const std::string& path, const std::string& 
 struct TraceRequest {
   std::string path;
   std::optional<std::string> ranks;  // --trace-ranks; default selection when unset
+  std::vector<int64_t> also;         // added to the default selection (slow ranks)
 };
 
 class TraceSetup {
