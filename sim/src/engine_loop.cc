@@ -196,19 +196,14 @@ void Simulation::Impl::launch(const Arrival& a, Duration d) {
   queue.push(now + d, EventKind::kOpEnd, begin(a, 0));
 }
 
-// Records `a` as running from now (its memory effects at start applied); its running slot.
+// Records `a` as running from now (its memory effects at start applied); its running slot, which is
+// its stream's (a stream runs one op at a time), so that lockstep ranks touch adjacent slots.
 uint32_t Simulation::Impl::begin(const Arrival& a, uint64_t match) {
-  uint32_t slot = 0;
-  if (free_running.empty()) {
-    slot = static_cast<uint32_t>(running.size());
-    running.push_back({});
-  } else {
-    slot = free_running.back();
-    free_running.pop_back();
-  }
-  running[slot] = detail::Running{a.rank, a.op, a.ready, now, match};
-  const ProgramInfo& p = info(hot[a.rank.index()]);
+  const RankHot& h = hot[a.rank.index()];
+  const ProgramInfo& p = info(h);
   const detail::OpMeta& m = p.meta[a.op];
+  const uint32_t slot = h.stream_base + m.stream;
+  running[slot] = detail::Running{a.rank, a.op, a.ready, now, match};
   sweeps[a.rank.index()].on_start(now, m);
   if (m.memory_at_start) {
     apply_memory(a.rank, p, a.op, false);
@@ -218,7 +213,6 @@ uint32_t Simulation::Impl::begin(const Arrival& a, uint64_t match) {
 
 void Simulation::Impl::finish(uint32_t running_index) {
   const detail::Running run = running[running_index];
-  free_running.push_back(running_index);
   RankHot& r = hot[run.rank.index()];
   ProgramInfo& p = info(r);
   const detail::OpMeta& m = p.meta[run.op];

@@ -10,6 +10,7 @@
 // recording anything.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -29,11 +30,14 @@ class RankSweep {
     }
     ++comm_active_;
     if (m.category != kNoCategory) {
-      if (category_active_.size() <= m.category) {
-        category_active_.resize(m.category + 1u, 0);
-        exposed_by_category_.resize(m.category + 1u);
+      if (categories_ <= m.category) {
+        categories_ = static_cast<uint16_t>(m.category + 1u);
+        if (categories_ > kInline) {
+          more_active_.resize(categories_ - kInline, 0);
+          more_exposed_.resize(categories_ - kInline);
+        }
       }
-      ++category_active_[m.category];
+      ++active(m.category);
     }
   }
 
@@ -47,7 +51,7 @@ class RankSweep {
     }
     --comm_active_;
     if (m.category != kNoCategory) {
-      --category_active_[m.category];
+      --active(m.category);
     }
   }
 
@@ -56,11 +60,14 @@ class RankSweep {
     RankBreakdown b;
     b.compute = compute_;
     b.comm = comm_;
-    b.exposed_comm = exposed_;
-    b.idle = step_end.since_start() - (compute_ + exposed_);
+    b.exposed_comm = exposed_comm_;
+    b.idle = step_end.since_start() - (compute_ + exposed_comm_);
     b.by_class = by_class_;
     b.flops = flops_;
-    b.exposed_by_category = exposed_by_category_;
+    b.exposed_by_category.resize(categories_);
+    for (uint16_t c = 0; c < categories_; ++c) {
+      b.exposed_by_category[c] = c < kInline ? exposed_[c] : more_exposed_[c - kInline];
+    }
     return b;
   }
 
@@ -81,10 +88,16 @@ class RankSweep {
     if (compute_active_ > 0) {
       return;
     }
-    exposed_ += dt;
-    for (size_t c = 0; c < category_active_.size(); ++c) {
-      if (category_active_[c] > 0) {
-        exposed_by_category_[c] += dt;
+    exposed_comm_ += dt;
+    const size_t inline_categories = std::min<size_t>(categories_, kInline);
+    for (size_t c = 0; c < inline_categories; ++c) {
+      if (active_[c] > 0) {
+        exposed_[c] += dt;
+      }
+    }
+    for (size_t c = 0; c < more_active_.size(); ++c) {
+      if (more_active_[c] > 0) {
+        more_exposed_[c] += dt;
       }
     }
   }
@@ -95,11 +108,19 @@ class RankSweep {
   uint32_t comm_active_ = 0;
   Duration compute_;
   Duration comm_;
-  Duration exposed_;
+  Duration exposed_comm_;
   Flops flops_;
   std::array<Duration, kNumOpClasses> by_class_{};
-  std::vector<uint32_t> category_active_;
-  std::vector<Duration> exposed_by_category_;
+  // Communication ops in progress and exposed time per category: the first kInline inline (no
+  // pointer to chase per event), any further ones in the vectors.
+  static constexpr uint16_t kInline = 8;
+  uint16_t categories_ = 0;  // 1 + the largest category seen
+  std::array<uint32_t, kInline> active_{};
+  std::array<Duration, kInline> exposed_{};
+  std::vector<uint32_t> more_active_;
+  std::vector<Duration> more_exposed_;
+
+  uint32_t& active(uint16_t c) { return c < kInline ? active_[c] : more_active_[c - kInline]; }
 };
 
 }  // namespace meshsim::detail

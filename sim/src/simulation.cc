@@ -200,6 +200,7 @@ RunResult Simulation::run() {
   for (uint32_t i = 0; i < s.ranks.size(); ++i) {
     s.init_rank(RankId(i));
   }
+  s.running.resize(s.streams.size());
   for (uint32_t i = 0; i < s.ranks.size(); ++i) {
     s.try_start(RankId(i));
   }

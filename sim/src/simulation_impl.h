@@ -119,8 +119,7 @@ struct Simulation::Impl {
 
   EventQueue queue;
   SimTime now;
-  std::vector<detail::Running> running;
-  std::vector<uint32_t> free_running;
+  std::vector<detail::Running> running;  // by stream (Impl::streams): the op it runs
   std::vector<detail::GroupRendezvous> rendezvous;  // by group
   // The running ops (slots into `running`) each communication in flight will end, by its id.
   std::vector<std::vector<uint32_t>> in_flight;

@@ -165,6 +165,28 @@ TEST(Analysis, ExposedCommunicationByCategory) {
   EXPECT_EQ(breakdown.exposed_in(OpCategory(7)).ps(), 0);
 }
 
+// Issue 16: categories past the online sweep's inline ones (8) are kept too, and a compute op
+// overlapping one hides it only while it runs.
+TEST(Analysis, ManyCategoriesOnlineAndOffline) {
+  Program p;
+  const OpId g = p.add(compute_op("grad", 10));
+  Op high = collective_op("category 11", 15);  // 10-40
+  high.labels.category = OpCategory(11);
+  const OpId a = p.add(std::move(high));
+  Op low = collective_op("category 2", 5, 0, 2);  // 10-20 on its own stream
+  low.labels.category = OpCategory(2);
+  const OpId b = p.add(std::move(low));
+  const OpId c = p.add(compute_op("overlapping", 12));  // 10-22, hides both while it runs
+  p.add_dependency(g, a);
+  p.add_dependency(g, b);
+  p.add_dependency(g, c);
+  const RankBreakdown breakdown = run_on_two_ranks(std::move(p)).first;
+  EXPECT_EQ(breakdown.exposed_comm.ps(), 18);
+  EXPECT_EQ(breakdown.exposed_in(OpCategory(11)).ps(), 18);
+  EXPECT_EQ(breakdown.exposed_in(OpCategory(2)).ps(), 0);
+  EXPECT_EQ(breakdown.exposed_by_category.size(), 12u);
+}
+
 // A collective starts only when the last member arrives; everyone ends together.
 TEST(Simulation, CollectiveRendezvous) {
   PsComputeModel cm;
