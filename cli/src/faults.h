@@ -56,7 +56,7 @@ struct FaultEffect {
   Duration nominal_step;       // the same step without faults (representative simulation)
   int64_t slow_ranks = 0;      // ranks whose kernels run slower (factor > 1)
   double max_slowdown = 1.0;   // the largest factor
-  int64_t degraded_links = 0;  // directed links with reduced bandwidth
+  int64_t degraded_links = 0;  // degraded NICs or links, as given (each both directions)
   bool jitter = false;
   bool switched_to_full = false;  // the run asked for representative mode
   // The rank the others wait on: the one with the most compute (busiest), its pipeline stage,

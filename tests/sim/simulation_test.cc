@@ -147,18 +147,29 @@ TEST(Simulation, CommunicationOverlapsComputeAcrossStreams) {
   EXPECT_EQ(b.exposed_comm.ps(), 0);
 }
 
+// grad (0-10), then a collective labelled `category` (10-40) and one on its own stream (10-20,
+// labelled `second` if given), and optionally a compute op overlapping them (10-22).
+RankBreakdown labelled_step(OpCategory category, std::optional<OpCategory> second,
+                            bool overlap) {
+  Program p;
+  const OpId g = p.add(compute_op("grad", 10));
+  Op labelled = collective_op("labelled", 15);
+  labelled.labels.category = category;
+  Op other = collective_op("other", 5, 0, 2);
+  other.labels.category = second;
+  for (Op* op : {&labelled, &other}) {
+    p.add_dependency(g, p.add(std::move(*op)));
+  }
+  if (overlap) {
+    p.add_dependency(g, p.add(compute_op("overlapping", 12)));
+  }
+  return run_on_two_ranks(std::move(p)).first;
+}
+
 // Exposed communication by the caller's categories: a labelled collective counts in its category
 // only; an unlabelled one only in the total; categories never used read as zero.
 TEST(Analysis, ExposedCommunicationByCategory) {
-  Program p;
-  const OpId g = p.add(compute_op("grad", 10));
-  Op labelled = collective_op("labelled", 15);  // 10-40, all exposed
-  labelled.labels.category = OpCategory(3);
-  const OpId a = p.add(std::move(labelled));
-  const OpId b = p.add(collective_op("unlabelled", 5, 0, 2));  // 10-20 on its own stream
-  p.add_dependency(g, a);
-  p.add_dependency(g, b);
-  const RankBreakdown breakdown = run_on_two_ranks(std::move(p)).first;
+  const RankBreakdown breakdown = labelled_step(OpCategory(3), std::nullopt, false);
   EXPECT_EQ(breakdown.exposed_comm.ps(), 30);
   EXPECT_EQ(breakdown.exposed_in(OpCategory(3)).ps(), 30);
   EXPECT_EQ(breakdown.exposed_in(OpCategory(0)).ps(), 0);
@@ -166,21 +177,10 @@ TEST(Analysis, ExposedCommunicationByCategory) {
 }
 
 // Issue 16: categories past the online sweep's inline ones (8) are kept too, and a compute op
-// overlapping one hides it only while it runs.
+// overlapping them hides them only while it runs (the online breakdown is checked against the
+// offline one in run_on_two_ranks).
 TEST(Analysis, ManyCategoriesOnlineAndOffline) {
-  Program p;
-  const OpId g = p.add(compute_op("grad", 10));
-  Op high = collective_op("category 11", 15);  // 10-40
-  high.labels.category = OpCategory(11);
-  const OpId a = p.add(std::move(high));
-  Op low = collective_op("category 2", 5, 0, 2);  // 10-20 on its own stream
-  low.labels.category = OpCategory(2);
-  const OpId b = p.add(std::move(low));
-  const OpId c = p.add(compute_op("overlapping", 12));  // 10-22, hides both while it runs
-  p.add_dependency(g, a);
-  p.add_dependency(g, b);
-  p.add_dependency(g, c);
-  const RankBreakdown breakdown = run_on_two_ranks(std::move(p)).first;
+  const RankBreakdown breakdown = labelled_step(OpCategory(11), OpCategory(2), true);
   EXPECT_EQ(breakdown.exposed_comm.ps(), 18);
   EXPECT_EQ(breakdown.exposed_in(OpCategory(11)).ps(), 18);
   EXPECT_EQ(breakdown.exposed_in(OpCategory(2)).ps(), 0);
