@@ -33,9 +33,10 @@ uint64_t Simulation::Impl::step() {
       SIM_CHECK(t.index() < in_flight.size() && !in_flight[t.index()].empty(),
                 "the communication model finished transfer {}, which the engine did not start",
                 t.value());
-      const std::vector<uint32_t> slots = std::move(in_flight[t.index()]);
-      in_flight[t.index()].clear();
-      for (const uint32_t slot : slots) {
+      // Swapped out (finish may start transfers and grow in_flight); both keep their capacity.
+      finishing.clear();
+      finishing.swap(in_flight[t.index()]);
+      for (const uint32_t slot : finishing) {
         finish(slot);
       }
     }

@@ -123,6 +123,7 @@ struct Simulation::Impl {
   std::vector<detail::GroupRendezvous> rendezvous;  // by group
   // The running ops (slots into `running`) each communication in flight will end, by its id.
   std::vector<std::vector<uint32_t>> in_flight;
+  std::vector<uint32_t> finishing;  // scratch: the slots of the transfer being finished
   uint64_t next_match = 1;
   bool ran = false;
 
