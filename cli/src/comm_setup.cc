@@ -180,4 +180,6 @@ CommSetup::~CommSetup() = default;
 
 collectives::NetworkCommModel& CommSetup::model() { return *impl_->model; }
 
+const topology::Network& CommSetup::network() const { return impl_->net; }
+
 }  // namespace meshsim::cli

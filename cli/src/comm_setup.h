@@ -51,6 +51,7 @@ class CommSetup {
             const CommOptions& options, const std::vector<topology::LinkFault>& faults = {});
   ~CommSetup();
   collectives::NetworkCommModel& model();
+  const topology::Network& network() const;
 
  private:
   struct Impl;

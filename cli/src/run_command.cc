@@ -252,6 +252,7 @@ StepReport simulate(const Scenario& s, const RunOutputs& outputs) {
                         {"cluster", report.cluster_description},
                         {"plan", report.plan_description},
                         {"scenario", report.inputs.dump()}});
+    trace->watch_degraded(comm.model(), comm.network(), s.faults.links);
   }
   const RunResult run = sim.run();
   if (trace) {

@@ -24,6 +24,15 @@ std::vector<int64_t> default_ranks(const workloads::ParallelPlan& plan) {
   return {ranks.begin(), ranks.end()};
 }
 
+// Keeps `fraction` as the value from `from` on (one sample per instant).
+void record_step(std::vector<std::pair<SimTime, double>>& v, SimTime from, double fraction) {
+  if (!v.empty() && v.back().first == from) {
+    v.back().second = fraction;
+  } else {
+    v.emplace_back(from, fraction);
+  }
+}
+
 }  // namespace
 
 traces::TraceFormat trace_format_of(const std::string& path, const std::string& flag) {
@@ -85,12 +94,7 @@ void TraceSetup::attach(Simulation& sim, collectives::NetworkCommModel& comm,
   options.metadata = std::move(meta);
   writer_ = std::make_unique<traces::TraceWriter>(format_, sim, file_, std::move(options));
   comm.on_utilisation([this](const collectives::LinkUtilisation& u) {
-    auto& v = utilisation_[static_cast<size_t>(u.kind)];
-    if (!v.empty() && v.back().first == u.from) {
-      v.back().second = u.fraction;
-    } else {
-      v.emplace_back(u.from, u.fraction);
-    }
+    record_step(utilisation_[static_cast<size_t>(u.kind)], u.from, u.fraction);
   });
 }
 
@@ -134,20 +138,41 @@ std::vector<double> bin_means(const std::vector<std::pair<SimTime, double>>& ste
 
 }  // namespace
 
+void TraceSetup::watch_degraded(collectives::NetworkCommModel& comm, const topology::Network& net,
+                                const std::vector<topology::LinkFault>& faults) {
+  if (faults.empty()) {
+    return;
+  }
+  std::vector<std::vector<LinkId>> sets;
+  for (const topology::LinkFault& f : faults) {
+    sets.push_back(net.device_links(f.device, f.kind));
+    degraded_.emplace_back(fmt::format("degraded: device {} {} at x{:.2f}, utilization %",
+                                       f.device.value(), to_string(f.kind), f.factor),
+                           std::vector<std::pair<SimTime, double>>{});
+  }
+  comm.watch_links(std::move(sets), [this](const collectives::WatchedUtilisation& u) {
+    record_step(degraded_[u.set].second, u.from, u.fraction);
+  });
+}
+
 void TraceSetup::finish(SimTime end) {
   constexpr int kBins = 500;
-  for (int kind = 0; kind < topology::kNumLinkKinds; ++kind) {
-    const auto& steps = utilisation_[static_cast<size_t>(kind)];
-    if (steps.empty()) {
-      continue;
-    }
-    const double width = std::max(1.0, static_cast<double>(end.ps()) / kBins);
-    const std::vector<double> means = bin_means(steps, end, kBins);
+  const double width = std::max(1.0, static_cast<double>(end.ps()) / kBins);
+  const auto write = [&](std::string_view name, const std::vector<std::pair<SimTime, double>>& s) {
+    const std::vector<double> means = bin_means(s, end, kBins);
     for (int k = 0; k < kBins; ++k) {
-      writer_->add_counter_sample(counter_name(static_cast<topology::LinkKind>(kind)),
-                                  SimTime::from_ps(static_cast<int64_t>(k * width)),
+      writer_->add_counter_sample(name, SimTime::from_ps(static_cast<int64_t>(k * width)),
                                   std::min(100.0, 100.0 * means[static_cast<size_t>(k)]));
     }
+  };
+  for (int kind = 0; kind < topology::kNumLinkKinds; ++kind) {
+    const auto& steps = utilisation_[static_cast<size_t>(kind)];
+    if (!steps.empty()) {
+      write(counter_name(static_cast<topology::LinkKind>(kind)), steps);
+    }
+  }
+  for (const auto& [name, steps] : degraded_) {
+    write(name, steps);
   }
   writer_->finish();
   file_.close();

@@ -51,6 +51,13 @@ TEST_F(FaultsCli, ScenarioBlockSlowsTheStepAndTheReportSaysWhy) {
     }
   }
   EXPECT_TRUE(rank5) << "no track of rank 5 in the trace";
+  // And a utilisation counter for the degraded NIC (idle here: one node talks over NVLink).
+  bool degraded = false;
+  for (const auto& e : t["traceEvents"]) {
+    degraded |= e.value("ph", "") == "C" &&
+                e.value("name", "").rfind("degraded: device 2 network at x0.50", 0) == 0;
+  }
+  EXPECT_TRUE(degraded) << "no counter for the degraded NIC";
 }
 
 TEST_F(FaultsCli, FlagsReplaceTheBlockAndMatchIt) {

@@ -80,5 +80,28 @@ TEST(DegradedLink, ConcurrentTrafficOnOtherLinksIsUnaffected) {
   EXPECT_EQ(a.time, SimTime::zero() + slow_alone);
 }
 
+// The degraded NIC's utilisation counter: a send through it fills its outbound direction (half of
+// the two directions' capacity); a send elsewhere does not touch it.
+TEST(DegradedLink, WatchedLinksReportTheirUtilisation) {
+  auto net = topology::Network::build(dgx_h100(2));
+  net.degrade({{DeviceId(0), topology::LinkKind::kNetwork, 0.5}});
+  auto m = model(net);
+  std::vector<WatchedUtilisation> seen;
+  m.watch_links({net.device_links(DeviceId(0), topology::LinkKind::kNetwork)},
+                [&seen](const WatchedUtilisation& u) { seen.push_back(u); });
+  m.start_p2p(SimTime::zero(), RankId(1), RankId(9), MB(100));
+  const SimTime first_done = m.advance(SimTime::max()).time;
+  EXPECT_TRUE(seen.empty());
+  m.start_p2p(first_done, RankId(0), RankId(8), MB(100));
+  m.advance(SimTime::max());
+  ASSERT_FALSE(seen.empty());
+  double peak = 0;
+  for (const WatchedUtilisation& u : seen) {
+    EXPECT_EQ(u.set, 0u);
+    peak = std::max(peak, u.fraction);
+  }
+  EXPECT_NEAR(peak, 0.5, 1e-9);
+}
+
 }  // namespace
 }  // namespace meshsim::collectives
