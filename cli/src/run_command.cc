@@ -215,6 +215,10 @@ std::vector<int64_t> slow_ranks_to_trace(const Faults& f, int64_t world) {
   return ranks;
 }
 
+FaultEffect compare_with_nominal(const Scenario& s, const RunOutputs& outputs,
+                                 const workloads::StepPlan& plan,
+                                 const std::vector<RankBreakdown>& breakdown);
+
 StepReport simulate(const Scenario& s, const RunOutputs& outputs) {
   const Loaded l = load(s);
   StepReport report = describe(s, l);
@@ -268,15 +272,23 @@ StepReport simulate(const Scenario& s, const RunOutputs& outputs) {
   }
   fill_results(report, run, breakdown, plan);
   if (faulty) {
-    // The same step without faults, in representative mode (exact on symmetric inputs).
-    Scenario nominal = s;
-    nominal.faults = {};
-    RunOutputs quiet;
-    quiet.comm = outputs.comm;
-    report.faults = fault_effect(s.faults, plan, breakdown, simulate(nominal, quiet).step_time);
-    report.faults->switched_to_full = !outputs.full_simulation;
+    report.faults = compare_with_nominal(s, outputs, plan, breakdown);
   }
   return report;
+}
+
+// What the faults of `s` did: its step against the same step without them, simulated in
+// representative mode (exact on symmetric inputs).
+FaultEffect compare_with_nominal(const Scenario& s, const RunOutputs& outputs,
+                                 const workloads::StepPlan& plan,
+                                 const std::vector<RankBreakdown>& breakdown) {
+  Scenario nominal = s;
+  nominal.faults = {};
+  RunOutputs quiet;
+  quiet.comm = outputs.comm;
+  FaultEffect e = fault_effect(s.faults, plan, breakdown, simulate(nominal, quiet).step_time);
+  e.switched_to_full = !outputs.full_simulation;
+  return e;
 }
 
 }  // namespace
