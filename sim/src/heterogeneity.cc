@@ -8,7 +8,9 @@
 namespace meshsim {
 
 bool Heterogeneity::is_uniform() const {
-  if (jitter_cv > 0 || (stragglers.fraction > 0 && stragglers.max_factor != 1.0)) {
+  const bool drawn_differ =
+      stragglers.fraction > 0 && (stragglers.min_factor != 1.0 || stragglers.max_factor != 1.0);
+  if (jitter_cv > 0 || drawn_differ) {
     return false;
   }
   for (const SlowRank& s : slow_ranks) {

@@ -469,6 +469,11 @@ TEST(Heterogeneity, StragglerDistributionIsSeededAndStable) {
   EXPECT_EQ(h.slowdowns(4096)[3], 2.0 * a[3]);
   EXPECT_FALSE(h.is_uniform());
   EXPECT_TRUE(Heterogeneity{}.is_uniform());
+  Heterogeneity fast;  // stragglers that are faster than nominal still break the symmetry
+  fast.stragglers = {0.5, 0.8, 1.0};
+  EXPECT_FALSE(fast.is_uniform());
+  fast.stragglers = {0.5, 1.0, 1.0};
+  EXPECT_TRUE(fast.is_uniform());
   h.slow_ranks = {{RankId(5000), 2.0}};
   EXPECT_THROW(h.slowdowns(4096), InternalError);
 }
