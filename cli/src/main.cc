@@ -14,6 +14,7 @@
 #include "plan_command.h"
 #include "sweep_command.h"
 #include "compare_command.h"
+#include "fault_flags.h"
 #include "meshsim/sim/error.h"
 #include "run_command.h"
 #include "published_command.h"
@@ -47,7 +48,37 @@ struct RunFlags {
   std::string trace_ranks;
   bool no_trace = false;
   meshsim::cli::CommFlags comm;
+  // Fault flags (cli/src/fault_flags.h), each replacing that part of the scenario's "faults"
+  // block.
+  std::vector<std::string> slow_ranks;
+  std::string stragglers;
+  double kernel_jitter = 0;
+  std::vector<std::string> degrade;
+  int64_t fault_seed = 0;
 };
+
+void add_fault_options(CLI::App* app, RunFlags& f) {
+  const auto add = [&f](CLI::Option* o, std::function<void(Scenario&)> apply) {
+    f.overrides.push_back({o, std::move(apply)});
+  };
+  add(app->add_option("--slow-rank", f.slow_ranks,
+                      "RANK:FACTOR: the rank's kernels take FACTOR times as long (repeatable)"),
+      [&f](Scenario& s) { meshsim::cli::set_slow_ranks_flag(f.slow_ranks, s.faults); });
+  add(app->add_option("--stragglers", f.stragglers,
+                      "FRACTION:MIN:MAX: each rank is slow with probability FRACTION, by a "
+                      "factor uniform in [MIN, MAX] (seeded)"),
+      [&f](Scenario& s) { meshsim::cli::set_stragglers_flag(f.stragglers, s.faults); });
+  add(app->add_option("--kernel-jitter", f.kernel_jitter,
+                      "Coefficient of variation of every kernel's time (lognormal, seeded)"),
+      [&f](Scenario& s) { meshsim::cli::set_kernel_jitter_flag(f.kernel_jitter, s.faults); });
+  add(app->add_option("--degrade", f.degrade,
+                      "DEVICE:LINK:FACTOR: the device's LINK (network, nvlink, ici, pcie) keeps "
+                      "FACTOR of its bandwidth (repeatable)"),
+      [&f](Scenario& s) { meshsim::cli::set_degrade_flag(f.degrade, s.faults); });
+  add(app->add_option("--fault-seed", f.fault_seed, "Seed of the stragglers and the jitter")
+          ->check(CLI::NonNegativeNumber),
+      [&f](Scenario& s) { s.faults.compute.seed = static_cast<uint64_t>(f.fault_seed); });
+}
 
 // The fat tree's knobs (scenario.h FabricKnobs), bound to `k`; `on_set` runs for each one given.
 void add_fabric_options(CLI::App* app, meshsim::studies::FabricKnobs& k,
@@ -252,6 +283,7 @@ void add_run_options(CLI::App* app, RunFlags& f) {
   app->add_flag("--no-trace", f.no_trace, "Do not write a trace");
   app->add_flag("--full-simulation", f.outputs.step.full_simulation,
                 "Simulate every rank instead of one per class of identical ranks");
+  add_fault_options(app, f);
   app->add_option("--backend", f.comm.backend, "Collective cost backend")
       ->check(CLI::IsMember({"analytical", "simgrid"}))
       ->capture_default_str();

@@ -60,6 +60,9 @@ void print_summary(const StepReport& r, std::ostream& out) {
                          format_bytes(st.peak_memory));
     }
   }
+  if (r.faults) {
+    studies::print_fault_effect(*r.faults, r.step_time, out);
+  }
   out << fmt::format("  simulated             {} ranks ({} mode), {} events\n", r.simulated_ranks,
                      r.simulation_mode, r.events);
   if (!r.trace_path.empty()) {

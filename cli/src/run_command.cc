@@ -1,5 +1,7 @@
 #include "run_command.h"
 
+#include <algorithm>
+
 #include "meshsim/studies/scenario.h"
 #include "progress.h"
 #include "trace_setup.h"
@@ -8,23 +10,39 @@
 namespace meshsim::cli {
 namespace {
 
-// The trace writer as the step's observer.
+// The slowest ranks the faults name or draw (at most 8), for the default trace selection.
+std::vector<int64_t> slow_ranks_to_trace(const studies::Faults& f, int64_t world) {
+  const std::vector<double> slowdown = f.compute.slowdowns(static_cast<size_t>(world));
+  std::vector<int64_t> ranks;
+  for (size_t r = 0; r < slowdown.size(); ++r) {
+    if (slowdown[r] > 1.0) {
+      ranks.push_back(static_cast<int64_t>(r));
+    }
+  }
+  std::stable_sort(ranks.begin(), ranks.end(), [&slowdown](int64_t a, int64_t b) {
+    return slowdown[static_cast<size_t>(a)] > slowdown[static_cast<size_t>(b)];
+  });
+  ranks.resize(std::min<size_t>(ranks.size(), 8));
+  return ranks;
+}
+
+// The trace writer as the step's observer: the slow ranks in the default selection, the degraded
+// links' utilisation counters.
 class TraceObserver : public studies::StepObserver {
  public:
-  TraceObserver(const TraceRequest& request, const Scenario& s,
-                const topology::ClusterSpec& cluster)
-      : trace_(request, s.plan, cluster) {}
+  TraceObserver(TraceRequest request, const Scenario& s, const topology::ClusterSpec& cluster)
+      : trace_(with_slow_ranks(std::move(request), s), s.plan, cluster), links_(s.faults.links) {}
 
   bool needs_full_simulation() const override { return trace_.needs_full_simulation(); }
   std::vector<int64_t> ranks_to_simulate() const override { return trace_.ranks_to_simulate(); }
-  void attach(Simulation& sim, collectives::NetworkCommModel& comm,
-              const StepReport& r) override {
-    trace_.attach(sim, comm,
+  void attach(Simulation& sim, studies::CommSetup& comm, const StepReport& r) override {
+    trace_.attach(sim, comm.model(),
                   {{"meshsim_version", MESHSIM_VERSION},
                    {"model", r.model_description},
                    {"cluster", r.cluster_description},
                    {"plan", r.plan_description},
                    {"scenario", r.inputs.dump()}});
+    trace_.watch_degraded(comm.model(), comm.network(), links_);
   }
   void finish(SimTime end, StepReport& r) override {
     trace_.finish(end);
@@ -34,7 +52,14 @@ class TraceObserver : public studies::StepObserver {
   }
 
  private:
+  static TraceRequest with_slow_ranks(TraceRequest request, const Scenario& s) {
+    if (!s.faults.empty()) {
+      request.also = slow_ranks_to_trace(s.faults, s.plan.world());
+    }
+    return request;
+  }
   TraceSetup trace_;
+  std::vector<topology::LinkFault> links_;
 };
 
 }  // namespace
@@ -44,7 +69,7 @@ StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
     const studies::LoadedScenario loaded = studies::load_and_check(s);
     std::optional<TraceObserver> trace;
     if (outputs.trace_path) {
-      trace.emplace(TraceRequest{*outputs.trace_path, outputs.trace_ranks}, s, loaded.cluster);
+      trace.emplace(TraceRequest{*outputs.trace_path, outputs.trace_ranks, {}}, s, loaded.cluster);
     }
     return studies::simulate_step(s, loaded, outputs.step, trace ? &*trace : nullptr);
   });

@@ -11,8 +11,10 @@ struct CommSetup::Impl {
 };
 
 CommSetup::CommSetup(const topology::ClusterSpec& c, const workloads::StepPlan& plan,
-                     const CommOptions& options)
+                     const CommOptions& options,
+                     const std::vector<topology::LinkFault>& faults)
     : impl_(std::make_unique<Impl>(Impl{topology::Network::build(c), nullptr})) {
+  impl_->net.degrade(faults);
   // Ranks fill devices in order: global rank r is device r.
   impl_->model = std::make_unique<collectives::NetworkCommModel>(
       impl_->net, topology::Placement::in_order(plan.world), options.backend, options.collective);
@@ -32,5 +34,7 @@ CommSetup::CommSetup(const topology::ClusterSpec& c, const workloads::StepPlan& 
 CommSetup::~CommSetup() = default;
 
 collectives::NetworkCommModel& CommSetup::model() { return *impl_->model; }
+
+const topology::Network& CommSetup::network() const { return impl_->net; }
 
 }  // namespace meshsim::studies

@@ -172,6 +172,7 @@ Scenario apply_scenario_json(const nlohmann::json& doc, const std::string& sourc
   field(ScenarioField::kHardwareCatalogue, &JsonObject::string,
         [&](std::string v) { s.hardware_catalogue = v; });
   read_fabric(o, s.fabric);
+  read_faults(o, s.faults);
   o.finish();
   return s;
 }
@@ -293,6 +294,9 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
   }
   if (!p.stage_layers.empty()) {
     j["stage_layers"] = p.stage_layers;
+  }
+  if (!s.faults.empty()) {
+    j["faults"] = faults_json(s.faults);
   }
   return j;
 }

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <map>
 
-#include "meshsim/sim/analysis.h"
+#include "meshsim/sim/breakdown.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/simulation.h"
 #include "meshsim/topology/compute_model.h"
@@ -204,13 +204,37 @@ std::string describe_model(const workloads::ModelConfig& m) {
 namespace {
 
 StepReport simulate(const Scenario& given, const LoadedScenario& l, const StepOptions& options,
+                    StepObserver* observer);
+
+// What the faults of `s` did: its step against the same step without them, simulated in
+// representative mode (exact on symmetric inputs).
+FaultEffect compare_with_nominal(const Scenario& s, const LoadedScenario& l,
+                                 const StepOptions& options, const workloads::StepPlan& plan,
+                                 const std::vector<RankBreakdown>& breakdown) {
+  Scenario nominal = s;
+  nominal.faults = {};
+  StepOptions quiet;
+  quiet.comm = options.comm;
+  quiet.skip_memory_precheck = options.skip_memory_precheck;
+  FaultEffect e =
+      fault_effect(s.faults, plan, breakdown, simulate(nominal, l, quiet, nullptr).step_time);
+  e.switched_to_full = !options.full_simulation;
+  return e;
+}
+
+StepReport simulate(const Scenario& given, const LoadedScenario& l, const StepOptions& options,
                     StepObserver* observer) {
   Scenario s = given;
   apply_stack_for(s.plan, l.cluster.chip);
   check_plan(l, s.plan);
   StepReport report = describe(s, l);
-  const bool full =
-      options.full_simulation || (observer != nullptr && observer->needs_full_simulation());
+  const bool faulty = !s.faults.empty();
+  if (faulty) {
+    check_faults(s.faults, s.plan.world());
+  }
+  // Faults make ranks differ: representative mode would be wrong, so every rank is simulated.
+  const bool full = options.full_simulation || faulty ||
+                    (observer != nullptr && observer->needs_full_simulation());
   report.simulation_mode = full ? "full" : "representative";
   workloads::StepPlan plan = workloads::plan_step(
       l.model, s.plan,
@@ -220,19 +244,26 @@ StepReport simulate(const Scenario& given, const LoadedScenario& l, const StepOp
     return report;
   }
   topology::RooflineComputeModel compute(l.cluster.chip);
-  CommSetup comm(l.cluster, plan, options.comm);
+  CommSetup comm(l.cluster, plan, options.comm, s.faults.links);
   Simulation sim(compute, comm.model());
   workloads::load_plan(sim, plan);
-  Timeline timeline;
-  sim.record_into(timeline);
+  apply_compute_faults(s.faults, plan, sim);
   if (observer != nullptr) {
-    observer->attach(sim, comm.model(), report);
+    observer->attach(sim, comm, report);
   }
   const RunResult run = sim.run();
   if (observer != nullptr) {
     observer->finish(run.end, report);
   }
-  fill_results(report, run, analyze(timeline, sim, run.end), plan);
+  std::vector<RankBreakdown> breakdown;
+  breakdown.reserve(run.ranks.size());
+  for (const RankResult& rank : run.ranks) {
+    breakdown.push_back(rank.breakdown);
+  }
+  fill_results(report, run, breakdown, plan);
+  if (faulty) {
+    report.faults = compare_with_nominal(s, l, options, plan, breakdown);
+  }
   return report;
 }
 

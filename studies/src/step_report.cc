@@ -106,6 +106,9 @@ nlohmann::json to_json(const StepReport& r) {
     j["oom_stage"] = r.oom_stage;
   }
   j["events"] = r.events;
+  if (r.faults) {
+    j["faults"] = fault_effect_json(*r.faults, r.step_time);
+  }
   return j;
 }
 

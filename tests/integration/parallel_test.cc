@@ -63,6 +63,10 @@ Outcome simulate(const std::string& model, const ParallelPlan& p, SimulationMode
   sim.record_into(tl);
   out.run = sim.run();
   out.breakdown = analyze(tl, sim, out.run.end);
+  // Issue 16: the engine's online breakdown equals the analysis of the recorded timeline.
+  for (size_t i = 0; i < out.breakdown.size(); ++i) {
+    EXPECT_EQ(out.run.ranks[i].breakdown, out.breakdown[i]) << "rank " << i;
+  }
   return out;
 }
 

@@ -21,7 +21,9 @@ struct ComputeContext {
 class ComputeCostModel {
  public:
   virtual ~ComputeCostModel() = default;
-  // Time of one compute op on the device that runs `rank`.
+  // Time of one compute op on a nominal device. The engine asks once per op of each program (for
+  // the first rank running it) and applies per-rank differences itself (Simulation::
+  // set_compute_slowdown, set_kernel_jitter), so the answer must not depend on `rank`.
   virtual Duration compute_time(RankId rank, const ComputeWork& work) const = 0;
   // The same op started while `context` holds (models of interference override it; by default
   // communication does not slow compute).

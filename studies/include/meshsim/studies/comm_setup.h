@@ -3,10 +3,12 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "meshsim/collectives/comm_model.h"
 #include "meshsim/collectives/schedule.h"
 #include "meshsim/topology/cluster.h"
+#include "meshsim/topology/network.h"
 #include "meshsim/workloads/step.h"
 
 namespace meshsim::studies {
@@ -22,10 +24,12 @@ struct CommOptions {
 // plan's simulated groups and ranks (representative mode) declared so that they load the links.
 class CommSetup {
  public:
+  // `faults`: NICs and links degraded before the model is built on the network.
   CommSetup(const topology::ClusterSpec& cluster, const workloads::StepPlan& plan,
-            const CommOptions& options);
+            const CommOptions& options, const std::vector<topology::LinkFault>& faults = {});
   ~CommSetup();
   collectives::NetworkCommModel& model();
+  const topology::Network& network() const;
 
  private:
   struct Impl;

@@ -14,7 +14,8 @@
 //     "overlap_grad_reduce": true, "overlap_param_gather": true, "overlap_p2p": true,
 //     "overlap_tp": false, "hardware_catalogue": "path/to/chips.json",
 //     "oversubscription": 4, "tiers": 3, "rail_optimized": false, "nics_per_device": 2,
-//     "nic_bandwidth": "200Gbps", "sharp": true }
+//     "nic_bandwidth": "200Gbps", "sharp": true,
+//     "faults": { ... } }  (slow ranks, stragglers, jitter, degraded links: faults.h)
 //
 // The parallel plan is read straight into the typed workloads::ParallelPlan, each field's origin
 // recorded (the file and its JSON pointer); the scenario's own fields (model, cluster, nodes,
@@ -29,6 +30,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "meshsim/studies/faults.h"
 #include "meshsim/sim/provenance.h"
 #include "meshsim/topology/cluster.h"
 #include "meshsim/workloads/parallel.h"
@@ -77,6 +79,7 @@ struct Scenario {
   FabricKnobs fabric;
   workloads::ParallelPlan plan = neutral_plan();
   Provenance<ScenarioField> origins;
+  Faults faults;  // slow ranks, stragglers, jitter, degraded links (faults.h)
 
   static workloads::ParallelPlan neutral_plan();
 };

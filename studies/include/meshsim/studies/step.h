@@ -32,8 +32,7 @@ class StepObserver {
   virtual bool needs_full_simulation() const = 0;
   virtual std::vector<int64_t> ranks_to_simulate() const = 0;
   // Before Simulation::run (subscribe to the engine's and the network model's signals).
-  virtual void attach(Simulation& sim, collectives::NetworkCommModel& comm,
-                      const StepReport& report) = 0;
+  virtual void attach(Simulation& sim, CommSetup& comm, const StepReport& report) = 0;
   // After it; may fill the report's trace fields.
   virtual void finish(SimTime end, StepReport& report) = 0;
 };

@@ -3,12 +3,15 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "meshsim/studies/faults.h"
 
 #include "meshsim/sim/program.h"
 #include "meshsim/sim/units.h"
@@ -69,6 +72,7 @@ struct StepReport {
   std::string trace_path;
   uint64_t trace_events = 0;
   std::string trace_description;
+  std::optional<FaultEffect> faults;  // when the scenario has faults (faults.h)
 };
 
 nlohmann::json to_json(const StepReport& r);
