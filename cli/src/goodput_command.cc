@@ -157,7 +157,10 @@ std::string span(double seconds) {
   if (seconds >= 120.0) {
     return fmt::format("{:.1f} min", seconds / 60.0);
   }
-  return fmt::format("{:.1f} s", seconds);
+  if (seconds >= 1.0) {
+    return fmt::format("{:.1f} s", seconds);
+  }
+  return fmt::format("{:.1f} ms", seconds * 1e3);
 }
 
 void print_inputs(const studies::GoodputModel& m, const studies::StepReport& r, const Scenario& s,
