@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <numeric>
 
 #include "meshsim/sim/error.h"
@@ -44,7 +45,15 @@ void add_goodput_options(CLI::App* app, GoodputArgs& a) {
                   "(default 10min: an assumption)")
       ->capture_default_str();
   app->add_option("--runs", a.runs, "Monte Carlo runs (1 to 1000000)")->capture_default_str();
-  app->add_option("--seed", a.seed, "Monte Carlo seed")->capture_default_str();
+  app->add_option("--seed", a.seed, "Monte Carlo seed (0 to 2^64 - 1)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            return !v.empty() && v.front() == '-'
+                       ? std::string("expected a seed from 0 to 2^64 - 1, got ") + v
+                       : std::string();
+          },
+          "SEED"))
+      ->capture_default_str();
   app->add_option("--failure-table", a.failure_table,
                   "Interruption table JSON (schema of studies/data/failures-llama3.json)");
 }
@@ -151,6 +160,9 @@ studies::GoodputModel build_model(const studies::StepReport& r, const Scenario& 
 }
 
 std::string span(double seconds) {
+  if (!std::isfinite(seconds)) {
+    return "infinite (no failures)";
+  }
   if (seconds >= 2 * 3600.0) {
     return fmt::format("{:.2f} h", seconds / 3600.0);
   }

@@ -139,6 +139,9 @@ TEST_F(StudiesCommandTest, GoodputIsDeterministicAndNamesBadInput) {
   expect_input_error(meshsim(with({"--checkpoint-interval", "5parsecs"})),
                      {"--checkpoint-interval", "5parsecs", "30min"});
   expect_input_error(meshsim(with({"--runs", "0"})), {"--runs", "1 to 1000000"});
+  expect_input_error(meshsim(with({"--seed", "-1"})), {"--seed", "0 to 2^64 - 1"});
+  expect_input_error(meshsim(with({"--checkpoint-interval", "0s"})),
+                     {"--checkpoint-interval", "positive interval"});
   expect_input_error(meshsim(with({"--storage-bandwidth", "fast"})),
                      {"--storage-bandwidth", "2TB/s"});
   expect_input_error(meshsim({"goodput", "--model", "llama3-8b", "--dp", "8"}),
