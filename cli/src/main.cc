@@ -15,6 +15,7 @@
 #include "sweep_command.h"
 #include "compare_command.h"
 #include "fault_flags.h"
+#include "goodput_command.h"
 #include "meshsim/sim/error.h"
 #include "run_command.h"
 #include "published_command.h"
@@ -345,19 +346,32 @@ int run_main(int argc, char** argv) {
   CLI::App* run = app.add_subcommand("run", "Simulate one training step of a scenario");
   // A scenario file that does not exist is often the value of a flag that is not one (`run --tpp
   // 8`): say so rather than "File does not exist: 8".
+  const CLI::Validator scenario_file(
+      [](std::string& path) {
+        return std::ifstream(path).good()
+                   ? std::string()
+                   : "\"" + path + "\" is not a scenario file (if it is the value of a flag, "
+                                    "that flag is unknown: --help lists them)";
+      },
+      "FILE");
   run->add_option("scenario", run_flags.scenario_file,
                   "Scenario JSON file (flags override its fields)")
-      ->check(CLI::Validator(
-          [](std::string& path) {
-            return std::ifstream(path).good()
-                       ? std::string()
-                       : "\"" + path + "\" is not a scenario file (if it is the value of a flag, "
-                                        "that flag is unknown: meshsim run --help lists them)";
-          },
-          "FILE"));
+      ->check(scenario_file);
   // The run flags on `run` too, so that `meshsim run --help` lists them.
   add_run_options(run, run_flags);
   run->fallthrough();
+
+  // `goodput`: the run's scenario flags, then a whole run under failures and checkpoints.
+  meshsim::cli::GoodputArgs goodput_args;
+  CLI::App* goodput = app.add_subcommand(
+      "goodput", "Days to train and goodput of a scenario under failures, checkpoints and "
+                 "restarts (Monte Carlo, with Young/Daly's optimum interval)");
+  goodput->add_option("scenario", run_flags.scenario_file,
+                      "Scenario JSON file (flags override its fields)")
+      ->check(scenario_file);
+  add_run_options(goodput, run_flags);
+  meshsim::cli::add_goodput_options(goodput, goodput_args);
+  goodput->fallthrough();
 
   std::string calc_model;
   int64_t calc_seq = 4096;
@@ -518,6 +532,13 @@ int run_main(int argc, char** argv) {
     if (!f.trace_ranks.empty()) {
       f.outputs.trace_ranks = f.trace_ranks;
     }
+  }
+  if (*goodput) {
+    // A trace only when asked for (the run's default trace file is not written).
+    if (goodput->get_option("--trace")->count() == 0 && app.get_option("--trace")->count() == 0) {
+      f.outputs.trace_path.reset();
+    }
+    return meshsim::cli::goodput_command(resolve(f), f.outputs, goodput_args, std::cout);
   }
   // No subcommand: the default scenario.
   return meshsim::cli::run_command(resolve(f), f.outputs, std::cout);

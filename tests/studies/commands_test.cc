@@ -106,5 +106,57 @@ TEST_F(StudiesCommandTest, CompareSaysWhatChangedAndWhyTheStepMoved) {
                      {"not-a-report.json", "/tokens_per_s"});
 }
 
+// `meshsim goodput` (issue 16): the step simulated, then the run under the Llama 3 table; the
+// same seed writes the same bytes, and bad input names its flag or its file and field.
+TEST_F(StudiesCommandTest, GoodputIsDeterministicAndNamesBadInput) {
+  const std::vector<std::string> base = {"goodput", "--model", "llama3-8b", "--cluster",
+                                         "dgx-h100", "--dp", "8", "--zero", "1", "--gbs", "64",
+                                         "--seq", "4096", "--tokens", "1T"};
+  const auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  const CommandResult r = meshsim(with({"--json", "g1.json", "--runs", "50"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("monte carlo"));
+  EXPECT_THAT(r.output, HasSubstr("Young"));
+  const nlohmann::json j = read_json("g1.json");
+  const nlohmann::json& g = j.at("goodput");
+  EXPECT_EQ(g.at("monte_carlo").at("runs"), 50);
+  EXPECT_EQ(g.at("interval").at("used_s"), g.at("interval").at("optimal_s"));  // auto
+  const double goodput = g.at("monte_carlo").at("goodput").at("mean");
+  EXPECT_GT(goodput, 0.5);
+  EXPECT_LT(goodput, 1.0);
+  // Failure-free days: the tokens at the simulated throughput.
+  EXPECT_NEAR(g.at("work_days").get<double>(),
+              1e12 / j.at("step").at("tokens_per_s").get<double>() / 86400.0, 1e-9);
+  ASSERT_EQ(meshsim(with({"--json", "g2.json", "--runs", "50"})).exit_code, 0);
+  EXPECT_EQ(read_file("g1.json"), read_file("g2.json"));
+  ASSERT_EQ(meshsim(with({"--json", "g3.json", "--runs", "50", "--seed", "2"})).exit_code, 0);
+  EXPECT_NE(read_file("g1.json"), read_file("g3.json"));
+
+  expect_input_error(meshsim(with({"--checkpoint-interval", "5parsecs"})),
+                     {"--checkpoint-interval", "5parsecs", "30min"});
+  expect_input_error(meshsim(with({"--runs", "0"})), {"--runs", "1 to 1000000"});
+  expect_input_error(meshsim(with({"--seed", "-1"})), {"--seed", "0 to 2^64 - 1"});
+  expect_input_error(meshsim(with({"--checkpoint-interval", "0s"})),
+                     {"--checkpoint-interval", "positive interval"});
+  expect_input_error(meshsim(with({"--storage-bandwidth", "fast"})),
+                     {"--storage-bandwidth", "2TB/s"});
+  expect_input_error(meshsim({"goodput", "--model", "llama3-8b", "--dp", "8"}),
+                     {"--tokens", "15T"});
+  nlohmann::json table = nlohmann::json::parse(R"({"source": "s", "observed": {"days": 54,
+      "gpus": 16384, "nodes": 2048, "switches": 1280, "source": "s"},
+      "categories": [{"name": "a", "component": "gpus", "count": 1, "source": "s"}]})");
+  write_json("bad-table.json", table);
+  expect_input_error(meshsim(with({"--failure-table", "bad-table.json"})),
+                     {"bad-table.json", "/categories/0/component", "gpus"});
+  // An asynchronous write that outlasts the interval.
+  expect_input_error(meshsim(with({"--async-checkpoint", "--storage-bandwidth", "1GB/s",
+                                   "--checkpoint-interval", "10s"})),
+                     {"--checkpoint-interval", "asynchronous write"});
+}
+
 }  // namespace
 }  // namespace meshsim::testing
