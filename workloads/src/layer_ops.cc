@@ -39,17 +39,33 @@ void residual_items(Items& it, const std::string& name) {
 }
 
 void rope_items(Items& it, bool backward) {
-  if (it.context().model.positions != PositionKind::kRope) {
+  const LayerContext& c = it.context();
+  if (c.model.positions != PositionKind::kRope) {
     return;
   }
-  if (eager(it.context())) {
+  if (eager(c)) {
     eager_rope(it, backward);
     return;
   }
   const Dims& d = it.dims();
-  const int64_t el = d.tokens * (d.q + d.kv);
+  // MLA rotates only the RoPE part of each query head and the one shared RoPE key.
+  const int64_t el = c.model.mla ? d.tokens * (d.heads + 1) * c.model.mla->qk_rope_head_dim
+                                 : d.tokens * (d.q + d.kv);
   it.kernel(backward ? "rope.bwd" : "rope",
-            memory_bound(OpClass::kElementwise, 3.0, el, 2 * it.context().plan.activation_bytes * el));
+            memory_bound(OpClass::kElementwise, 3.0, el, 2 * c.plan.activation_bytes * el));
+}
+
+// Qwen3 / Gemma-3: RMSNorm over head_dim of every Q and K head.
+void qk_norm_items(Items& it, bool backward) {
+  const LayerContext& c = it.context();
+  if (!c.model.qk_norm) {
+    return;
+  }
+  const Dims& d = it.dims();
+  const int64_t el = d.tokens * (d.q + d.kv);
+  const int64_t e = c.plan.activation_bytes;
+  it.kernel(backward ? "qk_norm.bwd" : "qk_norm",
+            memory_bound(OpClass::kNorm, backward ? 8.0 : 4.0, el, (backward ? 3 : 2) * e * el));
 }
 
 void attention_items(Items& it, bool backward) {
@@ -69,100 +85,91 @@ void attention_items(Items& it, bool backward) {
   // gradients) travel around the ring.
   w.flops = w.flops * (1.0 / static_cast<double>(c.plan.cp));
   w.bytes = w.bytes / c.plan.cp;
-  const Bytes kv_block = Bytes::of(2 * d.tokens * d.kv * c.plan.activation_bytes);
+  const Bytes kv_block = Bytes::of(d.tokens * (d.kv + d.v) * c.plan.activation_bytes);
   it.ring(RingSpec{name, KernelSpec{name + ".chunk", w}, c.plan.cp, backward ? kv_block * 2 : kv_block});
 }
 
-struct MoeDims {
-  int64_t rows;   // tokens per local expert GEMM
-  int64_t batch;  // local experts
-  int64_t routed; // token-expert pairs on the rank
-};
-
-MoeDims moe_dims(const LayerContext& c, const Dims& d) {
-  if (!c.model.moe) {
-    return {d.tokens, 1, d.tokens};
-  }
-  const int64_t e = c.model.moe->num_experts;
-  const int64_t k = c.model.moe->experts_per_token;
-  // Balanced routing: each local expert receives T*k/E tokens from each of the EP ranks, padded
-  // to the capacity factor.
-  const auto rows = static_cast<int64_t>(
-      std::ceil(static_cast<double>(d.tokens * k * c.plan.ep) / static_cast<double>(e) * c.plan.capacity_factor));
-  return {rows, e / c.plan.ep, d.tokens * k};
+// A norm over a `width`-wide latent of every token (MLA's q_a / kv_a norms): replicated.
+void latent_norm(Items& it, const std::string& name, int64_t width, bool backward) {
+  const int64_t el = it.dims().tokens * width;
+  const int64_t e = it.context().plan.activation_bytes;
+  it.kernel(name, memory_bound(OpClass::kNorm, backward ? 8.0 : 4.0, el,
+                               (backward ? 3 : 2) * e * el + e * width));
 }
 
-// The MLP's activation function between the up and down projections, on `el` elements.
-void activation_items(Items& it, int64_t el, bool backward) {
-  const LayerContext& c = it.context();
-  const bool gated = c.model.mlp == MlpKind::kGated;
-  if (eager(c)) {
-    eager_activation(it, el, backward);
-    return;
-  }
-  const ComputeWork act = memory_bound(
-      OpClass::kElementwise, gated ? 5.0 : 8.0, el,
-      (gated ? (backward ? 5 : 3) : (backward ? 3 : 2)) * c.plan.activation_bytes * el);
-  it.kernel(std::string(gated ? "swiglu" : "gelu") + (backward ? ".bwd" : ""), act);
-}
-
-void mlp_items(Items& it, bool backward) {
-  const LayerContext& c = it.context();
+// MLA's projections (Megatron-Core MLASelfAttention): the down-projections to the Q latent and to
+// the KV latent + shared RoPE key are replicated over TP ("duplicated") and read the (gathered)
+// layer input; the up-projections are column-parallel by heads.
+void mla_forward(Items& it) {
   const Dims& d = it.dims();
-  const ModelConfig& m = c.model;
-  const bool gated = m.mlp == MlpKind::kGated;
-  const int64_t up_n = gated ? 2 * d.f : d.f;
-  const MoeDims md = moe_dims(c, d);
-  const int64_t act_el = md.rows * md.batch * d.f;
-  const Bytes routed_bytes = Bytes::of(md.routed * d.h * c.plan.activation_bytes);
-  const ComputeWork permute = memory_bound(OpClass::kCopy, 0.0, md.routed * d.h, 2 * routed_bytes.count());
-  auto a2a = [&](const std::string& name) {
-    if (m.moe && c.plan.ep > 1) {
-      it.comm(name, CommKind::kExpert, CollectiveKind::kAllToAll, routed_bytes);
-    }
-  };
-  const char* up = gated ? "mlp_up" : "fc1";
-  const char* down = gated ? "mlp_down" : "fc2";
-  // The MLP is column-parallel in (up, or the router with MoE) and row-parallel out (down, or
-  // MoE's combine).
-  if (!backward) {
-    if (m.moe) {
-      it.column_gemm("mlp", "router", d.tokens, d.h, m.moe->num_experts);
-      it.kernel("dispatch", permute);
-      a2a("dispatch.ep_alltoall");
-      it.gemm(up, md.rows, d.h, up_n, md.batch);
-    } else {
-      it.column_gemm("mlp", up, md.rows, d.h, up_n, md.batch);
-    }
-    activation_items(it, act_el, false);
-    if (m.moe) {
-      it.gemm(down, md.rows, d.f, d.h, md.batch);
-      a2a("combine.ep_alltoall");
-      it.kernel("combine", permute);
-      it.tp_exit("mlp");
-    } else {
-      it.row_gemm(down, "mlp", md.rows, d.f, d.h, md.batch);
-    }
+  const MlaConfig& a = *it.context().model.mla;
+  if (a.q_lora_rank > 0) {
+    it.column_gemm("qkv", "q_down", d.tokens, d.h, a.q_lora_rank);
+    latent_norm(it, "q_latent_norm", a.q_lora_rank, false);
+    it.gemm("q_up", d.tokens, a.q_lora_rank, d.q);
+  } else {
+    it.column_gemm("qkv", "q_proj", d.tokens, d.h, d.q);
+  }
+  it.gemm("kv_down", d.tokens, d.h, a.kv_lora_rank + a.qk_rope_head_dim);
+  latent_norm(it, "kv_latent_norm", a.kv_lora_rank, false);
+  it.gemm("kv_up", d.tokens, a.kv_lora_rank, d.heads * a.qk_nope_head_dim + d.v);
+}
+
+// The backward of a column-parallel up-projection whose input is a replicated latent of `width`:
+// its input gradient is partial over TP and is all-reduced (T x width) while the weight gradient
+// runs.
+void latent_up_bwd(Items& it, const std::string& name, int64_t width, int64_t n) {
+  const Dims& d = it.dims();
+  it.gemm(name + ".dgrad", d.tokens, n, width);
+  if (it.tensor_parallel()) {
+    it.comm(name + ".tp_allreduce", CommKind::kTensor, CollectiveKind::kAllReduce,
+            Bytes::of(d.tokens * width * it.context().plan.activation_bytes), true);
+  }
+  it.wgrad(name, d.tokens, width, n);
+}
+
+// The down-projections' input gradients are then whole on every rank: no reduction of T x h
+// (with SP each rank keeps its slice); with SP the saved input is re-gathered for their weight
+// gradients.
+void mla_backward(Items& it) {
+  const Dims& d = it.dims();
+  const MlaConfig& a = *it.context().model.mla;
+  latent_up_bwd(it, "kv_up", a.kv_lora_rank, d.heads * a.qk_nope_head_dim + d.v);
+  latent_norm(it, "kv_latent_norm.bwd", a.kv_lora_rank, true);
+  if (it.tensor_parallel() && it.context().plan.sp) {
+    it.comm("kv_down.tp_allgather_input", CommKind::kTensor, CollectiveKind::kAllGather,
+            it.activation_bytes(), true);
+  }
+  it.gemm_bwd("kv_down", d.tokens, d.h, a.kv_lora_rank + a.qk_rope_head_dim);
+  if (a.q_lora_rank > 0) {
+    latent_up_bwd(it, "q_up", a.q_lora_rank, d.q);
+    latent_norm(it, "q_latent_norm.bwd", a.q_lora_rank, true);
+    it.gemm_bwd("q_down", d.tokens, d.h, a.q_lora_rank);
+  } else {
+    it.column_bwd("q_proj", d.tokens, d.h, d.q);
+  }
+}
+
+// Q, K and V from the normed layer input: one fused column-parallel GEMM, or MLA's projections.
+void qkv_forward(Items& it) {
+  const Dims& d = it.dims();
+  if (it.context().model.mla) {
+    mla_forward(it);
+  } else {
+    it.column_gemm("qkv", "qkv", d.tokens, d.h, d.q + d.kv + d.v);
+  }
+}
+
+void qkv_backward(Items& it) {
+  const Dims& d = it.dims();
+  if (it.context().model.mla) {
+    mla_backward(it);
     return;
   }
-  if (m.moe) {
-    it.tp_gather_grad("mlp.bwd");
-    it.kernel("combine.bwd", permute);
-    a2a("combine.bwd.ep_alltoall");
-    it.gemm_bwd(down, md.rows, d.f, d.h, md.batch);
-  } else {
-    it.row_gemm_bwd("mlp.bwd", down, md.rows, d.f, d.h, md.batch);
+  if (eager(it.context())) {  // the gradients of the Q, K and V slices, concatenated for the GEMM
+    eager_copy(it, "qkv.split.bwd", d.tokens * (d.q + d.kv + d.v));
   }
-  activation_items(it, act_el, true);
-  if (eager(c) && gated) {
-    eager_copy(it, "mlp_up.split.bwd", md.rows * md.batch * up_n);
-  }
-  it.column_bwd(up, md.rows, d.h, up_n, md.batch);
-  if (m.moe) {
-    a2a("dispatch.bwd.ep_alltoall");
-    it.kernel("dispatch.bwd", permute);
-    it.gemm_bwd("router", d.tokens, d.h, m.moe->num_experts);
-  }
+  it.column_bwd("qkv", d.tokens, d.h, d.q + d.kv + d.v);
 }
 
 }  // namespace
@@ -170,25 +177,33 @@ void mlp_items(Items& it, bool backward) {
 // The attention core of the rank: its heads (1/TP) over its query chunk (1/CP of the causal work).
 ComputeWork attention_work(const LayerContext& c, const Dims& d, bool backward) {
   const bool flash = c.plan.attention == AttentionKernel::kFlash;
-  const double s2q = static_cast<double>(d.b) * static_cast<double>(d.s) *
-                     static_cast<double>(d.s) * static_cast<double>(d.q) /
-                     static_cast<double>(c.plan.cp);
-  const double fwd_flops = flash ? 2.0 * s2q : 4.0 * s2q;
-  ComputeWork w;
-  w.op_class = OpClass::kAttention;
-  w.dtype = attention_dtype(c);
-  w.flops = Flops::of(backward ? 2.5 * fwd_flops : fwd_flops);
-  const int64_t qkv = d.tokens * (d.q + 2 * d.kv) * c.plan.activation_bytes;
-  const int64_t o = d.tokens * d.q * c.plan.activation_bytes;
+  // Query-key pairs computed, times 2: s^2 for the causal half (flash) or the whole matrix
+  // (naive, which masks after computing); a window W < s leaves 2sW - W^2 (flash skips the
+  // blocks outside it).
+  const auto s = static_cast<double>(d.s);
+  const int64_t window = c.layer >= 0 ? c.model.attention_window(c.layer) : 0;
+  const bool windowed = flash && window > 0 && window < d.s;
+  const double w = static_cast<double>(window);
+  const double pairs2 = windowed ? 2.0 * s * w - w * w : s * s;
+  // QK^T over the Q/K width and PV over the V width: 2 FLOPs per multiply-add, each over half
+  // of s^2 pairs under causal masking.
+  const double fwd_flops = static_cast<double>(d.b) * pairs2 * static_cast<double>(d.q + d.o) /
+                           static_cast<double>(c.plan.cp) * (flash ? 1.0 : 2.0);
+  ComputeWork work;
+  work.op_class = OpClass::kAttention;
+  work.dtype = attention_dtype(c);
+  work.flops = Flops::of(backward ? 2.5 * fwd_flops : fwd_flops);
+  const int64_t qkv = d.tokens * (d.q + d.kv + d.v) * c.plan.activation_bytes;
+  const int64_t o = d.tokens * d.o * c.plan.activation_bytes;
   // Forward reads Q, K, V and writes O; backward reads Q, K, V, O, dO and writes dQ, dK, dV.
   int64_t bytes = backward ? 2 * qkv + 2 * o : qkv + o;
   if (!flash) {
     const int64_t scores = d.b * d.heads * d.tokens * d.s * c.plan.activation_bytes;
     bytes += (backward ? 6 : 4) * scores;
   }
-  w.bytes = Bytes::of(bytes);
-  w.shape = MatmulShape{d.tokens, c.model.head_dim, d.s, d.b * d.heads};
-  return w;
+  work.bytes = Bytes::of(bytes);
+  work.shape = MatmulShape{d.tokens, c.model.head_dim, windowed ? window : d.s, d.b * d.heads};
+  return work;
 }
 
 Dtype attention_dtype(const LayerContext& c) {
@@ -232,36 +247,83 @@ std::vector<LayerItem> layer_forward(const LayerContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);
   norm_items(it, "attn_norm", d.sp_tokens, false);
-  it.column_gemm("qkv", "qkv", d.tokens, d.h, d.q + 2 * d.kv);
+  if (c.model.parallel_blocks && c.model.norms_per_layer == 2) {
+    norm_items(it, "mlp_norm", d.sp_tokens, false);  // on the same input (GPT-NeoX, Falcon-40B)
+  }
+  qkv_forward(it);
+  qk_norm_items(it, false);
   rope_items(it, false);
   attention_items(it, false);
   if (eager(c)) {  // o.transpose(1, 2).reshape(b, s, q): a copy into token-major layout
-    eager_copy(it, "attention.out_copy", d.tokens * d.q);
+    eager_copy(it, "attention.out_copy", d.tokens * d.o);
   }
-  it.row_gemm("attn_out", "attn_out", d.tokens, d.q, d.h);
+  if (c.model.parallel_blocks) {
+    // One TP reduction for the attention's and the MLP's partial outputs (Megatron's
+    // parallel-attention GPT-NeoX / Falcon layer), then x + attn + mlp.
+    it.gemm("attn_out", d.tokens, d.o, d.h);
+    parallel_mlp_items(it, false);
+    it.tp_exit("layer");
+    residual_items(it, "residual");
+    return it.take();
+  }
+  it.row_gemm("attn_out", "attn_out", d.tokens, d.o, d.h);
+  if (c.model.norms_per_layer == 4) {
+    norm_items(it, "post_attn_norm", d.sp_tokens, false);
+  }
   residual_items(it, "residual_attn");
   norm_items(it, "mlp_norm", d.sp_tokens, false);
   mlp_items(it, false);
+  if (c.model.norms_per_layer == 4) {
+    norm_items(it, "post_mlp_norm", d.sp_tokens, false);
+  }
   residual_items(it, "residual_mlp");
   return it.take();
 }
 
-std::vector<LayerItem> layer_backward(const LayerContext& c) {
-  const Dims d = dims_of(c);
-  Items it(c, d);
-  mlp_items(it, true);
-  norm_items(it, "mlp_norm.bwd", d.sp_tokens, true);
-  residual_items(it, "residual.bwd");
-  it.row_gemm_bwd("attn_out.bwd", "attn_out", d.tokens, d.q, d.h);
+namespace {
+
+// The attention half of a layer's backward, from the output projection's input gradient down to
+// the layer input.
+void attention_backward(Items& it) {
+  const LayerContext& c = it.context();
+  const Dims& d = it.dims();
   if (eager(c)) {
-    eager_copy(it, "attention.out_copy.bwd", d.tokens * d.q);
+    eager_copy(it, "attention.out_copy.bwd", d.tokens * d.o);
   }
   attention_items(it, true);
   rope_items(it, true);
-  if (eager(c)) {  // the gradients of the Q, K and V slices, concatenated for the QKV GEMM
-    eager_copy(it, "qkv.split.bwd", d.tokens * (d.q + 2 * d.kv));
+  qk_norm_items(it, true);
+  qkv_backward(it);
+}
+
+}  // namespace
+
+std::vector<LayerItem> layer_backward(const LayerContext& c) {
+  const Dims d = dims_of(c);
+  Items it(c, d);
+  if (c.model.parallel_blocks) {
+    it.tp_gather_grad("layer.bwd");
+    parallel_mlp_items(it, true);
+    it.gemm_bwd("attn_out", d.tokens, d.o, d.h);
+    attention_backward(it);
+    if (c.model.norms_per_layer == 2) {
+      norm_items(it, "mlp_norm.bwd", d.sp_tokens, true);
+    }
+    norm_items(it, "attn_norm.bwd", d.sp_tokens, true);
+    residual_items(it, "residual.bwd");
+    return it.take();
   }
-  it.column_bwd("qkv", d.tokens, d.h, d.q + 2 * d.kv);
+  if (c.model.norms_per_layer == 4) {
+    norm_items(it, "post_mlp_norm.bwd", d.sp_tokens, true);
+  }
+  mlp_items(it, true);
+  norm_items(it, "mlp_norm.bwd", d.sp_tokens, true);
+  residual_items(it, "residual.bwd");
+  if (c.model.norms_per_layer == 4) {
+    norm_items(it, "post_attn_norm.bwd", d.sp_tokens, true);
+  }
+  it.row_gemm_bwd("attn_out.bwd", "attn_out", d.tokens, d.o, d.h);
+  attention_backward(it);
   norm_items(it, "attn_norm.bwd", d.sp_tokens, true);
   if (eager(c)) {  // autograd sums the residual stream's two gradients at each norm's input
     residual_items(it, "residual_attn.bwd");

@@ -98,6 +98,7 @@ struct LayerContext {
   const ModelConfig& model;
   const ParallelPlan& plan;
   const StagePartition& stage;
+  int64_t layer = -1;  // the layer the items are for (global index); -1 outside the layers
 };
 
 std::vector<LayerItem> embedding_forward(const LayerContext& c);

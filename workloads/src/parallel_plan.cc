@@ -65,6 +65,11 @@ void validate_sharding(const ModelConfig& m, const ParallelPlan& p) {
     bad(F::kTp, fmt::format("tensor parallel {} does not divide d_ff {} of {}", p.tp, m.d_ff,
                             m.name));
   }
+  if (m.moe && (m.moe->expert_d_ff % p.tp != 0 || m.moe->shared_expert_d_ff % p.tp != 0)) {
+    bad(F::kTp, fmt::format("tensor parallel {} does not divide the expert width {} (shared "
+                            "{}) of {}",
+                            p.tp, m.moe->expert_d_ff, m.moe->shared_expert_d_ff, m.name));
+  }
   if (p.sp && p.tp == 1) {
     bad(F::kSp, "sequence parallelism splits the TP group's activations; it needs tp > 1");
   }
@@ -146,6 +151,10 @@ void check_combinations(const ModelConfig& m, const ParallelPlan& p) {
   if (p.kernels == Kernels::kEager && p.cp > 1) {
     bad(F::kKernels, "eager kernels are modelled without context parallelism (ring attention "
                      "runs as fused chunks); use fused kernels with cp > 1");
+  }
+  if (p.kernels == Kernels::kEager && m.mla) {
+    bad(F::kKernels, "eager kernels are modelled for multi-head and grouped-query attention; "
+                     "multi-head latent attention needs fused kernels");
   }
   if (p.zero != ZeroStage::kNone && p.dp == 1) {
     bad(F::kZero, "ZeRO shards over the data-parallel group; it needs dp > 1");

@@ -138,6 +138,9 @@ class StageBuilder {
   OpId zero3_gather(const Scope& scope, int64_t layer, bool blocking);
   void finish(const Scope& last_pass);
   Bytes param_bytes(int64_t params) const { return Bytes::of(params * p_.state.weight); }
+  LayerContext layer_ctx(int64_t layer) const {
+    return LayerContext{ctx_.model, ctx_.plan, ctx_.stage, layer};
+  }
   Bytes grad_bytes(int64_t params) const { return Bytes::of(params * p_.state.gradient); }
 
   const ParallelPlan& p_;

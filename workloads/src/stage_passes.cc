@@ -41,7 +41,7 @@ Scope StageBuilder::pass_scope(const PipelinePass& pass, std::string prefix) con
 
 // ZeRO-3: the layer's parameters, gathered into a transient buffer.
 OpId StageBuilder::zero3_gather(const Scope& scope, int64_t layer, bool blocking) {
-  const Bytes full = param_bytes(part_.params.per_layer());
+  const Bytes full = param_bytes(part_.params.of(layer).total());
   return collective(scope, fmt::format("L{}.fsdp_allgather", layer), CommKind::kData,
                     CollectiveKind::kAllGather, full, blocking, std::nullopt,
                     {alloc(MemoryCategory::kCommBuffers, full)});
@@ -75,13 +75,13 @@ void StageBuilder::forward(const PipelinePass& pass) {
       if (layer + 1 < end) {
         prefetched = zero3_gather(in_layer, layer + 1, !p_.overlap.param_gather);
       }
-      drop = release(MemoryCategory::kCommBuffers, param_bytes(part_.params.per_layer()));
+      drop = release(MemoryCategory::kCommBuffers, param_bytes(part_.params.of(layer).total()));
     } else if (const auto it = param_gathers_.find(layer); it != param_gathers_.end()) {
       stream_.next_waits_for(it->second);  // the step's first forward of the layer only
       param_gathers_.erase(it);
     }
-    emit(in_layer, layer_forward(ctx_),
-         alloc(MemoryCategory::kActivations, part_.activations.saved_per_layer), drop);
+    emit(in_layer, layer_forward(layer_ctx(layer)),
+         alloc(MemoryCategory::kActivations, part_.activations.of(layer).saved), drop);
   }
   if (last_virtual(chunk)) {
     emit(scope, head_forward(ctx_), alloc(MemoryCategory::kActivations, part_.activations.head),
@@ -121,15 +121,16 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
   const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
   const bool zero3 = p_.zero == ZeroStage::kParameters;
   const bool full_recompute = p_.recompute == Recompute::kFull;
-  const Bytes saved = part_.activations.saved_per_layer;
-  const Bytes materialised = part_.activations.materialised_per_layer;
   for (int64_t layer = end - 1; layer >= first; --layer) {
+    const Bytes saved = part_.activations.of(layer).saved;
+    const Bytes materialised = part_.activations.of(layer).materialised;
     const Scope in_layer = scope.in_layer(layer, fmt::format("bwd.L{}.", layer));
     if (zero3) {
       zero3_gather(in_layer, layer, true);
     }
     if (full_recompute) {
-      emit(scope.in_layer(layer, fmt::format("recompute.L{}.", layer)), layer_forward(ctx_),
+      emit(scope.in_layer(layer, fmt::format("recompute.L{}.", layer)),
+           layer_forward(layer_ctx(layer)),
            alloc(MemoryCategory::kActivations, materialised), {});
     }
     Bytes freed = Bytes::zero();
@@ -142,7 +143,7 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
     if (freed > Bytes::zero()) {
       last_release = release(MemoryCategory::kActivations, freed);
     }
-    std::vector<LayerItem> items = layer_backward(ctx_);
+    std::vector<LayerItem> items = layer_backward(layer_ctx(layer));
     if (!with_weights) {
       items = without_weight_gradients(std::move(items));
     }
@@ -150,12 +151,12 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
     if (zero3) {
       // The gathered layer is dropped after its backward; its gradients are reduce-scattered
       // after every microbatch (FSDP without no_sync).
-      const int64_t params = part_.params.per_layer();
+      const int64_t params = part_.params.of(layer).total();
       collective(in_layer, fmt::format("L{}.fsdp_reducescatter", layer), CommKind::kData,
                  CollectiveKind::kReduceScatter, grad_bytes(params), false, std::nullopt,
                  {release(MemoryCategory::kCommBuffers, param_bytes(params))});
     } else if (reduce_grads) {
-      grads_ready(in_layer, part_.params.dense_per_layer, part_.params.expert_per_layer);
+      grads_ready(in_layer, part_.params.of(layer).dense, part_.params.of(layer).expert);
     }
   }
   if (first_virtual(chunk)) {
@@ -192,14 +193,14 @@ void StageBuilder::weights(const PipelinePass& pass, bool last_for_chunk) {
     const Scope in_layer = scope.in_layer(layer, fmt::format("wgrad.L{}.", layer));
     // The last weight gradient of the pass also releases the embedding's activations (its
     // scatter-add ran with the input gradients).
-    Bytes freed = part_.activations.materialised_per_layer;
+    Bytes freed = part_.activations.of(layer).materialised;
     if (layer == first && first_virtual(chunk)) {
       freed += part_.activations.embedding;
     }
-    emit(in_layer, only_weight_gradients(layer_backward(ctx_)), {},
+    emit(in_layer, only_weight_gradients(layer_backward(layer_ctx(layer))), {},
          release(MemoryCategory::kActivations, freed));
     if (last_for_chunk) {
-      grads_ready(in_layer, part_.params.dense_per_layer, part_.params.expert_per_layer);
+      grads_ready(in_layer, part_.params.of(layer).dense, part_.params.of(layer).expert);
     }
   }
   if (first_virtual(chunk) && last_for_chunk) {
@@ -262,7 +263,7 @@ void StageBuilder::gather_parameters_ahead() {
   pending += part_.params.embedding;
   for (const LayerRange& chunk : part_.chunks) {
     for (int64_t layer = chunk.first; layer < chunk.end; ++layer) {
-      pending += part_.params.per_layer();
+      pending += part_.params.of(layer).total();
       layers.push_back(layer);
       if (param_bytes(pending) >= p_.grad_bucket) {
         gather();

@@ -35,9 +35,9 @@ TrainingMemory training_memory(const StagePartition& s, const ParallelPlan& plan
   mem.gradients = state(plan.state.gradient, 2);
   mem.optimizer_states = state(plan.state.optimizer, 1);
   const StageActivations& a = s.activations;
-  mem.activations = (a.saved_per_layer * p.layers + a.outside()) * in_flight;
+  mem.activations = (a.saved_layers() + a.outside()) * in_flight;
   if (plan.recompute == Recompute::kFull) {
-    mem.activations += a.materialised_per_layer;  // the backward's working set
+    mem.activations += a.max_materialised();  // the backward's working set
   }
   return mem;
 }
