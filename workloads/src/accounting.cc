@@ -91,6 +91,7 @@ ParameterCounts count_parameters(const ModelConfig& m) {
   c.lm_head = m.tied_embeddings ? 0 : m.vocab_size * m.d_model;
   // DeepSeek-V3's MTP module: enorm, hnorm, eh_proj (2h -> h), one MoE block, a final norm; it
   // shares the embedding and the LM head with the model.
+  c.vision = m.vision_parameters;
   c.mtp = m.mtp_layers * (3 * norm_parameters(m) + 2 * h_squared(m) + c.layer.total());
   return c;
 }

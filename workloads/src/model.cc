@@ -148,7 +148,7 @@ ModelConfig parse_model(const nlohmann::json& value, const std::string& source) 
   JsonObject obj(value, source);
   const std::string default_name = file_stem(source);
   if (obj.has("model_type")) {
-    return parse_hf_config(obj, default_name);
+    return parse_hf_config(value, obj, default_name);
   }
   return parse_meshsim_model(obj, default_name);
 }

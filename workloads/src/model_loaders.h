@@ -45,7 +45,8 @@ ModelConfig parse_meshsim_model(JsonObject& obj, const std::string& default_name
 // A Hugging Face config.json of a supported model_type (hf_config.cc lists them); keys that do
 // not affect performance are named in ModelConfig::ignored_fields, unknown keys are errors.
 // Absent optional keys take the Hugging Face library's defaults.
-ModelConfig parse_hf_config(JsonObject& obj, const std::string& default_name);
+ModelConfig parse_hf_config(const nlohmann::json& value, JsonObject& obj,
+                            const std::string& default_name);
 
 // Fills head_dim = d_model / num_heads when the schema did not give it, and rejects a d_model that
 // the heads do not divide.

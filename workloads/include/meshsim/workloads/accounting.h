@@ -92,6 +92,7 @@ struct ParameterCounts {
   int64_t final_norm = 0;
   int64_t lm_head = 0;  // 0 when tied
   int64_t mtp = 0;      // multi-token prediction modules (not part of the model's total)
+  int64_t vision = 0;   // a multimodal checkpoint's vision tower (not part of the total)
 
   int64_t main_layers() const { return num_layers - num_dense_layers; }
   int64_t embeddings() const { return token_embedding + position_embedding; }
@@ -109,6 +110,8 @@ struct ParameterCounts {
     return main_layers() * layer.total() + num_dense_layers * dense_layer.total();
   }
   int64_t total() const { return embeddings() + layers_total() + final_norm + lm_head; }
+  // What a multimodal checkpoint holds: the language model and the vision tower.
+  int64_t with_vision() const { return total() + vision; }
   int64_t active_per_token() const {
     return embeddings() + main_layers() * layer.active() +
            num_dense_layers * dense_layer.active() + final_norm + lm_head;

@@ -181,8 +181,12 @@ struct ModelConfig {
   std::optional<SlidingWindow> sliding_window;
   std::optional<MlaConfig> mla;
   std::optional<MoeConfig> moe;  // absent: dense MLP
+  // Parameters of a multimodal checkpoint outside the language model (Gemma 3's SigLIP vision
+  // tower and projector): in its published total, not simulated (text-only training).
+  int64_t vision_parameters = 0;
   // Fields of an imported config that do not change the cost, named so that nothing is dropped
-  // silently (JSON pointers, in file order). Empty for meshsim's own schema.
+  // silently (JSON pointers, sorted, with the reason where it is not obvious). Empty for
+  // meshsim's own schema.
   std::vector<std::string> ignored_fields;
 
   // Widths (all heads) of Q, of K, of V and of the attention output. MLA: K is per head too
