@@ -1,0 +1,141 @@
+// Issue 13: the op builder costs the variants of today's models: MLA's projections and their TP
+// reductions, shared experts' GEMMs on MoE layers only, dense first layers, sliding-window
+// attention FLOPs, and one TP reduction per parallel block; a DeepSeek-V3-shaped model planned
+// with EP and PP end to end.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "meshsim/workloads/accounting.h"
+#include "meshsim/workloads/partition.h"
+#include "meshsim/workloads/step.h"
+
+namespace meshsim::workloads {
+namespace {
+
+ModelConfig from_json(const std::string& name, const std::string& json) {
+  const std::filesystem::path dir =
+      std::filesystem::path(testing::TempDir()) / "meshsim_variants_test";
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path path = dir / (name + ".json");
+  std::ofstream(path) << json;
+  return load_model(path.string());
+}
+
+const char* kCommon = R"("d_model": 256, "num_heads": 4, "vocab_size": 1000,
+  "max_position_embeddings": 4096, "norm": "rmsnorm", "position_embedding": "rope",
+  "attention_bias": false, "mlp_bias": false, "tied_embeddings": false, "dropout": false)";
+
+// DeepSeek-V3 in miniature: MLA with Q compression, 8 routed experts (top-2) of width 64, one
+// shared expert, the first layer dense, one MTP module.
+ModelConfig mini_deepseek() {
+  return from_json("mini-deepseek", std::string(R"({"architecture": "deepseek_v3",
+    "num_layers": 4, "num_kv_heads": 4, "head_dim": 48, "d_ff": 512, "mlp": "swiglu",
+    "mla": {"q_lora_rank": 64, "kv_lora_rank": 32, "qk_nope_head_dim": 32,
+            "qk_rope_head_dim": 16, "v_head_dim": 32},
+    "moe": {"num_experts": 8, "experts_per_token": 2, "expert_d_ff": 64,
+            "num_shared_experts": 1, "router_bias": true, "first_dense_layers": 1},
+    "mtp_layers": 1, )") + kCommon + "}");
+}
+
+// Compute and communication op names of one layer's forward (or backward) of microbatch 0.
+std::map<std::string, const Op*> layer_ops(const Program& prog, const std::string& prefix) {
+  std::map<std::string, const Op*> out;
+  for (size_t i = 0; i < prog.size(); ++i) {
+    const Op& op = prog.op(OpId(static_cast<uint32_t>(i)));
+    if (op.name.starts_with(prefix) && op.labels.microbatch == 0) {
+      out[op.name.substr(prefix.size())] = &op;
+    }
+  }
+  return out;
+}
+
+TEST(Variants, DeepSeekShapedModelPlannedWithEpAndPp) {
+  const ModelConfig m = mini_deepseek();
+  ParallelPlan p;
+  p.tp = 2;
+  p.pp = 2;
+  p.dp = 4;
+  p.ep = 4;
+  p.gbs = 16;
+  p.seq = 256;
+  p.schedule = PipelineSchedule::kOneFOneB;
+  const StepPlan plan = plan_step(m, p);
+  ASSERT_EQ(plan.programs.size(), 2U);
+  const auto dense = layer_ops(plan.programs[0], "fwd.L0.");
+  const auto moe = layer_ops(plan.programs[0], "fwd.L1.");
+  // MLA's projections on every layer; its replicated down-projections beside the TP-split ones.
+  for (const char* k : {"q_down", "q_up", "kv_down", "kv_up", "attention", "attn_out"}) {
+    EXPECT_TRUE(dense.contains(k)) << k;
+    EXPECT_TRUE(moe.contains(k)) << k;
+  }
+  EXPECT_TRUE(dense.contains("mlp_up"));
+  EXPECT_FALSE(dense.contains("shared_up"));
+  EXPECT_FALSE(dense.contains("dispatch.ep_alltoall"));
+  for (const char* k : {"router", "shared_up", "shared_down", "dispatch.ep_alltoall",
+                        "combine.ep_alltoall"}) {
+    EXPECT_TRUE(moe.contains(k)) << k;
+  }
+  // kv_up: [T, 32] x [32, 2 heads x (32 + 32)] on each of 2 TP ranks; T = 256 tokens.
+  const auto& kv_up = std::get<ComputeWork>(moe.at("kv_up")->work);
+  EXPECT_DOUBLE_EQ(kv_up.flops.count(), 2.0 * 256 * 32 * (2 * 64));
+  // The latent gradients are all-reduced over TP in the backward (T x r, not T x h).
+  const auto bwd = layer_ops(plan.programs[0], "bwd.L1.");
+  ASSERT_TRUE(bwd.contains("kv_up.tp_allreduce"));
+  EXPECT_EQ(std::get<CollectiveWork>(bwd.at("kv_up.tp_allreduce")->work).bytes,
+            Bytes::of(256 * 32 * 2));
+  // Shared expert: T x h x (2 x 64 / 2) per rank, the gate and up halves.
+  EXPECT_DOUBLE_EQ(std::get<ComputeWork>(moe.at("shared_up")->work).flops.count(),
+                   2.0 * 256 * 256 * 64);
+  // Parameters: the stages' shares add up to the model and its MTP module (TP 2 splits the
+  // column- and row-parallel weights; EP 4 the experts).
+  const std::vector<StagePartition> stages = partition_stages(m, p);
+  EXPECT_GT(stages[1].params.mtp, 0);
+  EXPECT_EQ(stages[0].params.mtp, 0);
+  EXPECT_EQ(stages[0].params.of(0).expert, 0);
+  EXPECT_EQ(stages[0].params.of(1).expert, (8 / 4) * 3 * 256 * (64 / 2));
+}
+
+// A window W < s leaves 2sW - W^2 of the s^2 query-key pairs (times 2) to FlashAttention.
+TEST(Variants, SlidingWindowLayersCostTheirWindow) {
+  const ModelConfig m = from_json("mini-gemma2", std::string(R"({"architecture": "gemma2",
+    "num_layers": 2, "num_kv_heads": 2, "head_dim": 64, "d_ff": 512, "mlp": "geglu",
+    "norms_per_layer": 4, "sliding_window": {"size": 256, "pattern": [true, false]}, )") +
+                                   kCommon + "}");
+  ParallelPlan p;
+  p.seq = 1024;
+  const StepPlan plan = plan_step(m, p);
+  const auto local = layer_ops(plan.programs[0], "fwd.L0.");
+  const auto global = layer_ops(plan.programs[0], "fwd.L1.");
+  const double w = std::get<ComputeWork>(local.at("attention")->work).flops.count();
+  const double g = std::get<ComputeWork>(global.at("attention")->work).flops.count();
+  EXPECT_DOUBLE_EQ(w / g, (2.0 * 1024 * 256 - 256.0 * 256) / (1024.0 * 1024));
+  // Global: Q and O widths 4 x 64 over the causal half of 1024^2 pairs, 2 FLOPs each.
+  EXPECT_DOUBLE_EQ(g, 1024.0 * 1024 * (256 + 256));
+  EXPECT_TRUE(local.contains("post_attn_norm"));
+  EXPECT_TRUE(local.contains("post_mlp_norm"));
+}
+
+TEST(Variants, ParallelBlocksReduceOncePerLayer) {
+  const ModelConfig neox = from_json("mini-neox", std::string(R"({"architecture": "gpt_neox",
+    "num_layers": 2, "num_kv_heads": 4, "d_ff": 1024, "mlp": "gelu",
+    "parallel_blocks": true, )") + kCommon + "}");
+  ParallelPlan p;
+  p.tp = 2;
+  p.seq = 256;
+  const StepPlan plan = plan_step(neox, p);
+  const auto fwd = layer_ops(plan.programs[0], "fwd.L0.");
+  int reductions = 0;
+  for (const auto& [name, op] : fwd) {
+    reductions += std::holds_alternative<CollectiveWork>(op->work) ? 1 : 0;
+  }
+  EXPECT_EQ(reductions, 1);
+  EXPECT_TRUE(fwd.contains("layer.tp_allreduce"));
+  EXPECT_TRUE(fwd.contains("fc1"));
+}
+
+}  // namespace
+}  // namespace meshsim::workloads
