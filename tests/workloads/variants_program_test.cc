@@ -90,6 +90,13 @@ TEST(Variants, DeepSeekShapedModelPlannedWithEpAndPp) {
   // Shared expert: T x h x (2 x 64 / 2) per rank, the gate and up halves.
   EXPECT_DOUBLE_EQ(std::get<ComputeWork>(moe.at("shared_up")->work).flops.count(),
                    2.0 * 256 * 256 * 64);
+  // The MTP module runs after the last stage's head: its projection, one MoE block, a head.
+  const auto mtp = layer_ops(plan.programs[1], "fwd.mtp0.");
+  for (const char* k : {"eh_proj", "kv_up", "attention", "shared_up", "dispatch.ep_alltoall",
+                        "lm_head", "cross_entropy"}) {
+    EXPECT_TRUE(mtp.contains(k)) << k;
+  }
+  EXPECT_TRUE(layer_ops(plan.programs[1], "bwd.mtp0.").contains("eh_proj.wgrad"));
   // Parameters: the stages' shares add up to the model and its MTP module (TP 2 splits the
   // column- and row-parallel weights; EP 4 the experts).
   const std::vector<StagePartition> stages = partition_stages(m, p);

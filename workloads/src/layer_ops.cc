@@ -1,7 +1,10 @@
 #include "layer_ops.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <utility>
 
 #include "layer_items.h"
@@ -331,29 +334,105 @@ std::vector<LayerItem> layer_backward(const LayerContext& c) {
   return it.take();
 }
 
-std::vector<LayerItem> head_forward(const LayerContext& c) {
-  const Dims d = dims_of(c);
-  Items it(c, d);
-  norm_items(it, "final_norm", d.sp_tokens, false);
-  it.column_gemm("lm_head", "lm_head", d.tokens, d.h, d.vocab);
+namespace {
+
+// The LM head and its loss (forward): the main head, and each MTP module's.
+void head_items(Items& it, const std::string& prefix) {
+  const LayerContext& c = it.context();
+  const Dims& d = it.dims();
+  norm_items(it, prefix + "final_norm", d.sp_tokens, false);
+  it.column_gemm(prefix + "lm_head", prefix + "lm_head", d.tokens, d.h, d.vocab);
   const int64_t tv = d.tokens * d.vocab;
   if (eager(c)) {
     eager_loss(it, false);
   } else {
     // Fused (vocabulary-parallel) cross entropy: read the bf16 logits, write fp32 statistics and
     // the gradient of the logits.
-    it.kernel("cross_entropy", memory_bound(OpClass::kLoss, 5.0, tv, 2 * c.plan.activation_bytes * tv));
+    it.kernel(prefix + "cross_entropy",
+              memory_bound(OpClass::kLoss, 5.0, tv, 2 * c.plan.activation_bytes * tv));
   }
   // TP ranks all-reduce the max, the sum of exponentials and the target logit, 3 fp32 values
   // per token.
   if (it.tensor_parallel()) {
-    it.comm("cross_entropy.tp_allreduce", CommKind::kTensor, CollectiveKind::kAllReduce,
+    it.comm(prefix + "cross_entropy.tp_allreduce", CommKind::kTensor, CollectiveKind::kAllReduce,
             Bytes::of(3 * 4 * d.tokens));
   }
-  return it.take();
+}
+
+std::string mtp_prefix(int64_t depth) { return fmt::format("mtp{}.", depth); }
+
+// Renames a block's items into an MTP module's namespace.
+void append_renamed(std::vector<LayerItem>& out, std::vector<LayerItem> items,
+                    const std::string& prefix) {
+  for (LayerItem& item : items) {
+    std::visit(
+        [&](auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, TpOverlapGemm>) {
+            x.gemm.name = prefix + x.gemm.name;
+            x.comm.name = prefix + x.comm.name;
+          } else if constexpr (std::is_same_v<T, RingSpec>) {
+            x.name = prefix + x.name;
+            x.chunk.name = prefix + x.chunk.name;
+          } else {
+            x.name = prefix + x.name;
+          }
+        },
+        item);
+    out.push_back(std::move(item));
+  }
+}
+
+// DeepSeek-V3's multi-token prediction (Sec. 2.2 of its report), per depth after the main head:
+// enorm and hnorm, the 2h -> h projection (column-parallel over TP), one MoE block, and another
+// head and loss over the shared LM head.
+std::vector<LayerItem> mtp_items(const LayerContext& c, bool backward) {
+  std::vector<LayerItem> out;
+  const LayerContext block{c.model, c.plan, c.stage, c.model.num_layers - 1};
+  const Dims d = dims_of(c);
+  for (int64_t depth = 0; depth < c.model.mtp_layers; ++depth) {
+    const std::string prefix = mtp_prefix(depth);
+    Items it(c, d);
+    if (!backward) {
+      norm_items(it, prefix + "enorm", d.sp_tokens, false);
+      norm_items(it, prefix + "hnorm", d.sp_tokens, false);
+      it.column_gemm(prefix + "eh_proj", prefix + "eh_proj", d.tokens, 2 * d.h, d.h / c.plan.tp);
+      append_renamed(out, it.take(), "");
+      append_renamed(out, layer_forward(block), prefix);
+      Items head(c, d);
+      head_items(head, prefix);
+      append_renamed(out, head.take(), "");
+      continue;
+    }
+    if (eager(c)) {
+      eager_loss(it, true);
+    }
+    it.column_bwd(prefix + "lm_head", d.tokens, d.h, d.vocab);
+    norm_items(it, prefix + "final_norm.bwd", d.sp_tokens, true);
+    append_renamed(out, it.take(), "");
+    append_renamed(out, layer_backward(block), prefix);
+    Items in(c, d);
+    in.column_bwd(prefix + "eh_proj", d.tokens, 2 * d.h, d.h / c.plan.tp);
+    norm_items(in, prefix + "enorm.bwd", d.sp_tokens, true);
+    norm_items(in, prefix + "hnorm.bwd", d.sp_tokens, true);
+    append_renamed(out, in.take(), "");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<LayerItem> head_forward(const LayerContext& c) {
+  const Dims d = dims_of(c);
+  Items it(c, d);
+  head_items(it, "");
+  std::vector<LayerItem> out = it.take();
+  append_renamed(out, mtp_items(c, false), "");
+  return out;
 }
 
 std::vector<LayerItem> head_backward(const LayerContext& c) {
+  std::vector<LayerItem> out = mtp_items(c, true);
   const Dims d = dims_of(c);
   Items it(c, d);
   if (eager(c)) {
@@ -361,7 +440,8 @@ std::vector<LayerItem> head_backward(const LayerContext& c) {
   }
   it.column_bwd("lm_head", d.tokens, d.h, d.vocab);
   norm_items(it, "final_norm.bwd", d.sp_tokens, true);
-  return it.take();
+  append_renamed(out, it.take(), "");
+  return out;
 }
 
 std::vector<KernelSpec> optimizer_step(const std::vector<int64_t>& tensors,
