@@ -91,6 +91,11 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
   if (!p.stage_layers.empty()) {
     j["stage_layers"] = p.stage_layers;
   }
+  if (p.moe_load_skew) {  // echoed only when set: balanced routing reports as before
+    j["moe_load_skew"] = *p.moe_load_skew;
+    j["moe_drop_tokens"] = p.moe_drop_tokens;
+    j["moe_seed"] = p.moe_seed;
+  }
   return j;
 }
 

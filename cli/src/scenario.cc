@@ -85,6 +85,11 @@ void read_plan(JsonObject& o, ParallelPlan& p) {
   r.choice(PlanField::kSchedule, &ParallelPlan::schedule);
   r.field(PlanField::kEp, &ParallelPlan::ep, &J::positive_integer);
   r.field(PlanField::kCapacityFactor, &ParallelPlan::capacity_factor, &J::positive_number);
+  r.field(
+      PlanField::kMoeLoadSkew, [&](const std::string& k) { return o.number(k); },
+      [&](double v) { p.moe_load_skew = v; });
+  r.field(PlanField::kMoeDropTokens, &ParallelPlan::moe_drop_tokens, &J::boolean);
+  r.field(PlanField::kMoeSeed, &ParallelPlan::moe_seed, &J::non_negative_integer);
   r.field(PlanField::kMbs, &ParallelPlan::mbs, &J::positive_integer);
   r.field(PlanField::kGbs, &ParallelPlan::gbs, &J::positive_integer);
   r.field(PlanField::kSeq, &ParallelPlan::seq, &J::positive_integer);

@@ -7,6 +7,7 @@
 //     "cluster": "dgx-h100" | "path/to/cluster.json", "nodes": 256, "shape": "8x16x16",
 //     "dp": 64, "zero": 1, "tp": 8, "sp": true, "cp": 1, "pp": 4, "vpp": 5,
 //     "schedule": "gpipe" | "1f1b" | "interleaved" | "zb", "ep": 1, "capacity_factor": 1.0,
+//     "moe_load_skew": 0.0 (absent: balanced), "moe_drop_tokens": false, "moe_seed": 0,
 //     "mbs": 1, "gbs": 512, "seq": 8192, "recompute": "none" | "selective" | "full",
 //     "dtype": "bf16" | "fp8" | "fp32" | "tf32", "attention": "flash" | "naive",
 //     "kernels": "fused" | "eager", "optimizer_kernels": "fused" | "foreach" | "per-tensor",

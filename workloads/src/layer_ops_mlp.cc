@@ -15,20 +15,19 @@ struct MoeDims {
   int64_t batch;   // local experts
   int64_t routed;  // token-expert pairs on the rank
   int64_t f;       // local width of one routed expert
+  double exchange; // busiest EP rank's tokens / the balanced share: scales the all-to-all
 };
 
 MoeDims moe_dims(const LayerContext& c, const Dims& d) {
   if (!c.model.is_moe_layer(c.layer)) {
-    return {d.tokens, 1, d.tokens, d.f};
+    return {d.tokens, 1, d.tokens, d.f, 1.0};
   }
-  const int64_t e = c.model.moe->num_experts;
-  const int64_t k = c.model.moe->experts_per_token;
-  // Balanced routing: each local expert receives T*k/E tokens from each of the EP ranks, padded
-  // to the capacity factor.
-  const auto rows = static_cast<int64_t>(
-      std::ceil(static_cast<double>(d.tokens * k * c.plan.ep) / static_cast<double>(e) *
-                c.plan.capacity_factor));
-  return {rows, e / c.plan.ep, d.tokens * k, c.stage.widths.expert_d_ff};
+  // The partition's expert load (expert_load.h): rows of each local expert on the busiest EP
+  // rank, and how much more than its balanced share that rank exchanges.
+  const ExpertLoad& load = *c.stage.params.of(c.layer).load;
+  return {load.rows_per_expert, c.model.moe->num_experts / c.plan.ep,
+          d.tokens * c.model.moe->experts_per_token, c.stage.widths.expert_d_ff,
+          load.busiest_over_mean};
 }
 
 // The shared experts of an MoE layer: every token, the summed width of the shared experts split
@@ -82,9 +81,13 @@ void mlp_items(Items& it, bool backward) {
   const MoeDims md = moe_dims(c, d);
   const int64_t up_n = gated ? 2 * md.f : md.f;
   const int64_t act_el = md.rows * md.batch * md.f;
-  const Bytes routed_bytes = Bytes::of(md.routed * d.h * c.plan.activation_bytes);
+  // The all-to-all finishes with its busiest receiver: sized by its share (1 when balanced).
+  const int64_t routed = md.exchange == 1.0 ? md.routed
+                                            : std::llround(static_cast<double>(md.routed) *
+                                                           md.exchange);
+  const Bytes routed_bytes = Bytes::of(routed * d.h * c.plan.activation_bytes);
   const ComputeWork permute =
-      memory_bound(OpClass::kCopy, 0.0, md.routed * d.h, 2 * routed_bytes.count());
+      memory_bound(OpClass::kCopy, 0.0, routed * d.h, 2 * routed_bytes.count());
   auto a2a = [&](const std::string& name) {
     if (moe && c.plan.ep > 1) {
       it.comm(name, CommKind::kExpert, CollectiveKind::kAllToAll, routed_bytes);

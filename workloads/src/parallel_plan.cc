@@ -138,6 +138,30 @@ void check_experts(const ModelConfig& m, const ParallelPlan& p) {
   }
 }
 
+void check_routing(const ModelConfig& m, const ParallelPlan& p) {
+  const bool routing_set = p.moe_load_skew || p.moe_drop_tokens;
+  if (routing_set && !m.moe) {
+    bad(p.moe_load_skew ? F::kMoeLoadSkew : F::kMoeDropTokens,
+        fmt::format("expert routing needs a mixture-of-experts model; {} is dense", m.name));
+  }
+  if (p.moe_load_skew && !(*p.moe_load_skew >= 0.0 && *p.moe_load_skew <= 3.0)) {
+    bad(F::kMoeLoadSkew, fmt::format("expected a lognormal sigma in [0, 3] (0: a uniform "
+                                     "router), got {}",
+                                     *p.moe_load_skew));
+  }
+  if (p.moe_drop_tokens && !p.moe_load_skew) {
+    bad(F::kMoeDropTokens, "dropping at capacity needs a distribution of tokens per expert; set "
+                           "moe_load_skew (0 for a uniform router)");
+  }
+  if (p.moe_load_skew && !p.moe_drop_tokens && p.capacity_factor != 1.0) {
+    bad(F::kCapacityFactor, "a dropless router (the default) has no capacity; set "
+                            "moe_drop_tokens to cap experts at the capacity factor");
+  }
+  if (p.moe_seed < 0) {
+    bad(F::kMoeSeed, fmt::format("expected a non-negative seed, got {}", p.moe_seed));
+  }
+}
+
 void check_combinations(const ModelConfig& m, const ParallelPlan& p) {
   if (p.matmul_dtype == Dtype::kFp16) {
     bad(F::kDtype, "fp16 training (loss scaling) is not modelled; expected bf16, fp8, fp32 or "
@@ -172,6 +196,7 @@ void validate_split(const ModelConfig& model, const ParallelPlan& plan) {
   validate_sharding(model, plan);
   check_pipeline(model, plan);
   check_experts(model, plan);
+  check_routing(model, plan);
 }
 
 void validate_plan(const ModelConfig& model, const ParallelPlan& plan) {

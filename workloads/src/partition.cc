@@ -83,7 +83,10 @@ StageParameters parameters_of(const ModelConfig& m, const ParallelPlan& p,
     out.layers += c.size();
     for (int64_t layer = c.first; layer < c.end; ++layer) {
       out.by_layer.push_back(LayerShare{layer, dense_layer_params(m, s.widths, layer),
-                                        expert_layer_params(m, p, s.widths, layer)});
+                                        expert_layer_params(m, p, s.widths, layer),
+                                        m.is_moe_layer(layer)
+                                            ? std::optional(expert_load(m, p, layer))
+                                            : std::nullopt});
     }
   }
   const int64_t vocab_table = s.widths.vocab * m.d_model;

@@ -132,6 +132,11 @@ struct ParallelPlan {
   OptimizerKernels optimizer_kernels = OptimizerKernels::kFused;
   AttentionKernel attention = AttentionKernel::kFlash;
   double capacity_factor = 1.0;        // MoE: expert capacity / balanced share (>= 1)
+  // MoE routing (expert_load.h): absent, every expert gets its balanced share; sigma >= 0, a
+  // seeded draw with lognormal(sigma) expert popularity (0: a uniform router's sampling noise).
+  std::optional<double> moe_load_skew;
+  bool moe_drop_tokens = false;  // tokens beyond the capacity factor skip the expert
+  int64_t moe_seed = 0;          // seeds the draw of moe_load_skew
   std::vector<int64_t> stage_layers;   // layers per pipeline stage; empty = even split
   std::array<Axis, kNumAxes> order = {Axis::kTensor, Axis::kContext, Axis::kData, Axis::kPipeline};
   OverlapOptions overlap;

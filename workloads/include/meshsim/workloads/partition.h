@@ -23,9 +23,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "meshsim/sim/units.h"
+#include "meshsim/workloads/expert_load.h"
 #include "meshsim/workloads/model.h"
 #include "meshsim/workloads/parallel.h"
 
@@ -54,11 +56,13 @@ struct LayerRange {
   int64_t size() const { return end - first; }
 };
 
-// One layer's parameters on one rank of the stage.
+// One layer's parameters on one rank of the stage, and, for an MoE layer, the tokens its
+// experts receive (expert_load.h: drawn once per plan and layer).
 struct LayerShare {
   int64_t layer = 0;   // global index
   int64_t dense = 0;   // non-expert parameters (attention, norms, dense MLP or router, shared)
   int64_t expert = 0;  // expert parameters (E / EP routed experts)
+  std::optional<ExpertLoad> load;
   int64_t total() const { return dense + expert; }
 };
 
