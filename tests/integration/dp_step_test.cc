@@ -8,6 +8,7 @@
 #include "meshsim/sim/simulation.h"
 #include "meshsim/topology/cluster.h"
 #include "meshsim/topology/compute_model.h"
+#include "meshsim/workloads/accounting.h"
 #include "meshsim/workloads/step.h"
 
 namespace meshsim {
@@ -133,4 +134,33 @@ TEST(DataParallelStep, MemoryLedgerPeakMatchesClosedForm) {
 }
 
 }  // namespace
+// Issue 13: FSDP's backward prefetch. The gather of layer L-1 runs on its own stream beside
+// layer L's backward, instead of queuing behind L's reduce-scatter; what stays exposed is the
+// first gather of each pass and the last reduce-scatter (and the embedding and head's gradient
+// reduction after the backward), not a gap per layer.
+TEST(DataParallelStep, Zero3PrefetchExposesOnlyTheEndsOfEachPass) {
+  Built b = build("llama3.2-1b", 8, 8, 4096, true);
+  workloads::ParallelPlan p;
+  p.dp = 8;
+  p.mbs = 1;
+  p.gbs = 8;
+  p.seq = 4096;
+  p.zero = workloads::ZeroStage::kParameters;
+  const workloads::ModelConfig m = workloads::load_model("llama3.2-1b");
+  b.plan = workloads::plan_step(m, p, workloads::SimulationMode::kFull);
+  const Simulated s = simulate(b);
+  // One layer's parameters gathered (bf16) and its gradients reduce-scattered, on an 8-rank ring.
+  const auto link = nvlink(b.cluster);
+  const int64_t layer_params = workloads::count_parameters(m).layer.total();
+  const double n = static_cast<double>(layer_params * 2);
+  const double ring = 7.0 * link.latency.seconds() + 7.0 / 8.0 * n / link.bandwidth.value();
+  const double exposed = s.breakdown[0].exposed_comm.seconds();
+  EXPECT_LT(exposed, 4.0 * ring + 0.002) << "ring " << ring;  // + the embedding's reduction
+  // Without prefetch every layer's gather is exposed: 2 x 16 of them.
+  p.overlap.param_gather = false;
+  Built serial = build("llama3.2-1b", 8, 8, 4096, true);
+  serial.plan = workloads::plan_step(m, p, workloads::SimulationMode::kFull);
+  EXPECT_GT(simulate(serial).breakdown[0].exposed_comm.seconds(), 2.0 * 16 * ring * 0.9);
+}
+
 }  // namespace meshsim

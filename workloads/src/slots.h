@@ -99,6 +99,10 @@ enum class Stream : uint8_t {
   kContextSend,
   kContextReceive,
   kExpert,
+  // ZeRO-3 / FSDP parameter all-gathers, apart from the gradient reduce-scatters on kData, as
+  // FSDP and DeepSpeed issue them (FSDP's all-gather stream; DeepSpeed's prefetch stream), so
+  // that a prefetched gather never queues behind the previous layer's reduce-scatter.
+  kDataGather,
 };
 constexpr uint8_t index(Stream s) { return static_cast<uint8_t>(s); }
 

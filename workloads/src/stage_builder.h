@@ -115,7 +115,7 @@ class StageBuilder {
   // A collective after the last kernel; `blocking`: the next kernel waits for it.
   OpId collective(const Scope& scope, const std::string& name, CommKind kind, CollectiveKind op,
                   Bytes bytes, bool blocking, std::optional<GroupSlot> slot = {},
-                  std::vector<MemoryEffect> memory = {});
+                  std::vector<MemoryEffect> memory = {}, std::optional<Stream> stream = {});
   OpId p2p(const Scope& scope, const std::string& name, bool send, PeerSlot peer, Tag tag,
            Bytes bytes, Stream stream);
   // A layer's items; `first_alloc` goes to its first kernel, `last_release` to its last.

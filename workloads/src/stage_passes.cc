@@ -39,12 +39,12 @@ Scope StageBuilder::pass_scope(const PipelinePass& pass, std::string prefix) con
                std::move(prefix)};
 }
 
-// ZeRO-3: the layer's parameters, gathered into a transient buffer.
+// ZeRO-3: the layer's parameters, gathered into a transient buffer on the gather stream.
 OpId StageBuilder::zero3_gather(const Scope& scope, int64_t layer, bool blocking) {
   const Bytes full = param_bytes(part_.params.of(layer).total());
   return collective(scope, fmt::format("L{}.fsdp_allgather", layer), CommKind::kData,
                     CollectiveKind::kAllGather, full, blocking, std::nullopt,
-                    {alloc(MemoryCategory::kCommBuffers, full)});
+                    {alloc(MemoryCategory::kCommBuffers, full)}, Stream::kDataGather);
 }
 
 void StageBuilder::forward(const PipelinePass& pass) {
@@ -121,12 +121,25 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
   const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
   const bool zero3 = p_.zero == ZeroStage::kParameters;
   const bool full_recompute = p_.recompute == Recompute::kFull;
+  // ZeRO-3: the next (lower) layer's gather is issued as this layer's backward starts, on the
+  // gather stream (FSDP's BackwardPrefetch.BACKWARD_PRE, DeepSpeed's prefetch), so that it runs
+  // beside this layer's compute instead of queuing behind its reduce-scatter; the first gather
+  // of the chunk blocks.
+  std::optional<OpId> prefetched;
   for (int64_t layer = end - 1; layer >= first; --layer) {
     const Bytes saved = part_.activations.of(layer).saved;
     const Bytes materialised = part_.activations.of(layer).materialised;
     const Scope in_layer = scope.in_layer(layer, fmt::format("bwd.L{}.", layer));
     if (zero3) {
-      zero3_gather(in_layer, layer, true);
+      if (prefetched) {
+        stream_.next_waits_for(*prefetched);
+      } else {
+        zero3_gather(in_layer, layer, true);
+      }
+      prefetched.reset();
+      if (layer > first) {
+        prefetched = zero3_gather(in_layer, layer - 1, !p_.overlap.param_gather);
+      }
     }
     if (full_recompute) {
       emit(scope.in_layer(layer, fmt::format("recompute.L{}.", layer)),
