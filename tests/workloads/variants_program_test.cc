@@ -106,6 +106,33 @@ TEST(Variants, DeepSeekShapedModelPlannedWithEpAndPp) {
   EXPECT_EQ(stages[0].params.of(1).expert, (8 / 4) * 3 * 256 * (64 / 2));
 }
 
+// The real DeepSeek-V3 config (tests/workloads/hf_configs/) planned as it was trained in shape:
+// PP 16 (61 layers: 13 stages of 4, 3 of 3), EP 64 inside DP 128, ZeRO-1, full recompute.
+TEST(Variants, DeepSeekV3PlansWithEp64AndPp16) {
+  const ModelConfig m =
+      load_model(std::string(MESHSIM_SOURCE_DIR) + "/tests/workloads/hf_configs/DeepSeek-V3.json");
+  ParallelPlan p;
+  p.pp = 16;
+  p.dp = 128;
+  p.ep = 64;
+  p.zero = ZeroStage::kOptimizerStates;
+  p.recompute = Recompute::kFull;
+  p.gbs = 1024;
+  p.seq = 4096;
+  p.stage_layers = {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 3, 3, 3};
+  const StepPlan plan = plan_step(m, p);
+  ASSERT_EQ(plan.programs.size(), 16U);
+  const std::vector<StagePartition> stages = partition_stages(m, p);
+  // Stage 0: 3 dense layers and one MoE layer (4 of 256 experts each); the last: MTP.
+  EXPECT_EQ(stages[0].params.of(0).expert, 0);
+  EXPECT_EQ(stages[0].params.of(3).expert, 4 * 3 * 7168 * 2048);
+  EXPECT_GT(stages[15].params.mtp, 0);
+  EXPECT_TRUE(layer_ops(plan.programs[15], "fwd.mtp0.").contains("dispatch.ep_alltoall"));
+  for (const TrainingMemory& mem : plan.memory_estimate) {
+    EXPECT_LT(mem.total(), GiB(80));  // fits an H100 (the run used H800s of 80 GB)
+  }
+}
+
 // A window W < s leaves 2sW - W^2 of the s^2 query-key pairs (times 2) to FlashAttention.
 TEST(Variants, SlidingWindowLayersCostTheirWindow) {
   const ModelConfig m = from_json("mini-gemma2", std::string(R"({"architecture": "gemma2",
