@@ -105,6 +105,9 @@ nlohmann::json to_json(const StepReport& r) {
   if (r.oom) {
     j["oom_stage"] = r.oom_stage;
   }
+  if (!r.caveats.empty()) {
+    j["caveats"] = r.caveats;
+  }
   j["events"] = r.events;
   return j;
 }
@@ -113,7 +116,11 @@ void print_summary(const StepReport& r, std::ostream& out) {
   out << fmt::format("meshsim: one training step\n");
   out << fmt::format("  model       {}\n", r.model_description);
   out << fmt::format("  cluster     {}\n", r.cluster_description);
-  out << fmt::format("  plan        {}\n\n", r.plan_description);
+  out << fmt::format("  plan        {}\n", r.plan_description);
+  for (const std::string& c : r.caveats) {
+    out << fmt::format("  caveat      {}\n", c);
+  }
+  out << "\n";
   if (r.oom) {
     out << fmt::format(
         "  OUT OF MEMORY{}: {} per device needed, {} available ({})\n",

@@ -50,6 +50,7 @@ struct StepReport {
   Bytes memory_capacity;
   bool oom = false;
   std::string oom_stage;  // which stage does not fit, when oom
+  std::vector<std::string> caveats;  // workloads::plan_caveats
 
   struct Stage {
     int64_t stage = 0;

@@ -60,6 +60,7 @@ StepReport describe(const Scenario& s, const Loaded& l) {
   StepReport r;
   r.inputs = scenario_json(s, l.cluster);
   r.parameters = workloads::total_parameters(l.model);
+  r.caveats = workloads::plan_caveats(l.model, s.plan);
   r.devices = l.cluster.device_count();
   r.model_description = describe_model(l.model);
   r.cluster_description =

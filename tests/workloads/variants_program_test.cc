@@ -133,6 +133,23 @@ TEST(Variants, DeepSeekV3PlansWithEp64AndPp16) {
   }
 }
 
+// Combinations no framework runs are reported, not silently taken for a launchable plan.
+TEST(Variants, CombinationsNoFrameworkRunsAreFlagged) {
+  const ModelConfig m = load_model("llama3-8b");
+  ParallelPlan p;
+  p.pp = 2;
+  p.dp = 2;
+  p.gbs = 4;
+  p.seq = 1024;
+  p.zero = ZeroStage::kOptimizerStates;
+  EXPECT_TRUE(plan_caveats(m, p).empty());  // Megatron's distributed optimizer with PP
+  p.zero = ZeroStage::kParameters;
+  const std::vector<std::string> c = plan_caveats(m, p);
+  ASSERT_EQ(c.size(), 1U);
+  EXPECT_NE(c[0].find("ZeRO-3 with pipeline parallelism"), std::string::npos) << c[0];
+  EXPECT_NE(c[0].find("DeepSpeed"), std::string::npos) << c[0];
+}
+
 // A window W < s leaves 2sW - W^2 of the s^2 query-key pairs (times 2) to FlashAttention.
 TEST(Variants, SlidingWindowLayersCostTheirWindow) {
   const ModelConfig m = from_json("mini-gemma2", std::string(R"({"architecture": "gemma2",

@@ -204,6 +204,35 @@ void validate_plan(const ModelConfig& model, const ParallelPlan& plan) {
   check_combinations(model, plan);
 }
 
+std::vector<std::string> plan_caveats(const ModelConfig& m, const ParallelPlan& p) {
+  std::vector<std::string> out;
+  if (p.pp > 1 && (p.zero == ZeroStage::kGradients || p.zero == ZeroStage::kParameters)) {
+    out.push_back(fmt::format(
+        "ZeRO-{} with pipeline parallelism: Megatron-LM's distributed optimizer shards optimizer "
+        "states only (ZeRO-1), and DeepSpeed's pipeline engine supports ZeRO-1 only; PyTorch "
+        "FSDP with its pipelining runs it, regathering parameters for every microbatch",
+        static_cast<int>(p.zero)));
+  }
+  if (p.ep > 1 && p.zero == ZeroStage::kParameters) {
+    out.push_back("expert parallelism with ZeRO-3: DeepSpeed-MoE and Megatron-Core shard "
+                  "expert optimizer states (ZeRO-1/2), not expert parameters");
+  }
+  if (p.schedule == PipelineSchedule::kInterleaved && p.microbatches() % p.pp != 0) {
+    out.push_back(fmt::format("interleaved 1F1B with {} microbatches over {} stages: Megatron-LM "
+                              "requires a multiple of the pipeline size",
+                              p.microbatches(), p.pp));
+  }
+  if (m.logit_softcapping && p.attention == AttentionKernel::kFlash) {
+    out.push_back("attention logit soft-capping (Gemma-2) in a fused attention kernel needs "
+                  "FlashAttention >= 2.6 or cuDNN with softcap; older stacks run eager attention");
+  }
+  if (m.parallel_blocks && p.sp) {
+    out.push_back("parallel attention + MLP blocks with sequence parallelism: modelled with one "
+                  "reduce-scatter per layer, as GPT-NeoX's Megatron fork runs them");
+  }
+  return out;
+}
+
 RankLayout::RankLayout(const ParallelPlan& plan) : ep_(plan.ep), world_(plan.world()) {
   std::array<int64_t, kNumAxes> degree{};
   degree[static_cast<size_t>(Axis::kTensor)] = plan.tp;

@@ -172,6 +172,10 @@ struct ParallelPlan {
 // (pipeline.h); a training precision (not fp16). Whether the degrees fit the cluster is the
 // composition root's check (workloads knows no hardware).
 void validate_plan(const ModelConfig& model, const ParallelPlan& plan);
+// Combinations meshsim simulates but no framework runs, or runs only with a caveat, each as one
+// sentence naming the frameworks (empty when there is none): reports print them, so that a plan
+// nobody could launch is not taken for one that somebody can.
+std::vector<std::string> plan_caveats(const ModelConfig& model, const ParallelPlan& plan);
 // The part of validate_plan that decides how the model splits over the ranks (what partition.h
 // needs): sizes, TP, SP, CP, PP, VPP, EP and the schedule's rules, without the rules on
 // combinations (precision, recompute with zb, eager kernels with CP, ZeRO without DP, learned
