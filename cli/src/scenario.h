@@ -8,6 +8,7 @@
 //     "dp": 64, "zero": 1, "tp": 8, "sp": true, "cp": 1, "pp": 4, "vpp": 5,
 //     "schedule": "gpipe" | "1f1b" | "interleaved" | "zb", "ep": 1, "capacity_factor": 1.0,
 //     "moe_load_skew": 0.0 (absent: balanced), "moe_drop_tokens": false, "moe_seed": 0,
+//     "fsdp": 8 (HSDP shard group; absent: ZeRO over all of dp),
 //     "mbs": 1, "gbs": 512, "seq": 8192, "recompute": "none" | "selective" | "full",
 //     "dtype": "bf16" | "fp8" | "fp32" | "tf32", "attention": "flash" | "naive",
 //     "kernels": "fused" | "eager", "optimizer_kernels": "fused" | "foreach" | "per-tensor",

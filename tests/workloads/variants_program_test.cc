@@ -150,6 +150,39 @@ TEST(Variants, CombinationsNoFrameworkRunsAreFlagged) {
   EXPECT_NE(c[0].find("DeepSpeed"), std::string::npos) << c[0];
 }
 
+// HSDP (--fsdp 4 --dp 8 with TP 2): ZeRO-3 inside groups of 4 DP ranks, which with TP innermost
+// are the 8 GPUs of a node; the 2 groups replicate each other across nodes.
+TEST(Variants, HsdpShardsInsideNodesAndReplicatesAcross) {
+  ParallelPlan p;
+  p.tp = 2;
+  p.dp = 8;
+  p.fsdp = 4;
+  p.zero = ZeroStage::kParameters;
+  p.gbs = 8;
+  p.seq = 1024;
+  const RankLayout layout(p);
+  EXPECT_EQ(layout.shard_group(0), (std::vector<int64_t>{0, 2, 4, 6}));
+  EXPECT_EQ(layout.shard_group(11), (std::vector<int64_t>{9, 11, 13, 15}));
+  EXPECT_EQ(layout.replica_group(2), (std::vector<int64_t>{2, 10}));
+  const ModelConfig m = load_model("llama3.2-1b");
+  const StepPlan plan = plan_step(m, p, SimulationMode::kFull);
+  // Every layer: gathered and reduce-scattered in its shard group, then all-reduced across.
+  const auto bwd = layer_ops(plan.programs[0], "bwd.L3.");
+  ASSERT_TRUE(bwd.contains("L3.fsdp_reducescatter"));
+  ASSERT_TRUE(bwd.contains("L3.hsdp_allreduce"));
+  const auto group_of = [&](const Op* op) {
+    const uint16_t slot = std::get<CollectiveWork>(op->work).group_slot;
+    return plan.groups[plan.ranks[0].groups[slot].value()].global;
+  };
+  EXPECT_EQ(group_of(bwd.at("L3.fsdp_reducescatter")).size(), 4U);
+  EXPECT_EQ(group_of(bwd.at("L3.hsdp_allreduce")).size(), 2U);
+  // The rank's (TP-split) model state is sharded 4 ways, not 8.
+  const int64_t params = partition_stage(m, p, 0).params.total();
+  EXPECT_EQ(training_memory(m, p).optimizer_states, Bytes::of((params * 12 + 3) / 4));
+  p.fsdp = 3;
+  EXPECT_THROW(validate_plan(m, p), PlanError);
+}
+
 // A window W < s leaves 2sW - W^2 of the s^2 query-key pairs (times 2) to FlashAttention.
 TEST(Variants, SlidingWindowLayersCostTheirWindow) {
   const ModelConfig m = from_json("mini-gemma2", std::string(R"({"architecture": "gemma2",

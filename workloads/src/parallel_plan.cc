@@ -138,6 +138,23 @@ void check_experts(const ModelConfig& m, const ParallelPlan& p) {
   }
 }
 
+void check_hsdp(const ParallelPlan& p) {
+  if (p.fsdp == 0) {
+    return;
+  }
+  if (p.fsdp < 0 || p.dp % p.fsdp != 0) {
+    bad(F::kFsdp, fmt::format("an HSDP shard group of {} DP ranks must divide dp {}", p.fsdp,
+                              p.dp));
+  }
+  if (p.zero == ZeroStage::kNone) {
+    bad(F::kFsdp, "HSDP shards the model state inside each group; it needs zero 1, 2 or 3 (3 is "
+                  "PyTorch HSDP and MaxText's FSDP)");
+  }
+  if (p.ep > 1) {
+    bad(F::kFsdp, "HSDP with expert parallelism is not modelled; expected ep 1");
+  }
+}
+
 void check_routing(const ModelConfig& m, const ParallelPlan& p) {
   const bool routing_set = p.moe_load_skew || p.moe_drop_tokens;
   if (routing_set && !m.moe) {
@@ -197,6 +214,7 @@ void validate_split(const ModelConfig& model, const ParallelPlan& plan) {
   check_pipeline(model, plan);
   check_experts(model, plan);
   check_routing(model, plan);
+  check_hsdp(plan);
 }
 
 void validate_plan(const ModelConfig& model, const ParallelPlan& plan) {
@@ -233,7 +251,8 @@ std::vector<std::string> plan_caveats(const ModelConfig& m, const ParallelPlan& 
   return out;
 }
 
-RankLayout::RankLayout(const ParallelPlan& plan) : ep_(plan.ep), world_(plan.world()) {
+RankLayout::RankLayout(const ParallelPlan& plan)
+    : ep_(plan.ep), fsdp_(plan.fsdp), world_(plan.world()) {
   std::array<int64_t, kNumAxes> degree{};
   degree[static_cast<size_t>(Axis::kTensor)] = plan.tp;
   degree[static_cast<size_t>(Axis::kContext)] = plan.cp;
@@ -294,6 +313,34 @@ std::vector<int64_t> RankLayout::expert_dp_group(int64_t r) const {
   const int64_t pos = coords(r).dp % ep_;
   std::vector<int64_t> out;
   for (size_t k = static_cast<size_t>(pos); k < dp.size(); k += static_cast<size_t>(ep_)) {
+    out.push_back(dp[k]);
+  }
+  return out;
+}
+
+std::vector<int64_t> RankLayout::shard_group(int64_t r) const {
+  if (fsdp_ == 0) {
+    return dp_cp_group(r);
+  }
+  const std::vector<int64_t> dp = group_along(r, Axis::kData);
+  const int64_t block = coords(r).dp / fsdp_;
+  std::vector<int64_t> out;
+  for (int64_t i = block * fsdp_; i < (block + 1) * fsdp_; ++i) {
+    const auto cps = group_along(dp[static_cast<size_t>(i)], Axis::kContext);
+    out.insert(out.end(), cps.begin(), cps.end());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<int64_t> RankLayout::replica_group(int64_t r) const {
+  if (fsdp_ == 0) {
+    return dp_cp_group(r);
+  }
+  const std::vector<int64_t> dp = group_along(r, Axis::kData);
+  std::vector<int64_t> out;
+  for (size_t k = static_cast<size_t>(coords(r).dp % fsdp_); k < dp.size();
+       k += static_cast<size_t>(fsdp_)) {
     out.push_back(dp[k]);
   }
   return out;

@@ -136,6 +136,11 @@ class StageBuilder {
   void reduce(const Scope& scope, const GradientBucket& bucket);
   void gather_parameters_ahead();
   OpId zero3_gather(const Scope& scope, int64_t layer, bool blocking);
+  void replica_reduce(const Scope& scope, const std::string& name, int64_t params);
+  // ZeRO's collectives run on the HSDP shard group, or on DP x CP without HSDP.
+  std::optional<GroupSlot> shard_slot() const {
+    return p_.fsdp > 0 ? std::optional(GroupSlot::kShard) : std::nullopt;
+  }
   void finish(const Scope& last_pass);
   Bytes param_bytes(int64_t params) const { return Bytes::of(params * p_.state.weight); }
   LayerContext layer_ctx(int64_t layer) const {

@@ -43,8 +43,19 @@ Scope StageBuilder::pass_scope(const PipelinePass& pass, std::string prefix) con
 OpId StageBuilder::zero3_gather(const Scope& scope, int64_t layer, bool blocking) {
   const Bytes full = param_bytes(part_.params.of(layer).total());
   return collective(scope, fmt::format("L{}.fsdp_allgather", layer), CommKind::kData,
-                    CollectiveKind::kAllGather, full, blocking, std::nullopt,
+                    CollectiveKind::kAllGather, full, blocking, shard_slot(),
                     {alloc(MemoryCategory::kCommBuffers, full)}, Stream::kDataGather);
+}
+
+// HSDP: the sharded gradients of `params` all-reduced across the replicas of the shard group.
+void StageBuilder::replica_reduce(const Scope& scope, const std::string& name, int64_t params) {
+  if (p_.zero_replicas() == 1) {
+    return;
+  }
+  const int64_t shard = (params + p_.zero_shard_group() - 1) / p_.zero_shard_group();
+  dp_ops_.push_back(collective(scope, name + ".hsdp_allreduce", CommKind::kData,
+                               CollectiveKind::kAllReduce, grad_bytes(shard), false,
+                               GroupSlot::kReplica));
 }
 
 void StageBuilder::forward(const PipelinePass& pass) {
@@ -166,8 +177,9 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
       // after every microbatch (FSDP without no_sync).
       const int64_t params = part_.params.of(layer).total();
       collective(in_layer, fmt::format("L{}.fsdp_reducescatter", layer), CommKind::kData,
-                 CollectiveKind::kReduceScatter, grad_bytes(params), false, std::nullopt,
+                 CollectiveKind::kReduceScatter, grad_bytes(params), false, shard_slot(),
                  {release(MemoryCategory::kCommBuffers, param_bytes(params))});
+      replica_reduce(in_layer, fmt::format("L{}", layer), params);
     } else if (reduce_grads) {
       grads_ready(in_layer, part_.params.of(layer).dense, part_.params.of(layer).expert);
     }
@@ -240,7 +252,9 @@ void StageBuilder::reduce(const Scope& scope, const GradientBucket& bucket) {
       p_.zero == ZeroStage::kNone ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
   if (bucket.dense > 0 && p_.dense_grad_group() > 1) {
     dp_ops_.push_back(collective(scope, fmt::format("grad_bucket{}.{}", bucket.index, to_string(op)),
-                                 CommKind::kData, op, grad_bytes(bucket.dense), false));
+                                 CommKind::kData, op, grad_bytes(bucket.dense), false,
+                                 shard_slot()));
+    replica_reduce(scope, fmt::format("grad_bucket{}", bucket.index), bucket.dense);
   }
   if (bucket.expert > 0 && p_.expert_grad_group() > 1) {
     dp_ops_.push_back(
@@ -265,7 +279,7 @@ void StageBuilder::gather_parameters_ahead() {
     }
     const OpId ag = collective(Scope{}, fmt::format("param_gather{}", param_gathers_.size()),
                                CommKind::kData, CollectiveKind::kAllGather, param_bytes(pending),
-                               !p_.overlap.param_gather);
+                               !p_.overlap.param_gather, shard_slot());
     dp_ops_.push_back(ag);
     for (const int64_t l : layers) {
       param_gathers_[l] = ag;
@@ -313,7 +327,7 @@ void StageBuilder::finish(const Scope& last_pass) {
   }
   if (p_.zero != ZeroStage::kNone) {
     for (int64_t& t : tensors) {
-      t = (t + p_.dense_grad_group() - 1) / p_.dense_grad_group();
+      t = (t + p_.zero_shard_group() - 1) / p_.zero_shard_group();
     }
   }
   for (const KernelSpec& k : optimizer_step(tensors, p_.state, p_.optimizer_kernels)) {

@@ -22,8 +22,8 @@ TrainingMemory training_memory(const StagePartition& s, const ParallelPlan& plan
     throw InfeasibleError(fmt::format("in-flight microbatches must be >= 1, got {}", in_flight));
   }
   const StageParameters& p = s.params;
-  const int64_t dp = plan.dense_grad_group();
-  const int64_t expert_dp = dp / plan.ep;
+  const int64_t dp = plan.zero_shard_group();
+  const int64_t expert_dp = plan.dense_grad_group() / plan.ep;
   const int zero = static_cast<int>(plan.zero);
   const auto state = [&](int64_t bytes_per_param, int from_stage) {
     const bool sharded = zero >= from_stage;

@@ -137,6 +137,11 @@ struct ParallelPlan {
   std::optional<double> moe_load_skew;
   bool moe_drop_tokens = false;  // tokens beyond the capacity factor skip the expert
   int64_t moe_seed = 0;          // seeds the draw of moe_load_skew
+  // HSDP / hybrid sharding (PyTorch HSDP, MaxText ici_fsdp x dcn_data_parallelism): ZeRO shards
+  // over groups of `fsdp` consecutive DP ranks (inside a node when TP x CP x fsdp fits one), and
+  // the dp / fsdp groups replicate each other, all-reducing the sharded gradients across. 0: ZeRO
+  // shards over all of DP x CP. dp stays the total data-parallel degree.
+  int64_t fsdp = 0;
   std::vector<int64_t> stage_layers;   // layers per pipeline stage; empty = even split
   std::array<Axis, kNumAxes> order = {Axis::kTensor, Axis::kContext, Axis::kData, Axis::kPipeline};
   OverlapOptions overlap;
@@ -159,6 +164,10 @@ struct ParallelPlan {
   // ranks hold the same parameters); and the expert gradients: the DP / EP ranks with the same
   // experts.
   int64_t dense_grad_group() const { return dp * cp; }
+  // Ranks the ZeRO-sharded dense state is split over: the HSDP shard group x CP, or DP x CP.
+  int64_t zero_shard_group() const { return (fsdp > 0 ? fsdp : dp) * cp; }
+  // Replicas of the sharded state (HSDP), whose gradients are all-reduced across: dp / fsdp.
+  int64_t zero_replicas() const { return fsdp > 0 ? dp / fsdp : 1; }
   int64_t expert_grad_group() const { return dp / ep; }
 };
 
@@ -205,11 +214,17 @@ class RankLayout {
   std::vector<int64_t> dp_cp_group(int64_t rank) const;
   std::vector<int64_t> expert_group(int64_t rank) const;       // EP consecutive DP indices
   std::vector<int64_t> expert_dp_group(int64_t rank) const;    // same EP position, other blocks
+  // HSDP (plan.fsdp > 0): the ZeRO shard group, fsdp consecutive DP indices (x CP), and the
+  // replica group, the ranks at the same position of the other shard groups. Without HSDP both
+  // are the DP x CP group (ZeRO shards over all of it, and there is no replica group).
+  std::vector<int64_t> shard_group(int64_t rank) const;
+  std::vector<int64_t> replica_group(int64_t rank) const;
 
  private:
   std::array<int64_t, kNumAxes> size_{};
   std::array<int64_t, kNumAxes> stride_{};
   int64_t ep_ = 1;
+  int64_t fsdp_ = 0;
   int64_t world_ = 1;
 };
 
