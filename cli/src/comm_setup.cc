@@ -94,6 +94,9 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
   if (p.fsdp > 0) {  // echoed only when set, as the keys below
     j["fsdp"] = p.fsdp;
   }
+  if (p.recompute_num_layers > 0) {
+    j["recompute_num_layers"] = p.recompute_num_layers;
+  }
   if (p.moe_load_skew) {  // echoed only when set: balanced routing reports as before
     j["moe_load_skew"] = *p.moe_load_skew;
     j["moe_drop_tokens"] = p.moe_drop_tokens;

@@ -174,6 +174,9 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
                  [](ParallelPlan& p) { p.moe_drop_tokens = true; },
                  "MoE: drop tokens beyond the capacity factor (default: dropless)");
   bind_plan(app, f, PlanField::kMoeSeed, &ParallelPlan::moe_seed, "Seed of the MoE routing draw");
+  bind_plan(app, f, PlanField::kRecomputeNumLayers, &ParallelPlan::recompute_num_layers,
+            "With --recompute full: recompute only the first N layers of each model chunk "
+            "(Megatron's block method); the others keep their activations");
   bind_plan(app, f, PlanField::kFsdp, &ParallelPlan::fsdp,
             "HSDP: ZeRO shards over groups of this many DP ranks, replicated across dp / fsdp "
             "(PyTorch HSDP, MaxText ici_fsdp x dcn_data_parallelism); --dp stays the total");

@@ -91,6 +91,8 @@ void read_plan(JsonObject& o, ParallelPlan& p) {
   r.field(PlanField::kMoeDropTokens, &ParallelPlan::moe_drop_tokens, &J::boolean);
   r.field(PlanField::kMoeSeed, &ParallelPlan::moe_seed, &J::non_negative_integer);
   r.field(PlanField::kFsdp, &ParallelPlan::fsdp, &J::positive_integer);
+  r.field(PlanField::kRecomputeNumLayers, &ParallelPlan::recompute_num_layers,
+          &J::positive_integer);
   r.field(PlanField::kMbs, &ParallelPlan::mbs, &J::positive_integer);
   r.field(PlanField::kGbs, &ParallelPlan::gbs, &J::positive_integer);
   r.field(PlanField::kSeq, &ParallelPlan::seq, &J::positive_integer);

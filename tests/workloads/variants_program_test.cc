@@ -183,6 +183,44 @@ TEST(Variants, HsdpShardsInsideNodesAndReplicatesAcross) {
   EXPECT_THROW(validate_plan(m, p), PlanError);
 }
 
+// Recompute policies as frameworks name them: Megatron's block method recomputes the first N
+// layers of each chunk; JAX's checkpoint_dots (MaxText "minimal") keeps matmul outputs and
+// re-runs the norms and the activation function.
+TEST(Variants, RecomputeBlockMethodAndDotsPolicy) {
+  const ModelConfig m = load_model("llama3-8b");
+  ParallelPlan p;
+  p.pp = 2;
+  p.vpp = 2;
+  p.schedule = PipelineSchedule::kInterleaved;
+  p.gbs = 4;
+  p.seq = 2048;
+  p.recompute = Recompute::kFull;
+  p.recompute_num_layers = 3;  // of 8 layers per chunk
+  const StagePartition s = partition_stage(m, p, 0);
+  const Bytes full = layer_activations(m, p, Recompute::kFull).total();
+  const Bytes none = layer_activations(m, p, Recompute::kNone).total();
+  EXPECT_EQ(s.activations.saved_layers(), (full * 3 + none * 5) * 2);
+  EXPECT_TRUE(s.activations.of(2).full_recompute);
+  EXPECT_FALSE(s.activations.of(3).full_recompute);
+  EXPECT_TRUE(s.activations.of(16 + 2).full_recompute);  // chunk 1 of stage 0: layers 16..23
+  const StepPlan block = plan_step(m, p);
+  EXPECT_FALSE(layer_ops(block.programs[0], "recompute.L2.").empty());
+  EXPECT_TRUE(layer_ops(block.programs[0], "recompute.L3.").empty());
+  p.recompute = Recompute::kDots;
+  EXPECT_THROW(validate_plan(m, p), PlanError);  // a block count needs full recompute
+  p.recompute_num_layers = 0;
+  const Bytes dots = layer_activations(m, p, Recompute::kDots).total();
+  EXPECT_LT(dots, none);
+  EXPECT_GT(dots, full);
+  // What dots drops: 2 norm inputs, the QKV and MLP inputs (h each) and the down projection's
+  // input (f); it keeps the layer input and the two projection outputs (3h).
+  EXPECT_EQ(none - dots, Bytes::of(2 * 2048 * (4 * 4096 + 14336 - 3 * 4096)));
+  const auto dots_bwd = layer_ops(plan_step(m, p).programs[0], "recompute.L0.");
+  EXPECT_TRUE(dots_bwd.contains("attn_norm"));
+  EXPECT_TRUE(dots_bwd.contains("swiglu"));
+  EXPECT_FALSE(dots_bwd.contains("qkv"));  // matmuls are not re-run
+}
+
 // A window W < s leaves 2sW - W^2 of the s^2 query-key pairs (times 2) to FlashAttention.
 TEST(Variants, SlidingWindowLayersCostTheirWindow) {
   const ModelConfig m = from_json("mini-gemma2", std::string(R"({"architecture": "gemma2",

@@ -108,6 +108,16 @@ LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p,
   a.dropout_masks = m.dropout ? Bytes::of(2 * d.sb_rep * d.h) : Bytes::zero();
   add_attention(m, p, recompute, d, a);
   add_mlp(m, d, layer, a);
+  if (recompute == Recompute::kDots) {
+    // Matmul outputs stay (Q, K, V, the attention output, the MLP's up projections, and the
+    // output and down projections' results, kept with the layer input as the checkpoint);
+    // what norms and the activation function produce is recomputed from them.
+    a.norm_inputs = Bytes::zero();
+    a.qkv_input = Bytes::zero();
+    a.mlp_input = Bytes::zero();
+    a.mlp_down_input = Bytes::zero();
+    a.checkpoint = Bytes::of(3 * d.e * d.sb_rep * d.h);
+  }
   return a;
 }
 

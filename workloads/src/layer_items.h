@@ -199,6 +199,9 @@ ComputeWork attention_work(const LayerContext& c, const Dims& d, bool backward);
 void mlp_items(Items& it, bool backward);
 // The dense MLP of a parallel block, without communication of its own.
 void parallel_mlp_items(Items& it, bool backward);
+// The forward activation function of the context's layer over its MLP width (the dots policy's
+// recompute).
+void mlp_activation_recompute(Items& it);
 // The activation function between the MLP's up and down projections, on `elements`.
 void activation_items(Items& it, int64_t elements, bool backward);
 

@@ -283,6 +283,21 @@ std::vector<LayerItem> layer_forward(const LayerContext& c) {
   return it.take();
 }
 
+std::vector<LayerItem> recompute_elementwise(const LayerContext& c) {
+  const Dims d = dims_of(c);
+  Items it(c, d);
+  norm_items(it, "attn_norm", d.sp_tokens, false);
+  if (!c.model.parallel_blocks || c.model.norms_per_layer == 2) {
+    norm_items(it, "mlp_norm", d.sp_tokens, false);
+  }
+  if (c.model.norms_per_layer == 4) {
+    norm_items(it, "post_attn_norm", d.sp_tokens, false);
+    norm_items(it, "post_mlp_norm", d.sp_tokens, false);
+  }
+  mlp_activation_recompute(it);
+  return it.take();
+}
+
 namespace {
 
 // The attention half of a layer's backward, from the output projection's input gradient down to

@@ -106,6 +106,9 @@ std::vector<LayerItem> layer_forward(const LayerContext& c);
 std::vector<LayerItem> head_forward(const LayerContext& c);  // final norm, LM head, loss
 std::vector<LayerItem> head_backward(const LayerContext& c);
 std::vector<LayerItem> layer_backward(const LayerContext& c);
+// Recompute::kDots: what the backward re-runs before the layer's backward, the norms and the
+// MLP's activation function (their outputs were not saved).
+std::vector<LayerItem> recompute_elementwise(const LayerContext& c);
 std::vector<LayerItem> embedding_backward(const LayerContext& c);
 // AdamW over the parameter tensors the rank updates (element counts, after TP and ZeRO sharding).
 std::vector<KernelSpec> optimizer_step(const std::vector<int64_t>& tensors,

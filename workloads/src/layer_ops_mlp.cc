@@ -139,6 +139,15 @@ void mlp_items(Items& it, bool backward) {
   }
 }
 
+void mlp_activation_recompute(Items& it) {
+  const LayerContext& c = it.context();
+  const MoeDims md = moe_dims(c, it.dims());
+  activation_items(it, md.rows * md.batch * md.f, false);
+  if (c.stage.widths.shared_d_ff > 0 && c.model.is_moe_layer(c.layer)) {
+    activation_items(it, it.dims().tokens * c.stage.widths.shared_d_ff, false);
+  }
+}
+
 // Parallel blocks (GPT-NeoX, Falcon): the dense MLP on the input the attention's QKV GEMM
 // gathered; its partial output joins the attention's in the layer's one TP reduction.
 void parallel_mlp_items(Items& it, bool backward) {

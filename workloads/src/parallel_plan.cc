@@ -138,6 +138,20 @@ void check_experts(const ModelConfig& m, const ParallelPlan& p) {
   }
 }
 
+void check_recompute(const ParallelPlan& p) {
+  if (p.recompute_num_layers < 0 ||
+      (p.recompute_num_layers > 0 && p.recompute != Recompute::kFull)) {
+    bad(F::kRecomputeNumLayers,
+        fmt::format("{} layers: recompute_num_layers counts the layers of each model chunk that "
+                    "full recompute applies to; expected a positive count with recompute full",
+                    p.recompute_num_layers));
+  }
+  if (p.recompute == Recompute::kDots && p.attention != AttentionKernel::kFlash) {
+    bad(F::kRecompute, "the dots policy saves matmul outputs, which with naive attention include "
+                       "the s x s scores; expected flash attention");
+  }
+}
+
 void check_hsdp(const ParallelPlan& p) {
   if (p.fsdp == 0) {
     return;
@@ -215,6 +229,7 @@ void validate_split(const ModelConfig& model, const ParallelPlan& plan) {
   check_experts(model, plan);
   check_routing(model, plan);
   check_hsdp(plan);
+  check_recompute(plan);
 }
 
 void validate_plan(const ModelConfig& model, const ParallelPlan& plan) {

@@ -120,8 +120,14 @@ StageActivations activations_of(const ModelConfig& m, const ParallelPlan& p,
   const Recompute materialised = p.recompute == Recompute::kFull ? Recompute::kNone : p.recompute;
   for (const LayerRange& c : s.chunks) {
     for (int64_t layer = c.first; layer < c.end; ++layer) {
-      out.by_layer.push_back(LayerSaved{layer, layer_activations(m, p, p.recompute, layer).total(),
-                                        layer_activations(m, p, materialised, layer).total()});
+      // Megatron's block method: full recompute for the first N layers of the chunk only.
+      const bool full = p.recompute == Recompute::kFull &&
+                        (p.recompute_num_layers == 0 || layer - c.first < p.recompute_num_layers);
+      const Recompute policy = full || p.recompute != Recompute::kFull ? p.recompute
+                                                                       : Recompute::kNone;
+      out.by_layer.push_back(LayerSaved{layer, layer_activations(m, p, policy, layer).total(),
+                                        layer_activations(m, p, materialised, layer).total(),
+                                        full});
     }
   }
   const OutsideLayerActivations outside = outside_layer_activations(m, p, s.first, s.last);
@@ -193,7 +199,9 @@ Bytes StageActivations::saved_layers() const {
 Bytes StageActivations::max_materialised() const {
   Bytes most = Bytes::zero();
   for (const LayerSaved& l : by_layer) {
-    most = std::max(most, l.materialised);
+    if (l.full_recompute) {
+      most = std::max(most, l.materialised);
+    }
   }
   return most;
 }

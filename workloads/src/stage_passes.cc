@@ -131,7 +131,6 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
   }
   const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
   const bool zero3 = p_.zero == ZeroStage::kParameters;
-  const bool full_recompute = p_.recompute == Recompute::kFull;
   // ZeRO-3: the next (lower) layer's gather is issued as this layer's backward starts, on the
   // gather stream (FSDP's BackwardPrefetch.BACKWARD_PRE, DeepSpeed's prefetch), so that it runs
   // beside this layer's compute instead of queuing behind its reduce-scatter; the first gather
@@ -140,6 +139,7 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
   for (int64_t layer = end - 1; layer >= first; --layer) {
     const Bytes saved = part_.activations.of(layer).saved;
     const Bytes materialised = part_.activations.of(layer).materialised;
+    const bool full_recompute = part_.activations.of(layer).full_recompute;
     const Scope in_layer = scope.in_layer(layer, fmt::format("bwd.L{}.", layer));
     if (zero3) {
       if (prefetched) {
@@ -166,6 +166,10 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
     std::optional<MemoryEffect> last_release;
     if (freed > Bytes::zero()) {
       last_release = release(MemoryCategory::kActivations, freed);
+    }
+    if (p_.recompute == Recompute::kDots) {
+      emit(scope.in_layer(layer, fmt::format("recompute.L{}.", layer)),
+           recompute_elementwise(layer_ctx(layer)), {}, {});
     }
     std::vector<LayerItem> items = layer_backward(layer_ctx(layer));
     if (!with_weights) {

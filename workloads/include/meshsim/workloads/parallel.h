@@ -56,10 +56,18 @@ constexpr auto enum_names(AttentionKernel) {
   return std::to_array<EnumName<AttentionKernel>>(
       {{AttentionKernel::kFlash, "flash"}, {AttentionKernel::kNaive, "naive"}});
 }
-enum class Recompute { kNone, kSelective, kFull };
+// Activation recompute, as frameworks name it: none; Megatron's selective (the attention core);
+// full (each layer keeps its input and re-runs its forward in the backward; Megatron's
+// --recompute-granularity full, with recompute_num_layers for its block method); dots (JAX's
+// checkpoint_dots, MaxText remat_policy "minimal": the outputs of the matmuls are saved, the
+// norms and activation functions between them are recomputed in the backward).
+enum class Recompute { kNone, kSelective, kFull, kDots };
 constexpr auto enum_names(Recompute) {
-  return std::to_array<EnumName<Recompute>>(
-      {{Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}});
+  return std::to_array<EnumName<Recompute>>({{Recompute::kNone, "none"},
+                                             {Recompute::kSelective, "selective"},
+                                             {Recompute::kFull, "full"},
+                                             {Recompute::kDots, "dots"},
+                                             {Recompute::kDots, "minimal"}});
 }
 enum class ZeroStage { kNone = 0, kOptimizerStates = 1, kGradients = 2, kParameters = 3 };
 
@@ -124,6 +132,9 @@ struct ParallelPlan {
   int64_t gbs = 1;
   int64_t seq = 0;
   Recompute recompute = Recompute::kNone;
+  // Full recompute only for the first N layers of each model chunk (Megatron's
+  // --recompute-method block --recompute-num-layers N); the others keep their activations. 0: all.
+  int64_t recompute_num_layers = 0;
   Dtype matmul_dtype = Dtype::kBf16;
   // Bytes per activation element: 2 in bf16 mixed precision (also with fp8 GEMMs), 4 when
   // training in fp32 or tf32. set_training_dtype keeps it consistent with matmul_dtype and state.

@@ -89,13 +89,14 @@ struct LayerSaved {
   // Materialised by its forward for its backward (the plan's policy; none under full recompute,
   // whose backward re-materialises it one layer at a time).
   Bytes materialised;
+  bool full_recompute = false;  // the layer's backward re-runs its forward first
 };
 
 struct StageActivations {
   std::vector<LayerSaved> by_layer;  // the stage's layers, chunk by chunk
   const LayerSaved& of(int64_t layer) const;
   Bytes saved_layers() const;           // sum over the stage's layers
-  Bytes max_materialised() const;       // the largest layer's working set
+  Bytes max_materialised() const;  // the largest working set of a fully recomputed layer
   Bytes embedding;  // saved outside the layers on the stage holding the embedding
   Bytes head;       // final norm input, LM head input and logits on the last stage
   Bytes outside() const { return embedding + head; }

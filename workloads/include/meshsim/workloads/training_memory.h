@@ -48,7 +48,11 @@
 // with TP: s*b*h*(10 + 24/t + 5*a*s/(h*t)); with TP and SP: s*b*h*(34/t + 5*a*s/(h*t)).
 // Recompute: selective (the paper's) recomputes the attention core, dropping softmax_output and
 // attention_dropout; full keeps only the layer input, e*s*b*h (divided by t with SP), and the
-// backward then re-materialises one layer's activations at a time (`recompute_working_set`).
+// backward then re-materialises one layer's activations at a time (`recompute_working_set`);
+// full with recompute_num_layers N: the first N layers of each chunk as full, the others none;
+// dots (JAX checkpoint_dots, MaxText "minimal"): drops norm_inputs, qkv_input, mlp_input and
+// mlp_down_input (outputs of norms and of the activation function, recomputed) and keeps the
+// layer input and the two projection outputs, 3*e*s*b*h (divided by t with SP).
 #pragma once
 
 #include <cstdint>
