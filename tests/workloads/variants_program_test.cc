@@ -221,6 +221,32 @@ TEST(Variants, RecomputeBlockMethodAndDotsPolicy) {
   EXPECT_FALSE(dots_bwd.contains("qkv"));  // matmuls are not re-run
 }
 
+// Llama-3-405B's pipeline (Dubey et al. 2024, Sec. 3.3.2): 126 layers on PP 16 with
+// interleaving and one layer fewer on the first and the last virtual stage: here VP 2, 4 layers
+// per virtual stage, 3 on the first and on the last.
+TEST(Variants, UnevenFirstAndLastVirtualStagesWithInterleaving) {
+  const ModelConfig m = load_model("llama3-405b");
+  ParallelPlan p;
+  p.tp = 8;
+  p.pp = 16;
+  p.vpp = 2;
+  p.schedule = PipelineSchedule::kInterleaved;
+  p.gbs = 16;
+  p.seq = 4096;
+  p.stage_layers.assign(32, 4);
+  p.stage_layers.front() = p.stage_layers.back() = 3;
+  const std::vector<StagePartition> stages = partition_stages(m, p);
+  EXPECT_EQ(stages[0].chunks[0].first, 0);
+  EXPECT_EQ(stages[0].chunks[0].end, 3);
+  EXPECT_EQ(stages[0].chunks[1].first, 3 + 15 * 4);  // virtual stage 16
+  EXPECT_EQ(stages[15].chunks[1].end, 126);
+  EXPECT_EQ(stages[15].chunks[1].size(), 3);
+  EXPECT_EQ(stages[7].params.layers, 8);
+  EXPECT_EQ(plan_step(m, p).programs.size(), 16U);
+  p.stage_layers.pop_back();  // one entry per virtual stage is expected
+  EXPECT_THROW(validate_plan(m, p), PlanError);
+}
+
 // A window W < s leaves 2sW - W^2 of the s^2 query-key pairs (times 2) to FlashAttention.
 TEST(Variants, SlidingWindowLayersCostTheirWindow) {
   const ModelConfig m = from_json("mini-gemma2", std::string(R"({"architecture": "gemma2",

@@ -89,9 +89,17 @@ namespace {
 
 void check_pipeline(const ModelConfig& m, const ParallelPlan& p) {
   if (!p.stage_layers.empty()) {
-    if (static_cast<int64_t>(p.stage_layers.size()) != p.pp) {
+    // With virtual stages the entries are per virtual stage (v = chunk * pp + stage), as
+    // Megatron-Core's pipeline layout states them: the first and last can be lighter
+    // (Llama 3's 126 layers, Dubey et al. 2024, Sec. 3.3.2).
+    const int64_t entries = p.pp * p.vpp;
+    if (static_cast<int64_t>(p.stage_layers.size()) != entries) {
       bad(F::kStageLayers,
-          fmt::format("{} entries for {} pipeline stages", p.stage_layers.size(), p.pp));
+          p.vpp > 1 ? fmt::format("{} entries for pp {} x vpp {} = {} virtual stages (one per "
+                                  "virtual stage, chunk-major)",
+                                  p.stage_layers.size(), p.pp, p.vpp, entries)
+                    : fmt::format("{} entries for {} pipeline stages", p.stage_layers.size(),
+                                  p.pp));
     }
     const int64_t sum = std::accumulate(p.stage_layers.begin(), p.stage_layers.end(), int64_t{0});
     if (sum != m.num_layers) {
@@ -108,14 +116,10 @@ void check_pipeline(const ModelConfig& m, const ParallelPlan& p) {
                             "uneven split with stage_layers",
                             p.pp, m.num_layers, m.name));
   }
-  if (p.vpp > 1) {
-    if (!p.stage_layers.empty()) {
-      bad(F::kVpp, "virtual stages need an even split of the layers (no stage_layers)");
-    }
-    if (m.num_layers % (p.pp * p.vpp) != 0) {
-      bad(F::kVpp, fmt::format("pp {} x vpp {} = {} virtual stages do not divide the {} layers",
-                               p.pp, p.vpp, p.pp * p.vpp, m.num_layers));
-    }
+  if (p.vpp > 1 && p.stage_layers.empty() && m.num_layers % (p.pp * p.vpp) != 0) {
+    bad(F::kVpp, fmt::format("pp {} x vpp {} = {} virtual stages do not divide the {} layers; "
+                             "state an uneven split per virtual stage with stage_layers",
+                             p.pp, p.vpp, p.pp * p.vpp, m.num_layers));
   }
   validate(p.pipeline());
 }

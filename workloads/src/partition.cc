@@ -24,7 +24,14 @@ std::vector<LayerRange> chunks_of(const ModelConfig& m, const ParallelPlan& p, i
   std::vector<LayerRange> out;
   for (int64_t chunk = 0; chunk < p.vpp; ++chunk) {
     const int64_t v = chunk * p.pp + stage;
-    out.push_back(LayerRange{v * per, (v + 1) * per});
+    if (p.stage_layers.empty()) {
+      out.push_back(LayerRange{v * per, (v + 1) * per});
+      continue;
+    }
+    // Uneven: stage_layers per virtual stage, in virtual-stage order.
+    const auto at = p.stage_layers.begin() + v;
+    const int64_t first = std::accumulate(p.stage_layers.begin(), at, int64_t{0});
+    out.push_back(LayerRange{first, first + *at});
   }
   return out;
 }

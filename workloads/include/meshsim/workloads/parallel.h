@@ -153,7 +153,9 @@ struct ParallelPlan {
   // the dp / fsdp groups replicate each other, all-reducing the sharded gradients across. 0: ZeRO
   // shards over all of DP x CP. dp stays the total data-parallel degree.
   int64_t fsdp = 0;
-  std::vector<int64_t> stage_layers;   // layers per pipeline stage; empty = even split
+  // Layers per pipeline stage, or with vpp > 1 per virtual stage (chunk-major: v = c * pp + s);
+  // empty = even split.
+  std::vector<int64_t> stage_layers;
   std::array<Axis, kNumAxes> order = {Axis::kTensor, Axis::kContext, Axis::kData, Axis::kPipeline};
   OverlapOptions overlap;
   // Gradient bucket: Megatron-LM DDP buckets 40M elements (distributed/distributed_data_parallel.py,

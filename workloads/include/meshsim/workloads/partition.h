@@ -3,8 +3,9 @@
 // (src/stage_*.cc) all read a stage's facts from its StagePartition; none derives them again.
 //
 // Layers: stage s holds plan.stage_layers[s] consecutive layers when the plan states an uneven
-// split, else L / PP; with VPP > 1 (interleaved, even split) chunk c of stage s is virtual stage
-// c * PP + s and holds layers [v * L/(PP*VPP), (v + 1) * L/(PP*VPP)).
+// split, else L / PP; with VPP > 1 (interleaved) chunk c of stage s is virtual stage
+// v = c * PP + s and holds layers [v * L/(PP*VPP), (v + 1) * L/(PP*VPP)), or with an uneven split
+// plan.stage_layers[v] layers after those of the virtual stages before it.
 //
 // Parameters held by one rank of the stage before ZeRO sharding (Megatron-LM layout, Shoeybi et al.
 // 2019, Narayanan et al. 2021): Q, K, V, gate/up and fc1 are column-parallel (weights and biases
