@@ -76,13 +76,13 @@ void print_accounting(const std::string& model_name, int64_t seq_len, int64_t mi
   const ModelConfig m = load_model(model_name);
   if (m.positions == PositionKind::kLearned && seq_len > m.max_position_embeddings) {
     seq_len = m.max_position_embeddings;
-    out << fmt::format("(--seq capped at {}, the length of {}'s learned position table)\n",
-                       seq_len, m.name);
+    out << fmt::format("(--seq capped at {}, the length of {}'s learned position table)\n", seq_len,
+                       m.name);
   }
   const ParameterCounts p = count_parameters(m);
-  out << fmt::format("{}: {} layers, d_model {}, {} heads ({} KV), head_dim {}, d_ff {}, vocab {}\n",
-                     m.name, m.num_layers, m.d_model, m.num_heads, m.num_kv_heads, m.head_dim,
-                     m.d_ff, m.vocab_size);
+  out << fmt::format(
+      "{}: {} layers, d_model {}, {} heads ({} KV), head_dim {}, d_ff {}, vocab {}\n", m.name,
+      m.num_layers, m.d_model, m.num_heads, m.num_kv_heads, m.head_dim, m.d_ff, m.vocab_size);
   out << "attention: " << attention_kind(m) << "\n";
   if (m.moe) {
     print_moe(m, out);
@@ -118,7 +118,8 @@ void print_accounting(const std::string& model_name, int64_t seq_len, int64_t mi
   if (m.mtp_layers > 0) {
     row(out, "forward, MTP modules", fmt::format("{:.4g}", f.mtp.count()));
   }
-  row(out, "training (3 x forward)", fmt::format("{:.4g}", training_flops_per_token(m, seq_len).count()));
+  row(out, "training (3 x forward)",
+      fmt::format("{:.4g}", training_flops_per_token(m, seq_len).count()));
   row(out, "6N (workbook convention)",
       fmt::format("{:.4g}", training_flops_per_token_6n(p.active_per_token()).count()));
 

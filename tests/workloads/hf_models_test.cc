@@ -152,23 +152,23 @@ const char* kLlama =
        "num_attention_heads": 8, "vocab_size": 1000, "max_position_embeddings": 128)";
 
 TEST(HfModels, UnknownAndInexpressibleFieldsAreErrors) {
-  expect_error(std::string(R"({"model_type": "llama", "use_flux_capacitor": true, )") + kLlama +
-                   "}",
-               "/use_flux_capacitor", "unknown field for model_type llama");
+  expect_error(
+      std::string(R"({"model_type": "llama", "use_flux_capacitor": true, )") + kLlama + "}",
+      "/use_flux_capacitor", "unknown field for model_type llama");
   expect_error(std::string(R"({"model_type": "qwen2_moe", "num_experts": 4, )") +
                    R"("num_experts_per_tok": 2, "moe_intermediate_size": 64, )" +
                    R"("decoder_sparse_step": 2, )" + kLlama + "}",
                "/decoder_sparse_step", "expected 1");
-  expect_error(std::string(R"({"model_type": "falcon", "alibi": true, )") + kLlama + "}",
-               "/alibi", "ALiBi");
+  expect_error(std::string(R"({"model_type": "falcon", "alibi": true, )") + kLlama + "}", "/alibi",
+               "ALiBi");
 }
 
 // FLOPs per token, by hand. DeepSeek-V3 MLA projections per layer (flops_kv notes): q_a
 // 7168x1536, q_b 1536x(128x192), kv_a 7168x(512+64), kv_b 512x(128x(128+128)), o (128x128)x7168.
 TEST(HfModels, MlaAndMoeFlopsByHand) {
   const ModelConfig m = hf("DeepSeek-V3");
-  const int64_t mla = 7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 256 +
-                      128 * 128 * 7168;
+  const int64_t mla =
+      7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 256 + 128 * 128 * 7168;
   EXPECT_EQ(2 * mla, 374'210'560);
   EXPECT_EQ(layer_matmul_weights_per_token(m, 0), mla + 3 * 7168 * 18432);  // dense layer
   // MoE layer: router 7168 x 256, 8 routed + 1 shared SwiGLU expert of 2048.

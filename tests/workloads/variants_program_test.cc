@@ -75,8 +75,8 @@ TEST(Variants, DeepSeekShapedModelPlannedWithEpAndPp) {
   EXPECT_TRUE(dense.contains("mlp_up"));
   EXPECT_FALSE(dense.contains("shared_up"));
   EXPECT_FALSE(dense.contains("dispatch.ep_alltoall"));
-  for (const char* k : {"router", "shared_up", "shared_down", "dispatch.ep_alltoall",
-                        "combine.ep_alltoall"}) {
+  for (const char* k :
+       {"router", "shared_up", "shared_down", "dispatch.ep_alltoall", "combine.ep_alltoall"}) {
     EXPECT_TRUE(moe.contains(k)) << k;
   }
   // kv_up: [T, 32] x [32, 2 heads x (32 + 32)] on each of 2 TP ranks; T = 256 tokens.
@@ -252,7 +252,7 @@ TEST(Variants, SlidingWindowLayersCostTheirWindow) {
   const ModelConfig m = from_json("mini-gemma2", std::string(R"({"architecture": "gemma2",
     "num_layers": 2, "num_kv_heads": 2, "head_dim": 64, "d_ff": 512, "mlp": "geglu",
     "norms_per_layer": 4, "sliding_window": {"size": 256, "pattern": [true, false]}, )") +
-                                   kCommon + "}");
+                                                     kCommon + "}");
   ParallelPlan p;
   p.seq = 1024;
   const StepPlan plan = plan_step(m, p);

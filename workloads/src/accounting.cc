@@ -107,8 +107,8 @@ int64_t layer_matmul_weights_per_token(const ModelConfig& m, int64_t layer) {
   int64_t attention = 0;
   if (m.mla) {
     const MlaConfig& a = *m.mla;
-    const int64_t q = a.q_lora_rank == 0 ? h * m.q_dim()
-                                         : h * a.q_lora_rank + a.q_lora_rank * m.q_dim();
+    const int64_t q =
+        a.q_lora_rank == 0 ? h * m.q_dim() : h * a.q_lora_rank + a.q_lora_rank * m.q_dim();
     attention = q + h * (a.kv_lora_rank + a.qk_rope_head_dim) +
                 a.kv_lora_rank * m.num_heads * (a.qk_nope_head_dim + a.v_head_dim);
   } else {
@@ -164,8 +164,8 @@ ForwardFlops forward_flops_per_token(const ModelConfig& m, int64_t seq_len, Atte
   if (m.mtp_layers > 0) {
     // Per depth: the block (its matmuls and attention), eh_proj and another LM head pass.
     const int64_t last = m.num_layers - 1;
-    const int64_t weights = layer_matmul_weights_per_token(m, last) + 2 * h_squared(m) +
-                            m.vocab_size * m.d_model;
+    const int64_t weights =
+        layer_matmul_weights_per_token(m, last) + 2 * h_squared(m) + m.vocab_size * m.d_model;
     const double per_depth = 2.0 * static_cast<double>(weights) +
                              attention_flops_per_token(m, last, seq_len, mask).count();
     f.mtp = Flops::of(per_depth * static_cast<double>(m.mtp_layers));

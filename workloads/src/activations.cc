@@ -2,8 +2,8 @@
 #include <fmt/format.h>
 
 #include "meshsim/sim/error.h"
-#include "meshsim/workloads/training_memory.h"
 #include "meshsim/workloads/partition.h"
+#include "meshsim/workloads/training_memory.h"
 
 namespace meshsim::workloads {
 
@@ -35,8 +35,8 @@ Dims make_dims(const ModelConfig& m, const ParallelPlan& p) {
   return d;
 }
 
-void add_attention(const ModelConfig& m, const ParallelPlan& p, Recompute recompute,
-                   const Dims& d, LayerActivations& a) {
+void add_attention(const ModelConfig& m, const ParallelPlan& p, Recompute recompute, const Dims& d,
+                   LayerActivations& a) {
   a.q = Bytes::of(d.e * d.sb * d.w.q_heads * d.head_dim);
   a.k = Bytes::of(d.e * d.sb * d.w.kv_heads * d.head_dim);
   a.v = a.k;
@@ -92,8 +92,8 @@ LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p,
   return layer_activations(m, p, recompute, m.num_layers - 1);
 }
 
-LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p,
-                                   Recompute recompute, int64_t layer) {
+LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p, Recompute recompute,
+                                   int64_t layer) {
   const Dims d = make_dims(m, p);
   LayerActivations a;
   if (recompute == Recompute::kFull) {

@@ -71,9 +71,8 @@ ExpertLoad expert_load(const ModelConfig& m, const ParallelPlan& plan, int64_t l
   const int64_t local = e / plan.ep;
   ExpertLoad out;
   if (!plan.moe_load_skew) {
-    out.rows_per_expert = static_cast<int64_t>(
-        std::ceil(static_cast<double>(tokens * k * plan.ep) / static_cast<double>(e) *
-                  plan.capacity_factor));
+    out.rows_per_expert = static_cast<int64_t>(std::ceil(
+        static_cast<double>(tokens * k * plan.ep) / static_cast<double>(e) * plan.capacity_factor));
     return out;
   }
   const int64_t choices = tokens * k * plan.ep;

@@ -27,20 +27,55 @@ namespace {
 // (elementwise), losses and routing scalars (elementwise), the checkpoint's storage.
 const std::vector<std::string>& common_ignored() {
   static const std::vector<std::string> keys = {
-      "architectures", "auto_map", "_name_or_path", "model_type", "transformers_version",
-      "torch_dtype", "dtype", "use_cache", "bos_token_id", "eos_token_id", "pad_token_id",
-      "unk_token_id", "initializer_range", "rms_norm_eps", "layer_norm_eps",
-      "layer_norm_epsilon", "norm_eps", "rope_theta", "rope_scaling", "rope_parameters",
-      "rope_local_base_freq", "rotary_emb_base", "original_max_position_embeddings",
-      "rotary_pct: partial RoPE is elementwise", "partial_rotary_factor: partial RoPE is "
-      "elementwise", "hidden_act", "hidden_activation", "activation_function",
-      "query_pre_attn_scalar", "cache_implementation",
-      "pretraining_tp: splits matmuls for numerics only", "tokenizer_class",
-      "task_specific_params", "output_router_logits", "router_aux_loss_coef",
-      "router_jitter_noise", "aux_loss_alpha", "seq_aux", "routed_scaling_factor",
-      "scoring_func", "norm_topk_prob", "classifier_dropout", "tie_encoder_decoder",
+      "architectures",
+      "auto_map",
+      "_name_or_path",
+      "model_type",
+      "transformers_version",
+      "torch_dtype",
+      "dtype",
+      "use_cache",
+      "bos_token_id",
+      "eos_token_id",
+      "pad_token_id",
+      "unk_token_id",
+      "initializer_range",
+      "rms_norm_eps",
+      "layer_norm_eps",
+      "layer_norm_epsilon",
+      "norm_eps",
+      "rope_theta",
+      "rope_scaling",
+      "rope_parameters",
+      "rope_local_base_freq",
+      "rotary_emb_base",
+      "original_max_position_embeddings",
+      "rotary_pct: partial RoPE is elementwise",
+      "partial_rotary_factor: partial RoPE is "
+      "elementwise",
+      "hidden_act",
+      "hidden_activation",
+      "activation_function",
+      "query_pre_attn_scalar",
+      "cache_implementation",
+      "pretraining_tp: splits matmuls for numerics only",
+      "tokenizer_class",
+      "task_specific_params",
+      "output_router_logits",
+      "router_aux_loss_coef",
+      "router_jitter_noise",
+      "aux_loss_alpha",
+      "seq_aux",
+      "routed_scaling_factor",
+      "scoring_func",
+      "norm_topk_prob",
+      "classifier_dropout",
+      "tie_encoder_decoder",
       "quantization_config: checkpoint storage; the training precision is the plan's dtype",
-      "return_dict", "output_hidden_states", "output_attentions", "is_decoder"};
+      "return_dict",
+      "output_hidden_states",
+      "output_attentions",
+      "is_decoder"};
   return keys;
 }
 
@@ -153,8 +188,8 @@ int64_t gemma3_vision_parameters(HfReader& r, int64_t text_hidden) {
   }
   vr.read("num_attention_heads");  // heads split d_v; no parameters of their own
   std::vector<std::string> ignored;
-  vr.finish("gemma3 vision_config", {"model_type", "layer_norm_eps", "hidden_act",
-                                     "attention_dropout", "torch_dtype"},
+  vr.finish("gemma3 vision_config",
+            {"model_type", "layer_norm_eps", "hidden_act", "attention_dropout", "torch_dtype"},
             ignored);
   const int64_t per_layer = 4 * (d * d + d) + (d * f + f) + (f * d + d) + 2 * 2 * d;
   const int64_t tower = channels * patch * patch * d + d + (image / patch) * (image / patch) * d +

@@ -184,8 +184,8 @@ ModelConfig parse_hf_gemma(HfReader& r, Architecture family) {
   m.num_kv_heads = r.positive_or("num_key_value_heads", v3 ? 4 : m.num_heads);
   m.head_dim = r.positive_or("head_dim", 256);
   m.vocab_size = v3 ? r.positive_or("vocab_size", 262208) : r.positive("vocab_size");
-  m.max_position_embeddings = v3 ? r.positive_or("max_position_embeddings", 131072)
-                                 : r.positive("max_position_embeddings");
+  m.max_position_embeddings =
+      v3 ? r.positive_or("max_position_embeddings", 131072) : r.positive("max_position_embeddings");
   m.mlp = MlpKind::kGeglu;
   m.tied_embeddings = r.boolean_or("tie_word_embeddings", true);
   m.attention_bias = m.attention_out_bias = r.boolean_or("attention_bias", false);
@@ -241,8 +241,9 @@ ModelConfig parse_hf_gpt_neox(HfReader& r) {
   m.attention_bias = m.attention_out_bias = r.boolean_or("attention_bias", true);
   m.parallel_blocks = r.boolean_or("use_parallel_residual", true);
   m.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
-  m.dropout = any_dropout(r, {"attention_dropout", "hidden_dropout", "attention_probs_dropout_prob",
-                              "hidden_dropout_prob"},
+  m.dropout = any_dropout(r,
+                          {"attention_dropout", "hidden_dropout", "attention_probs_dropout_prob",
+                           "hidden_dropout_prob"},
                           0.0);
   finish_model(r, m, false, hf_fields(r.obj()));
   return m;
@@ -268,8 +269,7 @@ ModelConfig parse_hf_falcon(HfReader& r) {
   m.num_kv_heads = new_arch ? kv.value_or(m.num_heads) : (multi_query ? 1 : m.num_heads);
   const bool parallel = r.boolean_or("parallel_attn", true);
   m.parallel_blocks = new_arch || parallel;
-  m.norms_per_layer =
-      new_arch ? r.positive_or("num_ln_in_parallel_attn", 2) : (parallel ? 1 : 2);
+  m.norms_per_layer = new_arch ? r.positive_or("num_ln_in_parallel_attn", 2) : (parallel ? 1 : 2);
   m.d_ff = r.positive_or("ffn_hidden_size", 4 * m.d_model);
   m.mlp = MlpKind::kGelu;
   m.norm = NormKind::kLayerNorm;
@@ -302,8 +302,9 @@ ModelConfig parse_hf_gpt2(HfReader& r) {
   m.tied_embeddings = r.boolean_or("tie_word_embeddings", true);
   m.dropout = any_dropout(r, {"resid_pdrop", "attn_pdrop", "embd_pdrop"}, 0.1);
   if (r.boolean_or("add_cross_attention", false)) {
-    r.fail("add_cross_attention", "encoder-decoder cross attention is not modelled; expected "
-                                  "false");
+    r.fail("add_cross_attention",
+           "encoder-decoder cross attention is not modelled; expected "
+           "false");
   }
   const std::string p = r.obj().pointer();
   ModelFieldNames f;
@@ -366,9 +367,15 @@ std::vector<std::string> hf_family_ignored(Architecture family) {
               "unrestricted top-k",
               "topk_group: node-limited routing is not modelled"};
     case A::kGpt2:
-      return {"n_ctx", "summary_activation", "summary_first_dropout", "summary_proj_to_labels",
-              "summary_type", "summary_use_proj", "scale_attn_by_inverse_layer_idx",
-              "reorder_and_upcast_attn", "scale_attn_weights"};
+      return {"n_ctx",
+              "summary_activation",
+              "summary_first_dropout",
+              "summary_proj_to_labels",
+              "summary_type",
+              "summary_use_proj",
+              "scale_attn_by_inverse_layer_idx",
+              "reorder_and_upcast_attn",
+              "scale_attn_weights"};
     case A::kGemma3:
       return {"boi_token_index", "eoi_token_index", "image_token_index",
               "mm_tokens_per_image: image tokens are not simulated (text-only training)"};

@@ -31,7 +31,10 @@ class HfReader {
   // The first of `keys` that is present (legacy spellings: Falcon's n_embed for hidden_size).
   std::optional<int64_t> positive_any(const std::vector<std::string>& keys);
   // Marks a key as read by the parser without reading it (its value is checked by hand).
-  void read(const std::string& key) { read_.insert(key); obj_.ignore(key); }
+  void read(const std::string& key) {
+    read_.insert(key);
+    obj_.ignore(key);
+  }
   [[noreturn]] void fail(const std::string& key, const std::string& message) {
     obj_.fail(key, message);
   }

@@ -11,11 +11,11 @@ namespace {
 bool eager(const LayerContext& c) { return c.plan.kernels == Kernels::kEager; }
 
 struct MoeDims {
-  int64_t rows;    // tokens per local expert GEMM
-  int64_t batch;   // local experts
-  int64_t routed;  // token-expert pairs on the rank
-  int64_t f;       // local width of one routed expert
-  double exchange; // busiest EP rank's tokens / the balanced share: scales the all-to-all
+  int64_t rows;     // tokens per local expert GEMM
+  int64_t batch;    // local experts
+  int64_t routed;   // token-expert pairs on the rank
+  int64_t f;        // local width of one routed expert
+  double exchange;  // busiest EP rank's tokens / the balanced share: scales the all-to-all
 };
 
 MoeDims moe_dims(const LayerContext& c, const Dims& d) {
@@ -82,9 +82,8 @@ void mlp_items(Items& it, bool backward) {
   const int64_t up_n = gated ? 2 * md.f : md.f;
   const int64_t act_el = md.rows * md.batch * md.f;
   // The all-to-all finishes with its busiest receiver: sized by its share (1 when balanced).
-  const int64_t routed = md.exchange == 1.0 ? md.routed
-                                            : std::llround(static_cast<double>(md.routed) *
-                                                           md.exchange);
+  const int64_t routed =
+      md.exchange == 1.0 ? md.routed : std::llround(static_cast<double>(md.routed) * md.exchange);
   const Bytes routed_bytes = Bytes::of(routed * d.h * c.plan.activation_bytes);
   const ComputeWork permute =
       memory_bound(OpClass::kCopy, 0.0, routed * d.h, 2 * routed_bytes.count());

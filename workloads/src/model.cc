@@ -62,8 +62,7 @@ void validate_moe(const ModelConfig& m, const std::string& source, const ModelFi
   }
 }
 
-void validate_attention(const ModelConfig& m, const std::string& source,
-                        const ModelFieldNames& f) {
+void validate_attention(const ModelConfig& m, const std::string& source, const ModelFieldNames& f) {
   const bool deepseek =
       m.architecture == Architecture::kDeepseekV2 || m.architecture == Architecture::kDeepseekV3;
   if (m.mla.has_value() != deepseek) {
@@ -81,12 +80,12 @@ void validate_attention(const ModelConfig& m, const std::string& source,
     positive(a.qk_rope_head_dim, source, f.mla + "/qk_rope_head_dim");
     positive(a.v_head_dim, source, f.mla + "/v_head_dim");
     if (a.q_lora_rank < 0 || m.head_dim != a.qk_head_dim() || m.num_kv_heads != m.num_heads) {
-      throw InputError(source, f.mla,
-                       fmt::format("q_lora_rank {} (expected >= 0, 0 for none), head_dim {} and "
-                                   "{} KV heads: MLA needs head_dim = qk_nope_head_dim + "
-                                   "qk_rope_head_dim = {} and one K/V head per query head ({})",
-                                   a.q_lora_rank, m.head_dim, m.num_kv_heads, a.qk_head_dim(),
-                                   m.num_heads));
+      throw InputError(
+          source, f.mla,
+          fmt::format("q_lora_rank {} (expected >= 0, 0 for none), head_dim {} and "
+                      "{} KV heads: MLA needs head_dim = qk_nope_head_dim + "
+                      "qk_rope_head_dim = {} and one K/V head per query head ({})",
+                      a.q_lora_rank, m.head_dim, m.num_kv_heads, a.qk_head_dim(), m.num_heads));
     }
   }
   if (m.sliding_window) {
@@ -112,10 +111,11 @@ void validate_attention(const ModelConfig& m, const std::string& source,
                      "(GPT-NeoX, Falcon); expected no experts and 1 or 2 norms per layer");
   }
   if (m.mtp_layers < 0 || (m.mtp_layers > 0 && !m.moe)) {
-    throw InputError(source, f.mtp_layers,
-                     fmt::format("{} multi-token prediction layers; expected 0, or a positive depth "
-                                 "in an MoE model (DeepSeek-V3)",
-                                 m.mtp_layers));
+    throw InputError(
+        source, f.mtp_layers,
+        fmt::format("{} multi-token prediction layers; expected 0, or a positive depth "
+                    "in an MoE model (DeepSeek-V3)",
+                    m.mtp_layers));
   }
 }
 

@@ -14,8 +14,9 @@ namespace {
 std::vector<LayerRange> chunks_of(const ModelConfig& m, const ParallelPlan& p, int64_t stage) {
   if (p.vpp == 1) {
     const std::vector<int64_t> split =
-        p.stage_layers.empty() ? std::vector<int64_t>(static_cast<size_t>(p.pp), m.num_layers / p.pp)
-                               : p.stage_layers;
+        p.stage_layers.empty()
+            ? std::vector<int64_t>(static_cast<size_t>(p.pp), m.num_layers / p.pp)
+            : p.stage_layers;
     const auto here = static_cast<size_t>(stage);
     const int64_t first = std::accumulate(split.begin(), split.begin() + stage, int64_t{0});
     return {LayerRange{first, first + split[here]}};
@@ -46,9 +47,8 @@ int64_t attention_params(const ModelConfig& m, const ShardWidths& w) {
   const int64_t out = (m.attention_out_bias ? h : 0) + (m.qk_norm ? 2 * m.head_dim : 0);
   if (m.mla) {
     const MlaConfig& a = *m.mla;
-    const int64_t q_path = a.q_lora_rank == 0
-                               ? h * q
-                               : h * a.q_lora_rank + a.q_lora_rank + a.q_lora_rank * q;
+    const int64_t q_path =
+        a.q_lora_rank == 0 ? h * q : h * a.q_lora_rank + a.q_lora_rank + a.q_lora_rank * q;
     return q_path + h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank +
            a.kv_lora_rank * w.q_heads * (a.qk_nope_head_dim + a.v_head_dim) +
            w.q_heads * a.v_head_dim * h + out;
@@ -79,8 +79,7 @@ int64_t dense_layer_params(const ModelConfig& m, const ShardWidths& w, int64_t l
 
 int64_t expert_layer_params(const ModelConfig& m, const ParallelPlan& p, const ShardWidths& w,
                             int64_t layer) {
-  return m.is_moe_layer(layer) ? (m.moe->num_experts / p.ep) * mlp_parameters(m, w.expert_d_ff)
-                               : 0;
+  return m.is_moe_layer(layer) ? (m.moe->num_experts / p.ep) * mlp_parameters(m, w.expert_d_ff) : 0;
 }
 
 StageParameters parameters_of(const ModelConfig& m, const ParallelPlan& p,
@@ -89,11 +88,9 @@ StageParameters parameters_of(const ModelConfig& m, const ParallelPlan& p,
   for (const LayerRange& c : s.chunks) {
     out.layers += c.size();
     for (int64_t layer = c.first; layer < c.end; ++layer) {
-      out.by_layer.push_back(LayerShare{layer, dense_layer_params(m, s.widths, layer),
-                                        expert_layer_params(m, p, s.widths, layer),
-                                        m.is_moe_layer(layer)
-                                            ? std::optional(expert_load(m, p, layer))
-                                            : std::nullopt});
+      out.by_layer.push_back(LayerShare{
+          layer, dense_layer_params(m, s.widths, layer), expert_layer_params(m, p, s.widths, layer),
+          m.is_moe_layer(layer) ? std::optional(expert_load(m, p, layer)) : std::nullopt});
     }
   }
   const int64_t vocab_table = s.widths.vocab * m.d_model;
@@ -113,9 +110,9 @@ StageParameters parameters_of(const ModelConfig& m, const ParallelPlan& p,
     // stage): enorm, hnorm, eh_proj (column-parallel), a final norm and one MoE block.
     if (m.mtp_layers > 0) {
       const int64_t last = m.num_layers - 1;
-      out.mtp = m.mtp_layers * (3 * norm_parameters(m) + 2 * m.d_model * m.d_model / p.tp +
-                                dense_layer_params(m, s.widths, last) +
-                                expert_layer_params(m, p, s.widths, last));
+      out.mtp = m.mtp_layers *
+                (3 * norm_parameters(m) + 2 * m.d_model * m.d_model / p.tp +
+                 dense_layer_params(m, s.widths, last) + expert_layer_params(m, p, s.widths, last));
     }
   }
   return out;
@@ -130,8 +127,8 @@ StageActivations activations_of(const ModelConfig& m, const ParallelPlan& p,
       // Megatron's block method: full recompute for the first N layers of the chunk only.
       const bool full = p.recompute == Recompute::kFull &&
                         (p.recompute_num_layers == 0 || layer - c.first < p.recompute_num_layers);
-      const Recompute policy = full || p.recompute != Recompute::kFull ? p.recompute
-                                                                       : Recompute::kNone;
+      const Recompute policy =
+          full || p.recompute != Recompute::kFull ? p.recompute : Recompute::kNone;
       out.by_layer.push_back(LayerSaved{layer, layer_activations(m, p, policy, layer).total(),
                                         layer_activations(m, p, materialised, layer).total(),
                                         full});

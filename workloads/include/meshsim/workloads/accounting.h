@@ -61,15 +61,15 @@ namespace meshsim::workloads {
 
 // One transformer block. All counts include biases where the model has them.
 struct LayerParameters {
-  int64_t q = 0;              // MLA: Q down-projection, its norm, Q up-projection
-  int64_t k = 0;              // MLA: the KV down-projection (latent + RoPE key) and its norm
-  int64_t v = 0;              // MLA: the KV up-projection (K_nope and V of every head)
+  int64_t q = 0;  // MLA: Q down-projection, its norm, Q up-projection
+  int64_t k = 0;  // MLA: the KV down-projection (latent + RoPE key) and its norm
+  int64_t v = 0;  // MLA: the KV up-projection (K_nope and V of every head)
   int64_t attention_out = 0;
-  int64_t qk_norms = 0;       // Q and K norms over head_dim
-  int64_t mlp = 0;            // dense MLP; 0 for MoE
-  int64_t router = 0;         // router (+ its bias vector); 0 for dense
-  int64_t expert = 0;         // one routed expert's MLP; 0 for dense
-  int64_t shared_experts = 0; // the shared experts and their gate; always active
+  int64_t qk_norms = 0;        // Q and K norms over head_dim
+  int64_t mlp = 0;             // dense MLP; 0 for MoE
+  int64_t router = 0;          // router (+ its bias vector); 0 for dense
+  int64_t expert = 0;          // one routed expert's MLP; 0 for dense
+  int64_t shared_experts = 0;  // the shared experts and their gate; always active
   int64_t num_experts = 0;
   int64_t experts_per_token = 0;
   int64_t norms = 0;  // the block's norms
@@ -84,9 +84,9 @@ struct LayerParameters {
 
 struct ParameterCounts {
   int64_t num_layers = 0;
-  LayerParameters layer;        // each layer of the main kind (the MoE layers of an MoE model)
-  int64_t num_dense_layers = 0; // layers of an MoE model with a dense MLP (the first k)
-  LayerParameters dense_layer;  // one of them (zeros when there are none)
+  LayerParameters layer;         // each layer of the main kind (the MoE layers of an MoE model)
+  int64_t num_dense_layers = 0;  // layers of an MoE model with a dense MLP (the first k)
+  LayerParameters dense_layer;   // one of them (zeros when there are none)
   int64_t token_embedding = 0;
   int64_t position_embedding = 0;
   int64_t final_norm = 0;
@@ -113,8 +113,8 @@ struct ParameterCounts {
   // What a multimodal checkpoint holds: the language model and the vision tower.
   int64_t with_vision() const { return total() + vision; }
   int64_t active_per_token() const {
-    return embeddings() + main_layers() * layer.active() +
-           num_dense_layers * dense_layer.active() + final_norm + lm_head;
+    return embeddings() + main_layers() * layer.active() + num_dense_layers * dense_layer.active() +
+           final_norm + lm_head;
   }
 };
 

@@ -31,8 +31,8 @@
 namespace meshsim::workloads {
 
 struct ExpertLoad {
-  int64_t rows_per_expert = 0;   // GEMM rows of each local expert on the busiest EP rank
-  double busiest_over_mean = 1.0;  // tokens the busiest EP rank receives / the balanced share
+  int64_t rows_per_expert = 0;        // GEMM rows of each local expert on the busiest EP rank
+  double busiest_over_mean = 1.0;     // tokens the busiest EP rank receives / the balanced share
   double max_expert_over_mean = 1.0;  // the most loaded expert / the mean (before dropping)
   double dropped_fraction = 0.0;      // routing choices dropped at capacity
 };

@@ -123,11 +123,11 @@ constexpr bool is_gated(MlpKind k) { return k == MlpKind::kGated || k == MlpKind
 bool is_moe_family(Architecture a);
 
 struct MoeConfig {
-  int64_t num_experts = 0;        // routed experts per MoE layer (HF num_local_experts)
-  int64_t experts_per_token = 0;  // top-k (HF num_experts_per_tok); 1 <= k <= num_experts
-  int64_t expert_d_ff = 0;        // one routed expert's inner width (HF moe_intermediate_size)
-  int64_t num_shared_experts = 0;  // experts every token passes through (DeepSeek, Qwen-MoE)
-  int64_t shared_expert_d_ff = 0;  // one shared expert's inner width
+  int64_t num_experts = 0;          // routed experts per MoE layer (HF num_local_experts)
+  int64_t experts_per_token = 0;    // top-k (HF num_experts_per_tok); 1 <= k <= num_experts
+  int64_t expert_d_ff = 0;          // one routed expert's inner width (HF moe_intermediate_size)
+  int64_t num_shared_experts = 0;   // experts every token passes through (DeepSeek, Qwen-MoE)
+  int64_t shared_expert_d_ff = 0;   // one shared expert's inner width
   bool shared_expert_gate = false;  // Qwen2-MoE: sigmoid(Linear(d, 1)) scales the shared expert
   bool router_bias = false;         // DeepSeek-V3 noaux_tc: an E-vector added to the scores
   int64_t first_dense_layers = 0;   // layers [0, k) have a dense MLP of width d_ff
