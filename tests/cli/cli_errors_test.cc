@@ -112,6 +112,30 @@ TEST_F(CliTest, Fp8OnA100IsRejected) {
   expect_input_error(r, {"--dtype", "fp8", "A100", "bf16"});
 }
 
+// Issue 11: software stacks. A PyTorch stack on a TPU is refused at --stack (or the file's key); an
+// attention kernel the chip has no measurements of is refused at --attention, listing those it
+// has; the stack the run uses is printed with the plan.
+TEST_F(CliTest, StacksAreCheckedAgainstTheChip) {
+  expect_input_error(run({"--model", "llama3-8b", "--cluster", "tpu-v5e", "--shape", "16x16",
+                          "--dp", "256", "--zero", "3", "--stack", "fsdp", "--seq", "1024"}),
+                     {"--stack", "fsdp does not run on TPUs", "maxtext"});
+  write_file("scenario.json", R"({"model": "llama3-8b", "cluster": "tpu-v5e", "shape": "16x16",
+                                  "dp": 256, "zero": 3, "seq": 1024, "stack": "megatron"})");
+  expect_input_error(run({"scenario.json"}), {"scenario.json: /stack", "does not run on TPUs"});
+  expect_input_error(run({"--model", "llama3-8b", "--cluster", "dgx-h100", "--nodes", "1",
+                          "--dp", "8", "--seq", "1024", "--attention", "splash"}),
+                     {"--attention", "splash", "cudnn", "flash2", "flash3"});
+  const CommandResult ok = run({"--model", "llama3.2-1b", "--cluster", "dgx-a100", "--nodes", "1",
+                                "--dp", "8", "--seq", "1024", "--stack", "fsdp"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_THAT(ok.output, HasSubstr("flash attention, recompute none; stack fsdp; eager kernels, "
+                                   "per-tensor optimizer"));
+  const CommandResult def = run({"--model", "llama3.2-1b", "--cluster", "dgx-h100", "--nodes",
+                                 "1", "--dp", "8", "--seq", "1024"});
+  ASSERT_EQ(def.exit_code, 0) << def.output;
+  EXPECT_THAT(def.output, HasSubstr("cudnn attention, recompute none; stack megatron"));
+}
+
 // ---- bad scenario files ------------------------------------------------------------------------
 
 TEST_F(CliTest, ScenarioUnknownKeyNamesFileAndPointer) {

@@ -163,4 +163,32 @@ TEST(DataParallelStep, Zero3PrefetchExposesOnlyTheEndsOfEachPass) {
   EXPECT_GT(simulate(serial).breakdown[0].exposed_comm.seconds(), 2.0 * 16 * ring * 0.9);
 }
 
+// Composer's BACKWARD_POST (the llm-foundry-2023 stack): layer L-1's gather is issued after layer
+// L's gradient computation, so each of the 15 backward gathers after the first is exposed, while
+// the forward stays prefetched: between BACKWARD_PRE's exposure and the serial one.
+TEST(DataParallelStep, Zero3BackwardPostExposesTheBackwardGathers) {
+  workloads::ParallelPlan p;
+  p.dp = 8;
+  p.mbs = 1;
+  p.gbs = 8;
+  p.seq = 4096;
+  p.zero = workloads::ZeroStage::kParameters;
+  const workloads::ModelConfig m = workloads::load_model("llama3.2-1b");
+  const auto exposed = [&](const workloads::ParallelPlan& plan) {
+    Built b = build("llama3.2-1b", 8, 8, 4096, true);
+    b.plan = workloads::plan_step(m, plan, workloads::SimulationMode::kFull);
+    return simulate(b).breakdown[0].exposed_comm.seconds();
+  };
+  const Built probe = build("llama3.2-1b", 8, 8, 4096, true);
+  const auto link = nvlink(probe.cluster);
+  const double n = static_cast<double>(workloads::count_parameters(m).layer.total() * 2);
+  const double ring = 7.0 * link.latency.seconds() + 7.0 / 8.0 * n / link.bandwidth.value();
+  const double pre = exposed(p);
+  p.backward_prefetch = workloads::BackwardPrefetch::kPost;
+  const double post = exposed(p);
+  EXPECT_GT(post, pre + 15.0 * ring * 0.9) << "ring " << ring;
+  p.overlap.param_gather = false;
+  EXPECT_LT(post, exposed(p));
+}
+
 }  // namespace meshsim

@@ -8,6 +8,7 @@
 // cluster the figure belongs to). Errors are InputError naming file, pointer and expectation.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -40,6 +41,9 @@ double sourced_non_negative_number(JsonObject& parent, const std::string& key, S
 // A string value that must be one of `choices`.
 std::string sourced_choice(JsonObject& parent, const std::string& key,
                            const std::vector<std::string>& choices, SourceSink& sink);
+// [[m, n], ...]: GEMM tiles, each extent positive.
+std::vector<std::array<int64_t, 2>> sourced_tiles(JsonObject& parent, const std::string& key,
+                                                  SourceSink& sink);
 // "1.98GHz", "1050MHz", "1.5e9Hz"; returns hertz.
 double sourced_frequency(JsonObject& parent, const std::string& key, SourceSink& sink);
 

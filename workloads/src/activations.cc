@@ -47,7 +47,7 @@ void add_attention(const ModelConfig& m, const ParallelPlan& p, Recompute recomp
     a.attention_output = a.v;
     a.latents = Bytes::of(d.e * d.sb * (mla.q_lora_rank + mla.kv_lora_rank + mla.qk_rope_head_dim));
   }
-  if (p.attention == AttentionKernel::kFlash) {
+  if (p.attention != AttentionKernel::kNaive) {
     a.softmax_statistics = Bytes::of(4 * d.w.q_heads * d.sb);
     return;
   }

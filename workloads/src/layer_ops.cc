@@ -35,10 +35,15 @@ void norm_items(Items& it, const std::string& name, int64_t tokens, bool backwar
 }
 
 // out = x + y: read two, write one. Forward: the residual add; backward: autograd's sum of the
-// two gradients of the residual stream (the skip and the norm's input).
-void residual_items(Items& it, const std::string& name) {
+// two gradients of the residual stream (the skip and the norm's input). With dropout, the add is
+// Megatron's fused bias-dropout-add (megatron/model/transformer.py bias_dropout_add_fused_train
+// @ 6985e589): it also writes a one-byte mask per element, which its backward reads; `masks` is
+// the number of such masks the kernel moves.
+void residual_items(Items& it, const std::string& name, int64_t masks) {
   const int64_t el = it.dims().sp_tokens * it.dims().h;
-  it.kernel(name, memory_bound(OpClass::kElementwise, 1.0, el, 3 * it.context().plan.activation_bytes * el));
+  const int64_t mask_bytes = it.context().model.dropout ? masks * el : 0;
+  it.kernel(name, memory_bound(OpClass::kElementwise, 1.0, el,
+                               3 * it.context().plan.activation_bytes * el + mask_bytes));
 }
 
 void rope_items(Items& it, bool backward) {
@@ -71,11 +76,60 @@ void qk_norm_items(Items& it, bool backward) {
             memory_bound(OpClass::kNorm, backward ? 8.0 : 4.0, el, (backward ? 3 : 2) * e * el));
 }
 
+// Attention over materialised scores with fused kernels (Megatron-LM's fused scale-mask-softmax
+// between two batched GEMMs, before flash attention): the score GEMM Q K^T writes the s x s
+// scores of every head, the softmax kernel reads them and writes the probabilities, the context
+// GEMM P V reads those. Backward: dP = dO V^T and dV = P^T dO, the softmax backward (reads P and
+// dP, writes dS), dQ = dS K and dK = dS^T Q. The GEMMs compute the full s x s (no causal
+// skipping). With dropout (Megatron-LM 2021: torch.nn.Dropout on the probabilities,
+// megatron/model/transformer.py ParallelAttention @ 6985e589), a dropout kernel reads the
+// probabilities and writes the dropped ones and a one-byte mask; its backward reads the
+// gradient and the mask and writes the gradient.
+void naive_attention_items(Items& it, bool backward) {
+  const LayerContext& c = it.context();
+  const Dims& d = it.dims();
+  SIM_CHECK(c.plan.cp == 1, "naive attention with context parallelism (checked by the plan)");
+  const int64_t e = c.plan.activation_bytes;
+  const int64_t dh = c.model.head_dim;
+  const int64_t dv = c.model.mla ? c.model.mla->v_head_dim : dh;  // MLA: V heads are narrower
+  const int64_t bn = d.b * d.heads;
+  const int64_t scores = bn * d.s * d.s;
+  const OpClass a = OpClass::kAttention;
+  const auto bmm = [&](const std::string& name, int64_t m, int64_t k, int64_t n) {
+    ComputeWork w = matmul(m, k, n, bn, c.plan.matmul_dtype == Dtype::kFp8 ? Dtype::kBf16
+                                                                           : c.plan.matmul_dtype,
+                           e);
+    w.op_class = a;
+    it.kernel(name, w);
+  };
+  if (!backward) {
+    bmm("attention.scores", d.s, dh, d.s);
+    it.kernel("attention.softmax", memory_bound(a, 5.0, scores, 2 * e * scores));
+    if (c.model.dropout) {
+      it.kernel("attention.dropout", memory_bound(a, 1.0, scores, (2 * e + 1) * scores));
+    }
+    bmm("attention.context", d.s, d.s, dv);
+    return;
+  }
+  bmm("attention.bwd.dprobs", d.s, dv, d.s);
+  bmm("attention.bwd.dv", d.s, d.s, dv);
+  if (c.model.dropout) {
+    it.kernel("attention.bwd.dropout", memory_bound(a, 1.0, scores, (2 * e + 1) * scores));
+  }
+  it.kernel("attention.bwd.softmax", memory_bound(a, 4.0, scores, 3 * e * scores));
+  bmm("attention.bwd.dq", d.s, d.s, dh);
+  bmm("attention.bwd.dk", d.s, d.s, dh);
+}
+
 void attention_items(Items& it, bool backward) {
   const LayerContext& c = it.context();
   const Dims& d = it.dims();
   if (eager(c)) {
     eager_attention(it, backward);
+    return;
+  }
+  if (c.plan.attention == AttentionKernel::kNaive) {
+    naive_attention_items(it, backward);
     return;
   }
   const std::string name = backward ? "attention.bwd" : "attention";
@@ -106,15 +160,25 @@ void latent_norm(Items& it, const std::string& name, int64_t width, bool backwar
 void mla_forward(Items& it) {
   const Dims& d = it.dims();
   const MlaConfig& a = *it.context().model.mla;
+  // FP8: the latents' norms are fused into the up-projections as the layer norm is into QKV
+  // (Megatron-Core's MLA spec: TELayerNormColumnParallelLinear for linear_q_up_proj and
+  // linear_kv_up_proj), so their casts follow the same rule.
+  const bool norm_casts = it.norm_casts_fp8();
   if (a.q_lora_rank > 0) {
     it.column_gemm("qkv", "q_down", d.tokens, d.h, a.q_lora_rank);
     latent_norm(it, "q_latent_norm", a.q_lora_rank, false);
+    if (!norm_casts) {
+      it.fp8_cast("q_up.input", d.tokens * a.q_lora_rank);
+    }
     it.gemm("q_up", d.tokens, a.q_lora_rank, d.q);
   } else {
     it.column_gemm("qkv", "q_proj", d.tokens, d.h, d.q);
   }
   it.gemm("kv_down", d.tokens, d.h, a.kv_lora_rank + a.qk_rope_head_dim);
   latent_norm(it, "kv_latent_norm", a.kv_lora_rank, false);
+  if (!norm_casts) {
+    it.fp8_cast("kv_up.input", d.tokens * a.kv_lora_rank);
+  }
   it.gemm("kv_up", d.tokens, a.kv_lora_rank, d.heads * a.qk_nope_head_dim + d.v);
 }
 
@@ -123,6 +187,7 @@ void mla_forward(Items& it) {
 // runs.
 void latent_up_bwd(Items& it, const std::string& name, int64_t width, int64_t n) {
   const Dims& d = it.dims();
+  it.fp8_cast(name + ".grad_output", d.tokens * n);
   it.gemm(name + ".dgrad", d.tokens, n, width);
   if (it.tensor_parallel()) {
     it.comm(name + ".tp_allreduce", CommKind::kTensor, CollectiveKind::kAllReduce,
@@ -143,12 +208,15 @@ void mla_backward(Items& it) {
     it.comm("kv_down.tp_allgather_input", CommKind::kTensor, CollectiveKind::kAllGather,
             it.activation_bytes(), true);
   }
+  it.fp8_cast("kv_down.grad_output", d.tokens * (a.kv_lora_rank + a.qk_rope_head_dim));
   it.gemm_bwd("kv_down", d.tokens, d.h, a.kv_lora_rank + a.qk_rope_head_dim);
   if (a.q_lora_rank > 0) {
     latent_up_bwd(it, "q_up", a.q_lora_rank, d.q);
     latent_norm(it, "q_latent_norm.bwd", a.q_lora_rank, true);
+    it.fp8_cast("q_down.grad_output", d.tokens * a.q_lora_rank);
     it.gemm_bwd("q_down", d.tokens, d.h, a.q_lora_rank);
   } else {
+    it.fp8_cast("q_proj.grad_output", d.tokens * d.q);
     it.column_bwd("q_proj", d.tokens, d.h, d.q);
   }
 }
@@ -156,6 +224,9 @@ void mla_backward(Items& it) {
 // Q, K and V from the normed layer input: one fused column-parallel GEMM, or MLA's projections.
 void qkv_forward(Items& it) {
   const Dims& d = it.dims();
+  if (!it.norm_casts_fp8()) {
+    it.fp8_cast("qkv.input", d.sp_tokens * d.h);
+  }
   if (it.context().model.mla) {
     mla_forward(it);
   } else {
@@ -172,6 +243,7 @@ void qkv_backward(Items& it) {
   if (eager(it.context())) {  // the gradients of the Q, K and V slices, concatenated for the GEMM
     eager_copy(it, "qkv.split.bwd", d.tokens * (d.q + d.kv + d.v));
   }
+  it.fp8_cast("qkv.grad_output", d.tokens * (d.q + d.kv + d.v));
   it.column_bwd("qkv", d.tokens, d.h, d.q + d.kv + d.v);
 }
 
@@ -179,7 +251,7 @@ void qkv_backward(Items& it) {
 
 // The attention core of the rank: its heads (1/TP) over its query chunk (1/CP of the causal work).
 ComputeWork attention_work(const LayerContext& c, const Dims& d, bool backward) {
-  const bool flash = c.plan.attention == AttentionKernel::kFlash;
+  const bool flash = c.plan.attention != AttentionKernel::kNaive;
   // Query-key pairs computed, times 2: s^2 for the causal half (flash) or the whole matrix
   // (naive, which masks after computing); a window W < s leaves 2sW - W^2 (flash skips the
   // blocks outside it).
@@ -200,12 +272,22 @@ ComputeWork attention_work(const LayerContext& c, const Dims& d, bool backward) 
   const int64_t o = d.tokens * d.o * c.plan.activation_bytes;
   // Forward reads Q, K, V and writes O; backward reads Q, K, V, O, dO and writes dQ, dK, dV.
   int64_t bytes = backward ? 2 * qkv + 2 * o : qkv + o;
+  const int64_t q_len = d.tokens / d.b;  // the rank's queries of each sequence
   if (!flash) {
-    const int64_t scores = d.b * d.heads * d.tokens * d.s * c.plan.activation_bytes;
+    const int64_t scores = d.b * d.heads * q_len * d.s * c.plan.activation_bytes;
     bytes += (backward ? 6 : 4) * scores;
   }
   work.bytes = Bytes::of(bytes);
-  work.shape = MatmulShape{d.tokens, c.model.head_dim, windowed ? window : d.s, d.b * d.heads};
+  // The keys each query block streams: the sequence (or one CP chunk per ring step), or the
+  // window when it is shorter.
+  const int64_t kv_len = windowed ? std::min(window, q_len) : q_len;
+  work.shape = MatmulShape{q_len, c.model.head_dim, windowed ? window : d.s, d.b * d.heads};
+  if (const std::optional<AttentionImpl> impl = fused_attention(c.plan.attention)) {
+    // The rank's query chunk (T / b tokens of each sequence) against its keys: the whole
+    // sequence, or one CP chunk per ring step (the chunk kernel of attention_items).
+    work.attention =
+        AttentionShape{*impl, backward, true, d.b * d.heads, q_len, kv_len, c.model.head_dim};
+  }
   return work;
 }
 
@@ -262,24 +344,27 @@ std::vector<LayerItem> layer_forward(const LayerContext& c) {
   }
   if (c.model.parallel_blocks) {
     // One TP reduction for the attention's and the MLP's partial outputs (Megatron's
-    // parallel-attention GPT-NeoX / Falcon layer), then x + attn + mlp.
+    // parallel-attention GPT-NeoX / Falcon layer), then x + attn + mlp (with dropout, a mask
+    // for each).
+    it.fp8_cast("attn_out.input", d.tokens * d.o);
     it.gemm("attn_out", d.tokens, d.o, d.h);
     parallel_mlp_items(it, false);
     it.tp_exit("layer");
-    residual_items(it, "residual");
+    residual_items(it, "residual", 2);
     return it.take();
   }
+  it.fp8_cast("attn_out.input", d.tokens * d.o);
   it.row_gemm("attn_out", "attn_out", d.tokens, d.o, d.h);
   if (c.model.norms_per_layer == 4) {
     norm_items(it, "post_attn_norm", d.sp_tokens, false);
   }
-  residual_items(it, "residual_attn");
+  residual_items(it, "residual_attn", 1);
   norm_items(it, "mlp_norm", d.sp_tokens, false);
   mlp_items(it, false);
   if (c.model.norms_per_layer == 4) {
     norm_items(it, "post_mlp_norm", d.sp_tokens, false);
   }
-  residual_items(it, "residual_mlp");
+  residual_items(it, "residual_mlp", 1);
   return it.take();
 }
 
@@ -321,6 +406,7 @@ std::vector<LayerItem> layer_backward(const LayerContext& c) {
   Items it(c, d);
   if (c.model.parallel_blocks) {
     it.tp_gather_grad("layer.bwd");
+    it.fp8_cast("attn_out.grad_output", d.sp_tokens * d.h);  // also the MLP's down projection's
     parallel_mlp_items(it, true);
     it.gemm_bwd("attn_out", d.tokens, d.o, d.h);
     attention_backward(it);
@@ -328,7 +414,7 @@ std::vector<LayerItem> layer_backward(const LayerContext& c) {
       norm_items(it, "mlp_norm.bwd", d.sp_tokens, true);
     }
     norm_items(it, "attn_norm.bwd", d.sp_tokens, true);
-    residual_items(it, "residual.bwd");
+    residual_items(it, "residual.bwd", 2);
     return it.take();
   }
   if (c.model.norms_per_layer == 4) {
@@ -336,20 +422,42 @@ std::vector<LayerItem> layer_backward(const LayerContext& c) {
   }
   mlp_items(it, true);
   norm_items(it, "mlp_norm.bwd", d.sp_tokens, true);
-  residual_items(it, "residual.bwd");
+  residual_items(it, "residual.bwd", 2);
   if (c.model.norms_per_layer == 4) {
     norm_items(it, "post_attn_norm.bwd", d.sp_tokens, true);
   }
+  it.fp8_cast("attn_out.grad_output", d.sp_tokens * d.h);
   it.row_gemm_bwd("attn_out.bwd", "attn_out", d.tokens, d.o, d.h);
   attention_backward(it);
   norm_items(it, "attn_norm.bwd", d.sp_tokens, true);
   if (eager(c)) {  // autograd sums the residual stream's two gradients at each norm's input
-    residual_items(it, "residual_attn.bwd");
+    residual_items(it, "residual_attn.bwd", 0);
   }
   return it.take();
 }
 
 namespace {
+
+// The LM head's GEMMs run in the activations' precision also in FP8 runs: Transformer Engine's
+// FP8 covers the transformer layers' linears, Megatron's output layer is a plain
+// ColumnParallelLinear.
+ParallelPlan head_plan(const ParallelPlan& p) {
+  ParallelPlan h = p;
+  if (h.matmul_dtype == Dtype::kFp8) {
+    h.matmul_dtype = Dtype::kBf16;
+  }
+  return h;
+}
+
+// The LM head's backward: the loss, the head's GEMMs, the final norm.
+void head_backward_items(Items& it, const std::string& prefix) {
+  const Dims& d = it.dims();
+  if (eager(it.context())) {
+    eager_loss(it, true);
+  }
+  it.column_bwd(prefix + "lm_head", d.tokens, d.h, d.vocab);
+  norm_items(it, prefix + "final_norm.bwd", d.sp_tokens, true);
+}
 
 // The LM head and its loss (forward): the main head, and each MTP module's.
 void head_items(Items& it, const std::string& prefix) {
@@ -400,10 +508,13 @@ void append_renamed(std::vector<LayerItem>& out, std::vector<LayerItem> items,
 
 // DeepSeek-V3's multi-token prediction (Sec. 2.2 of its report), per depth after the main head:
 // enorm and hnorm, the 2h -> h projection (column-parallel over TP), one MoE block, and another
-// head and loss over the shared LM head.
+// head and loss over the shared LM head. `c` is the layers' context (the heads run in
+// `head_plan`'s precision, the rest in the layers').
 std::vector<LayerItem> mtp_items(const LayerContext& c, bool backward) {
   std::vector<LayerItem> out;
   const LayerContext block{c.model, c.plan, c.stage, c.model.num_layers - 1};
+  const ParallelPlan hp = head_plan(c.plan);
+  const LayerContext hc{c.model, hp, c.stage, c.layer};
   const Dims d = dims_of(c);
   for (int64_t depth = 0; depth < c.model.mtp_layers; ++depth) {
     const std::string prefix = mtp_prefix(depth);
@@ -411,22 +522,21 @@ std::vector<LayerItem> mtp_items(const LayerContext& c, bool backward) {
     if (!backward) {
       norm_items(it, prefix + "enorm", d.sp_tokens, false);
       norm_items(it, prefix + "hnorm", d.sp_tokens, false);
+      it.fp8_cast(prefix + "eh_proj.input", d.sp_tokens * 2 * d.h);
       it.column_gemm(prefix + "eh_proj", prefix + "eh_proj", d.tokens, 2 * d.h, d.h / c.plan.tp);
       append_renamed(out, it.take(), "");
       append_renamed(out, layer_forward(block), prefix);
-      Items head(c, d);
+      Items head(hc, d);
       head_items(head, prefix);
       append_renamed(out, head.take(), "");
       continue;
     }
-    if (eager(c)) {
-      eager_loss(it, true);
-    }
-    it.column_bwd(prefix + "lm_head", d.tokens, d.h, d.vocab);
-    norm_items(it, prefix + "final_norm.bwd", d.sp_tokens, true);
-    append_renamed(out, it.take(), "");
+    Items head(hc, d);
+    head_backward_items(head, prefix);
+    append_renamed(out, head.take(), "");
     append_renamed(out, layer_backward(block), prefix);
     Items in(c, d);
+    in.fp8_cast(prefix + "eh_proj.grad_output", d.tokens * d.h / c.plan.tp);
     in.column_bwd(prefix + "eh_proj", d.tokens, 2 * d.h, d.h / c.plan.tp);
     norm_items(in, prefix + "enorm.bwd", d.sp_tokens, true);
     norm_items(in, prefix + "hnorm.bwd", d.sp_tokens, true);
@@ -437,25 +547,53 @@ std::vector<LayerItem> mtp_items(const LayerContext& c, bool backward) {
 
 }  // namespace
 
-std::vector<LayerItem> head_forward(const LayerContext& c) {
+std::vector<LayerItem> head_forward(const LayerContext& layer) {
+  const ParallelPlan plan = head_plan(layer.plan);
+  const LayerContext c{layer.model, plan, layer.stage, layer.layer};
   const Dims d = dims_of(c);
   Items it(c, d);
   head_items(it, "");
   std::vector<LayerItem> out = it.take();
-  append_renamed(out, mtp_items(c, false), "");
+  append_renamed(out, mtp_items(layer, false), "");
   return out;
 }
 
-std::vector<LayerItem> head_backward(const LayerContext& c) {
-  std::vector<LayerItem> out = mtp_items(c, true);
+std::vector<LayerItem> head_backward(const LayerContext& layer) {
+  std::vector<LayerItem> out = mtp_items(layer, true);
+  const ParallelPlan plan = head_plan(layer.plan);
+  const LayerContext c{layer.model, plan, layer.stage, layer.layer};
   const Dims d = dims_of(c);
   Items it(c, d);
-  if (eager(c)) {
-    eager_loss(it, true);
-  }
-  it.column_bwd("lm_head", d.tokens, d.h, d.vocab);
-  norm_items(it, "final_norm.bwd", d.sp_tokens, true);
+  head_backward_items(it, "");
   append_renamed(out, it.take(), "");
+  return out;
+}
+
+std::vector<KernelSpec> step_work(const LayerContext& c, int64_t params, int64_t layer_weights) {
+  std::vector<KernelSpec> out;
+  const ParallelPlan& p = c.plan;
+  const int64_t g = params * p.state.gradient;
+  if (p.matmul_dtype == Dtype::kFp16) {
+    // Dynamic loss scaling: the gradients are unscaled and checked for inf/nan (Apex's and
+    // Megatron's multi-tensor unscale), one pass reading and writing them.
+    out.push_back({"loss_scale.unscale_check",
+                   memory_bound(OpClass::kOptimizer, 2.0, params, 2 * g)});
+  }
+  if (p.step_work.grad_norm) {
+    // Clipping by global norm: every local gradient read once (the norm's all-reduce of one
+    // value is latency, not modelled).
+    out.push_back({"grad_norm", memory_bound(OpClass::kOptimizer, 2.0, params, g)});
+  }
+  if (p.matmul_dtype == Dtype::kFp8 && layer_weights > 0) {
+    // The linear layers' weights cast to FP8 with their transposes once per step (Transformer
+    // Engine caches them over the microbatches: is_first_microbatch).
+    const Dims d = dims_of(c);
+    Items it(c, d);
+    it.fp8_cast("fp8.weights", layer_weights);
+    for (LayerItem& item : it.take()) {
+      out.push_back(std::get<KernelSpec>(std::move(item)));
+    }
+  }
   return out;
 }
 

@@ -110,6 +110,10 @@ std::vector<LayerItem> layer_backward(const LayerContext& c);
 // MLP's activation function (their outputs were not saved).
 std::vector<LayerItem> recompute_elementwise(const LayerContext& c);
 std::vector<LayerItem> embedding_backward(const LayerContext& c);
+// The per-step work of the plan outside the layers (its stack's StepWork, fp16 loss scaling, FP8
+// weight casts) over the rank's `params` local parameters and `layer_weights` elements of its
+// layers' linear weights, run before the optimizer.
+std::vector<KernelSpec> step_work(const LayerContext& c, int64_t params, int64_t layer_weights);
 // AdamW over the parameter tensors the rank updates (element counts, after TP and ZeRO sharding).
 std::vector<KernelSpec> optimizer_step(const std::vector<int64_t>& tensors,
                                        const ModelStateBytes& state, OptimizerKernels kernels);

@@ -40,14 +40,18 @@ void shared_expert_items(Items& it, bool backward) {
     return;
   }
   const int64_t up_n = is_gated(c.model.mlp) ? 2 * f : f;
+  // FP8: their input is the router's (cast once), the output gradient the routed experts' (cast
+  // once); their own activations are cast as the dense MLP's.
   if (!backward) {
     it.gemm("shared_up", d.tokens, d.h, up_n);
     activation_items(it, d.tokens * f, false);
+    it.fp8_cast("shared_down.input", d.tokens * f);
     it.gemm("shared_down", d.tokens, f, d.h);
     return;
   }
   it.gemm_bwd("shared_down", d.tokens, f, d.h);
   activation_items(it, d.tokens * f, true);
+  it.fp8_cast("shared_up.grad_output", d.tokens * up_n);
   it.gemm_bwd("shared_up", d.tokens, d.h, up_n);
 }
 
@@ -97,6 +101,9 @@ void mlp_items(Items& it, bool backward) {
   // The MLP is column-parallel in (up, or the router with MoE) and row-parallel out (down, or
   // MoE's combine).
   if (!backward) {
+    if (!it.norm_casts_fp8()) {
+      it.fp8_cast(std::string(up) + ".input", d.sp_tokens * d.h);
+    }
     if (moe) {
       it.column_gemm("mlp", "router", d.tokens, d.h, router_outputs(m));
       shared_expert_items(it, false);
@@ -107,6 +114,7 @@ void mlp_items(Items& it, bool backward) {
       it.column_gemm("mlp", up, md.rows, d.h, up_n, md.batch);
     }
     activation_items(it, act_el, false);
+    it.fp8_cast(std::string(down) + ".input", act_el);
     if (moe) {
       it.gemm(down, md.rows, md.f, d.h, md.batch);
       a2a("combine.ep_alltoall");
@@ -117,6 +125,7 @@ void mlp_items(Items& it, bool backward) {
     }
     return;
   }
+  it.fp8_cast(std::string(down) + ".grad_output", d.sp_tokens * d.h);
   if (moe) {
     it.tp_gather_grad("mlp.bwd");
     shared_expert_items(it, true);
@@ -130,6 +139,7 @@ void mlp_items(Items& it, bool backward) {
   if (eager(c) && gated) {
     eager_copy(it, "mlp_up.split.bwd", md.rows * md.batch * up_n);
   }
+  it.fp8_cast(std::string(up) + ".grad_output", md.rows * md.batch * up_n);
   it.column_bwd(up, md.rows, d.h, up_n, md.batch);
   if (moe) {
     a2a("dispatch.bwd.ep_alltoall");
@@ -156,9 +166,15 @@ void parallel_mlp_items(Items& it, bool backward) {
   const int64_t up_n = gated ? 2 * d.f : d.f;
   const char* up = gated ? "mlp_up" : "fc1";
   const char* down = gated ? "mlp_down" : "fc2";
+  // FP8: with one norm the up projection reads the QKV GEMM's (cast) input; the output gradient
+  // is the attention projection's (cast by the layer).
   if (!backward) {
+    if (c.model.norms_per_layer == 2 && !it.norm_casts_fp8()) {
+      it.fp8_cast(std::string(up) + ".input", d.sp_tokens * d.h);
+    }
     it.gemm(up, d.tokens, d.h, up_n);
     activation_items(it, d.tokens * d.f, false);
+    it.fp8_cast(std::string(down) + ".input", d.tokens * d.f);
     it.gemm(down, d.tokens, d.f, d.h);
     return;
   }
@@ -167,6 +183,7 @@ void parallel_mlp_items(Items& it, bool backward) {
   if (eager(c) && gated) {
     eager_copy(it, "mlp_up.split.bwd", d.tokens * up_n);
   }
+  it.fp8_cast(std::string(up) + ".grad_output", d.tokens * up_n);
   it.gemm_bwd(up, d.tokens, d.h, up_n);
 }
 

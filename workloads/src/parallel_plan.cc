@@ -7,6 +7,24 @@
 
 namespace meshsim::workloads {
 
+std::optional<AttentionImpl> fused_attention(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::kFlash:
+      return AttentionImpl::kFlash2;
+    case AttentionKernel::kFlash3:
+      return AttentionImpl::kFlash3;
+    case AttentionKernel::kCudnn:
+      return AttentionImpl::kCudnn;
+    case AttentionKernel::kSplash:
+      return AttentionImpl::kSplash;
+    case AttentionKernel::kTriton:
+      return AttentionImpl::kTriton;
+    case AttentionKernel::kNaive:
+      break;
+  }
+  return std::nullopt;
+}
+
 void ParallelPlan::set_training_dtype(Dtype dtype) {
   matmul_dtype = dtype;
   const bool fp32 = dtype == Dtype::kFp32 || dtype == Dtype::kTf32;
@@ -95,11 +113,11 @@ void check_pipeline(const ModelConfig& m, const ParallelPlan& p) {
     const int64_t entries = p.pp * p.vpp;
     if (static_cast<int64_t>(p.stage_layers.size()) != entries) {
       bad(F::kStageLayers,
-          p.vpp > 1 ? fmt::format("{} entries for pp {} x vpp {} = {} virtual stages (one per "
-                                  "virtual stage, chunk-major)",
-                                  p.stage_layers.size(), p.pp, p.vpp, entries)
-                    : fmt::format("{} entries for {} pipeline stages", p.stage_layers.size(),
-                                  p.pp));
+          p.vpp > 1
+              ? fmt::format("{} entries for pp {} x vpp {} = {} virtual stages (one per "
+                            "virtual stage, chunk-major)",
+                            p.stage_layers.size(), p.pp, p.vpp, entries)
+              : fmt::format("{} entries for {} pipeline stages", p.stage_layers.size(), p.pp));
     }
     const int64_t sum = std::accumulate(p.stage_layers.begin(), p.stage_layers.end(), int64_t{0});
     if (sum != m.num_layers) {
@@ -150,9 +168,10 @@ void check_recompute(const ParallelPlan& p) {
                     "full recompute applies to; expected a positive count with recompute full",
                     p.recompute_num_layers));
   }
-  if (p.recompute == Recompute::kDots && p.attention != AttentionKernel::kFlash) {
-    bad(F::kRecompute, "the dots policy saves matmul outputs, which with naive attention include "
-                       "the s x s scores; expected flash attention");
+  if (p.recompute == Recompute::kDots && p.attention == AttentionKernel::kNaive) {
+    bad(F::kRecompute,
+        "the dots policy saves matmul outputs, which with naive attention include "
+        "the s x s scores; expected a fused attention kernel");
   }
 }
 
@@ -161,12 +180,13 @@ void check_hsdp(const ParallelPlan& p) {
     return;
   }
   if (p.fsdp < 0 || p.dp % p.fsdp != 0) {
-    bad(F::kFsdp, fmt::format("an HSDP shard group of {} DP ranks must divide dp {}", p.fsdp,
-                              p.dp));
+    bad(F::kFsdp,
+        fmt::format("an HSDP shard group of {} DP ranks must divide dp {}", p.fsdp, p.dp));
   }
   if (p.zero == ZeroStage::kNone) {
-    bad(F::kFsdp, "HSDP shards the model state inside each group; it needs zero 1, 2 or 3 (3 is "
-                  "PyTorch HSDP and MaxText's FSDP)");
+    bad(F::kFsdp,
+        "HSDP shards the model state inside each group; it needs zero 1, 2 or 3 (3 is "
+        "PyTorch HSDP and MaxText's FSDP)");
   }
   if (p.ep > 1) {
     bad(F::kFsdp, "HSDP with expert parallelism is not modelled; expected ep 1");
@@ -185,12 +205,14 @@ void check_routing(const ModelConfig& m, const ParallelPlan& p) {
                                      *p.moe_load_skew));
   }
   if (p.moe_drop_tokens && !p.moe_load_skew) {
-    bad(F::kMoeDropTokens, "dropping at capacity needs a distribution of tokens per expert; set "
-                           "moe_load_skew (0 for a uniform router)");
+    bad(F::kMoeDropTokens,
+        "dropping at capacity needs a distribution of tokens per expert; set "
+        "moe_load_skew (0 for a uniform router)");
   }
   if (p.moe_load_skew && !p.moe_drop_tokens && p.capacity_factor != 1.0) {
-    bad(F::kCapacityFactor, "a dropless router (the default) has no capacity; set "
-                            "moe_drop_tokens to cap experts at the capacity factor");
+    bad(F::kCapacityFactor,
+        "a dropless router (the default) has no capacity; set "
+        "moe_drop_tokens to cap experts at the capacity factor");
   }
   if (p.moe_seed < 0) {
     bad(F::kMoeSeed, fmt::format("expected a non-negative seed, got {}", p.moe_seed));
@@ -198,10 +220,6 @@ void check_routing(const ModelConfig& m, const ParallelPlan& p) {
 }
 
 void check_combinations(const ModelConfig& m, const ParallelPlan& p) {
-  if (p.matmul_dtype == Dtype::kFp16) {
-    bad(F::kDtype, "fp16 training (loss scaling) is not modelled; expected bf16, fp8, fp32 or "
-                   "tf32");
-  }
   if (p.schedule == PipelineSchedule::kZeroBubble && p.recompute == Recompute::kFull) {
     bad(F::kRecompute, "full recompute with the zero-bubble schedule is not modelled (its "
                        "deferred weight gradients need the re-materialised activations); use "
@@ -212,8 +230,13 @@ void check_combinations(const ModelConfig& m, const ParallelPlan& p) {
                      "runs as fused chunks); use fused kernels with cp > 1");
   }
   if (p.kernels == Kernels::kEager && m.mla) {
-    bad(F::kKernels, "eager kernels are modelled for multi-head and grouped-query attention; "
-                     "multi-head latent attention needs fused kernels");
+    bad(F::kKernels,
+        "eager kernels are modelled for multi-head and grouped-query attention; "
+        "multi-head latent attention needs fused kernels");
+  }
+  if (p.attention == AttentionKernel::kNaive && p.cp > 1) {
+    bad(F::kAttention, "naive attention is modelled without context parallelism (ring attention "
+                       "runs flash chunks); use a flash kernel with cp > 1");
   }
   if (p.zero != ZeroStage::kNone && p.dp == 1) {
     bad(F::kZero, "ZeRO shards over the data-parallel group; it needs dp > 1");
@@ -251,21 +274,25 @@ std::vector<std::string> plan_caveats(const ModelConfig& m, const ParallelPlan& 
         static_cast<int>(p.zero)));
   }
   if (p.ep > 1 && p.zero == ZeroStage::kParameters) {
-    out.push_back("expert parallelism with ZeRO-3: DeepSpeed-MoE and Megatron-Core shard "
-                  "expert optimizer states (ZeRO-1/2), not expert parameters");
+    out.push_back(
+        "expert parallelism with ZeRO-3: DeepSpeed-MoE and Megatron-Core shard "
+        "expert optimizer states (ZeRO-1/2), not expert parameters");
   }
   if (p.schedule == PipelineSchedule::kInterleaved && p.microbatches() % p.pp != 0) {
-    out.push_back(fmt::format("interleaved 1F1B with {} microbatches over {} stages: Megatron-LM "
-                              "requires a multiple of the pipeline size",
-                              p.microbatches(), p.pp));
+    out.push_back(
+        fmt::format("interleaved 1F1B with {} microbatches over {} stages: Megatron-LM "
+                    "requires a multiple of the pipeline size",
+                    p.microbatches(), p.pp));
   }
   if (m.logit_softcapping && p.attention == AttentionKernel::kFlash) {
-    out.push_back("attention logit soft-capping (Gemma-2) in a fused attention kernel needs "
-                  "FlashAttention >= 2.6 or cuDNN with softcap; older stacks run eager attention");
+    out.push_back(
+        "attention logit soft-capping (Gemma-2) in a fused attention kernel needs "
+        "FlashAttention >= 2.6 or cuDNN with softcap; older stacks run eager attention");
   }
   if (m.parallel_blocks && p.sp) {
-    out.push_back("parallel attention + MLP blocks with sequence parallelism: modelled with one "
-                  "reduce-scatter per layer, as GPT-NeoX's Megatron fork runs them");
+    out.push_back(
+        "parallel attention + MLP blocks with sequence parallelism: modelled with one "
+        "reduce-scatter per layer, as GPT-NeoX's Megatron fork runs them");
   }
   return out;
 }

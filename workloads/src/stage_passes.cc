@@ -131,10 +131,11 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
   }
   const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
   const bool zero3 = p_.zero == ZeroStage::kParameters;
-  // ZeRO-3: the next (lower) layer's gather is issued as this layer's backward starts, on the
-  // gather stream (FSDP's BackwardPrefetch.BACKWARD_PRE, DeepSpeed's prefetch), so that it runs
-  // beside this layer's compute instead of queuing behind its reduce-scatter; the first gather
-  // of the chunk blocks.
+  // ZeRO-3: the next (lower) layer's gather is issued on the gather stream as this layer's
+  // backward starts (BackwardPrefetch::kPre: FSDP's BACKWARD_PRE, DeepSpeed's prefetch), so that
+  // it runs beside this layer's compute, or after it (kPost); either way not behind its
+  // reduce-scatter. The first gather of the chunk blocks.
+  const bool prefetch_pre = p_.backward_prefetch == BackwardPrefetch::kPre;
   std::optional<OpId> prefetched;
   for (int64_t layer = end - 1; layer >= first; --layer) {
     const Bytes saved = part_.activations.of(layer).saved;
@@ -148,14 +149,13 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
         zero3_gather(in_layer, layer, true);
       }
       prefetched.reset();
-      if (layer > first) {
+      if (layer > first && prefetch_pre) {
         prefetched = zero3_gather(in_layer, layer - 1, !p_.overlap.param_gather);
       }
     }
     if (full_recompute) {
       emit(scope.in_layer(layer, fmt::format("recompute.L{}.", layer)),
-           layer_forward(layer_ctx(layer)),
-           alloc(MemoryCategory::kActivations, materialised), {});
+           layer_forward(layer_ctx(layer)), alloc(MemoryCategory::kActivations, materialised), {});
     }
     Bytes freed = Bytes::zero();
     if (with_weights) {
@@ -176,6 +176,9 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
       items = without_weight_gradients(std::move(items));
     }
     emit(in_layer, items, {}, last_release);
+    if (zero3 && layer > first && !prefetch_pre) {
+      prefetched = zero3_gather(in_layer, layer - 1, !p_.overlap.param_gather);
+    }
     if (zero3) {
       // The gathered layer is dropped after its backward; its gradients are reduce-scattered
       // after every microbatch (FSDP without no_sync).
@@ -255,9 +258,9 @@ void StageBuilder::reduce(const Scope& scope, const GradientBucket& bucket) {
   const CollectiveKind op =
       p_.zero == ZeroStage::kNone ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
   if (bucket.dense > 0 && p_.dense_grad_group() > 1) {
-    dp_ops_.push_back(collective(scope, fmt::format("grad_bucket{}.{}", bucket.index, to_string(op)),
-                                 CommKind::kData, op, grad_bytes(bucket.dense), false,
-                                 shard_slot()));
+    dp_ops_.push_back(
+        collective(scope, fmt::format("grad_bucket{}.{}", bucket.index, to_string(op)),
+                   CommKind::kData, op, grad_bytes(bucket.dense), false, shard_slot()));
     replica_reduce(scope, fmt::format("grad_bucket{}", bucket.index), bucket.dense);
   }
   if (bucket.expert > 0 && p_.expert_grad_group() > 1) {
@@ -333,6 +336,15 @@ void StageBuilder::finish(const Scope& last_pass) {
     for (int64_t& t : tensors) {
       t = (t + p_.zero_shard_group() - 1) / p_.zero_shard_group();
     }
+  }
+  const int64_t local_params = std::accumulate(tensors.begin(), tensors.end(), int64_t{0});
+  // The weights FP8 GEMMs read: the stage's layers (their local experts too) and MTP modules.
+  int64_t layer_weights = part_.params.mtp;
+  for (const LayerShare& l : part_.params.by_layer) {
+    layer_weights += l.total();
+  }
+  for (const KernelSpec& k : step_work(ctx_, local_params, layer_weights)) {
+    compute(step, k);
   }
   for (const KernelSpec& k : optimizer_step(tensors, p_.state, p_.optimizer_kernels)) {
     compute(step, k);

@@ -183,8 +183,8 @@ struct ClusterSpec {
 };
 
 // Loads a cluster. `name_or_path` without '/' and not ending in ".json" is a preset compiled in
-// from topology/clusters/ (dgx-h100, dgx-a100, h200, gb200-nvl72, tpu-v4, tpu-v5e, tpu-v5p,
-// tpu-v6e); anything else is a file path. The chip is looked up in `catalogue`. Every error is an
+// from topology/clusters/ (dgx-h100, dgx-a100, dgx-b200, h200, gb200-nvl72, tpu-v4, tpu-v5e,
+// tpu-v5p, tpu-v6e); anything else is a file path. The chip is looked up in `catalogue`. Every error is an
 // InputError naming the file, the JSON pointer and what was expected.
 ClusterSpec load_cluster(const std::string& name_or_path, const Catalogue& catalogue);
 

@@ -29,7 +29,7 @@
 //   enum_names(Architecture)), num_layers, d_model, num_heads, num_kv_heads, head_dim (optional:
 //   d_model / num_heads, which must then divide), d_ff (dense MLP width), vocab_size,
 //   max_position_embeddings, mlp: swiglu|geglu|gelu|relu2, norm: rmsnorm|layernorm,
-//   position_embedding: rope|learned, attention_bias (Q, K, V and output), mlp_bias,
+//   position_embedding: rope|learned|alibi, attention_bias (Q, K, V and output), mlp_bias,
 //   tied_embeddings, dropout (booleans). Optional, with their defaults:
 //   attention_out_bias (= attention_bias), qk_norm (false), norms_per_layer (2; 1 or 4),
 //   parallel_blocks (false), logit_softcapping (false; recorded, no FLOPs: Gemma-2's tanh caps),
@@ -81,7 +81,9 @@ enum class MlpKind { kGated, kGelu, kGeglu, kRelu2 };
 // kRmsNorm: one weight vector of d. kLayerNorm: weight and bias, 2d.
 enum class NormKind { kRmsNorm, kLayerNorm };
 // kRope: rotary, no parameters. kLearned: a max_position_embeddings x d_model table (GPT-2/3).
-enum class PositionKind { kRope, kLearned };
+// kAlibi: linear biases added to the attention scores inside the attention kernel (Press et al.
+// 2022; MPT), no parameters and no kernel of its own.
+enum class PositionKind { kRope, kLearned, kAlibi };
 constexpr auto enum_names(Architecture) {
   using A = Architecture;
   return std::to_array<EnumName<A>>({{A::kLlama, "llama"},
@@ -114,7 +116,9 @@ constexpr auto enum_names(NormKind) {
 }
 constexpr auto enum_names(PositionKind) {
   return std::to_array<EnumName<PositionKind>>(
-      {{PositionKind::kRope, "rope"}, {PositionKind::kLearned, "learned"}});
+      {{PositionKind::kRope, "rope"},
+       {PositionKind::kLearned, "learned"},
+       {PositionKind::kAlibi, "alibi"}});
 }
 
 // Three matrices (gate, up, down) or two (up, down).
