@@ -133,62 +133,58 @@ TEST(DataParallelStep, MemoryLedgerPeakMatchesClosedForm) {
             b.plan.memory_estimate.front().activations);
 }
 
-}  // namespace
-// Issue 13: FSDP's backward prefetch. The gather of layer L-1 runs on its own stream beside
-// layer L's backward, instead of queuing behind L's reduce-scatter; what stays exposed is the
-// first gather of each pass and the last reduce-scatter (and the embedding and head's gradient
-// reduction after the backward), not a gap per layer.
-TEST(DataParallelStep, Zero3PrefetchExposesOnlyTheEndsOfEachPass) {
-  Built b = build("llama3.2-1b", 8, 8, 4096, true);
+// Issue 13: ZeRO-3 of llama3.2-1b on one node (dp 8), and the time of one layer's gather (bf16)
+// on its 8-rank NVLink ring.
+workloads::ParallelPlan zero3_plan() {
   workloads::ParallelPlan p;
   p.dp = 8;
   p.mbs = 1;
   p.gbs = 8;
   p.seq = 4096;
   p.zero = workloads::ZeroStage::kParameters;
-  const workloads::ModelConfig m = workloads::load_model("llama3.2-1b");
+  return p;
+}
+
+double exposed_comm(const workloads::ModelConfig& m, const workloads::ParallelPlan& p) {
+  Built b = build("llama3.2-1b", 8, 8, 4096, true);
   b.plan = workloads::plan_step(m, p, workloads::SimulationMode::kFull);
-  const Simulated s = simulate(b);
-  // One layer's parameters gathered (bf16) and its gradients reduce-scattered, on an 8-rank ring.
-  const auto link = nvlink(b.cluster);
-  const int64_t layer_params = workloads::count_parameters(m).layer.total();
-  const double n = static_cast<double>(layer_params * 2);
-  const double ring = 7.0 * link.latency.seconds() + 7.0 / 8.0 * n / link.bandwidth.value();
-  const double exposed = s.breakdown[0].exposed_comm.seconds();
-  EXPECT_LT(exposed, 4.0 * ring + 0.002) << "ring " << ring;  // + the embedding's reduction
+  return simulate(b).breakdown[0].exposed_comm.seconds();
+}
+
+double layer_gather_ring(const workloads::ModelConfig& m) {
+  const auto link = nvlink(build("llama3.2-1b", 8, 8, 4096, true).cluster);
+  const double n = static_cast<double>(workloads::count_parameters(m).layer.total() * 2);
+  return 7.0 * link.latency.seconds() + 7.0 / 8.0 * n / link.bandwidth.value();
+}
+
+// FSDP's backward prefetch. The gather of layer L-1 runs on its own stream beside layer L's
+// backward, instead of queuing behind L's reduce-scatter; what stays exposed is the first gather
+// of each pass and the last reduce-scatter (and the embedding and head's gradient reduction after
+// the backward), not a gap per layer.
+TEST(DataParallelStep, Zero3PrefetchExposesOnlyTheEndsOfEachPass) {
+  const workloads::ModelConfig m = workloads::load_model("llama3.2-1b");
+  workloads::ParallelPlan p = zero3_plan();
+  const double ring = layer_gather_ring(m);
+  EXPECT_LT(exposed_comm(m, p), 4.0 * ring + 0.002) << "ring " << ring;  // + the embedding's
   // Without prefetch every layer's gather is exposed: 2 x 16 of them.
   p.overlap.param_gather = false;
-  Built serial = build("llama3.2-1b", 8, 8, 4096, true);
-  serial.plan = workloads::plan_step(m, p, workloads::SimulationMode::kFull);
-  EXPECT_GT(simulate(serial).breakdown[0].exposed_comm.seconds(), 2.0 * 16 * ring * 0.9);
+  EXPECT_GT(exposed_comm(m, p), 2.0 * 16 * ring * 0.9);
 }
 
 // Composer's BACKWARD_POST (the llm-foundry-2023 stack): layer L-1's gather is issued after layer
 // L's gradient computation, so each of the 15 backward gathers after the first is exposed, while
 // the forward stays prefetched: between BACKWARD_PRE's exposure and the serial one.
 TEST(DataParallelStep, Zero3BackwardPostExposesTheBackwardGathers) {
-  workloads::ParallelPlan p;
-  p.dp = 8;
-  p.mbs = 1;
-  p.gbs = 8;
-  p.seq = 4096;
-  p.zero = workloads::ZeroStage::kParameters;
   const workloads::ModelConfig m = workloads::load_model("llama3.2-1b");
-  const auto exposed = [&](const workloads::ParallelPlan& plan) {
-    Built b = build("llama3.2-1b", 8, 8, 4096, true);
-    b.plan = workloads::plan_step(m, plan, workloads::SimulationMode::kFull);
-    return simulate(b).breakdown[0].exposed_comm.seconds();
-  };
-  const Built probe = build("llama3.2-1b", 8, 8, 4096, true);
-  const auto link = nvlink(probe.cluster);
-  const double n = static_cast<double>(workloads::count_parameters(m).layer.total() * 2);
-  const double ring = 7.0 * link.latency.seconds() + 7.0 / 8.0 * n / link.bandwidth.value();
-  const double pre = exposed(p);
+  workloads::ParallelPlan p = zero3_plan();
+  const double ring = layer_gather_ring(m);
+  const double pre = exposed_comm(m, p);
   p.backward_prefetch = workloads::BackwardPrefetch::kPost;
-  const double post = exposed(p);
+  const double post = exposed_comm(m, p);
   EXPECT_GT(post, pre + 15.0 * ring * 0.9) << "ring " << ring;
   p.overlap.param_gather = false;
-  EXPECT_LT(post, exposed(p));
+  EXPECT_LT(post, exposed_comm(m, p));
 }
 
+}  // namespace
 }  // namespace meshsim
