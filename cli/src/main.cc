@@ -42,6 +42,7 @@ struct RunFlags {
   Scenario given;                             // values of the flags that map onto fields
   std::map<PlanField, std::string> choices;   // values of the enum-valued plan flags
   int64_t zero = 0;
+  double moe_load_skew = 0.0;
   std::vector<Override> overrides;
   meshsim::cli::RunOutputs outputs;
   std::string json_path;
@@ -206,6 +207,21 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
             "Expert-parallel degree (MoE; carved out of DP)");
   bind_plan(app, f, PlanField::kCapacityFactor, &ParallelPlan::capacity_factor,
             "MoE expert capacity factor");
+  add_override(f,
+               app->add_option(flag_of(PlanField::kMoeLoadSkew), f.moe_load_skew,
+                               "MoE routing drawn with lognormal expert popularity of this sigma "
+                               "(0: a uniform router's sampling noise); absent: balanced"),
+               PlanField::kMoeLoadSkew, [&f](ParallelPlan& p) { p.moe_load_skew = f.moe_load_skew; });
+  bind_plan_flag(app, f, PlanField::kMoeDropTokens,
+                 [](ParallelPlan& p) { p.moe_drop_tokens = true; },
+                 "MoE: drop tokens beyond the capacity factor (default: dropless)");
+  bind_plan(app, f, PlanField::kMoeSeed, &ParallelPlan::moe_seed, "Seed of the MoE routing draw");
+  bind_plan(app, f, PlanField::kRecomputeNumLayers, &ParallelPlan::recompute_num_layers,
+            "With --recompute full: recompute only the first N layers of each model chunk "
+            "(Megatron's block method); the others keep their activations");
+  bind_plan(app, f, PlanField::kFsdp, &ParallelPlan::fsdp,
+            "HSDP: ZeRO shards over groups of this many DP ranks, replicated across dp / fsdp "
+            "(PyTorch HSDP, MaxText ici_fsdp x dcn_data_parallelism); --dp stays the total");
   bind_plan(app, f, PlanField::kMbs, &ParallelPlan::mbs, "Micro-batch size (sequences)");
   bind_plan(app, f, PlanField::kGbs, &ParallelPlan::gbs, "Global batch size (sequences per step)");
   bind_plan(app, f, PlanField::kSeq, &ParallelPlan::seq, "Sequence length (tokens)");

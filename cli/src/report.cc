@@ -14,7 +14,11 @@ void print_summary(const StepReport& r, std::ostream& out) {
   out << fmt::format("meshsim: one training step\n");
   out << fmt::format("  model       {}\n", r.model_description);
   out << fmt::format("  cluster     {}\n", r.cluster_description);
-  out << fmt::format("  plan        {}\n\n", r.plan_description);
+  out << fmt::format("  plan        {}\n", r.plan_description);
+  for (const std::string& c : r.caveats) {
+    out << fmt::format("  caveat      {}\n", c);
+  }
+  out << "\n";
   if (r.oom) {
     out << fmt::format(
         "  OUT OF MEMORY{}: {} per device needed, {} available ({})\n",

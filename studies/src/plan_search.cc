@@ -118,6 +118,10 @@ void enumerate_all(const LoadedScenario& l, const ParallelPlan& base, const Sear
   const Fixed& f = o.fixed;
   ParallelPlan p = base;
   p.stage_layers.clear();
+  // Not searched: HSDP (ZeRO over all of DP) and Megatron's block recompute (full recomputes
+  // every layer), whose settings would not carry over to other degrees and recompute policies.
+  p.fsdp = 0;
+  p.recompute_num_layers = 0;
   for (const int64_t tp : only_or(f.tp, divisors(world))) {
     if (tp > max_tp && !f.tp) {
       continue;
@@ -241,8 +245,13 @@ Bytes memory_lower_bound(const workloads::ModelConfig& model, const ParallelPlan
     const int64_t chunks = workloads::max_in_flight(plan.pipeline(), st.stage);
     const int64_t chunk_layers = st.params.layers / plan.vpp;
     const workloads::TrainingMemory state = workloads::training_memory(st, plan, 1);
-    worst = std::max(worst, state.model_state() +
-                                st.activations.saved_per_layer * (chunk_layers * chunks));
+    // Layers differ (dense first layers, windows, recompute_num_layers): the least of them.
+    Bytes least_saved =
+        st.activations.by_layer.empty() ? Bytes::zero() : st.activations.by_layer.front().saved;
+    for (const workloads::LayerSaved& layer : st.activations.by_layer) {
+      least_saved = std::min(least_saved, layer.saved);
+    }
+    worst = std::max(worst, state.model_state() + least_saved * (chunk_layers * chunks));
   }
   return worst;
 }

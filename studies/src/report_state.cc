@@ -51,6 +51,7 @@ json report_state(const StepReport& r) {
             {"memory_capacity", r.memory_capacity.count()},
             {"oom", r.oom},
             {"oom_stage", r.oom_stage},
+            {"caveats", r.caveats},
             {"simulation_mode", r.simulation_mode},
             {"simulated_ranks", r.simulated_ranks},
             {"events", r.events}};
@@ -100,6 +101,7 @@ StepReport report_from_state(const json& j) {
   r.memory_capacity = Bytes::of(j.at("memory_capacity").get<int64_t>());
   r.oom = j.at("oom");
   r.oom_stage = j.at("oom_stage");
+  r.caveats = j.at("caveats").get<std::vector<std::string>>();
   r.simulation_mode = j.at("simulation_mode");
   r.simulated_ranks = j.at("simulated_ranks");
   r.events = j.at("events");

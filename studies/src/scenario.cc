@@ -86,6 +86,14 @@ void read_plan(JsonObject& o, ParallelPlan& p) {
   r.choice(PlanField::kSchedule, &ParallelPlan::schedule);
   r.field(PlanField::kEp, &ParallelPlan::ep, &J::positive_integer);
   r.field(PlanField::kCapacityFactor, &ParallelPlan::capacity_factor, &J::positive_number);
+  r.field(
+      PlanField::kMoeLoadSkew, [&](const std::string& k) { return o.number(k); },
+      [&](double v) { p.moe_load_skew = v; });
+  r.field(PlanField::kMoeDropTokens, &ParallelPlan::moe_drop_tokens, &J::boolean);
+  r.field(PlanField::kMoeSeed, &ParallelPlan::moe_seed, &J::non_negative_integer);
+  r.field(PlanField::kFsdp, &ParallelPlan::fsdp, &J::positive_integer);
+  r.field(PlanField::kRecomputeNumLayers, &ParallelPlan::recompute_num_layers,
+          &J::positive_integer);
   r.field(PlanField::kMbs, &ParallelPlan::mbs, &J::positive_integer);
   r.field(PlanField::kGbs, &ParallelPlan::gbs, &J::positive_integer);
   r.field(PlanField::kSeq, &ParallelPlan::seq, &J::positive_integer);
@@ -294,6 +302,17 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
   }
   if (!p.stage_layers.empty()) {
     j["stage_layers"] = p.stage_layers;
+  }
+  if (p.fsdp > 0) {  // echoed only when set, as the keys below
+    j["fsdp"] = p.fsdp;
+  }
+  if (p.recompute_num_layers > 0) {
+    j["recompute_num_layers"] = p.recompute_num_layers;
+  }
+  if (p.moe_load_skew) {  // echoed only when set: balanced routing reports as before
+    j["moe_load_skew"] = *p.moe_load_skew;
+    j["moe_drop_tokens"] = p.moe_drop_tokens;
+    j["moe_seed"] = p.moe_seed;
   }
   if (!s.faults.empty()) {
     j["faults"] = faults_json(s.faults);

@@ -59,11 +59,15 @@ std::string describe_plan(const workloads::ParallelPlan& p) {
       "({} microbatches per pipeline); {} matmuls, {} attention, recompute {}; stack {}{}{}",
       p.tp, p.sp ? " (SP)" : "", p.cp, p.pp, to_string(p.schedule),
       p.vpp > 1 ? fmt::format(", {} virtual stages", p.vpp) : "", p.dp,
-      p.zero != workloads::ZeroStage::kNone ? fmt::format(" (ZeRO-{})", static_cast<int>(p.zero))
-                                            : "",
+      p.zero != workloads::ZeroStage::kNone
+          ? fmt::format(" (ZeRO-{}{})", static_cast<int>(p.zero),
+                        p.fsdp > 0 ? fmt::format(", HSDP: sharded over {}, {} replicas", p.fsdp,
+                                                 p.dp / p.fsdp)
+                                   : "")
+          : "",
       p.ep > 1 ? fmt::format(", EP {}", p.ep) : "", p.mbs, p.seq, p.gbs, p.microbatches(),
-      to_string(p.matmul_dtype), to_string(p.attention), to_string(p.recompute),
-      to_string(p.stack), p.overlap.tensor_parallel ? ", TP overlap" : "",
+      to_string(p.matmul_dtype), to_string(p.attention), to_string(p.recompute), to_string(p.stack),
+      p.overlap.tensor_parallel ? ", TP overlap" : "",
       default_kernels ? ""
                       : fmt::format("; {} kernels, {} optimizer", to_string(p.kernels),
                                     to_string(p.optimizer_kernels)));
@@ -75,6 +79,7 @@ StepReport describe(const Scenario& s, const LoadedScenario& l) {
   StepReport r;
   r.inputs = scenario_json(s, l.cluster);
   r.parameters = workloads::total_parameters(l.model);
+  r.caveats = workloads::plan_caveats(l.model, s.plan);
   r.devices = l.cluster.device_count();
   r.chip = l.cluster.chip.name;
   r.model_flops_per_token = workloads::training_flops_per_token(l.model, s.plan.seq);

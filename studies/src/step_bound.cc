@@ -88,6 +88,19 @@ StepLowerBound::StepLowerBound(workloads::ModelConfig model, const topology::Clu
       scale_up_bandwidth_(cluster.scale_up_bandwidth()),
       device_bandwidth_(cluster.scale_up_bandwidth() + cluster.inter_node_bandwidth()) {
   probe_model_.num_layers = std::min<int64_t>(model_.num_layers, 2);
+  // The bound takes the least of the probe's layers for every layer, so the probe holds each kind
+  // the model has: a dense first layer beside an MoE layer, a windowed layer beside a global one.
+  if (probe_model_.moe && probe_model_.moe->first_dense_layers > 0) {
+    probe_model_.moe->first_dense_layers = 1;
+  }
+  if (probe_model_.sliding_window) {
+    const std::vector<bool>& pattern = probe_model_.sliding_window->pattern;
+    const bool any_global = std::find(pattern.begin(), pattern.end(), false) != pattern.end();
+    const bool any_local = std::find(pattern.begin(), pattern.end(), true) != pattern.end();
+    if (any_local && any_global) {
+      probe_model_.sliding_window->pattern = {true, false};
+    }
+  }
 }
 
 StepLowerBound::~StepLowerBound() = default;
@@ -103,6 +116,15 @@ ParallelPlan probe_plan(const ParallelPlan& plan) {
   p.schedule = workloads::PipelineSchedule::kOneFOneB;
   p.dp = plan.ep;
   p.zero = workloads::ZeroStage::kNone;
+  p.fsdp = 0;                        // HSDP needs ZeRO; the probe has none
+  if (p.recompute_num_layers > 0) {  // some layers keep their activations: the cheaper kind
+    p.recompute = workloads::Recompute::kNone;
+    p.recompute_num_layers = 0;
+  }
+  // Balanced routing: the busiest EP rank of a drawn routing receives at least its balanced share
+  // (dropless), or exactly the padded capacity (dropping), so the balanced probe is no slower.
+  p.moe_load_skew.reset();
+  p.moe_drop_tokens = false;
   p.gbs = p.dp * p.mbs;
   return p;
 }
@@ -256,7 +278,9 @@ const StepLowerBound::LayerCosts& StepLowerBound::costs(const ParallelPlan& plan
 // and ZeRO-3's gather of each layer before its forward and its backward, every microbatch.
 Duration StepLowerBound::data_parallel_bound(const ParallelPlan& plan) {
   const int64_t p = plan.dense_grad_group();
-  if (p <= 1 || !comm_) {
+  // HSDP (fsdp > 0) runs its gathers and reduce-scatters on smaller groups than DP x CP, which
+  // this bound does not model: it claims nothing there (the search does not enumerate HSDP).
+  if (p <= 1 || !comm_ || plan.fsdp > 0) {
     return Duration::zero();
   }
   std::vector<RankId> group;
@@ -276,8 +300,16 @@ Duration StepLowerBound::data_parallel_bound(const ParallelPlan& plan) {
         plan.zero == workloads::ZeroStage::kGradients) {
       t += time(CollectiveKind::kAllGather, dense * plan.state.weight);
     } else if (plan.zero == workloads::ZeroStage::kParameters) {
-      t += time(CollectiveKind::kAllGather, st.params.dense_per_layer * plan.state.weight) *
-           (2 * st.params.layers * plan.microbatches());
+      // Each layer's own gather (layers differ: dense first layers, MoE layers' routers).
+      std::map<int64_t, Duration> by_size;
+      for (const workloads::LayerShare& layer : st.params.by_layer) {
+        const int64_t bytes = layer.dense * plan.state.weight;
+        auto [it, fresh] = by_size.try_emplace(bytes);
+        if (fresh) {
+          it->second = time(CollectiveKind::kAllGather, bytes);
+        }
+        t += it->second * (2 * plan.microbatches());
+      }
     }
     worst = std::max(worst, t);
   }

@@ -105,6 +105,9 @@ nlohmann::json to_json(const StepReport& r) {
   if (r.oom) {
     j["oom_stage"] = r.oom_stage;
   }
+  if (!r.caveats.empty()) {
+    j["caveats"] = r.caveats;
+  }
   j["events"] = r.events;
   if (r.faults) {
     j["faults"] = fault_effect_json(*r.faults, r.step_time);

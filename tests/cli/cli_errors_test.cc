@@ -177,6 +177,18 @@ TEST_F(CliTest, PlanErrorOnAFileValueNamesFileAndPointer) {
   EXPECT_THAT(r.output, Not(HasSubstr("--tp")));
 }
 
+// Issue 13: the new plan keys (HSDP, MoE routing, recompute blocks) are located in the file.
+TEST_F(CliTest, HsdpAndRoutingKeysAreLocatedInTheFile) {
+  write_file("scenario.json", R"({"model": "llama3-8b", "cluster": "dgx-h100", "nodes": 1,
+                                  "dp": 8, "zero": 3, "fsdp": 3, "seq": 1024, "gbs": 8})");
+  expect_input_error(run({"scenario.json"}),
+                     {"scenario.json: /fsdp: an HSDP shard group of 3 DP ranks must divide dp 8"});
+  write_file("moe.json", R"({"model": "llama3-8b", "cluster": "dgx-h100", "nodes": 1,
+                             "dp": 8, "moe_load_skew": 0.2, "seq": 1024, "gbs": 8})");
+  expect_input_error(run({"moe.json"}),
+                     {"moe.json: /moe_load_skew: expert routing needs a mixture-of-experts"});
+}
+
 // The same value given as a flag names the flag; a flag overrides the file, and so does its origin.
 TEST_F(CliTest, PlanErrorOnAFlagValueNamesTheFlag) {
   write_file("scenario.json", R"({"model": "llama3-8b", "cluster": "dgx-h100", "nodes": 1,

@@ -8,6 +8,7 @@
 #include "meshsim/sim/simulation.h"
 #include "meshsim/topology/cluster.h"
 #include "meshsim/topology/compute_model.h"
+#include "meshsim/workloads/accounting.h"
 #include "meshsim/workloads/step.h"
 
 namespace meshsim {
@@ -130,6 +131,59 @@ TEST(DataParallelStep, MemoryLedgerPeakMatchesClosedForm) {
   // At the peak, the activations held are exactly one microbatch's.
   EXPECT_EQ(s.run.ranks[0].memory.at_peak[static_cast<size_t>(MemoryCategory::kActivations)],
             b.plan.memory_estimate.front().activations);
+}
+
+// Issue 13: ZeRO-3 of llama3.2-1b on one node (dp 8), and the time of one layer's gather (bf16)
+// on its 8-rank NVLink ring.
+workloads::ParallelPlan zero3_plan() {
+  workloads::ParallelPlan p;
+  p.dp = 8;
+  p.mbs = 1;
+  p.gbs = 8;
+  p.seq = 4096;
+  p.zero = workloads::ZeroStage::kParameters;
+  return p;
+}
+
+double exposed_comm(const workloads::ModelConfig& m, const workloads::ParallelPlan& p) {
+  Built b = build("llama3.2-1b", 8, 8, 4096, true);
+  b.plan = workloads::plan_step(m, p, workloads::SimulationMode::kFull);
+  return simulate(b).breakdown[0].exposed_comm.seconds();
+}
+
+double layer_gather_ring(const workloads::ModelConfig& m) {
+  const auto link = nvlink(build("llama3.2-1b", 8, 8, 4096, true).cluster);
+  const double n = static_cast<double>(workloads::count_parameters(m).layer.total() * 2);
+  return 7.0 * link.latency.seconds() + 7.0 / 8.0 * n / link.bandwidth.value();
+}
+
+// FSDP's backward prefetch. The gather of layer L-1 runs on its own stream beside layer L's
+// backward, instead of queuing behind L's reduce-scatter; what stays exposed is the first gather
+// of each pass and the last reduce-scatter (and the embedding and head's gradient reduction after
+// the backward), not a gap per layer.
+TEST(DataParallelStep, Zero3PrefetchExposesOnlyTheEndsOfEachPass) {
+  const workloads::ModelConfig m = workloads::load_model("llama3.2-1b");
+  workloads::ParallelPlan p = zero3_plan();
+  const double ring = layer_gather_ring(m);
+  EXPECT_LT(exposed_comm(m, p), 4.0 * ring + 0.002) << "ring " << ring;  // + the embedding's
+  // Without prefetch every layer's gather is exposed: 2 x 16 of them.
+  p.overlap.param_gather = false;
+  EXPECT_GT(exposed_comm(m, p), 2.0 * 16 * ring * 0.9);
+}
+
+// Composer's BACKWARD_POST (the llm-foundry-2023 stack): layer L-1's gather is issued after layer
+// L's gradient computation, so each of the 15 backward gathers after the first is exposed, while
+// the forward stays prefetched: between BACKWARD_PRE's exposure and the serial one.
+TEST(DataParallelStep, Zero3BackwardPostExposesTheBackwardGathers) {
+  const workloads::ModelConfig m = workloads::load_model("llama3.2-1b");
+  workloads::ParallelPlan p = zero3_plan();
+  const double ring = layer_gather_ring(m);
+  const double pre = exposed_comm(m, p);
+  p.backward_prefetch = workloads::BackwardPrefetch::kPost;
+  const double post = exposed_comm(m, p);
+  EXPECT_GT(post, pre + 15.0 * ring * 0.9) << "ring " << ring;
+  p.overlap.param_gather = false;
+  EXPECT_LT(post, exposed_comm(m, p));
 }
 
 }  // namespace

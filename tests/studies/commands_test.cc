@@ -57,6 +57,29 @@ TEST_F(StudiesCommandTest, PlanHoldsFixedDegreesAndConstraints) {
   }
 }
 
+// Issue 13 through the studies library: a plan no framework runs prints its caveat and writes
+// it to the JSON; HSDP shows in the plan line and its key is echoed with the inputs.
+TEST_F(StudiesCommandTest, RunReportsCaveatsAndHsdp) {
+  const CommandResult r =
+      meshsim({"run",   "--model", "llama3-8b",  "--cluster", "dgx-h100", "--nodes", "2",
+               "--tp",  "1",       "--pp",       "2",         "--dp",     "8",       "--zero",
+               "3",     "--fsdp",  "4",          "--mbs",     "1",        "--gbs",   "16",
+               "--seq", "2048",    "--no-trace", "--json",    "r.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("HSDP: sharded over 4, 2 replicas"));
+  EXPECT_THAT(r.output, HasSubstr("caveat      ZeRO-3 with pipeline parallelism"));
+  const nlohmann::json j = read_json("r.json");
+  ASSERT_EQ(j.at("caveats").size(), 1u);
+  EXPECT_EQ(j.at("inputs").at("fsdp"), 4);
+  EXPECT_FALSE(j.at("inputs").contains("moe_load_skew"));
+  const CommandResult plain =
+      meshsim({"run",  "--model", "llama3-8b", "--cluster",  "dgx-h100", "--nodes", "1",
+               "--tp", "8",       "--dp",      "1",          "--mbs",    "1",       "--gbs",
+               "8",    "--seq",   "2048",      "--no-trace", "--json",   "q.json"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_FALSE(read_json("q.json").contains("caveats"));
+}
+
 TEST_F(StudiesCommandTest, PlanBadInputNamesTheFlag) {
   expect_input_error(meshsim({"plan", "--model", "llama3-8b", "--gpus", "12"}),
                      {"--gpus", "12 devices", "8-device nodes"});

@@ -59,5 +59,20 @@ TEST(StepLowerBound, NeverExceedsTheSimulatedStepOfAMixtureOfExperts) {
   check_bound("mixtral-8x7b", 2, 4096, 32, 41, 30);
 }
 
+// Issue 13's layers that differ: the bound takes the least of its probe's layers for every layer,
+// so its probe holds one of each kind (a windowed and a global layer; a dense first layer and an
+// MoE layer with MLA and shared experts).
+std::string hf_config(const std::string& stem) {
+  return std::string(MESHSIM_SOURCE_DIR) + "/tests/workloads/hf_configs/" + stem + ".json";
+}
+
+TEST(StepLowerBound, NeverExceedsTheSimulatedStepOfLocalAndGlobalLayers) {
+  check_bound(hf_config("Gemma-3-1B-it"), 1, 8192, 16, 11, 30);
+}
+
+TEST(StepLowerBound, NeverExceedsTheSimulatedStepOfMlaWithSharedExperts) {
+  check_bound(hf_config("DeepSeek-V2-Lite"), 1, 4096, 16, 13, 20);
+}
+
 }  // namespace
 }  // namespace meshsim::studies

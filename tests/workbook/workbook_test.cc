@@ -90,7 +90,7 @@ wl::ModelConfig model_from_inputs(const json& in) {
   m.max_position_embeddings = learned ? count(in, "max_positions") : 8192;
   m.mlp = in.at("mlp") == "swiglu" ? wl::MlpKind::kGated : wl::MlpKind::kGelu;
   m.norm = in.at("norm") == "rmsnorm" ? wl::NormKind::kRmsNorm : wl::NormKind::kLayerNorm;
-  m.attention_bias = m.mlp_bias = in.at("biases").get<bool>();
+  m.attention_bias = m.attention_out_bias = m.mlp_bias = in.at("biases").get<bool>();
   m.tied_embeddings = in.at("tied_embeddings").get<bool>();
   wl::validate_model(m, "workbook case");
   return m;

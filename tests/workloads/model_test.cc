@@ -245,9 +245,9 @@ TEST(ModelErrors, MissingField) {
 
 TEST(ModelErrors, UnknownModelType) {
   const std::string path =
-      write_temp("qwen.config.json", R"({"model_type": "qwen2", "hidden_size": 896})");
+      write_temp("bloom.config.json", R"({"model_type": "bloom", "hidden_size": 896})");
   expect_input_error([&] { load_model(path); }, path, "/model_type",
-                     "expected one of: llama, mixtral, gpt2");
+                     "expected one of: llama, mistral, mixtral, qwen2");
 }
 
 TEST(ModelErrors, UnknownPresetListsThePresets) {

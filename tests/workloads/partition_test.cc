@@ -97,7 +97,7 @@ TEST(StagePartition, TiedSingleStageCountsEachLayerAndTheEmbeddingOnce) {
   p.seq = 1024;
   const StagePartition s = partition_stage(m, p, 0);
   const ParameterCounts counts = count_parameters(m);
-  EXPECT_EQ(s.params.per_layer(), counts.layer.total());
+  EXPECT_EQ(s.params.of(0).total(), counts.layer.total());
   EXPECT_EQ(s.params.embedding, counts.token_embedding);
   EXPECT_EQ(s.params.head, counts.final_norm);  // the LM head is the embedding
   EXPECT_EQ(s.params.total(), total_parameters(m));

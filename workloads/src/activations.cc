@@ -2,8 +2,8 @@
 #include <fmt/format.h>
 
 #include "meshsim/sim/error.h"
-#include "meshsim/workloads/training_memory.h"
 #include "meshsim/workloads/partition.h"
+#include "meshsim/workloads/training_memory.h"
 
 namespace meshsim::workloads {
 
@@ -35,12 +35,18 @@ Dims make_dims(const ModelConfig& m, const ParallelPlan& p) {
   return d;
 }
 
-void add_attention(const ModelConfig& m, const ParallelPlan& p, Recompute recompute,
-                   const Dims& d, LayerActivations& a) {
+void add_attention(const ModelConfig& m, const ParallelPlan& p, Recompute recompute, const Dims& d,
+                   LayerActivations& a) {
   a.q = Bytes::of(d.e * d.sb * d.w.q_heads * d.head_dim);
   a.k = Bytes::of(d.e * d.sb * d.w.kv_heads * d.head_dim);
   a.v = a.k;
   a.attention_output = a.q;
+  if (m.mla) {
+    const MlaConfig& mla = *m.mla;
+    a.v = Bytes::of(d.e * d.sb * d.w.q_heads * mla.v_head_dim);
+    a.attention_output = a.v;
+    a.latents = Bytes::of(d.e * d.sb * (mla.q_lora_rank + mla.kv_lora_rank + mla.qk_rope_head_dim));
+  }
   if (p.attention != AttentionKernel::kNaive) {
     a.softmax_statistics = Bytes::of(4 * d.w.q_heads * d.sb);
     return;
@@ -53,16 +59,20 @@ void add_attention(const ModelConfig& m, const ParallelPlan& p, Recompute recomp
   a.attention_dropout = m.dropout ? Bytes::of((1 + d.e) * scores) : Bytes::zero();
 }
 
-void add_mlp(const ModelConfig& m, const Dims& d, LayerActivations& a) {
-  const int64_t hidden_tensors = m.mlp == MlpKind::kGated ? 2 : 1;
-  const int64_t copies = m.moe ? m.moe->experts_per_token : 1;
-  a.mlp_hidden = Bytes::of(copies * hidden_tensors * d.e * d.sb * d.w.d_ff);
-  a.mlp_down_input = Bytes::of(copies * d.e * d.sb * d.w.d_ff);
-  if (m.moe) {
-    a.router_logits = Bytes::of(4 * d.sb_rep * m.moe->num_experts);
-    a.expert_inputs = Bytes::of(copies * d.e * d.sb_rep * d.h);
-    a.expert_outputs = a.expert_inputs;
+void add_mlp(const ModelConfig& m, const Dims& d, int64_t layer, LayerActivations& a) {
+  const int64_t hidden_tensors = is_gated(m.mlp) ? 2 : 1;
+  if (!m.is_moe_layer(layer)) {
+    a.mlp_hidden = Bytes::of(hidden_tensors * d.e * d.sb * d.w.d_ff);
+    a.mlp_down_input = Bytes::of(d.e * d.sb * d.w.d_ff);
+    return;
   }
+  const int64_t copies = m.moe->experts_per_token;
+  const int64_t width = copies * d.w.expert_d_ff + d.w.shared_d_ff;
+  a.mlp_hidden = Bytes::of(hidden_tensors * d.e * d.sb * width);
+  a.mlp_down_input = Bytes::of(d.e * d.sb * width);
+  a.router_logits = Bytes::of(4 * d.sb_rep * m.moe->num_experts);
+  a.expert_inputs = Bytes::of(copies * d.e * d.sb_rep * d.h);
+  a.expert_outputs = a.expert_inputs;
 }
 
 }  // namespace
@@ -70,7 +80,7 @@ void add_mlp(const ModelConfig& m, const Dims& d, LayerActivations& a) {
 Bytes LayerActivations::total() const {
   return norm_inputs + norm_statistics + qkv_input + mlp_input + dropout_masks + q + k + v +
          attention_output + softmax_output + attention_dropout + softmax_statistics + mlp_hidden +
-         mlp_down_input + router_logits + expert_inputs + expert_outputs + checkpoint;
+         mlp_down_input + router_logits + expert_inputs + expert_outputs + latents + checkpoint;
 }
 
 LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p) {
@@ -79,6 +89,11 @@ LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p) 
 
 LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p,
                                    Recompute recompute) {
+  return layer_activations(m, p, recompute, m.num_layers - 1);
+}
+
+LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p, Recompute recompute,
+                                   int64_t layer) {
   const Dims d = make_dims(m, p);
   LayerActivations a;
   if (recompute == Recompute::kFull) {
@@ -86,13 +101,23 @@ LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p,
     return a;
   }
   const int64_t stats_per_row = m.norm == NormKind::kLayerNorm ? 8 : 4;
-  a.norm_inputs = Bytes::of(2 * d.e * d.sb_rep * d.h);
-  a.norm_statistics = Bytes::of(2 * stats_per_row * d.sb_rep);
+  a.norm_inputs = Bytes::of(m.norms_per_layer * d.e * d.sb_rep * d.h);
+  a.norm_statistics = Bytes::of(m.norms_per_layer * stats_per_row * d.sb_rep);
   a.qkv_input = Bytes::of(d.e * d.sb_rep * d.h);
   a.mlp_input = Bytes::of(d.e * d.sb_rep * d.h);
   a.dropout_masks = m.dropout ? Bytes::of(2 * d.sb_rep * d.h) : Bytes::zero();
   add_attention(m, p, recompute, d, a);
-  add_mlp(m, d, a);
+  add_mlp(m, d, layer, a);
+  if (recompute == Recompute::kDots) {
+    // Matmul outputs stay (Q, K, V, the attention output, the MLP's up projections, and the
+    // output and down projections' results, kept with the layer input as the checkpoint);
+    // what norms and the activation function produce is recomputed from them.
+    a.norm_inputs = Bytes::zero();
+    a.qkv_input = Bytes::zero();
+    a.mlp_input = Bytes::zero();
+    a.mlp_down_input = Bytes::zero();
+    a.checkpoint = Bytes::of(3 * d.e * d.sb_rep * d.h);
+  }
   return a;
 }
 

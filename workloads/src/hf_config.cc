@@ -1,42 +1,98 @@
-// Hugging Face config.json -> ModelConfig.
+// Hugging Face config.json -> ModelConfig: the dispatch on model_type, the key bookkeeping and
+// the keys that cannot change the cost. The families' parsers are in hf_families.cc.
 //
-// Field names follow transformers' LlamaConfig, MixtralConfig and GPT2Config. Keys that do not
-// change performance (rope_theta, rms_norm_eps, torch_dtype, ...) are ignored. Where a key is
-// absent (or null), the value is the one transformers itself would use:
-//   llama/mixtral: num_key_value_heads = num_attention_heads, head_dim = hidden_size / heads,
-//                  tie_word_embeddings = false, attention_bias = mlp_bias = false,
-//                  attention_dropout = 0
-//   gpt2:          n_inner = 4 * n_embd, tie_word_embeddings = true,
-//                  resid_pdrop = embd_pdrop = attn_pdrop = 0.1
-// The sizes that define the model (hidden size, layers, heads, vocabulary, positions, experts)
-// are required: a config.json without them is not one we can trust.
+// model_types read: llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2,
+// gemma3_text, gemma3 (the text model of the multimodal config; its SigLIP vision tower is
+// counted, not simulated), phi3, nemotron, gpt_neox, falcon (also the legacy RefinedWeb and
+// RefinedWebModel), gpt2, deepseek_v2, deepseek_v3. Anything else is an error listing them.
+//
+// Every key of the object is one of: read by the family's parser (the cost-changing keys; a
+// value the model cannot express, such as Qwen-MoE's decoder_sparse_step != 1, is an error),
+// named below as ignored (reported in ModelConfig::ignored_fields, with the reason where it is
+// not obvious), or unknown: an error, since meshsim cannot tell whether it changes the cost.
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "hf_reader.h"
 #include "meshsim/sim/error.h"
-#include "meshsim/sim/json_input.h"
 #include "model_loaders.h"
 
 namespace meshsim::workloads {
-
+namespace detail {
 namespace {
 
-bool present(JsonObject& o, const std::string& key) {
-  if (!o.has(key)) {
-    return false;
+// Keys that change neither FLOPs, memory nor communication (the notes of issue 13 and each
+// family's configuration_<type>.py): bookkeeping, token ids, numerics constants, RoPE variants
+// (elementwise), losses and routing scalars (elementwise), the checkpoint's storage.
+const std::vector<std::string>& common_ignored() {
+  static const std::vector<std::string> keys = {
+      "architectures",
+      "auto_map",
+      "_name_or_path",
+      "model_type",
+      "transformers_version",
+      "torch_dtype",
+      "dtype",
+      "use_cache",
+      "bos_token_id",
+      "eos_token_id",
+      "pad_token_id",
+      "unk_token_id",
+      "initializer_range",
+      "rms_norm_eps",
+      "layer_norm_eps",
+      "layer_norm_epsilon",
+      "norm_eps",
+      "rope_theta",
+      "rope_scaling",
+      "rope_parameters",
+      "rope_local_base_freq",
+      "rotary_emb_base",
+      "original_max_position_embeddings",
+      "rotary_pct: partial RoPE is elementwise",
+      "partial_rotary_factor: partial RoPE is "
+      "elementwise",
+      "hidden_act",
+      "hidden_activation",
+      "activation_function",
+      "query_pre_attn_scalar",
+      "cache_implementation",
+      "pretraining_tp: splits matmuls for numerics only",
+      "tokenizer_class",
+      "task_specific_params",
+      "output_router_logits",
+      "router_aux_loss_coef",
+      "router_jitter_noise",
+      "aux_loss_alpha",
+      "seq_aux",
+      "routed_scaling_factor",
+      "scoring_func",
+      "norm_topk_prob",
+      "classifier_dropout",
+      "tie_encoder_decoder",
+      "quantization_config: checkpoint storage; the training precision is the plan's dtype",
+      "return_dict",
+      "output_hidden_states",
+      "output_attentions",
+      "is_decoder"};
+  return keys;
+}
+
+std::string key_of(const std::string& entry) { return entry.substr(0, entry.find(':')); }
+
+bool listed(const std::vector<std::string>& list, const std::string& key, std::string& entry) {
+  for (const std::string& e : list) {
+    if (key_of(e) == key) {
+      entry = e;
+      return true;
+    }
   }
-  return !o.raw(key).is_null();
-}
-
-bool optional_bool(JsonObject& o, const std::string& key, bool fallback) {
-  return present(o, key) ? o.boolean(key) : fallback;
-}
-
-double optional_number(JsonObject& o, const std::string& key, double fallback) {
-  return present(o, key) ? o.number(key) : fallback;
+  return false;
 }
 
 std::string hf_name(JsonObject& o, const std::string& default_name) {
-  if (present(o, "_name_or_path") && o.raw("_name_or_path").is_string()) {
+  if (o.has("_name_or_path") && o.raw("_name_or_path").is_string()) {
     const std::string n = o.string("_name_or_path");
     if (!n.empty()) {
       return n;
@@ -45,108 +101,195 @@ std::string hf_name(JsonObject& o, const std::string& default_name) {
   return default_name;
 }
 
-ModelFieldNames llama_fields() {
-  ModelFieldNames f;
-  f.num_layers = "/num_hidden_layers";
-  f.d_model = "/hidden_size";
-  f.num_heads = "/num_attention_heads";
-  f.num_kv_heads = "/num_key_value_heads";
-  f.head_dim = "/head_dim";
-  f.d_ff = "/intermediate_size";
-  f.vocab_size = "/vocab_size";
-  f.max_position_embeddings = "/max_position_embeddings";
-  f.num_experts = "/num_local_experts";
-  f.experts_per_token = "/num_experts_per_tok";
-  f.architecture = "/model_type";
-  return f;
-}
+struct Family {
+  const char* model_type;
+  Architecture architecture;
+};
 
-ModelFieldNames gpt2_fields() {
-  ModelFieldNames f;
-  f.num_layers = "/n_layer";
-  f.d_model = "/n_embd";
-  f.num_heads = "/n_head";
-  f.num_kv_heads = "/n_head";
-  f.head_dim = "/n_embd";
-  f.d_ff = "/n_inner";
-  f.vocab_size = "/vocab_size";
-  f.max_position_embeddings = "/n_positions";
-  f.architecture = "/model_type";
-  return f;
-}
+// The model_types read and the family each becomes.
+constexpr std::array<Family, 19> kFamilies = {{{"llama", Architecture::kLlama},
+                                               {"mistral", Architecture::kMistral},
+                                               {"mixtral", Architecture::kMixtral},
+                                               {"qwen2", Architecture::kQwen2},
+                                               {"qwen2_moe", Architecture::kQwen2Moe},
+                                               {"qwen3", Architecture::kQwen3},
+                                               {"qwen3_moe", Architecture::kQwen3Moe},
+                                               {"phi3", Architecture::kPhi3},
+                                               {"gemma", Architecture::kGemma},
+                                               {"gemma2", Architecture::kGemma2},
+                                               {"gemma3_text", Architecture::kGemma3},
+                                               {"gemma3", Architecture::kGemma3},
+                                               {"nemotron", Architecture::kNemotron},
+                                               {"gpt_neox", Architecture::kGptNeox},
+                                               {"falcon", Architecture::kFalcon},
+                                               {"RefinedWeb", Architecture::kFalcon},
+                                               {"RefinedWebModel", Architecture::kFalcon},
+                                               {"gpt2", Architecture::kGpt2},
+                                               {"deepseek_v2", Architecture::kDeepseekV2}}};
 
-ModelConfig parse_llama_family(JsonObject& o, bool mixtral) {
-  ModelConfig m;
-  m.architecture = mixtral ? Architecture::kMixtral : Architecture::kLlama;
-  m.d_model = o.positive_integer("hidden_size");
-  m.d_ff = o.positive_integer("intermediate_size");
-  m.num_layers = o.positive_integer("num_hidden_layers");
-  m.num_heads = o.positive_integer("num_attention_heads");
-  m.num_kv_heads =
-      present(o, "num_key_value_heads") ? o.positive_integer("num_key_value_heads") : m.num_heads;
-  const bool head_dim_given = present(o, "head_dim");
-  m.head_dim = head_dim_given ? o.positive_integer("head_dim") : 0;
-  m.vocab_size = o.positive_integer("vocab_size");
-  m.max_position_embeddings = o.positive_integer("max_position_embeddings");
-  m.mlp = MlpKind::kGated;
-  m.norm = NormKind::kRmsNorm;
-  m.positions = PositionKind::kRope;
-  m.tied_embeddings = optional_bool(o, "tie_word_embeddings", false);
-  m.attention_bias = optional_bool(o, "attention_bias", false);
-  m.mlp_bias = optional_bool(o, "mlp_bias", false);
-  m.dropout = optional_number(o, "attention_dropout", 0.0) > 0.0;
-  if (mixtral) {
-    m.moe = MoeConfig{o.positive_integer("num_local_experts"),
-                      o.positive_integer("num_experts_per_tok")};
+std::optional<Architecture> family_of(const std::string& type) {
+  if (type == "deepseek_v3") {
+    return Architecture::kDeepseekV3;
   }
-  const ModelFieldNames fields = llama_fields();
-  derive_head_dim(m, head_dim_given, o.source(), fields);
-  validate_model_fields(m, o.source(), fields);
-  return m;
+  for (const Family& f : kFamilies) {
+    if (type == f.model_type) {
+      return f.architecture;
+    }
+  }
+  return std::nullopt;
 }
 
-ModelConfig parse_gpt2(JsonObject& o) {
-  ModelConfig m;
-  m.architecture = Architecture::kGpt2;
-  m.d_model = o.positive_integer("n_embd");
-  m.num_layers = o.positive_integer("n_layer");
-  m.num_heads = o.positive_integer("n_head");
-  m.num_kv_heads = m.num_heads;
-  m.d_ff = present(o, "n_inner") ? o.positive_integer("n_inner") : 4 * m.d_model;
-  m.vocab_size = o.positive_integer("vocab_size");
-  m.max_position_embeddings = o.positive_integer("n_positions");
-  m.mlp = MlpKind::kGelu;
-  m.norm = NormKind::kLayerNorm;
-  m.positions = PositionKind::kLearned;
-  m.attention_bias = true;
-  m.mlp_bias = true;
-  m.tied_embeddings = optional_bool(o, "tie_word_embeddings", true);
-  m.dropout = optional_number(o, "resid_pdrop", 0.1) > 0.0 ||
-              optional_number(o, "attn_pdrop", 0.1) > 0.0 ||
-              optional_number(o, "embd_pdrop", 0.1) > 0.0;
-  const ModelFieldNames fields = gpt2_fields();
-  derive_head_dim(m, false, o.source(), fields);
-  validate_model_fields(m, o.source(), fields);
+std::string supported_types() {
+  std::string out;
+  for (const Family& f : kFamilies) {
+    out += std::string(out.empty() ? "" : ", ") + f.model_type;
+  }
+  return out + ", deepseek_v3";
+}
+
+ModelConfig parse_family(HfReader& r, Architecture a) {
+  using A = Architecture;
+  switch (a) {
+    case A::kGemma:
+    case A::kGemma2:
+    case A::kGemma3:
+      return parse_hf_gemma(r, a);
+    case A::kNemotron:
+      return parse_hf_nemotron(r);
+    case A::kGptNeox:
+      return parse_hf_gpt_neox(r);
+    case A::kFalcon:
+      return parse_hf_falcon(r);
+    case A::kGpt2:
+      return parse_hf_gpt2(r);
+    case A::kDeepseekV2:
+    case A::kDeepseekV3:
+      return parse_hf_deepseek(r, a);
+    default:
+      return parse_hf_llama_like(r, a);
+  }
+}
+
+// Gemma 3's SigLIP vision tower without its head (vision_use_head false) and the multimodal
+// projector (mm_soft_emb_norm d_v, mm_input_projection d_v x d): patch Conv2d 3*p^2*d_v + d_v,
+// position table (image/p)^2 * d_v, per layer q, k, v, o with biases, fc1 and fc2 with biases,
+// two LayerNorms, and the post LayerNorm (transformers' modeling_siglip.py, modeling_gemma3.py).
+int64_t gemma3_vision_parameters(HfReader& r, int64_t text_hidden) {
+  JsonObject v = r.obj().object("vision_config");
+  HfReader vr(r.value().at("vision_config"), v);
+  const int64_t d = vr.positive("hidden_size");
+  const int64_t f = vr.positive("intermediate_size");
+  const int64_t layers = vr.positive("num_hidden_layers");
+  const int64_t patch = vr.positive("patch_size");
+  const int64_t image = vr.positive("image_size");
+  const int64_t channels = vr.positive_or("num_channels", 3);
+  if (vr.boolean_or("vision_use_head", false)) {
+    vr.fail("vision_use_head", "Gemma 3 uses the vision tower without its head; expected false");
+  }
+  vr.read("num_attention_heads");  // heads split d_v; no parameters of their own
+  std::vector<std::string> ignored;
+  vr.finish("gemma3 vision_config",
+            {"model_type", "layer_norm_eps", "hidden_act", "attention_dropout", "torch_dtype"},
+            ignored);
+  const int64_t per_layer = 4 * (d * d + d) + (d * f + f) + (f * d + d) + 2 * 2 * d;
+  const int64_t tower = channels * patch * patch * d + d + (image / patch) * (image / patch) * d +
+                        layers * per_layer + 2 * d;
+  return tower + d + d * text_hidden;
+}
+
+ModelConfig parse_gemma3_multimodal(HfReader& r, std::vector<std::string>& ignored) {
+  JsonObject t = r.obj().object("text_config");
+  HfReader tr(r.value().at("text_config"), t);
+  ModelConfig m = parse_hf_gemma(tr, Architecture::kGemma3);
+  tr.finish("gemma3 text_config", hf_family_ignored(Architecture::kGemma3), ignored);
+  m.vision_parameters = gemma3_vision_parameters(r, m.d_model);
   return m;
 }
 
 }  // namespace
 
-ModelConfig parse_hf_config(JsonObject& o, const std::string& default_name) {
-  o.allow_unknown();
-  const std::string type = o.string("model_type");
-  ModelConfig m;
-  if (type == "llama" || type == "mixtral") {
-    m = parse_llama_family(o, type == "mixtral");
-  } else if (type == "gpt2") {
-    m = parse_gpt2(o);
-  } else {
-    o.fail("model_type",
-           fmt::format("unsupported Hugging Face model_type \"{}\" (expected one of: llama, "
-                       "mixtral, gpt2)",
-                       type));
+bool HfReader::present(const std::string& key) {
+  read(key);
+  return obj_.has(key) && !obj_.raw(key).is_null();
+}
+
+int64_t HfReader::positive(const std::string& key) {
+  read(key);
+  return obj_.positive_integer(key);
+}
+
+int64_t HfReader::positive_or(const std::string& key, int64_t fallback) {
+  return present(key) ? obj_.positive_integer(key) : fallback;
+}
+
+int64_t HfReader::non_negative_or(const std::string& key, int64_t fallback) {
+  return present(key) ? obj_.non_negative_integer(key) : fallback;
+}
+
+bool HfReader::boolean_or(const std::string& key, bool fallback) {
+  return present(key) ? obj_.boolean(key) : fallback;
+}
+
+double HfReader::number_or(const std::string& key, double fallback) {
+  return present(key) ? obj_.number(key) : fallback;
+}
+
+std::optional<int64_t> HfReader::positive_any(const std::vector<std::string>& keys) {
+  for (const std::string& k : keys) {
+    if (present(k)) {
+      return obj_.positive_integer(k);
+    }
   }
-  m.name = hf_name(o, default_name);
+  return std::nullopt;
+}
+
+void HfReader::finish(const std::string& family, const std::vector<std::string>& family_ignored,
+                      std::vector<std::string>& ignored) const {
+  for (const auto& [key, v] : value_.items()) {
+    if (read_.contains(key)) {
+      continue;
+    }
+    std::string entry;
+    if (listed(common_ignored(), key, entry) || listed(family_ignored, key, entry)) {
+      const size_t colon = entry.find(':');
+      ignored.push_back(obj_.pointer_of(key) +
+                        (colon == std::string::npos ? "" : " (" + entry.substr(colon + 2) + ")"));
+      continue;
+    }
+    obj_.fail(key, fmt::format("unknown field for model_type {}: meshsim cannot tell whether it "
+                               "changes the cost (remove it, or describe the model in meshsim's "
+                               "own schema)",
+                               family));
+  }
+}
+
+}  // namespace detail
+
+ModelConfig parse_hf_config(const nlohmann::json& value, JsonObject& o,
+                            const std::string& default_name) {
+  o.allow_unknown();
+  detail::HfReader r(value, o);
+  r.read("model_type");
+  const std::string type = o.string("model_type");
+  const std::optional<Architecture> family = detail::family_of(type);
+  if (!family) {
+    o.fail("model_type", fmt::format("unsupported Hugging Face model_type \"{}\" (expected one "
+                                     "of: {})",
+                                     type, detail::supported_types()));
+  }
+  std::vector<std::string> ignored;
+  ModelConfig m;
+  if (type == "gemma3") {
+    r.read("text_config");
+    r.read("vision_config");
+    m = detail::parse_gemma3_multimodal(r, ignored);
+  } else {
+    m = detail::parse_family(r, *family);
+  }
+  r.finish(type, detail::hf_family_ignored(*family), ignored);
+  std::sort(ignored.begin(), ignored.end());
+  m.ignored_fields = std::move(ignored);
+  m.name = detail::hf_name(o, default_name);
   m.source = o.source();
   return m;
 }

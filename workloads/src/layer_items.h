@@ -49,8 +49,10 @@ struct Dims {
   int64_t s;
   int64_t h;
   int64_t q;      // local query width (heads/TP * d_h)
-  int64_t kv;     // local K (= V) width: KV heads/TP, at least one head
-  int64_t f;      // local d_ff
+  int64_t kv;     // local K width: KV heads/TP, at least one head
+  int64_t v;      // local V width (= kv; MLA: heads/TP * v_head_dim)
+  int64_t o;      // local attention output width (= q; MLA: heads/TP * v_head_dim)
+  int64_t f;      // local d_ff (of the layer's dense MLP)
   int64_t heads;  // local query heads
   int64_t vocab;  // local vocabulary (vocabulary-parallel head)
 };
@@ -59,13 +61,17 @@ struct Dims {
 inline Dims dims_of(const LayerContext& c) {
   const ModelConfig& m = c.model;
   const ShardWidths& w = c.stage.widths;
+  const int64_t kv = w.kv_heads * m.head_dim;
+  const int64_t v_head = m.mla ? m.mla->v_head_dim : m.head_dim;
   return Dims{c.stage.tokens.per_rank,
               c.stage.tokens.sequence,
               c.plan.mbs,
               c.plan.seq,
               m.d_model,
               w.q_heads * m.head_dim,
-              w.kv_heads * m.head_dim,
+              kv,
+              m.mla ? w.q_heads * v_head : kv,
+              w.q_heads * v_head,
               w.d_ff,
               w.q_heads,
               w.vocab};
@@ -210,6 +216,17 @@ class Items {
 // The fused attention kernel of the rank: its heads (1/TP) over its query chunk (1/CP of the causal
 // work); flash or naive as the context says.
 ComputeWork attention_work(const LayerContext& c, const Dims& d, bool backward);
+
+// The MLP of the context's layer (layer_ops_mlp.cc): dense or MoE (router, shared experts,
+// dispatch, experts, combine), forward or backward, with its TP and EP communication.
+void mlp_items(Items& it, bool backward);
+// The dense MLP of a parallel block, without communication of its own.
+void parallel_mlp_items(Items& it, bool backward);
+// The forward activation function of the context's layer over its MLP width (the dots policy's
+// recompute).
+void mlp_activation_recompute(Items& it);
+// The activation function between the MLP's up and down projections, on `elements`.
+void activation_items(Items& it, int64_t elements, bool backward);
 
 // Kernels::kEager blocks (layer_ops_eager.cc): what PyTorch eager mode launches for each fused
 // kernel of layer_ops.cc, forward or (autograd's) backward.

@@ -1,7 +1,10 @@
 #include "layer_ops.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <utility>
 
 #include "layer_items.h"
@@ -44,17 +47,33 @@ void residual_items(Items& it, const std::string& name, int64_t masks) {
 }
 
 void rope_items(Items& it, bool backward) {
-  if (it.context().model.positions != PositionKind::kRope) {
+  const LayerContext& c = it.context();
+  if (c.model.positions != PositionKind::kRope) {
     return;
   }
-  if (eager(it.context())) {
+  if (eager(c)) {
     eager_rope(it, backward);
     return;
   }
   const Dims& d = it.dims();
-  const int64_t el = d.tokens * (d.q + d.kv);
+  // MLA rotates only the RoPE part of each query head and the one shared RoPE key.
+  const int64_t el = c.model.mla ? d.tokens * (d.heads + 1) * c.model.mla->qk_rope_head_dim
+                                 : d.tokens * (d.q + d.kv);
   it.kernel(backward ? "rope.bwd" : "rope",
-            memory_bound(OpClass::kElementwise, 3.0, el, 2 * it.context().plan.activation_bytes * el));
+            memory_bound(OpClass::kElementwise, 3.0, el, 2 * c.plan.activation_bytes * el));
+}
+
+// Qwen3 / Gemma-3: RMSNorm over head_dim of every Q and K head.
+void qk_norm_items(Items& it, bool backward) {
+  const LayerContext& c = it.context();
+  if (!c.model.qk_norm) {
+    return;
+  }
+  const Dims& d = it.dims();
+  const int64_t el = d.tokens * (d.q + d.kv);
+  const int64_t e = c.plan.activation_bytes;
+  it.kernel(backward ? "qk_norm.bwd" : "qk_norm",
+            memory_bound(OpClass::kNorm, backward ? 8.0 : 4.0, el, (backward ? 3 : 2) * e * el));
 }
 
 // Attention over materialised scores with fused kernels (Megatron-LM's fused scale-mask-softmax
@@ -72,6 +91,7 @@ void naive_attention_items(Items& it, bool backward) {
   SIM_CHECK(c.plan.cp == 1, "naive attention with context parallelism (checked by the plan)");
   const int64_t e = c.plan.activation_bytes;
   const int64_t dh = c.model.head_dim;
+  const int64_t dv = c.model.mla ? c.model.mla->v_head_dim : dh;  // MLA: V heads are narrower
   const int64_t bn = d.b * d.heads;
   const int64_t scores = bn * d.s * d.s;
   const OpClass a = OpClass::kAttention;
@@ -88,11 +108,11 @@ void naive_attention_items(Items& it, bool backward) {
     if (c.model.dropout) {
       it.kernel("attention.dropout", memory_bound(a, 1.0, scores, (2 * e + 1) * scores));
     }
-    bmm("attention.context", d.s, d.s, dh);
+    bmm("attention.context", d.s, d.s, dv);
     return;
   }
-  bmm("attention.bwd.dprobs", d.s, dh, d.s);
-  bmm("attention.bwd.dv", d.s, d.s, dh);
+  bmm("attention.bwd.dprobs", d.s, dv, d.s);
+  bmm("attention.bwd.dv", d.s, d.s, dv);
   if (c.model.dropout) {
     it.kernel("attention.bwd.dropout", memory_bound(a, 1.0, scores, (2 * e + 1) * scores));
   }
@@ -122,106 +142,109 @@ void attention_items(Items& it, bool backward) {
   // gradients) travel around the ring.
   w.flops = w.flops * (1.0 / static_cast<double>(c.plan.cp));
   w.bytes = w.bytes / c.plan.cp;
-  const Bytes kv_block = Bytes::of(2 * d.tokens * d.kv * c.plan.activation_bytes);
+  const Bytes kv_block = Bytes::of(d.tokens * (d.kv + d.v) * c.plan.activation_bytes);
   it.ring(RingSpec{name, KernelSpec{name + ".chunk", w}, c.plan.cp, backward ? kv_block * 2 : kv_block});
 }
 
-struct MoeDims {
-  int64_t rows;   // tokens per local expert GEMM
-  int64_t batch;  // local experts
-  int64_t routed; // token-expert pairs on the rank
-};
-
-MoeDims moe_dims(const LayerContext& c, const Dims& d) {
-  if (!c.model.moe) {
-    return {d.tokens, 1, d.tokens};
-  }
-  const int64_t e = c.model.moe->num_experts;
-  const int64_t k = c.model.moe->experts_per_token;
-  // Balanced routing: each local expert receives T*k/E tokens from each of the EP ranks, padded
-  // to the capacity factor.
-  const auto rows = static_cast<int64_t>(
-      std::ceil(static_cast<double>(d.tokens * k * c.plan.ep) / static_cast<double>(e) * c.plan.capacity_factor));
-  return {rows, e / c.plan.ep, d.tokens * k};
+// A norm over a `width`-wide latent of every token (MLA's q_a / kv_a norms): replicated.
+void latent_norm(Items& it, const std::string& name, int64_t width, bool backward) {
+  const int64_t el = it.dims().tokens * width;
+  const int64_t e = it.context().plan.activation_bytes;
+  it.kernel(name, memory_bound(OpClass::kNorm, backward ? 8.0 : 4.0, el,
+                               (backward ? 3 : 2) * e * el + e * width));
 }
 
-// The MLP's activation function between the up and down projections, on `el` elements.
-void activation_items(Items& it, int64_t el, bool backward) {
-  const LayerContext& c = it.context();
-  const bool gated = c.model.mlp == MlpKind::kGated;
-  if (eager(c)) {
-    eager_activation(it, el, backward);
-    return;
-  }
-  const ComputeWork act = memory_bound(
-      OpClass::kElementwise, gated ? 5.0 : 8.0, el,
-      (gated ? (backward ? 5 : 3) : (backward ? 3 : 2)) * c.plan.activation_bytes * el);
-  it.kernel(std::string(gated ? "swiglu" : "gelu") + (backward ? ".bwd" : ""), act);
-}
-
-void mlp_items(Items& it, bool backward) {
-  const LayerContext& c = it.context();
+// MLA's projections (Megatron-Core MLASelfAttention): the down-projections to the Q latent and to
+// the KV latent + shared RoPE key are replicated over TP ("duplicated") and read the (gathered)
+// layer input; the up-projections are column-parallel by heads.
+void mla_forward(Items& it) {
   const Dims& d = it.dims();
-  const ModelConfig& m = c.model;
-  const bool gated = m.mlp == MlpKind::kGated;
-  const int64_t up_n = gated ? 2 * d.f : d.f;
-  const MoeDims md = moe_dims(c, d);
-  const int64_t act_el = md.rows * md.batch * d.f;
-  const Bytes routed_bytes = Bytes::of(md.routed * d.h * c.plan.activation_bytes);
-  const ComputeWork permute = memory_bound(OpClass::kCopy, 0.0, md.routed * d.h, 2 * routed_bytes.count());
-  auto a2a = [&](const std::string& name) {
-    if (m.moe && c.plan.ep > 1) {
-      it.comm(name, CommKind::kExpert, CollectiveKind::kAllToAll, routed_bytes);
+  const MlaConfig& a = *it.context().model.mla;
+  // FP8: the latents' norms are fused into the up-projections as the layer norm is into QKV
+  // (Megatron-Core's MLA spec: TELayerNormColumnParallelLinear for linear_q_up_proj and
+  // linear_kv_up_proj), so their casts follow the same rule.
+  const bool norm_casts = it.norm_casts_fp8();
+  if (a.q_lora_rank > 0) {
+    it.column_gemm("qkv", "q_down", d.tokens, d.h, a.q_lora_rank);
+    latent_norm(it, "q_latent_norm", a.q_lora_rank, false);
+    if (!norm_casts) {
+      it.fp8_cast("q_up.input", d.tokens * a.q_lora_rank);
     }
-  };
-  const char* up = gated ? "mlp_up" : "fc1";
-  const char* down = gated ? "mlp_down" : "fc2";
-  // The MLP is column-parallel in (up, or the router with MoE) and row-parallel out (down, or
-  // MoE's combine).
-  if (!backward) {
-    if (!it.norm_casts_fp8()) {
-      it.fp8_cast(std::string(up) + ".input", d.sp_tokens * d.h);
-    }
-    if (m.moe) {
-      it.column_gemm("mlp", "router", d.tokens, d.h, m.moe->num_experts);
-      it.kernel("dispatch", permute);
-      a2a("dispatch.ep_alltoall");
-      it.gemm(up, md.rows, d.h, up_n, md.batch);
-    } else {
-      it.column_gemm("mlp", up, md.rows, d.h, up_n, md.batch);
-    }
-    activation_items(it, act_el, false);
-    it.fp8_cast(std::string(down) + ".input", act_el);
-    if (m.moe) {
-      it.gemm(down, md.rows, d.f, d.h, md.batch);
-      a2a("combine.ep_alltoall");
-      it.kernel("combine", permute);
-      it.tp_exit("mlp");
-    } else {
-      it.row_gemm(down, "mlp", md.rows, d.f, d.h, md.batch);
-    }
+    it.gemm("q_up", d.tokens, a.q_lora_rank, d.q);
+  } else {
+    it.column_gemm("qkv", "q_proj", d.tokens, d.h, d.q);
+  }
+  it.gemm("kv_down", d.tokens, d.h, a.kv_lora_rank + a.qk_rope_head_dim);
+  latent_norm(it, "kv_latent_norm", a.kv_lora_rank, false);
+  if (!norm_casts) {
+    it.fp8_cast("kv_up.input", d.tokens * a.kv_lora_rank);
+  }
+  it.gemm("kv_up", d.tokens, a.kv_lora_rank, d.heads * a.qk_nope_head_dim + d.v);
+}
+
+// The backward of a column-parallel up-projection whose input is a replicated latent of `width`:
+// its input gradient is partial over TP and is all-reduced (T x width) while the weight gradient
+// runs.
+void latent_up_bwd(Items& it, const std::string& name, int64_t width, int64_t n) {
+  const Dims& d = it.dims();
+  it.fp8_cast(name + ".grad_output", d.tokens * n);
+  it.gemm(name + ".dgrad", d.tokens, n, width);
+  if (it.tensor_parallel()) {
+    it.comm(name + ".tp_allreduce", CommKind::kTensor, CollectiveKind::kAllReduce,
+            Bytes::of(d.tokens * width * it.context().plan.activation_bytes), true);
+  }
+  it.wgrad(name, d.tokens, width, n);
+}
+
+// The down-projections' input gradients are then whole on every rank: no reduction of T x h
+// (with SP each rank keeps its slice); with SP the saved input is re-gathered for their weight
+// gradients.
+void mla_backward(Items& it) {
+  const Dims& d = it.dims();
+  const MlaConfig& a = *it.context().model.mla;
+  latent_up_bwd(it, "kv_up", a.kv_lora_rank, d.heads * a.qk_nope_head_dim + d.v);
+  latent_norm(it, "kv_latent_norm.bwd", a.kv_lora_rank, true);
+  if (it.tensor_parallel() && it.context().plan.sp) {
+    it.comm("kv_down.tp_allgather_input", CommKind::kTensor, CollectiveKind::kAllGather,
+            it.activation_bytes(), true);
+  }
+  it.fp8_cast("kv_down.grad_output", d.tokens * (a.kv_lora_rank + a.qk_rope_head_dim));
+  it.gemm_bwd("kv_down", d.tokens, d.h, a.kv_lora_rank + a.qk_rope_head_dim);
+  if (a.q_lora_rank > 0) {
+    latent_up_bwd(it, "q_up", a.q_lora_rank, d.q);
+    latent_norm(it, "q_latent_norm.bwd", a.q_lora_rank, true);
+    it.fp8_cast("q_down.grad_output", d.tokens * a.q_lora_rank);
+    it.gemm_bwd("q_down", d.tokens, d.h, a.q_lora_rank);
+  } else {
+    it.fp8_cast("q_proj.grad_output", d.tokens * d.q);
+    it.column_bwd("q_proj", d.tokens, d.h, d.q);
+  }
+}
+
+// Q, K and V from the normed layer input: one fused column-parallel GEMM, or MLA's projections.
+void qkv_forward(Items& it) {
+  const Dims& d = it.dims();
+  if (!it.norm_casts_fp8()) {
+    it.fp8_cast("qkv.input", d.sp_tokens * d.h);
+  }
+  if (it.context().model.mla) {
+    mla_forward(it);
+  } else {
+    it.column_gemm("qkv", "qkv", d.tokens, d.h, d.q + d.kv + d.v);
+  }
+}
+
+void qkv_backward(Items& it) {
+  const Dims& d = it.dims();
+  if (it.context().model.mla) {
+    mla_backward(it);
     return;
   }
-  it.fp8_cast(std::string(down) + ".grad_output", d.sp_tokens * d.h);
-  if (m.moe) {
-    it.tp_gather_grad("mlp.bwd");
-    it.kernel("combine.bwd", permute);
-    a2a("combine.bwd.ep_alltoall");
-    it.gemm_bwd(down, md.rows, d.f, d.h, md.batch);
-  } else {
-    it.row_gemm_bwd("mlp.bwd", down, md.rows, d.f, d.h, md.batch);
+  if (eager(it.context())) {  // the gradients of the Q, K and V slices, concatenated for the GEMM
+    eager_copy(it, "qkv.split.bwd", d.tokens * (d.q + d.kv + d.v));
   }
-  activation_items(it, act_el, true);
-  if (eager(c) && gated) {
-    eager_copy(it, "mlp_up.split.bwd", md.rows * md.batch * up_n);
-  }
-  it.fp8_cast(std::string(up) + ".grad_output", md.rows * md.batch * up_n);
-  it.column_bwd(up, md.rows, d.h, up_n, md.batch);
-  if (m.moe) {
-    a2a("dispatch.bwd.ep_alltoall");
-    it.kernel("dispatch.bwd", permute);
-    it.gemm_bwd("router", d.tokens, d.h, m.moe->num_experts);
-  }
+  it.fp8_cast("qkv.grad_output", d.tokens * (d.q + d.kv + d.v));
+  it.column_bwd("qkv", d.tokens, d.h, d.q + d.kv + d.v);
 }
 
 }  // namespace
@@ -229,16 +252,24 @@ void mlp_items(Items& it, bool backward) {
 // The attention core of the rank: its heads (1/TP) over its query chunk (1/CP of the causal work).
 ComputeWork attention_work(const LayerContext& c, const Dims& d, bool backward) {
   const bool flash = c.plan.attention != AttentionKernel::kNaive;
-  const double s2q = static_cast<double>(d.b) * static_cast<double>(d.s) *
-                     static_cast<double>(d.s) * static_cast<double>(d.q) /
-                     static_cast<double>(c.plan.cp);
-  const double fwd_flops = flash ? 2.0 * s2q : 4.0 * s2q;
-  ComputeWork w;
-  w.op_class = OpClass::kAttention;
-  w.dtype = attention_dtype(c);
-  w.flops = Flops::of(backward ? 2.5 * fwd_flops : fwd_flops);
-  const int64_t qkv = d.tokens * (d.q + 2 * d.kv) * c.plan.activation_bytes;
-  const int64_t o = d.tokens * d.q * c.plan.activation_bytes;
+  // Query-key pairs computed, times 2: s^2 for the causal half (flash) or the whole matrix
+  // (naive, which masks after computing); a window W < s leaves 2sW - W^2 (flash skips the
+  // blocks outside it).
+  const auto s = static_cast<double>(d.s);
+  const int64_t window = c.layer >= 0 ? c.model.attention_window(c.layer) : 0;
+  const bool windowed = flash && window > 0 && window < d.s;
+  const double w = static_cast<double>(window);
+  const double pairs2 = windowed ? 2.0 * s * w - w * w : s * s;
+  // QK^T over the Q/K width and PV over the V width: 2 FLOPs per multiply-add, each over half
+  // of s^2 pairs under causal masking.
+  const double fwd_flops = static_cast<double>(d.b) * pairs2 * static_cast<double>(d.q + d.o) /
+                           static_cast<double>(c.plan.cp) * (flash ? 1.0 : 2.0);
+  ComputeWork work;
+  work.op_class = OpClass::kAttention;
+  work.dtype = attention_dtype(c);
+  work.flops = Flops::of(backward ? 2.5 * fwd_flops : fwd_flops);
+  const int64_t qkv = d.tokens * (d.q + d.kv + d.v) * c.plan.activation_bytes;
+  const int64_t o = d.tokens * d.o * c.plan.activation_bytes;
   // Forward reads Q, K, V and writes O; backward reads Q, K, V, O, dO and writes dQ, dK, dV.
   int64_t bytes = backward ? 2 * qkv + 2 * o : qkv + o;
   const int64_t q_len = d.tokens / d.b;  // the rank's queries of each sequence
@@ -246,15 +277,18 @@ ComputeWork attention_work(const LayerContext& c, const Dims& d, bool backward) 
     const int64_t scores = d.b * d.heads * q_len * d.s * c.plan.activation_bytes;
     bytes += (backward ? 6 : 4) * scores;
   }
-  w.bytes = Bytes::of(bytes);
-  w.shape = MatmulShape{q_len, c.model.head_dim, d.s, d.b * d.heads};
+  work.bytes = Bytes::of(bytes);
+  // The keys each query block streams: the sequence (or one CP chunk per ring step), or the
+  // window when it is shorter.
+  const int64_t kv_len = windowed ? std::min(window, q_len) : q_len;
+  work.shape = MatmulShape{q_len, c.model.head_dim, windowed ? window : d.s, d.b * d.heads};
   if (const std::optional<AttentionImpl> impl = fused_attention(c.plan.attention)) {
     // The rank's query chunk (T / b tokens of each sequence) against its keys: the whole
     // sequence, or one CP chunk per ring step (the chunk kernel of attention_items).
-    w.attention = AttentionShape{*impl, backward, true, d.b * d.heads, q_len, q_len,
-                                 c.model.head_dim};
+    work.attention =
+        AttentionShape{*impl, backward, true, d.b * d.heads, q_len, kv_len, c.model.head_dim};
   }
-  return w;
+  return work;
 }
 
 Dtype attention_dtype(const LayerContext& c) {
@@ -298,42 +332,103 @@ std::vector<LayerItem> layer_forward(const LayerContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);
   norm_items(it, "attn_norm", d.sp_tokens, false);
-  if (!it.norm_casts_fp8()) {
-    it.fp8_cast("qkv.input", d.sp_tokens * d.h);
+  if (c.model.parallel_blocks && c.model.norms_per_layer == 2) {
+    norm_items(it, "mlp_norm", d.sp_tokens, false);  // on the same input (GPT-NeoX, Falcon-40B)
   }
-  it.column_gemm("qkv", "qkv", d.tokens, d.h, d.q + 2 * d.kv);
+  qkv_forward(it);
+  qk_norm_items(it, false);
   rope_items(it, false);
   attention_items(it, false);
   if (eager(c)) {  // o.transpose(1, 2).reshape(b, s, q): a copy into token-major layout
-    eager_copy(it, "attention.out_copy", d.tokens * d.q);
+    eager_copy(it, "attention.out_copy", d.tokens * d.o);
   }
-  it.fp8_cast("attn_out.input", d.tokens * d.q);
-  it.row_gemm("attn_out", "attn_out", d.tokens, d.q, d.h);
+  if (c.model.parallel_blocks) {
+    // One TP reduction for the attention's and the MLP's partial outputs (Megatron's
+    // parallel-attention GPT-NeoX / Falcon layer), then x + attn + mlp (with dropout, a mask
+    // for each).
+    it.fp8_cast("attn_out.input", d.tokens * d.o);
+    it.gemm("attn_out", d.tokens, d.o, d.h);
+    parallel_mlp_items(it, false);
+    it.tp_exit("layer");
+    residual_items(it, "residual", 2);
+    return it.take();
+  }
+  it.fp8_cast("attn_out.input", d.tokens * d.o);
+  it.row_gemm("attn_out", "attn_out", d.tokens, d.o, d.h);
+  if (c.model.norms_per_layer == 4) {
+    norm_items(it, "post_attn_norm", d.sp_tokens, false);
+  }
   residual_items(it, "residual_attn", 1);
   norm_items(it, "mlp_norm", d.sp_tokens, false);
   mlp_items(it, false);
+  if (c.model.norms_per_layer == 4) {
+    norm_items(it, "post_mlp_norm", d.sp_tokens, false);
+  }
   residual_items(it, "residual_mlp", 1);
   return it.take();
 }
 
-std::vector<LayerItem> layer_backward(const LayerContext& c) {
+std::vector<LayerItem> recompute_elementwise(const LayerContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);
-  mlp_items(it, true);
-  norm_items(it, "mlp_norm.bwd", d.sp_tokens, true);
-  residual_items(it, "residual.bwd", 2);
-  it.fp8_cast("attn_out.grad_output", d.sp_tokens * d.h);
-  it.row_gemm_bwd("attn_out.bwd", "attn_out", d.tokens, d.q, d.h);
+  norm_items(it, "attn_norm", d.sp_tokens, false);
+  if (!c.model.parallel_blocks || c.model.norms_per_layer == 2) {
+    norm_items(it, "mlp_norm", d.sp_tokens, false);
+  }
+  if (c.model.norms_per_layer == 4) {
+    norm_items(it, "post_attn_norm", d.sp_tokens, false);
+    norm_items(it, "post_mlp_norm", d.sp_tokens, false);
+  }
+  mlp_activation_recompute(it);
+  return it.take();
+}
+
+namespace {
+
+// The attention half of a layer's backward, from the output projection's input gradient down to
+// the layer input.
+void attention_backward(Items& it) {
+  const LayerContext& c = it.context();
+  const Dims& d = it.dims();
   if (eager(c)) {
-    eager_copy(it, "attention.out_copy.bwd", d.tokens * d.q);
+    eager_copy(it, "attention.out_copy.bwd", d.tokens * d.o);
   }
   attention_items(it, true);
   rope_items(it, true);
-  if (eager(c)) {  // the gradients of the Q, K and V slices, concatenated for the QKV GEMM
-    eager_copy(it, "qkv.split.bwd", d.tokens * (d.q + 2 * d.kv));
+  qk_norm_items(it, true);
+  qkv_backward(it);
+}
+
+}  // namespace
+
+std::vector<LayerItem> layer_backward(const LayerContext& c) {
+  const Dims d = dims_of(c);
+  Items it(c, d);
+  if (c.model.parallel_blocks) {
+    it.tp_gather_grad("layer.bwd");
+    it.fp8_cast("attn_out.grad_output", d.sp_tokens * d.h);  // also the MLP's down projection's
+    parallel_mlp_items(it, true);
+    it.gemm_bwd("attn_out", d.tokens, d.o, d.h);
+    attention_backward(it);
+    if (c.model.norms_per_layer == 2) {
+      norm_items(it, "mlp_norm.bwd", d.sp_tokens, true);
+    }
+    norm_items(it, "attn_norm.bwd", d.sp_tokens, true);
+    residual_items(it, "residual.bwd", 2);
+    return it.take();
   }
-  it.fp8_cast("qkv.grad_output", d.tokens * (d.q + 2 * d.kv));
-  it.column_bwd("qkv", d.tokens, d.h, d.q + 2 * d.kv);
+  if (c.model.norms_per_layer == 4) {
+    norm_items(it, "post_mlp_norm.bwd", d.sp_tokens, true);
+  }
+  mlp_items(it, true);
+  norm_items(it, "mlp_norm.bwd", d.sp_tokens, true);
+  residual_items(it, "residual.bwd", 2);
+  if (c.model.norms_per_layer == 4) {
+    norm_items(it, "post_attn_norm.bwd", d.sp_tokens, true);
+  }
+  it.fp8_cast("attn_out.grad_output", d.sp_tokens * d.h);
+  it.row_gemm_bwd("attn_out.bwd", "attn_out", d.tokens, d.o, d.h);
+  attention_backward(it);
   norm_items(it, "attn_norm.bwd", d.sp_tokens, true);
   if (eager(c)) {  // autograd sums the residual stream's two gradients at each norm's input
     residual_items(it, "residual_attn.bwd", 0);
@@ -354,43 +449,124 @@ ParallelPlan head_plan(const ParallelPlan& p) {
   return h;
 }
 
-}  // namespace
+// The LM head's backward: the loss, the head's GEMMs, the final norm.
+void head_backward_items(Items& it, const std::string& prefix) {
+  const Dims& d = it.dims();
+  if (eager(it.context())) {
+    eager_loss(it, true);
+  }
+  it.column_bwd(prefix + "lm_head", d.tokens, d.h, d.vocab);
+  norm_items(it, prefix + "final_norm.bwd", d.sp_tokens, true);
+}
 
-std::vector<LayerItem> head_forward(const LayerContext& layer) {
-  const ParallelPlan plan = head_plan(layer.plan);
-  const LayerContext c{layer.model, plan, layer.stage};
-  const Dims d = dims_of(c);
-  Items it(c, d);
-  norm_items(it, "final_norm", d.sp_tokens, false);
-  it.column_gemm("lm_head", "lm_head", d.tokens, d.h, d.vocab);
+// The LM head and its loss (forward): the main head, and each MTP module's.
+void head_items(Items& it, const std::string& prefix) {
+  const LayerContext& c = it.context();
+  const Dims& d = it.dims();
+  norm_items(it, prefix + "final_norm", d.sp_tokens, false);
+  it.column_gemm(prefix + "lm_head", prefix + "lm_head", d.tokens, d.h, d.vocab);
   const int64_t tv = d.tokens * d.vocab;
   if (eager(c)) {
     eager_loss(it, false);
   } else {
     // Fused (vocabulary-parallel) cross entropy: read the bf16 logits, write fp32 statistics and
     // the gradient of the logits.
-    it.kernel("cross_entropy", memory_bound(OpClass::kLoss, 5.0, tv, 2 * c.plan.activation_bytes * tv));
+    it.kernel(prefix + "cross_entropy",
+              memory_bound(OpClass::kLoss, 5.0, tv, 2 * c.plan.activation_bytes * tv));
   }
   // TP ranks all-reduce the max, the sum of exponentials and the target logit, 3 fp32 values
   // per token.
   if (it.tensor_parallel()) {
-    it.comm("cross_entropy.tp_allreduce", CommKind::kTensor, CollectiveKind::kAllReduce,
+    it.comm(prefix + "cross_entropy.tp_allreduce", CommKind::kTensor, CollectiveKind::kAllReduce,
             Bytes::of(3 * 4 * d.tokens));
   }
-  return it.take();
+}
+
+std::string mtp_prefix(int64_t depth) { return fmt::format("mtp{}.", depth); }
+
+// Renames a block's items into an MTP module's namespace.
+void append_renamed(std::vector<LayerItem>& out, std::vector<LayerItem> items,
+                    const std::string& prefix) {
+  for (LayerItem& item : items) {
+    std::visit(
+        [&](auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, TpOverlapGemm>) {
+            x.gemm.name = prefix + x.gemm.name;
+            x.comm.name = prefix + x.comm.name;
+          } else if constexpr (std::is_same_v<T, RingSpec>) {
+            x.name = prefix + x.name;
+            x.chunk.name = prefix + x.chunk.name;
+          } else {
+            x.name = prefix + x.name;
+          }
+        },
+        item);
+    out.push_back(std::move(item));
+  }
+}
+
+// DeepSeek-V3's multi-token prediction (Sec. 2.2 of its report), per depth after the main head:
+// enorm and hnorm, the 2h -> h projection (column-parallel over TP), one MoE block, and another
+// head and loss over the shared LM head. `c` is the layers' context (the heads run in
+// `head_plan`'s precision, the rest in the layers').
+std::vector<LayerItem> mtp_items(const LayerContext& c, bool backward) {
+  std::vector<LayerItem> out;
+  const LayerContext block{c.model, c.plan, c.stage, c.model.num_layers - 1};
+  const ParallelPlan hp = head_plan(c.plan);
+  const LayerContext hc{c.model, hp, c.stage, c.layer};
+  const Dims d = dims_of(c);
+  for (int64_t depth = 0; depth < c.model.mtp_layers; ++depth) {
+    const std::string prefix = mtp_prefix(depth);
+    Items it(c, d);
+    if (!backward) {
+      norm_items(it, prefix + "enorm", d.sp_tokens, false);
+      norm_items(it, prefix + "hnorm", d.sp_tokens, false);
+      it.fp8_cast(prefix + "eh_proj.input", d.sp_tokens * 2 * d.h);
+      it.column_gemm(prefix + "eh_proj", prefix + "eh_proj", d.tokens, 2 * d.h, d.h / c.plan.tp);
+      append_renamed(out, it.take(), "");
+      append_renamed(out, layer_forward(block), prefix);
+      Items head(hc, d);
+      head_items(head, prefix);
+      append_renamed(out, head.take(), "");
+      continue;
+    }
+    Items head(hc, d);
+    head_backward_items(head, prefix);
+    append_renamed(out, head.take(), "");
+    append_renamed(out, layer_backward(block), prefix);
+    Items in(c, d);
+    in.fp8_cast(prefix + "eh_proj.grad_output", d.tokens * d.h / c.plan.tp);
+    in.column_bwd(prefix + "eh_proj", d.tokens, 2 * d.h, d.h / c.plan.tp);
+    norm_items(in, prefix + "enorm.bwd", d.sp_tokens, true);
+    norm_items(in, prefix + "hnorm.bwd", d.sp_tokens, true);
+    append_renamed(out, in.take(), "");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<LayerItem> head_forward(const LayerContext& layer) {
+  const ParallelPlan plan = head_plan(layer.plan);
+  const LayerContext c{layer.model, plan, layer.stage, layer.layer};
+  const Dims d = dims_of(c);
+  Items it(c, d);
+  head_items(it, "");
+  std::vector<LayerItem> out = it.take();
+  append_renamed(out, mtp_items(layer, false), "");
+  return out;
 }
 
 std::vector<LayerItem> head_backward(const LayerContext& layer) {
+  std::vector<LayerItem> out = mtp_items(layer, true);
   const ParallelPlan plan = head_plan(layer.plan);
-  const LayerContext c{layer.model, plan, layer.stage};
+  const LayerContext c{layer.model, plan, layer.stage, layer.layer};
   const Dims d = dims_of(c);
   Items it(c, d);
-  if (eager(c)) {
-    eager_loss(it, true);
-  }
-  it.column_bwd("lm_head", d.tokens, d.h, d.vocab);
-  norm_items(it, "final_norm.bwd", d.sp_tokens, true);
-  return it.take();
+  head_backward_items(it, "");
+  append_renamed(out, it.take(), "");
+  return out;
 }
 
 std::vector<KernelSpec> step_work(const LayerContext& c, int64_t params, int64_t layer_weights) {

@@ -98,6 +98,7 @@ struct LayerContext {
   const ModelConfig& model;
   const ParallelPlan& plan;
   const StagePartition& stage;
+  int64_t layer = -1;  // the layer the items are for (global index); -1 outside the layers
 };
 
 std::vector<LayerItem> embedding_forward(const LayerContext& c);
@@ -105,6 +106,9 @@ std::vector<LayerItem> layer_forward(const LayerContext& c);
 std::vector<LayerItem> head_forward(const LayerContext& c);  // final norm, LM head, loss
 std::vector<LayerItem> head_backward(const LayerContext& c);
 std::vector<LayerItem> layer_backward(const LayerContext& c);
+// Recompute::kDots: what the backward re-runs before the layer's backward, the norms and the
+// MLP's activation function (their outputs were not saved).
+std::vector<LayerItem> recompute_elementwise(const LayerContext& c);
 std::vector<LayerItem> embedding_backward(const LayerContext& c);
 // The per-step work of the plan outside the layers (its stack's StepWork, fp16 loss scaling, FP8
 // weight casts) over the rank's `params` local parameters and `layer_weights` elements of its

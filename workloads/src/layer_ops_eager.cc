@@ -199,7 +199,7 @@ void eager_activation(Items& it, int64_t elements, bool backward) {
   const int64_t x = elements * it.context().plan.activation_bytes;
   const double el = to_d(elements);
   const OpClass ew = OpClass::kElementwise;
-  if (it.context().model.mlp != MlpKind::kGated) {
+  if (!is_gated(it.context().model.mlp)) {
     op(it, backward ? "gelu.bwd" : "gelu", ew, (backward ? 12.0 : 8.0) * el,
        (backward ? 2 : 1) * x, x);
     return;
@@ -292,8 +292,47 @@ std::vector<KernelSpec> eager_adamw(const std::vector<int64_t>& tensors,
   return out;
 }
 
+namespace {
+
+// Models built from the blocks the tensor list below names one by one (Llama, Mixtral, GPT).
+bool plain_blocks(const ModelConfig& m) {
+  const bool plain_moe = !m.moe || (m.moe->num_shared_experts == 0 &&
+                                    m.moe->first_dense_layers == 0 && !m.moe->router_bias &&
+                                    m.moe->expert_d_ff == m.d_ff);
+  return !m.mla && !m.qk_norm && m.norms_per_layer == 2 && !m.parallel_blocks &&
+         m.attention_out_bias == m.attention_bias && m.mtp_layers == 0 && plain_moe;
+}
+
+// Other variants: per layer, its non-expert parameters as one tensor and each local expert as
+// one (the per-tensor optimizer's launch count is then a lower bound; its bytes are exact).
+std::vector<int64_t> coarse_tensors(const LayerContext& c) {
+  const StageParameters& p = c.stage.params;
+  std::vector<int64_t> out;
+  if (p.embedding > 0) {
+    out.push_back(p.embedding);
+  }
+  const int64_t local_experts = c.model.moe ? c.model.moe->num_experts / c.plan.ep : 1;
+  for (const LayerShare& l : p.by_layer) {
+    out.push_back(l.dense);
+    for (int64_t x = 0; l.expert > 0 && x < local_experts; ++x) {
+      out.push_back(l.expert / local_experts);
+    }
+  }
+  for (const int64_t t : {p.head, p.mtp}) {
+    if (t > 0) {
+      out.push_back(t);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<int64_t> parameter_tensors(const LayerContext& c) {
   const ModelConfig& m = c.model;
+  if (!plain_blocks(m)) {
+    return coarse_tensors(c);
+  }
   const int64_t layers = c.stage.params.layers;
   const bool embedding = c.stage.first;
   const bool head = c.stage.last;
@@ -306,7 +345,7 @@ std::vector<int64_t> parameter_tensors(const LayerContext& c) {
     layer.insert(layer.end(), {d.q + 2 * d.kv, d.h});
   }
   layer.insert(layer.end(), norm.begin(), norm.end());
-  const bool gated = m.mlp == MlpKind::kGated;
+  const bool gated = is_gated(m.mlp);
   const int64_t experts = m.moe ? m.moe->num_experts / c.plan.ep : 1;
   if (m.moe) {
     layer.push_back(d.h * m.moe->num_experts);  // the router (replicated)

@@ -28,15 +28,25 @@ struct ModelFieldNames {
   std::string num_experts = "/moe/num_experts";
   std::string experts_per_token = "/moe/experts_per_token";
   std::string architecture = "/architecture";
+  std::string expert_d_ff = "/moe/expert_d_ff";
+  std::string shared_experts = "/moe/num_shared_experts";
+  std::string first_dense_layers = "/moe/first_dense_layers";
+  std::string mla = "/mla";
+  std::string sliding_window = "/sliding_window";
+  std::string norms_per_layer = "/norms_per_layer";
+  std::string parallel_blocks = "/parallel_blocks";
+  std::string mtp_layers = "/mtp_layers";
 };
 
 // meshsim's own schema (strict: unknown keys are errors). `default_name` is used when the file
 // has no "name".
 ModelConfig parse_meshsim_model(JsonObject& obj, const std::string& default_name);
 
-// A Hugging Face config.json with model_type llama, mixtral or gpt2; keys that do not affect
-// performance are ignored. Absent optional keys take the Hugging Face library's defaults.
-ModelConfig parse_hf_config(JsonObject& obj, const std::string& default_name);
+// A Hugging Face config.json of a supported model_type (hf_config.cc lists them); keys that do
+// not affect performance are named in ModelConfig::ignored_fields, unknown keys are errors.
+// Absent optional keys take the Hugging Face library's defaults.
+ModelConfig parse_hf_config(const nlohmann::json& value, JsonObject& obj,
+                            const std::string& default_name);
 
 // Fills head_dim = d_model / num_heads when the schema did not give it, and rejects a d_model that
 // the heads do not divide.

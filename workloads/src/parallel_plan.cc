@@ -83,6 +83,11 @@ void validate_sharding(const ModelConfig& m, const ParallelPlan& p) {
     bad(F::kTp, fmt::format("tensor parallel {} does not divide d_ff {} of {}", p.tp, m.d_ff,
                             m.name));
   }
+  if (m.moe && (m.moe->expert_d_ff % p.tp != 0 || m.moe->shared_expert_d_ff % p.tp != 0)) {
+    bad(F::kTp, fmt::format("tensor parallel {} does not divide the expert width {} (shared "
+                            "{}) of {}",
+                            p.tp, m.moe->expert_d_ff, m.moe->shared_expert_d_ff, m.name));
+  }
   if (p.sp && p.tp == 1) {
     bad(F::kSp, "sequence parallelism splits the TP group's activations; it needs tp > 1");
   }
@@ -102,9 +107,17 @@ namespace {
 
 void check_pipeline(const ModelConfig& m, const ParallelPlan& p) {
   if (!p.stage_layers.empty()) {
-    if (static_cast<int64_t>(p.stage_layers.size()) != p.pp) {
+    // With virtual stages the entries are per virtual stage (v = chunk * pp + stage), as
+    // Megatron-Core's pipeline layout states them: the first and last can be lighter
+    // (Llama 3's 126 layers, Dubey et al. 2024, Sec. 3.3.2).
+    const int64_t entries = p.pp * p.vpp;
+    if (static_cast<int64_t>(p.stage_layers.size()) != entries) {
       bad(F::kStageLayers,
-          fmt::format("{} entries for {} pipeline stages", p.stage_layers.size(), p.pp));
+          p.vpp > 1
+              ? fmt::format("{} entries for pp {} x vpp {} = {} virtual stages (one per "
+                            "virtual stage, chunk-major)",
+                            p.stage_layers.size(), p.pp, p.vpp, entries)
+              : fmt::format("{} entries for {} pipeline stages", p.stage_layers.size(), p.pp));
     }
     const int64_t sum = std::accumulate(p.stage_layers.begin(), p.stage_layers.end(), int64_t{0});
     if (sum != m.num_layers) {
@@ -121,14 +134,10 @@ void check_pipeline(const ModelConfig& m, const ParallelPlan& p) {
                             "uneven split with stage_layers",
                             p.pp, m.num_layers, m.name));
   }
-  if (p.vpp > 1) {
-    if (!p.stage_layers.empty()) {
-      bad(F::kVpp, "virtual stages need an even split of the layers (no stage_layers)");
-    }
-    if (m.num_layers % (p.pp * p.vpp) != 0) {
-      bad(F::kVpp, fmt::format("pp {} x vpp {} = {} virtual stages do not divide the {} layers",
-                               p.pp, p.vpp, p.pp * p.vpp, m.num_layers));
-    }
+  if (p.vpp > 1 && p.stage_layers.empty() && m.num_layers % (p.pp * p.vpp) != 0) {
+    bad(F::kVpp, fmt::format("pp {} x vpp {} = {} virtual stages do not divide the {} layers; "
+                             "state an uneven split per virtual stage with stage_layers",
+                             p.pp, p.vpp, p.pp * p.vpp, m.num_layers));
   }
   validate(p.pipeline());
 }
@@ -151,6 +160,65 @@ void check_experts(const ModelConfig& m, const ParallelPlan& p) {
   }
 }
 
+void check_recompute(const ParallelPlan& p) {
+  if (p.recompute_num_layers < 0 ||
+      (p.recompute_num_layers > 0 && p.recompute != Recompute::kFull)) {
+    bad(F::kRecomputeNumLayers,
+        fmt::format("{} layers: recompute_num_layers counts the layers of each model chunk that "
+                    "full recompute applies to; expected a positive count with recompute full",
+                    p.recompute_num_layers));
+  }
+  if (p.recompute == Recompute::kDots && p.attention == AttentionKernel::kNaive) {
+    bad(F::kRecompute,
+        "the dots policy saves matmul outputs, which with naive attention include "
+        "the s x s scores; expected a fused attention kernel");
+  }
+}
+
+void check_hsdp(const ParallelPlan& p) {
+  if (p.fsdp == 0) {
+    return;
+  }
+  if (p.fsdp < 0 || p.dp % p.fsdp != 0) {
+    bad(F::kFsdp,
+        fmt::format("an HSDP shard group of {} DP ranks must divide dp {}", p.fsdp, p.dp));
+  }
+  if (p.zero == ZeroStage::kNone) {
+    bad(F::kFsdp,
+        "HSDP shards the model state inside each group; it needs zero 1, 2 or 3 (3 is "
+        "PyTorch HSDP and MaxText's FSDP)");
+  }
+  if (p.ep > 1) {
+    bad(F::kFsdp, "HSDP with expert parallelism is not modelled; expected ep 1");
+  }
+}
+
+void check_routing(const ModelConfig& m, const ParallelPlan& p) {
+  const bool routing_set = p.moe_load_skew || p.moe_drop_tokens;
+  if (routing_set && !m.moe) {
+    bad(p.moe_load_skew ? F::kMoeLoadSkew : F::kMoeDropTokens,
+        fmt::format("expert routing needs a mixture-of-experts model; {} is dense", m.name));
+  }
+  if (p.moe_load_skew && !(*p.moe_load_skew >= 0.0 && *p.moe_load_skew <= 3.0)) {
+    bad(F::kMoeLoadSkew, fmt::format("expected a lognormal sigma in [0, 3] (0: a uniform "
+                                     "router), got {}",
+                                     *p.moe_load_skew));
+  }
+  if (p.moe_drop_tokens && !p.moe_load_skew) {
+    bad(F::kMoeDropTokens,
+        "dropping at capacity needs a distribution of tokens per expert; set "
+        "moe_load_skew (0 for a uniform router)");
+  }
+  if (p.moe_load_skew && !p.moe_drop_tokens && p.capacity_factor != 1.0) {
+    bad(F::kCapacityFactor,
+        "a dropless router (the default) has no capacity; set "
+        "moe_drop_tokens to cap experts at the capacity factor");
+  }
+  if (p.moe_seed < 0) {
+    bad(F::kMoeSeed, fmt::format("expected a non-negative seed, got {}", p.moe_seed));
+  }
+}
+
 void check_combinations(const ModelConfig& m, const ParallelPlan& p) {
   if (p.schedule == PipelineSchedule::kZeroBubble && p.recompute == Recompute::kFull) {
     bad(F::kRecompute, "full recompute with the zero-bubble schedule is not modelled (its "
@@ -160,6 +228,11 @@ void check_combinations(const ModelConfig& m, const ParallelPlan& p) {
   if (p.kernels == Kernels::kEager && p.cp > 1) {
     bad(F::kKernels, "eager kernels are modelled without context parallelism (ring attention "
                      "runs as fused chunks); use fused kernels with cp > 1");
+  }
+  if (p.kernels == Kernels::kEager && m.mla) {
+    bad(F::kKernels,
+        "eager kernels are modelled for multi-head and grouped-query attention; "
+        "multi-head latent attention needs fused kernels");
   }
   if (p.attention == AttentionKernel::kNaive && p.cp > 1) {
     bad(F::kAttention, "naive attention is modelled without context parallelism (ring attention "
@@ -181,6 +254,9 @@ void validate_split(const ModelConfig& model, const ParallelPlan& plan) {
   validate_sharding(model, plan);
   check_pipeline(model, plan);
   check_experts(model, plan);
+  check_routing(model, plan);
+  check_hsdp(plan);
+  check_recompute(plan);
 }
 
 void validate_plan(const ModelConfig& model, const ParallelPlan& plan) {
@@ -188,7 +264,41 @@ void validate_plan(const ModelConfig& model, const ParallelPlan& plan) {
   check_combinations(model, plan);
 }
 
-RankLayout::RankLayout(const ParallelPlan& plan) : ep_(plan.ep), world_(plan.world()) {
+std::vector<std::string> plan_caveats(const ModelConfig& m, const ParallelPlan& p) {
+  std::vector<std::string> out;
+  if (p.pp > 1 && (p.zero == ZeroStage::kGradients || p.zero == ZeroStage::kParameters)) {
+    out.push_back(fmt::format(
+        "ZeRO-{} with pipeline parallelism: Megatron-LM's distributed optimizer shards optimizer "
+        "states only (ZeRO-1), and DeepSpeed's pipeline engine supports ZeRO-1 only; PyTorch "
+        "FSDP with its pipelining runs it, regathering parameters for every microbatch",
+        static_cast<int>(p.zero)));
+  }
+  if (p.ep > 1 && p.zero == ZeroStage::kParameters) {
+    out.push_back(
+        "expert parallelism with ZeRO-3: DeepSpeed-MoE and Megatron-Core shard "
+        "expert optimizer states (ZeRO-1/2), not expert parameters");
+  }
+  if (p.schedule == PipelineSchedule::kInterleaved && p.microbatches() % p.pp != 0) {
+    out.push_back(
+        fmt::format("interleaved 1F1B with {} microbatches over {} stages: Megatron-LM "
+                    "requires a multiple of the pipeline size",
+                    p.microbatches(), p.pp));
+  }
+  if (m.logit_softcapping && p.attention == AttentionKernel::kFlash) {
+    out.push_back(
+        "attention logit soft-capping (Gemma-2) in a fused attention kernel needs "
+        "FlashAttention >= 2.6 or cuDNN with softcap; older stacks run eager attention");
+  }
+  if (m.parallel_blocks && p.sp) {
+    out.push_back(
+        "parallel attention + MLP blocks with sequence parallelism: modelled with one "
+        "reduce-scatter per layer, as GPT-NeoX's Megatron fork runs them");
+  }
+  return out;
+}
+
+RankLayout::RankLayout(const ParallelPlan& plan)
+    : ep_(plan.ep), fsdp_(plan.fsdp), world_(plan.world()) {
   std::array<int64_t, kNumAxes> degree{};
   degree[static_cast<size_t>(Axis::kTensor)] = plan.tp;
   degree[static_cast<size_t>(Axis::kContext)] = plan.cp;
@@ -249,6 +359,34 @@ std::vector<int64_t> RankLayout::expert_dp_group(int64_t r) const {
   const int64_t pos = coords(r).dp % ep_;
   std::vector<int64_t> out;
   for (size_t k = static_cast<size_t>(pos); k < dp.size(); k += static_cast<size_t>(ep_)) {
+    out.push_back(dp[k]);
+  }
+  return out;
+}
+
+std::vector<int64_t> RankLayout::shard_group(int64_t r) const {
+  if (fsdp_ == 0) {
+    return dp_cp_group(r);
+  }
+  const std::vector<int64_t> dp = group_along(r, Axis::kData);
+  const int64_t block = coords(r).dp / fsdp_;
+  std::vector<int64_t> out;
+  for (int64_t i = block * fsdp_; i < (block + 1) * fsdp_; ++i) {
+    const auto cps = group_along(dp[static_cast<size_t>(i)], Axis::kContext);
+    out.insert(out.end(), cps.begin(), cps.end());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<int64_t> RankLayout::replica_group(int64_t r) const {
+  if (fsdp_ == 0) {
+    return dp_cp_group(r);
+  }
+  const std::vector<int64_t> dp = group_along(r, Axis::kData);
+  std::vector<int64_t> out;
+  for (size_t k = static_cast<size_t>(coords(r).dp % fsdp_); k < dp.size();
+       k += static_cast<size_t>(fsdp_)) {
     out.push_back(dp[k]);
   }
   return out;

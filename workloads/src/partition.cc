@@ -1,6 +1,7 @@
 // The per-stage partition of a plan; what each fact means is in partition.h.
 #include "meshsim/workloads/partition.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "meshsim/sim/error.h"
@@ -13,8 +14,9 @@ namespace {
 std::vector<LayerRange> chunks_of(const ModelConfig& m, const ParallelPlan& p, int64_t stage) {
   if (p.vpp == 1) {
     const std::vector<int64_t> split =
-        p.stage_layers.empty() ? std::vector<int64_t>(static_cast<size_t>(p.pp), m.num_layers / p.pp)
-                               : p.stage_layers;
+        p.stage_layers.empty()
+            ? std::vector<int64_t>(static_cast<size_t>(p.pp), m.num_layers / p.pp)
+            : p.stage_layers;
     const auto here = static_cast<size_t>(stage);
     const int64_t first = std::accumulate(split.begin(), split.begin() + stage, int64_t{0});
     return {LayerRange{first, first + split[here]}};
@@ -23,41 +25,73 @@ std::vector<LayerRange> chunks_of(const ModelConfig& m, const ParallelPlan& p, i
   std::vector<LayerRange> out;
   for (int64_t chunk = 0; chunk < p.vpp; ++chunk) {
     const int64_t v = chunk * p.pp + stage;
-    out.push_back(LayerRange{v * per, (v + 1) * per});
+    if (p.stage_layers.empty()) {
+      out.push_back(LayerRange{v * per, (v + 1) * per});
+      continue;
+    }
+    // Uneven: stage_layers per virtual stage, in virtual-stage order.
+    const auto at = p.stage_layers.begin() + v;
+    const int64_t first = std::accumulate(p.stage_layers.begin(), at, int64_t{0});
+    out.push_back(LayerRange{first, first + *at});
   }
   return out;
 }
 
-// One layer's dense parameters on one TP rank: column-parallel weights and biases split,
-// row-parallel biases and norms replicated.
-int64_t dense_layer_params(const ModelConfig& m, const ShardWidths& w) {
+// One layer's attention parameters on one TP rank: column-parallel weights and biases split,
+// row-parallel biases and norms replicated. MLA (Megatron-Core MLASelfAttention): the down-
+// projections and their norms are replicated ("duplicated"), the up-projections column-parallel
+// by heads.
+int64_t attention_params(const ModelConfig& m, const ShardWidths& w) {
   const int64_t h = m.d_model;
   const int64_t q = w.q_heads * m.head_dim;
+  const int64_t out = (m.attention_out_bias ? h : 0) + (m.qk_norm ? 2 * m.head_dim : 0);
+  if (m.mla) {
+    const MlaConfig& a = *m.mla;
+    const int64_t q_path =
+        a.q_lora_rank == 0 ? h * q : h * a.q_lora_rank + a.q_lora_rank + a.q_lora_rank * q;
+    return q_path + h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank +
+           a.kv_lora_rank * w.q_heads * (a.qk_nope_head_dim + a.v_head_dim) +
+           w.q_heads * a.v_head_dim * h + out;
+  }
   const int64_t kv = w.kv_heads * m.head_dim;
   const int64_t bias = m.attention_bias ? 1 : 0;
-  int64_t p = h * q + 2 * h * kv + q * h + bias * (q + 2 * kv + h);
-  p += 2 * norm_parameters(m);
-  if (m.moe) {
-    p += h * m.moe->num_experts;  // router, replicated
+  return h * q + 2 * h * kv + q * h + bias * (q + 2 * kv) + out;
+}
+
+// One layer's non-expert parameters on one TP rank: attention, norms and the dense MLP, or the
+// router (replicated) and the shared experts (split like a dense MLP; their gate replicated).
+// mlp_parameters(m, f/t) counts the row-parallel output bias (h) once per rank: it is
+// replicated, so that is right for every TP degree.
+int64_t dense_layer_params(const ModelConfig& m, const ShardWidths& w, int64_t layer) {
+  const int64_t h = m.d_model;
+  int64_t p = attention_params(m, w) + m.norms_per_layer * norm_parameters(m);
+  if (m.is_moe_layer(layer)) {
+    const MoeConfig& e = *m.moe;
+    p += h * e.num_experts + (e.router_bias ? e.num_experts : 0);
+    if (w.shared_d_ff > 0) {
+      p += mlp_parameters(m, w.shared_d_ff) + (e.shared_expert_gate ? h : 0);
+    }
   } else {
     p += mlp_parameters(m, w.d_ff);
   }
   return p;
 }
 
-// mlp_parameters(m, f/t) counts the row-parallel output bias (h) once per rank: it is
-// replicated, so that is right for every TP degree.
-int64_t expert_layer_params(const ModelConfig& m, const ParallelPlan& p, const ShardWidths& w) {
-  return m.moe ? (m.moe->num_experts / p.ep) * mlp_parameters(m, w.d_ff) : 0;
+int64_t expert_layer_params(const ModelConfig& m, const ParallelPlan& p, const ShardWidths& w,
+                            int64_t layer) {
+  return m.is_moe_layer(layer) ? (m.moe->num_experts / p.ep) * mlp_parameters(m, w.expert_d_ff) : 0;
 }
 
 StageParameters parameters_of(const ModelConfig& m, const ParallelPlan& p,
                               const StagePartition& s) {
   StageParameters out;
-  out.dense_per_layer = dense_layer_params(m, s.widths);
-  out.expert_per_layer = expert_layer_params(m, p, s.widths);
   for (const LayerRange& c : s.chunks) {
     out.layers += c.size();
+    for (int64_t layer = c.first; layer < c.end; ++layer) {
+      out.by_layer.push_back(LayerShare{
+          layer, dense_layer_params(m, s.widths, layer), expert_layer_params(m, p, s.widths, layer),
+          m.is_moe_layer(layer) ? std::optional(expert_load(m, p, layer)) : std::nullopt});
+    }
   }
   const int64_t vocab_table = s.widths.vocab * m.d_model;
   if (s.first) {
@@ -72,6 +106,14 @@ StageParameters parameters_of(const ModelConfig& m, const ParallelPlan& p,
     if (!m.tied_embeddings || !s.first) {
       out.head += vocab_table;
     }
+    // MTP modules sit after the last layer (DeepSeek-V3; Megatron-Core places them on the last
+    // stage): enorm, hnorm, eh_proj (column-parallel), a final norm and one MoE block.
+    if (m.mtp_layers > 0) {
+      const int64_t last = m.num_layers - 1;
+      out.mtp = m.mtp_layers *
+                (3 * norm_parameters(m) + 2 * m.d_model * m.d_model / p.tp +
+                 dense_layer_params(m, s.widths, last) + expert_layer_params(m, p, s.widths, last));
+    }
   }
   return out;
 }
@@ -79,9 +121,19 @@ StageParameters parameters_of(const ModelConfig& m, const ParallelPlan& p,
 StageActivations activations_of(const ModelConfig& m, const ParallelPlan& p,
                                 const StagePartition& s) {
   StageActivations out;
-  out.saved_per_layer = layer_activations(m, p).total();
   const Recompute materialised = p.recompute == Recompute::kFull ? Recompute::kNone : p.recompute;
-  out.materialised_per_layer = layer_activations(m, p, materialised).total();
+  for (const LayerRange& c : s.chunks) {
+    for (int64_t layer = c.first; layer < c.end; ++layer) {
+      // Megatron's block method: full recompute for the first N layers of the chunk only.
+      const bool full = p.recompute == Recompute::kFull &&
+                        (p.recompute_num_layers == 0 || layer - c.first < p.recompute_num_layers);
+      const Recompute policy =
+          full || p.recompute != Recompute::kFull ? p.recompute : Recompute::kNone;
+      out.by_layer.push_back(LayerSaved{layer, layer_activations(m, p, policy, layer).total(),
+                                        layer_activations(m, p, materialised, layer).total(),
+                                        full});
+    }
+  }
   const OutsideLayerActivations outside = outside_layer_activations(m, p, s.first, s.last);
   out.embedding = outside.embedding_dropout_mask;
   out.head = outside.final_norm_input + outside.lm_head_input + outside.logits;
@@ -104,6 +156,60 @@ StagePartition make_partition(const ModelConfig& m, const ParallelPlan& p, int64
 
 }  // namespace
 
+const LayerShare& StageParameters::of(int64_t layer) const {
+  for (const LayerShare& l : by_layer) {
+    if (l.layer == layer) {
+      return l;
+    }
+  }
+  SIM_CHECK(false, "layer {} is not on the stage", layer);
+  return by_layer.front();
+}
+
+int64_t StageParameters::dense() const {
+  int64_t sum = embedding + head + mtp;
+  for (const LayerShare& l : by_layer) {
+    sum += l.dense;
+  }
+  return sum;
+}
+
+int64_t StageParameters::expert() const {
+  int64_t sum = 0;
+  for (const LayerShare& l : by_layer) {
+    sum += l.expert;
+  }
+  return sum;
+}
+
+const LayerSaved& StageActivations::of(int64_t layer) const {
+  for (const LayerSaved& l : by_layer) {
+    if (l.layer == layer) {
+      return l;
+    }
+  }
+  SIM_CHECK(false, "layer {} is not on the stage", layer);
+  return by_layer.front();
+}
+
+Bytes StageActivations::saved_layers() const {
+  Bytes sum = Bytes::zero();
+  for (const LayerSaved& l : by_layer) {
+    sum += l.saved;
+  }
+  return sum;
+}
+
+Bytes StageActivations::max_materialised() const {
+  Bytes most = Bytes::zero();
+  for (const LayerSaved& l : by_layer) {
+    if (l.full_recompute) {
+      most = std::max(most, l.materialised);
+    }
+  }
+  return most;
+}
+
 ShardWidths shard_widths(const ModelConfig& m, const ParallelPlan& p) {
   validate_sharding(m, p);
   const int64_t t = p.tp;
@@ -111,6 +217,10 @@ ShardWidths shard_widths(const ModelConfig& m, const ParallelPlan& p) {
   w.q_heads = m.num_heads / t;
   w.kv_heads = m.num_kv_heads % t == 0 ? m.num_kv_heads / t : 1;
   w.d_ff = m.d_ff / t;
+  if (m.moe) {
+    w.expert_d_ff = m.moe->expert_d_ff / t;
+    w.shared_d_ff = m.moe->num_shared_experts * m.moe->shared_expert_d_ff / t;
+  }
   w.vocab = (m.vocab_size + t - 1) / t;
   return w;
 }

@@ -15,8 +15,8 @@
 
 namespace meshsim::workloads::detail {
 
-enum class GroupSlot : uint16_t { kTensor, kData, kExpert, kExpertData };
-inline constexpr size_t kNumGroupSlots = 4;
+enum class GroupSlot : uint16_t { kTensor, kData, kExpert, kExpertData, kShard, kReplica };
+inline constexpr size_t kNumGroupSlots = 6;
 
 struct GroupSlotInfo {
   GroupSlot slot;
@@ -34,6 +34,12 @@ inline constexpr std::array<GroupSlotInfo, kNumGroupSlots> kGroupSlots = {{
      [](const RankLayout& l, int64_t r) { return l.expert_group(r); }},
     {GroupSlot::kExpertData, CommKind::kData,
      [](const RankLayout& l, int64_t r) { return l.expert_dp_group(r); }},
+    // HSDP: ZeRO's shard group and the replicas across (without HSDP, both the DP x CP group,
+    // so that they add no groups; the stage builder uses them only with HSDP).
+    {GroupSlot::kShard, CommKind::kData,
+     [](const RankLayout& l, int64_t r) { return l.shard_group(r); }},
+    {GroupSlot::kReplica, CommKind::kData,
+     [](const RankLayout& l, int64_t r) { return l.replica_group(r); }},
 }};
 
 enum class PeerSlot : uint16_t { kPipelineNext, kPipelinePrevious, kContextNext, kContextPrevious };
@@ -99,6 +105,10 @@ enum class Stream : uint8_t {
   kContextSend,
   kContextReceive,
   kExpert,
+  // ZeRO-3 / FSDP parameter all-gathers, apart from the gradient reduce-scatters on kData, as
+  // FSDP and DeepSpeed issue them (FSDP's all-gather stream; DeepSpeed's prefetch stream), so
+  // that a prefetched gather never queues behind the previous layer's reduce-scatter.
+  kDataGather,
 };
 constexpr uint8_t index(Stream s) { return static_cast<uint8_t>(s); }
 

@@ -80,6 +80,9 @@ StackProfile llm_foundry_2023() {
       "gradient_clipping), FP8 through Transformer Engine v0.10 te.Linear (fc_type te; delayed "
       "scaling)";
   p.attention = AttentionKernel::kTriton;
+  // Composer's FSDPConfig default (composer/utils/parallelism.py), which the benchmark yamls'
+  // fsdp_config keeps.
+  p.backward_prefetch = BackwardPrefetch::kPost;
   return p;
 }
 
@@ -160,6 +163,7 @@ void apply_stack(ParallelPlan& plan, const StackProfile& profile, const StackOve
     plan.fp8_scaling = profile.fp8;
   }
   plan.step_work = profile.step;
+  plan.backward_prefetch = profile.backward_prefetch;
 }
 
 }  // namespace meshsim::workloads

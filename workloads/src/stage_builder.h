@@ -115,7 +115,7 @@ class StageBuilder {
   // A collective after the last kernel; `blocking`: the next kernel waits for it.
   OpId collective(const Scope& scope, const std::string& name, CommKind kind, CollectiveKind op,
                   Bytes bytes, bool blocking, std::optional<GroupSlot> slot = {},
-                  std::vector<MemoryEffect> memory = {});
+                  std::vector<MemoryEffect> memory = {}, std::optional<Stream> stream = {});
   OpId p2p(const Scope& scope, const std::string& name, bool send, PeerSlot peer, Tag tag,
            Bytes bytes, Stream stream);
   // A layer's items; `first_alloc` goes to its first kernel, `last_release` to its last.
@@ -136,8 +136,16 @@ class StageBuilder {
   void reduce(const Scope& scope, const GradientBucket& bucket);
   void gather_parameters_ahead();
   OpId zero3_gather(const Scope& scope, int64_t layer, bool blocking);
+  void replica_reduce(const Scope& scope, const std::string& name, int64_t params);
+  // ZeRO's collectives run on the HSDP shard group, or on DP x CP without HSDP.
+  std::optional<GroupSlot> shard_slot() const {
+    return p_.fsdp > 0 ? std::optional(GroupSlot::kShard) : std::nullopt;
+  }
   void finish(const Scope& last_pass);
   Bytes param_bytes(int64_t params) const { return Bytes::of(params * p_.state.weight); }
+  LayerContext layer_ctx(int64_t layer) const {
+    return LayerContext{ctx_.model, ctx_.plan, ctx_.stage, layer};
+  }
   Bytes grad_bytes(int64_t params) const { return Bytes::of(params * p_.state.gradient); }
 
   const ParallelPlan& p_;

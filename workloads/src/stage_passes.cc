@@ -39,12 +39,23 @@ Scope StageBuilder::pass_scope(const PipelinePass& pass, std::string prefix) con
                std::move(prefix)};
 }
 
-// ZeRO-3: the layer's parameters, gathered into a transient buffer.
+// ZeRO-3: the layer's parameters, gathered into a transient buffer on the gather stream.
 OpId StageBuilder::zero3_gather(const Scope& scope, int64_t layer, bool blocking) {
-  const Bytes full = param_bytes(part_.params.per_layer());
+  const Bytes full = param_bytes(part_.params.of(layer).total());
   return collective(scope, fmt::format("L{}.fsdp_allgather", layer), CommKind::kData,
-                    CollectiveKind::kAllGather, full, blocking, std::nullopt,
-                    {alloc(MemoryCategory::kCommBuffers, full)});
+                    CollectiveKind::kAllGather, full, blocking, shard_slot(),
+                    {alloc(MemoryCategory::kCommBuffers, full)}, Stream::kDataGather);
+}
+
+// HSDP: the sharded gradients of `params` all-reduced across the replicas of the shard group.
+void StageBuilder::replica_reduce(const Scope& scope, const std::string& name, int64_t params) {
+  if (p_.zero_replicas() == 1) {
+    return;
+  }
+  const int64_t shard = (params + p_.zero_shard_group() - 1) / p_.zero_shard_group();
+  dp_ops_.push_back(collective(scope, name + ".hsdp_allreduce", CommKind::kData,
+                               CollectiveKind::kAllReduce, grad_bytes(shard), false,
+                               GroupSlot::kReplica));
 }
 
 void StageBuilder::forward(const PipelinePass& pass) {
@@ -75,13 +86,13 @@ void StageBuilder::forward(const PipelinePass& pass) {
       if (layer + 1 < end) {
         prefetched = zero3_gather(in_layer, layer + 1, !p_.overlap.param_gather);
       }
-      drop = release(MemoryCategory::kCommBuffers, param_bytes(part_.params.per_layer()));
+      drop = release(MemoryCategory::kCommBuffers, param_bytes(part_.params.of(layer).total()));
     } else if (const auto it = param_gathers_.find(layer); it != param_gathers_.end()) {
       stream_.next_waits_for(it->second);  // the step's first forward of the layer only
       param_gathers_.erase(it);
     }
-    emit(in_layer, layer_forward(ctx_),
-         alloc(MemoryCategory::kActivations, part_.activations.saved_per_layer), drop);
+    emit(in_layer, layer_forward(layer_ctx(layer)),
+         alloc(MemoryCategory::kActivations, part_.activations.of(layer).saved), drop);
   }
   if (last_virtual(chunk)) {
     emit(scope, head_forward(ctx_), alloc(MemoryCategory::kActivations, part_.activations.head),
@@ -120,17 +131,31 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
   }
   const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
   const bool zero3 = p_.zero == ZeroStage::kParameters;
-  const bool full_recompute = p_.recompute == Recompute::kFull;
-  const Bytes saved = part_.activations.saved_per_layer;
-  const Bytes materialised = part_.activations.materialised_per_layer;
+  // ZeRO-3: the next (lower) layer's gather is issued on the gather stream as this layer's
+  // backward starts (BackwardPrefetch::kPre: FSDP's BACKWARD_PRE, DeepSpeed's prefetch), so that
+  // it runs beside this layer's compute, or after it (kPost); either way not behind its
+  // reduce-scatter. The first gather of the chunk blocks.
+  const bool prefetch_pre = p_.backward_prefetch == BackwardPrefetch::kPre;
+  std::optional<OpId> prefetched;
   for (int64_t layer = end - 1; layer >= first; --layer) {
+    const Bytes saved = part_.activations.of(layer).saved;
+    const Bytes materialised = part_.activations.of(layer).materialised;
+    const bool full_recompute = part_.activations.of(layer).full_recompute;
     const Scope in_layer = scope.in_layer(layer, fmt::format("bwd.L{}.", layer));
     if (zero3) {
-      zero3_gather(in_layer, layer, true);
+      if (prefetched) {
+        stream_.next_waits_for(*prefetched);
+      } else {
+        zero3_gather(in_layer, layer, true);
+      }
+      prefetched.reset();
+      if (layer > first && prefetch_pre) {
+        prefetched = zero3_gather(in_layer, layer - 1, !p_.overlap.param_gather);
+      }
     }
     if (full_recompute) {
-      emit(scope.in_layer(layer, fmt::format("recompute.L{}.", layer)), layer_forward(ctx_),
-           alloc(MemoryCategory::kActivations, materialised), {});
+      emit(scope.in_layer(layer, fmt::format("recompute.L{}.", layer)),
+           layer_forward(layer_ctx(layer)), alloc(MemoryCategory::kActivations, materialised), {});
     }
     Bytes freed = Bytes::zero();
     if (with_weights) {
@@ -142,20 +167,28 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
     if (freed > Bytes::zero()) {
       last_release = release(MemoryCategory::kActivations, freed);
     }
-    std::vector<LayerItem> items = layer_backward(ctx_);
+    if (p_.recompute == Recompute::kDots) {
+      emit(scope.in_layer(layer, fmt::format("recompute.L{}.", layer)),
+           recompute_elementwise(layer_ctx(layer)), {}, {});
+    }
+    std::vector<LayerItem> items = layer_backward(layer_ctx(layer));
     if (!with_weights) {
       items = without_weight_gradients(std::move(items));
     }
     emit(in_layer, items, {}, last_release);
+    if (zero3 && layer > first && !prefetch_pre) {
+      prefetched = zero3_gather(in_layer, layer - 1, !p_.overlap.param_gather);
+    }
     if (zero3) {
       // The gathered layer is dropped after its backward; its gradients are reduce-scattered
       // after every microbatch (FSDP without no_sync).
-      const int64_t params = part_.params.per_layer();
+      const int64_t params = part_.params.of(layer).total();
       collective(in_layer, fmt::format("L{}.fsdp_reducescatter", layer), CommKind::kData,
-                 CollectiveKind::kReduceScatter, grad_bytes(params), false, std::nullopt,
+                 CollectiveKind::kReduceScatter, grad_bytes(params), false, shard_slot(),
                  {release(MemoryCategory::kCommBuffers, param_bytes(params))});
+      replica_reduce(in_layer, fmt::format("L{}", layer), params);
     } else if (reduce_grads) {
-      grads_ready(in_layer, part_.params.dense_per_layer, part_.params.expert_per_layer);
+      grads_ready(in_layer, part_.params.of(layer).dense, part_.params.of(layer).expert);
     }
   }
   if (first_virtual(chunk)) {
@@ -192,14 +225,14 @@ void StageBuilder::weights(const PipelinePass& pass, bool last_for_chunk) {
     const Scope in_layer = scope.in_layer(layer, fmt::format("wgrad.L{}.", layer));
     // The last weight gradient of the pass also releases the embedding's activations (its
     // scatter-add ran with the input gradients).
-    Bytes freed = part_.activations.materialised_per_layer;
+    Bytes freed = part_.activations.of(layer).materialised;
     if (layer == first && first_virtual(chunk)) {
       freed += part_.activations.embedding;
     }
-    emit(in_layer, only_weight_gradients(layer_backward(ctx_)), {},
+    emit(in_layer, only_weight_gradients(layer_backward(layer_ctx(layer))), {},
          release(MemoryCategory::kActivations, freed));
     if (last_for_chunk) {
-      grads_ready(in_layer, part_.params.dense_per_layer, part_.params.expert_per_layer);
+      grads_ready(in_layer, part_.params.of(layer).dense, part_.params.of(layer).expert);
     }
   }
   if (first_virtual(chunk) && last_for_chunk) {
@@ -225,8 +258,10 @@ void StageBuilder::reduce(const Scope& scope, const GradientBucket& bucket) {
   const CollectiveKind op =
       p_.zero == ZeroStage::kNone ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
   if (bucket.dense > 0 && p_.dense_grad_group() > 1) {
-    dp_ops_.push_back(collective(scope, fmt::format("grad_bucket{}.{}", bucket.index, to_string(op)),
-                                 CommKind::kData, op, grad_bytes(bucket.dense), false));
+    dp_ops_.push_back(
+        collective(scope, fmt::format("grad_bucket{}.{}", bucket.index, to_string(op)),
+                   CommKind::kData, op, grad_bytes(bucket.dense), false, shard_slot()));
+    replica_reduce(scope, fmt::format("grad_bucket{}", bucket.index), bucket.dense);
   }
   if (bucket.expert > 0 && p_.expert_grad_group() > 1) {
     dp_ops_.push_back(
@@ -251,7 +286,7 @@ void StageBuilder::gather_parameters_ahead() {
     }
     const OpId ag = collective(Scope{}, fmt::format("param_gather{}", param_gathers_.size()),
                                CommKind::kData, CollectiveKind::kAllGather, param_bytes(pending),
-                               !p_.overlap.param_gather);
+                               !p_.overlap.param_gather, shard_slot());
     dp_ops_.push_back(ag);
     for (const int64_t l : layers) {
       param_gathers_[l] = ag;
@@ -262,7 +297,7 @@ void StageBuilder::gather_parameters_ahead() {
   pending += part_.params.embedding;
   for (const LayerRange& chunk : part_.chunks) {
     for (int64_t layer = chunk.first; layer < chunk.end; ++layer) {
-      pending += part_.params.per_layer();
+      pending += part_.params.of(layer).total();
       layers.push_back(layer);
       if (param_bytes(pending) >= p_.grad_bucket) {
         gather();
@@ -299,16 +334,16 @@ void StageBuilder::finish(const Scope& last_pass) {
   }
   if (p_.zero != ZeroStage::kNone) {
     for (int64_t& t : tensors) {
-      t = (t + p_.dense_grad_group() - 1) / p_.dense_grad_group();
+      t = (t + p_.zero_shard_group() - 1) / p_.zero_shard_group();
     }
   }
   const int64_t local_params = std::accumulate(tensors.begin(), tensors.end(), int64_t{0});
-  int64_t stage_layers = 0;
-  for (const LayerRange& chunk : part_.chunks) {
-    stage_layers += chunk.end - chunk.first;
+  // The weights FP8 GEMMs read: the stage's layers (their local experts too) and MTP modules.
+  int64_t layer_weights = part_.params.mtp;
+  for (const LayerShare& l : part_.params.by_layer) {
+    layer_weights += l.total();
   }
-  for (const KernelSpec& k :
-       step_work(ctx_, local_params, stage_layers * part_.params.per_layer())) {
+  for (const KernelSpec& k : step_work(ctx_, local_params, layer_weights)) {
     compute(step, k);
   }
   for (const KernelSpec& k : optimizer_step(tensors, p_.state, p_.optimizer_kernels)) {

@@ -52,11 +52,12 @@ OpId StageBuilder::compute(const Scope& scope, const KernelSpec& k,
 
 OpId StageBuilder::collective(const Scope& scope, const std::string& name, CommKind kind,
                               CollectiveKind coll, Bytes bytes, bool blocking,
-                              std::optional<GroupSlot> slot, std::vector<MemoryEffect> memory) {
+                              std::optional<GroupSlot> slot, std::vector<MemoryEffect> memory,
+                              std::optional<Stream> stream) {
   Op op;
   op.name = scope.prefix + name;
   op.memory = std::move(memory);
-  op.stream = index(stream_of(kind));
+  op.stream = index(stream.value_or(stream_of(kind)));
   op.work = CollectiveWork{coll, bytes, index(slot.value_or(group_slot_for(kind)))};
   op.labels = scope.labels;
   op.labels.category = category_of(kind);

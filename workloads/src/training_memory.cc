@@ -22,8 +22,8 @@ TrainingMemory training_memory(const StagePartition& s, const ParallelPlan& plan
     throw InfeasibleError(fmt::format("in-flight microbatches must be >= 1, got {}", in_flight));
   }
   const StageParameters& p = s.params;
-  const int64_t dp = plan.dense_grad_group();
-  const int64_t expert_dp = dp / plan.ep;
+  const int64_t dp = plan.zero_shard_group();
+  const int64_t expert_dp = plan.dense_grad_group() / plan.ep;
   const int zero = static_cast<int>(plan.zero);
   const auto state = [&](int64_t bytes_per_param, int from_stage) {
     const bool sharded = zero >= from_stage;
@@ -35,9 +35,9 @@ TrainingMemory training_memory(const StagePartition& s, const ParallelPlan& plan
   mem.gradients = state(plan.state.gradient, 2);
   mem.optimizer_states = state(plan.state.optimizer, 1);
   const StageActivations& a = s.activations;
-  mem.activations = (a.saved_per_layer * p.layers + a.outside()) * in_flight;
+  mem.activations = (a.saved_layers() + a.outside()) * in_flight;
   if (plan.recompute == Recompute::kFull) {
-    mem.activations += a.materialised_per_layer;  // the backward's working set
+    mem.activations += a.max_materialised();  // the backward's working set
   }
   return mem;
 }

@@ -55,6 +55,7 @@ struct StepReport {
   Bytes memory_capacity;
   bool oom = false;
   std::string oom_stage;  // which stage does not fit, when oom
+  std::vector<std::string> caveats;  // workloads::plan_caveats: plans no framework runs
 
   struct Stage {
     int64_t stage = 0;

@@ -1,24 +1,44 @@
 // A transformer's architecture: the hyperparameters that decide parameter counts, FLOPs, memory
 // and the shapes of every op meshsim plans. Nothing about hardware or parallelism lives here.
 //
-// Three families are modelled exactly:
-//   llama    pre-norm decoder, RMSNorm, RoPE (no position table), gated SwiGLU MLP, GQA
-//   mixtral  llama with the MLP replaced by a top-k routed mixture of SwiGLU experts
-//   gpt2     pre-norm decoder, LayerNorm, learned absolute positions, GeLU MLP, biases (also GPT-3,
-//            whose dense layers have the same parameters; its banded sparse attention does not
-//            change the count)
+// One decoder-only block with the variants of the models trained today:
+//   attention  multi-head (MHA, kv heads == heads), grouped-query (GQA), multi-query (MQA, one kv
+//              head), or DeepSeek's multi-head latent attention (MLA: low-rank Q and KV
+//              projections, a compressed KV cache); head_dim may differ from d_model / heads
+//              (Gemma, Qwen3); optional QK norms (Qwen3, Gemma-3); a sliding window on all layers
+//              (Mistral) or on a repeating local/global pattern (Gemma-2 1:1, Gemma-3 5:1);
+//              biases on Q, K, V and, separately, on the output projection (Qwen2: QKV only)
+//   MLP        gated (SwiGLU, GeGLU: three matrices) or plain (GeLU, squared ReLU: two)
+//   block      sequential (x + attn, then + mlp) or parallel (GPT-NeoX, Falcon: attention and MLP
+//              read the same input; one tensor-parallel reduction per layer); 1, 2 or 4 norms
+//   MoE        top-k routed experts of their own width, shared experts (DeepSeek, Qwen-MoE), a
+//              sigmoid gate on the shared expert (Qwen2-MoE), a router bias vector (DeepSeek-V3's
+//              aux-loss-free e_score_correction_bias), the first k layers dense (DeepSeek)
+//   MTP        DeepSeek-V3's multi-token prediction modules (one extra block and an extra LM head
+//              pass per depth in training; their parameters are counted apart from the model's)
 //
 // Loading (`load_model`): a preset name (workloads/models/*.json, compiled into the library), a
 // path to a meshsim model JSON (strict schema, every field below, unknown keys are errors), or a
-// path to a Hugging Face config.json (recognised by its "model_type"; unknown keys are ignored).
-// Every error is an InputError naming the file, the JSON pointer and what was expected.
+// path to a Hugging Face config.json (recognised by its "model_type"; hf_config.cc lists the
+// model_types and fields read; unknown model_types and fields that may change the cost are errors,
+// fields that do not are named in `ignored_fields`). Every error is an InputError naming the file,
+// the JSON pointer and what was expected.
 //
 // The meshsim schema (workloads/models/llama3-70b.json is an example):
-//   name (optional, default: file stem), source (optional), architecture: llama|mixtral|gpt2,
-//   num_layers, d_model, num_heads, num_kv_heads, head_dim (optional: d_model / num_heads, which
-//   must then divide), d_ff, vocab_size, max_position_embeddings, mlp: swiglu|gelu,
-//   norm: rmsnorm|layernorm, position_embedding: rope|learned|alibi, attention_bias, mlp_bias,
-//   tied_embeddings, dropout (booleans), moe: {num_experts, experts_per_token} (mixtral only).
+//   name (optional, default: file stem), source (optional), architecture (the family, see
+//   enum_names(Architecture)), num_layers, d_model, num_heads, num_kv_heads, head_dim (optional:
+//   d_model / num_heads, which must then divide), d_ff (dense MLP width), vocab_size,
+//   max_position_embeddings, mlp: swiglu|geglu|gelu|relu2, norm: rmsnorm|layernorm,
+//   position_embedding: rope|learned|alibi, attention_bias (Q, K, V and output), mlp_bias,
+//   tied_embeddings, dropout (booleans). Optional, with their defaults:
+//   attention_out_bias (= attention_bias), qk_norm (false), norms_per_layer (2; 1 or 4),
+//   parallel_blocks (false), logit_softcapping (false; recorded, no FLOPs: Gemma-2's tanh caps),
+//   sliding_window: {size, pattern: [bool...]} (layer i is windowed iff pattern[i % len]),
+//   mla: {q_lora_rank (0: no Q compression), kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
+//   v_head_dim}, mtp_layers (0),
+//   moe: {num_experts, experts_per_token, expert_d_ff (= d_ff), num_shared_experts (0),
+//   shared_expert_d_ff (each shared expert's width; = expert_d_ff), shared_expert_gate (false),
+//   router_bias (false), first_dense_layers (0)}.
 #pragma once
 
 #include <cstdint>
@@ -33,9 +53,31 @@ namespace meshsim::workloads {
 
 using meshsim::to_string;
 
-enum class Architecture { kLlama, kMixtral, kGpt2 };
-// kGated: SwiGLU, three d x d_ff matrices (gate, up, down). kGelu: two (fc1, fc2).
-enum class MlpKind { kGated, kGelu };
+// The family a model belongs to (its Hugging Face model_type). It decides which variants the
+// schema may combine: MoE families need a moe section, dense ones must not have one, and only
+// the DeepSeek family has MLA.
+enum class Architecture {
+  kLlama,
+  kMixtral,
+  kGpt2,
+  kMistral,
+  kQwen2,
+  kQwen2Moe,
+  kQwen3,
+  kQwen3Moe,
+  kGemma,
+  kGemma2,
+  kGemma3,
+  kPhi3,
+  kGptNeox,
+  kFalcon,
+  kNemotron,
+  kDeepseekV2,
+  kDeepseekV3,
+};
+// kGated: SwiGLU / GeGLU, three d x d_ff matrices (gate, up, down). kGelu / kRelu2: two (fc1,
+// fc2); kRelu2 is Nemotron's squared ReLU.
+enum class MlpKind { kGated, kGelu, kGeglu, kRelu2 };
 // kRmsNorm: one weight vector of d. kLayerNorm: weight and bias, 2d.
 enum class NormKind { kRmsNorm, kLayerNorm };
 // kRope: rotary, no parameters. kLearned: a max_position_embeddings x d_model table (GPT-2/3).
@@ -43,11 +85,30 @@ enum class NormKind { kRmsNorm, kLayerNorm };
 // 2022; MPT), no parameters and no kernel of its own.
 enum class PositionKind { kRope, kLearned, kAlibi };
 constexpr auto enum_names(Architecture) {
-  return std::to_array<EnumName<Architecture>>(
-      {{Architecture::kLlama, "llama"}, {Architecture::kMixtral, "mixtral"}, {Architecture::kGpt2, "gpt2"}});
+  using A = Architecture;
+  return std::to_array<EnumName<A>>({{A::kLlama, "llama"},
+                                     {A::kMixtral, "mixtral"},
+                                     {A::kGpt2, "gpt2"},
+                                     {A::kMistral, "mistral"},
+                                     {A::kQwen2, "qwen2"},
+                                     {A::kQwen2Moe, "qwen2_moe"},
+                                     {A::kQwen3, "qwen3"},
+                                     {A::kQwen3Moe, "qwen3_moe"},
+                                     {A::kGemma, "gemma"},
+                                     {A::kGemma2, "gemma2"},
+                                     {A::kGemma3, "gemma3"},
+                                     {A::kPhi3, "phi3"},
+                                     {A::kGptNeox, "gpt_neox"},
+                                     {A::kFalcon, "falcon"},
+                                     {A::kNemotron, "nemotron"},
+                                     {A::kDeepseekV2, "deepseek_v2"},
+                                     {A::kDeepseekV3, "deepseek_v3"}});
 }
 constexpr auto enum_names(MlpKind) {
-  return std::to_array<EnumName<MlpKind>>({{MlpKind::kGated, "swiglu"}, {MlpKind::kGelu, "gelu"}});
+  return std::to_array<EnumName<MlpKind>>({{MlpKind::kGated, "swiglu"},
+                                           {MlpKind::kGelu, "gelu"},
+                                           {MlpKind::kGeglu, "geglu"},
+                                           {MlpKind::kRelu2, "relu2"}});
 }
 constexpr auto enum_names(NormKind) {
   return std::to_array<EnumName<NormKind>>(
@@ -60,9 +121,39 @@ constexpr auto enum_names(PositionKind) {
        {PositionKind::kAlibi, "alibi"}});
 }
 
+// Three matrices (gate, up, down) or two (up, down).
+constexpr bool is_gated(MlpKind k) { return k == MlpKind::kGated || k == MlpKind::kGeglu; }
+// Architectures whose MLPs are routed experts.
+bool is_moe_family(Architecture a);
+
 struct MoeConfig {
-  int64_t num_experts = 0;        // experts per MoE layer (HF num_local_experts)
-  int64_t experts_per_token = 0;  // top-k (HF num_experts_per_tok); 1 <= k <= num_experts
+  int64_t num_experts = 0;          // routed experts per MoE layer (HF num_local_experts)
+  int64_t experts_per_token = 0;    // top-k (HF num_experts_per_tok); 1 <= k <= num_experts
+  int64_t expert_d_ff = 0;          // one routed expert's inner width (HF moe_intermediate_size)
+  int64_t num_shared_experts = 0;   // experts every token passes through (DeepSeek, Qwen-MoE)
+  int64_t shared_expert_d_ff = 0;   // one shared expert's inner width
+  bool shared_expert_gate = false;  // Qwen2-MoE: sigmoid(Linear(d, 1)) scales the shared expert
+  bool router_bias = false;         // DeepSeek-V3 noaux_tc: an E-vector added to the scores
+  int64_t first_dense_layers = 0;   // layers [0, k) have a dense MLP of width d_ff
+};
+
+// Multi-head latent attention (DeepSeek-V2, Liu et al. 2024, Sec. 2.1): Q through a rank
+// q_lora_rank bottleneck (or directly when 0), K and V decompressed from a shared latent of
+// kv_lora_rank plus one RoPE key of qk_rope_head_dim shared by all heads. Heads score over
+// qk_nope_head_dim + qk_rope_head_dim and output v_head_dim.
+struct MlaConfig {
+  int64_t q_lora_rank = 0;
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+  int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
+};
+
+// Layer i attends to at most `size` previous tokens iff pattern[i % pattern.size()].
+struct SlidingWindow {
+  int64_t size = 0;
+  std::vector<bool> pattern;
 };
 
 struct ModelConfig {
@@ -72,23 +163,48 @@ struct ModelConfig {
   int64_t num_layers = 0;
   int64_t d_model = 0;       // hidden size h
   int64_t num_heads = 0;     // query heads a
-  int64_t num_kv_heads = 0;  // key/value heads (GQA); == num_heads for multi-head attention
-  int64_t head_dim = 0;      // usually d_model / num_heads, but may differ when given explicitly
-  int64_t d_ff = 0;          // MLP inner size (per expert for MoE)
+  int64_t num_kv_heads = 0;  // key/value heads (GQA); == num_heads for MHA; MLA: == num_heads
+  int64_t head_dim = 0;      // usually d_model / num_heads, but may differ when given explicitly;
+                             // MLA: the Q/K head dim, qk_nope_head_dim + qk_rope_head_dim
+  int64_t d_ff = 0;          // dense MLP inner size (Mixtral: also the experts')
   int64_t vocab_size = 0;
   int64_t max_position_embeddings = 0;
   MlpKind mlp = MlpKind::kGated;
   NormKind norm = NormKind::kRmsNorm;
   PositionKind positions = PositionKind::kRope;
-  bool attention_bias = false;   // biases on Q, K, V and the output projection
-  bool mlp_bias = false;         // biases on every MLP matrix
-  bool tied_embeddings = false;  // LM head shares the token embedding matrix
-  bool dropout = false;          // attention-probability and residual dropout used in training
+  bool attention_bias = false;      // biases on Q, K and V
+  bool attention_out_bias = false;  // bias on the output projection
+  bool mlp_bias = false;            // biases on every MLP matrix
+  bool tied_embeddings = false;     // LM head shares the token embedding matrix
+  bool dropout = false;             // attention-probability and residual dropout in training
+  bool qk_norm = false;             // RMSNorm over head_dim on Q and K (Qwen3, Gemma-3)
+  int64_t norms_per_layer = 2;      // 1 (Falcon-7B parallel), 2 (pre-norm), 4 (Gemma-2/3 sandwich)
+  bool parallel_blocks = false;     // attention and MLP in parallel from one input
+  bool logit_softcapping = false;   // tanh caps on attention scores / logits (Gemma-2)
+  int64_t mtp_layers = 0;           // multi-token prediction depth (DeepSeek-V3: 1)
+  std::optional<SlidingWindow> sliding_window;
+  std::optional<MlaConfig> mla;
   std::optional<MoeConfig> moe;  // absent: dense MLP
+  // Parameters of a multimodal checkpoint outside the language model (Gemma 3's SigLIP vision
+  // tower and projector): in its published total, not simulated (text-only training).
+  int64_t vision_parameters = 0;
+  // Fields of an imported config that do not change the cost, named so that nothing is dropped
+  // silently (JSON pointers, sorted, with the reason where it is not obvious). Empty for
+  // meshsim's own schema.
+  std::vector<std::string> ignored_fields;
 
-  int64_t q_dim() const { return num_heads * head_dim; }      // width of Q and attention output
-  int64_t kv_dim() const { return num_kv_heads * head_dim; }  // width of K and of V
+  // Widths (all heads) of Q, of K, of V and of the attention output. MLA: K is per head too
+  // (num_kv_heads == num_heads), and V and the output have v_head_dim per head.
+  int64_t q_dim() const { return num_heads * head_dim; }
+  int64_t kv_dim() const { return num_kv_heads * head_dim; }
+  int64_t v_dim() const { return mla ? num_heads * mla->v_head_dim : kv_dim(); }
+  int64_t attention_out_dim() const { return mla ? num_heads * mla->v_head_dim : q_dim(); }
   bool is_moe() const { return moe.has_value(); }
+  // Layer i (0-based) routes to experts: an MoE model past its first dense layers.
+  bool is_moe_layer(int64_t layer) const { return moe && layer >= moe->first_dense_layers; }
+  int64_t num_moe_layers() const { return moe ? num_layers - moe->first_dense_layers : 0; }
+  // Keys layer i attends to at most: its window, or 0 (the whole causal prefix).
+  int64_t attention_window(int64_t layer) const;
 };
 
 // Names of the built-in presets, sorted: gpt2-small, gpt3-175b, llama3-405b, llama3-70b,
@@ -106,7 +222,7 @@ ModelConfig parse_model(const nlohmann::json& value, const std::string& source);
 
 // Checks the invariants every loader guarantees (throws InputError against `source`, pointing at
 // the offending field of the meshsim schema): positive sizes; num_heads divisible by
-// num_kv_heads; top-k <= experts; MoE iff architecture is mixtral.
+// num_kv_heads; top-k <= experts; MoE iff the family is an MoE family; MLA only in DeepSeek.
 void validate_model(const ModelConfig& model, const std::string& source);
 
 }  // namespace meshsim::workloads

@@ -69,10 +69,18 @@ constexpr auto enum_names(AttentionKernel) {
 }
 // The fused implementation of `k` (std::nullopt for naive attention).
 std::optional<AttentionImpl> fused_attention(AttentionKernel k);
-enum class Recompute { kNone, kSelective, kFull };
+// Activation recompute, as frameworks name it: none; Megatron's selective (the attention core);
+// full (each layer keeps its input and re-runs its forward in the backward; Megatron's
+// --recompute-granularity full, with recompute_num_layers for its block method); dots (JAX's
+// checkpoint_dots, MaxText remat_policy "minimal": the outputs of the matmuls are saved, the
+// norms and activation functions between them are recomputed in the backward).
+enum class Recompute { kNone, kSelective, kFull, kDots };
 constexpr auto enum_names(Recompute) {
-  return std::to_array<EnumName<Recompute>>(
-      {{Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}});
+  return std::to_array<EnumName<Recompute>>({{Recompute::kNone, "none"},
+                                             {Recompute::kSelective, "selective"},
+                                             {Recompute::kFull, "full"},
+                                             {Recompute::kDots, "dots"},
+                                             {Recompute::kDots, "minimal"}});
 }
 enum class ZeroStage { kNone = 0, kOptimizerStates = 1, kGradients = 2, kParameters = 3 };
 
@@ -137,6 +145,9 @@ struct ParallelPlan {
   int64_t gbs = 1;
   int64_t seq = 0;
   Recompute recompute = Recompute::kNone;
+  // Full recompute only for the first N layers of each model chunk (Megatron's
+  // --recompute-method block --recompute-num-layers N); the others keep their activations. 0: all.
+  int64_t recompute_num_layers = 0;
   Dtype matmul_dtype = Dtype::kBf16;
   // Bytes per activation element: 2 in bf16 mixed precision (also with fp8 GEMMs), 4 when
   // training in fp32 or tf32. set_training_dtype keeps it consistent with matmul_dtype and state.
@@ -149,8 +160,21 @@ struct ParallelPlan {
   Stack stack = Stack::kMegatron;
   Fp8Scaling fp8_scaling = Fp8Scaling::kDelayed;  // FP8 runs: how tensors are scaled
   StepWork step_work;                             // per-step work outside the layers
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::kPre;  // ZeRO-3's backward gathers
   double capacity_factor = 1.0;        // MoE: expert capacity / balanced share (>= 1)
-  std::vector<int64_t> stage_layers;   // layers per pipeline stage; empty = even split
+  // MoE routing (expert_load.h): absent, every expert gets its balanced share; sigma >= 0, a
+  // seeded draw with lognormal(sigma) expert popularity (0: a uniform router's sampling noise).
+  std::optional<double> moe_load_skew;
+  bool moe_drop_tokens = false;  // tokens beyond the capacity factor skip the expert
+  int64_t moe_seed = 0;          // seeds the draw of moe_load_skew
+  // HSDP / hybrid sharding (PyTorch HSDP, MaxText ici_fsdp x dcn_data_parallelism): ZeRO shards
+  // over groups of `fsdp` consecutive DP ranks (inside a node when TP x CP x fsdp fits one), and
+  // the dp / fsdp groups replicate each other, all-reducing the sharded gradients across. 0: ZeRO
+  // shards over all of DP x CP. dp stays the total data-parallel degree.
+  int64_t fsdp = 0;
+  // Layers per pipeline stage, or with vpp > 1 per virtual stage (chunk-major: v = c * pp + s);
+  // empty = even split.
+  std::vector<int64_t> stage_layers;
   std::array<Axis, kNumAxes> order = {Axis::kTensor, Axis::kContext, Axis::kData, Axis::kPipeline};
   OverlapOptions overlap;
   // Gradient bucket: Megatron-LM DDP buckets 40M elements (distributed/distributed_data_parallel.py,
@@ -173,6 +197,10 @@ struct ParallelPlan {
   // ranks hold the same parameters); and the expert gradients: the DP / EP ranks with the same
   // experts.
   int64_t dense_grad_group() const { return dp * cp; }
+  // Ranks the ZeRO-sharded dense state is split over: the HSDP shard group x CP, or DP x CP.
+  int64_t zero_shard_group() const { return (fsdp > 0 ? fsdp : dp) * cp; }
+  // Replicas of the sharded state (HSDP), whose gradients are all-reduced across: dp / fsdp.
+  int64_t zero_replicas() const { return fsdp > 0 ? dp / fsdp : 1; }
   int64_t expert_grad_group() const { return dp / ep; }
 };
 
@@ -186,6 +214,10 @@ struct ParallelPlan {
 // (pipeline.h). Whether the degrees fit the cluster is the
 // composition root's check (workloads knows no hardware).
 void validate_plan(const ModelConfig& model, const ParallelPlan& plan);
+// Combinations meshsim simulates but no framework runs, or runs only with a caveat, each as one
+// sentence naming the frameworks (empty when there is none): reports print them, so that a plan
+// nobody could launch is not taken for one that somebody can.
+std::vector<std::string> plan_caveats(const ModelConfig& model, const ParallelPlan& plan);
 // The part of validate_plan that decides how the model splits over the ranks (what partition.h
 // needs): sizes, TP, SP, CP, PP, VPP, EP and the schedule's rules, without the rules on
 // combinations (precision, recompute with zb, eager kernels with CP, ZeRO without DP, learned
@@ -215,11 +247,17 @@ class RankLayout {
   std::vector<int64_t> dp_cp_group(int64_t rank) const;
   std::vector<int64_t> expert_group(int64_t rank) const;       // EP consecutive DP indices
   std::vector<int64_t> expert_dp_group(int64_t rank) const;    // same EP position, other blocks
+  // HSDP (plan.fsdp > 0): the ZeRO shard group, fsdp consecutive DP indices (x CP), and the
+  // replica group, the ranks at the same position of the other shard groups. Without HSDP both
+  // are the DP x CP group (ZeRO shards over all of it, and there is no replica group).
+  std::vector<int64_t> shard_group(int64_t rank) const;
+  std::vector<int64_t> replica_group(int64_t rank) const;
 
  private:
   std::array<int64_t, kNumAxes> size_{};
   std::array<int64_t, kNumAxes> stride_{};
   int64_t ep_ = 1;
+  int64_t fsdp_ = 0;
   int64_t world_ = 1;
 };
 

@@ -3,8 +3,9 @@
 // (src/stage_*.cc) all read a stage's facts from its StagePartition; none derives them again.
 //
 // Layers: stage s holds plan.stage_layers[s] consecutive layers when the plan states an uneven
-// split, else L / PP; with VPP > 1 (interleaved, even split) chunk c of stage s is virtual stage
-// c * PP + s and holds layers [v * L/(PP*VPP), (v + 1) * L/(PP*VPP)).
+// split, else L / PP; with VPP > 1 (interleaved) chunk c of stage s is virtual stage
+// v = c * PP + s and holds layers [v * L/(PP*VPP), (v + 1) * L/(PP*VPP)), or with an uneven split
+// plan.stage_layers[v] layers after those of the virtual stages before it.
 //
 // Parameters held by one rank of the stage before ZeRO sharding (Megatron-LM layout, Shoeybi et al.
 // 2019, Narayanan et al. 2021): Q, K, V, gate/up and fc1 are column-parallel (weights and biases
@@ -23,9 +24,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "meshsim/sim/units.h"
+#include "meshsim/workloads/expert_load.h"
 #include "meshsim/workloads/model.h"
 #include "meshsim/workloads/parallel.h"
 
@@ -35,7 +38,9 @@ namespace meshsim::workloads {
 struct ShardWidths {
   int64_t q_heads = 0;   // a / t
   int64_t kv_heads = 0;  // g / t, or 1 when t > g (replicated)
-  int64_t d_ff = 0;      // f / t
+  int64_t d_ff = 0;      // f / t (the dense MLP)
+  int64_t expert_d_ff = 0;  // f_e / t (one routed expert; 0 for dense models)
+  int64_t shared_d_ff = 0;  // n_s * f_s / t (the shared experts as one MLP; 0 without)
   int64_t vocab = 0;     // ceil(V / t)
 };
 
@@ -52,26 +57,47 @@ struct LayerRange {
   int64_t size() const { return end - first; }
 };
 
+// One layer's parameters on one rank of the stage, and, for an MoE layer, the tokens its
+// experts receive (expert_load.h: drawn once per plan and layer).
+struct LayerShare {
+  int64_t layer = 0;   // global index
+  int64_t dense = 0;   // non-expert parameters (attention, norms, dense MLP or router, shared)
+  int64_t expert = 0;  // expert parameters (E / EP routed experts)
+  std::optional<ExpertLoad> load;
+  int64_t total() const { return dense + expert; }
+};
+
 struct StageParameters {
-  int64_t dense_per_layer = 0;   // one layer's non-expert parameters
-  int64_t expert_per_layer = 0;  // one layer's expert parameters (E / EP experts)
+  std::vector<LayerShare> by_layer;  // the stage's layers, chunk by chunk
   int64_t embedding = 0;         // token and position tables (stage 0)
   int64_t head = 0;              // final norm and LM head or its tied copy (last stage)
+  int64_t mtp = 0;               // multi-token prediction modules (last stage)
   int64_t layers = 0;            // layers on the stage (all chunks)
 
-  int64_t per_layer() const { return dense_per_layer + expert_per_layer; }
-  int64_t dense() const { return layers * dense_per_layer + embedding + head; }
-  int64_t expert() const { return layers * expert_per_layer; }
+  // Layer `layer` of the stage (InternalError if the stage does not hold it).
+  const LayerShare& of(int64_t layer) const;
+  int64_t dense() const;  // all non-expert parameters of the stage, embedding, head and MTP too
+  int64_t expert() const;
   int64_t total() const { return dense() + expert(); }
 };
 
+// What one layer of the stage keeps for its backward, per microbatch on one rank.
+struct LayerSaved {
+  int64_t layer = 0;
+  // Kept from its forward to its backward under the plan's recompute policy (full recompute:
+  // only its input).
+  Bytes saved;
+  // Materialised by its forward for its backward (the plan's policy; none under full recompute,
+  // whose backward re-materialises it one layer at a time).
+  Bytes materialised;
+  bool full_recompute = false;  // the layer's backward re-runs its forward first
+};
+
 struct StageActivations {
-  // What one layer keeps from its forward to its backward under the plan's recompute policy (full
-  // recompute: only its input).
-  Bytes saved_per_layer;
-  // What one layer's forward materialises for its backward (the plan's policy; none under full
-  // recompute, whose backward re-materialises it one layer at a time).
-  Bytes materialised_per_layer;
+  std::vector<LayerSaved> by_layer;  // the stage's layers, chunk by chunk
+  const LayerSaved& of(int64_t layer) const;
+  Bytes saved_layers() const;           // sum over the stage's layers
+  Bytes max_materialised() const;  // the largest working set of a fully recomputed layer
   Bytes embedding;  // saved outside the layers on the stage holding the embedding
   Bytes head;       // final norm input, LM head input and logits on the last stage
   Bytes outside() const { return embedding + head; }

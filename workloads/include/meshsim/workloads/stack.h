@@ -60,6 +60,15 @@ constexpr auto enum_names(Fp8Scaling) {
 }
 
 // Per-step work outside the layers.
+// When FSDP / ZeRO-3 issues the next (lower) layer's parameter all-gather in the backward, on its
+// gather stream (PyTorch FSDP's BackwardPrefetch; both issue it before the current layer's
+// reduce-scatter, torch/distributed/fsdp/_runtime_utils.py _post_backward_reshard):
+//  kPre:   as the current layer's gradient computation starts, overlapping it (torch's default
+//          BACKWARD_PRE; DeepSpeed's prefetch; FSDP2's one-layer prefetch).
+//  kPost:  after it, so the lower layer's backward waits for the gather (BACKWARD_POST: MosaicML
+//          Composer's default, composer FSDPConfig.backward_prefetch = 'BACKWARD_POST').
+enum class BackwardPrefetch : uint8_t { kPre, kPost };
+
 struct StepWork {
   // Gradient clipping by global norm: a pass that reads every local gradient (the norm's
   // all-reduce of one value is latency and is not modelled).

@@ -22,6 +22,7 @@ struct StackProfile {
   AttentionKernel attention = AttentionKernel::kFlash;
   Fp8Scaling fp8 = Fp8Scaling::kDelayed;
   StepWork step;
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::kPre;  // ZeRO-3 runs
 };
 
 // The profile of `stack` on chips of `family`. Throws PlanError on the stack field for a stack the

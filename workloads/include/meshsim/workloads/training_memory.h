@@ -38,12 +38,21 @@
 //   MoE (replaces the dense MLP terms; balanced routing, no dropped tokens): router_logits
 //     4*s*b*E (fp32, replicated unless SP); expert_inputs and expert_outputs k*e*s*b*h each (the
 //     permuted copies for the experts' weight gradients and the combine's gradient w.r.t. the
-//     routing weights; replicated unless SP); mlp_hidden and mlp_down_input times k.
+//     routing weights; replicated unless SP); mlp_hidden and mlp_down_input times k, at the
+//     expert width, plus once at the shared experts' width. The first dense layers of an MoE
+//     model have the dense terms.
+//   Variants: norm_inputs and norm_statistics count the block's norms (1, 2 or 4); MLA saves its
+//     latents (e*s*b*(r_q + r_kv + d_r), replicated: the up-projections' inputs) and K, V and the
+//     output at their own head dims.
 // GPT (4h GeLU MLP, MHA, dropout), naive attention: 34*s*b*h + 5*a*s^2*b, the paper's formula;
 // with TP: s*b*h*(10 + 24/t + 5*a*s/(h*t)); with TP and SP: s*b*h*(34/t + 5*a*s/(h*t)).
 // Recompute: selective (the paper's) recomputes the attention core, dropping softmax_output and
 // attention_dropout; full keeps only the layer input, e*s*b*h (divided by t with SP), and the
-// backward then re-materialises one layer's activations at a time (`recompute_working_set`).
+// backward then re-materialises one layer's activations at a time (`recompute_working_set`);
+// full with recompute_num_layers N: the first N layers of each chunk as full, the others none;
+// dots (JAX checkpoint_dots, MaxText "minimal"): drops norm_inputs, qkv_input, mlp_input and
+// mlp_down_input (outputs of norms and of the activation function, recomputed) and keeps the
+// layer input and the two projection outputs, 3*e*s*b*h (divided by t with SP).
 #pragma once
 
 #include <cstdint>
@@ -75,6 +84,7 @@ struct LayerActivations {
   Bytes router_logits;
   Bytes expert_inputs;
   Bytes expert_outputs;
+  Bytes latents;  // MLA
   Bytes checkpoint;  // full recompute: the layer input
 
   Bytes total() const;
@@ -83,9 +93,13 @@ struct LayerActivations {
 // Under the plan's TP, SP, CP, microbatch, sequence, attention kernel and activation width, and
 // the recompute policy `recompute` (default: the plan's). Throws PlanError when the plan cannot
 // split the model (validate_sharding).
+// Without `layer`: a layer of the model's main kind (its last layer: an MoE layer in an MoE
+// model).
 LayerActivations layer_activations(const ModelConfig& model, const ParallelPlan& plan);
 LayerActivations layer_activations(const ModelConfig& model, const ParallelPlan& plan,
                                    Recompute recompute);
+LayerActivations layer_activations(const ModelConfig& model, const ParallelPlan& plan,
+                                   Recompute recompute, int64_t layer);
 
 // Activations outside the layers, per microbatch (Korthikanti Sec. 4.3): stage 0 keeps the
 // embedding dropout mask s*b*h (if dropout); the last stage keeps the final norm's input and the

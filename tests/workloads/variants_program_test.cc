@@ -1,0 +1,289 @@
+// Issue 13: the op builder costs the variants of today's models: MLA's projections and their TP
+// reductions, shared experts' GEMMs on MoE layers only, dense first layers, sliding-window
+// attention FLOPs, and one TP reduction per parallel block; a DeepSeek-V3-shaped model planned
+// with EP and PP end to end.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "meshsim/workloads/accounting.h"
+#include "meshsim/workloads/partition.h"
+#include "meshsim/workloads/step.h"
+
+namespace meshsim::workloads {
+namespace {
+
+ModelConfig from_json(const std::string& name, const std::string& json) {
+  const std::filesystem::path dir =
+      std::filesystem::path(testing::TempDir()) / "meshsim_variants_test";
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path path = dir / (name + ".json");
+  std::ofstream(path) << json;
+  return load_model(path.string());
+}
+
+const char* kCommon = R"("d_model": 256, "num_heads": 4, "vocab_size": 1000,
+  "max_position_embeddings": 4096, "norm": "rmsnorm", "position_embedding": "rope",
+  "attention_bias": false, "mlp_bias": false, "tied_embeddings": false, "dropout": false)";
+
+// DeepSeek-V3 in miniature: MLA with Q compression, 8 routed experts (top-2) of width 64, one
+// shared expert, the first layer dense, one MTP module.
+ModelConfig mini_deepseek() {
+  return from_json("mini-deepseek", std::string(R"({"architecture": "deepseek_v3",
+    "num_layers": 4, "num_kv_heads": 4, "head_dim": 48, "d_ff": 512, "mlp": "swiglu",
+    "mla": {"q_lora_rank": 64, "kv_lora_rank": 32, "qk_nope_head_dim": 32,
+            "qk_rope_head_dim": 16, "v_head_dim": 32},
+    "moe": {"num_experts": 8, "experts_per_token": 2, "expert_d_ff": 64,
+            "num_shared_experts": 1, "router_bias": true, "first_dense_layers": 1},
+    "mtp_layers": 1, )") + kCommon + "}");
+}
+
+// Compute and communication op names of one layer's forward (or backward) of microbatch 0.
+std::map<std::string, const Op*> layer_ops(const Program& prog, const std::string& prefix) {
+  std::map<std::string, const Op*> out;
+  for (size_t i = 0; i < prog.size(); ++i) {
+    const Op& op = prog.op(OpId(static_cast<uint32_t>(i)));
+    if (op.name.starts_with(prefix) && op.labels.microbatch == 0) {
+      out[op.name.substr(prefix.size())] = &op;
+    }
+  }
+  return out;
+}
+
+TEST(Variants, DeepSeekShapedModelPlannedWithEpAndPp) {
+  const ModelConfig m = mini_deepseek();
+  ParallelPlan p;
+  p.tp = 2;
+  p.pp = 2;
+  p.dp = 4;
+  p.ep = 4;
+  p.gbs = 16;
+  p.seq = 256;
+  p.schedule = PipelineSchedule::kOneFOneB;
+  const StepPlan plan = plan_step(m, p);
+  ASSERT_EQ(plan.programs.size(), 2U);
+  const auto dense = layer_ops(plan.programs[0], "fwd.L0.");
+  const auto moe = layer_ops(plan.programs[0], "fwd.L1.");
+  // MLA's projections on every layer; its replicated down-projections beside the TP-split ones.
+  for (const char* k : {"q_down", "q_up", "kv_down", "kv_up", "attention", "attn_out"}) {
+    EXPECT_TRUE(dense.contains(k)) << k;
+    EXPECT_TRUE(moe.contains(k)) << k;
+  }
+  EXPECT_TRUE(dense.contains("mlp_up"));
+  EXPECT_FALSE(dense.contains("shared_up"));
+  EXPECT_FALSE(dense.contains("dispatch.ep_alltoall"));
+  for (const char* k :
+       {"router", "shared_up", "shared_down", "dispatch.ep_alltoall", "combine.ep_alltoall"}) {
+    EXPECT_TRUE(moe.contains(k)) << k;
+  }
+  // kv_up: [T, 32] x [32, 2 heads x (32 + 32)] on each of 2 TP ranks; T = 256 tokens.
+  const auto& kv_up = std::get<ComputeWork>(moe.at("kv_up")->work);
+  EXPECT_DOUBLE_EQ(kv_up.flops.count(), 2.0 * 256 * 32 * (2 * 64));
+  // The latent gradients are all-reduced over TP in the backward (T x r, not T x h).
+  const auto bwd = layer_ops(plan.programs[0], "bwd.L1.");
+  ASSERT_TRUE(bwd.contains("kv_up.tp_allreduce"));
+  EXPECT_EQ(std::get<CollectiveWork>(bwd.at("kv_up.tp_allreduce")->work).bytes,
+            Bytes::of(256 * 32 * 2));
+  // Shared expert: T x h x (2 x 64 / 2) per rank, the gate and up halves.
+  EXPECT_DOUBLE_EQ(std::get<ComputeWork>(moe.at("shared_up")->work).flops.count(),
+                   2.0 * 256 * 256 * 64);
+  // The MTP module runs after the last stage's head: its projection, one MoE block, a head.
+  const auto mtp = layer_ops(plan.programs[1], "fwd.mtp0.");
+  for (const char* k : {"eh_proj", "kv_up", "attention", "shared_up", "dispatch.ep_alltoall",
+                        "lm_head", "cross_entropy"}) {
+    EXPECT_TRUE(mtp.contains(k)) << k;
+  }
+  EXPECT_TRUE(layer_ops(plan.programs[1], "bwd.mtp0.").contains("eh_proj.wgrad"));
+  // Parameters: the stages' shares add up to the model and its MTP module (TP 2 splits the
+  // column- and row-parallel weights; EP 4 the experts).
+  const std::vector<StagePartition> stages = partition_stages(m, p);
+  EXPECT_GT(stages[1].params.mtp, 0);
+  EXPECT_EQ(stages[0].params.mtp, 0);
+  EXPECT_EQ(stages[0].params.of(0).expert, 0);
+  EXPECT_EQ(stages[0].params.of(1).expert, (8 / 4) * 3 * 256 * (64 / 2));
+}
+
+// The real DeepSeek-V3 config (tests/workloads/hf_configs/) planned as it was trained in shape:
+// PP 16 (61 layers: 13 stages of 4, 3 of 3), EP 64 inside DP 128, ZeRO-1, full recompute.
+TEST(Variants, DeepSeekV3PlansWithEp64AndPp16) {
+  const ModelConfig m =
+      load_model(std::string(MESHSIM_SOURCE_DIR) + "/tests/workloads/hf_configs/DeepSeek-V3.json");
+  ParallelPlan p;
+  p.pp = 16;
+  p.dp = 128;
+  p.ep = 64;
+  p.zero = ZeroStage::kOptimizerStates;
+  p.recompute = Recompute::kFull;
+  p.gbs = 1024;
+  p.seq = 4096;
+  p.stage_layers = {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 3, 3, 3};
+  const StepPlan plan = plan_step(m, p);
+  ASSERT_EQ(plan.programs.size(), 16U);
+  const std::vector<StagePartition> stages = partition_stages(m, p);
+  // Stage 0: 3 dense layers and one MoE layer (4 of 256 experts each); the last: MTP.
+  EXPECT_EQ(stages[0].params.of(0).expert, 0);
+  EXPECT_EQ(stages[0].params.of(3).expert, 4 * 3 * 7168 * 2048);
+  EXPECT_GT(stages[15].params.mtp, 0);
+  EXPECT_TRUE(layer_ops(plan.programs[15], "fwd.mtp0.").contains("dispatch.ep_alltoall"));
+  for (const TrainingMemory& mem : plan.memory_estimate) {
+    EXPECT_LT(mem.total(), GiB(80));  // fits an H100 (the run used H800s of 80 GB)
+  }
+}
+
+// Combinations no framework runs are reported, not silently taken for a launchable plan.
+TEST(Variants, CombinationsNoFrameworkRunsAreFlagged) {
+  const ModelConfig m = load_model("llama3-8b");
+  ParallelPlan p;
+  p.pp = 2;
+  p.dp = 2;
+  p.gbs = 4;
+  p.seq = 1024;
+  p.zero = ZeroStage::kOptimizerStates;
+  EXPECT_TRUE(plan_caveats(m, p).empty());  // Megatron's distributed optimizer with PP
+  p.zero = ZeroStage::kParameters;
+  const std::vector<std::string> c = plan_caveats(m, p);
+  ASSERT_EQ(c.size(), 1U);
+  EXPECT_NE(c[0].find("ZeRO-3 with pipeline parallelism"), std::string::npos) << c[0];
+  EXPECT_NE(c[0].find("DeepSpeed"), std::string::npos) << c[0];
+}
+
+// HSDP (--fsdp 4 --dp 8 with TP 2): ZeRO-3 inside groups of 4 DP ranks, which with TP innermost
+// are the 8 GPUs of a node; the 2 groups replicate each other across nodes.
+TEST(Variants, HsdpShardsInsideNodesAndReplicatesAcross) {
+  ParallelPlan p;
+  p.tp = 2;
+  p.dp = 8;
+  p.fsdp = 4;
+  p.zero = ZeroStage::kParameters;
+  p.gbs = 8;
+  p.seq = 1024;
+  const RankLayout layout(p);
+  EXPECT_EQ(layout.shard_group(0), (std::vector<int64_t>{0, 2, 4, 6}));
+  EXPECT_EQ(layout.shard_group(11), (std::vector<int64_t>{9, 11, 13, 15}));
+  EXPECT_EQ(layout.replica_group(2), (std::vector<int64_t>{2, 10}));
+  const ModelConfig m = load_model("llama3.2-1b");
+  const StepPlan plan = plan_step(m, p, SimulationMode::kFull);
+  // Every layer: gathered and reduce-scattered in its shard group, then all-reduced across.
+  const auto bwd = layer_ops(plan.programs[0], "bwd.L3.");
+  ASSERT_TRUE(bwd.contains("L3.fsdp_reducescatter"));
+  ASSERT_TRUE(bwd.contains("L3.hsdp_allreduce"));
+  const auto group_of = [&](const Op* op) {
+    const uint16_t slot = std::get<CollectiveWork>(op->work).group_slot;
+    return plan.groups[plan.ranks[0].groups[slot].value()].global;
+  };
+  EXPECT_EQ(group_of(bwd.at("L3.fsdp_reducescatter")).size(), 4U);
+  EXPECT_EQ(group_of(bwd.at("L3.hsdp_allreduce")).size(), 2U);
+  // The rank's (TP-split) model state is sharded 4 ways, not 8.
+  const int64_t params = partition_stage(m, p, 0).params.total();
+  EXPECT_EQ(training_memory(m, p).optimizer_states, Bytes::of((params * 12 + 3) / 4));
+  p.fsdp = 3;
+  EXPECT_THROW(validate_plan(m, p), PlanError);
+}
+
+// Recompute policies as frameworks name them: Megatron's block method recomputes the first N
+// layers of each chunk; JAX's checkpoint_dots (MaxText "minimal") keeps matmul outputs and
+// re-runs the norms and the activation function.
+TEST(Variants, RecomputeBlockMethodAndDotsPolicy) {
+  const ModelConfig m = load_model("llama3-8b");
+  ParallelPlan p;
+  p.pp = 2;
+  p.vpp = 2;
+  p.schedule = PipelineSchedule::kInterleaved;
+  p.gbs = 4;
+  p.seq = 2048;
+  p.recompute = Recompute::kFull;
+  p.recompute_num_layers = 3;  // of 8 layers per chunk
+  const StagePartition s = partition_stage(m, p, 0);
+  const Bytes full = layer_activations(m, p, Recompute::kFull).total();
+  const Bytes none = layer_activations(m, p, Recompute::kNone).total();
+  EXPECT_EQ(s.activations.saved_layers(), (full * 3 + none * 5) * 2);
+  EXPECT_TRUE(s.activations.of(2).full_recompute);
+  EXPECT_FALSE(s.activations.of(3).full_recompute);
+  EXPECT_TRUE(s.activations.of(16 + 2).full_recompute);  // chunk 1 of stage 0: layers 16..23
+  const StepPlan block = plan_step(m, p);
+  EXPECT_FALSE(layer_ops(block.programs[0], "recompute.L2.").empty());
+  EXPECT_TRUE(layer_ops(block.programs[0], "recompute.L3.").empty());
+  p.recompute = Recompute::kDots;
+  EXPECT_THROW(validate_plan(m, p), PlanError);  // a block count needs full recompute
+  p.recompute_num_layers = 0;
+  const Bytes dots = layer_activations(m, p, Recompute::kDots).total();
+  EXPECT_LT(dots, none);
+  EXPECT_GT(dots, full);
+  // What dots drops: 2 norm inputs, the QKV and MLP inputs (h each) and the down projection's
+  // input (f); it keeps the layer input and the two projection outputs (3h).
+  EXPECT_EQ(none - dots, Bytes::of(2 * 2048 * (4 * 4096 + 14336 - 3 * 4096)));
+  const auto dots_bwd = layer_ops(plan_step(m, p).programs[0], "recompute.L0.");
+  EXPECT_TRUE(dots_bwd.contains("attn_norm"));
+  EXPECT_TRUE(dots_bwd.contains("swiglu"));
+  EXPECT_FALSE(dots_bwd.contains("qkv"));  // matmuls are not re-run
+}
+
+// Llama-3-405B's pipeline (Dubey et al. 2024, Sec. 3.3.2): 126 layers on PP 16 with
+// interleaving and one layer fewer on the first and the last virtual stage: here VP 2, 4 layers
+// per virtual stage, 3 on the first and on the last.
+TEST(Variants, UnevenFirstAndLastVirtualStagesWithInterleaving) {
+  const ModelConfig m = load_model("llama3-405b");
+  ParallelPlan p;
+  p.tp = 8;
+  p.pp = 16;
+  p.vpp = 2;
+  p.schedule = PipelineSchedule::kInterleaved;
+  p.gbs = 16;
+  p.seq = 4096;
+  p.stage_layers.assign(32, 4);
+  p.stage_layers.front() = p.stage_layers.back() = 3;
+  const std::vector<StagePartition> stages = partition_stages(m, p);
+  EXPECT_EQ(stages[0].chunks[0].first, 0);
+  EXPECT_EQ(stages[0].chunks[0].end, 3);
+  EXPECT_EQ(stages[0].chunks[1].first, 3 + 15 * 4);  // virtual stage 16
+  EXPECT_EQ(stages[15].chunks[1].end, 126);
+  EXPECT_EQ(stages[15].chunks[1].size(), 3);
+  EXPECT_EQ(stages[7].params.layers, 8);
+  EXPECT_EQ(plan_step(m, p).programs.size(), 16U);
+  p.stage_layers.pop_back();  // one entry per virtual stage is expected
+  EXPECT_THROW(validate_plan(m, p), PlanError);
+}
+
+// A window W < s leaves 2sW - W^2 of the s^2 query-key pairs (times 2) to FlashAttention.
+TEST(Variants, SlidingWindowLayersCostTheirWindow) {
+  const ModelConfig m = from_json("mini-gemma2", std::string(R"({"architecture": "gemma2",
+    "num_layers": 2, "num_kv_heads": 2, "head_dim": 64, "d_ff": 512, "mlp": "geglu",
+    "norms_per_layer": 4, "sliding_window": {"size": 256, "pattern": [true, false]}, )") +
+                                                     kCommon + "}");
+  ParallelPlan p;
+  p.seq = 1024;
+  const StepPlan plan = plan_step(m, p);
+  const auto local = layer_ops(plan.programs[0], "fwd.L0.");
+  const auto global = layer_ops(plan.programs[0], "fwd.L1.");
+  const double w = std::get<ComputeWork>(local.at("attention")->work).flops.count();
+  const double g = std::get<ComputeWork>(global.at("attention")->work).flops.count();
+  EXPECT_DOUBLE_EQ(w / g, (2.0 * 1024 * 256 - 256.0 * 256) / (1024.0 * 1024));
+  // Global: Q and O widths 4 x 64 over the causal half of 1024^2 pairs, 2 FLOPs each.
+  EXPECT_DOUBLE_EQ(g, 1024.0 * 1024 * (256 + 256));
+  EXPECT_TRUE(local.contains("post_attn_norm"));
+  EXPECT_TRUE(local.contains("post_mlp_norm"));
+}
+
+TEST(Variants, ParallelBlocksReduceOncePerLayer) {
+  const ModelConfig neox = from_json("mini-neox", std::string(R"({"architecture": "gpt_neox",
+    "num_layers": 2, "num_kv_heads": 4, "d_ff": 1024, "mlp": "gelu",
+    "parallel_blocks": true, )") + kCommon + "}");
+  ParallelPlan p;
+  p.tp = 2;
+  p.seq = 256;
+  const StepPlan plan = plan_step(neox, p);
+  const auto fwd = layer_ops(plan.programs[0], "fwd.L0.");
+  int reductions = 0;
+  for (const auto& [name, op] : fwd) {
+    reductions += std::holds_alternative<CollectiveWork>(op->work) ? 1 : 0;
+  }
+  EXPECT_EQ(reductions, 1);
+  EXPECT_TRUE(fwd.contains("layer.tp_allreduce"));
+  EXPECT_TRUE(fwd.contains("fc1"));
+}
+
+}  // namespace
+}  // namespace meshsim::workloads
