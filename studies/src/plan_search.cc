@@ -84,10 +84,11 @@ void enumerate_inner(const workloads::ModelConfig& model, ParallelPlan p, const 
   }
   const std::vector<int64_t> eps = model.moe ? divisors(p.dp) : std::vector<int64_t>{1};
   const int64_t per_dp = p.gbs % p.dp == 0 ? p.gbs / p.dp : 0;
-  // Selective recompute drops the attention scores and their dropout, which flash attention
-  // never saves: with it, selective is the same plan as none.
+  // Selective recompute drops the attention scores and their dropout, which a fused attention
+  // kernel (FlashAttention-2/3, cuDNN, splash, Triton) never saves: with one, selective is the
+  // same plan as none.
   const std::vector<Recompute> recomputes =
-      p.attention == workloads::AttentionKernel::kFlash
+      workloads::fused_attention(p.attention).has_value()
           ? std::vector<Recompute>{Recompute::kNone, Recompute::kFull}
           : std::vector<Recompute>{Recompute::kNone, Recompute::kSelective, Recompute::kFull};
   const std::vector<bool> overlaps =
