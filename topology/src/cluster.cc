@@ -306,4 +306,25 @@ ClusterSpec resize_torus(ClusterSpec spec, std::vector<int64_t> shape) {
   return spec;
 }
 
+ClusterSpec join_slices(ClusterSpec spec, int64_t slices) {
+  forbid_graph(spec);
+  if (spec.scale_up != ScaleUpFabric::kIciTorus) {
+    fail(spec, "/slices",
+         fmt::format("cannot join slices of \"{}\": its scale-up fabric is {}, not ici_torus: "
+                     "only TPU slices are joined by DCN",
+                     spec.name, to_string(spec.scale_up)));
+  }
+  if (slices <= 0) {
+    fail(spec, "/slices", fmt::format("expected a positive number of slices, got {}", slices));
+  }
+  const int64_t per_slice = product(spec.torus_shape);
+  spec.slices = slices;
+  const int64_t per_host = std::min(spec.chip.ici->chips_per_host, per_slice);
+  spec.devices_per_node = per_host;
+  spec.nodes = per_slice * slices / per_host;
+  spec.description += fmt::format(" ({} slices joined by DCN)", slices);
+  detail::finalize_cluster(spec);
+  return spec;
+}
+
 }  // namespace meshsim::topology
