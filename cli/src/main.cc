@@ -277,6 +277,11 @@ void add_run_options(CLI::App* app, RunFlags& f) {
                 "Resize a GPU cluster to this many nodes");
   bind_scenario(app, f, ScenarioField::kShape, &Scenario::shape,
                 "Resize a TPU slice to this torus, e.g. 8x16x16");
+  bind_scenario(app, f, ScenarioField::kSlices, &Scenario::slices,
+                "TPU: this many identical slices joined by DCN (MaxText multi-slice)");
+  bind_scenario(app, f, ScenarioField::kDcnDp, &Scenario::dcn_dp,
+                "MaxText dcn_data_parallelism: replicas across slices, FSDP over dp / this "
+                "inside each (sets --fsdp; --dp stays the total)");
   add_plan_options(app, f);
   add_fabric_options(app, f.given.fabric,
                      [&f](CLI::Option* o, meshsim::topology::FabricField field) {
@@ -349,7 +354,7 @@ Scenario resolve(const RunFlags& f) {
   if (given(f, "--shape") && !s.origins[meshsim::studies::ScenarioField::kNodes].given()) {
     s.nodes.reset();  // the base's node count (the default scenario's) gives way to the shape
   }
-  meshsim::studies::complete(s);
+  meshsim::cli::located(s, [&s] { meshsim::studies::complete(s); });
   return s;
 }
 

@@ -33,12 +33,13 @@ Scenario swapped_default(const Scenario& s) {
   Scenario d = studies::default_scenario();
   for (const ScenarioField f : {ScenarioField::kModel, ScenarioField::kCluster,
                                 ScenarioField::kNodes, ScenarioField::kShape,
-                                ScenarioField::kHardwareCatalogue}) {
+                                ScenarioField::kSlices, ScenarioField::kHardwareCatalogue}) {
     d.origins.set(f, s.origins[f]);
   }
   d.model = s.model;
   d.cluster = s.cluster;
   d.hardware_catalogue = s.hardware_catalogue;
+  d.slices = s.slices;
   const bool sized = s.origins[ScenarioField::kNodes].given() ||
                      s.origins[ScenarioField::kShape].given();
   if (sized) {

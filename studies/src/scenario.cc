@@ -176,6 +176,8 @@ Scenario apply_scenario_json(const nlohmann::json& doc, const std::string& sourc
   field(ScenarioField::kCluster, &JsonObject::string, [&](std::string v) { s.cluster = v; });
   field(ScenarioField::kNodes, &JsonObject::positive_integer, [&](int64_t v) { s.nodes = v; });
   field(ScenarioField::kShape, &JsonObject::string, [&](std::string v) { s.shape = v; });
+  field(ScenarioField::kSlices, &JsonObject::positive_integer, [&](int64_t v) { s.slices = v; });
+  field(ScenarioField::kDcnDp, &JsonObject::positive_integer, [&](int64_t v) { s.dcn_dp = v; });
   read_plan(o, s.plan);
   field(ScenarioField::kHardwareCatalogue, &JsonObject::string,
         [&](std::string v) { s.hardware_catalogue = v; });
@@ -189,9 +191,36 @@ Scenario load_scenario(const std::string& path, Scenario s) {
   return apply_scenario_json(load_json_file(path), path, "", std::move(s));
 }
 
+namespace {
+
+// MaxText's dcn_data_parallelism K with --dp the total: shard groups of dp / K ranks (ici_fsdp),
+// K replicas of each (across slices when K is the number of slices).
+void apply_dcn_dp(Scenario& s) {
+  const int64_t k = *s.dcn_dp;
+  ParallelPlan& p = s.plan;
+  if (k <= 0 || p.dp % k != 0) {
+    throw ScenarioError(ScenarioField::kDcnDp,
+                        fmt::format("expected a positive divisor of dp ({}), got {}", p.dp, k));
+  }
+  const int64_t shard = p.dp / k;
+  if (p.origins[PlanField::kFsdp].given() && p.fsdp != shard) {
+    throw ScenarioError(ScenarioField::kDcnDp,
+                        fmt::format("dcn_dp {} makes shard groups of dp / dcn_dp = {} / {} = {} "
+                                    "ranks, but fsdp {} is given too (expected them to agree)",
+                                    k, p.dp, k, shard, p.fsdp));
+  }
+  p.fsdp = shard;
+  p.origins.set(PlanField::kFsdp, s.origins[ScenarioField::kDcnDp]);
+}
+
+}  // namespace
+
 void complete(Scenario& s) {
   if (s.plan.origins[PlanField::kGbs].kind() == Origin::Kind::kDefault) {
     s.plan.gbs = s.plan.dp * s.plan.mbs;
+  }
+  if (s.dcn_dp) {
+    apply_dcn_dp(s);
   }
 }
 
@@ -264,6 +293,16 @@ topology::ClusterSpec load_cluster(const Scenario& s) {
     }
     c = topology::resize_torus(std::move(c), parse_shape(*s.shape));
   }
+  if (s.slices) {
+    if (!torus || *s.slices <= 0) {
+      throw ScenarioError(ScenarioField::kSlices,
+                          torus ? fmt::format("expected a positive integer, got {}", *s.slices)
+                                : fmt::format("{} is a GPU cluster; slices joined by DCN apply to "
+                                              "TPU clusters",
+                                              c.name));
+    }
+    c = topology::join_slices(std::move(c), *s.slices);
+  }
   return topology::override_fabric(std::move(c), fabric_overrides(s.fabric));
 }
 
@@ -299,6 +338,12 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
                       {"overlap_tp", p.overlap.tensor_parallel}};
   if (!cluster.torus_shape.empty()) {
     j["shape"] = cluster.torus_shape;
+  }
+  if (cluster.slices > 1) {  // echoed only when set, as the keys below
+    j["slices"] = cluster.slices;
+  }
+  if (s.dcn_dp) {
+    j["dcn_dp"] = *s.dcn_dp;
   }
   if (!p.stage_layers.empty()) {
     j["stage_layers"] = p.stage_layers;

@@ -80,6 +80,29 @@ TEST_F(StudiesCommandTest, RunReportsCaveatsAndHsdp) {
   EXPECT_FALSE(read_json("q.json").contains("caveats"));
 }
 
+// Multi-slice TPU from flags: --slices joins slices by DCN, --dcn-dp makes HSDP with the
+// replicas across them; a --dcn-dp that does not divide --dp is an error on that flag.
+TEST_F(StudiesCommandTest, RunMultiSliceWithDcnDp) {
+  const std::vector<std::string> base = {
+      "run",   "--model", "llama3-8b", "--cluster", "tpu-v5p", "--shape",    "4x4x4", "--slices",
+      "2",     "--dp",    "128",       "--zero",    "3",       "--gbs",      "128",   "--seq",
+      "2048",  "--no-trace"};
+  std::vector<std::string> ok = base;
+  ok.insert(ok.end(), {"--dcn-dp", "2", "--json", "m.json"});
+  const CommandResult r = meshsim(ok);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("HSDP: sharded over 64, 2 replicas"));
+  const nlohmann::json j = read_json("m.json");
+  EXPECT_EQ(j.at("inputs").at("slices"), 2);
+  EXPECT_EQ(j.at("inputs").at("devices"), 128);
+  EXPECT_EQ(j.at("inputs").at("fsdp"), 64);
+  std::vector<std::string> bad = base;
+  bad.insert(bad.end(), {"--dcn-dp", "3"});
+  expect_input_error(meshsim(bad), {"--dcn-dp", "divisor of dp (128)"});
+  expect_input_error(meshsim({"run", "--cluster", "dgx-h100", "--slices", "2", "--no-trace"}),
+                     {"--slices", "GPU cluster"});
+}
+
 TEST_F(StudiesCommandTest, PlanBadInputNamesTheFlag) {
   expect_input_error(meshsim({"plan", "--model", "llama3-8b", "--gpus", "12"}),
                      {"--gpus", "12 devices", "8-device nodes"});

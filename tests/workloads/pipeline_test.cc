@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -68,8 +69,13 @@ constexpr uint16_t kActivationTag = 0;
 constexpr uint16_t kGradientTag = 1;
 enum Stream : uint8_t { kCompute, kRecvActivation, kRecvGradient, kSendActivation, kSendGradient };
 
-int64_t pass_ps(const PipelineConfig& c, PassKind kind) {
-  const int64_t f = kForwardPs / c.virtual_stages;
+// Uneven stages: `layers[s]` layers per chunk of stage s at kLayerPs a layer's forward (empty:
+// every chunk F / vpp).
+constexpr int64_t kLayerPs = 100;
+int64_t pass_ps(const PipelineConfig& c, PassKind kind, int64_t stage,
+                const std::vector<int64_t>& layers) {
+  const int64_t f = layers.empty() ? kForwardPs / c.virtual_stages
+                                   : kLayerPs * layers[static_cast<size_t>(stage)];
   return kind == PassKind::kBackward ? 2 * f : f;
 }
 
@@ -80,9 +86,10 @@ struct MemoryUnits {
   int64_t backward_free = 1;
 };
 
-Op pass_op(const PipelineConfig& c, const PipelinePass& p, int64_t stage, MemoryUnits mem) {
+Op pass_op(const PipelineConfig& c, const PipelinePass& p, int64_t stage, MemoryUnits mem,
+           const std::vector<int64_t>& layers) {
   Op op = testing::compute_op(fmt::format("{}{}.{}", to_string(p.kind), p.microbatch, p.chunk),
-                              static_cast<double>(pass_ps(c, p.kind)), kCompute);
+                              static_cast<double>(pass_ps(c, p.kind, stage, layers)), kCompute);
   op.labels.microbatch = p.microbatch;
   op.labels.stage = static_cast<int32_t>(stage);
   if (p.kind == PassKind::kForward) {
@@ -106,7 +113,8 @@ Op message_op(bool send, bool activation, uint16_t slot) {
 }
 
 // One rank's program: per pass, the receive it waits for, the compute op, the send it feeds.
-Program stage_program(const PipelineConfig& c, int64_t stage, MemoryUnits mem) {
+Program stage_program(const PipelineConfig& c, int64_t stage, MemoryUnits mem,
+                      const std::vector<int64_t>& layers) {
   Program prog;
   for (const PipelinePass& p : pipeline_order(c, stage)) {
     const bool forward = p.kind == PassKind::kForward;
@@ -122,7 +130,7 @@ Program stage_program(const PipelineConfig& c, int64_t stage, MemoryUnits mem) {
     if (from) {
       recv = prog.add(message_op(false, forward, forward ? kPrevSlot : kNextSlot));
     }
-    const OpId compute = prog.add(pass_op(c, p, stage, mem));
+    const OpId compute = prog.add(pass_op(c, p, stage, mem, layers));
     if (recv) {
       prog.add_dependency(*recv, compute);
     }
@@ -139,14 +147,15 @@ struct PipelineRun {
   std::vector<RankBreakdown> breakdown;
 };
 
-PipelineRun simulate(const PipelineConfig& c, MemoryUnits mem = {}) {
+PipelineRun simulate(const PipelineConfig& c, MemoryUnits mem = {},
+                     const std::vector<int64_t>& layers = {}) {
   testing::PsComputeModel compute;
   testing::PsCommModel comm;  // zero-byte messages take zero time
   Simulation sim(compute, comm);
   Timeline timeline;
   sim.record_into(timeline);
   for (int64_t s = 0; s < c.stages; ++s) {
-    const ProgramIndex prog = sim.add_program(stage_program(c, s, mem));
+    const ProgramIndex prog = sim.add_program(stage_program(c, s, mem, layers));
     const auto prev = static_cast<uint32_t>((s + c.stages - 1) % c.stages);
     const auto next = static_cast<uint32_t>((s + 1) % c.stages);
     sim.add_rank(prog, {}, {RankId(prev), RankId(next)});
@@ -281,6 +290,68 @@ TEST(PipelineBubble, InterleavedDividesTheBubbleByVpp) {
        {std::tuple<int64_t, int64_t, int64_t>{4, 8, 2}, {4, 16, 4}, {2, 4, 2}, {8, 16, 2}}) {
     const auto c = config(S::kInterleaved, pp, m, v);
     expect_bubble(simulate(c), c, pp - 1, v * m + pp - 1);
+  }
+}
+
+// The step of `c` computed directly, without the engine: every stage runs its order one pass
+// at a time, a pass starting when the stage is free and its input is there (a forward after the
+// previous virtual stage's forward of its microbatch, a backward after the next one's backward),
+// messages free. A longest-path recurrence over the same orders the engine executes.
+int64_t list_schedule_ps(const PipelineConfig& c, const std::vector<int64_t>& layers) {
+  using Key = std::tuple<int64_t, bool, int32_t, int32_t>;  // stage, forward, microbatch, chunk
+  std::map<Key, int64_t> end;
+  std::vector<size_t> next(static_cast<size_t>(c.stages), 0);
+  std::vector<int64_t> stage_free(static_cast<size_t>(c.stages), 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t s = 0; s < c.stages; ++s) {
+      const std::vector<PipelinePass> order = pipeline_order(c, s);
+      for (size_t& i = next[static_cast<size_t>(s)]; i < order.size(); ++i) {
+        const PipelinePass& p = order[i];
+        const bool fwd = p.kind == PassKind::kForward;
+        const auto peer = fwd ? forward_source(c, s, p.chunk) : forward_destination(c, s, p.chunk);
+        int64_t ready = 0;
+        if (peer) {
+          const auto it = end.find({peer->stage, fwd, p.microbatch, peer->chunk});
+          if (it == end.end()) {
+            break;  // its input is not computed yet
+          }
+          ready = it->second;
+        }
+        int64_t& t = stage_free[static_cast<size_t>(s)];
+        t = std::max(t, ready) + pass_ps(c, p.kind, s, layers);
+        end[{s, fwd, p.microbatch, p.chunk}] = t;
+        progress = true;
+      }
+    }
+  }
+  return *std::max_element(stage_free.begin(), stage_free.end());
+}
+
+// Uneven interleaved stages (Llama 3's first and last stages lighter), every layer F = kLayerPs,
+// B = 2F. No closed form is claimed (the equal-stage one, (p-1) / (v m + p - 1), does not hold:
+// the stages wait on each other's uneven chunks): the engine's step and each stage's bubble
+// equal the direct list schedule above to the picosecond.
+TEST(PipelineBubble, UnevenInterleavedMatchesADirectListSchedule) {
+  // The recurrence itself reproduces the equal-stage closed form, (v m + p - 1) chunks.
+  EXPECT_EQ(list_schedule_ps(config(S::kInterleaved, 4, 8, 2), {4, 4, 4, 4}),
+            (2 * 8 + 4 - 1) * 3 * kLayerPs * 4);
+  for (auto [pp, m, v, layers] : {std::tuple<int64_t, int64_t, int64_t, std::vector<int64_t>>{
+                                      4, 8, 2, {3, 4, 4, 3}},
+                                  {4, 16, 2, {3, 4, 4, 3}},
+                                  {4, 8, 4, {1, 2, 2, 1}},
+                                  {8, 16, 2, {3, 4, 4, 4, 4, 4, 4, 3}}}) {
+    const auto c = config(S::kInterleaved, pp, m, v);
+    const PipelineRun r = simulate(c, {}, layers);
+    const int64_t expected = list_schedule_ps(c, layers);
+    EXPECT_EQ(step_ps(r), expected) << "pp " << pp << " m " << m << " vpp " << v;
+    for (int64_t s = 0; s < pp; ++s) {
+      EXPECT_EQ(busy_ps(r, s), m * v * 3 * kLayerPs * layers[static_cast<size_t>(s)]);
+    }
+    // Equal stages of the busiest chunk would take (v m + p - 1) chunks: uneven is no slower.
+    EXPECT_LE(expected, (v * m + pp - 1) * 3 * kLayerPs * layers[1]);
+    fmt::print("uneven pp {} m {} vpp {}: step {} ps (direct {} ps), bubble of stage 1 {:.6f}\n",
+               pp, m, v, step_ps(r), expected, bubble(r, 1));
   }
 }
 

@@ -187,6 +187,17 @@ void forbid_graph(const ClusterSpec& spec) {
   }
 }
 
+// A TPU cluster without an explicit graph, else an InputError at `pointer`: "cannot `what` ...".
+void require_torus(const ClusterSpec& spec, const std::string& pointer, const std::string& what,
+                   const std::string& why) {
+  forbid_graph(spec);
+  if (spec.scale_up != ScaleUpFabric::kIciTorus) {
+    fail(spec, pointer,
+         fmt::format("cannot {} \"{}\": its scale-up fabric is {}, not ici_torus: {}", what,
+                     spec.name, to_string(spec.scale_up), why));
+  }
+}
+
 }  // namespace
 
 ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes) {
@@ -281,13 +292,8 @@ ClusterSpec override_fabric(ClusterSpec spec, const FabricOverrides& o) {
 }
 
 ClusterSpec resize_torus(ClusterSpec spec, std::vector<int64_t> shape) {
-  forbid_graph(spec);
-  if (spec.scale_up != ScaleUpFabric::kIciTorus) {
-    fail(spec, "/scale_up/shape",
-         fmt::format("cannot set a torus shape on \"{}\": its scale-up fabric is {}, not "
-                     "ici_torus: a GPU cluster is sized by its number of nodes",
-                     spec.name, to_string(spec.scale_up)));
-  }
+  require_torus(spec, "/scale_up/shape", "set a torus shape on",
+                "a GPU cluster is sized by its number of nodes");
   spec.torus_shape = std::move(shape);
   int64_t chips = spec.slices;
   for (const int64_t extent : spec.torus_shape) {
@@ -302,6 +308,21 @@ ClusterSpec resize_torus(ClusterSpec spec, std::vector<int64_t> shape) {
   spec.devices_per_node = per_host;
   spec.nodes = chips / per_host;
   spec.description += fmt::format(" (preset resized to a {} slice)", shape_text(spec.torus_shape));
+  detail::finalize_cluster(spec);
+  return spec;
+}
+
+ClusterSpec join_slices(ClusterSpec spec, int64_t slices) {
+  require_torus(spec, "/slices", "join slices of", "only TPU slices are joined by DCN");
+  if (slices <= 0) {
+    fail(spec, "/slices", fmt::format("expected a positive number of slices, got {}", slices));
+  }
+  const int64_t per_slice = product(spec.torus_shape);
+  spec.slices = slices;
+  const int64_t per_host = std::min(spec.chip.ici->chips_per_host, per_slice);
+  spec.devices_per_node = per_host;
+  spec.nodes = per_slice * slices / per_host;
+  spec.description += fmt::format(" ({} slices joined by DCN)", slices);
   detail::finalize_cluster(spec);
   return spec;
 }

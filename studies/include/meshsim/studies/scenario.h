@@ -5,6 +5,7 @@
 // flags (and like workloads::PlanField's names):
 //   { "model": "llama3-70b" | "path/to/model.json" | "path/to/config.json",
 //     "cluster": "dgx-h100" | "path/to/cluster.json", "nodes": 256, "shape": "8x16x16",
+//     "slices": 4 (TPU slices joined by DCN), "dcn_dp": 4 (replicas across slices: fsdp = dp / 4),
 //     "dp": 64, "zero": 1, "tp": 8, "sp": true, "cp": 1, "pp": 4, "vpp": 5,
 //     "schedule": "gpipe" | "1f1b" | "interleaved" | "zb", "ep": 1, "capacity_factor": 1.0,
 //     "moe_load_skew": 0.0 (absent: balanced), "moe_drop_tokens": false, "moe_seed": 0,
@@ -41,13 +42,23 @@
 namespace meshsim::studies {
 
 // The fields of a Scenario outside the plan, named as the scenario file's keys.
-enum class ScenarioField : uint8_t { kModel, kCluster, kNodes, kShape, kHardwareCatalogue };
+enum class ScenarioField : uint8_t {
+  kModel,
+  kCluster,
+  kNodes,
+  kShape,
+  kSlices,
+  kDcnDp,
+  kHardwareCatalogue
+};
 constexpr auto enum_names(ScenarioField) {
   using F = ScenarioField;
   return std::to_array<EnumName<F>>({{F::kModel, "model"},
                                      {F::kCluster, "cluster"},
                                      {F::kNodes, "nodes"},
                                      {F::kShape, "shape"},
+                                     {F::kSlices, "slices"},
+                                     {F::kDcnDp, "dcn_dp"},
                                      {F::kHardwareCatalogue, "hardware_catalogue"}});
 }
 using ScenarioError = FieldError<ScenarioField>;
@@ -78,6 +89,10 @@ struct Scenario {
   std::string cluster = "dgx-h100";
   std::optional<int64_t> nodes;
   std::optional<std::string> shape;  // TPU torus, e.g. "8x16x16"
+  std::optional<int64_t> slices;     // TPU: identical slices of `shape` joined by DCN
+  // MaxText dcn_data_parallelism: data-parallel replicas across slices, FSDP inside (complete()
+  // turns it into the plan's fsdp = dp / dcn_dp).
+  std::optional<int64_t> dcn_dp;
   std::optional<std::string> hardware_catalogue;
   FabricKnobs fabric;
   workloads::ParallelPlan plan = neutral_plan();
@@ -104,14 +119,16 @@ Scenario load_scenario(const std::string& path, Scenario base);
 bool scenario_file_names_workload(const std::string& path);
 
 // Completes a scenario once the base, the file and the flags are in: a global batch nobody set is
-// one microbatch per data-parallel rank (dp x mbs).
+// one microbatch per data-parallel rank (dp x mbs); dcn_dp K sets the plan's fsdp to dp / K
+// (ScenarioError(kDcnDp) unless K divides dp and agrees with an fsdp given too).
 void complete(Scenario& s);
 
 // A ZeRO stage 0..3 read from `where`; InputError located there otherwise.
 workloads::ZeroStage zero_stage(int64_t value, const Origin& where);
 
 // The scenario's cluster: preset or file (InputError from the loaders), resized to `nodes` (GPU
-// clusters) or `shape` (TPU slices). ScenarioError on kNodes / kShape when they do not apply.
+// clusters) or `shape` (TPU slices), then joined into `slices` slices. ScenarioError on kNodes /
+// kShape / kSlices when they do not apply.
 topology::ClusterSpec load_cluster(const Scenario& s);
 
 // "8x16x16" -> {8, 16, 16}; ScenarioError(kShape) unless positive extents joined by 'x'.

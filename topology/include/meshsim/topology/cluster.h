@@ -239,4 +239,9 @@ ClusterSpec override_fabric(ClusterSpec spec, const FabricOverrides& o);
 // nodes (a slice smaller than one host keeps one partial host) and the wraparound of each axis.
 ClusterSpec resize_torus(ClusterSpec spec, std::vector<int64_t> shape);
 
+// The same TPU cluster as `slices` identical slices of its torus joined by DCN (MaxText
+// multi-slice; the DCN per chip is the cluster's dcn_bandwidth). Checks: a TPU cluster; slices > 0;
+// no explicit graph. Recomputes nodes; the description says so.
+ClusterSpec join_slices(ClusterSpec spec, int64_t slices);
+
 }  // namespace meshsim::topology
