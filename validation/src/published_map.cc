@@ -199,15 +199,9 @@ topology::ClusterSpec tpu_cluster(const PublishedRun& r, const std::string& pres
   }
   c = topology::resize_torus(c, torus_of(c.chip, per_slice));
   if (devices != per_slice) {
-    // Expressible since issue 13 (topology::join_slices, plan fsdp = dp / slices), and tried:
-    // the 8 multi-slice MaxText runs then err -21 % to +19 % and move the bf16/fp16 median
-    // |error| from 6.1 % to 7.0 %, past validation/thresholds.json's limit, which is not
-    // loosened. Held out until the TPU model (single-slice MaxText runs: -9 % median) improves.
-    throw Unmappable(fmt::format(
-        "{} slices joined by DCN, data parallel across slices and FSDP inside each: expressible "
-        "(--slices {} --dcn-dp {}) but held out: simulated, the multi-slice MaxText runs err "
-        "-21 % to +19 % and push the bf16/fp16 median |error| past CI's limit",
-        devices / per_slice, devices / per_slice, devices / per_slice));
+    // Several slices joined by DCN (topology::join_slices); the plan shards inside each slice and
+    // replicates across them (map_published_run sets fsdp = dp / slices).
+    c = topology::join_slices(c, devices / per_slice);
   }
   return c;
 }
@@ -278,6 +272,14 @@ PublishedMapping map_published_run(const PublishedRun& run, const topology::Cata
     s.model = model_of(run, s.assumptions);
     s.cluster = cluster_of(run, catalogue, s.assumptions);
     s.plan = detail::plan_of(run, s.cluster, s.assumptions);
+    if (s.cluster.slices > 1 && s.plan.zero == workloads::ZeroStage::kParameters &&
+        s.plan.dp % s.cluster.slices == 0) {
+      s.plan.fsdp = s.plan.dp / s.cluster.slices;
+      s.assumptions.push_back(fmt::format(
+          "{} slices: FSDP inside each slice, data parallel across them over DCN (MaxText's "
+          "ici_fsdp_parallelism x dcn_data_parallelism; plan fsdp = {})",
+          s.cluster.slices, s.plan.fsdp));
+    }
     if (s.plan.stack == workloads::Stack::kMegatron2021) {
       s.model.dropout = true;
       s.assumptions.push_back(
