@@ -120,8 +120,8 @@ void read_scale_out(JsonObject& root, ClusterSpec& spec, SourceSink& sink) {
   out.finish();
 }
 
-ClusterSpec parse_cluster(const nlohmann::json& document, const std::string& source,
-                          const std::string& name, const Catalogue& catalogue) {
+ClusterSpec parse_named(const nlohmann::json& document, const std::string& source,
+                        const std::string& name, const Catalogue& catalogue) {
   JsonObject root(document, source);
   ClusterSpec spec;
   spec.name = name;
@@ -162,6 +162,11 @@ bool is_path(const std::string& name_or_path) {
 
 }  // namespace
 
+ClusterSpec parse_cluster(const nlohmann::json& document, const std::string& source,
+                          const Catalogue& catalogue) {
+  return parse_named(document, source, std::filesystem::path(source).stem().string(), catalogue);
+}
+
 std::vector<std::string> cluster_presets() {
   std::vector<std::string> out;
   for (const auto& [stem, contents] : detail::embedded_cluster_presets()) {
@@ -174,7 +179,7 @@ std::vector<std::string> cluster_presets() {
 ClusterSpec load_cluster(const std::string& name_or_path, const Catalogue& catalogue) {
   if (is_path(name_or_path)) {
     const std::string stem = std::filesystem::path(name_or_path).stem().string();
-    return parse_cluster(load_json_file(name_or_path), name_or_path, stem, catalogue);
+    return parse_named(load_json_file(name_or_path), name_or_path, stem, catalogue);
   }
   for (const auto& [stem, contents] : detail::embedded_cluster_presets()) {
     if (stem != name_or_path) {
@@ -187,7 +192,7 @@ ClusterSpec load_cluster(const std::string& name_or_path, const Catalogue& catal
     } catch (const nlohmann::json::parse_error& e) {
       throw InputError(source, fmt::format("byte {}", e.byte), "not valid JSON");
     }
-    return parse_cluster(document, source, name_or_path, catalogue);
+    return parse_named(document, source, name_or_path, catalogue);
   }
   throw InputError(name_or_path, "",
                    fmt::format("unknown cluster preset \"{}\" (known presets: {}; a file path must "

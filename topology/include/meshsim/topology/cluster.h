@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -143,6 +144,11 @@ struct ClusterSpec {
 // tpu-v6e); anything else is a file path. The chip is looked up in `catalogue`. Every error is an
 // InputError naming the file, the JSON pointer and what was expected.
 ClusterSpec load_cluster(const std::string& name_or_path, const Catalogue& catalogue);
+
+// The same from a parsed cluster document; `source` names it in errors and its file stem names
+// the cluster.
+ClusterSpec parse_cluster(const nlohmann::json& document, const std::string& source,
+                          const Catalogue& catalogue);
 
 // The preset names, sorted.
 std::vector<std::string> cluster_presets();

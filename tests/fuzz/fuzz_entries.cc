@@ -1,0 +1,177 @@
+#include "fuzz_entries.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <stdexcept>
+
+#include "meshsim/sim/error.h"
+#include "meshsim/sim/json_input.h"
+#include "meshsim/topology/cluster.h"
+#include "meshsim/topology/compute_model.h"
+#include "meshsim/topology/network.h"
+#include "meshsim/traces/import.h"
+#include "meshsim/validation/manifest.h"
+#include "meshsim/validation/profile.h"
+#include "meshsim/workloads/accounting.h"
+#include "scenario.h"
+
+namespace meshsim::fuzz {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kSource = "fuzz-input.json";
+
+// Limits small enough for a fuzzer's memory budget (libFuzzer's -rss_limit_mb); the defaults are
+// exercised by tools/hostile_inputs.py on the real binary.
+constexpr JsonLimits kJsonLimits{.max_bytes = int64_t{4} << 20, .max_depth = 128};
+constexpr traces::ImportLimits kTraceLimits{
+    .max_file_bytes = int64_t{4} << 20, .max_text_bytes = int64_t{16} << 20, .max_depth = 128};
+// Networks are built (and traced) only for clusters this small, to keep each run short.
+constexpr int64_t kMaxNetworkDevices = 512;
+
+// A scratch directory of this process, for the loaders that read a path.
+const fs::path& scratch_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("meshsim-fuzz-" + std::to_string(getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+fs::path write_scratch(const std::string& name, std::string_view data) {
+  const fs::path p = scratch_dir() / name;
+  std::ofstream(p, std::ios::binary | std::ios::trunc).write(data.data(),
+                                                             static_cast<std::streamsize>(data.size()));
+  return p;
+}
+
+nlohmann::json parse(std::string_view data) {
+  if (static_cast<int64_t>(data.size()) > kJsonLimits.max_bytes) {
+    throw InputError(kSource, "", "larger than the fuzzing limit");
+  }
+  return parse_json(data, kSource, kJsonLimits.max_depth);
+}
+
+void exercise_chip(const topology::Chip& chip) {
+  const topology::RooflineComputeModel model(chip);
+  ComputeWork gemm;
+  gemm.op_class = OpClass::kMatmul;
+  gemm.flops = Flops::of(2.0 * 4096 * 4096 * 4096);
+  gemm.bytes = Bytes::of(3 * 4096 * 4096 * 2);
+  gemm.shape = MatmulShape{4096, 4096, 4096, 8};
+  (void)model.kernel_time(gemm).total();
+  ComputeWork copy;
+  copy.op_class = OpClass::kCopy;
+  copy.bytes = Bytes::of(int64_t{1} << 30);
+  (void)model.kernel_time(copy).total();
+}
+
+void run_model(std::string_view data) {
+  using namespace workloads;
+  const ModelConfig m = parse_model(parse(data), kSource);
+  const ParameterCounts p = count_parameters(m);
+  (void)p.total();
+  (void)p.active_per_token();
+  (void)p.attention();
+  (void)p.mlp();
+  (void)p.experts();
+  (void)p.norms();
+  const int64_t seq = std::min<int64_t>(4096, m.max_position_embeddings);
+  (void)training_flops_per_token(m, seq);
+  (void)kv_cache_bytes(m, seq, 1, 2);
+  TrainingMemoryOptions opts;
+  opts.activations = ActivationOptions{seq, 1, AttentionKernel::kFlash, Recompute::kNone, 2};
+  opts.in_flight_microbatches = 1;
+  (void)training_memory_per_rank(m, opts).total();
+}
+
+void run_cluster(std::string_view data) {
+  const topology::ClusterSpec spec =
+      topology::parse_cluster(parse(data), kSource, topology::Catalogue::builtin());
+  (void)spec.scale_up_bandwidth();
+  (void)spec.inter_node_bandwidth();
+  if (spec.device_count() <= kMaxNetworkDevices) {
+    (void)topology::Network::build(spec);
+  }
+}
+
+void run_chips(std::string_view data) {
+  const topology::Catalogue catalogue = topology::Catalogue::parse(parse(data), kSource);
+  for (const std::string& name : catalogue.names()) {
+    exercise_chip(catalogue.chip(name));
+  }
+}
+
+void run_scenario(std::string_view data) {
+  const fs::path path = write_scratch("scenario.json", data);
+  (void)cli::scenario_file_names_workload(path.string());
+  (void)cli::load_scenario(path.string(), cli::default_scenario());
+}
+
+void run_manifest(std::string_view data) {
+  write_scratch("trace.json.gz", "");  // the file a manifest's trace.path may name
+  const fs::path path = write_scratch("manifest.json", data);
+  const validation::Manifest m = validation::load_manifest(path.string());
+  (void)validation::step_kernels(m);
+}
+
+void run_profile(std::string_view data) {
+  const validation::Profile p = validation::profile_from(parse(data), kSource);
+  exercise_chip(p.chip);
+  (void)validation::profile_document(p, p.chip.efficiency, "fuzz");
+}
+
+void run_trace(std::string_view data) {
+  const traces::MeasuredTrace t = traces::import_trace_bytes(data, kSource, kTraceLimits);
+  for (const traces::MeasuredStep& step : t.steps) {
+    (void)traces::time_by_class(step);
+    (void)traces::unclassified_time(step);
+    (void)traces::to_timeline(step, RankId(0));
+  }
+}
+
+using Entry = std::function<void(std::string_view)>;
+
+const std::map<std::string, Entry, std::less<>>& entries() {
+  static const std::map<std::string, Entry, std::less<>> kEntries = {
+      {"model", run_model},       {"hf_config", run_model},         {"cluster", run_cluster},
+      {"chips", run_chips},       {"scenario", run_scenario},       {"manifest", run_manifest},
+      {"profile", run_profile},   {"pytorch_trace", run_trace},     {"jax_trace", run_trace}};
+  return kEntries;
+}
+
+}  // namespace
+
+const std::vector<std::string>& target_names() {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> names;
+    for (const auto& [name, entry] : entries()) {
+      names.push_back(name);
+    }
+    return names;
+  }();
+  return kNames;
+}
+
+Outcome run_target(std::string_view target, std::string_view data) {
+  const auto it = entries().find(target);
+  if (it == entries().end()) {
+    throw std::invalid_argument("unknown fuzz target " + std::string(target));
+  }
+  try {
+    it->second(data);
+  } catch (const InputError& e) {
+    return Outcome{false, e.what()};
+  } catch (const InfeasibleError& e) {
+    return Outcome{false, e.what()};
+  }
+  return Outcome{true, ""};
+}
+
+}  // namespace meshsim::fuzz
