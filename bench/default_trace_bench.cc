@@ -35,25 +35,10 @@ struct DefaultStep {
   std::vector<Record> records;
   int64_t slices = 0;
 
-  static workloads::ParallelPlan parallel_plan(const cli::Scenario& s) {
-    workloads::ParallelPlan p;
-    p.tp = s.tp;
-    p.sp = s.sp;
-    p.pp = s.pp;
-    p.vpp = s.vpp;
-    p.schedule = workloads::PipelineSchedule::kInterleaved;
-    p.dp = s.dp;
-    p.zero = workloads::ZeroStage::kOptimizerStates;
-    p.mbs = s.mbs;
-    p.gbs = *s.gbs;
-    p.seq = s.seq;
-    return p;
-  }
-
   explicit DefaultStep(const cli::Scenario& s)
       : cluster(cli::load_cluster_for(s)),
-        plan(workloads::plan_step(workloads::load_model(s.model), parallel_plan(s),
-                                  cluster.device_count(), workloads::SimulationMode::kFull)),
+        plan(workloads::plan_step(workloads::load_model(s.model), s.plan,
+                                  workloads::SimulationMode::kFull)),
         compute(cluster.chip),
         comm(cluster, plan, cli::CommOptions{}),
         sim(compute, comm.model()) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "meshsim/workloads/accounting.h"
+#include "meshsim/workloads/training_memory.h"
 #include "report.h"
 
 namespace meshsim::cli {
@@ -66,11 +67,11 @@ void print_accounting(const std::string& model_name, int64_t seq_len, int64_t mi
   row(out, "KV cache per token (bf16)", format_bytes(kv_cache_bytes(m, 1, 1, 2)));
   row(out, fmt::format("KV cache, {} tokens x {} seq", seq_len, micro_batch),
       format_bytes(kv_cache_bytes(m, seq_len, micro_batch, 2)));
-  TrainingMemoryOptions opts;
-  opts.activations = ActivationOptions{seq_len, micro_batch, AttentionKernel::kFlash,
-                                       Recompute::kNone, 2};
-  opts.in_flight_microbatches = 1;
-  const TrainingMemory tm = training_memory_per_rank(m, opts);
+  ParallelPlan one_device;  // bf16 mixed precision, flash attention, no recompute
+  one_device.seq = seq_len;
+  one_device.mbs = micro_batch;
+  one_device.gbs = micro_batch;
+  const TrainingMemory tm = training_memory(m, one_device, 0, 1);
   row(out, "weights (bf16)", format_bytes(tm.weights));
   row(out, "gradients (bf16)", format_bytes(tm.gradients));
   row(out, "optimizer (fp32 master + Adam m, v)", format_bytes(tm.optimizer_states));

@@ -183,8 +183,12 @@ Row time_one(CollectiveKind kind, bool sendrecv, Bytes bytes,
     const auto choice = collectives::choose_and_time(kind, bytes, groups, net, backend);
     return {bytes, choice.time, choice.algorithm};
   }
-  const collectives::Schedule s = collectives::plan_collective(kind, bytes, group, algo, net);
-  return {bytes, collectives::schedule_time(s, backend), s.algorithm};
+  try {
+    const collectives::Schedule s = collectives::plan_collective(kind, bytes, group, algo, net);
+    return {bytes, collectives::schedule_time(s, backend), s.algorithm};
+  } catch (const collectives::CommError& e) {
+    throw InputError("--algo", "", e.message());  // the only field a CommError names
+  }
 }
 
 }  // namespace

@@ -52,37 +52,38 @@ topology::ClusterSpec load_cluster_for(const Scenario& s) {
 }
 
 nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& cluster) {
+  const workloads::ParallelPlan& p = s.plan;
   nlohmann::json j = {{"model", s.model},
                       {"cluster", s.cluster},
                       {"nodes", cluster.nodes},
                       {"devices", cluster.device_count()},
-                      {"dp", s.dp},
-                      {"zero", s.zero},
-                      {"tp", s.tp},
-                      {"sp", s.sp},
-                      {"cp", s.cp},
-                      {"pp", s.pp},
-                      {"vpp", s.vpp},
-                      {"schedule", s.schedule},
-                      {"ep", s.ep},
-                      {"capacity_factor", s.capacity_factor},
-                      {"mbs", s.mbs},
-                      {"gbs", s.gbs.value_or(s.dp * s.mbs)},
-                      {"seq", s.seq},
-                      {"recompute", s.recompute},
-                      {"dtype", s.dtype},
-                      {"attention", s.attention},
-                      {"kernels", s.kernels},
-                      {"optimizer_kernels", s.optimizer_kernels},
-                      {"overlap_grad_reduce", s.overlap_grad_reduce},
-                      {"overlap_param_gather", s.overlap_param_gather},
-                      {"overlap_p2p", s.overlap_p2p},
-                      {"overlap_tp", s.overlap_tp}};
+                      {"dp", p.dp},
+                      {"zero", static_cast<int>(p.zero)},
+                      {"tp", p.tp},
+                      {"sp", p.sp},
+                      {"cp", p.cp},
+                      {"pp", p.pp},
+                      {"vpp", p.vpp},
+                      {"schedule", to_string(p.schedule)},
+                      {"ep", p.ep},
+                      {"capacity_factor", p.capacity_factor},
+                      {"mbs", p.mbs},
+                      {"gbs", p.gbs},
+                      {"seq", p.seq},
+                      {"recompute", to_string(p.recompute)},
+                      {"dtype", to_string(p.matmul_dtype)},
+                      {"attention", to_string(p.attention)},
+                      {"kernels", to_string(p.kernels)},
+                      {"optimizer_kernels", to_string(p.optimizer_kernels)},
+                      {"overlap_grad_reduce", p.overlap.grad_reduce},
+                      {"overlap_param_gather", p.overlap.param_gather},
+                      {"overlap_p2p", p.overlap.pipeline_p2p},
+                      {"overlap_tp", p.overlap.tensor_parallel}};
   if (!cluster.torus_shape.empty()) {
     j["shape"] = cluster.torus_shape;
   }
-  if (!s.stage_layers.empty()) {
-    j["stage_layers"] = s.stage_layers;
+  if (!p.stage_layers.empty()) {
+    j["stage_layers"] = p.stage_layers;
   }
   return j;
 }
@@ -100,13 +101,11 @@ std::unique_ptr<collectives::NetworkBackend> make_backend(const std::string& nam
 }
 
 collectives::Algorithm parse_algo_flag(const std::string& name) {
-  const auto algorithm = collectives::parse_algorithm(name);
+  const auto algorithm = parse_enum<collectives::Algorithm>(name);
   if (!algorithm) {
     throw InputError("--algo", "",
-                     fmt::format("\"{}\" is not one of auto, ring, bidirectional-ring, "
-                                 "double-binary-tree (tree), halving-doubling (hd), hierarchical, "
-                                 "torus-rings (torus), nvls",
-                                 name));
+                     fmt::format("\"{}\" is not one of {}", name,
+                                 describe_choices<collectives::Algorithm>()));
   }
   return *algorithm;
 }
@@ -125,15 +124,7 @@ CommSetup::CommSetup(const topology::ClusterSpec& c, const workloads::StepPlan& 
   impl_->model = std::make_unique<collectives::TopologyCommModel>(
       impl_->net, topology::Placement::in_order(plan.world), std::move(backend), algorithm);
   for (const auto& family : plan.families) {
-    std::vector<std::vector<RankId>> groups;
-    for (const auto& g : family) {
-      std::vector<RankId> ranks;
-      for (const uint32_t r : g) {
-        ranks.emplace_back(r);
-      }
-      groups.push_back(std::move(ranks));
-    }
-    impl_->model->add_concurrent_family(groups);
+    impl_->model->add_concurrent_family(family);
   }
 }
 

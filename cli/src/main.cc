@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <iostream>
+#include <map>
 
 #include "calc_command.h"
 #include "calibrate_command.h"
@@ -16,23 +17,24 @@
 
 namespace {
 
+using meshsim::Origin;
+using meshsim::cli::flag_of;
 using meshsim::cli::Scenario;
-using meshsim::cli::kAttentionChoices;
-using meshsim::cli::kDtypeChoices;
-using meshsim::cli::kKernelsChoices;
-using meshsim::cli::kOptimizerKernelsChoices;
-using meshsim::cli::kRecomputeChoices;
-using meshsim::cli::kScheduleChoices;
+using meshsim::workloads::ParallelPlan;
+using meshsim::workloads::PlanField;
 
-// A flag bound to a field of the override scenario, applied only when given on the command line.
+// A flag bound to the override scenario, applied (with its origin) only when given on the
+// command line.
 struct Override {
   CLI::Option* option;
-  std::function<void(Scenario&, const Scenario&)> apply;
+  std::function<void(Scenario&)> apply;
 };
 
 struct RunFlags {
   std::string scenario_file;
-  Scenario given;  // values of the flags
+  Scenario given;                             // values of the flags that map onto fields
+  std::map<PlanField, std::string> choices;   // values of the enum-valued plan flags
+  int64_t zero = 0;
   std::vector<Override> overrides;
   meshsim::cli::RunOutputs outputs;
   std::string json_path;
@@ -41,72 +43,121 @@ struct RunFlags {
   bool no_trace = false;
 };
 
+// A flag of a scenario field outside the plan (model, cluster, ...).
 template <typename T>
-void bind_option(CLI::App* app, RunFlags& f, const std::string& name, T Scenario::*field,
-          const std::string& help) {
+void bind_scenario(CLI::App* app, RunFlags& f, const std::string& name, T Scenario::*field,
+                   const std::string& help) {
   CLI::Option* o = app->add_option(name, f.given.*field, help);
-  f.overrides.push_back({o, [field](Scenario& s, const Scenario& g) { s.*field = g.*field; }});
+  f.overrides.push_back({o, [&f, field](Scenario& s) { s.*field = f.given.*field; }});
 }
 
-// A string option whose value must be one of `choices` (CLI11 rejects anything else, naming the
-// flag and the choices).
-void bind_choice(CLI::App* app, RunFlags& f, const std::string& name,
-                 std::string Scenario::*field, const std::vector<std::string>& choices,
-                 const std::string& help) {
-  CLI::Option* o = app->add_option(name, f.given.*field, help)->check(CLI::IsMember(choices));
-  f.overrides.push_back({o, [field](Scenario& s, const Scenario& g) { s.*field = g.*field; }});
+// The flag of a plan field: its value, then its origin.
+void add_override(RunFlags& f, CLI::Option* o, PlanField field,
+                  std::function<void(ParallelPlan&)> apply) {
+  f.overrides.push_back({o, [field, apply = std::move(apply)](Scenario& s) {
+                           apply(s.plan);
+                           s.plan.origins.set(field, Origin::flag(flag_of(field)));
+                         }});
 }
 
-void bind_flag(CLI::App* app, RunFlags& f, const std::string& name, bool Scenario::*field,
-               bool value, const std::string& help) {
-  CLI::Option* o = app->add_flag(name, help);
-  f.overrides.push_back({o, [field, value](Scenario& s, const Scenario&) { s.*field = value; }});
+template <typename T>
+CLI::Option* bind_plan(CLI::App* app, RunFlags& f, PlanField field, T ParallelPlan::*member,
+                       const std::string& help) {
+  CLI::Option* o = app->add_option(flag_of(field), f.given.plan.*member, help);
+  add_override(f, o, field, [&f, member](ParallelPlan& p) { p.*member = f.given.plan.*member; });
+  return o;
+}
+
+// An enum-valued plan flag: CLI11 rejects a value outside the enum's names, naming the flag and
+// the choices.
+template <meshsim::NamedEnum E>
+void bind_plan_choice(CLI::App* app, RunFlags& f, PlanField field,
+                      std::function<void(ParallelPlan&, E)> set, const std::string& help) {
+  CLI::Option* o = app->add_option(flag_of(field), f.choices[field], help)
+                       ->check(CLI::IsMember(meshsim::enum_choices<E>()));
+  add_override(f, o, field, [&f, field, set = std::move(set)](ParallelPlan& p) {
+    set(p, *meshsim::parse_enum<E>(f.choices.at(field)));
+  });
+}
+
+template <meshsim::NamedEnum E>
+void bind_plan_choice(CLI::App* app, RunFlags& f, PlanField field, E ParallelPlan::*member,
+                      const std::string& help) {
+  bind_plan_choice<E>(app, f, field, [member](ParallelPlan& p, E v) { p.*member = v; }, help);
+}
+
+// A plan flag without a value that sets a boolean.
+void bind_plan_flag(CLI::App* app, RunFlags& f, PlanField field,
+                    std::function<void(ParallelPlan&)> set, const std::string& help) {
+  add_override(f, app->add_flag(flag_of(field), help), field, std::move(set));
 }
 
 // The run flags live on the top-level app, so that `meshsim --json r.json` runs the default
 // scenario; `meshsim run [SCENARIO] ...` falls through to them.
+void add_plan_options(CLI::App* app, RunFlags& f) {
+  bind_plan(app, f, PlanField::kDp, &ParallelPlan::dp, "Data-parallel degree");
+  CLI::Option* zero = app->add_option(flag_of(PlanField::kZero), f.zero,
+                                      "ZeRO stage over the data-parallel group: 0, 1, 2, 3");
+  add_override(f, zero, PlanField::kZero, [&f](ParallelPlan& p) {
+    p.zero = meshsim::cli::zero_stage(f.zero, Origin::flag(flag_of(PlanField::kZero)));
+  });
+  bind_plan(app, f, PlanField::kTp, &ParallelPlan::tp, "Tensor-parallel degree");
+  bind_plan_flag(app, f, PlanField::kSp, [](ParallelPlan& p) { p.sp = true; },
+                 "Sequence parallelism (with TP)");
+  bind_plan(app, f, PlanField::kCp, &ParallelPlan::cp, "Context-parallel degree (ring attention)");
+  bind_plan(app, f, PlanField::kPp, &ParallelPlan::pp, "Pipeline-parallel degree");
+  bind_plan(app, f, PlanField::kVpp, &ParallelPlan::vpp,
+            "Virtual pipeline stages per rank (interleaved)");
+  bind_plan_choice(app, f, PlanField::kSchedule, &ParallelPlan::schedule,
+                   "Pipeline schedule: gpipe, 1f1b, interleaved, zb");
+  bind_plan(app, f, PlanField::kEp, &ParallelPlan::ep,
+            "Expert-parallel degree (MoE; carved out of DP)");
+  bind_plan(app, f, PlanField::kCapacityFactor, &ParallelPlan::capacity_factor,
+            "MoE expert capacity factor");
+  bind_plan(app, f, PlanField::kMbs, &ParallelPlan::mbs, "Micro-batch size (sequences)");
+  bind_plan(app, f, PlanField::kGbs, &ParallelPlan::gbs, "Global batch size (sequences per step)");
+  bind_plan(app, f, PlanField::kSeq, &ParallelPlan::seq, "Sequence length (tokens)");
+  bind_plan_choice(app, f, PlanField::kRecompute, &ParallelPlan::recompute,
+                   "Activation recompute: none, selective, full");
+  bind_plan_choice<meshsim::Dtype>(
+      app, f, PlanField::kDtype, [](ParallelPlan& p, meshsim::Dtype d) { p.set_training_dtype(d); },
+      "Training precision: bf16 or fp8 (mixed precision: bf16 activations, fp32 master weights), "
+      "fp32 or tf32 (fp32 activations; tf32 matmuls on tensor cores)");
+  bind_plan_choice(app, f, PlanField::kAttention, &ParallelPlan::attention,
+                   "Attention kernel: flash or naive (s x s scores through memory)");
+  bind_plan_choice(app, f, PlanField::kKernels, &ParallelPlan::kernels,
+                   "Memory-bound kernels: fused (Megatron/TE, XLA) or eager (PyTorch eager mode, "
+                   "one kernel per tensor op)");
+  bind_plan_choice(app, f, PlanField::kOptimizerKernels, &ParallelPlan::optimizer_kernels,
+                   "AdamW: fused (one pass), foreach (torch multi-tensor) or per-tensor (torch "
+                   "foreach=False)");
+  bind_plan(app, f, PlanField::kStageLayers, &ParallelPlan::stage_layers,
+            "Layers per pipeline stage (uneven split), e.g. 10,11,11")
+      ->delimiter(',');
+  bind_plan_flag(app, f, PlanField::kOverlapGradReduce,
+                 [](ParallelPlan& p) { p.overlap.grad_reduce = false; },
+                 "Reduce gradients after the backward pass instead of during it");
+  bind_plan_flag(app, f, PlanField::kOverlapParamGather,
+                 [](ParallelPlan& p) { p.overlap.param_gather = false; },
+                 "Gather ZeRO/FSDP parameters just in time instead of prefetching");
+  bind_plan_flag(app, f, PlanField::kOverlapP2p,
+                 [](ParallelPlan& p) { p.overlap.pipeline_p2p = false; },
+                 "Pipeline sends block the compute stream");
+  bind_plan_flag(app, f, PlanField::kOverlapTp,
+                 [](ParallelPlan& p) { p.overlap.tensor_parallel = true; },
+                 "Hide TP communication behind split GEMMs");
+}
+
 void add_run_options(CLI::App* app, RunFlags& f) {
-  bind_option(app, f, "--model", &Scenario::model, "Model preset, meshsim model JSON or HF config.json");
-  bind_option(app, f, "--cluster", &Scenario::cluster, "Cluster preset or cluster JSON");
-  bind_option(app, f, "--nodes", &Scenario::nodes, "Resize a GPU cluster to this many nodes");
-  bind_option(app, f, "--shape", &Scenario::shape, "Resize a TPU slice to this torus, e.g. 8x16x16");
-  bind_option(app, f, "--dp", &Scenario::dp, "Data-parallel degree");
-  bind_option(app, f, "--zero", &Scenario::zero, "ZeRO stage over the data-parallel group: 0, 1, 2, 3");
-  bind_option(app, f, "--tp", &Scenario::tp, "Tensor-parallel degree");
-  bind_flag(app, f, "--sp", &Scenario::sp, true, "Sequence parallelism (with TP)");
-  bind_option(app, f, "--cp", &Scenario::cp, "Context-parallel degree (ring attention)");
-  bind_option(app, f, "--pp", &Scenario::pp, "Pipeline-parallel degree");
-  bind_option(app, f, "--vpp", &Scenario::vpp, "Virtual pipeline stages per rank (interleaved)");
-  bind_choice(app, f, "--schedule", &Scenario::schedule, kScheduleChoices,
-              "Pipeline schedule: gpipe, 1f1b, interleaved, zb");
-  bind_option(app, f, "--ep", &Scenario::ep, "Expert-parallel degree (MoE; carved out of DP)");
-  bind_option(app, f, "--capacity-factor", &Scenario::capacity_factor, "MoE expert capacity factor");
-  bind_option(app, f, "--mbs", &Scenario::mbs, "Micro-batch size (sequences)");
-  bind_option(app, f, "--gbs", &Scenario::gbs, "Global batch size (sequences per step)");
-  bind_option(app, f, "--seq", &Scenario::seq, "Sequence length (tokens)");
-  bind_choice(app, f, "--recompute", &Scenario::recompute, kRecomputeChoices,
-              "Activation recompute: none, selective, full");
-  bind_choice(app, f, "--dtype", &Scenario::dtype, kDtypeChoices,
-              "Training precision: bf16 or fp8 (mixed precision: bf16 activations, fp32 master "
-              "weights), fp32 or tf32 (fp32 activations; tf32 matmuls on tensor cores)");
-  bind_choice(app, f, "--attention", &Scenario::attention, kAttentionChoices,
-              "Attention kernel: flash or naive (s x s scores through memory)");
-  bind_choice(app, f, "--kernels", &Scenario::kernels, kKernelsChoices,
-              "Memory-bound kernels: fused (Megatron/TE, XLA) or eager (PyTorch eager mode, one "
-              "kernel per tensor op)");
-  bind_choice(app, f, "--optimizer-kernels", &Scenario::optimizer_kernels, kOptimizerKernelsChoices,
-              "AdamW: fused (one pass), foreach (torch multi-tensor) or per-tensor (torch "
-              "foreach=False)");
-  bind_option(app, f, "--stage-layers", &Scenario::stage_layers, "Layers per pipeline stage (uneven split)");
-  bind_option(app, f, "--hardware-catalogue", &Scenario::hardware_catalogue, "Chip catalogue JSON");
-  bind_flag(app, f, "--no-overlap-grad-reduce", &Scenario::overlap_grad_reduce, false,
-            "Reduce gradients after the backward pass instead of during it");
-  bind_flag(app, f, "--no-overlap-param-gather", &Scenario::overlap_param_gather, false,
-            "Gather ZeRO/FSDP parameters just in time instead of prefetching");
-  bind_flag(app, f, "--no-overlap-p2p", &Scenario::overlap_p2p, false,
-            "Pipeline sends block the compute stream");
-  bind_flag(app, f, "--overlap-tp", &Scenario::overlap_tp, true,
-            "Hide TP communication behind split GEMMs");
+  bind_scenario(app, f, "--model", &Scenario::model,
+                "Model preset, meshsim model JSON or HF config.json");
+  bind_scenario(app, f, "--cluster", &Scenario::cluster, "Cluster preset or cluster JSON");
+  bind_scenario(app, f, "--nodes", &Scenario::nodes, "Resize a GPU cluster to this many nodes");
+  bind_scenario(app, f, "--shape", &Scenario::shape,
+                "Resize a TPU slice to this torus, e.g. 8x16x16");
+  add_plan_options(app, f);
+  bind_scenario(app, f, "--hardware-catalogue", &Scenario::hardware_catalogue,
+                "Chip catalogue JSON");
   app->add_option("--json", f.json_path, "Write the report as JSON to FILE");
   app->add_option("--trace", f.trace_path,
                   "Write the timeline: FILE.pftrace (native Perfetto) or FILE.json (Chrome JSON)")
@@ -151,9 +202,10 @@ Scenario resolve(const RunFlags& f) {
   }
   for (const Override& o : f.overrides) {
     if (o.option->count() > 0) {
-      o.apply(s, f.given);
+      o.apply(s);
     }
   }
+  meshsim::cli::complete(s);
   return s;
 }
 
@@ -291,6 +343,10 @@ int main(int argc, char** argv) {
   try {
     return run_main(argc, argv);
   } catch (const meshsim::InputError& e) {
+    std::cerr << "meshsim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const meshsim::workloads::PlanError& e) {
+    // A plan no edge located (a validation manifest's): the field's name and what was expected.
     std::cerr << "meshsim: error: " << e.what() << "\n";
     return 2;
   } catch (const meshsim::InfeasibleError& e) {

@@ -26,14 +26,13 @@ std::string format_bytes(Bytes b) {
 }
 
 std::string format_duration(Duration d) {
-  const double s = d.seconds();
-  if (s >= 1.0) {
-    return fmt::format("{:.3f} s", s);
+  if (d >= Seconds(1)) {
+    return fmt::format("{:.3f} s", d.seconds());
   }
-  if (s >= 1e-3) {
-    return fmt::format("{:.2f} ms", s * 1e3);
+  if (d >= Milliseconds(1)) {
+    return fmt::format("{:.2f} ms", d.milliseconds());
   }
-  return fmt::format("{:.2f} us", s * 1e6);
+  return fmt::format("{:.2f} us", d.microseconds());
 }
 
 namespace {

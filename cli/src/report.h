@@ -33,15 +33,17 @@ struct StepReport {
   bool simulated = false;
   Duration step_time;
   int64_t tokens_per_step = 0;
-  double tokens_per_s = 0;
+  double tokens_per_s = 0;             // tokens per second of simulated time
   double tokens_per_s_per_device = 0;
-  double mfu = 0;                  // model FLOPs (causal attention) / (step time * devices * peak)
-  double hfu = 0;                  // executed FLOPs (recompute, flash backward) / same
+  double mfu = 0;  // model FLOPs (causal attention) / (peak per device x step time x devices)
+  double hfu = 0;  // executed FLOPs (recompute, flash backward) / same
   FlopsPerSec peak_per_device;     // the peak MFU is measured against (dense)
   Dtype peak_dtype = Dtype::kBf16;  // its format: bf16 (also for fp8 runs), fp32 or tf32
   Duration compute;                // per rank (max over ranks), union of compute spans
   Duration exposed_comm;           // per rank (max over ranks)
-  double bubble_fraction = 0;      // mean over ranks of idle / step
+  // Mean over the pipeline stages of each stage's bubble_fraction (below): the idle fraction of
+  // the stage's worst simulated rank.
+  double bubble_fraction = 0;
   std::array<Duration, kNumOpClasses> time_by_class{};  // rank 0, summed kernel times
   Bytes peak_memory;               // max over ranks, from the ledger (or the estimate if OOM)
   MemoryBreakdown peak_breakdown;  // at the peak, on the rank with the highest peak

@@ -23,27 +23,23 @@ namespace {
 struct Loaded {
   topology::ClusterSpec cluster;
   workloads::ModelConfig model;
-  workloads::ParallelPlan plan;
 };
 
-void require_positive(std::optional<int64_t> value, const char* flag) {
-  if (value && *value <= 0) {
-    throw InputError(flag, "", fmt::format("expected a positive integer, got {}", *value));
-  }
-}
-
-
+// The cluster and the model, and the plan checked against both: the library's checks first (a
+// PlanError), then the composition root's (the degrees against the cluster's devices, the
+// precision against the chip's rates), each located where the field's value came from.
 Loaded load(const Scenario& s) {
-  Loaded l{load_cluster_for(s), workloads::load_model(s.model), to_plan(s)};
-  const auto& p = l.plan;
+  Loaded l{load_cluster_for(s), workloads::load_model(s.model)};
+  const workloads::ParallelPlan& p = s.plan;
+  workloads::validate_plan(l.model, p);
   if (p.world() != l.cluster.device_count()) {
-    throw InputError("--dp", "",
-                     fmt::format("tp {} x cp {} x dp {} x pp {} = {} ranks, but cluster {} has {} "
-                                 "devices ({} nodes x {}); the degrees must multiply to the device "
-                                 "count (resize the cluster with --nodes or --shape)",
-                                 p.tp, p.cp, p.dp, p.pp, p.world(), l.cluster.name,
-                                 l.cluster.device_count(), l.cluster.nodes,
-                                 l.cluster.devices_per_node));
+    throw origin_of(p, workloads::PlanField::kDp)
+        .error(fmt::format("tp {} x cp {} x dp {} x pp {} = {} ranks, but cluster {} has {} "
+                           "devices ({} nodes x {}); the degrees must multiply to the device "
+                           "count (resize the cluster with --nodes or --shape)",
+                           p.tp, p.cp, p.dp, p.pp, p.world(), l.cluster.name,
+                           l.cluster.device_count(), l.cluster.nodes,
+                           l.cluster.devices_per_node));
   }
   if (!l.cluster.chip.peak(p.matmul_dtype)) {
     std::vector<std::string> have;
@@ -52,10 +48,10 @@ Loaded load(const Scenario& s) {
         have.emplace_back(to_string(dtype));
       }
     }
-    throw InputError("--dtype", "",
-                     fmt::format("{} matmuls: {} has no {} rate in the catalogue (expected one of "
-                                 "{})",
-                                 s.dtype, l.cluster.chip.description, s.dtype, fmt::join(have, ", ")));
+    const std::string_view dtype = to_string(p.matmul_dtype);
+    throw origin_of(p, workloads::PlanField::kDtype)
+        .error(fmt::format("{} matmuls: {} has no {} rate in the catalogue (expected one of {})",
+                           dtype, l.cluster.chip.description, dtype, fmt::join(have, ", ")));
   }
   return l;
 }
@@ -69,19 +65,21 @@ StepReport describe(const Scenario& s, const Loaded& l) {
   r.cluster_description =
       fmt::format("{}: {} node(s) x {} {} = {} devices", l.cluster.name, l.cluster.nodes,
                   l.cluster.devices_per_node, l.cluster.chip.description, r.devices);
-  const auto& p = l.plan;
+  const workloads::ParallelPlan& p = s.plan;
+  const bool default_kernels = p.kernels == workloads::Kernels::kFused &&
+                               p.optimizer_kernels == workloads::OptimizerKernels::kFused;
   r.plan_description = fmt::format(
       "TP {}{} x CP {} x PP {} ({}{}) x DP {}{}{}; microbatch {} x {} tokens, global batch {} "
       "({} microbatches per pipeline); {} matmuls, {} attention, recompute {}{}",
-      p.tp, p.sp ? " (SP)" : "", p.cp, p.pp, s.schedule,
+      p.tp, p.sp ? " (SP)" : "", p.cp, p.pp, to_string(p.schedule),
       p.vpp > 1 ? fmt::format(", {} virtual stages", p.vpp) : "", p.dp,
-      s.zero > 0 ? fmt::format(" (ZeRO-{})", s.zero) : "",
-      p.ep > 1 ? fmt::format(", EP {}", p.ep) : "", p.mbs, p.seq, p.gbs,
-      p.gbs % (p.dp * p.mbs) == 0 ? p.microbatches() : 0,
-      s.dtype, s.attention, s.recompute,
-      s.kernels == "fused" && s.optimizer_kernels == "fused"
-          ? ""
-          : fmt::format("; {} kernels, {} optimizer", s.kernels, s.optimizer_kernels));
+      p.zero != workloads::ZeroStage::kNone ? fmt::format(" (ZeRO-{})", static_cast<int>(p.zero))
+                                            : "",
+      p.ep > 1 ? fmt::format(", EP {}", p.ep) : "", p.mbs, p.seq, p.gbs, p.microbatches(),
+      to_string(p.matmul_dtype), to_string(p.attention), to_string(p.recompute),
+      default_kernels ? ""
+                      : fmt::format("; {} kernels, {} optimizer", to_string(p.kernels),
+                                    to_string(p.optimizer_kernels)));
   r.memory_capacity = l.cluster.chip.hbm_capacity;
   // MFU against the dense bf16 peak (also for fp8, as Megatron reports it); fp32 and tf32 runs
   // against their own matmul rate.
@@ -116,6 +114,34 @@ bool precheck_memory(StepReport& r, const workloads::StepPlan& plan) {
   return true;
 }
 
+// The fraction of the devices' peak that `work` is over the step (MFU, HFU).
+double utilisation(Flops work, const StepReport& r) {
+  return work / (r.peak_per_device * r.step_time * static_cast<double>(r.devices));
+}
+
+// Per pipeline stage, the worst of its simulated ranks: idle fraction, compute, peak memory.
+std::vector<StepReport::Stage> stage_results(const StepReport& r, const RunResult& run,
+                                             const std::vector<RankBreakdown>& b,
+                                             const workloads::StepPlan& plan) {
+  std::map<int64_t, StepReport::Stage> stages;
+  for (size_t i = 0; i < b.size(); ++i) {
+    const int64_t stage = plan.ranks[i].stage;
+    StepReport::Stage& st = stages[stage];
+    st.stage = stage;
+    st.bubble_fraction = std::max(st.bubble_fraction, b[i].idle / r.step_time);
+    st.compute = std::max(st.compute, b[i].compute);
+    if (run.ranks[i].memory.peak > st.peak_memory) {
+      st.peak_memory = run.ranks[i].memory.peak;
+      st.peak_breakdown.by_category = run.ranks[i].memory.at_peak;
+    }
+  }
+  std::vector<StepReport::Stage> out;
+  for (const auto& [stage, st] : stages) {
+    out.push_back(st);
+  }
+  return out;
+}
+
 void fill_results(StepReport& r, const RunResult& run, const std::vector<RankBreakdown>& b,
                   const workloads::StepPlan& plan) {
   r.simulated = true;
@@ -125,50 +151,35 @@ void fill_results(StepReport& r, const RunResult& run, const std::vector<RankBre
   r.tokens_per_step = plan.tokens_per_step;
   r.tokens_per_s = static_cast<double>(plan.tokens_per_step) / r.step_time.seconds();
   r.tokens_per_s_per_device = r.tokens_per_s / static_cast<double>(r.devices);
-  const double capacity =
-      r.step_time.seconds() * static_cast<double>(r.devices) * r.peak_per_device.value();
-  r.mfu = plan.model_flops_per_step.count() / capacity;
+  r.mfu = utilisation(plan.model_flops_per_step, r);
   // Executed FLOPs: each simulated rank stands for world / simulated ranks of its kind; every
   // pipeline stage has the same number of ranks, so scale the simulated sum.
-  double executed = 0;
-  std::map<int64_t, StepReport::Stage> stages;
-  std::array<Duration, kNumCategories> exposed{};
-  for (size_t i = 0; i < b.size(); ++i) {
-    const RankBreakdown& rb = b[i];
-    executed += rb.flops.count();
+  Flops executed;
+  for (const RankBreakdown& rb : b) {
+    executed += rb.flops;
     r.compute = std::max(r.compute, rb.compute);
     r.exposed_comm = std::max(r.exposed_comm, rb.exposed_comm);
-    for (int c = 0; c < kNumCategories; ++c) {
-      exposed[static_cast<size_t>(c)] = std::max(exposed[static_cast<size_t>(c)],
-                                                 rb.exposed_by_category[static_cast<size_t>(c)]);
-    }
-    const int64_t stage = plan.ranks[i].stage;
-    StepReport::Stage& st = stages[stage];
-    st.stage = stage;
-    st.bubble_fraction = std::max(st.bubble_fraction, rb.idle / r.step_time);
-    st.compute = std::max(st.compute, rb.compute);
-    if (run.ranks[i].memory.peak > st.peak_memory) {
-      st.peak_memory = run.ranks[i].memory.peak;
-      st.peak_breakdown.by_category = run.ranks[i].memory.at_peak;
-    }
   }
-  r.hfu = executed * static_cast<double>(plan.world) / static_cast<double>(b.size()) / capacity;
-  for (int c = 1; c < workloads::kNumCommKinds; ++c) {
-    r.exposed_by_kind.emplace_back(
-        std::string(workloads::to_string(static_cast<workloads::CommKind>(c))),
-        exposed[static_cast<size_t>(c)]);
+  r.hfu = utilisation(
+      executed * static_cast<double>(plan.world) / static_cast<double>(b.size()), r);
+  for (const workloads::CommKind kind : enum_values<workloads::CommKind>()) {
+    Duration worst;
+    for (const RankBreakdown& rb : b) {
+      worst = std::max(worst, rb.exposed_in(workloads::category_of(kind)));
+    }
+    r.exposed_by_kind.emplace_back(std::string(to_string(kind)), worst);
   }
+  r.stages = stage_results(r, run, b, plan);
   double bubble = 0;
-  for (const auto& [stage, st] : stages) {
-    r.stages.push_back(st);
+  for (const StepReport::Stage& st : r.stages) {
     bubble += st.bubble_fraction;
     if (st.peak_memory > r.peak_memory) {
       r.peak_memory = st.peak_memory;
       r.peak_breakdown = st.peak_breakdown;
-      r.oom_stage = fmt::format("pipeline stage {}", stage);
+      r.oom_stage = fmt::format("pipeline stage {}", st.stage);
     }
   }
-  r.bubble_fraction = bubble / static_cast<double>(stages.size());
+  r.bubble_fraction = bubble / static_cast<double>(r.stages.size());
   r.time_by_class = b.front().by_class;
   r.oom = r.peak_memory > r.memory_capacity;
   if (!r.oom) {
@@ -186,67 +197,19 @@ std::string describe_model(const workloads::ModelConfig& m) {
                      m.num_layers);
 }
 
-workloads::ParallelPlan to_plan(const Scenario& s) {
-  require_positive(s.nodes, "--nodes");
-  const std::pair<const char*, int64_t> sizes[] = {{"--dp", s.dp},   {"--tp", s.tp},
-                                                   {"--cp", s.cp},   {"--pp", s.pp},
-                                                   {"--vpp", s.vpp}, {"--ep", s.ep},
-                                                   {"--mbs", s.mbs}, {"--seq", s.seq}};
-  for (const auto& [flag, v] : sizes) {
-    require_positive(v, flag);
-  }
-  require_positive(s.gbs, "--gbs");
-  if (s.zero < 0 || s.zero > 3) {
-    throw InputError("--zero", "", fmt::format("expected a ZeRO stage 0, 1, 2 or 3, got {}", s.zero));
-  }
-  workloads::ParallelPlan p;
-  p.dp = s.dp;
-  p.zero = static_cast<workloads::ZeroStage>(s.zero);
-  p.tp = s.tp;
-  p.sp = s.sp;
-  p.cp = s.cp;
-  p.pp = s.pp;
-  p.vpp = s.vpp;
-  const auto schedule = workloads::parse_pipeline_schedule(s.schedule);
-  if (!schedule) {
-    throw InputError("--schedule", "",
-                     fmt::format("\"{}\" is not one of gpipe, 1f1b, interleaved, zb", s.schedule));
-  }
-  p.schedule = *schedule;
-  p.ep = s.ep;
-  p.capacity_factor = s.capacity_factor;
-  p.mbs = s.mbs;
-  p.gbs = s.gbs.value_or(s.dp * s.mbs);
-  p.seq = s.seq;
-  p.recompute = s.recompute == "full"        ? workloads::Recompute::kFull
-                : s.recompute == "selective" ? workloads::Recompute::kSelective
-                                             : workloads::Recompute::kNone;
-  p.set_training_dtype(*parse_dtype(s.dtype));
-  p.kernels = s.kernels == "eager" ? workloads::Kernels::kEager : workloads::Kernels::kFused;
-  p.optimizer_kernels = s.optimizer_kernels == "per-tensor" ? workloads::OptimizerKernels::kPerTensor
-                        : s.optimizer_kernels == "foreach" ? workloads::OptimizerKernels::kForEach
-                                                           : workloads::OptimizerKernels::kFused;
-  p.attention = s.attention == "naive" ? workloads::AttentionKernel::kNaive
-                                       : workloads::AttentionKernel::kFlash;
-  p.stage_layers = s.stage_layers;
-  p.overlap.grad_reduce = s.overlap_grad_reduce;
-  p.overlap.param_gather = s.overlap_param_gather;
-  p.overlap.pipeline_p2p = s.overlap_p2p;
-  p.overlap.tensor_parallel = s.overlap_tp;
-  return p;
-}
+namespace {
 
-StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
+StepReport simulate(const Scenario& s, const RunOutputs& outputs) {
   const Loaded l = load(s);
   StepReport report = describe(s, l);
   std::optional<TraceSetup> trace;
   if (outputs.trace_path) {
-    trace.emplace(TraceRequest{*outputs.trace_path, outputs.trace_ranks}, l.plan, l.cluster);
+    trace.emplace(TraceRequest{*outputs.trace_path, outputs.trace_ranks}, s.plan, l.cluster);
   }
   const bool full = outputs.full_simulation || (trace && trace->needs_full_simulation());
   report.simulation_mode = full ? "full" : "representative";
   workloads::StepPlan plan = workloads::plan_step(
-      l.model, l.plan, report.devices,
+      l.model, s.plan,
       full ? workloads::SimulationMode::kFull : workloads::SimulationMode::kRepresentative,
       trace ? trace->ranks_to_simulate() : std::vector<int64_t>{});
   if (!precheck_memory(report, plan)) {
@@ -274,6 +237,18 @@ StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
   }
   fill_results(report, run, analyze(timeline, sim, run.end), plan);
   return report;
+}
+
+}  // namespace
+
+StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
+  try {
+    return simulate(s, outputs);
+  } catch (const workloads::PlanError& e) {
+    throw locate(s.plan, e);
+  } catch (const collectives::CommError& e) {
+    throw InputError("--algo", "", e.message());
+  }
 }
 
 int run_command(const Scenario& s, const RunOutputs& outputs, std::ostream& out) {

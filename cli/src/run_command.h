@@ -20,16 +20,14 @@ struct RunOutputs {
   CommOptions comm;
 };
 
-// Loads everything, checks the plan against the cluster, pre-checks memory, simulates, analyses.
-// Throws InputError on bad input. A configuration that does not fit is returned with oom = true
-// (and simulated = false when the closed-form estimate already exceeds the chip's memory).
 // "llama3-70b (70.55 B parameters, 80 layers)", "val-10m (10.1 M parameters, 8 layers)".
 std::string describe_model(const workloads::ModelConfig& m);
 
-// The parallel plan a scenario describes (degrees, schedule, precision, kernels, overlap); checked
-// against the model and cluster later, by the planner.
-workloads::ParallelPlan to_plan(const Scenario& s);
-
+// Loads everything, checks the plan against the model and the cluster, pre-checks memory,
+// simulates, analyses. Throws InputError on bad input, a library's PlanError located where the
+// plan field came from (scenario.h) and a collective CommError at --algo. A configuration that
+// does not fit is returned with oom = true (and simulated = false when the closed-form estimate
+// already exceeds the chip's memory).
 StepReport simulate_step(const Scenario& scenario, const RunOutputs& outputs);
 
 // simulate_step + summary on `out` + --json. Returns the process exit code: 0, or 3 for OOM.

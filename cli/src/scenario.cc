@@ -1,43 +1,109 @@
 #include "scenario.h"
 
+#include <fmt/format.h>
+
 #include "meshsim/sim/json_input.h"
 
 namespace meshsim::cli {
+
+using workloads::ParallelPlan;
+using workloads::PlanField;
+
+workloads::ParallelPlan Scenario::neutral_plan() {
+  ParallelPlan p;
+  p.seq = 4096;
+  return p;
+}
 
 Scenario default_scenario() {
   Scenario s;
   s.model = "llama3-70b";
   s.cluster = "dgx-h100";
   s.nodes = 256;
-  s.tp = 8;
-  s.sp = true;
-  s.pp = 4;
-  s.vpp = 5;
-  s.schedule = "interleaved";
-  s.dp = 64;
-  s.zero = 1;
-  s.mbs = 1;
-  s.gbs = 512;
-  s.seq = 8192;
+  ParallelPlan& p = s.plan;
+  p.tp = 8;
+  p.sp = true;
+  p.pp = 4;
+  p.vpp = 5;
+  p.schedule = workloads::PipelineSchedule::kInterleaved;
+  p.dp = 64;
+  p.zero = workloads::ZeroStage::kOptimizerStates;
+  p.mbs = 1;
+  p.gbs = 512;
+  p.seq = 8192;
+  p.origins.set_all(Origin::preset("the default scenario"));
   return s;
 }
 
 namespace {
 
-template <typename T>
-void read(JsonObject& o, const std::string& key, T& field,
-          T (JsonObject::*getter)(const std::string&)) {
-  if (auto v = opt(o, key, getter)) {
-    field = *v;
-  }
-}
+// Reads one plan field from the scenario file when present, recording its origin.
+class PlanReader {
+ public:
+  PlanReader(JsonObject& o, ParallelPlan& p) : o_(o), p_(p) {}
 
-void read_choice(JsonObject& o, const std::string& key, std::string& field,
-                 const std::vector<std::string>& choices) {
-  o.ignore(key);  // known even when absent (error messages list it)
-  if (o.has(key)) {
-    field = o.one_of(key, choices);
+  // `read(o, key)` gives the value; `store` puts it into the plan.
+  template <typename Read, typename Store>
+  void field(PlanField f, Read read, Store store) {
+    const std::string key(to_string(f));
+    o_.ignore(key);  // known even when absent (error messages list it)
+    if (o_.has(key)) {
+      store(read(key));
+      p_.origins.set(f, Origin::file(o_.source(), o_.pointer_of(key)));
+    }
   }
+  template <typename T>
+  void field(PlanField f, T ParallelPlan::*member, T (JsonObject::*getter)(const std::string&)) {
+    field(
+        f, [&](const std::string& k) { return (o_.*getter)(k); },
+        [&](T v) { p_.*member = std::move(v); });
+  }
+  template <NamedEnum E>
+  void choice(PlanField f, E ParallelPlan::*member) {
+    field(
+        f, [&](const std::string& k) { return o_.choice<E>(k); }, [&](E v) { p_.*member = v; });
+  }
+
+ private:
+  JsonObject& o_;
+  ParallelPlan& p_;
+};
+
+void read_plan(JsonObject& o, ParallelPlan& p) {
+  using J = JsonObject;
+  PlanReader r(o, p);
+  r.field(PlanField::kDp, &ParallelPlan::dp, &J::positive_integer);
+  r.field(
+      PlanField::kZero, [&](const std::string& k) { return o.non_negative_integer(k); },
+      [&](int64_t v) { p.zero = zero_stage(v, Origin::file(o.source(), o.pointer_of("zero"))); });
+  r.field(PlanField::kTp, &ParallelPlan::tp, &J::positive_integer);
+  r.field(PlanField::kSp, &ParallelPlan::sp, &J::boolean);
+  r.field(PlanField::kCp, &ParallelPlan::cp, &J::positive_integer);
+  r.field(PlanField::kPp, &ParallelPlan::pp, &J::positive_integer);
+  r.field(PlanField::kVpp, &ParallelPlan::vpp, &J::positive_integer);
+  r.choice(PlanField::kSchedule, &ParallelPlan::schedule);
+  r.field(PlanField::kEp, &ParallelPlan::ep, &J::positive_integer);
+  r.field(PlanField::kCapacityFactor, &ParallelPlan::capacity_factor, &J::positive_number);
+  r.field(PlanField::kMbs, &ParallelPlan::mbs, &J::positive_integer);
+  r.field(PlanField::kGbs, &ParallelPlan::gbs, &J::positive_integer);
+  r.field(PlanField::kSeq, &ParallelPlan::seq, &J::positive_integer);
+  r.choice(PlanField::kRecompute, &ParallelPlan::recompute);
+  r.field(
+      PlanField::kDtype, [&](const std::string& k) { return o.choice<Dtype>(k); },
+      [&](Dtype d) { p.set_training_dtype(d); });
+  r.choice(PlanField::kAttention, &ParallelPlan::attention);
+  r.choice(PlanField::kKernels, &ParallelPlan::kernels);
+  r.choice(PlanField::kOptimizerKernels, &ParallelPlan::optimizer_kernels);
+  r.field(PlanField::kStageLayers, &ParallelPlan::stage_layers, &J::positive_integer_array);
+  const auto overlap = [&](PlanField f, bool workloads::OverlapOptions::*member) {
+    r.field(
+        f, [&](const std::string& k) { return o.boolean(k); },
+        [&](bool v) { p.overlap.*member = v; });
+  };
+  overlap(PlanField::kOverlapGradReduce, &workloads::OverlapOptions::grad_reduce);
+  overlap(PlanField::kOverlapParamGather, &workloads::OverlapOptions::param_gather);
+  overlap(PlanField::kOverlapP2p, &workloads::OverlapOptions::pipeline_p2p);
+  overlap(PlanField::kOverlapTp, &workloads::OverlapOptions::tensor_parallel);
 }
 
 }  // namespace
@@ -50,47 +116,64 @@ bool scenario_file_names_workload(const std::string& path) {
 Scenario load_scenario(const std::string& path, Scenario s) {
   const nlohmann::json doc = load_json_file(path);
   JsonObject o(doc, path);
-  read(o, "model", s.model, &JsonObject::string);
-  read(o, "cluster", s.cluster, &JsonObject::string);
+  if (auto v = opt(o, "model", &JsonObject::string)) {
+    s.model = *v;
+  }
+  if (auto v = opt(o, "cluster", &JsonObject::string)) {
+    s.cluster = *v;
+  }
   if (auto v = opt(o, "nodes", &JsonObject::positive_integer)) {
     s.nodes = *v;
   }
   if (auto v = opt(o, "shape", &JsonObject::string)) {
     s.shape = *v;
   }
-  read(o, "dp", s.dp, &JsonObject::positive_integer);
-  read(o, "zero", s.zero, &JsonObject::non_negative_integer);
-  read(o, "tp", s.tp, &JsonObject::positive_integer);
-  read(o, "sp", s.sp, &JsonObject::boolean);
-  read(o, "cp", s.cp, &JsonObject::positive_integer);
-  read(o, "pp", s.pp, &JsonObject::positive_integer);
-  read(o, "vpp", s.vpp, &JsonObject::positive_integer);
-  read_choice(o, "schedule", s.schedule, kScheduleChoices);
-  read(o, "ep", s.ep, &JsonObject::positive_integer);
-  read(o, "capacity_factor", s.capacity_factor, &JsonObject::positive_number);
-  read(o, "mbs", s.mbs, &JsonObject::positive_integer);
-  if (auto v = opt(o, "gbs", &JsonObject::positive_integer)) {
-    s.gbs = *v;
-  }
-  read(o, "seq", s.seq, &JsonObject::positive_integer);
-  read_choice(o, "recompute", s.recompute, kRecomputeChoices);
-  read_choice(o, "dtype", s.dtype, kDtypeChoices);
-  read_choice(o, "attention", s.attention, kAttentionChoices);
-  read_choice(o, "kernels", s.kernels, kKernelsChoices);
-  read_choice(o, "optimizer_kernels", s.optimizer_kernels, kOptimizerKernelsChoices);
-  read(o, "stage_layers", s.stage_layers, &JsonObject::positive_integer_array);
-  read(o, "overlap_grad_reduce", s.overlap_grad_reduce, &JsonObject::boolean);
-  read(o, "overlap_param_gather", s.overlap_param_gather, &JsonObject::boolean);
-  read(o, "overlap_p2p", s.overlap_p2p, &JsonObject::boolean);
-  read(o, "overlap_tp", s.overlap_tp, &JsonObject::boolean);
+  read_plan(o, s.plan);
   if (auto v = opt(o, "hardware_catalogue", &JsonObject::string)) {
     s.hardware_catalogue = *v;
   }
-  if (s.zero > 3) {
-    o.fail("zero", "expected a ZeRO stage 0, 1, 2 or 3");
-  }
   o.finish();
   return s;
+}
+
+void complete(Scenario& s) {
+  if (s.plan.origins[PlanField::kGbs].kind() == Origin::Kind::kDefault) {
+    s.plan.gbs = s.plan.dp * s.plan.mbs;
+  }
+}
+
+std::string flag_of(PlanField field) {
+  switch (field) {
+    case PlanField::kOverlapGradReduce:
+      return "--no-overlap-grad-reduce";
+    case PlanField::kOverlapParamGather:
+      return "--no-overlap-param-gather";
+    case PlanField::kOverlapP2p:
+      return "--no-overlap-p2p";
+    default:
+      break;
+  }
+  std::string flag = "--" + std::string(to_string(field));
+  for (char& c : flag) {
+    c = c == '_' ? '-' : c;
+  }
+  return flag;
+}
+
+workloads::ZeroStage zero_stage(int64_t value, const Origin& where) {
+  if (value < 0 || value > 3) {
+    throw where.error(fmt::format("expected a ZeRO stage 0, 1, 2 or 3, got {}", value));
+  }
+  return static_cast<workloads::ZeroStage>(value);
+}
+
+Origin origin_of(const ParallelPlan& plan, PlanField field) {
+  const Origin& o = plan.origins[field];
+  return o.given() ? o : Origin::flag(flag_of(field));
+}
+
+InputError locate(const ParallelPlan& plan, const workloads::PlanError& e) {
+  return origin_of(plan, e.field()).error(e.message());
 }
 
 }  // namespace meshsim::cli

@@ -46,7 +46,7 @@ void print_header(const Manifest& m, const Profile& profile, const Measured& mea
                      m.threads ? fmt::format(", {} thread(s)", *m.threads) : "");
   out << fmt::format("  run        {} x {} tokens, {}; {} kernels, {} attention, {} optimizer\n",
                      m.global_batch, m.seq, to_string(m.dtype), workloads::to_string(m.kernels),
-                     validation::attention_name(m.attention),
+                     workloads::to_string(m.attention),
                      workloads::to_string(m.optimizer_kernels));
   out << fmt::format("  trace      {}: {} step(s) of {} ops, median {:.6f} s profiled\n",
                      m.trace_path, measured.steps, measured.op_source,

@@ -159,9 +159,9 @@ Schedule plan_collective(CollectiveKind kind, Bytes bytes, std::span<const Devic
   SIM_CHECK(algorithm != Algorithm::kAuto, "plan_collective needs a concrete algorithm");
   SIM_CHECK(bytes.count() >= 0, "collective of {} bytes", bytes.count());
   if (const auto why = why_not(algorithm, kind, group, net)) {
-    throw InputError("--algo", "",
-                     fmt::format("algorithm {} does not apply to {} over {} ranks: it {}",
-                                 to_string(algorithm), to_string(kind), group.size(), *why));
+    throw CommError(CommField::kAlgorithm,
+                    fmt::format("algorithm {} does not apply to {} over {} ranks: it {}",
+                                to_string(algorithm), to_string(kind), group.size(), *why));
   }
   check_distinct(group);
   return entry(algorithm).plan(kind, bytes, group, net);

@@ -7,7 +7,7 @@
 // A forced algorithm (not kAuto) that has no schedule for a collective kind at all (NVLS for a
 // broadcast, say) leaves that kind to the automatic choice, as NCCL_ALGO only affects the
 // operations that have the algorithm; one that has a schedule but does not apply to the group
-// throws InputError("--algo", ...).
+// throws CommError(CommField::kAlgorithm, ...).
 #include "meshsim/collectives/comm_model.h"
 
 #include <utility>

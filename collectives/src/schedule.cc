@@ -7,54 +7,6 @@
 #include "meshsim/sim/error.h"
 
 namespace meshsim::collectives {
-namespace {
-
-constexpr std::array<std::pair<Algorithm, std::string_view>, 8> kNames = {{
-    {Algorithm::kAuto, "auto"},
-    {Algorithm::kRing, "ring"},
-    {Algorithm::kBidirectionalRing, "bidirectional-ring"},
-    {Algorithm::kDoubleBinaryTree, "double-binary-tree"},
-    {Algorithm::kHalvingDoubling, "halving-doubling"},
-    {Algorithm::kHierarchical, "hierarchical"},
-    {Algorithm::kTorusRings, "torus-rings"},
-    {Algorithm::kNvls, "nvls"},
-}};
-
-// Short forms accepted by parse_algorithm.
-constexpr std::array<std::pair<std::string_view, Algorithm>, 6> kAliases = {{
-    {"bidir-ring", Algorithm::kBidirectionalRing},
-    {"tree", Algorithm::kDoubleBinaryTree},
-    {"dbt", Algorithm::kDoubleBinaryTree},
-    {"hd", Algorithm::kHalvingDoubling},
-    {"torus", Algorithm::kTorusRings},
-    {"nvlink-sharp", Algorithm::kNvls},
-}};
-
-}  // namespace
-
-std::string_view to_string(Algorithm a) {
-  for (const auto& [alg, name] : kNames) {
-    if (alg == a) {
-      return name;
-    }
-  }
-  return "unknown";
-}
-
-std::optional<Algorithm> parse_algorithm(std::string_view s) {
-  for (const auto& [alg, name] : kNames) {
-    if (name == s) {
-      return alg;
-    }
-  }
-  for (const auto& [name, alg] : kAliases) {
-    if (name == s) {
-      return alg;
-    }
-  }
-  return std::nullopt;
-}
-
 Duration schedule_time(const Schedule& schedule, NetworkBackend& backend) {
   const std::vector<Duration> times = backend.step_times(schedule.steps);
   SIM_CHECK(times.size() == schedule.steps.size(), "backend {} timed {} of {} steps",

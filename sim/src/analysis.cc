@@ -68,7 +68,7 @@ std::vector<RankBreakdown> analyze(const Timeline& timeline, const Simulation& s
   const size_t n = sim.num_ranks();
   std::vector<Spans> compute(n);
   std::vector<Spans> comm(n);
-  std::vector<std::array<Spans, kNumCategories>> comm_by(n);
+  std::vector<std::vector<Spans>> comm_by(n);  // [rank][category]
   std::vector<RankBreakdown> out(n);
   for (const OpRecord& r : timeline.ops) {
     const Op& op = sim.program_of(r.rank).op(r.op);
@@ -80,8 +80,11 @@ std::vector<RankBreakdown> analyze(const Timeline& timeline, const Simulation& s
       b.flops += c->flops;
     } else {
       comm[r.rank.index()].emplace_back(r.start, r.end);
-      const size_t cat = std::min<size_t>(op.labels.category.value_or(0), kNumCategories - 1);
-      comm_by[r.rank.index()][cat].emplace_back(r.start, r.end);
+      if (const std::optional<OpCategory> category = op.labels.category) {
+        std::vector<Spans>& by = comm_by[r.rank.index()];
+        by.resize(std::max(by.size(), category->index() + 1));
+        by[category->index()].emplace_back(r.start, r.end);
+      }
       b.by_class[static_cast<size_t>(OpClass::kCommunication)] += d;
     }
   }
@@ -93,7 +96,8 @@ std::vector<RankBreakdown> analyze(const Timeline& timeline, const Simulation& s
     b.compute = total(compute[i]);
     b.comm = total(comm[i]);
     b.exposed_comm = b.comm - overlap_merged(comm[i], compute[i]);
-    for (size_t c = 0; c < kNumCategories; ++c) {
+    b.exposed_by_category.resize(comm_by[i].size());
+    for (size_t c = 0; c < comm_by[i].size(); ++c) {
       Spans& cat = comm_by[i][c];
       if (!cat.empty()) {
         merge(cat);

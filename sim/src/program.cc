@@ -10,31 +10,6 @@
 
 namespace meshsim {
 
-std::string_view to_string(Dtype d) {
-  switch (d) {
-    case Dtype::kFp32:
-      return "fp32";
-    case Dtype::kTf32:
-      return "tf32";
-    case Dtype::kBf16:
-      return "bf16";
-    case Dtype::kFp16:
-      return "fp16";
-    case Dtype::kFp8:
-      return "fp8";
-  }
-  return "?";
-}
-
-std::optional<Dtype> parse_dtype(std::string_view s) {
-  for (const Dtype d : {Dtype::kFp32, Dtype::kTf32, Dtype::kBf16, Dtype::kFp16, Dtype::kFp8}) {
-    if (to_string(d) == s) {
-      return d;
-    }
-  }
-  return std::nullopt;
-}
-
 int64_t bytes_per_element(Dtype d) {
   switch (d) {
     case Dtype::kFp32:
@@ -47,89 +22,6 @@ int64_t bytes_per_element(Dtype d) {
       return 1;
   }
   return 4;
-}
-
-std::string_view to_string(OpClass c) {
-  switch (c) {
-    case OpClass::kMatmul:
-      return "matmul";
-    case OpClass::kAttention:
-      return "attention";
-    case OpClass::kElementwise:
-      return "elementwise";
-    case OpClass::kNorm:
-      return "norm";
-    case OpClass::kEmbedding:
-      return "embedding";
-    case OpClass::kLoss:
-      return "loss";
-    case OpClass::kOptimizer:
-      return "optimizer";
-    case OpClass::kCopy:
-      return "copy";
-    case OpClass::kCommunication:
-      return "communication";
-  }
-  return "?";
-}
-
-std::optional<OpClass> parse_op_class(std::string_view s) {
-  for (int c = 0; c < kNumOpClasses; ++c) {
-    if (to_string(static_cast<OpClass>(c)) == s) {
-      return static_cast<OpClass>(c);
-    }
-  }
-  return std::nullopt;
-}
-
-std::string_view to_string(CollectiveKind k) {
-  switch (k) {
-    case CollectiveKind::kAllReduce:
-      return "all-reduce";
-    case CollectiveKind::kReduceScatter:
-      return "reduce-scatter";
-    case CollectiveKind::kAllGather:
-      return "all-gather";
-    case CollectiveKind::kAllToAll:
-      return "all-to-all";
-    case CollectiveKind::kBroadcast:
-      return "broadcast";
-    case CollectiveKind::kReduce:
-      return "reduce";
-  }
-  return "?";
-}
-
-std::string_view to_string(MemoryCategory c) {
-  switch (c) {
-    case MemoryCategory::kWeights:
-      return "weights";
-    case MemoryCategory::kGradients:
-      return "gradients";
-    case MemoryCategory::kOptimizerState:
-      return "optimizer_state";
-    case MemoryCategory::kActivations:
-      return "activations";
-    case MemoryCategory::kCommBuffers:
-      return "comm_buffers";
-    case MemoryCategory::kWorkspace:
-      return "workspace";
-  }
-  return "?";
-}
-
-std::string_view to_string(OpKind k) {
-  switch (k) {
-    case OpKind::kCompute:
-      return "compute";
-    case OpKind::kCollective:
-      return "collective";
-    case OpKind::kSend:
-      return "send";
-    case OpKind::kRecv:
-      return "recv";
-  }
-  return "?";
 }
 
 OpKind Op::kind() const {

@@ -60,6 +60,8 @@ BytesPerSec operator/(Bytes b, Duration d) {
   return BytesPerSec::of(b.as_double() / d.seconds());
 }
 
+Flops operator*(FlopsPerSec r, Duration d) { return Flops::of(r.value() * d.seconds()); }
+
 FlopsPerSec operator/(Flops f, Duration d) {
   SIM_CHECK(d.ps() > 0, "rate over a non-positive span of {} ps", d.ps());
   return FlopsPerSec::of(f.count() / d.seconds());

@@ -142,6 +142,85 @@ TEST_F(CliTest, ScenarioNotJsonNamesFileAndByteOffset) {
   EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(scenario\.json: byte [0-9]+)"))) << r.output;
 }
 
+// Issue 10: an error the planner raises about a plan field names where the value came from. A
+// scenario file's {"tp": 3} is the file and its pointer, not "--tp".
+TEST_F(CliTest, PlanErrorOnAFileValueNamesFileAndPointer) {
+  write_file("scenario.json", R"({"model": "llama3-8b", "cluster": "dgx-h100", "nodes": 1,
+                                  "tp": 3, "dp": 1, "seq": 1024})");
+  const CommandResult r = run({"scenario.json"});
+  expect_input_error(r, {"scenario.json: /tp: tensor parallel 3 does not divide the 32 attention "
+                         "heads of llama3-8b"});
+  EXPECT_THAT(r.output, Not(HasSubstr("--tp")));
+}
+
+// The same value given as a flag names the flag; a flag overrides the file, and so does its origin.
+TEST_F(CliTest, PlanErrorOnAFlagValueNamesTheFlag) {
+  write_file("scenario.json", R"({"model": "llama3-8b", "cluster": "dgx-h100", "nodes": 1,
+                                  "tp": 8, "seq": 1024})");
+  const CommandResult r = run({"scenario.json", "--tp", "3", "--dp", "1"});
+  expect_input_error(r, {"--tp: tensor parallel 3 does not divide the 32 attention heads"});
+  EXPECT_THAT(r.output, Not(HasSubstr("scenario.json")));
+}
+
+// A file's value that only fails together with another field: the error is on the field the
+// library blames (pp), located in the file; the stated uneven split then fixes it.
+TEST_F(CliTest, PipelineErrorsNameTheFileField) {
+  write_file("scenario.json", R"({"model": "llama3.2-1b", "cluster": "dgx-h100", "nodes": 3,
+                                  "pp": 3, "dp": 8, "seq": 1024})");
+  expect_input_error(run({"scenario.json"}),
+                     {"scenario.json: /pp: pipeline parallel 3 does not divide the 16 layers",
+                      "stage_layers"});
+  write_file("bad.json", R"({"model": "llama3.2-1b", "cluster": "dgx-h100", "nodes": 3,
+                             "pp": 3, "dp": 8, "seq": 1024, "stage_layers": [4, 6, 7]})");
+  expect_input_error(run({"bad.json"}), {"bad.json: /stage_layers: the stages hold 17 layers"});
+}
+
+// A value nobody wrote (the neutral default) is named by the flag that changes it.
+TEST_F(CliTest, PlanErrorOnADefaultNamesTheFlag) {
+  write_file("scenario.json", R"({"model": "gpt2-small", "cluster": "dgx-h100", "nodes": 1,
+                                  "dp": 8, "gbs": 8})");
+  const CommandResult r = run({"scenario.json"});  // seq 4096 > GPT-2's 1024 positions
+  expect_input_error(r, {"--seq: 4096 tokens, but gpt2-small has learned positions for at most "
+                         "1024 tokens"});
+}
+
+TEST_F(CliTest, ZeroStageOutOfRangeNamesFileOrFlag) {
+  write_file("scenario.json", R"({"dp": 8, "zero": 5})");
+  expect_input_error(run({"scenario.json"}), {"scenario.json: /zero", "0, 1, 2 or 3", "5"});
+  expect_input_error(run({"--zero", "4"}), {"--zero", "0, 1, 2 or 3", "4"});
+}
+
+TEST_F(CliTest, UnknownChoiceInAFileListsTheChoices) {
+  write_file("scenario.json", R"({"schedule": "1F1B"})");
+  expect_input_error(run({"scenario.json"}),
+                     {"scenario.json: /schedule", "\"1F1B\"", "gpipe, 1f1b, interleaved, zb"});
+  expect_input_error(run({"--recompute", "some"}), {"--recompute", "none", "selective", "full"});
+}
+
+// A forced collective algorithm that does not apply is located at --algo by the edge.
+TEST_F(CliTest, AlgorithmThatDoesNotApplyNamesTheFlag) {
+  const CommandResult r = run({"--model", "llama3.2-1b", "--cluster", "dgx-h100", "--nodes", "2",
+                               "--dp", "16", "--gbs", "16", "--seq", "1024", "--algo", "nvls"});
+  expect_input_error(r, {"--algo: algorithm nvls does not apply"});
+}
+
+// STYLE D.13: libraries below the edge throw typed errors on a field; they never name a flag.
+TEST_F(CliTest, LibrariesNeverNameAFlag) {
+  const std::regex flag(R"("--[a-z][a-z-]*")");
+  for (const char* dir : {"workloads", "collectives"}) {
+    for (const auto& entry : fs::recursive_directory_iterator(fs::path(MESHSIM_SOURCE_DIR) / dir)) {
+      const std::string ext = entry.path().extension().string();
+      if (ext != ".h" && ext != ".cc") {
+        continue;
+      }
+      const std::string text = read_source(fs::relative(entry.path(), MESHSIM_SOURCE_DIR).string());
+      std::smatch m;
+      EXPECT_FALSE(std::regex_search(text, m, flag))
+          << entry.path() << " names the flag " << m.str();
+    }
+  }
+}
+
 // ---- bad model files ---------------------------------------------------------------------------
 
 TEST_F(CliTest, ModelFileWithNegativeLayersNamesFileAndField) {
@@ -210,6 +289,22 @@ TEST_F(CliTest, RunWritesAConsistentJsonReport) {
     EXPECT_LE(j["peak_memory_bytes"].get<int64_t>(), j["memory_capacity_bytes"].get<int64_t>());
   }
   EXPECT_FALSE(fs::exists(path("meshsim-trace.pftrace"))) << "--no-trace wrote a trace";
+}
+
+// The README writes an uneven split as --stage-layers 10,11,11; the ledger of each stage then
+// starts with the weights of its own layers (stage 0 of llama3.2-1b: the embedding and 4 layers).
+TEST_F(CliTest, StageLayersTakeACommaSeparatedList) {
+  const CommandResult r = run({"--model", "llama3.2-1b", "--cluster", "dgx-h100", "--nodes", "3",
+                               "--pp", "3", "--dp", "8", "--gbs", "48", "--seq", "1024",
+                               "--stage-layers", "4,6,6", "--json", "out.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = read_json("out.json");
+  EXPECT_EQ(j["inputs"]["stage_layers"], nlohmann::json::array({4, 6, 6}));
+  ASSERT_EQ(j["stages"].size(), 3u);
+  // llama3.2-1b: 60,821,504 parameters per layer, 262,668,288 in the (tied) embedding, bf16.
+  const int64_t stage0_weights = 2 * (4 * 60'821'504LL + 262'668'288LL);
+  EXPECT_EQ(j["stages"][0]["peak_memory_breakdown_bytes"]["weights"].get<int64_t>(),
+            stage0_weights);
 }
 
 TEST_F(CliTest, NoArgumentsRunsTheDefaultScenarioAndWritesATrace) {

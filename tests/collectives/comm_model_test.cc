@@ -139,12 +139,12 @@ TEST(TopologyCommModel, ForcedAlgorithm) {
   auto nvls = model(net, Algorithm::kNvls);
   nvls.collective_time(CollectiveKind::kBroadcast, MiB(1), ranks(0, 8));
   EXPECT_NE(nvls.last_algorithm(), Algorithm::kNvls);
-  // ... but an all-reduce across nodes is an error naming --algo.
+  // ... but an all-reduce across nodes is an error on the algorithm option (the edge locates it).
   try {
     nvls.collective_time(CollectiveKind::kAllReduce, MiB(1), ranks(0, 16));
     FAIL() << "NVLS across nodes";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.source(), "--algo");
+  } catch (const CommError& e) {
+    EXPECT_EQ(e.field(), CommField::kAlgorithm);
   }
 }
 

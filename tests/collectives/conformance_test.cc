@@ -3,7 +3,7 @@
 // (or their NVSwitch); the bytes match the algorithm's traffic model (the bandwidth-optimal
 // volumes of volume.h for the ring family); times are positive, deterministic and grow with the
 // buffer; concurrent groups merge step by step; algorithms that do not apply say so with an
-// InputError from "--algo".
+// CommError on the algorithm option.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -171,8 +171,8 @@ TEST(Conformance, EveryAlgorithmKindAndGroup) {
             try {
               plan_collective(k, n, group, a, net);
               ADD_FAILURE() << what << ": not applicable, yet planned";
-            } catch (const InputError& e) {
-              EXPECT_EQ(e.source(), "--algo") << what;
+            } catch (const CommError& e) {
+              EXPECT_EQ(e.field(), CommField::kAlgorithm) << what;
               EXPECT_FALSE(e.message().empty()) << what;
             }
             continue;
@@ -210,8 +210,8 @@ TEST(Conformance, ApplicabilityMatchesTheHeader) {
   try {
     plan_collective(K::kAllReduce, MiB(1), two_nodes, Algorithm::kNvls, net);
     FAIL() << "NVLS across nodes planned";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.source(), "--algo");
+  } catch (const CommError& e) {
+    EXPECT_EQ(e.field(), CommField::kAlgorithm);
     EXPECT_NE(e.message().find("nvls"), std::string::npos) << e.message();
     EXPECT_NE(e.message().find("NVSwitch domain"), std::string::npos) << e.message();
   }
@@ -270,11 +270,11 @@ TEST(Conformance, EmptyBufferAndSingleRankCostNothing) {
 
 TEST(Conformance, NamesRoundTrip) {
   for (const Algorithm a : kAlgorithms) {
-    EXPECT_EQ(parse_algorithm(to_string(a)), a);
+    EXPECT_EQ(parse_enum<Algorithm>(to_string(a)), a);
   }
-  EXPECT_EQ(parse_algorithm("auto"), Algorithm::kAuto);
-  EXPECT_EQ(parse_algorithm("tree"), Algorithm::kDoubleBinaryTree);
-  EXPECT_FALSE(parse_algorithm("rings").has_value());
+  EXPECT_EQ(parse_enum<Algorithm>("auto"), Algorithm::kAuto);
+  EXPECT_EQ(parse_enum<Algorithm>("tree"), Algorithm::kDoubleBinaryTree);
+  EXPECT_FALSE(parse_enum<Algorithm>("rings").has_value());
 }
 
 }  // namespace

@@ -31,8 +31,7 @@ Built build(const std::string& model, int64_t dp, int64_t gbs, int64_t seq,
   p.seq = seq;
   p.overlap.grad_reduce = overlap;
   p.grad_bucket = overlap ? MB(80) : GB(1000);
-  b.plan = workloads::plan_step(workloads::load_model(model), p, dp,
-                                workloads::SimulationMode::kFull);
+  b.plan = workloads::plan_step(workloads::load_model(model), p, workloads::SimulationMode::kFull);
   return b;
 }
 

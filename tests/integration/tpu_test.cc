@@ -86,16 +86,12 @@ TEST(Tpu, MaxTextStepSimulatesEndToEnd) {
   const topology::ClusterSpec spec = v5p_888();
   const topology::Network net = topology::Network::build(spec);
   workloads::StepPlan plan =
-      workloads::plan_step(workloads::load_model("llama3-8b"), maxtext_plan(), 512);
+      workloads::plan_step(workloads::load_model("llama3-8b"), maxtext_plan());
   topology::RooflineComputeModel compute(spec.chip);
   collectives::TopologyCommModel comm(net, topology::Placement::in_order(512),
                                       std::make_unique<collectives::AnalyticalBackend>(net));
   for (const auto& family : plan.families) {
-    std::vector<std::vector<RankId>> groups;
-    for (const auto& g : family) {
-      groups.emplace_back(g.begin(), g.end());
-    }
-    comm.add_concurrent_family(groups);
+    comm.add_concurrent_family(family);
   }
   Simulation sim(compute, comm);
   workloads::load_plan(sim, plan);

@@ -75,16 +75,11 @@ TEST(Simulation, StreamIsInOrder) {
   EXPECT_EQ(tl.ops[1].start.ps(), 10);
 }
 
-// A communication op on its own stream overlaps independent compute.
-TEST(Simulation, CommunicationOverlapsComputeAcrossStreams) {
+// Runs `p` on two ranks bound to one group (slot 0); rank 0's breakdown and the step's end.
+std::pair<RankBreakdown, SimTime> run_on_two_ranks(Program p) {
   PsComputeModel cm;
   PsCommModel nm;
   Simulation sim(cm, nm);
-  Program p;
-  const OpId g = p.add(compute_op("grad", 10));
-  const OpId ar = p.add(collective_op("allreduce", 15));  // 15 B * 2 ranks = 30 ps
-  p.add(compute_op("more", 40));                            // independent of the all-reduce
-  p.add_dependency(g, ar);
   const auto prog = sim.add_program(std::move(p));
   const GroupId grp = sim.add_group({RankId(0), RankId(1)});
   sim.add_rank(prog, {grp}, {});
@@ -92,12 +87,40 @@ TEST(Simulation, CommunicationOverlapsComputeAcrossStreams) {
   Timeline tl;
   sim.record_into(tl);
   const RunResult r = sim.run();
+  return {analyze(tl, sim, r.end).front(), r.end};
+}
+
+// A communication op on its own stream overlaps independent compute.
+TEST(Simulation, CommunicationOverlapsComputeAcrossStreams) {
+  Program p;
+  const OpId g = p.add(compute_op("grad", 10));
+  const OpId ar = p.add(collective_op("allreduce", 15));  // 15 B * 2 ranks = 30 ps
+  p.add(compute_op("more", 40));                            // independent of the all-reduce
+  p.add_dependency(g, ar);
+  const auto [b, end] = run_on_two_ranks(std::move(p));
   // compute: 0-10 grad, 10-50 more; all-reduce 10-40, entirely hidden.
-  EXPECT_EQ(r.end.ps(), 50);
-  const auto b = analyze(tl, sim, r.end);
-  EXPECT_EQ(b[0].compute.ps(), 50);
-  EXPECT_EQ(b[0].comm.ps(), 30);
-  EXPECT_EQ(b[0].exposed_comm.ps(), 0);
+  EXPECT_EQ(end.ps(), 50);
+  EXPECT_EQ(b.compute.ps(), 50);
+  EXPECT_EQ(b.comm.ps(), 30);
+  EXPECT_EQ(b.exposed_comm.ps(), 0);
+}
+
+// Exposed communication by the caller's categories: a labelled collective counts in its category
+// only; an unlabelled one only in the total; categories never used read as zero.
+TEST(Analysis, ExposedCommunicationByCategory) {
+  Program p;
+  const OpId g = p.add(compute_op("grad", 10));
+  Op labelled = collective_op("labelled", 15);  // 10-40, all exposed
+  labelled.labels.category = OpCategory(3);
+  const OpId a = p.add(std::move(labelled));
+  const OpId b = p.add(collective_op("unlabelled", 5, 0, 2));  // 10-20 on its own stream
+  p.add_dependency(g, a);
+  p.add_dependency(g, b);
+  const RankBreakdown breakdown = run_on_two_ranks(std::move(p)).first;
+  EXPECT_EQ(breakdown.exposed_comm.ps(), 30);
+  EXPECT_EQ(breakdown.exposed_in(OpCategory(3)).ps(), 30);
+  EXPECT_EQ(breakdown.exposed_in(OpCategory(0)).ps(), 0);
+  EXPECT_EQ(breakdown.exposed_in(OpCategory(7)).ps(), 0);
 }
 
 // A collective starts only when the last member arrives; everyone ends together.

@@ -175,10 +175,10 @@ TEST(Catalogue, RooflineFromCatalogue) {
 
 TEST(Catalogue, DtypeNames) {
   for (const Dtype d : all_dtypes()) {
-    EXPECT_EQ(parse_dtype(to_string(d)), d);
+    EXPECT_EQ(parse_enum<Dtype>(to_string(d)), d);
   }
-  EXPECT_FALSE(parse_dtype("int8").has_value());
-  EXPECT_FALSE(parse_dtype("BF16").has_value());
+  EXPECT_FALSE(parse_enum<Dtype>("int8").has_value());
+  EXPECT_FALSE(parse_enum<Dtype>("BF16").has_value());
 }
 
 TEST(Catalogue, UnknownChipListsKnownOnes) {

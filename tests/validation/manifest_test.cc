@@ -31,7 +31,7 @@ TEST(Manifest, ReadsTypedTimesAndExecution) {
   EXPECT_EQ(m.kernels, workloads::Kernels::kEager);
   EXPECT_EQ(m.attention, workloads::AttentionKernel::kNaive);
   EXPECT_EQ(m.optimizer_kernels, workloads::OptimizerKernels::kPerTensor);
-  EXPECT_EQ(attention_name(m.attention), doc["execution"]["attention"].get<std::string>());
+  EXPECT_EQ(workloads::to_string(m.attention), doc["execution"]["attention"].get<std::string>());
 }
 
 TEST(Manifest, PlanIsOneDeviceRunningTheManifestsExecution) {
@@ -53,6 +53,20 @@ TEST(Manifest, PlanIsOneDeviceRunningTheManifestsExecution) {
   const Profile profile = load_profile(kProfile);
   const RunResult r = ManifestRun(m, profile.chip).run();
   EXPECT_GT(r.end.since_start(), Duration::zero());
+}
+
+// Issue 10: a plan error from a manifest's value names the manifest and the field, not a flag.
+TEST(Manifest, PlanErrorsNameTheManifestField) {
+  Manifest m = load_manifest(kManifest);
+  m.global_batch = m.micro_batch + 1;  // not a multiple of the micro-batch
+  try {
+    (void)step_kernels(m);
+    FAIL() << "a global batch that the micro-batch does not divide was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.source(), m.path);
+    EXPECT_EQ(e.location(), "/batch/global_batch");
+    EXPECT_EQ(std::string(e.what()).find("--"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Profile, FittedDocumentLoadsWithTheFittedValues) {

@@ -22,7 +22,7 @@ struct Kernel {
 
 // The compute kernels of stage `stage`'s program, in program order.
 std::vector<Kernel> kernels(const ModelConfig& m, const ParallelPlan& p, int64_t stage = 0) {
-  const StepPlan plan = plan_step(m, p, p.world());
+  const StepPlan plan = plan_step(m, p);
   std::vector<Kernel> out;
   const Program& prog = plan.programs.at(static_cast<size_t>(stage));
   for (size_t i = 0; i < prog.size(); ++i) {
@@ -196,9 +196,7 @@ TEST(EagerKernels, ParameterTensorsCoverBiasesLearnedPositionsAndTensorParallelS
   p.tp = 2;
   p.optimizer_kernels = OptimizerKernels::kPerTensor;
   const OptimizerTally t = optimizer_tally(kernels(gpt2, p));
-  ParallelLayout layout;
-  layout.tensor_parallel = 2;
-  const int64_t local = parameters_per_rank(gpt2, layout).total();
+  const int64_t local = partition_stage(gpt2, p, 0).params.total();
   EXPECT_EQ(t.bytes, 88 * local + 32 * t.tensors);
 }
 
@@ -225,10 +223,10 @@ TEST(EagerKernels, ContextParallelismIsRefused) {
   p.cp = 2;
   p.dp = 1;
   try {
-    (void)plan_step(val10m(), p, 2);
-    ADD_FAILURE() << "expected an InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.source(), "--kernels");
+    (void)plan_step(val10m(), p);
+    ADD_FAILURE() << "expected a PlanError";
+  } catch (const PlanError& e) {
+    EXPECT_EQ(e.field(), PlanField::kKernels);
     EXPECT_NE(std::string(e.what()).find("context parallelism"), std::string::npos) << e.what();
   }
 }

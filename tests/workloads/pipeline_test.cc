@@ -178,12 +178,12 @@ void expect_bubble(const PipelineRun& r, const PipelineConfig& c, int64_t num, i
 
 TEST(PipelineSchedule, NamesRoundTrip) {
   for (S s : {S::kGpipe, S::kOneFOneB, S::kInterleaved, S::kZeroBubble}) {
-    EXPECT_EQ(parse_pipeline_schedule(to_string(s)), s);
+    EXPECT_EQ(parse_enum<PipelineSchedule>(to_string(s)), s);
   }
   EXPECT_EQ(to_string(S::kOneFOneB), "1f1b");
   EXPECT_EQ(to_string(S::kZeroBubble), "zb");
-  EXPECT_FALSE(parse_pipeline_schedule("1F1B").has_value());
-  EXPECT_FALSE(parse_pipeline_schedule("").has_value());
+  EXPECT_FALSE(parse_enum<PipelineSchedule>("1F1B").has_value());
+  EXPECT_FALSE(parse_enum<PipelineSchedule>("").has_value());
 }
 
 TEST(PipelineOrder, GpipeRunsBackwardsInReverse) {
@@ -230,26 +230,29 @@ TEST(PipelinePeers, ChunksChainThroughVirtualStages) {
 
 // ---- validation ----------------------------------------------------------------------------
 
-void expect_input_error(const PipelineConfig& c, const std::string& flag, const std::string& part) {
+// The library names the plan field, never a flag: the edge says where the value came from.
+void expect_plan_error(const PipelineConfig& c, PlanField field, const std::string& part) {
   try {
     validate(c);
     ADD_FAILURE() << "no error for " << to_string(c.schedule) << " pp " << c.stages;
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.source(), flag) << e.what();
+  } catch (const PlanError& e) {
+    EXPECT_EQ(e.field(), field) << e.what();
     EXPECT_NE(e.message().find(part), std::string::npos) << e.message();
+    EXPECT_EQ(e.message().find("--"), std::string::npos) << e.message();
   }
 }
 
-TEST(PipelineValidate, NamesTheFlag) {
-  expect_input_error(config(S::kOneFOneB, 0, 4), "--pp", "positive");
-  expect_input_error(config(S::kGpipe, 4, 0), "--gbs", "microbatches");
-  expect_input_error(config(S::kInterleaved, 4, 8, 0), "--vpp", "positive");
-  expect_input_error(config(S::kOneFOneB, 4, 8, 2), "--schedule", "--schedule interleaved");
-  expect_input_error(config(S::kZeroBubble, 4, 8, 2), "--schedule", "--vpp 2");
-  expect_input_error(config(S::kInterleaved, 4, 8, 1), "--vpp", "at least 2 model chunks");
-  expect_input_error(config(S::kInterleaved, 1, 8, 2), "--pp", "at least 2 pipeline stages");
-  expect_input_error(config(S::kInterleaved, 4, 10, 2), "--gbs", "not a multiple of --pp 4");
-  EXPECT_THROW(pipeline_order(config(S::kInterleaved, 4, 6, 2), 0), InputError);
+TEST(PipelineValidate, NamesThePlanField) {
+  using F = PlanField;
+  expect_plan_error(config(S::kOneFOneB, 0, 4), F::kPp, "positive");
+  expect_plan_error(config(S::kGpipe, 4, 0), F::kGbs, "microbatches");
+  expect_plan_error(config(S::kInterleaved, 4, 8, 0), F::kVpp, "positive");
+  expect_plan_error(config(S::kOneFOneB, 4, 8, 2), F::kSchedule, "the interleaved schedule");
+  expect_plan_error(config(S::kZeroBubble, 4, 8, 2), F::kSchedule, "vpp 2");
+  expect_plan_error(config(S::kInterleaved, 4, 8, 1), F::kVpp, "at least 2 model chunks");
+  expect_plan_error(config(S::kInterleaved, 1, 8, 2), F::kPp, "at least 2 pipeline stages");
+  expect_plan_error(config(S::kInterleaved, 4, 10, 2), F::kGbs, "not a multiple of pp 4");
+  EXPECT_THROW(pipeline_order(config(S::kInterleaved, 4, 6, 2), 0), PlanError);
   EXPECT_NO_THROW(validate(config(S::kOneFOneB, 8, 3)));  // fewer microbatches than stages: valid
   EXPECT_THROW(pipeline_order(config(S::kOneFOneB, 4, 8), 4), InternalError);
 }
@@ -341,7 +344,7 @@ std::vector<PipelineConfig> grid() {
           try {
             validate(c);
             out.push_back(c);
-          } catch (const InputError&) {
+          } catch (const PlanError&) {
           }
         }
       }

@@ -17,21 +17,21 @@ constexpr double kH = 12288;
 constexpr double kA = 96;
 constexpr double kSbh = static_cast<double>(kS * kB) * kH;
 
-ActivationOptions gpt3_options(AttentionKernel kernel, Recompute recompute = Recompute::kNone) {
-  ActivationOptions o;
-  o.seq_len = kS;
-  o.micro_batch = kB;
-  o.attention = kernel;
-  o.recompute = recompute;
-  return o;
+// The paper's microbatch (s = 2048, b = 2) on `t` TP ranks, with or without SP.
+ParallelPlan gpt3(AttentionKernel kernel, Recompute recompute = Recompute::kNone, int64_t t = 1,
+                  bool sp = false) {
+  ParallelPlan p;
+  p.seq = kS;
+  p.mbs = kB;
+  p.gbs = kB;
+  p.attention = kernel;
+  p.recompute = recompute;
+  p.tp = t;
+  p.sp = sp;
+  return p;
 }
 
-ParallelLayout tp(int64_t t, bool sp) {
-  ParallelLayout l;
-  l.tensor_parallel = t;
-  l.sequence_parallel = sp;
-  return l;
-}
+ParallelPlan tp(int64_t t, bool sp) { return gpt3(AttentionKernel::kFlash, Recompute::kNone, t, sp); }
 
 double without_norm_stats(const LayerActivations& a) {
   return (a.total() - a.norm_statistics).as_double();
@@ -39,7 +39,7 @@ double without_norm_stats(const LayerActivations& a) {
 
 TEST(Activations, KorthikantiNoParallelism) {
   const ModelConfig m = load_model("gpt3-175b");
-  const LayerActivations a = layer_activations(m, gpt3_options(AttentionKernel::kNaive));
+  const LayerActivations a = layer_activations(m, gpt3(AttentionKernel::kNaive));
   const double paper = kSbh * (34.0 + 5.0 * kA * kS / kH);
   EXPECT_DOUBLE_EQ(without_norm_stats(a), paper);
   EXPECT_NEAR(a.total().as_double() / paper, 1.0, 0.01);
@@ -49,7 +49,7 @@ TEST(Activations, KorthikantiTensorParallel) {
   const ModelConfig m = load_model("gpt3-175b");
   const double t = 8;
   const LayerActivations a =
-      layer_activations(m, gpt3_options(AttentionKernel::kNaive), tp(8, false));
+      layer_activations(m, gpt3(AttentionKernel::kNaive, Recompute::kNone, 8, false));
   const double paper = kSbh * (10.0 + 24.0 / t + 5.0 * kA * kS / (kH * t));
   EXPECT_DOUBLE_EQ(without_norm_stats(a), paper);
   EXPECT_NEAR(a.total().as_double() / paper, 1.0, 0.01);
@@ -59,7 +59,7 @@ TEST(Activations, KorthikantiTensorAndSequenceParallel) {
   const ModelConfig m = load_model("gpt3-175b");
   const double t = 8;
   const LayerActivations a =
-      layer_activations(m, gpt3_options(AttentionKernel::kNaive), tp(8, true));
+      layer_activations(m, gpt3(AttentionKernel::kNaive, Recompute::kNone, 8, true));
   const double paper = kSbh * (34.0 / t + 5.0 * kA * kS / (kH * t));
   EXPECT_DOUBLE_EQ(without_norm_stats(a), paper);
   EXPECT_NEAR(a.total().as_double() / paper, 1.0, 0.01);
@@ -67,37 +67,47 @@ TEST(Activations, KorthikantiTensorAndSequenceParallel) {
 
 TEST(Activations, SelectiveRecomputeDropsTheScoreTerm) {
   const ModelConfig m = load_model("gpt3-175b");
-  const LayerActivations a = layer_activations(
-      m, gpt3_options(AttentionKernel::kNaive, Recompute::kSelective), tp(8, true));
+  const LayerActivations a =
+      layer_activations(m, gpt3(AttentionKernel::kNaive, Recompute::kSelective, 8, true));
   EXPECT_DOUBLE_EQ(without_norm_stats(a), kSbh * 34.0 / 8.0);
 }
 
 TEST(Activations, FlashDropsTheScoreTermAndKeepsSoftmaxStatistics) {
   const ModelConfig m = load_model("gpt3-175b");
-  const LayerActivations a = layer_activations(m, gpt3_options(AttentionKernel::kFlash));
+  const LayerActivations a = layer_activations(m, gpt3(AttentionKernel::kFlash));
   EXPECT_EQ(a.softmax_output, Bytes::zero());
   EXPECT_EQ(a.attention_dropout, Bytes::zero());  // flash regenerates the mask from the seed
   EXPECT_EQ(a.softmax_statistics.count(), 4 * 96 * kS * kB);  // fp32 log-sum-exp per row, head
   EXPECT_DOUBLE_EQ(without_norm_stats(a) - a.softmax_statistics.as_double(), kSbh * 34.0);
   // Nothing quadratic is left: doubling s doubles the memory.
-  ActivationOptions twice = gpt3_options(AttentionKernel::kFlash);
-  twice.seq_len = 2 * kS;
+  ParallelPlan twice = gpt3(AttentionKernel::kFlash);
+  twice.seq = 2 * kS;
   EXPECT_EQ(layer_activations(m, twice).total(), a.total() * 2);
 }
 
 TEST(Activations, FullRecomputeKeepsOnlyTheLayerInput) {
   const ModelConfig m = load_model("gpt3-175b");
-  const auto full = gpt3_options(AttentionKernel::kFlash, Recompute::kFull);
-  EXPECT_DOUBLE_EQ(layer_activations(m, full).total().as_double(), 2.0 * kSbh);
-  EXPECT_DOUBLE_EQ(layer_activations(m, full, tp(8, true)).total().as_double(), 2.0 * kSbh / 8);
-  EXPECT_DOUBLE_EQ(layer_activations(m, full, tp(8, false)).total().as_double(), 2.0 * kSbh);
+  const auto full = [](int64_t t, bool sp) {
+    return gpt3(AttentionKernel::kFlash, Recompute::kFull, t, sp);
+  };
+  EXPECT_DOUBLE_EQ(layer_activations(m, full(1, false)).total().as_double(), 2.0 * kSbh);
+  EXPECT_DOUBLE_EQ(layer_activations(m, full(8, true)).total().as_double(), 2.0 * kSbh / 8);
+  EXPECT_DOUBLE_EQ(layer_activations(m, full(8, false)).total().as_double(), 2.0 * kSbh);
+  // The policy can be asked for apart from the plan's: what full recompute re-materialises.
+  EXPECT_EQ(layer_activations(m, full(8, true), Recompute::kNone).total(),
+            layer_activations(m, tp(8, true)).total());
+}
+
+// A plan of `seq` tokens per microbatch on one device (ZeRO and degrees set by the tests).
+ParallelPlan plan_of(int64_t seq) {
+  ParallelPlan p;
+  p.seq = seq;
+  return p;
 }
 
 TEST(Activations, Llama3_70bPerTensorWithGqaAndSwiglu) {
   const ModelConfig m = load_model("llama3-70b");
-  ActivationOptions o;
-  o.seq_len = 4096;
-  const LayerActivations a = layer_activations(m, o);
+  const LayerActivations a = layer_activations(m, plan_of(4096));
   const int64_t sbh = 4096LL * 8192;
   EXPECT_EQ(a.norm_inputs.count(), 4 * sbh);
   EXPECT_EQ(a.norm_statistics.count(), 2 * 4 * 4096);  // RMSNorm: fp32 rstd per row
@@ -112,31 +122,45 @@ TEST(Activations, Llama3_70bPerTensorWithGqaAndSwiglu) {
 
 TEST(Activations, MoeScalesExpertTermsByTopK) {
   const ModelConfig m = load_model("mixtral-8x7b");
-  ActivationOptions o;
-  o.seq_len = 4096;
-  const LayerActivations a = layer_activations(m, o);
+  const LayerActivations a = layer_activations(m, plan_of(4096));
   EXPECT_EQ(a.mlp_hidden.count(), 2 * 2 * 2 * 4096LL * 14336);
   EXPECT_EQ(a.expert_inputs.count(), 2 * 2 * 4096LL * 4096);
   EXPECT_EQ(a.router_logits.count(), 4 * 4096 * 8);
 }
 
-TEST(Activations, LayoutsThatCannotSplitAreInfeasible) {
+// A context-parallel rank holds the activations of its s / CP tokens.
+TEST(Activations, ContextParallelRanksHoldTheirShare) {
   const ModelConfig m = load_model("llama3-70b");
-  ActivationOptions o;
-  o.seq_len = 4096;
-  EXPECT_THROW(layer_activations(m, o, tp(3, false)), InfeasibleError);
-  o.seq_len = 4097;
-  EXPECT_THROW(layer_activations(m, o, tp(8, true)), InfeasibleError);
+  ParallelPlan cp = plan_of(8192);
+  cp.cp = 2;
+  EXPECT_EQ(layer_activations(m, cp).total(), layer_activations(m, plan_of(4096)).total());
+}
+
+// The same rules as the planner's, as a PlanError on the field (validate_sharding).
+TEST(Activations, LayoutsThatCannotSplitAreRejected) {
+  const ModelConfig m = load_model("llama3-70b");
+  ParallelPlan p = plan_of(4096);
+  p.tp = 3;
+  EXPECT_THROW(layer_activations(m, p), PlanError);
+  p = plan_of(4097);
+  p.tp = 8;
+  p.sp = true;
+  try {
+    (void)layer_activations(m, p);
+    ADD_FAILURE() << "SP over 8 ranks of 4097 tokens";
+  } catch (const PlanError& e) {
+    EXPECT_EQ(e.field(), PlanField::kSeq);
+  }
 }
 
 TEST(ModelState, Zero3IsSixteenBytesPerParamOverDp) {
   const ModelConfig m = load_model("llama3-70b");
   const int64_t n = total_parameters(m);
-  TrainingMemoryOptions o;
-  o.activations.seq_len = 4096;
-  o.layout.data_parallel = 64;
-  o.layout.zero = ZeroStage::kParameters;
-  const TrainingMemory mem = training_memory_per_rank(m, o);
+  ParallelPlan p = plan_of(4096);
+  p.dp = 64;
+  p.gbs = 64;
+  p.zero = ZeroStage::kParameters;
+  const TrainingMemory mem = training_memory(m, p);
   EXPECT_EQ(mem.model_state(), fsdp_model_state_bytes_per_device(n, 16, 64));
   EXPECT_EQ(mem.model_state().count(), 16 * n / 64);
 }
@@ -144,25 +168,24 @@ TEST(ModelState, Zero3IsSixteenBytesPerParamOverDp) {
 TEST(ModelState, ZeroStagesShardProgressively) {
   const ModelConfig m = load_model("llama3-8b");
   const int64_t n = total_parameters(m);
-  TrainingMemoryOptions o;
-  o.activations.seq_len = 4096;
-  o.layout.data_parallel = 8;
+  ParallelPlan p = plan_of(4096);
+  p.dp = 8;
+  p.gbs = 8;
   const int64_t expected[] = {16 * n, 4 * n + 12 * n / 8, 2 * n + 14 * n / 8, 16 * n / 8};
   for (int stage = 0; stage <= 3; ++stage) {
-    o.layout.zero = static_cast<ZeroStage>(stage);
-    EXPECT_EQ(training_memory_per_rank(m, o).model_state().count(), expected[stage])
-        << "ZeRO-" << stage;
+    p.zero = static_cast<ZeroStage>(stage);
+    EXPECT_EQ(training_memory(m, p).model_state().count(), expected[stage]) << "ZeRO-" << stage;
   }
 }
 
 TEST(ModelState, TensorAndPipelineShardsAddUpToTheModel) {
   const ModelConfig m = load_model("llama3-70b");
-  ParallelLayout l = tp(8, true);
-  l.pipeline_parallel = 4;
+  ParallelPlan p = tp(8, true);
+  p.gbs = 2;  // one microbatch of two sequences
+  p.pp = 4;
   int64_t sum = 0;
   for (int64_t stage = 0; stage < 4; ++stage) {
-    l.pipeline_stage = stage;
-    const RankParameters r = parameters_per_rank(m, l);
+    const StageParameters r = partition_stage(m, p, stage).params;
     EXPECT_EQ(r.layers, 20);
     sum += r.total() * 8;
   }
@@ -173,28 +196,30 @@ TEST(ModelState, TensorAndPipelineShardsAddUpToTheModel) {
 
 TEST(ModelState, ExpertsSplitOverExpertParallel) {
   const ModelConfig m = load_model("mixtral-8x7b");
-  ParallelLayout l;
-  l.data_parallel = 8;
-  l.expert_parallel = 8;
-  const RankParameters r = parameters_per_rank(m, l);
-  EXPECT_EQ(r.expert, 32LL * 3 * 4096 * 14336);  // one expert per layer
-  EXPECT_EQ(r.dense + 8 * r.expert, total_parameters(m));
+  ParallelPlan p = plan_of(4096);
+  p.dp = 8;
+  p.gbs = 8;
+  p.ep = 8;
+  const StageParameters r = partition_stage(m, p, 0).params;
+  EXPECT_EQ(r.expert(), 32LL * 3 * 4096 * 14336);  // one expert per layer
+  EXPECT_EQ(r.dense() + 8 * r.expert(), total_parameters(m));
 }
 
 TEST(TrainingMemory, OneFOneBStageZeroHoldsPpMicrobatches) {
   const ModelConfig m = load_model("llama3-70b");
-  TrainingMemoryOptions o;
-  o.activations.seq_len = 8192;
-  o.layout = tp(8, true);
-  o.layout.pipeline_parallel = 4;
-  const TrainingMemory mem = training_memory_per_rank(m, o);
-  const Bytes layer = layer_activations(m, o.activations, o.layout).total();
-  const Bytes outside = outside_layer_activations(m, o.activations, o.layout).total();
+  ParallelPlan p = tp(8, true);
+  p.seq = 8192;
+  p.mbs = 1;
+  p.gbs = 4;
+  p.pp = 4;
+  const TrainingMemory mem = training_memory(m, p);
+  const Bytes layer = layer_activations(m, p).total();
+  const Bytes outside = outside_layer_activations(m, p, true, false).total();
   EXPECT_EQ(mem.activations, (layer * 20 + outside) * 4);
-  o.layout.pipeline_stage = 3;  // the last stage holds one microbatch and the logits
-  const Bytes last_outside = outside_layer_activations(m, o.activations, o.layout).total();
+  // The last stage holds one microbatch and the logits.
+  const Bytes last_outside = outside_layer_activations(m, p, false, true).total();
   EXPECT_EQ(last_outside.count(), 2 * (2 * 8192 * 8192 / 8) + 4 * 8192LL * 128256 / 8);
-  EXPECT_EQ(training_memory_per_rank(m, o).activations, layer * 20 + last_outside);
+  EXPECT_EQ(training_memory(m, p, 3).activations, layer * 20 + last_outside);
 }
 
 }  // namespace

@@ -24,7 +24,6 @@ const std::vector<Dtype>& all_dtypes() {
   return kAll;
 }
 
-std::string_view to_string(ChipKind kind) { return kind == ChipKind::kGpu ? "gpu" : "tpu"; }
 
 std::optional<FlopsPerSec> Chip::peak(Dtype dtype) const {
   const auto it = peaks.find(dtype);

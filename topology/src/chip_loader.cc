@@ -31,7 +31,7 @@ void read_peaks(JsonObject& chip_obj, Chip& chip, SourceSink& sink) {
   const nlohmann::json& raw = chip_obj.raw("peak");
   JsonObject peak(raw, chip_obj.source(), chip_obj.pointer_of("peak"));
   for (const std::string& key : keys_of(raw)) {
-    const std::optional<Dtype> dtype = parse_dtype(key);
+    const std::optional<Dtype> dtype = parse_enum<Dtype>(key);
     if (!dtype) {
       peak.fail(key,
                 "unknown dtype (expected one of fp32, tf32, bf16, fp16, fp8; dense rates "
@@ -55,7 +55,7 @@ void read_efficiency(JsonObject& chip_obj, Chip& chip, SourceSink& sink) {
     const nlohmann::json& raw = eff.raw("memory_by_class");
     JsonObject by(raw, eff.source(), eff.pointer_of("memory_by_class"));
     for (const std::string& key : keys_of(raw)) {
-      const std::optional<OpClass> c = parse_op_class(key);
+      const std::optional<OpClass> c = parse_enum<OpClass>(key);
       if (!c || *c == OpClass::kCommunication) {
         by.fail(key, "unknown op class (expected one of matmul, attention, elementwise, norm, "
                      "embedding, loss, optimizer, copy)");
@@ -183,7 +183,7 @@ Chip parse_chip(JsonObject& chips, const std::string& name) {
   Chip chip;
   chip.name = name;
   SourceSink sink{&chip.sources, obj.pointer()};
-  chip.kind = obj.one_of("kind", {"gpu", "tpu"}) == "gpu" ? ChipKind::kGpu : ChipKind::kTpu;
+  chip.kind = obj.choice<ChipKind>("kind");
   chip.description = obj.string("description");
   read_peaks(obj, chip, sink);
   JsonObject hbm = obj.object("hbm");

@@ -113,26 +113,6 @@ void check_fat_tree(const ClusterSpec& spec) {
 
 }  // namespace
 
-std::string_view to_string(ScaleUpFabric fabric) {
-  switch (fabric) {
-    case ScaleUpFabric::kNvSwitch:
-      return "nvswitch";
-    case ScaleUpFabric::kNvlinkDomain:
-      return "nvlink_domain";
-    case ScaleUpFabric::kIciTorus:
-      return "ici_torus";
-  }
-  return "?";
-}
-
-std::string_view to_string(ScaleOutFabric fabric) {
-  return fabric == ScaleOutFabric::kFatTree ? "fat_tree" : "dcn";
-}
-
-std::string_view to_string(Transport transport) {
-  return transport == Transport::kInfiniBand ? "infiniband" : "roce";
-}
-
 int64_t FatTreeSpec::max_endpoints() const {
   SIM_CHECK(tiers >= 1 && switch_radix >= 2 && oversubscription >= 1.0,
             "fat tree: tiers {} radix {} oversubscription {}", tiers, switch_radix,

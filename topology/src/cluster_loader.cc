@@ -28,13 +28,31 @@ void forbid(JsonObject& obj, const std::string& key, const std::string& why) {
   }
 }
 
-void require_kind(JsonObject& obj, const Chip& chip, ChipKind kind, const std::string& fabric,
-                  const std::string& instead) {
-  if (chip.kind != kind) {
-    obj.fail("fabric",
-             fmt::format("\"{}\" needs a {} chip, but \"{}\" is a {} (expected \"{}\")", fabric,
-                         to_string(kind), chip.name, to_string(chip.kind), instead));
+// The chip kind each fabric serves.
+ChipKind chip_kind_of(ScaleUpFabric f) {
+  return f == ScaleUpFabric::kIciTorus ? ChipKind::kTpu : ChipKind::kGpu;
+}
+ChipKind chip_kind_of(ScaleOutFabric f) {
+  return f == ScaleOutFabric::kDcn ? ChipKind::kTpu : ChipKind::kGpu;
+}
+
+// The "fabric" of a scale-up or scale-out section, checked against the chip: a GPU fabric on a
+// TPU (or the reverse) fails, naming the fabrics the chip can use.
+template <typename Fabric>
+Fabric read_fabric(JsonObject& obj, const Chip& chip) {
+  const Fabric fabric = obj.choice<Fabric>("fabric");
+  if (chip_kind_of(fabric) != chip.kind) {
+    std::string instead;
+    for (const Fabric f : enum_values<Fabric>()) {
+      if (chip_kind_of(f) == chip.kind) {
+        instead += (instead.empty() ? "" : " or ") + std::string(to_string(f));
+      }
+    }
+    obj.fail("fabric", fmt::format("\"{}\" needs a {} chip, but \"{}\" is a {} (expected \"{}\")",
+                                   to_string(fabric), to_string(chip_kind_of(fabric)), chip.name,
+                                   to_string(chip.kind), instead));
   }
+  return fabric;
 }
 
 void read_scale_up_links(JsonObject& up, ClusterSpec& spec, SourceSink& sink) {
@@ -53,16 +71,12 @@ void read_scale_up_links(JsonObject& up, ClusterSpec& spec, SourceSink& sink) {
 
 void read_scale_up(JsonObject& root, ClusterSpec& spec, SourceSink& sink) {
   JsonObject up = root.object("scale_up");
-  const std::string fabric = up.one_of("fabric", {"nvswitch", "nvlink_domain", "ici_torus"});
-  if (fabric == "ici_torus") {
-    require_kind(up, spec.chip, ChipKind::kTpu, fabric, "nvswitch or nvlink_domain");
-    spec.scale_up = ScaleUpFabric::kIciTorus;
+  spec.scale_up = read_fabric<ScaleUpFabric>(up, spec.chip);
+  if (spec.scale_up == ScaleUpFabric::kIciTorus) {
     spec.torus_shape = up.positive_integer_array("shape");
     forbid(up, "domain_devices", "only an \"nvlink_domain\" fabric has domain_devices");
   } else {
-    require_kind(up, spec.chip, ChipKind::kGpu, fabric, "ici_torus");
     forbid(up, "shape", "only an \"ici_torus\" fabric has a shape");
-    spec.scale_up = fabric == "nvswitch" ? ScaleUpFabric::kNvSwitch : ScaleUpFabric::kNvlinkDomain;
     if (spec.scale_up == ScaleUpFabric::kNvlinkDomain) {
       spec.nvlink_domain_devices = up.positive_integer("domain_devices");
     } else {
@@ -77,9 +91,7 @@ void read_scale_up(JsonObject& root, ClusterSpec& spec, SourceSink& sink) {
 
 FatTreeSpec read_fat_tree(JsonObject& out, const Chip& chip, SourceSink& sink) {
   FatTreeSpec ft;
-  ft.transport = out.one_of("transport", {"infiniband", "roce"}) == "infiniband"
-                     ? Transport::kInfiniBand
-                     : Transport::kRoce;
+  ft.transport = out.choice<Transport>("transport");
   ft.rail_optimized = out.boolean("rail_optimized");
   ft.nics_per_device = detail::sourced_count(out, "nics_per_device", sink);
   ft.nic_bandwidth = out.has("nic_bandwidth")
@@ -105,14 +117,10 @@ FatTreeSpec read_fat_tree(JsonObject& out, const Chip& chip, SourceSink& sink) {
 
 void read_scale_out(JsonObject& root, ClusterSpec& spec, SourceSink& sink) {
   JsonObject out = root.object("scale_out");
-  const std::string fabric = out.one_of("fabric", {"fat_tree", "dcn"});
-  if (fabric == "fat_tree") {
-    require_kind(out, spec.chip, ChipKind::kGpu, fabric, "dcn");
-    spec.scale_out = ScaleOutFabric::kFatTree;
+  spec.scale_out = read_fabric<ScaleOutFabric>(out, spec.chip);
+  if (spec.scale_out == ScaleOutFabric::kFatTree) {
     spec.fat_tree = read_fat_tree(out, spec.chip, sink);
   } else {
-    require_kind(out, spec.chip, ChipKind::kTpu, fabric, "fat_tree");
-    spec.scale_out = ScaleOutFabric::kDcn;
     spec.dcn_bandwidth = out.has("bandwidth") ? detail::sourced_bandwidth(out, "bandwidth", sink)
                                               : *spec.chip.dcn_bandwidth;
   }

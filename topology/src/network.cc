@@ -55,42 +55,6 @@ void check_connected(const detail::NetworkData& impl) {
 
 }  // namespace
 
-std::string_view to_string(VertexKind k) {
-  switch (k) {
-    case VertexKind::kDevice:
-      return "device";
-    case VertexKind::kNvSwitch:
-      return "nvswitch";
-    case VertexKind::kNic:
-      return "nic";
-    case VertexKind::kLeaf:
-      return "leaf";
-    case VertexKind::kSpine:
-      return "spine";
-    case VertexKind::kCore:
-      return "core";
-    case VertexKind::kDcn:
-      return "dcn";
-  }
-  return "?";
-}
-
-std::string_view to_string(LinkKind k) {
-  switch (k) {
-    case LinkKind::kNvlink:
-      return "nvlink";
-    case LinkKind::kIci:
-      return "ici";
-    case LinkKind::kPcie:
-      return "pcie";
-    case LinkKind::kNetwork:
-      return "network";
-    case LinkKind::kDcn:
-      return "dcn";
-  }
-  return "?";
-}
-
 namespace detail {
 
 VertexId NetworkData::add_vertex(Vertex v) {

@@ -4,10 +4,10 @@
 
 #include <cmath>
 #include <filesystem>
-#include <initializer_list>
 
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/json_input.h"
+#include "meshsim/sim/provenance.h"
 #include "meshsim/workloads/plan_loader.h"
 #include "meshsim/workloads/step.h"
 
@@ -29,29 +29,11 @@ class NoCommunication : public CommCostModel {
   }
 };
 
-// One of `values`, named as `name` names them (the choices listed in that order in errors).
-template <typename E, typename NameFn>
-E read_choice(JsonObject& o, const std::string& key, std::initializer_list<E> values, NameFn name) {
-  std::vector<std::string> names;
-  for (const E v : values) {
-    names.emplace_back(name(v));
-  }
-  const std::string chosen = o.one_of(key, names);
-  for (const E v : values) {
-    if (name(v) == chosen) {
-      return v;
-    }
-  }
-  SIM_CHECK(false, "{} accepted \"{}\" but has no value for it", key, chosen);
-  return *values.begin();
-}
-
 void read_execution(JsonObject& root, Manifest& m) {
   using workloads::AttentionKernel;
   using workloads::Kernels;
   using workloads::OptimizerKernels;
-  m.dtype = read_choice(root, "dtype", {Dtype::kBf16, Dtype::kFp8, Dtype::kFp32, Dtype::kTf32},
-                        [](Dtype d) { return to_string(d); });
+  m.dtype = root.choice<Dtype>("dtype");
   if (!root.has("execution")) {
     root.fail("execution",
               "missing: how the step ran ({\"kernels\": \"eager\"|\"fused\", \"attention\": "
@@ -59,14 +41,9 @@ void read_execution(JsonObject& root, Manifest& m) {
               "the reference trainers write it");
   }
   JsonObject ex = root.object("execution");
-  m.kernels = read_choice(ex, "kernels", {Kernels::kFused, Kernels::kEager},
-                          [](Kernels k) { return workloads::to_string(k); });
-  m.attention = read_choice(ex, "attention", {AttentionKernel::kFlash, AttentionKernel::kNaive},
-                            attention_name);
-  m.optimizer_kernels = read_choice(
-      ex, "optimizer_kernels",
-      {OptimizerKernels::kFused, OptimizerKernels::kForEach, OptimizerKernels::kPerTensor},
-      [](OptimizerKernels k) { return workloads::to_string(k); });
+  m.kernels = ex.choice<Kernels>("kernels");
+  m.attention = ex.choice<AttentionKernel>("attention");
+  m.optimizer_kernels = ex.choice<OptimizerKernels>("optimizer_kernels");
   ex.finish();
 }
 
@@ -139,10 +116,6 @@ void read_model(JsonObject& root, Manifest& m) {
 
 }  // namespace
 
-std::string_view attention_name(workloads::AttentionKernel a) {
-  return a == workloads::AttentionKernel::kNaive ? "naive" : "flash";
-}
-
 Manifest load_manifest(const std::string& path) {
   const nlohmann::json doc = load_json_file(path);
   JsonObject root(doc, path);
@@ -174,9 +147,11 @@ Manifest load_manifest(const std::string& path) {
   return m;
 }
 
-// The one place a manifest becomes a plan: the typed plan with provenance (issue 10) replaces
-// this function's body.
+// The one place a manifest becomes a plan. Every field the manifest sets remembers its JSON
+// pointer, so that a plan error (a batch that does not divide, a precision the plan refuses) is
+// reported against the manifest file and field.
 workloads::ParallelPlan manifest_plan(const Manifest& m) {
+  using workloads::PlanField;
   workloads::ParallelPlan p;
   p.mbs = m.micro_batch;
   p.gbs = m.global_batch;
@@ -185,13 +160,35 @@ workloads::ParallelPlan manifest_plan(const Manifest& m) {
   p.kernels = m.kernels;
   p.attention = m.attention;
   p.optimizer_kernels = m.optimizer_kernels;
+  const std::pair<PlanField, const char*> origins[] = {
+      {PlanField::kMbs, "/batch/micro_batch"},       {PlanField::kGbs, "/batch/global_batch"},
+      {PlanField::kSeq, "/seq_len"},                 {PlanField::kDtype, "/dtype"},
+      {PlanField::kKernels, "/execution/kernels"},   {PlanField::kAttention, "/execution/attention"},
+      {PlanField::kOptimizerKernels, "/execution/optimizer_kernels"}};
+  for (const auto& [field, pointer] : origins) {
+    p.origins.set(field, Origin::file(m.path, pointer));
+  }
   return p;
 }
 
+namespace {
+
+// The step plan of the manifest's single device; plan errors are located in the manifest.
+workloads::StepPlan plan_of(const Manifest& m) {
+  const workloads::ParallelPlan p = manifest_plan(m);
+  try {
+    return workloads::plan_step(m.model, p);
+  } catch (const workloads::PlanError& e) {
+    throw p.origins.locate(e);
+  }
+}
+
+}  // namespace
+
 std::vector<StepKernel> step_kernels(const Manifest& m) {
-  const workloads::StepPlan plan = workloads::plan_step(m.model, manifest_plan(m), 1);
+  const workloads::StepPlan plan = plan_of(m);
   std::vector<StepKernel> out;
-  const Program& prog = plan.programs.at(plan.ranks.at(0).program);
+  const Program& prog = plan.programs.at(plan.ranks.at(0).program.index());
   for (size_t i = 0; i < prog.size(); ++i) {
     const Op& op = prog.op(OpId(static_cast<uint32_t>(i)));
     if (const auto* w = std::get_if<ComputeWork>(&op.work)) {
@@ -205,7 +202,7 @@ ManifestRun::ManifestRun(const Manifest& m, const topology::Chip& chip)
     : compute_(chip),
       comm_(std::make_unique<NoCommunication>()),
       sim_(std::make_unique<Simulation>(compute_, *comm_)) {
-  workloads::StepPlan plan = workloads::plan_step(m.model, manifest_plan(m), 1);
+  workloads::StepPlan plan = plan_of(m);
   workloads::load_plan(*sim_, plan);
 }
 

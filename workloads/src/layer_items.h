@@ -50,64 +50,101 @@ struct Dims {
   int64_t vocab;  // local vocabulary (vocabulary-parallel head)
 };
 
-inline Dims dims_of(const KernelContext& c) {
+// The partition's widths and tokens, in the names the kernel formulas use.
+inline Dims dims_of(const LayerContext& c) {
   const ModelConfig& m = c.model;
-  const int64_t tokens = c.micro_batch * c.seq_len / c.cp;
-  const int64_t kv_heads = std::max<int64_t>(1, m.num_kv_heads / c.tp);
-  return Dims{tokens,
-              c.sp ? tokens / c.tp : tokens,
-              c.micro_batch,
-              c.seq_len,
+  const ShardWidths& w = c.stage.widths;
+  return Dims{c.stage.tokens.per_rank,
+              c.stage.tokens.sequence,
+              c.plan.mbs,
+              c.plan.seq,
               m.d_model,
-              m.q_dim() / c.tp,
-              kv_heads * m.head_dim,
-              m.d_ff / c.tp,
-              m.num_heads / c.tp,
-              (m.vocab_size + c.tp - 1) / c.tp};
+              w.q_heads * m.head_dim,
+              w.kv_heads * m.head_dim,
+              w.d_ff,
+              w.q_heads,
+              w.vocab};
 }
 
 // Appends items to a list, with the Megatron TP communication pattern.
 class Items {
  public:
-  Items(const KernelContext& c, const Dims& d) : c_(c), d_(d) {}
+  Items(const LayerContext& c, const Dims& d) : c_(c), d_(d) {}
   std::vector<LayerItem> take() { return std::move(items_); }
 
-  void kernel(std::string name, ComputeWork w) { items_.push_back(KernelSpec{std::move(name), w}); }
-  void gemm(const std::string& name, int64_t m, int64_t k, int64_t n, int64_t batch = 1) {
-    kernel(name, matmul(m, k, n, batch, c_.matmul_dtype, c_.act_bytes));
+  void kernel(std::string name, ComputeWork w, KernelRole role = KernelRole::kCompute) {
+    items_.push_back(KernelSpec{std::move(name), w, role});
+  }
+  KernelSpec gemm_spec(const std::string& name, int64_t m, int64_t k, int64_t n, int64_t batch = 1,
+                       KernelRole role = KernelRole::kCompute) const {
+    return {name, matmul(m, k, n, batch, c_.plan.matmul_dtype, c_.plan.activation_bytes), role};
+  }
+  void gemm(const std::string& name, int64_t m, int64_t k, int64_t n, int64_t batch = 1,
+            KernelRole role = KernelRole::kCompute) {
+    items_.push_back(gemm_spec(name, m, k, n, batch, role));
+  }
+  // The weight gradient [k,m]x[m,n] of a forward [m,k]x[k,n]: a kernel of its own role.
+  void wgrad(const std::string& name, int64_t m, int64_t k, int64_t n, int64_t batch = 1) {
+    gemm(name + ".wgrad", k, m, n, batch, KernelRole::kWeightGradient);
   }
   void gemm_bwd(const std::string& name, int64_t m, int64_t k, int64_t n, int64_t batch = 1) {
     gemm(name + ".dgrad", m, n, k, batch);
-    gemm(name + ".wgrad", k, m, n, batch);
+    wgrad(name, m, k, n, batch);
   }
   void comm(std::string name, CommKind kind, CollectiveKind op, Bytes bytes, bool async = false) {
     items_.push_back(CommSpec{std::move(name), kind, op, bytes, async});
   }
   void ring(RingSpec r) { items_.push_back(std::move(r)); }
-  Bytes activation_bytes() const { return Bytes::of(d_.tokens * d_.h * c_.act_bytes); }
-  bool tensor_parallel() const { return c_.tp > 1; }
-  const KernelContext& context() const { return c_; }
+  Bytes activation_bytes() const { return Bytes::of(d_.tokens * d_.h * c_.plan.activation_bytes); }
+  bool tensor_parallel() const { return c_.plan.tp > 1; }
+  const LayerContext& context() const { return c_; }
   const Dims& dims() const { return d_; }
 
-  // Before a column-parallel GEMM (forward): SP gathers the sequence-sharded input.
-  void tp_enter(const std::string& where) {
-    if (tensor_parallel() && c_.sp) {
-      comm(where + ".tp_allgather", CommKind::kTensor, CollectiveKind::kAllGather,
-           activation_bytes());
+  // A column-parallel GEMM (forward): with SP, the all-gather of its sequence-sharded input
+  // (`where`.tp_allgather) first, overlappable with it.
+  void column_gemm(const std::string& where, const std::string& name, int64_t m, int64_t k,
+                   int64_t n, int64_t batch = 1) {
+    if (tensor_parallel() && c_.plan.sp) {
+      overlapped(gemm_spec(name, m, k, n, batch), sp_gather(where + ".tp_allgather"), true);
+    } else {
+      gemm(name, m, k, n, batch);
     }
   }
-  // After a row-parallel GEMM (forward) or a column-parallel data gradient (backward): sum the
-  // partial results across TP (reduce-scatter with SP).
-  void tp_exit(const std::string& where) {
-    if (!tensor_parallel()) {
-      return;
-    }
-    if (c_.sp) {
-      comm(where + ".tp_reducescatter", CommKind::kTensor, CollectiveKind::kReduceScatter,
-           activation_bytes());
+  // A row-parallel GEMM (forward) and the sum of its partial outputs across TP
+  // (`where`.tp_allreduce, or .tp_reducescatter with SP), overlappable with it.
+  void row_gemm(const std::string& name, const std::string& where, int64_t m, int64_t k, int64_t n,
+                int64_t batch = 1) {
+    if (tensor_parallel()) {
+      overlapped(gemm_spec(name, m, k, n, batch), tp_sum(where), false);
     } else {
-      comm(where + ".tp_allreduce", CommKind::kTensor, CollectiveKind::kAllReduce,
-           activation_bytes());
+      gemm(name, m, k, n, batch);
+    }
+  }
+  // After a row-parallel part that ends in something other than its GEMM (MoE's combine): the
+  // sum across TP on its own.
+  void tp_exit(const std::string& where) {
+    if (tensor_parallel()) {
+      items_.push_back(tp_sum(where));
+    }
+  }
+  // Backward of a row-parallel GEMM: with SP the all-gather of the sequence-sharded output
+  // gradient (`where`.tp_allgather_grad), overlappable with the data gradient; then the weight
+  // gradient.
+  void row_gemm_bwd(const std::string& where, const std::string& name, int64_t m, int64_t k,
+                    int64_t n, int64_t batch = 1) {
+    if (tensor_parallel() && c_.plan.sp) {
+      overlapped(gemm_spec(name + ".dgrad", m, n, k, batch), sp_gather(where + ".tp_allgather_grad"),
+                 true);
+      wgrad(name, m, k, n, batch);
+    } else {
+      gemm_bwd(name, m, k, n, batch);
+    }
+  }
+  // Before a row-parallel part whose backward does not start with its GEMM (MoE's combine): the
+  // all-gather of the output gradient on its own.
+  void tp_gather_grad(const std::string& where) {
+    if (tensor_parallel() && c_.plan.sp) {
+      items_.push_back(sp_gather(where + ".tp_allgather_grad"));
     }
   }
   // Backward of a column-parallel GEMM: with SP the saved (sharded) input is re-gathered while
@@ -117,33 +154,39 @@ class Items {
       gemm_bwd(name, m, k, n, batch);
       return;
     }
-    if (c_.sp) {
+    if (c_.plan.sp) {
       comm(name + ".tp_allgather_input", CommKind::kTensor, CollectiveKind::kAllGather,
            activation_bytes(), true);
     }
     gemm(name + ".dgrad", m, n, k, batch);
-    comm(name + (c_.sp ? ".tp_reducescatter" : ".tp_allreduce"), CommKind::kTensor,
-         c_.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, activation_bytes(),
+    comm(name + (c_.plan.sp ? ".tp_reducescatter" : ".tp_allreduce"), CommKind::kTensor,
+         c_.plan.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, activation_bytes(),
          true);
-    gemm(name + ".wgrad", k, m, n, batch);
-  }
-  // Backward of a row-parallel GEMM with SP: gather the sequence-sharded output gradient.
-  void tp_gather_grad(const std::string& where) {
-    if (tensor_parallel() && c_.sp) {
-      comm(where + ".tp_allgather_grad", CommKind::kTensor, CollectiveKind::kAllGather,
-           activation_bytes());
-    }
+    wgrad(name, m, k, n, batch);
   }
 
  private:
-  const KernelContext& c_;
+  CommSpec sp_gather(std::string name) const {
+    return {std::move(name), CommKind::kTensor, CollectiveKind::kAllGather, activation_bytes()};
+  }
+  CommSpec tp_sum(const std::string& where) const {
+    return c_.plan.sp ? CommSpec{where + ".tp_reducescatter", CommKind::kTensor,
+                                 CollectiveKind::kReduceScatter, activation_bytes()}
+                      : CommSpec{where + ".tp_allreduce", CommKind::kTensor,
+                                 CollectiveKind::kAllReduce, activation_bytes()};
+  }
+  void overlapped(KernelSpec gemm, CommSpec comm, bool comm_first) {
+    items_.push_back(TpOverlapGemm{std::move(gemm), std::move(comm), comm_first});
+  }
+
+  const LayerContext& c_;
   const Dims& d_;
   std::vector<LayerItem> items_;
 };
 
 // The fused attention kernel of the rank: its heads (1/TP) over its query chunk (1/CP of the causal
 // work); flash or naive as the context says.
-ComputeWork attention_work(const KernelContext& c, const Dims& d, bool backward);
+ComputeWork attention_work(const LayerContext& c, const Dims& d, bool backward);
 
 // Kernels::kEager blocks (layer_ops_eager.cc): what PyTorch eager mode launches for each fused
 // kernel of layer_ops.cc, forward or (autograd's) backward.

@@ -10,15 +10,15 @@
 namespace meshsim::workloads::detail {
 namespace {
 
-bool eager(const KernelContext& c) { return c.kernels == Kernels::kEager; }
+bool eager(const LayerContext& c) { return c.plan.kernels == Kernels::kEager; }
 
-ComputeWork norm_work(const KernelContext& c, int64_t tokens, bool backward) {
+ComputeWork norm_work(const LayerContext& c, int64_t tokens, bool backward) {
   const int64_t th = tokens * c.model.d_model;
   // Forward reads x, writes y; backward reads x and dy, writes dx (and reduces dgamma).
   const int64_t passes = backward ? 3 : 2;
   const double flops = c.model.norm == NormKind::kRmsNorm ? 4.0 : 7.0;
   return memory_bound(OpClass::kNorm, backward ? 2 * flops : flops, th,
-                      passes * c.act_bytes * th + c.act_bytes * c.model.d_model);
+                      passes * c.plan.activation_bytes * th + c.plan.activation_bytes * c.model.d_model);
 }
 
 void norm_items(Items& it, const std::string& name, int64_t tokens, bool backward) {
@@ -35,7 +35,7 @@ void norm_items(Items& it, const std::string& name, int64_t tokens, bool backwar
 // two gradients of the residual stream (the skip and the norm's input).
 void residual_items(Items& it, const std::string& name) {
   const int64_t el = it.dims().sp_tokens * it.dims().h;
-  it.kernel(name, memory_bound(OpClass::kElementwise, 1.0, el, 3 * it.context().act_bytes * el));
+  it.kernel(name, memory_bound(OpClass::kElementwise, 1.0, el, 3 * it.context().plan.activation_bytes * el));
 }
 
 void rope_items(Items& it, bool backward) {
@@ -49,11 +49,11 @@ void rope_items(Items& it, bool backward) {
   const Dims& d = it.dims();
   const int64_t el = d.tokens * (d.q + d.kv);
   it.kernel(backward ? "rope.bwd" : "rope",
-            memory_bound(OpClass::kElementwise, 3.0, el, 2 * it.context().act_bytes * el));
+            memory_bound(OpClass::kElementwise, 3.0, el, 2 * it.context().plan.activation_bytes * el));
 }
 
 void attention_items(Items& it, bool backward) {
-  const KernelContext& c = it.context();
+  const LayerContext& c = it.context();
   const Dims& d = it.dims();
   if (eager(c)) {
     eager_attention(it, backward);
@@ -61,16 +61,16 @@ void attention_items(Items& it, bool backward) {
   }
   const std::string name = backward ? "attention.bwd" : "attention";
   ComputeWork w = attention_work(c, d, backward);
-  if (c.cp == 1) {
+  if (c.plan.cp == 1) {
     it.kernel(name, w);
     return;
   }
   // Ring attention: CP chunks, each against one K/V block; K and V (and, backward, their
   // gradients) travel around the ring.
-  w.flops = w.flops * (1.0 / static_cast<double>(c.cp));
-  w.bytes = w.bytes / c.cp;
-  const Bytes kv_block = Bytes::of(2 * d.tokens * d.kv * c.act_bytes);
-  it.ring(RingSpec{name, KernelSpec{name + ".chunk", w}, c.cp, backward ? kv_block * 2 : kv_block});
+  w.flops = w.flops * (1.0 / static_cast<double>(c.plan.cp));
+  w.bytes = w.bytes / c.plan.cp;
+  const Bytes kv_block = Bytes::of(2 * d.tokens * d.kv * c.plan.activation_bytes);
+  it.ring(RingSpec{name, KernelSpec{name + ".chunk", w}, c.plan.cp, backward ? kv_block * 2 : kv_block});
 }
 
 struct MoeDims {
@@ -79,7 +79,7 @@ struct MoeDims {
   int64_t routed; // token-expert pairs on the rank
 };
 
-MoeDims moe_dims(const KernelContext& c, const Dims& d) {
+MoeDims moe_dims(const LayerContext& c, const Dims& d) {
   if (!c.model.moe) {
     return {d.tokens, 1, d.tokens};
   }
@@ -88,13 +88,13 @@ MoeDims moe_dims(const KernelContext& c, const Dims& d) {
   // Balanced routing: each local expert receives T*k/E tokens from each of the EP ranks, padded
   // to the capacity factor.
   const auto rows = static_cast<int64_t>(
-      std::ceil(static_cast<double>(d.tokens * k * c.ep) / static_cast<double>(e) * c.capacity_factor));
-  return {rows, e / c.ep, d.tokens * k};
+      std::ceil(static_cast<double>(d.tokens * k * c.plan.ep) / static_cast<double>(e) * c.plan.capacity_factor));
+  return {rows, e / c.plan.ep, d.tokens * k};
 }
 
 // The MLP's activation function between the up and down projections, on `el` elements.
 void activation_items(Items& it, int64_t el, bool backward) {
-  const KernelContext& c = it.context();
+  const LayerContext& c = it.context();
   const bool gated = c.model.mlp == MlpKind::kGated;
   if (eager(c)) {
     eager_activation(it, el, backward);
@@ -102,47 +102,57 @@ void activation_items(Items& it, int64_t el, bool backward) {
   }
   const ComputeWork act = memory_bound(
       OpClass::kElementwise, gated ? 5.0 : 8.0, el,
-      (gated ? (backward ? 5 : 3) : (backward ? 3 : 2)) * c.act_bytes * el);
+      (gated ? (backward ? 5 : 3) : (backward ? 3 : 2)) * c.plan.activation_bytes * el);
   it.kernel(std::string(gated ? "swiglu" : "gelu") + (backward ? ".bwd" : ""), act);
 }
 
 void mlp_items(Items& it, bool backward) {
-  const KernelContext& c = it.context();
+  const LayerContext& c = it.context();
   const Dims& d = it.dims();
   const ModelConfig& m = c.model;
   const bool gated = m.mlp == MlpKind::kGated;
   const int64_t up_n = gated ? 2 * d.f : d.f;
   const MoeDims md = moe_dims(c, d);
   const int64_t act_el = md.rows * md.batch * d.f;
-  const Bytes routed_bytes = Bytes::of(md.routed * d.h * c.act_bytes);
+  const Bytes routed_bytes = Bytes::of(md.routed * d.h * c.plan.activation_bytes);
   const ComputeWork permute = memory_bound(OpClass::kCopy, 0.0, md.routed * d.h, 2 * routed_bytes.count());
   auto a2a = [&](const std::string& name) {
-    if (m.moe && c.ep > 1) {
+    if (m.moe && c.plan.ep > 1) {
       it.comm(name, CommKind::kExpert, CollectiveKind::kAllToAll, routed_bytes);
     }
   };
   const char* up = gated ? "mlp_up" : "fc1";
   const char* down = gated ? "mlp_down" : "fc2";
+  // The MLP is column-parallel in (up, or the router with MoE) and row-parallel out (down, or
+  // MoE's combine).
   if (!backward) {
     if (m.moe) {
-      it.gemm("router", d.tokens, d.h, m.moe->num_experts);
+      it.column_gemm("mlp", "router", d.tokens, d.h, m.moe->num_experts);
       it.kernel("dispatch", permute);
       a2a("dispatch.ep_alltoall");
+      it.gemm(up, md.rows, d.h, up_n, md.batch);
+    } else {
+      it.column_gemm("mlp", up, md.rows, d.h, up_n, md.batch);
     }
-    it.gemm(up, md.rows, d.h, up_n, md.batch);
     activation_items(it, act_el, false);
-    it.gemm(down, md.rows, d.f, d.h, md.batch);
     if (m.moe) {
+      it.gemm(down, md.rows, d.f, d.h, md.batch);
       a2a("combine.ep_alltoall");
       it.kernel("combine", permute);
+      it.tp_exit("mlp");
+    } else {
+      it.row_gemm(down, "mlp", md.rows, d.f, d.h, md.batch);
     }
     return;
   }
   if (m.moe) {
+    it.tp_gather_grad("mlp.bwd");
     it.kernel("combine.bwd", permute);
     a2a("combine.bwd.ep_alltoall");
+    it.gemm_bwd(down, md.rows, d.f, d.h, md.batch);
+  } else {
+    it.row_gemm_bwd("mlp.bwd", down, md.rows, d.f, d.h, md.batch);
   }
-  it.gemm_bwd(down, md.rows, d.f, d.h, md.batch);
   activation_items(it, act_el, true);
   if (eager(c) && gated) {
     eager_copy(it, "mlp_up.split.bwd", md.rows * md.batch * up_n);
@@ -158,22 +168,22 @@ void mlp_items(Items& it, bool backward) {
 }  // namespace
 
 // The attention core of the rank: its heads (1/TP) over its query chunk (1/CP of the causal work).
-ComputeWork attention_work(const KernelContext& c, const Dims& d, bool backward) {
-  const bool flash = c.attention == AttentionKernel::kFlash;
+ComputeWork attention_work(const LayerContext& c, const Dims& d, bool backward) {
+  const bool flash = c.plan.attention == AttentionKernel::kFlash;
   const double s2q = static_cast<double>(d.b) * static_cast<double>(d.s) *
                      static_cast<double>(d.s) * static_cast<double>(d.q) /
-                     static_cast<double>(c.cp);
+                     static_cast<double>(c.plan.cp);
   const double fwd_flops = flash ? 2.0 * s2q : 4.0 * s2q;
   ComputeWork w;
   w.op_class = OpClass::kAttention;
   w.dtype = attention_dtype(c);
   w.flops = Flops::of(backward ? 2.5 * fwd_flops : fwd_flops);
-  const int64_t qkv = d.tokens * (d.q + 2 * d.kv) * c.act_bytes;
-  const int64_t o = d.tokens * d.q * c.act_bytes;
+  const int64_t qkv = d.tokens * (d.q + 2 * d.kv) * c.plan.activation_bytes;
+  const int64_t o = d.tokens * d.q * c.plan.activation_bytes;
   // Forward reads Q, K, V and writes O; backward reads Q, K, V, O, dO and writes dQ, dK, dV.
   int64_t bytes = backward ? 2 * qkv + 2 * o : qkv + o;
   if (!flash) {
-    const int64_t scores = d.b * d.heads * d.tokens * d.s * c.act_bytes;
+    const int64_t scores = d.b * d.heads * d.tokens * d.s * c.plan.activation_bytes;
     bytes += (backward ? 6 : 4) * scores;
   }
   w.bytes = Bytes::of(bytes);
@@ -181,34 +191,28 @@ ComputeWork attention_work(const KernelContext& c, const Dims& d, bool backward)
   return w;
 }
 
-Dtype attention_dtype(const KernelContext& c) {
-  return c.matmul_dtype == Dtype::kFp8 ? Dtype::kBf16 : c.matmul_dtype;
+Dtype attention_dtype(const LayerContext& c) {
+  return c.plan.matmul_dtype == Dtype::kFp8 ? Dtype::kBf16 : c.plan.matmul_dtype;
 }
 
-KernelContext context_for(const ModelConfig& model, const ParallelPlan& plan) {
-  return KernelContext{model,   plan.mbs, plan.seq,         plan.matmul_dtype, plan.activation_bytes,
-                       plan.kernels, plan.attention, plan.tp, plan.sp, plan.cp,
-                       plan.ep,  plan.capacity_factor};
-}
-
-Bytes pipeline_message_bytes(const KernelContext& c) {
+Bytes pipeline_message_bytes(const LayerContext& c) {
   const Dims d = dims_of(c);
-  return Bytes::of(d.sp_tokens * d.h * c.act_bytes);
+  return Bytes::of(d.sp_tokens * d.h * c.plan.activation_bytes);
 }
 
-std::vector<LayerItem> embedding_forward(const KernelContext& c) {
+std::vector<LayerItem> embedding_forward(const LayerContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);
   const int64_t th = d.tokens * d.h;
   // Gather T rows of the (vocabulary-parallel) table; learned positions add a second gather.
   const bool learned = c.model.positions == PositionKind::kLearned;
   it.kernel("embedding", memory_bound(OpClass::kEmbedding, learned ? 1.0 : 0.0, th,
-                                      (learned ? 5 : 2) * c.act_bytes * th));
+                                      (learned ? 5 : 2) * c.plan.activation_bytes * th));
   it.tp_exit("embedding");
   return it.take();
 }
 
-std::vector<LayerItem> embedding_backward(const KernelContext& c) {
+std::vector<LayerItem> embedding_backward(const LayerContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);
   const int64_t th = d.tokens * d.h;
@@ -220,41 +224,35 @@ std::vector<LayerItem> embedding_backward(const KernelContext& c) {
   const int64_t table = d.vocab * d.h;
   it.kernel("embedding.bwd",
             memory_bound(OpClass::kEmbedding, learned ? 2.0 : 1.0, th,
-                         (learned ? 6 : 3) * c.act_bytes * th + c.act_bytes * table));
+                         (learned ? 6 : 3) * c.plan.activation_bytes * th + c.plan.activation_bytes * table));
   return it.take();
 }
 
-std::vector<LayerItem> layer_forward(const KernelContext& c) {
+std::vector<LayerItem> layer_forward(const LayerContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);
   norm_items(it, "attn_norm", d.sp_tokens, false);
-  it.tp_enter("qkv");
-  it.gemm("qkv", d.tokens, d.h, d.q + 2 * d.kv);
+  it.column_gemm("qkv", "qkv", d.tokens, d.h, d.q + 2 * d.kv);
   rope_items(it, false);
   attention_items(it, false);
   if (eager(c)) {  // o.transpose(1, 2).reshape(b, s, q): a copy into token-major layout
     eager_copy(it, "attention.out_copy", d.tokens * d.q);
   }
-  it.gemm("attn_out", d.tokens, d.q, d.h);
-  it.tp_exit("attn_out");
+  it.row_gemm("attn_out", "attn_out", d.tokens, d.q, d.h);
   residual_items(it, "residual_attn");
   norm_items(it, "mlp_norm", d.sp_tokens, false);
-  it.tp_enter("mlp");
   mlp_items(it, false);
-  it.tp_exit("mlp");
   residual_items(it, "residual_mlp");
   return it.take();
 }
 
-std::vector<LayerItem> layer_backward(const KernelContext& c) {
+std::vector<LayerItem> layer_backward(const LayerContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);
-  it.tp_gather_grad("mlp.bwd");
   mlp_items(it, true);
   norm_items(it, "mlp_norm.bwd", d.sp_tokens, true);
   residual_items(it, "residual.bwd");
-  it.tp_gather_grad("attn_out.bwd");
-  it.gemm_bwd("attn_out", d.tokens, d.q, d.h);
+  it.row_gemm_bwd("attn_out.bwd", "attn_out", d.tokens, d.q, d.h);
   if (eager(c)) {
     eager_copy(it, "attention.out_copy.bwd", d.tokens * d.q);
   }
@@ -271,19 +269,18 @@ std::vector<LayerItem> layer_backward(const KernelContext& c) {
   return it.take();
 }
 
-std::vector<LayerItem> head_forward(const KernelContext& c) {
+std::vector<LayerItem> head_forward(const LayerContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);
   norm_items(it, "final_norm", d.sp_tokens, false);
-  it.tp_enter("lm_head");
-  it.gemm("lm_head", d.tokens, d.h, d.vocab);
+  it.column_gemm("lm_head", "lm_head", d.tokens, d.h, d.vocab);
   const int64_t tv = d.tokens * d.vocab;
   if (eager(c)) {
     eager_loss(it, false);
   } else {
     // Fused (vocabulary-parallel) cross entropy: read the bf16 logits, write fp32 statistics and
     // the gradient of the logits.
-    it.kernel("cross_entropy", memory_bound(OpClass::kLoss, 5.0, tv, 2 * c.act_bytes * tv));
+    it.kernel("cross_entropy", memory_bound(OpClass::kLoss, 5.0, tv, 2 * c.plan.activation_bytes * tv));
   }
   // TP ranks all-reduce the max, the sum of exponentials and the target logit, 3 fp32 values
   // per token.
@@ -294,7 +291,7 @@ std::vector<LayerItem> head_forward(const KernelContext& c) {
   return it.take();
 }
 
-std::vector<LayerItem> head_backward(const KernelContext& c) {
+std::vector<LayerItem> head_backward(const LayerContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);
   if (eager(c)) {

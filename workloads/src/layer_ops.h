@@ -43,13 +43,18 @@
 #include "meshsim/sim/program.h"
 #include "meshsim/workloads/model.h"
 #include "meshsim/workloads/parallel.h"
-#include "meshsim/workloads/training_memory.h"
+#include "meshsim/workloads/partition.h"
 
 namespace meshsim::workloads::detail {
+
+// What a kernel is for, where the schedule treats kernels differently: zero-bubble schedules run
+// the weight-gradient GEMMs of a backward as a separate pass (W) after the input gradients (B).
+enum class KernelRole : uint8_t { kCompute, kWeightGradient };
 
 struct KernelSpec {
   std::string name;
   ComputeWork work;
+  KernelRole role = KernelRole::kCompute;
 };
 
 // A collective between two kernels, on the group of `kind`. Blocking: the next kernel waits for
@@ -74,42 +79,44 @@ struct RingSpec {
   Bytes bytes_per_step;
 };
 
-using LayerItem = std::variant<KernelSpec, CommSpec, RingSpec>;
-
-struct KernelContext {
-  const ModelConfig& model;
-  int64_t micro_batch = 1;
-  int64_t seq_len = 0;
-  Dtype matmul_dtype = Dtype::kBf16;
-  int64_t act_bytes = 2;  // e
-  Kernels kernels = Kernels::kFused;
-  AttentionKernel attention = AttentionKernel::kFlash;
-  int64_t tp = 1;
-  bool sp = false;
-  int64_t cp = 1;
-  int64_t ep = 1;
-  double capacity_factor = 1.0;
+// A GEMM and the TP collective that Megatron / Transformer Engine can overlap with it: the SP
+// all-gather feeding a column-parallel GEMM, or the row-parallel output's gather of the output
+// gradient (`comm_first`), or the all-reduce / reduce-scatter of a row-parallel GEMM's output
+// (after). Without TP overlap the two run in order, the collective blocking; with it (the plan's
+// overlap.tensor_parallel) they run as interleaved pieces.
+struct TpOverlapGemm {
+  KernelSpec gemm;
+  CommSpec comm;
+  bool comm_first = false;
 };
 
-KernelContext context_for(const ModelConfig& model, const ParallelPlan& plan);
+using LayerItem = std::variant<KernelSpec, CommSpec, RingSpec, TpOverlapGemm>;
 
-std::vector<LayerItem> embedding_forward(const KernelContext& c);
-std::vector<LayerItem> layer_forward(const KernelContext& c);
-std::vector<LayerItem> head_forward(const KernelContext& c);  // final norm, LM head, loss
-std::vector<LayerItem> head_backward(const KernelContext& c);
-std::vector<LayerItem> layer_backward(const KernelContext& c);
-std::vector<LayerItem> embedding_backward(const KernelContext& c);
+// What a layer's kernels depend on: the model, the plan, and the stage's partition (its shard
+// widths and tokens). References only: every derived fact is the partition's.
+struct LayerContext {
+  const ModelConfig& model;
+  const ParallelPlan& plan;
+  const StagePartition& stage;
+};
+
+std::vector<LayerItem> embedding_forward(const LayerContext& c);
+std::vector<LayerItem> layer_forward(const LayerContext& c);
+std::vector<LayerItem> head_forward(const LayerContext& c);  // final norm, LM head, loss
+std::vector<LayerItem> head_backward(const LayerContext& c);
+std::vector<LayerItem> layer_backward(const LayerContext& c);
+std::vector<LayerItem> embedding_backward(const LayerContext& c);
 // AdamW over the parameter tensors the rank updates (element counts, after TP and ZeRO sharding).
 std::vector<KernelSpec> optimizer_step(const std::vector<int64_t>& tensors,
                                        const ModelStateBytes& state, OptimizerKernels kernels);
-// The parameter tensors of `layers` layers, plus the embedding and/or the head (final norm and
-// untied LM head), each divided over TP as Megatron partitions it.
-std::vector<int64_t> parameter_tensors(const KernelContext& c, int64_t layers, bool embedding,
-                                       bool head);
+// The parameter tensors a rank of the stage holds (its layers, the embedding on the first stage,
+// the final norm and an untied or copied LM head on the last), each divided over TP as Megatron
+// partitions it.
+std::vector<int64_t> parameter_tensors(const LayerContext& c);
 // The format attention's GEMMs run in (fp8 GEMMs keep bf16 attention).
-Dtype attention_dtype(const KernelContext& c);
+Dtype attention_dtype(const LayerContext& c);
 // Bytes of the activation a pipeline stage sends to the next one per microbatch (and of the
 // gradient it receives back): T x h, divided by TP with sequence parallelism.
-Bytes pipeline_message_bytes(const KernelContext& c);
+Bytes pipeline_message_bytes(const LayerContext& c);
 
 }  // namespace meshsim::workloads::detail

@@ -37,15 +37,15 @@ double to_d(int64_t v) { return static_cast<double>(v); }
 // A batched GEMM of attention ([m,k]x[k,n], `batch` times), on the matrix units.
 void attention_gemm(Items& it, const std::string& name, int64_t m, int64_t k, int64_t n,
                     int64_t batch) {
-  const KernelContext& c = it.context();
-  ComputeWork w = matmul(m, k, n, batch, attention_dtype(c), c.act_bytes);
+  const LayerContext& c = it.context();
+  ComputeWork w = matmul(m, k, n, batch, attention_dtype(c), c.plan.activation_bytes);
   w.op_class = OpClass::kAttention;
   it.kernel(name, w);
 }
 
 // A cast between the activation format and fp32 (absent when activations are fp32).
 void cast(Items& it, const std::string& name, OpClass cls, int64_t elements, bool to_fp32) {
-  const int64_t e = it.context().act_bytes;
+  const int64_t e = it.context().plan.activation_bytes;
   if (e != kF32) {
     op(it, name, cls, 0, elements * (to_fp32 ? e : kF32), elements * (to_fp32 ? kF32 : e));
   }
@@ -98,7 +98,7 @@ void eager_norm(Items& it, const std::string& name, int64_t tokens, bool backwar
 // (a zero-filled tensor with the half copied in) summed into the gradient, and the neg.
 void eager_rope(Items& it, bool backward) {
   const Dims& d = it.dims();
-  const int64_t e = it.context().act_bytes;
+  const int64_t e = it.context().plan.activation_bytes;
   const int64_t table = d.s * it.context().model.head_dim * kF32;  // cos or sin, [s, d_h]
   const OpClass ew = OpClass::kElementwise;
   const OpClass copy = OpClass::kCopy;
@@ -138,9 +138,9 @@ void eager_rope(Items& it, bool backward) {
 // gradient, and index_select_backward (a zero-filled K/V gradient with the query heads'
 // gradients added in). "sdpa" (kFlash): the GQA copies around one flash kernel.
 void eager_attention(Items& it, bool backward) {
-  const KernelContext& c = it.context();
+  const LayerContext& c = it.context();
   const Dims& d = it.dims();
-  const int64_t e = c.act_bytes;
+  const int64_t e = c.plan.activation_bytes;
   const int64_t dh = c.model.head_dim;
   const int64_t bn = d.b * d.heads;
   const int64_t scores = bn * d.s * d.s;  // elements of the score matrix
@@ -154,7 +154,7 @@ void eager_attention(Items& it, bool backward) {
       op(it, p + t + ".index_select", a, 0, d.tokens * d.kv * e, d.tokens * d.q * e);
     }
   }
-  if (c.attention == AttentionKernel::kFlash) {
+  if (c.plan.attention == AttentionKernel::kFlash) {
     it.kernel(p + ".sdpa", attention_work(c, d, backward));
   } else if (!backward) {
     op(it, p + ".q_contiguous", a, 0, d.tokens * d.q * e, d.tokens * d.q * e);
@@ -189,7 +189,7 @@ void eager_attention(Items& it, bool backward) {
 // SwiGLU: silu(gate) * up (the gate and up halves are views of one GEMM's output). Backward: the
 // product's two input gradients and silu_backward. GELU (non-gated MLP): gelu, gelu_backward.
 void eager_activation(Items& it, int64_t elements, bool backward) {
-  const int64_t x = elements * it.context().act_bytes;
+  const int64_t x = elements * it.context().plan.activation_bytes;
   const double el = to_d(elements);
   const OpClass ew = OpClass::kElementwise;
   if (it.context().model.mlp != MlpKind::kGated) {
@@ -227,7 +227,7 @@ void eager_loss(Items& it, bool backward) {
 }
 
 void eager_copy(Items& it, const std::string& name, int64_t elements) {
-  const int64_t x = elements * it.context().act_bytes;
+  const int64_t x = elements * it.context().plan.activation_bytes;
   op(it, name, OpClass::kCopy, 0, x, x);
 }
 
@@ -285,9 +285,11 @@ std::vector<KernelSpec> eager_adamw(const std::vector<int64_t>& tensors,
   return out;
 }
 
-std::vector<int64_t> parameter_tensors(const KernelContext& c, int64_t layers, bool embedding,
-                                       bool head) {
+std::vector<int64_t> parameter_tensors(const LayerContext& c) {
   const ModelConfig& m = c.model;
+  const int64_t layers = c.stage.params.layers;
+  const bool embedding = c.stage.first;
+  const bool head = c.stage.last;
   const Dims d = dims_of(c);
   // A norm is a weight (RMSNorm) or a weight and a bias (LayerNorm): one or two tensors of h.
   const std::vector<int64_t> norm(static_cast<size_t>(norm_parameters(m) / d.h), d.h);
@@ -298,7 +300,7 @@ std::vector<int64_t> parameter_tensors(const KernelContext& c, int64_t layers, b
   }
   layer.insert(layer.end(), norm.begin(), norm.end());
   const bool gated = m.mlp == MlpKind::kGated;
-  const int64_t experts = m.moe ? m.moe->num_experts / c.ep : 1;
+  const int64_t experts = m.moe ? m.moe->num_experts / c.plan.ep : 1;
   if (m.moe) {
     layer.push_back(d.h * m.moe->num_experts);  // the router (replicated)
   }

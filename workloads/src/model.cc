@@ -11,22 +11,6 @@
 
 namespace meshsim::workloads {
 
-const char* to_string(Architecture a) {
-  switch (a) {
-    case Architecture::kLlama:
-      return "llama";
-    case Architecture::kMixtral:
-      return "mixtral";
-    case Architecture::kGpt2:
-      return "gpt2";
-  }
-  return "?";
-}
-
-const char* to_string(MlpKind m) { return m == MlpKind::kGated ? "swiglu" : "gelu"; }
-const char* to_string(NormKind n) { return n == NormKind::kRmsNorm ? "rmsnorm" : "layernorm"; }
-const char* to_string(PositionKind p) { return p == PositionKind::kRope ? "rope" : "learned"; }
-
 namespace {
 
 std::string preset_source(std::string_view stem) {
@@ -151,10 +135,7 @@ ModelConfig parse_meshsim_model(JsonObject& o, const std::string& default_name) 
   ModelConfig m;
   m.name = opt(o, "name", &JsonObject::string).value_or(default_name);
   m.source = opt(o, "source", &JsonObject::string).value_or(o.source());
-  const std::string arch = o.one_of("architecture", {"llama", "mixtral", "gpt2"});
-  m.architecture = arch == "llama"     ? Architecture::kLlama
-                   : arch == "mixtral" ? Architecture::kMixtral
-                                       : Architecture::kGpt2;
+  m.architecture = o.choice<Architecture>("architecture");
   m.num_layers = o.positive_integer("num_layers");
   m.d_model = o.positive_integer("d_model");
   m.num_heads = o.positive_integer("num_heads");
@@ -164,12 +145,9 @@ ModelConfig parse_meshsim_model(JsonObject& o, const std::string& default_name) 
   m.d_ff = o.positive_integer("d_ff");
   m.vocab_size = o.positive_integer("vocab_size");
   m.max_position_embeddings = o.positive_integer("max_position_embeddings");
-  m.mlp = o.one_of("mlp", {"swiglu", "gelu"}) == "swiglu" ? MlpKind::kGated : MlpKind::kGelu;
-  m.norm = o.one_of("norm", {"rmsnorm", "layernorm"}) == "rmsnorm" ? NormKind::kRmsNorm
-                                                                   : NormKind::kLayerNorm;
-  m.positions = o.one_of("position_embedding", {"rope", "learned"}) == "rope"
-                    ? PositionKind::kRope
-                    : PositionKind::kLearned;
+  m.mlp = o.choice<MlpKind>("mlp");
+  m.norm = o.choice<NormKind>("norm");
+  m.positions = o.choice<PositionKind>("position_embedding");
   m.attention_bias = o.boolean("attention_bias");
   m.mlp_bias = o.boolean("mlp_bias");
   m.tied_embeddings = o.boolean("tied_embeddings");

@@ -7,52 +7,6 @@
 
 namespace meshsim::workloads {
 
-std::string_view to_string(Axis a) {
-  switch (a) {
-    case Axis::kTensor:
-      return "tp";
-    case Axis::kContext:
-      return "cp";
-    case Axis::kData:
-      return "dp";
-    case Axis::kPipeline:
-      return "pp";
-  }
-  return "?";
-}
-
-std::string_view to_string(CommKind k) {
-  switch (k) {
-    case CommKind::kTensor:
-      return "tp";
-    case CommKind::kContext:
-      return "cp";
-    case CommKind::kData:
-      return "dp";
-    case CommKind::kPipeline:
-      return "pp";
-    case CommKind::kExpert:
-      return "ep";
-  }
-  return "?";
-}
-
-std::string_view to_string(Kernels k) {
-  return k == Kernels::kEager ? "eager" : "fused";
-}
-
-std::string_view to_string(OptimizerKernels k) {
-  switch (k) {
-    case OptimizerKernels::kFused:
-      return "fused";
-    case OptimizerKernels::kForEach:
-      return "foreach";
-    case OptimizerKernels::kPerTensor:
-      return "per-tensor";
-  }
-  return "?";
-}
-
 void ParallelPlan::set_training_dtype(Dtype dtype) {
   matmul_dtype = dtype;
   const bool fp32 = dtype == Dtype::kFp32 || dtype == Dtype::kTf32;
@@ -64,95 +18,101 @@ void ParallelPlan::set_training_dtype(Dtype dtype) {
 
 namespace {
 
-[[noreturn]] void bad(const char* flag, const std::string& message) {
-  throw InputError(flag, "", message);
+using F = PlanField;
+
+[[noreturn]] void bad(PlanField field, const std::string& message) {
+  throw PlanError(field, message);
 }
 
-void check_degrees(const ParallelPlan& p, int64_t devices) {
-  const std::pair<const char*, int64_t> degrees[] = {{"--dp", p.dp},   {"--tp", p.tp},
-                                                     {"--cp", p.cp},   {"--pp", p.pp},
-                                                     {"--vpp", p.vpp}, {"--ep", p.ep},
-                                                     {"--mbs", p.mbs}, {"--gbs", p.gbs},
-                                                     {"--seq", p.seq}};
-  for (const auto& [flag, v] : degrees) {
-    if (v <= 0) {
-      bad(flag, fmt::format("expected a positive integer, got {}", v));
-    }
+void check_positive(PlanField field, int64_t v) {
+  if (v <= 0) {
+    bad(field, fmt::format("expected a positive integer, got {}", v));
   }
-  if (p.world() != devices) {
-    bad("--dp", fmt::format("tp {} x cp {} x dp {} x pp {} = {} ranks, but the cluster has {} "
-                            "devices; the degrees must multiply to the device count (resize the "
-                            "cluster with --nodes or --shape)",
-                            p.tp, p.cp, p.dp, p.pp, p.world(), devices));
+}
+
+void check_sizes(const ParallelPlan& p) {
+  for (const auto& [field, v] : {std::pair{F::kDp, p.dp}, {F::kTp, p.tp}, {F::kCp, p.cp},
+                                 {F::kPp, p.pp}, {F::kVpp, p.vpp}, {F::kEp, p.ep},
+                                 {F::kMbs, p.mbs}, {F::kGbs, p.gbs}, {F::kSeq, p.seq}}) {
+    check_positive(field, v);
   }
   if (p.gbs % (p.dp * p.mbs) != 0) {
-    bad("--gbs", fmt::format("global batch {} is not divisible by dp {} x mbs {} = {}; each "
+    bad(F::kGbs, fmt::format("global batch {} is not divisible by dp {} x mbs {} = {}; each "
                              "data-parallel rank needs a whole number of microbatches",
                              p.gbs, p.dp, p.mbs, p.dp * p.mbs));
   }
   if (!(p.capacity_factor >= 1.0)) {
-    bad("--capacity-factor", fmt::format("expected a factor >= 1, got {}", p.capacity_factor));
+    bad(F::kCapacityFactor, fmt::format("expected a factor >= 1, got {}", p.capacity_factor));
   }
 }
 
-void check_tensor(const ModelConfig& m, const ParallelPlan& p) {
+}  // namespace
+
+void validate_sharding(const ModelConfig& m, const ParallelPlan& p) {
+  for (const auto& [field, v] :
+       {std::pair{F::kTp, p.tp}, {F::kCp, p.cp}, {F::kMbs, p.mbs}, {F::kSeq, p.seq}}) {
+    check_positive(field, v);
+  }
   if (m.num_heads % p.tp != 0) {
-    bad("--tp", fmt::format("tensor parallel {} does not divide the {} attention heads of {}",
+    bad(F::kTp, fmt::format("tensor parallel {} does not divide the {} attention heads of {}",
                             p.tp, m.num_heads, m.name));
   }
   if (m.num_kv_heads % p.tp != 0 && p.tp % m.num_kv_heads != 0) {
-    bad("--tp", fmt::format("tensor parallel {} and the {} KV heads of {}: one must divide the "
+    bad(F::kTp, fmt::format("tensor parallel {} and the {} KV heads of {}: one must divide the "
                             "other", p.tp, m.num_kv_heads, m.name));
   }
   if (m.d_ff % p.tp != 0) {
-    bad("--tp", fmt::format("tensor parallel {} does not divide d_ff {} of {}", p.tp, m.d_ff,
+    bad(F::kTp, fmt::format("tensor parallel {} does not divide d_ff {} of {}", p.tp, m.d_ff,
                             m.name));
   }
   if (p.sp && p.tp == 1) {
-    bad("--sp", "sequence parallelism splits the TP group's activations; it needs --tp > 1");
-  }
-  if (p.sp && p.seq % p.tp != 0) {
-    bad("--seq", fmt::format("sequence parallel over tp {} needs the sequence ({}) divisible by it",
-                             p.tp, p.seq));
+    bad(F::kSp, "sequence parallelism splits the TP group's activations; it needs tp > 1");
   }
   if (p.seq % (2 * p.cp) != 0 && p.cp > 1) {
-    bad("--cp", fmt::format("context parallel {} splits the sequence into 2 x {} load-balanced "
+    bad(F::kCp, fmt::format("context parallel {} splits the sequence into 2 x {} load-balanced "
                             "chunks; {} tokens do not divide evenly",
                             p.cp, p.cp, p.seq));
   }
+  if (p.sp && (p.seq / p.cp) % p.tp != 0) {
+    bad(F::kSeq, fmt::format("sequence parallel over tp {} needs the sequence of a context-"
+                             "parallel rank ({} tokens) divisible by it",
+                             p.tp, p.seq / p.cp));
+  }
 }
+
+namespace {
 
 void check_pipeline(const ModelConfig& m, const ParallelPlan& p) {
   if (!p.stage_layers.empty()) {
     if (static_cast<int64_t>(p.stage_layers.size()) != p.pp) {
-      bad("--stage-layers", fmt::format("{} entries for {} pipeline stages",
-                                        p.stage_layers.size(), p.pp));
+      bad(F::kStageLayers,
+          fmt::format("{} entries for {} pipeline stages", p.stage_layers.size(), p.pp));
     }
     const int64_t sum = std::accumulate(p.stage_layers.begin(), p.stage_layers.end(), int64_t{0});
     if (sum != m.num_layers) {
-      bad("--stage-layers", fmt::format("the stages hold {} layers in total; {} has {}", sum,
-                                        m.name, m.num_layers));
+      bad(F::kStageLayers,
+          fmt::format("the stages hold {} layers in total; {} has {}", sum, m.name, m.num_layers));
     }
     for (const int64_t l : p.stage_layers) {
       if (l <= 0) {
-        bad("--stage-layers", fmt::format("every stage needs at least one layer, got {}", l));
+        bad(F::kStageLayers, fmt::format("every stage needs at least one layer, got {}", l));
       }
     }
   } else if (m.num_layers % p.pp != 0) {
-    bad("--pp", fmt::format("pipeline parallel {} does not divide the {} layers of {}; state an "
-                            "uneven split with --stage-layers",
+    bad(F::kPp, fmt::format("pipeline parallel {} does not divide the {} layers of {}; state an "
+                            "uneven split with stage_layers",
                             p.pp, m.num_layers, m.name));
   }
   if (p.vpp > 1) {
     if (!p.stage_layers.empty()) {
-      bad("--vpp", "virtual stages need an even split of the layers (no --stage-layers)");
+      bad(F::kVpp, "virtual stages need an even split of the layers (no stage_layers)");
     }
     if (m.num_layers % (p.pp * p.vpp) != 0) {
-      bad("--vpp", fmt::format("pp {} x vpp {} = {} virtual stages do not divide the {} layers",
+      bad(F::kVpp, fmt::format("pp {} x vpp {} = {} virtual stages do not divide the {} layers",
                                p.pp, p.vpp, p.pp * p.vpp, m.num_layers));
     }
   }
-  validate(PipelineConfig{p.schedule, p.pp, p.microbatches(), p.vpp});
+  validate(p.pipeline());
 }
 
 void check_experts(const ModelConfig& m, const ParallelPlan& p) {
@@ -160,42 +120,54 @@ void check_experts(const ModelConfig& m, const ParallelPlan& p) {
     return;
   }
   if (!m.moe) {
-    bad("--ep", fmt::format("expert parallelism needs a mixture-of-experts model; {} is dense",
+    bad(F::kEp, fmt::format("expert parallelism needs a mixture-of-experts model; {} is dense",
                             m.name));
   }
   if (p.dp % p.ep != 0) {
-    bad("--ep", fmt::format("expert parallel {} is carved out of data parallel {}; it must "
+    bad(F::kEp, fmt::format("expert parallel {} is carved out of data parallel {}; it must "
                             "divide it", p.ep, p.dp));
   }
   if (m.moe->num_experts % p.ep != 0) {
-    bad("--ep", fmt::format("expert parallel {} does not divide the {} experts", p.ep,
+    bad(F::kEp, fmt::format("expert parallel {} does not divide the {} experts", p.ep,
                             m.moe->num_experts));
+  }
+}
+
+void check_combinations(const ModelConfig& m, const ParallelPlan& p) {
+  if (p.matmul_dtype == Dtype::kFp16) {
+    bad(F::kDtype, "fp16 training (loss scaling) is not modelled; expected bf16, fp8, fp32 or "
+                   "tf32");
+  }
+  if (p.schedule == PipelineSchedule::kZeroBubble && p.recompute == Recompute::kFull) {
+    bad(F::kRecompute, "full recompute with the zero-bubble schedule is not modelled (its "
+                       "deferred weight gradients need the re-materialised activations); use "
+                       "selective or none");
+  }
+  if (p.kernels == Kernels::kEager && p.cp > 1) {
+    bad(F::kKernels, "eager kernels are modelled without context parallelism (ring attention "
+                     "runs as fused chunks); use fused kernels with cp > 1");
+  }
+  if (p.zero != ZeroStage::kNone && p.dp == 1) {
+    bad(F::kZero, "ZeRO shards over the data-parallel group; it needs dp > 1");
+  }
+  if (m.positions == PositionKind::kLearned && p.seq > m.max_position_embeddings) {
+    bad(F::kSeq, fmt::format("{} tokens, but {} has learned positions for at most {} tokens",
+                             p.seq, m.name, m.max_position_embeddings));
   }
 }
 
 }  // namespace
 
-void validate_plan(const ModelConfig& model, const ParallelPlan& plan, int64_t devices) {
-  check_degrees(plan, devices);
-  check_tensor(model, plan);
+void validate_split(const ModelConfig& model, const ParallelPlan& plan) {
+  check_sizes(plan);
+  validate_sharding(model, plan);
   check_pipeline(model, plan);
   check_experts(model, plan);
-  if (plan.schedule == PipelineSchedule::kZeroBubble && plan.recompute == Recompute::kFull) {
-    bad("--recompute", "full recompute with the zero-bubble schedule is not modelled (its "
-                       "deferred weight gradients need the re-materialised activations); use "
-                       "selective or none");
-  }
-  if (plan.kernels == Kernels::kEager && plan.cp > 1) {
-    bad("--kernels", "eager kernels are modelled without context parallelism (ring attention "
-                     "runs as fused chunks); use --kernels fused with --cp");
-  }
-  if (plan.zero != ZeroStage::kNone && plan.dp == 1) {
-    bad("--zero", "ZeRO shards over the data-parallel group; it needs --dp > 1");
-  }
-  if (model.positions == PositionKind::kLearned && plan.seq > model.max_position_embeddings) {
-    bad("--seq", fmt::format("{} tokens, but {} has learned positions for at most {} tokens",
-                             plan.seq, model.name, model.max_position_embeddings));
-  }
+}
+
+void validate_plan(const ModelConfig& model, const ParallelPlan& plan) {
+  validate_split(model, plan);
+  check_combinations(model, plan);
 }
 
 RankLayout::RankLayout(const ParallelPlan& plan) : ep_(plan.ep), world_(plan.world()) {
@@ -262,13 +234,6 @@ std::vector<int64_t> RankLayout::expert_dp_group(int64_t r) const {
     out.push_back(dp[k]);
   }
   return out;
-}
-
-std::vector<int64_t> layers_per_stage(const ModelConfig& model, const ParallelPlan& plan) {
-  if (!plan.stage_layers.empty()) {
-    return plan.stage_layers;
-  }
-  return std::vector<int64_t>(static_cast<size_t>(plan.pp), model.num_layers / plan.pp);
 }
 
 }  // namespace meshsim::workloads

@@ -13,18 +13,11 @@
 namespace meshsim::workloads {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, PipelineSchedule>, 4> kScheduleNames{{
-    {"gpipe", PipelineSchedule::kGpipe},
-    {"1f1b", PipelineSchedule::kOneFOneB},
-    {"interleaved", PipelineSchedule::kInterleaved},
-    {"zb", PipelineSchedule::kZeroBubble},
-}};
-
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
-void require(bool ok, const char* flag, const std::string& message) {
+void require(bool ok, PlanField field, const std::string& message) {
   if (!ok) {
-    throw InputError(flag, "", message);
+    throw PlanError(field, message);
   }
 }
 
@@ -148,28 +141,28 @@ std::vector<PipelinePass> interleaved_order(const PipelineConfig& c, int64_t sta
 }
 
 void validate_sizes(const PipelineConfig& c) {
-  require(c.stages >= 1, "--pp",
+  require(c.stages >= 1, PlanField::kPp,
           fmt::format("expected a positive number of pipeline stages, got {}", c.stages));
-  require(c.microbatches >= 1 && c.microbatches <= kInt32Max, "--gbs",
+  require(c.microbatches >= 1 && c.microbatches <= kInt32Max, PlanField::kGbs,
           fmt::format("expected between 1 and {} microbatches per pipeline (global batch / (dp x "
                       "mbs)), got {}",
                       kInt32Max, c.microbatches));
-  require(c.virtual_stages >= 1 && c.virtual_stages <= kInt32Max, "--vpp",
+  require(c.virtual_stages >= 1 && c.virtual_stages <= kInt32Max, PlanField::kVpp,
           fmt::format("expected a positive number of virtual stages per rank, got {}",
                       c.virtual_stages));
 }
 
 void validate_interleaved(const PipelineConfig& c) {
-  require(c.virtual_stages >= 2, "--vpp",
-          fmt::format("--schedule interleaved needs at least 2 model chunks per rank, got --vpp "
-                      "{} (with one chunk use --schedule 1f1b)",
+  require(c.virtual_stages >= 2, PlanField::kVpp,
+          fmt::format("the interleaved schedule needs at least 2 model chunks per rank, got vpp "
+                      "{} (with one chunk use the 1f1b schedule)",
                       c.virtual_stages));
-  require(c.stages >= 2, "--pp",
-          fmt::format("--schedule interleaved needs at least 2 pipeline stages, got --pp {}",
+  require(c.stages >= 2, PlanField::kPp,
+          fmt::format("the interleaved schedule needs at least 2 pipeline stages, got pp {}",
                       c.stages));
-  require(c.microbatches % c.stages == 0, "--gbs",
-          fmt::format("--schedule interleaved runs microbatches in groups of --pp (Megatron-LM's "
-                      "rule): {} microbatches per pipeline is not a multiple of --pp {}; use e.g. "
+  require(c.microbatches % c.stages == 0, PlanField::kGbs,
+          fmt::format("the interleaved schedule runs microbatches in groups of pp (Megatron-LM's "
+                      "rule): {} microbatches per pipeline is not a multiple of pp {}; use e.g. "
                       "{} or {}",
                       c.microbatches, c.stages, (c.microbatches / c.stages) * c.stages,
                       (c.microbatches / c.stages + 1) * c.stages));
@@ -177,49 +170,15 @@ void validate_interleaved(const PipelineConfig& c) {
 
 }  // namespace
 
-std::optional<PipelineSchedule> parse_pipeline_schedule(std::string_view name) {
-  for (const auto& [n, s] : kScheduleNames) {
-    if (n == name) {
-      return s;
-    }
-  }
-  return std::nullopt;
-}
-
-std::string_view to_string(PipelineSchedule schedule) {
-  for (const auto& [n, s] : kScheduleNames) {
-    if (s == schedule) {
-      return n;
-    }
-  }
-  SIM_CHECK(false, "unknown pipeline schedule {}", static_cast<int>(schedule));
-  return {};
-}
-
-std::string_view to_string(PassKind kind) {
-  switch (kind) {
-    case PassKind::kForward:
-      return "F";
-    case PassKind::kBackward:
-      return "B";
-    case PassKind::kBackwardInput:
-      return "B_input";
-    case PassKind::kBackwardWeight:
-      return "W";
-  }
-  SIM_CHECK(false, "unknown pass kind {}", static_cast<int>(kind));
-  return {};
-}
-
 void validate(const PipelineConfig& c) {
   validate_sizes(c);
   if (c.schedule == PipelineSchedule::kInterleaved) {
     validate_interleaved(c);
     return;
   }
-  require(c.virtual_stages == 1, "--schedule",
-          fmt::format("--schedule {} runs one model chunk per rank, but --vpp {} asks for {}; "
-                      "model chunks need --schedule interleaved (or use --vpp 1)",
+  require(c.virtual_stages == 1, PlanField::kSchedule,
+          fmt::format("the {} schedule runs one model chunk per rank, but vpp {} asks for {}; "
+                      "model chunks need the interleaved schedule (or vpp 1)",
                       to_string(c.schedule), c.virtual_stages, c.virtual_stages));
 }
 

@@ -1,5 +1,7 @@
 #include "meshsim/workloads/plan_loader.h"
 
+#include "meshsim/sim/error.h"
+
 namespace meshsim::workloads {
 
 void load_plan(Simulation& sim, StepPlan& plan) {
@@ -7,28 +9,19 @@ void load_plan(Simulation& sim, StepPlan& plan) {
   for (Program& p : plan.programs) {
     programs.push_back(sim.add_program(std::move(p)));
   }
-  std::vector<GroupId> groups;
+  std::vector<GroupId> groups;  // the engine's id of each of the plan's groups
   for (const PlannedGroup& g : plan.groups) {
-    std::vector<RankId> members;
-    std::vector<RankId> global;
-    for (const uint32_t r : g.members) {
-      members.emplace_back(r);
-    }
-    for (const uint32_t r : g.global) {
-      global.emplace_back(r);
-    }
-    groups.push_back(sim.add_group(std::move(members), std::move(global)));
+    groups.push_back(sim.add_group(g.members, g.global));
   }
   for (const RankBinding& b : plan.ranks) {
     std::vector<GroupId> slots;
-    for (const uint32_t g : b.group_slots) {
-      slots.push_back(groups[g]);
+    for (const GroupId g : b.groups) {
+      slots.push_back(groups[g.index()]);
     }
-    std::vector<RankId> peers;
-    for (const uint32_t p : b.peer_slots) {
-      peers.emplace_back(p);
-    }
-    sim.add_rank(programs[b.program], std::move(slots), std::move(peers), RankId(b.global_rank));
+    const RankId id = sim.add_rank(programs[b.program.index()], std::move(slots), b.peers,
+                                   b.global_rank);
+    SIM_CHECK(id.index() == static_cast<size_t>(&b - plan.ranks.data()),
+              "simulated rank {} was added as {}", &b - plan.ranks.data(), id.value());
   }
 }
 

@@ -1,85 +1,157 @@
 // The builder behind build_stage_program (see step.h and stage_program.h). Private.
+//
+// A stage program is built pass by pass in the stage's pipeline order. Three small pieces carry
+// what one op needs from the ones before it, each with its rule written once:
+//  * ComputeStream: what the next kernels on the compute stream wait for (blocking collectives,
+//    received activations, gathered parameters; asynchronous collectives one kernel later), and
+//    the last kernel, after which collectives and sends start.
+//  * Scope: the labels and the name prefix of the ops being added, passed explicitly.
+//  * GradientBuckets: gradients made final by the last backward, cut into reduction buckets.
 #pragma once
 
 #include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "stage_program.h"
 
 namespace meshsim::workloads::detail {
 
-inline bool is_wgrad(const LayerItem& item) {
-  const auto* k = std::get_if<KernelSpec>(&item);
-  return k != nullptr && k->name.ends_with(".wgrad");
-}
-
 inline constexpr int kTpOverlapChunks = 4;  // GEMM/communication chunks when TP overlap is on
+
+class ComputeStream {
+ public:
+  // The next kernel waits for `op`.
+  void next_waits_for(OpId op) { next_.push_back(op); }
+  // The kernel after the next waits for `op`, so that the next one overlaps it (Megatron's
+  // asynchronous input-gradient reduction and input re-gather).
+  void second_waits_for(OpId op) { second_.push_back(op); }
+  // What a kernel being issued waits for; the kernel after it inherits what the second waits for.
+  std::vector<OpId> take_waits() {
+    std::vector<OpId> out = std::move(next_);
+    next_ = std::move(second_);
+    second_.clear();
+    return out;
+  }
+  void issued(OpId kernel) { last_ = kernel; }
+  // The last kernel issued: collectives and sends of its results start after it.
+  std::optional<OpId> last() const { return last_; }
+
+ private:
+  std::vector<OpId> next_;
+  std::vector<OpId> second_;
+  std::optional<OpId> last_;
+};
+
+// Where ops are being added: their labels and the prefix of their names ("fwd.L12.", "bwd.L3.",
+// "recompute.L3.", "wgrad.", or "" for the step's own ops).
+struct Scope {
+  OpLabels labels;
+  std::string prefix;
+
+  Scope in_layer(int64_t layer, std::string layer_prefix) const {
+    Scope s{labels, std::move(layer_prefix)};
+    s.labels.layer = static_cast<int32_t>(layer);
+    return s;
+  }
+  Scope unnamed() const { return Scope{labels, ""}; }  // bucket ops keep their labels
+};
+
+// A bucket of final gradients: dense ones reduced over DP x CP, expert ones over expert DP.
+struct GradientBucket {
+  int index = 0;
+  int64_t dense = 0;   // parameters
+  int64_t expert = 0;  // parameters
+};
+
+// Megatron DDP's bucketing: gradients join the open bucket as they become final; the bucket is
+// reduced once it holds `size` bytes of gradients, and at the end of the backward.
+class GradientBuckets {
+ public:
+  GradientBuckets(Bytes size, int64_t bytes_per_gradient)
+      : size_(size), bytes_per_gradient_(bytes_per_gradient) {}
+  // Adds final gradients; returns the bucket when it is full.
+  std::optional<GradientBucket> add(int64_t dense, int64_t expert) {
+    open_.dense += dense;
+    open_.expert += expert;
+    if (Bytes::of((open_.dense + open_.expert) * bytes_per_gradient_) >= size_) {
+      return close();
+    }
+    return std::nullopt;
+  }
+  // The open bucket, unless it is empty.
+  std::optional<GradientBucket> close() {
+    if (open_.dense + open_.expert == 0) {
+      return std::nullopt;
+    }
+    GradientBucket full = open_;
+    open_ = GradientBucket{full.index + 1, 0, 0};
+    return full;
+  }
+
+ private:
+  Bytes size_;
+  int64_t bytes_per_gradient_;
+  GradientBucket open_;
+};
 
 class StageBuilder {
  public:
-  StageBuilder(const ModelConfig& m, const ParallelPlan& p, int64_t stage, const StageMemory& mem,
-               const StageParams& params)
-      : m_(m),
-        p_(p),
-        stage_(stage),
-        mem_(mem),
-        params_(params),
-        ctx_(context_for(m, p)),
-        pipe_{p.schedule, p.pp, p.microbatches(), p.vpp} {}
+  StageBuilder(const ModelConfig& m, const ParallelPlan& p, const StagePartition& part)
+      : p_(p),
+        part_(part),
+        stage_(part.stage),
+        ctx_{m, p, part},
+        pipe_(p.pipeline()),
+        buckets_(p.grad_bucket, p.state.gradient) {}
 
   Program build();
 
  private:
-  // Primitives.
+  // Primitives: one op each, its dependencies from the compute stream.
   OpId add(Op op, const std::vector<OpId>& deps);
-  OpId compute(const KernelSpec& k, std::vector<MemoryEffect> memory = {});
-  OpId collective(const std::string& name, CommKind kind, CollectiveKind op, Bytes bytes,
-                  std::vector<OpId> deps, bool blocking, std::optional<uint16_t> slot = {},
+  OpId compute(const Scope& scope, const KernelSpec& k, std::vector<MemoryEffect> memory = {});
+  // A collective after the last kernel; `blocking`: the next kernel waits for it.
+  OpId collective(const Scope& scope, const std::string& name, CommKind kind, CollectiveKind op,
+                  Bytes bytes, bool blocking, std::optional<GroupSlot> slot = {},
                   std::vector<MemoryEffect> memory = {});
-  OpId p2p(const std::string& name, bool send, uint16_t peer, uint16_t tag, Bytes bytes,
-           uint8_t stream);
-  void emit(std::vector<LayerItem> items, std::optional<MemoryEffect> first_alloc,
-            std::optional<MemoryEffect> last_release);
-  void emit_split(const KernelSpec& gemm, const CommSpec& comm, bool comm_first);
-  void emit_ring(const RingSpec& r);
+  OpId p2p(const Scope& scope, const std::string& name, bool send, PeerSlot peer, Tag tag,
+           Bytes bytes, Stream stream);
+  // A layer's items; `first_alloc` goes to its first kernel, `last_release` to its last.
+  void emit(const Scope& scope, const std::vector<LayerItem>& items,
+            std::optional<MemoryEffect> first_alloc, std::optional<MemoryEffect> last_release);
+  void emit_comm(const Scope& scope, const CommSpec& c);
+  void emit_tp_gemm(const Scope& scope, const TpOverlapGemm& g, std::vector<MemoryEffect> memory);
+  void emit_ring(const Scope& scope, const RingSpec& r);
 
   // Passes.
-  std::pair<int64_t, int64_t> layer_range(int64_t chunk) const;
   bool first_virtual(int64_t chunk) const { return chunk * p_.pp + stage_ == 0; }
   bool last_virtual(int64_t chunk) const { return chunk * p_.pp + stage_ == p_.pp * p_.vpp - 1; }
+  Scope pass_scope(const PipelinePass& pass, std::string prefix) const;
   void forward(const PipelinePass& pass);
   void backward(const PipelinePass& pass, bool with_weights, bool last_for_chunk);
   void weights(const PipelinePass& pass, bool last_for_chunk);
-  void grads_ready(int64_t dense_params, int64_t expert_params);
-  void flush_bucket();
+  void grads_ready(const Scope& scope, int64_t dense_params, int64_t expert_params);
+  void reduce(const Scope& scope, const GradientBucket& bucket);
   void gather_parameters_ahead();
-  OpId zero3_gather(int64_t layer, bool blocking);
-  void finish();
+  OpId zero3_gather(const Scope& scope, int64_t layer, bool blocking);
+  void finish(const Scope& last_pass);
   Bytes param_bytes(int64_t params) const { return Bytes::of(params * p_.state.weight); }
   Bytes grad_bytes(int64_t params) const { return Bytes::of(params * p_.state.gradient); }
 
-  const ModelConfig& m_;
   const ParallelPlan& p_;
+  const StagePartition& part_;
   int64_t stage_;
-  const StageMemory& mem_;
-  const StageParams& params_;
-  KernelContext ctx_;
+  LayerContext ctx_;
   PipelineConfig pipe_;
 
   Program prog_;
-  std::vector<OpId> waits_;  // ops the next compute op must wait for
-  std::vector<OpId> after_next_;  // async collectives: the compute op after the next waits
-  std::optional<OpId> last_compute_;
-  OpLabels labels_;
-  std::string prefix_;  // prepended to op names: "fwd.L12.", "bwd.L3.", "recompute.L3."
-  std::vector<OpId> dp_ops_;          // every data-parallel op (the optimizer waits for them)
-  int64_t bucket_params_ = 0;
-  int64_t bucket_expert_params_ = 0;
-  int bucket_index_ = 0;
-  std::map<int64_t, OpId> param_gather_;  // ZeRO-1/2: layer -> the all-gather of its bucket
-  std::map<int64_t, bool> gathered_once_;
-  std::vector<std::pair<int64_t, int64_t>> deferred_buckets_;  // (dense, expert) params
+  ComputeStream stream_;
+  std::vector<OpId> dp_ops_;  // every data-parallel op: the optimizer waits for them
+  GradientBuckets buckets_;
+  std::vector<GradientBucket> deferred_buckets_;  // reduced after the backward (no overlap)
+  std::map<int64_t, OpId> param_gathers_;  // ZeRO-1/2: layer -> the all-gather its forward awaits
 };
 
 }  // namespace meshsim::workloads::detail

@@ -5,313 +5,315 @@
 #include <numeric>
 
 #include "meshsim/sim/error.h"
+#include "meshsim/workloads/training_memory.h"
 #include "stage_builder.h"
 
 namespace meshsim::workloads::detail {
 
-std::pair<int64_t, int64_t> StageBuilder::layer_range(int64_t chunk) const {
-  if (p_.vpp == 1) {
-    const std::vector<int64_t> per_stage = layers_per_stage(m_, p_);
-    const int64_t first = std::accumulate(per_stage.begin(), per_stage.begin() + stage_, int64_t{0});
-    return {first, first + per_stage[static_cast<size_t>(stage_)]};
-  }
-  const int64_t per = m_.num_layers / (p_.pp * p_.vpp);
-  const int64_t v = chunk * p_.pp + stage_;
-  return {v * per, (v + 1) * per};
-}
-
 namespace {
+
 MemoryEffect alloc(MemoryCategory c, Bytes b) { return {c, b, false}; }
 MemoryEffect release(MemoryCategory c, Bytes b) { return {c, Bytes::zero() - b, true}; }
 
-std::vector<LayerItem> without_wgrad(std::vector<LayerItem> items) {
-  std::erase_if(items, [](const LayerItem& i) { return is_wgrad(i); });
+bool weight_gradient(const LayerItem& item) {
+  const auto* k = std::get_if<KernelSpec>(&item);
+  return k != nullptr && k->role == KernelRole::kWeightGradient;
+}
+
+// A zero-bubble B pass: the backward without its weight-gradient kernels.
+std::vector<LayerItem> without_weight_gradients(std::vector<LayerItem> items) {
+  std::erase_if(items, weight_gradient);
   return items;
 }
 
-std::vector<LayerItem> only_wgrad(std::vector<LayerItem> items) {
-  std::erase_if(items, [](const LayerItem& i) { return !is_wgrad(i); });
+// A zero-bubble W pass: only the weight-gradient kernels.
+std::vector<LayerItem> only_weight_gradients(std::vector<LayerItem> items) {
+  std::erase_if(items, [](const LayerItem& i) { return !weight_gradient(i); });
   return items;
 }
+
 }  // namespace
 
-OpId StageBuilder::zero3_gather(int64_t layer, bool blocking) {
-  const Bytes full = param_bytes(params_.per_layer);
-  return collective(fmt::format("L{}.fsdp_allgather", layer), CommKind::kData,
-                    CollectiveKind::kAllGather, full, {}, blocking, std::nullopt,
+Scope StageBuilder::pass_scope(const PipelinePass& pass, std::string prefix) const {
+  return Scope{OpLabels{std::nullopt, pass.microbatch, static_cast<int32_t>(stage_), std::nullopt},
+               std::move(prefix)};
+}
+
+// ZeRO-3: the layer's parameters, gathered into a transient buffer.
+OpId StageBuilder::zero3_gather(const Scope& scope, int64_t layer, bool blocking) {
+  const Bytes full = param_bytes(part_.params.per_layer());
+  return collective(scope, fmt::format("L{}.fsdp_allgather", layer), CommKind::kData,
+                    CollectiveKind::kAllGather, full, blocking, std::nullopt,
                     {alloc(MemoryCategory::kCommBuffers, full)});
 }
 
 void StageBuilder::forward(const PipelinePass& pass) {
   const int64_t chunk = pass.chunk;
-  labels_ = OpLabels{std::nullopt, pass.microbatch, static_cast<int32_t>(stage_), std::nullopt};
-  prefix_ = "fwd.";
+  const Scope scope = pass_scope(pass, "fwd.");
   const Bytes msg = pipeline_message_bytes(ctx_);
   if (first_virtual(chunk)) {
-    emit(embedding_forward(ctx_), alloc(MemoryCategory::kActivations, mem_.first_stage_extra), {});
+    emit(scope, embedding_forward(ctx_),
+         alloc(MemoryCategory::kActivations, part_.activations.embedding), {});
   } else {
-    waits_.push_back(p2p(fmt::format("c{}.recv_activation", chunk), false, kPpPrev,
-                         kActivationTag, msg, kPipeRecvAct));
+    stream_.next_waits_for(p2p(scope, fmt::format("c{}.recv_activation", chunk), false,
+                               PeerSlot::kPipelinePrevious, Tag::kActivation, msg,
+                               Stream::kPipeReceiveActivation));
   }
-  const auto [first, end] = layer_range(chunk);
+  const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
   const bool zero3 = p_.zero == ZeroStage::kParameters;
-  const Bytes saved = p_.recompute == Recompute::kFull ? mem_.layer_checkpoint : mem_.layer_activations;
-  std::optional<OpId> prefetched;
+  std::optional<OpId> prefetched;  // ZeRO-3: the next layer's gather, issued one layer ahead
   for (int64_t layer = first; layer < end; ++layer) {
-    labels_.layer = static_cast<int32_t>(layer);
-    prefix_ = fmt::format("fwd.L{}.", layer);
+    const Scope in_layer = scope.in_layer(layer, fmt::format("fwd.L{}.", layer));
     std::optional<MemoryEffect> drop;
     if (zero3) {
-      waits_.push_back(prefetched ? *prefetched : zero3_gather(layer, true));
+      if (prefetched) {
+        stream_.next_waits_for(*prefetched);
+      } else {
+        zero3_gather(in_layer, layer, true);
+      }
       prefetched.reset();
       if (layer + 1 < end) {
-        prefetched = zero3_gather(layer + 1, !p_.overlap.param_gather);
+        prefetched = zero3_gather(in_layer, layer + 1, !p_.overlap.param_gather);
       }
-      drop = release(MemoryCategory::kCommBuffers, param_bytes(params_.per_layer));
-    } else if (auto it = param_gather_.find(layer);
-               it != param_gather_.end() && !gathered_once_[layer]) {
-      waits_.push_back(it->second);
-      gathered_once_[layer] = true;
+      drop = release(MemoryCategory::kCommBuffers, param_bytes(part_.params.per_layer()));
+    } else if (const auto it = param_gathers_.find(layer); it != param_gathers_.end()) {
+      stream_.next_waits_for(it->second);  // the step's first forward of the layer only
+      param_gathers_.erase(it);
     }
-    emit(layer_forward(ctx_), alloc(MemoryCategory::kActivations, saved), drop);
+    emit(in_layer, layer_forward(ctx_),
+         alloc(MemoryCategory::kActivations, part_.activations.saved_per_layer), drop);
   }
-  labels_.layer.reset();
-  prefix_ = "fwd.";
   if (last_virtual(chunk)) {
-    emit(head_forward(ctx_), alloc(MemoryCategory::kActivations, mem_.last_stage_extra), {});
+    emit(scope, head_forward(ctx_), alloc(MemoryCategory::kActivations, part_.activations.head),
+         {});
   } else {
-    const OpId send = p2p(fmt::format("c{}.send_activation", chunk), true, kPpNext,
-                          kActivationTag, msg, kPipeSendAct);
+    const OpId send = p2p(scope, fmt::format("c{}.send_activation", chunk), true,
+                          PeerSlot::kPipelineNext, Tag::kActivation, msg,
+                          Stream::kPipeSendActivation);
     if (!p_.overlap.pipeline_p2p) {
-      waits_.push_back(send);
+      stream_.next_waits_for(send);
     }
   }
 }
 
+// The backward of one chunk: whole (`with_weights`), or zero-bubble's B (input gradients only).
 void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool last_for_chunk) {
   const int64_t chunk = pass.chunk;
-  labels_ = OpLabels{std::nullopt, pass.microbatch, static_cast<int32_t>(stage_), std::nullopt};
-  prefix_ = "bwd.";
+  const Scope scope = pass_scope(pass, "bwd.");
   const Bytes msg = pipeline_message_bytes(ctx_);
+  const bool reduce_grads = with_weights && last_for_chunk;
   if (last_virtual(chunk)) {
-    emit(head_backward(ctx_), {},
-         with_weights ? std::optional(release(MemoryCategory::kActivations, mem_.last_stage_extra))
+    std::vector<LayerItem> head = head_backward(ctx_);
+    if (!with_weights) {
+      head = without_weight_gradients(std::move(head));
+    }
+    emit(scope, head, {},
+         with_weights ? std::optional(release(MemoryCategory::kActivations, part_.activations.head))
                       : std::nullopt);
-    if (with_weights && last_for_chunk) {
-      grads_ready(params_.head, 0);
+    if (reduce_grads) {
+      grads_ready(scope, part_.params.head, 0);
     }
   } else {
-    waits_.push_back(p2p(fmt::format("c{}.recv_gradient", chunk), false, kPpNext, kGradientTag,
-                         msg, kPipeRecvGrad));
+    stream_.next_waits_for(p2p(scope, fmt::format("c{}.recv_gradient", chunk), false,
+                               PeerSlot::kPipelineNext, Tag::kGradient, msg,
+                               Stream::kPipeReceiveGradient));
   }
-  const auto [first, end] = layer_range(chunk);
+  const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
   const bool zero3 = p_.zero == ZeroStage::kParameters;
   const bool full_recompute = p_.recompute == Recompute::kFull;
-  const Bytes saved = full_recompute ? mem_.layer_checkpoint : mem_.layer_activations;
+  const Bytes saved = part_.activations.saved_per_layer;
+  const Bytes materialised = part_.activations.materialised_per_layer;
   for (int64_t layer = end - 1; layer >= first; --layer) {
-    labels_.layer = static_cast<int32_t>(layer);
+    const Scope in_layer = scope.in_layer(layer, fmt::format("bwd.L{}.", layer));
     if (zero3) {
-      prefix_ = fmt::format("bwd.L{}.", layer);
-      waits_.push_back(zero3_gather(layer, true));
+      zero3_gather(in_layer, layer, true);
     }
     if (full_recompute) {
-      prefix_ = fmt::format("recompute.L{}.", layer);
-      emit(layer_forward(ctx_), alloc(MemoryCategory::kActivations, mem_.layer_activations), {});
+      emit(scope.in_layer(layer, fmt::format("recompute.L{}.", layer)), layer_forward(ctx_),
+           alloc(MemoryCategory::kActivations, materialised), {});
     }
-    prefix_ = fmt::format("bwd.L{}.", layer);
-    std::vector<MemoryEffect> drops;
     Bytes freed = Bytes::zero();
     if (with_weights) {
-      freed = saved + (full_recompute ? mem_.layer_activations : Bytes::zero());
+      freed = saved + (full_recompute ? materialised : Bytes::zero());
     } else if (full_recompute) {
-      freed = mem_.layer_activations;  // the re-materialised layer; the checkpoint waits for W
+      freed = materialised;  // the re-materialised layer; the checkpoint waits for W
     }
     std::optional<MemoryEffect> last_release;
     if (freed > Bytes::zero()) {
       last_release = release(MemoryCategory::kActivations, freed);
     }
-    auto items = layer_backward(ctx_);
-    emit(with_weights ? std::move(items) : without_wgrad(std::move(items)), {}, last_release);
+    std::vector<LayerItem> items = layer_backward(ctx_);
+    if (!with_weights) {
+      items = without_weight_gradients(std::move(items));
+    }
+    emit(in_layer, items, {}, last_release);
     if (zero3) {
       // The gathered layer is dropped after its backward; its gradients are reduce-scattered
       // after every microbatch (FSDP without no_sync).
-      collective(fmt::format("L{}.fsdp_reducescatter", layer), CommKind::kData,
-                 CollectiveKind::kReduceScatter, grad_bytes(params_.per_layer), {}, false,
-                 std::nullopt, {release(MemoryCategory::kCommBuffers, param_bytes(params_.per_layer))});
-    } else if (with_weights && last_for_chunk) {
-      grads_ready(params_.per_layer - params_.expert_per_layer, params_.expert_per_layer);
+      const int64_t params = part_.params.per_layer();
+      collective(in_layer, fmt::format("L{}.fsdp_reducescatter", layer), CommKind::kData,
+                 CollectiveKind::kReduceScatter, grad_bytes(params), false, std::nullopt,
+                 {release(MemoryCategory::kCommBuffers, param_bytes(params))});
+    } else if (reduce_grads) {
+      grads_ready(in_layer, part_.params.dense_per_layer, part_.params.expert_per_layer);
     }
   }
-  labels_.layer.reset();
-  prefix_ = "bwd.";
   if (first_virtual(chunk)) {
-    emit(embedding_backward(ctx_), {},
-         with_weights ? std::optional(release(MemoryCategory::kActivations, mem_.first_stage_extra))
-                      : std::nullopt);
-    if (with_weights && last_for_chunk) {
-      grads_ready(params_.embedding, 0);
+    emit(scope, embedding_backward(ctx_), {},
+         with_weights
+             ? std::optional(release(MemoryCategory::kActivations, part_.activations.embedding))
+             : std::nullopt);
+    if (reduce_grads) {
+      grads_ready(scope, part_.params.embedding, 0);
     }
   } else {
-    const OpId send = p2p(fmt::format("c{}.send_gradient", chunk), true, kPpPrev, kGradientTag,
-                          msg, kPipeSendGrad);
+    const OpId send = p2p(scope, fmt::format("c{}.send_gradient", chunk), true,
+                          PeerSlot::kPipelinePrevious, Tag::kGradient, msg,
+                          Stream::kPipeSendGradient);
     if (!p_.overlap.pipeline_p2p) {
-      waits_.push_back(send);
+      stream_.next_waits_for(send);
     }
   }
 }
 
+// Zero-bubble's W: the weight gradients of one chunk, deferred from its B.
 void StageBuilder::weights(const PipelinePass& pass, bool last_for_chunk) {
   const int64_t chunk = pass.chunk;
-  labels_ = OpLabels{std::nullopt, pass.microbatch, static_cast<int32_t>(stage_), std::nullopt};
-  const auto [first, end] = layer_range(chunk);
+  const Scope scope = pass_scope(pass, "wgrad.");
+  const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
   if (last_virtual(chunk)) {
-    prefix_ = "wgrad.";
-    emit(only_wgrad(head_backward(ctx_)), {},
-         release(MemoryCategory::kActivations, mem_.last_stage_extra));
+    emit(scope, only_weight_gradients(head_backward(ctx_)), {},
+         release(MemoryCategory::kActivations, part_.activations.head));
     if (last_for_chunk) {
-      grads_ready(params_.head, 0);
+      grads_ready(scope, part_.params.head, 0);
     }
   }
   for (int64_t layer = end - 1; layer >= first; --layer) {
-    labels_.layer = static_cast<int32_t>(layer);
-    prefix_ = fmt::format("wgrad.L{}.", layer);
+    const Scope in_layer = scope.in_layer(layer, fmt::format("wgrad.L{}.", layer));
     // The last weight gradient of the pass also releases the embedding's activations (its
     // scatter-add ran with the input gradients).
-    Bytes freed = mem_.layer_activations;
+    Bytes freed = part_.activations.materialised_per_layer;
     if (layer == first && first_virtual(chunk)) {
-      freed += mem_.first_stage_extra;
+      freed += part_.activations.embedding;
     }
-    emit(only_wgrad(layer_backward(ctx_)), {}, release(MemoryCategory::kActivations, freed));
+    emit(in_layer, only_weight_gradients(layer_backward(ctx_)), {},
+         release(MemoryCategory::kActivations, freed));
     if (last_for_chunk) {
-      grads_ready(params_.per_layer - params_.expert_per_layer, params_.expert_per_layer);
+      grads_ready(in_layer, part_.params.dense_per_layer, part_.params.expert_per_layer);
     }
   }
-  labels_.layer.reset();
   if (first_virtual(chunk) && last_for_chunk) {
-    grads_ready(params_.embedding, 0);
+    grads_ready(scope, part_.params.embedding, 0);
   }
 }
 
-// Gradients of `dense` (and `expert`) parameters are final: add them to the open bucket, and
-// reduce the bucket once it is full.
-void StageBuilder::grads_ready(int64_t dense, int64_t expert) {
-  bucket_params_ += dense;
-  bucket_expert_params_ += expert;
-  if (grad_bytes(bucket_params_ + bucket_expert_params_) >= p_.grad_bucket) {
-    flush_bucket();
+// Gradients of `dense` (and `expert`) parameters are final: they join the open bucket, which is
+// reduced once full (or after the backward, without overlap).
+void StageBuilder::grads_ready(const Scope& scope, int64_t dense, int64_t expert) {
+  if (const std::optional<GradientBucket> full = buckets_.add(dense, expert)) {
+    if (p_.overlap.grad_reduce) {
+      reduce(scope.unnamed(), *full);
+    } else {
+      deferred_buckets_.push_back(*full);
+    }
   }
 }
 
-void StageBuilder::flush_bucket() {
-  const int64_t dense = bucket_params_;
-  const int64_t expert = bucket_expert_params_;
-  bucket_params_ = 0;
-  bucket_expert_params_ = 0;
-  if (dense + expert == 0) {
-    return;
-  }
-  if (!p_.overlap.grad_reduce) {
-    deferred_buckets_.emplace_back(dense, expert);
-    return;
-  }
+// The reduction of one bucket: all-reduce, or reduce-scatter with ZeRO; dense gradients over
+// DP x CP, expert gradients over the expert-data-parallel group.
+void StageBuilder::reduce(const Scope& scope, const GradientBucket& bucket) {
   const CollectiveKind op =
       p_.zero == ZeroStage::kNone ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
-  const std::string saved_prefix = prefix_;
-  prefix_ = "";
-  const int bucket = bucket_index_++;
-  if (dense > 0 && params_.dp_group > 1) {
-    dp_ops_.push_back(collective(fmt::format("grad_bucket{}.{}", bucket, to_string(op)),
-                                 CommKind::kData, op, grad_bytes(dense), {}, false));
+  if (bucket.dense > 0 && p_.dense_grad_group() > 1) {
+    dp_ops_.push_back(collective(scope, fmt::format("grad_bucket{}.{}", bucket.index, to_string(op)),
+                                 CommKind::kData, op, grad_bytes(bucket.dense), false));
   }
-  if (expert > 0 && params_.expert_dp_group > 1) {
-    dp_ops_.push_back(collective(fmt::format("grad_bucket{}.expert_{}", bucket, to_string(op)),
-                                 CommKind::kData, op, grad_bytes(expert), {}, false,
-                                 uint16_t{kExpertDpSlot}));
+  if (bucket.expert > 0 && p_.expert_grad_group() > 1) {
+    dp_ops_.push_back(
+        collective(scope, fmt::format("grad_bucket{}.expert_{}", bucket.index, to_string(op)),
+                   CommKind::kData, op, grad_bytes(bucket.expert), false, GroupSlot::kExpertData));
   }
-  prefix_ = saved_prefix;
 }
 
 // ZeRO-1/2: the updated parameters are all-gathered bucket by bucket ahead of the forward
 // passes that need them (Megatron's overlapped parameter gather, which in steady state runs
 // during the forward of the step).
 void StageBuilder::gather_parameters_ahead() {
-  if (p_.zero == ZeroStage::kNone || p_.zero == ZeroStage::kParameters || params_.dp_group == 1) {
+  if (p_.zero == ZeroStage::kNone || p_.zero == ZeroStage::kParameters ||
+      p_.dense_grad_group() == 1) {
     return;
   }
   int64_t pending = 0;
   std::vector<int64_t> layers;
-  auto flush = [&] {
+  auto gather = [&] {
     if (pending == 0) {
       return;
     }
-    const OpId ag = collective(fmt::format("param_gather{}", param_gather_.size()), CommKind::kData,
-                               CollectiveKind::kAllGather, param_bytes(pending), {}, false);
+    const OpId ag = collective(Scope{}, fmt::format("param_gather{}", param_gathers_.size()),
+                               CommKind::kData, CollectiveKind::kAllGather, param_bytes(pending),
+                               !p_.overlap.param_gather);
     dp_ops_.push_back(ag);
     for (const int64_t l : layers) {
-      param_gather_[l] = ag;
-    }
-    if (!p_.overlap.param_gather) {
-      waits_.push_back(ag);
+      param_gathers_[l] = ag;
     }
     pending = 0;
     layers.clear();
   };
-  pending += params_.embedding;
-  for (int64_t chunk = 0; chunk < p_.vpp; ++chunk) {
-    const auto [first, end] = layer_range(chunk);
-    for (int64_t layer = first; layer < end; ++layer) {
-      pending += params_.per_layer;
+  pending += part_.params.embedding;
+  for (const LayerRange& chunk : part_.chunks) {
+    for (int64_t layer = chunk.first; layer < chunk.end; ++layer) {
+      pending += part_.params.per_layer();
       layers.push_back(layer);
       if (param_bytes(pending) >= p_.grad_bucket) {
-        flush();
+        gather();
       }
     }
   }
-  pending += params_.head;
-  flush();
+  pending += part_.params.head;
+  gather();
 }
 
-void StageBuilder::finish() {
-  flush_bucket();
-  const CollectiveKind op =
-      p_.zero == ZeroStage::kNone ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
-  prefix_ = "";
-  labels_ = OpLabels{std::nullopt, std::nullopt, static_cast<int32_t>(stage_), std::nullopt};
-  for (size_t i = 0; i < deferred_buckets_.size(); ++i) {
-    const auto [dense, expert] = deferred_buckets_[i];
-    if (dense > 0 && params_.dp_group > 1) {
-      dp_ops_.push_back(collective(fmt::format("grad_bucket{}.{}", i, to_string(op)),
-                                   CommKind::kData, op, grad_bytes(dense), {}, false));
-    }
-    if (expert > 0 && params_.expert_dp_group > 1) {
-      dp_ops_.push_back(collective(fmt::format("grad_bucket{}.expert_{}", i, to_string(op)),
-                                   CommKind::kData, op, grad_bytes(expert), {}, false,
-                                   uint16_t{kExpertDpSlot}));
+// The last gradients, then the optimizer step once every data-parallel op is done. `last_pass`:
+// the scope of the step's last pass, whose labels the last overlapped bucket carries.
+void StageBuilder::finish(const Scope& last_pass) {
+  const Scope step{OpLabels{std::nullopt, std::nullopt, static_cast<int32_t>(stage_), std::nullopt},
+                   ""};
+  if (const std::optional<GradientBucket> last = buckets_.close()) {
+    if (p_.overlap.grad_reduce) {
+      reduce(last_pass.unnamed(), *last);
+    } else {
+      deferred_buckets_.push_back(*last);
     }
   }
-  waits_.insert(waits_.end(), dp_ops_.begin(), dp_ops_.end());
+  for (const GradientBucket& bucket : deferred_buckets_) {
+    reduce(step, bucket);
+  }
+  for (const OpId op : dp_ops_) {
+    stream_.next_waits_for(op);
+  }
   // The optimizer updates the rank's parameters, sharded over DP x CP with ZeRO; per tensor or
   // over all of them at once as the plan's optimizer kernels say.
-  std::vector<int64_t> tensors = {params_.total};
+  std::vector<int64_t> tensors = {part_.params.total()};
   if (p_.optimizer_kernels != OptimizerKernels::kFused) {
-    const int64_t per_stage = params_.total - params_.embedding - params_.head;
-    const int64_t layers = params_.per_layer > 0 ? per_stage / params_.per_layer : 0;
-    tensors = parameter_tensors(ctx_, layers, params_.embedding > 0, params_.head > 0);
+    tensors = parameter_tensors(ctx_);
   }
   if (p_.zero != ZeroStage::kNone) {
     for (int64_t& t : tensors) {
-      t = (t + params_.dp_group - 1) / params_.dp_group;
+      t = (t + p_.dense_grad_group() - 1) / p_.dense_grad_group();
     }
   }
   for (const KernelSpec& k : optimizer_step(tensors, p_.state, p_.optimizer_kernels)) {
-    compute(k);
+    compute(step, k);
   }
 }
 
 Program StageBuilder::build() {
-  prog_.set_initial_memory(MemoryCategory::kWeights, mem_.weights);
-  prog_.set_initial_memory(MemoryCategory::kGradients, mem_.gradients);
-  prog_.set_initial_memory(MemoryCategory::kOptimizerState, mem_.optimizer);
+  // The model state of the layers the stage runs (and its embedding or head), as the closed form
+  // counts it.
+  const TrainingMemory state = training_memory(part_, p_, 1);
+  prog_.set_initial_memory(MemoryCategory::kWeights, state.weights);
+  prog_.set_initial_memory(MemoryCategory::kGradients, state.gradients);
+  prog_.set_initial_memory(MemoryCategory::kOptimizerState, state.optimizer_states);
   gather_parameters_ahead();
   const std::vector<PipelinePass> order = pipeline_order(pipe_, stage_);
   // The last pass that produces each chunk's weight gradients: its gradients are final.
@@ -339,13 +341,13 @@ Program StageBuilder::build() {
         break;
     }
   }
-  finish();
+  finish(order.empty() ? Scope{} : pass_scope(order.back(), ""));
   return std::move(prog_);
 }
 
-Program build_stage_program(const ModelConfig& model, const ParallelPlan& plan, int64_t stage,
-                            const StageMemory& memory, const StageParams& params) {
-  return StageBuilder(model, plan, stage, memory, params).build();
+Program build_stage_program(const ModelConfig& model, const ParallelPlan& plan,
+                            const StagePartition& stage) {
+  return StageBuilder(model, plan, stage).build();
 }
 
 }  // namespace meshsim::workloads::detail

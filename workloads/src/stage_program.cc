@@ -10,31 +10,20 @@
 namespace meshsim::workloads::detail {
 namespace {
 
-uint8_t stream_of(CommKind k) {
+Stream stream_of(CommKind k) {
   switch (k) {
     case CommKind::kTensor:
-      return kTensorStream;
+      return Stream::kTensor;
     case CommKind::kData:
-      return kDataStream;
+      return Stream::kData;
     case CommKind::kExpert:
-      return kExpertStream;
+      return Stream::kExpert;
     case CommKind::kContext:
-      return kContextSend;
+      return Stream::kContextSend;
     case CommKind::kPipeline:
-      return kPipeSendAct;
+      return Stream::kPipeSendActivation;
   }
-  return kTensorStream;
-}
-
-uint16_t slot_of(CommKind k) {
-  switch (k) {
-    case CommKind::kTensor:
-      return kTpSlot;
-    case CommKind::kExpert:
-      return kEpSlot;
-    default:
-      return kDpSlot;
-  }
+  return Stream::kTensor;
 }
 
 }  // namespace
@@ -48,147 +37,157 @@ OpId StageBuilder::add(Op op, const std::vector<OpId>& deps) {
   return id;
 }
 
-OpId StageBuilder::compute(const KernelSpec& k, std::vector<MemoryEffect> memory) {
+OpId StageBuilder::compute(const Scope& scope, const KernelSpec& k,
+                           std::vector<MemoryEffect> memory) {
   Op op;
-  op.name = prefix_ + k.name;
-  op.stream = kCompute;
+  op.name = scope.prefix + k.name;
+  op.stream = index(Stream::kCompute);
   op.work = k.work;
-  op.labels = labels_;
+  op.labels = scope.labels;
   op.memory = std::move(memory);
-  const OpId id = add(std::move(op), waits_);
-  waits_ = std::move(after_next_);
-  after_next_.clear();
-  last_compute_ = id;
+  const OpId id = add(std::move(op), stream_.take_waits());
+  stream_.issued(id);
   return id;
 }
 
-OpId StageBuilder::collective(const std::string& name, CommKind kind, CollectiveKind coll,
-                              Bytes bytes, std::vector<OpId> deps, bool blocking,
-                              std::optional<uint16_t> slot, std::vector<MemoryEffect> memory) {
+OpId StageBuilder::collective(const Scope& scope, const std::string& name, CommKind kind,
+                              CollectiveKind coll, Bytes bytes, bool blocking,
+                              std::optional<GroupSlot> slot, std::vector<MemoryEffect> memory) {
   Op op;
-  op.name = prefix_ + name;
+  op.name = scope.prefix + name;
   op.memory = std::move(memory);
-  op.stream = stream_of(kind);
-  op.work = CollectiveWork{coll, bytes, slot.value_or(slot_of(kind))};
-  op.labels = labels_;
-  op.labels.category = static_cast<uint8_t>(kind);
-  if (last_compute_) {
-    deps.push_back(*last_compute_);
+  op.stream = index(stream_of(kind));
+  op.work = CollectiveWork{coll, bytes, index(slot.value_or(group_slot_for(kind)))};
+  op.labels = scope.labels;
+  op.labels.category = category_of(kind);
+  std::vector<OpId> deps;
+  if (const std::optional<OpId> last = stream_.last()) {
+    deps.push_back(*last);
   }
   const OpId id = add(std::move(op), deps);
   if (blocking) {
-    waits_.push_back(id);
+    stream_.next_waits_for(id);
   }
   return id;
 }
 
-OpId StageBuilder::p2p(const std::string& name, bool send, uint16_t peer, uint16_t tag,
-                       Bytes bytes, uint8_t stream) {
+// A send starts after the kernel that produced what it sends; a receive waits for nothing (the
+// caller makes the kernel that needs it wait).
+OpId StageBuilder::p2p(const Scope& scope, const std::string& name, bool send, PeerSlot peer,
+                       Tag tag, Bytes bytes, Stream stream) {
   Op op;
-  op.name = prefix_ + name;
-  op.stream = stream;
+  op.name = scope.prefix + name;
+  op.stream = index(stream);
   op.is_send = send;
-  op.work = PeerWork{peer, bytes, tag};
-  op.labels = labels_;
-  op.labels.category = static_cast<uint8_t>(tag >= kKvTag ? CommKind::kContext : CommKind::kPipeline);
+  op.work = PeerWork{index(peer), bytes, index(tag)};
+  op.labels = scope.labels;
+  op.labels.category = category_of(info(peer).kind);
   std::vector<OpId> deps;
-  if (send && last_compute_) {
-    deps.push_back(*last_compute_);
+  if (const std::optional<OpId> last = stream_.last(); send && last) {
+    deps.push_back(*last);
   }
   return add(std::move(op), deps);
 }
 
-// Runs a GEMM and the TP collective next to it as kTpOverlapChunks interleaved pieces, the way
-// Megatron's/Transformer Engine's TP communication overlap splits them: each GEMM chunk overlaps
-// the transfer of the next chunk.
-void StageBuilder::emit_split(const KernelSpec& gemm, const CommSpec& comm, bool comm_first) {
-  KernelSpec piece = gemm;
-  piece.work.flops = gemm.work.flops * (1.0 / kTpOverlapChunks);
-  piece.work.bytes = gemm.work.bytes / kTpOverlapChunks;
-  const Bytes comm_bytes = comm.bytes / kTpOverlapChunks;
+void StageBuilder::emit_comm(const Scope& scope, const CommSpec& c) {
+  const OpId id = collective(scope, c.name, c.kind, c.op, c.bytes, !c.async);
+  if (c.async) {
+    stream_.second_waits_for(id);
+  }
+}
+
+// Without TP overlap: the GEMM and its collective in order, the collective blocking. With it: both
+// as kTpOverlapChunks interleaved pieces, as Megatron's / Transformer Engine's TP communication
+// overlap splits them, each GEMM piece overlapping the transfer of the next; the GEMM's memory
+// effects go to its first piece (allocations) and its last (releases).
+void StageBuilder::emit_tp_gemm(const Scope& scope, const TpOverlapGemm& g,
+                                std::vector<MemoryEffect> memory) {
+  if (!p_.overlap.tensor_parallel) {
+    if (g.comm_first) {
+      emit_comm(scope, g.comm);
+    }
+    compute(scope, g.gemm, std::move(memory));
+    if (!g.comm_first) {
+      emit_comm(scope, g.comm);
+    }
+    return;
+  }
+  KernelSpec piece = g.gemm;
+  piece.work.flops = g.gemm.work.flops * (1.0 / kTpOverlapChunks);
+  piece.work.bytes = g.gemm.work.bytes / kTpOverlapChunks;
+  const Bytes comm_bytes = g.comm.bytes / kTpOverlapChunks;
   for (int i = 0; i < kTpOverlapChunks; ++i) {
-    piece.name = fmt::format("{}[{}]", gemm.name, i);
-    const std::string cname = fmt::format("{}[{}]", comm.name, i);
-    if (comm_first) {
-      const OpId c = collective(cname, comm.kind, comm.op, comm_bytes, {}, false);
-      waits_.push_back(c);
-      compute(piece);
-    } else {
-      compute(piece);
-      const OpId c = collective(cname, comm.kind, comm.op, comm_bytes, {}, false);
-      if (i + 1 == kTpOverlapChunks) {
-        waits_.push_back(c);
+    piece.name = fmt::format("{}[{}]", g.gemm.name, i);
+    const std::string name = fmt::format("{}[{}]", g.comm.name, i);
+    std::vector<MemoryEffect> effects;
+    for (const MemoryEffect& e : memory) {
+      if (e.at_end ? i + 1 == kTpOverlapChunks : i == 0) {
+        effects.push_back(e);
       }
+    }
+    // Gathered pieces feed the GEMM piece after them; reduced pieces leave the stream free
+    // until the last, which the next kernel needs.
+    if (g.comm_first) {
+      collective(scope, name, g.comm.kind, g.comm.op, comm_bytes, true);
+      compute(scope, piece, std::move(effects));
+    } else {
+      compute(scope, piece, std::move(effects));
+      collective(scope, name, g.comm.kind, g.comm.op, comm_bytes, i + 1 == kTpOverlapChunks);
     }
   }
 }
 
-void StageBuilder::emit_ring(const RingSpec& r) {
-  // Pass our block on and receive the next one while computing on the current block.
+// Ring attention: pass our K/V block on and receive the next one while computing on the current
+// block.
+void StageBuilder::emit_ring(const Scope& scope, const RingSpec& r) {
   std::optional<OpId> recv;
   for (int64_t i = 0; i < r.steps; ++i) {
     if (i + 1 < r.steps) {
-      p2p(fmt::format("{}.kv_send[{}]", r.name, i), true, kCpNext, kKvTag, r.bytes_per_step,
-          kContextSend);
+      p2p(scope, fmt::format("{}.kv_send[{}]", r.name, i), true, PeerSlot::kContextNext, Tag::kKv,
+          r.bytes_per_step, Stream::kContextSend);
     }
     if (recv) {
-      waits_.push_back(*recv);
+      stream_.next_waits_for(*recv);
     }
     KernelSpec chunk = r.chunk;
     chunk.name = fmt::format("{}[{}]", r.chunk.name, i);
-    compute(chunk);
+    compute(scope, chunk);
     recv.reset();
     if (i + 1 < r.steps) {
-      recv = p2p(fmt::format("{}.kv_recv[{}]", r.name, i), false, kCpPrev, kKvTag,
-                 r.bytes_per_step, kContextRecv);
+      recv = p2p(scope, fmt::format("{}.kv_recv[{}]", r.name, i), false,
+                 PeerSlot::kContextPrevious, Tag::kKv, r.bytes_per_step, Stream::kContextReceive);
     }
   }
 }
 
-void StageBuilder::emit(std::vector<LayerItem> items, std::optional<MemoryEffect> first_alloc,
+void StageBuilder::emit(const Scope& scope, const std::vector<LayerItem>& items,
+                        std::optional<MemoryEffect> first_alloc,
                         std::optional<MemoryEffect> last_release) {
-  bool first = true;
-  size_t last_kernel = items.size();
+  std::optional<size_t> first_kernel;
+  std::optional<size_t> last_kernel;
   for (size_t i = 0; i < items.size(); ++i) {
     if (!std::holds_alternative<CommSpec>(items[i])) {
+      first_kernel = first_kernel.value_or(i);
       last_kernel = i;
     }
   }
   for (size_t i = 0; i < items.size(); ++i) {
-    std::vector<MemoryEffect> mem;
-    if (first && first_alloc && !std::holds_alternative<CommSpec>(items[i])) {
-      mem.push_back(*first_alloc);
-      first = false;
+    std::vector<MemoryEffect> memory;
+    if (first_alloc && i == first_kernel) {
+      memory.push_back(*first_alloc);
     }
-    if (i == last_kernel && last_release) {
-      mem.push_back(*last_release);
+    if (last_release && i == last_kernel) {
+      memory.push_back(*last_release);
     }
     if (const auto* k = std::get_if<KernelSpec>(&items[i])) {
-      const auto* next = i + 1 < items.size() ? std::get_if<CommSpec>(&items[i + 1]) : nullptr;
-      if (p_.overlap.tensor_parallel && mem.empty() && next && next->kind == CommKind::kTensor &&
-          !next->async && next->op != CollectiveKind::kAllGather &&
-          k->work.op_class == OpClass::kMatmul) {
-        emit_split(*k, *next, false);
-        ++i;
-        continue;
-      }
-      compute(*k, std::move(mem));
+      compute(scope, *k, std::move(memory));
     } else if (const auto* c = std::get_if<CommSpec>(&items[i])) {
-      const auto* next = i + 1 < items.size() ? std::get_if<KernelSpec>(&items[i + 1]) : nullptr;
-      if (p_.overlap.tensor_parallel && c->kind == CommKind::kTensor && !c->async &&
-          c->op == CollectiveKind::kAllGather && next && next->work.op_class == OpClass::kMatmul &&
-          i + 1 != last_kernel && !(first && first_alloc)) {
-        emit_split(*next, *c, true);
-        ++i;
-        continue;
-      }
-      const OpId id = collective(c->name, c->kind, c->op, c->bytes, {}, !c->async);
-      if (c->async) {
-        after_next_.push_back(id);
-      }
+      emit_comm(scope, *c);
+    } else if (const auto* g = std::get_if<TpOverlapGemm>(&items[i])) {
+      emit_tp_gemm(scope, *g, std::move(memory));
     } else {
-      SIM_CHECK(mem.empty(), "a layer may not start or end with ring attention");
-      emit_ring(std::get<RingSpec>(items[i]));
+      SIM_CHECK(memory.empty(), "a layer may not start or end with ring attention");
+      emit_ring(scope, std::get<RingSpec>(items[i]));
     }
   }
 }

@@ -3,148 +3,93 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 
 #include "meshsim/sim/error.h"
 #include "meshsim/workloads/accounting.h"
+#include "meshsim/workloads/partition.h"
+#include "meshsim/workloads/training_memory.h"
 #include "meshsim/workloads/step.h"
+#include "slots.h"
 #include "stage_program.h"
 
 namespace meshsim::workloads {
 namespace {
 
-ParallelLayout layout_of(const ParallelPlan& p, int64_t stage) {
-  ParallelLayout l;
-  l.tensor_parallel = p.tp;
-  l.sequence_parallel = p.sp;
-  l.pipeline_parallel = p.pp;
-  l.pipeline_stage = stage;
-  l.data_parallel = p.dp * p.cp;  // ZeRO shards over the DP x CP group, as Megatron does
-  l.expert_parallel = p.ep;
-  l.zero = p.zero;
-  return l;
-}
-
-ActivationOptions activation_options(const ParallelPlan& p, Recompute recompute) {
-  // Context parallelism splits the sequence: a rank saves the activations of s / CP tokens.
-  return ActivationOptions{p.seq / p.cp, p.mbs, p.attention, recompute, p.activation_bytes};
-}
-
-detail::StageMemory stage_memory(const ModelConfig& m, const ParallelPlan& p, int64_t stage) {
-  const ParallelLayout layout = layout_of(p, stage);
-  TrainingMemoryOptions o;
-  o.layout = layout;
-  o.activations = activation_options(p, p.recompute);
-  o.state = p.state;
-  o.in_flight_microbatches = 1;
-  const TrainingMemory tm = training_memory_per_rank(m, o);
-  const Recompute saved_kind = p.recompute == Recompute::kFull ? Recompute::kNone : p.recompute;
-  detail::StageMemory mem;
-  mem.weights = tm.weights;
-  mem.gradients = tm.gradients;
-  mem.optimizer = tm.optimizer_states;
-  mem.layer_activations = layer_activations(m, activation_options(p, saved_kind), layout).total();
-  mem.layer_checkpoint =
-      layer_activations(m, activation_options(p, Recompute::kFull), layout).total();
-  const OutsideLayerActivations out =
-      outside_layer_activations(m, activation_options(p, p.recompute), layout);
-  mem.first_stage_extra = stage == 0 ? out.embedding_dropout_mask : Bytes::zero();
-  mem.last_stage_extra = stage == p.pp - 1
-                             ? out.final_norm_input + out.lm_head_input + out.logits
-                             : Bytes::zero();
-  return mem;
-}
-
-detail::StageParams stage_params(const ModelConfig& m, const ParallelPlan& p, int64_t stage) {
-  const RankParameters rank = parameters_per_rank(m, layout_of(p, stage));
-  const ParameterCounts counts = count_parameters(m);
-  detail::StageParams sp;
-  sp.total = rank.total();
-  if (stage == 0) {
-    sp.embedding = (counts.token_embedding + p.tp - 1) / p.tp + counts.position_embedding;
+std::vector<RankId> rank_ids(const std::vector<int64_t>& ranks) {
+  std::vector<RankId> out;
+  for (const int64_t r : ranks) {
+    out.emplace_back(static_cast<uint32_t>(r));
   }
-  if (stage == p.pp - 1) {
-    const int64_t head = counts.lm_head > 0 ? counts.lm_head : counts.token_embedding;
-    sp.head = (head + p.tp - 1) / p.tp + counts.final_norm;
+  return out;
+}
+
+// The groups of global rank `r`, by group slot (slots.h).
+std::array<std::vector<RankId>, detail::kNumGroupSlots> groups_of(const RankLayout& layout,
+                                                                  int64_t r) {
+  std::array<std::vector<RankId>, detail::kNumGroupSlots> out;
+  for (const detail::GroupSlotInfo& g : detail::kGroupSlots) {
+    out[detail::index(g.slot)] = rank_ids(g.members(layout, r));
   }
-  const int64_t layers = std::max<int64_t>(1, rank.layers);
-  sp.expert_per_layer = rank.expert / layers;
-  const int64_t dense_layers = std::max<int64_t>(0, rank.dense - sp.embedding - sp.head);
-  sp.per_layer = dense_layers / layers + sp.expert_per_layer;
-  sp.dp_group = p.dp * p.cp;
-  sp.expert_dp_group = p.dp / p.ep;
-  return sp;
+  return out;
 }
 
-std::vector<uint32_t> to_u32(const std::vector<int64_t>& v) {
-  return {v.begin(), v.end()};
+// The global rank bound to peer slot `slot` of global rank `r`: its neighbour `slot.step`
+// positions on along the slot's axis, cyclically.
+int64_t peer_of(const RankLayout& layout, int64_t r, const detail::PeerSlotInfo& slot) {
+  const std::vector<int64_t> ring = layout.group_along(r, slot.axis);  // in axis order
+  const auto n = static_cast<int64_t>(ring.size());
+  const int64_t at = std::find(ring.begin(), ring.end(), r) - ring.begin();
+  return ring[static_cast<size_t>(((at + slot.step) % n + n) % n)];
 }
 
-// The groups of one rank, by slot (see stage_program.h).
-std::vector<std::vector<uint32_t>> groups_of(const RankLayout& layout, int64_t r) {
-  return {to_u32(layout.group_along(r, Axis::kTensor)), to_u32(layout.dp_cp_group(r)),
-          to_u32(layout.expert_group(r)), to_u32(layout.expert_dp_group(r))};
-}
-
-constexpr CommKind kSlotKinds[] = {CommKind::kTensor, CommKind::kData, CommKind::kExpert,
-                                   CommKind::kData};
-
-std::vector<int64_t> peers_of(const RankLayout& layout, int64_t r, const ParallelPlan& p) {
-  RankCoords c = layout.coords(r);
-  auto with = [&](int64_t pp, int64_t cp) {
-    RankCoords x = c;
-    x.pp = (pp + p.pp) % p.pp;
-    x.cp = (cp + p.cp) % p.cp;
-    return layout.rank(x);
-  };
-  return {with(c.pp + 1, c.cp), with(c.pp - 1, c.cp), with(c.pp, c.cp + 1), with(c.pp, c.cp - 1)};
-}
-
-void bind_ranks(StepPlan& plan, const RankLayout& layout, const ParallelPlan& p,
-                const std::vector<int64_t>& simulated) {
-  std::map<int64_t, uint32_t> sim_index;
+// Binds every slot of every simulated rank (slots.h), creating each group once.
+void bind_ranks(StepPlan& plan, const RankLayout& layout, const std::vector<int64_t>& simulated) {
+  std::map<int64_t, RankId> sim_index;
   for (size_t i = 0; i < simulated.size(); ++i) {
-    sim_index[simulated[i]] = static_cast<uint32_t>(i);
+    sim_index.emplace(simulated[i], RankId(static_cast<uint32_t>(i)));
   }
-  std::map<std::vector<uint32_t>, uint32_t> group_index;
+  std::map<std::vector<RankId>, GroupId> group_index;
   for (const int64_t r : simulated) {
     RankBinding b;
-    b.global_rank = static_cast<uint32_t>(r);
+    b.global_rank = RankId(static_cast<uint32_t>(r));
     b.stage = layout.coords(r).pp;
-    b.program = static_cast<uint32_t>(b.stage);
+    b.program = ProgramIndex(static_cast<uint32_t>(b.stage));
     const auto groups = groups_of(layout, r);
-    for (size_t slot = 0; slot < groups.size(); ++slot) {
-      auto [it, fresh] = group_index.emplace(groups[slot], static_cast<uint32_t>(plan.groups.size()));
+    for (const detail::GroupSlotInfo& slot : detail::kGroupSlots) {
+      const std::vector<RankId>& members = groups[detail::index(slot.slot)];
+      const auto [it, fresh] =
+          group_index.emplace(members, GroupId(static_cast<uint32_t>(plan.groups.size())));
       if (fresh) {
-        PlannedGroup g;
-        g.kind = kSlotKinds[slot];
-        g.global = groups[slot];
-        for (const uint32_t member : g.global) {
-          if (auto s = sim_index.find(member); s != sim_index.end()) {
+        PlannedGroup g{slot.kind, {}, members};
+        for (const RankId member : members) {
+          if (auto s = sim_index.find(member.value()); s != sim_index.end()) {
             g.members.push_back(s->second);
           }
         }
         plan.groups.push_back(std::move(g));
       }
-      b.group_slots.push_back(it->second);
+      b.groups.push_back(it->second);
     }
-    for (const int64_t peer : peers_of(layout, r, p)) {
+    for (const detail::PeerSlotInfo& slot : detail::kPeerSlots) {
+      const int64_t peer = peer_of(layout, r, slot);
       const auto s = sim_index.find(peer);
       SIM_CHECK(s != sim_index.end(), "rank {} peers with rank {}, which is not simulated", r,
                 peer);
-      b.peer_slots.push_back(s->second);
+      b.peers.push_back(s->second);
     }
     plan.ranks.push_back(std::move(b));
   }
 }
 
-// One family per (slot, stage): every group of that kind among the stage's ranks. A group is in
-// one family only (without EP the expert-DP groups are the DP groups).
-void add_families(StepPlan& plan, const RankLayout& layout, const ParallelPlan& p) {
-  std::set<std::vector<uint32_t>> seen;
-  for (int64_t stage = 0; stage < p.pp; ++stage) {
-    std::vector<std::set<std::vector<uint32_t>>> by_slot(4);
+// One family per (group slot, stage): every group of that slot among the stage's ranks. A group
+// is in one family only (without EP the expert-DP groups are the DP groups).
+void add_families(StepPlan& plan, const RankLayout& layout, int64_t stages) {
+  std::set<std::vector<RankId>> seen;
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    std::array<std::set<std::vector<RankId>>, detail::kNumGroupSlots> by_slot;
     for (int64_t r = 0; r < layout.world(); ++r) {
       if (layout.coords(r).pp != stage) {
         continue;
@@ -156,8 +101,8 @@ void add_families(StepPlan& plan, const RankLayout& layout, const ParallelPlan& 
         }
       }
     }
-    for (auto& family : by_slot) {
-      std::vector<std::vector<uint32_t>> fresh;
+    for (const auto& family : by_slot) {
+      std::vector<std::vector<RankId>> fresh;
       for (const auto& g : family) {
         if (seen.insert(g).second) {
           fresh.push_back(g);
@@ -191,30 +136,26 @@ std::vector<int64_t> simulated_ranks(const RankLayout& layout, SimulationMode mo
 
 }  // namespace
 
-StepPlan plan_step(const ModelConfig& model, const ParallelPlan& plan, int64_t devices,
-                   SimulationMode mode, const std::vector<int64_t>& also_simulate) {
-  validate_plan(model, plan, devices);
+StepPlan plan_step(const ModelConfig& model, const ParallelPlan& plan, SimulationMode mode,
+                   const std::vector<int64_t>& also_simulate) {
+  validate_plan(model, plan);
+  const std::vector<StagePartition> stages = partition_stages(model, plan);
   StepPlan out;
   out.world = plan.world();
   out.microbatches = plan.microbatches();
   out.tokens_per_step = plan.gbs * plan.seq;
   out.model_flops_per_step =
       training_flops_per_token(model, plan.seq) * static_cast<double>(out.tokens_per_step);
-  const PipelineConfig pipe{plan.schedule, plan.pp, plan.microbatches(), plan.vpp};
-  for (int64_t stage = 0; stage < plan.pp; ++stage) {
-    const detail::StageMemory mem = stage_memory(model, plan, stage);
-    out.programs.push_back(detail::build_stage_program(model, plan, stage, mem,
-                                                       stage_params(model, plan, stage)));
-    TrainingMemoryOptions o;
-    o.layout = layout_of(plan, stage);
-    o.activations = activation_options(plan, plan.recompute);
-    o.state = plan.state;
-    o.in_flight_microbatches = (max_in_flight(pipe, stage) + plan.vpp - 1) / plan.vpp;
-    out.memory_estimate.push_back(training_memory_per_rank(model, o));
+  const PipelineConfig pipe = plan.pipeline();
+  for (const StagePartition& stage : stages) {
+    out.programs.push_back(detail::build_stage_program(model, plan, stage));
+    // Chunk passes in flight, in whole microbatches' worth of the stage's activations.
+    const int64_t in_flight = (max_in_flight(pipe, stage.stage) + plan.vpp - 1) / plan.vpp;
+    out.memory_estimate.push_back(training_memory(stage, plan, in_flight));
   }
   const RankLayout layout(plan);
-  bind_ranks(out, layout, plan, simulated_ranks(layout, mode, also_simulate));
-  add_families(out, layout, plan);
+  bind_ranks(out, layout, simulated_ranks(layout, mode, also_simulate));
+  add_families(out, layout, plan.pp);
   return out;
 }
 

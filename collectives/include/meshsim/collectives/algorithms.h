@@ -23,8 +23,8 @@
 //                        multimem reduce-scatter reads all p slices of n/p through the switch
 //                        and the multimem all-gather stores one; see plan_nvls.cc)
 // Algorithms that do not apply to a group (NVLS off NVSwitch, torus rings off a torus or on a
-// group that is not a sub-grid, halving-doubling on a non power of two) throw InputError whose
-// source is "--algo".
+// group that is not a sub-grid, halving-doubling on a non power of two) throw
+// CommError(CommField::kAlgorithm).
 #pragma once
 
 #include <span>

@@ -26,10 +26,13 @@
 #include <vector>
 
 #include "meshsim/sim/program.h"
+#include "meshsim/sim/provenance.h"
 #include "meshsim/sim/units.h"
 #include "meshsim/topology/network.h"
 
 namespace meshsim::collectives {
+
+using meshsim::to_string;
 
 enum class Algorithm : uint8_t {
   kAuto,
@@ -41,8 +44,31 @@ enum class Algorithm : uint8_t {
   kTorusRings,    // per-axis rings, all axes at once (TPU)
   kNvls,          // in-switch reduction on NVSwitch (all-reduce, reduce-scatter, all-gather)
 };
-std::string_view to_string(Algorithm a);
-std::optional<Algorithm> parse_algorithm(std::string_view s);
+// Canonical names first, then the short forms parse_enum<Algorithm> also accepts.
+constexpr auto enum_names(Algorithm) {
+  return std::to_array<EnumName<Algorithm>>({{Algorithm::kAuto, "auto"},
+                                             {Algorithm::kRing, "ring"},
+                                             {Algorithm::kBidirectionalRing, "bidirectional-ring"},
+                                             {Algorithm::kDoubleBinaryTree, "double-binary-tree"},
+                                             {Algorithm::kHalvingDoubling, "halving-doubling"},
+                                             {Algorithm::kHierarchical, "hierarchical"},
+                                             {Algorithm::kTorusRings, "torus-rings"},
+                                             {Algorithm::kNvls, "nvls"},
+                                             {Algorithm::kBidirectionalRing, "bidir-ring"},
+                                             {Algorithm::kDoubleBinaryTree, "tree"},
+                                             {Algorithm::kDoubleBinaryTree, "dbt"},
+                                             {Algorithm::kHalvingDoubling, "hd"},
+                                             {Algorithm::kTorusRings, "torus"},
+                                             {Algorithm::kNvls, "nvlink-sharp"}});
+}
+
+// The options of the collective model a user chooses. A CommError names one; the edge says where
+// its value came from (sim/provenance.h).
+enum class CommField : uint8_t { kAlgorithm };
+constexpr auto enum_names(CommField) {
+  return std::to_array<EnumName<CommField>>({{CommField::kAlgorithm, "algorithm"}});
+}
+using CommError = FieldError<CommField>;
 
 struct Flow {
   topology::VertexId src;

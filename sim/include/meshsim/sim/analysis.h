@@ -6,9 +6,9 @@
 //   exposed_comm length of (communication union) minus (compute union): communication that no
 //                compute hides
 //   idle         step - length of (compute union ∪ communication union): bubbles, waits for peers
-//   exposed_by_category  the same difference for the communication ops of each label category
-//                (OpLabels::category; uncategorised ops count as category 0). Categories may
-//                overlap each other, so they can add up to more than exposed_comm.
+//   exposed_in(c)  the same difference for the communication ops labelled with category c
+//                (OpLabels::category; uncategorised ops count only in exposed_comm). Categories
+//                may overlap each other, so they can add up to more than exposed_comm.
 // All spans are clipped to nothing: the timeline already starts at t = 0. Cost: O(n log n) in the
 // number of op records.
 #pragma once
@@ -22,8 +22,6 @@
 
 namespace meshsim {
 
-inline constexpr int kNumCategories = 8;
-
 struct RankBreakdown {
   Duration compute;
   Duration comm;
@@ -31,7 +29,12 @@ struct RankBreakdown {
   Duration idle;
   std::array<Duration, kNumOpClasses> by_class{};  // summed op durations (not a union)
   Flops flops;                                      // sum of compute-op FLOPs executed
-  std::array<Duration, kNumCategories> exposed_by_category{};
+  std::vector<Duration> exposed_by_category;  // indexed by OpCategory; absent ones are zero
+
+  Duration exposed_in(OpCategory category) const {
+    return category.index() < exposed_by_category.size() ? exposed_by_category[category.index()]
+                                                         : Duration::zero();
+  }
 };
 
 // One breakdown per rank, for a step that ends at `step_end`.

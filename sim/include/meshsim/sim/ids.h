@@ -26,9 +26,12 @@ using RankId = StrongId<struct RankTag>;
 using DeviceId = StrongId<struct DeviceTag>;
 using LinkId = StrongId<struct LinkTag>;
 using OpId = StrongId<struct OpTag>;
-using StreamId = StrongId<struct StreamTag>;
 using GroupId = StrongId<struct GroupTag>;
-using TrackId = StrongId<struct TrackTag>;
+using ProgramIndex = StrongId<struct ProgramTag>;
+// A grouping of ops for reports that the engine carries without knowing what it means: the
+// planner that labels ops defines the categories and their names (workloads: the parallelism a
+// communication op serves, see workloads::category_of).
+using OpCategory = StrongId<struct OpCategoryTag>;
 
 }  // namespace meshsim
 

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "meshsim/sim/enum_names.h"
 #include "meshsim/sim/units.h"
 
 namespace meshsim {
@@ -79,6 +80,16 @@ class JsonObject {
   std::vector<int64_t> positive_integer_array(const std::string& key);
   // One of a closed set of strings.
   std::string one_of(const std::string& key, const std::vector<std::string>& choices);
+  // A named enum (sim/enum_names.h): its canonical names or aliases; anything else fails, listing
+  // the canonical names.
+  template <NamedEnum E>
+  E choice(const std::string& key) {
+    const std::string s = string(key);
+    if (const std::optional<E> v = parse_enum<E>(s)) {
+      return *v;
+    }
+    fail(key, "\"" + s + "\" is not one of: " + describe_choices<E>());
+  }
 
   // The raw value (marks the key as known).
   const nlohmann::json& raw(const std::string& key);

@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "meshsim/sim/enum_names.h"
 #include "meshsim/sim/ids.h"
 #include "meshsim/sim/units.h"
 
@@ -27,8 +28,13 @@ namespace meshsim {
 
 // Numeric formats of compute ops; the hardware model picks the peak rate by format.
 enum class Dtype : uint8_t { kFp32, kTf32, kBf16, kFp16, kFp8 };
-std::string_view to_string(Dtype d);
-std::optional<Dtype> parse_dtype(std::string_view s);
+constexpr auto enum_names(Dtype) {
+  return std::to_array<EnumName<Dtype>>({{Dtype::kFp32, "fp32"},
+                                         {Dtype::kTf32, "tf32"},
+                                         {Dtype::kBf16, "bf16"},
+                                         {Dtype::kFp16, "fp16"},
+                                         {Dtype::kFp8, "fp8"}});
+}
 int64_t bytes_per_element(Dtype d);
 
 // What a kernel does, for efficiency models, reports and trace colouring.
@@ -44,9 +50,17 @@ enum class OpClass : uint8_t {
   kCommunication,
 };
 inline constexpr int kNumOpClasses = 9;
-std::string_view to_string(OpClass c);
-// The class named as to_string names it, or nullopt.
-std::optional<OpClass> parse_op_class(std::string_view s);
+constexpr auto enum_names(OpClass) {
+  return std::to_array<EnumName<OpClass>>({{OpClass::kMatmul, "matmul"},
+                                           {OpClass::kAttention, "attention"},
+                                           {OpClass::kElementwise, "elementwise"},
+                                           {OpClass::kNorm, "norm"},
+                                           {OpClass::kEmbedding, "embedding"},
+                                           {OpClass::kLoss, "loss"},
+                                           {OpClass::kOptimizer, "optimizer"},
+                                           {OpClass::kCopy, "copy"},
+                                           {OpClass::kCommunication, "communication"}});
+}
 
 enum class CollectiveKind : uint8_t {
   kAllReduce,
@@ -56,7 +70,15 @@ enum class CollectiveKind : uint8_t {
   kBroadcast,
   kReduce,
 };
-std::string_view to_string(CollectiveKind k);
+constexpr auto enum_names(CollectiveKind) {
+  using K = CollectiveKind;
+  return std::to_array<EnumName<K>>({{K::kAllReduce, "all-reduce"},
+                                     {K::kReduceScatter, "reduce-scatter"},
+                                     {K::kAllGather, "all-gather"},
+                                     {K::kAllToAll, "all-to-all"},
+                                     {K::kBroadcast, "broadcast"},
+                                     {K::kReduce, "reduce"}});
+}
 
 enum class MemoryCategory : uint8_t {
   kWeights,
@@ -67,7 +89,15 @@ enum class MemoryCategory : uint8_t {
   kWorkspace,
 };
 inline constexpr int kNumMemoryCategories = 6;
-std::string_view to_string(MemoryCategory c);
+constexpr auto enum_names(MemoryCategory) {
+  using C = MemoryCategory;
+  return std::to_array<EnumName<C>>({{C::kWeights, "weights"},
+                                     {C::kGradients, "gradients"},
+                                     {C::kOptimizerState, "optimizer_state"},
+                                     {C::kActivations, "activations"},
+                                     {C::kCommBuffers, "comm_buffers"},
+                                     {C::kWorkspace, "workspace"}});
+}
 
 // GEMM shape [m, k] x [k, n], repeated `batch` times; for shape-dependent efficiency models.
 struct MatmulShape {
@@ -103,7 +133,12 @@ struct PeerWork {
 };
 
 enum class OpKind : uint8_t { kCompute, kCollective, kSend, kRecv };
-std::string_view to_string(OpKind k);
+constexpr auto enum_names(OpKind) {
+  return std::to_array<EnumName<OpKind>>({{OpKind::kCompute, "compute"},
+                                          {OpKind::kCollective, "collective"},
+                                          {OpKind::kSend, "send"},
+                                          {OpKind::kRecv, "recv"}});
+}
 
 // A change to the memory ledger when the op starts or ends (negative delta frees).
 struct MemoryEffect {
@@ -119,7 +154,7 @@ struct OpLabels {
   std::optional<int32_t> stage;
   // A caller-defined grouping for reports (workloads: the parallelism a communication op
   // serves, so that exposed communication can be reported by kind).
-  std::optional<uint8_t> category;
+  std::optional<OpCategory> category;
 };
 
 struct Op {

@@ -38,8 +38,6 @@
 
 namespace meshsim {
 
-using ProgramIndex = StrongId<struct ProgramTag>;
-
 struct MemoryPeak {
   Bytes peak;
   SimTime when;

@@ -189,6 +189,7 @@ class Flops {
     return *this;
   }
   constexpr Flops operator*(double k) const { return Flops(n_ * k); }
+  constexpr Flops operator/(double k) const { return Flops(n_ / k); }
   constexpr double operator/(Flops o) const { return n_ / o.n_; }
   // Arithmetic intensity, FLOP per byte.
   constexpr double operator/(Bytes b) const { return n_ / b.as_double(); }
@@ -242,6 +243,8 @@ inline FlopsPerSec TFlopsPerSec(double v) { return FlopsPerSec::of(v * 1e12); }
 // The single rounding rule: ceil to the next picosecond. A zero amount takes zero time.
 Duration operator/(Bytes b, BytesPerSec r);
 Duration operator/(Flops f, FlopsPerSec r);
+// Work a rate does over a span (a peak over a step: the capacity MFU divides by).
+Flops operator*(FlopsPerSec r, Duration d);
 // Achieved rates over a span (for reports).
 BytesPerSec operator/(Bytes b, Duration d);
 FlopsPerSec operator/(Flops f, Duration d);

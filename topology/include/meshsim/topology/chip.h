@@ -37,14 +37,18 @@
 
 namespace meshsim::topology {
 
-// Numeric formats are the engine's vocabulary type (sim/program.h): parse_dtype and to_string
+using meshsim::to_string;
+
+// Numeric formats are the engine's vocabulary type (sim/program.h): parse_enum<Dtype> and to_string
 // live there.
 using ::meshsim::Dtype;
 // All dtypes, in enum order.
 const std::vector<Dtype>& all_dtypes();
 
 enum class ChipKind { kGpu, kTpu };
-std::string_view to_string(ChipKind kind);
+constexpr auto enum_names(ChipKind) {
+  return std::to_array<EnumName<ChipKind>>({{ChipKind::kGpu, "gpu"}, {ChipKind::kTpu, "tpu"}});
+}
 
 // The last-level cache in front of HBM (GPU L2, CPU L3): a kernel whose traffic fits in it streams
 // at the cache's bandwidth (compute_model.h).

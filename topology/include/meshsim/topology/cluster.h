@@ -16,8 +16,9 @@
 // All bandwidths are per direction. Accessors are O(1) except where noted. A ClusterSpec is a
 // value: it holds a copy of its Chip, so it stays valid after the Catalogue is gone.
 //
-// This is the first version; a later issue builds Boost.Graph networks from it. The JSON is laid
-// out so that graph-level detail (switch counts, per-link overrides) can be added as new keys.
+// topology/network.h builds the network graph (devices, switches, NICs, links, routes) from a
+// ClusterSpec: generated from the fabrics above, or read as given from the file's explicit "graph"
+// section (GraphSpec below).
 #pragma once
 
 #include <cstdint>
@@ -36,9 +37,19 @@ enum class ScaleUpFabric { kNvSwitch, kNvlinkDomain, kIciTorus };
 enum class ScaleOutFabric { kFatTree, kDcn };
 enum class Transport { kInfiniBand, kRoce };
 
-std::string_view to_string(ScaleUpFabric fabric);
-std::string_view to_string(ScaleOutFabric fabric);
-std::string_view to_string(Transport transport);
+constexpr auto enum_names(ScaleUpFabric) {
+  return std::to_array<EnumName<ScaleUpFabric>>({{ScaleUpFabric::kNvSwitch, "nvswitch"},
+                                                 {ScaleUpFabric::kNvlinkDomain, "nvlink_domain"},
+                                                 {ScaleUpFabric::kIciTorus, "ici_torus"}});
+}
+constexpr auto enum_names(ScaleOutFabric) {
+  return std::to_array<EnumName<ScaleOutFabric>>(
+      {{ScaleOutFabric::kFatTree, "fat_tree"}, {ScaleOutFabric::kDcn, "dcn"}});
+}
+constexpr auto enum_names(Transport) {
+  return std::to_array<EnumName<Transport>>(
+      {{Transport::kInfiniBand, "infiniband"}, {Transport::kRoce, "roce"}});
+}
 
 struct FatTreeSpec {
   Transport transport = Transport::kInfiniBand;

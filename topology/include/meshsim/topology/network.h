@@ -38,11 +38,25 @@ namespace meshsim::topology {
 using VertexId = StrongId<struct VertexTag>;
 
 enum class VertexKind : uint8_t { kDevice, kNvSwitch, kNic, kLeaf, kSpine, kCore, kDcn };
-std::string_view to_string(VertexKind k);
+constexpr auto enum_names(VertexKind) {
+  return std::to_array<EnumName<VertexKind>>({{VertexKind::kDevice, "device"},
+                                              {VertexKind::kNvSwitch, "nvswitch"},
+                                              {VertexKind::kNic, "nic"},
+                                              {VertexKind::kLeaf, "leaf"},
+                                              {VertexKind::kSpine, "spine"},
+                                              {VertexKind::kCore, "core"},
+                                              {VertexKind::kDcn, "dcn"}});
+}
 
 enum class LinkKind : uint8_t { kNvlink, kIci, kPcie, kNetwork, kDcn };
 inline constexpr int kNumLinkKinds = 5;
-std::string_view to_string(LinkKind k);
+constexpr auto enum_names(LinkKind) {
+  return std::to_array<EnumName<LinkKind>>({{LinkKind::kNvlink, "nvlink"},
+                                            {LinkKind::kIci, "ici"},
+                                            {LinkKind::kPcie, "pcie"},
+                                            {LinkKind::kNetwork, "network"},
+                                            {LinkKind::kDcn, "dcn"}});
+}
 
 struct Vertex {
   VertexKind kind = VertexKind::kDevice;

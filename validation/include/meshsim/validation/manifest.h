@@ -58,7 +58,6 @@ Manifest load_manifest(const std::string& path);
 
 // "naive" or "flash", as manifests (and scenarios) name the attention kernel; workloads/ has no
 // name for it yet.
-std::string_view attention_name(workloads::AttentionKernel a);
 
 // The parallel plan of the manifest's step on one device: every degree 1, the manifest's batch,
 // sequence, precision, kernels, attention and optimizer kernels, everything else the plan's

@@ -27,7 +27,11 @@
 #include <string>
 #include <vector>
 
+#include "meshsim/sim/enum_names.h"
+
 namespace meshsim::workloads {
+
+using meshsim::to_string;
 
 enum class Architecture { kLlama, kMixtral, kGpt2 };
 // kGated: SwiGLU, three d x d_ff matrices (gate, up, down). kGelu: two (fc1, fc2).
@@ -36,6 +40,21 @@ enum class MlpKind { kGated, kGelu };
 enum class NormKind { kRmsNorm, kLayerNorm };
 // kRope: rotary, no parameters. kLearned: a max_position_embeddings x d_model table (GPT-2/3).
 enum class PositionKind { kRope, kLearned };
+constexpr auto enum_names(Architecture) {
+  return std::to_array<EnumName<Architecture>>(
+      {{Architecture::kLlama, "llama"}, {Architecture::kMixtral, "mixtral"}, {Architecture::kGpt2, "gpt2"}});
+}
+constexpr auto enum_names(MlpKind) {
+  return std::to_array<EnumName<MlpKind>>({{MlpKind::kGated, "swiglu"}, {MlpKind::kGelu, "gelu"}});
+}
+constexpr auto enum_names(NormKind) {
+  return std::to_array<EnumName<NormKind>>(
+      {{NormKind::kRmsNorm, "rmsnorm"}, {NormKind::kLayerNorm, "layernorm"}});
+}
+constexpr auto enum_names(PositionKind) {
+  return std::to_array<EnumName<PositionKind>>(
+      {{PositionKind::kRope, "rope"}, {PositionKind::kLearned, "learned"}});
+}
 
 struct MoeConfig {
   int64_t num_experts = 0;        // experts per MoE layer (HF num_local_experts)
@@ -67,11 +86,6 @@ struct ModelConfig {
   int64_t kv_dim() const { return num_kv_heads * head_dim; }  // width of K and of V
   bool is_moe() const { return moe.has_value(); }
 };
-
-const char* to_string(Architecture a);
-const char* to_string(MlpKind m);
-const char* to_string(NormKind n);
-const char* to_string(PositionKind p);
 
 // Names of the built-in presets, sorted: gpt2-small, gpt3-175b, llama3-405b, llama3-70b,
 // llama3-8b, llama3.2-1b, mixtral-8x7b.

@@ -24,18 +24,51 @@
 #include "meshsim/sim/program.h"
 #include "meshsim/workloads/model.h"
 #include "meshsim/workloads/pipeline.h"
-#include "meshsim/workloads/training_memory.h"
+#include "meshsim/workloads/plan_field.h"
+#include "meshsim/sim/units.h"
 
 namespace meshsim::workloads {
 
 enum class Axis : uint8_t { kTensor, kContext, kData, kPipeline };
 inline constexpr int kNumAxes = 4;
-std::string_view to_string(Axis a);
+constexpr auto enum_names(Axis) {
+  return std::to_array<EnumName<Axis>>({{Axis::kTensor, "tp"},
+                                        {Axis::kContext, "cp"},
+                                        {Axis::kData, "dp"},
+                                        {Axis::kPipeline, "pp"}});
+}
 
-// What a communication op is for; reported as exposed communication by kind.
-enum class CommKind : uint8_t { kTensor = 1, kContext, kData, kPipeline, kExpert };
-inline constexpr int kNumCommKinds = 6;  // index 0 unused (compute)
-std::string_view to_string(CommKind k);
+// What a communication op is for; reported as exposed communication by kind. Communication ops
+// carry it as their OpLabels::category (category_of), so that the engine's analysis can sum their
+// exposed time without knowing about parallelism.
+enum class CommKind : uint8_t { kTensor, kContext, kData, kPipeline, kExpert };
+constexpr auto enum_names(CommKind) {
+  return std::to_array<EnumName<CommKind>>({{CommKind::kTensor, "tp"},
+                                            {CommKind::kContext, "cp"},
+                                            {CommKind::kData, "dp"},
+                                            {CommKind::kPipeline, "pp"},
+                                            {CommKind::kExpert, "ep"}});
+}
+constexpr OpCategory category_of(CommKind kind) { return OpCategory(static_cast<uint32_t>(kind)); }
+
+enum class AttentionKernel { kFlash, kNaive };
+constexpr auto enum_names(AttentionKernel) {
+  return std::to_array<EnumName<AttentionKernel>>(
+      {{AttentionKernel::kFlash, "flash"}, {AttentionKernel::kNaive, "naive"}});
+}
+enum class Recompute { kNone, kSelective, kFull };
+constexpr auto enum_names(Recompute) {
+  return std::to_array<EnumName<Recompute>>(
+      {{Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}});
+}
+enum class ZeroStage { kNone = 0, kOptimizerStates = 1, kGradients = 2, kParameters = 3 };
+
+// Bytes of model state per parameter (see training_memory.h).
+struct ModelStateBytes {
+  int64_t weight = 2;
+  int64_t gradient = 2;
+  int64_t optimizer = 12;
+};
 
 struct OverlapOptions {
   bool grad_reduce = true;     // bucketed gradient reduction during the last backward
@@ -54,7 +87,9 @@ struct OverlapOptions {
 //          "eager" (and "sdpa" with flash attention), which validation/reference_trainer's
 //          PyTorch twin follows.
 enum class Kernels : uint8_t { kFused, kEager };
-std::string_view to_string(Kernels k);
+constexpr auto enum_names(Kernels) {
+  return std::to_array<EnumName<Kernels>>({{Kernels::kFused, "fused"}, {Kernels::kEager, "eager"}});
+}
 
 // How the AdamW step runs.
 //  kFused:     one pass over the parameters' state (Megatron's and Apex's fused Adam,
@@ -64,8 +99,17 @@ std::string_view to_string(Kernels k);
 //  kPerTensor: torch.optim.AdamW(foreach=False), the default on CPU: the nine updates per
 //              parameter tensor, plus the step-count update and a host read of it.
 enum class OptimizerKernels : uint8_t { kFused, kForEach, kPerTensor };
-std::string_view to_string(OptimizerKernels k);
+constexpr auto enum_names(OptimizerKernels) {
+  return std::to_array<EnumName<OptimizerKernels>>({{OptimizerKernels::kFused, "fused"},
+                                                    {OptimizerKernels::kForEach, "foreach"},
+                                                    {OptimizerKernels::kPerTensor, "per-tensor"}});
+}
 
+// THE plan of a training run: every consumer (the checks, the stage partition, the kernel
+// lowering, the stage builder, the memory closed forms, the cli's report) reads it, and derived
+// facts are computed from it once (partition.h). It holds no strings: choices are enums, read and
+// printed through their enum_names tables. `origins` remembers where each user-set field came
+// from; libraries never read it (they throw PlanError), the edge fills it and reads it.
 struct ParallelPlan {
   int64_t dp = 1;
   ZeroStage zero = ZeroStage::kNone;
@@ -95,6 +139,7 @@ struct ParallelPlan {
   // bucket_size = max(40000000, 1000000 * dp)); at 2 bytes per bf16 gradient, 80 MB.
   Bytes grad_bucket = MB(80);
   ModelStateBytes state;
+  Provenance<PlanField> origins;
 
   int64_t world() const { return dp * tp * cp * pp; }
   // The training precision: kBf16 or kFp8 (mixed precision: bf16 activations, bf16 weights and
@@ -103,16 +148,33 @@ struct ParallelPlan {
   // parameter). Sets matmul_dtype, activation_bytes and state.
   void set_training_dtype(Dtype dtype);
   int64_t microbatches() const { return gbs / (dp * mbs); }
+  // The pipeline schedule's input (pipeline.h).
+  PipelineConfig pipeline() const { return {schedule, pp, microbatches(), vpp}; }
+  // Ranks that reduce (and, with ZeRO, shard) the dense gradients: DP x CP, as Megatron does (CP
+  // ranks hold the same parameters); and the expert gradients: the DP / EP ranks with the same
+  // experts.
+  int64_t dense_grad_group() const { return dp * cp; }
+  int64_t expert_grad_group() const { return dp / ep; }
 };
 
-// Checks the plan against the model and the device count. Throws InputError naming the flag
-// ("--tp", "--pp", ...) and what was expected: degrees positive and multiplying to `devices`;
-// TP dividing the query heads, the KV heads (or KV heads dividing TP, then replicated) and d_ff;
-// PP dividing the layers unless stage_layers states the split; VPP only with the interleaved
-// schedule, dividing the layers per stage; SP only with TP > 1; CP with 2*CP dividing the sequence
-// (load-balanced causal chunks); EP only on MoE models, dividing DP and the experts; the global
-// batch a multiple of DP x MBS; the pipeline schedule's own rules.
-void validate_plan(const ModelConfig& model, const ParallelPlan& plan, int64_t devices);
+// Checks the plan against the model; throws PlanError naming the field at fault and what was
+// expected: sizes positive; TP dividing the query heads, the KV heads (or KV heads dividing TP,
+// then replicated) and d_ff; SP only with TP > 1 and the tokens of a CP rank divisible by TP; CP
+// with 2*CP dividing the sequence (load-balanced causal chunks); PP dividing the layers unless
+// stage_layers states the split (one positive entry per stage, summing to the layers); VPP only
+// with the interleaved schedule, dividing the layers per stage; EP only on MoE models, dividing DP
+// and the experts; the global batch a multiple of DP x MBS; the pipeline schedule's own rules
+// (pipeline.h); a training precision (not fp16). Whether the degrees fit the cluster is the
+// composition root's check (workloads knows no hardware).
+void validate_plan(const ModelConfig& model, const ParallelPlan& plan);
+// The part of validate_plan that decides how the model splits over the ranks (what partition.h
+// needs): sizes, TP, SP, CP, PP, VPP, EP and the schedule's rules, without the rules on
+// combinations (precision, recompute with zb, eager kernels with CP, ZeRO without DP, learned
+// positions).
+void validate_split(const ModelConfig& model, const ParallelPlan& plan);
+// The part of validate_split that decides how one layer splits: TP, CP, sequence and microbatch
+// positive; the TP, SP and CP rules.
+void validate_sharding(const ModelConfig& model, const ParallelPlan& plan);
 
 struct RankCoords {
   int64_t tp = 0;
@@ -141,8 +203,5 @@ class RankLayout {
   int64_t ep_ = 1;
   int64_t world_ = 1;
 };
-
-// Layers of each pipeline stage (the plan's split or an even one).
-std::vector<int64_t> layers_per_stage(const ModelConfig& model, const ParallelPlan& plan);
 
 }  // namespace meshsim::workloads

@@ -50,12 +50,20 @@
 #include <string_view>
 #include <vector>
 
+#include "meshsim/sim/enum_names.h"
+#include "meshsim/workloads/plan_field.h"
+
 namespace meshsim::workloads {
 
+using meshsim::to_string;
+
 enum class PipelineSchedule { kGpipe, kOneFOneB, kInterleaved, kZeroBubble };
-// Names: "gpipe", "1f1b", "interleaved", "zb".
-std::optional<PipelineSchedule> parse_pipeline_schedule(std::string_view name);
-std::string_view to_string(PipelineSchedule schedule);
+constexpr auto enum_names(PipelineSchedule) {
+  return std::to_array<EnumName<PipelineSchedule>>({{PipelineSchedule::kGpipe, "gpipe"},
+                                                    {PipelineSchedule::kOneFOneB, "1f1b"},
+                                                    {PipelineSchedule::kInterleaved, "interleaved"},
+                                                    {PipelineSchedule::kZeroBubble, "zb"}});
+}
 
 enum class PassKind {
   kForward,
@@ -63,8 +71,12 @@ enum class PassKind {
   kBackwardInput,   // zb's B: the input gradient, on the critical path
   kBackwardWeight,  // zb's W: the weight gradient, deferred to fill bubbles
 };
-// "F", "B", "B_input", "W".
-std::string_view to_string(PassKind kind);
+constexpr auto enum_names(PassKind) {
+  return std::to_array<EnumName<PassKind>>({{PassKind::kForward, "F"},
+                                            {PassKind::kBackward, "B"},
+                                            {PassKind::kBackwardInput, "B_input"},
+                                            {PassKind::kBackwardWeight, "W"}});
+}
 
 struct PipelinePass {
   PassKind kind = PassKind::kForward;
@@ -75,14 +87,14 @@ struct PipelinePass {
 
 struct PipelineConfig {
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
-  int64_t stages = 1;          // pipeline-parallel ranks (--pp)
-  int64_t microbatches = 1;    // per step per pipeline (from --gbs / (dp * mbs))
-  int64_t virtual_stages = 1;  // model chunks per rank (--vpp)
+  int64_t stages = 1;          // pipeline-parallel ranks (the plan's pp)
+  int64_t microbatches = 1;    // per step per pipeline (gbs / (dp * mbs))
+  int64_t virtual_stages = 1;  // model chunks per rank (vpp)
 };
 
-// Throws InputError whose source names the flag ("--pp", "--vpp", "--schedule", "--gbs") when the
-// combination is invalid: sizes must be positive (microbatches and virtual_stages at most
-// INT32_MAX); vpp > 1 only with interleaved; interleaved needs vpp >= 2, pp >= 2 and
+// Throws PlanError on the plan field at fault (pp, vpp, schedule, or gbs for the microbatches)
+// when the combination is invalid: sizes must be positive (microbatches and virtual_stages at
+// most INT32_MAX); vpp > 1 only with interleaved; interleaved needs vpp >= 2, pp >= 2 and
 // microbatches % pp == 0.
 void validate(const PipelineConfig& config);
 

@@ -37,27 +37,32 @@ namespace meshsim::workloads {
 // without simulating them. kFull simulates every rank.
 enum class SimulationMode { kRepresentative, kFull };
 
+// A communication group: the simulated ranks that meet at its rendezvous and the global ranks it
+// spans (what the cost model is asked about).
 struct PlannedGroup {
   CommKind kind = CommKind::kTensor;
-  std::vector<uint32_t> members;  // simulated ranks that meet at its rendezvous
-  std::vector<uint32_t> global;   // the global ranks it spans
+  std::vector<RankId> members;  // simulated ranks (indices into StepPlan::ranks)
+  std::vector<RankId> global;   // global ranks
 };
 
+// A simulated rank: the program it runs and what its program's slots are bound to. Slot i of
+// `groups` (`peers`) is the group (simulated rank) the program's group (peer) slot i names; the
+// slots and what they mean are one table in workloads/src/slots.h.
 struct RankBinding {
-  uint32_t program = 0;
-  uint32_t global_rank = 0;
+  ProgramIndex program;  // index into StepPlan::programs
+  RankId global_rank;
   int64_t stage = 0;
-  std::vector<uint32_t> group_slots;  // indices into StepPlan::groups
-  std::vector<uint32_t> peer_slots;   // indices into StepPlan::ranks (simulated ranks)
+  std::vector<GroupId> groups;  // by group slot; GroupId = index into StepPlan::groups
+  std::vector<RankId> peers;    // by peer slot; simulated ranks
 };
 
 struct StepPlan {
   std::vector<Program> programs;  // one per pipeline stage
   std::vector<PlannedGroup> groups;
-  std::vector<RankBinding> ranks;  // the simulated ranks
+  std::vector<RankBinding> ranks;  // the simulated ranks, RankId i = ranks[i]
   // Groups that run the same collectives at the same moment (one family per kind and stage),
   // as lists of global ranks.
-  std::vector<std::vector<std::vector<uint32_t>>> families;
+  std::vector<std::vector<std::vector<RankId>>> families;
   int64_t world = 0;
   int64_t microbatches = 0;
   int64_t tokens_per_step = 0;
@@ -67,10 +72,11 @@ struct StepPlan {
   std::vector<TrainingMemory> memory_estimate;
 };
 
-// Validates the plan (validate_plan) and builds the step. In representative mode, `also_simulate`
-// names global ranks that must be simulated too (e.g. the ranks a trace shows): every rank of
-// their (TP, DP) column is simulated, so that pipeline and context peers are always present.
-StepPlan plan_step(const ModelConfig& model, const ParallelPlan& plan, int64_t devices,
+// Validates the plan (validate_plan: PlanError) and builds the step for plan.world() ranks. In
+// representative mode, `also_simulate` names global ranks that must be simulated too (e.g. the
+// ranks a trace shows): every rank of their (TP, DP) column is simulated, so that pipeline and
+// context peers are always present.
+StepPlan plan_step(const ModelConfig& model, const ParallelPlan& plan,
                    SimulationMode mode = SimulationMode::kRepresentative,
                    const std::vector<int64_t>& also_simulate = {});
 

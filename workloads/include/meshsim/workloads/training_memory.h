@@ -10,18 +10,12 @@
 // (Megatron's default accumulates gradients in fp32 main_grad buffers: set gradient = 4.)
 // Sharded amounts round up (ZeRO pads flat buffers to the DP degree).
 //
-// Parameters held by a rank (Megatron-LM layout, Shoeybi et al. 2019, Narayanan et al. 2021):
-// Q, K, V, gate/up and fc1 are column-parallel (weights and biases split over TP); the output
-// projection, down and fc2 are row-parallel (weights split, biases replicated); norms, the
-// router and the position table are replicated; the token embedding and LM head are split over
-// the vocabulary. Key/value heads split over TP when TP divides them, else each rank holds one
-// (replicated). Stage 0 holds the embeddings, the last stage the final norm and the LM head
-// (with tied embeddings and PP > 1, a copy of the embedding, as Megatron keeps). Stage i holds
-// floor(L/PP) layers, plus one if i < L mod PP. Experts split over EP (E/EP per rank) and over
-// TP inside each expert; EP is carved out of DP, so experts are ZeRO-sharded over DP/EP ranks.
+// The parameters a rank holds, and its layers, are its stage's partition (partition.h): the layers
+// the stage's program runs, also for an uneven stage_layers split. Dense state is ZeRO-sharded over
+// the DP x CP ranks that reduce it; experts (EP is carved out of DP) over DP x CP / EP ranks.
 //
-// Activations per layer per microbatch (16-bit activations, e = 2 bytes per element; s sequence,
-// b microbatch, h hidden, a query heads, g KV heads, d_h head dim, f = d_ff, t = TP). Each term
+// Activations per layer per microbatch (16-bit activations, e = 2 bytes per element; s sequence
+// (of a context-parallel rank: s / CP), b microbatch, h hidden, a query heads, g KV heads, d_h head dim, f = d_ff, t = TP). Each term
 // is a tensor saved for backward (Korthikanti et al. 2022, "Reducing Activation Recomputation in
 // Large Transformer Models", Sec. 4.1), generalised to GQA, SwiGLU and MoE:
 //   replicated over TP, or divided by t with sequence parallelism:
@@ -57,30 +51,10 @@
 
 #include "meshsim/sim/units.h"
 #include "meshsim/workloads/model.h"
+#include "meshsim/workloads/parallel.h"
+#include "meshsim/workloads/partition.h"
 
 namespace meshsim::workloads {
-
-enum class AttentionKernel { kFlash, kNaive };
-enum class Recompute { kNone, kSelective, kFull };
-enum class ZeroStage { kNone = 0, kOptimizerStates = 1, kGradients = 2, kParameters = 3 };
-
-struct ParallelLayout {
-  int64_t tensor_parallel = 1;
-  bool sequence_parallel = false;
-  int64_t pipeline_parallel = 1;
-  int64_t pipeline_stage = 0;  // 0-based: the stage whose rank is described
-  int64_t data_parallel = 1;
-  int64_t expert_parallel = 1;  // divides data_parallel and num_experts
-  ZeroStage zero = ZeroStage::kNone;
-};
-
-struct ActivationOptions {
-  int64_t seq_len = 0;      // s
-  int64_t micro_batch = 1;  // b
-  AttentionKernel attention = AttentionKernel::kFlash;
-  Recompute recompute = Recompute::kNone;
-  int64_t bytes_per_element = 2;  // e
-};
 
 // One layer, one microbatch, one rank (see the file comment for each term).
 struct LayerActivations {
@@ -106,10 +80,12 @@ struct LayerActivations {
   Bytes total() const;
 };
 
-// Throws InfeasibleError when the layout cannot split the model (TP not dividing the query heads
-// or d_ff, SP with s not divisible by t).
-LayerActivations layer_activations(const ModelConfig& model, const ActivationOptions& options,
-                                   const ParallelLayout& layout = {});
+// Under the plan's TP, SP, CP, microbatch, sequence, attention kernel and activation width, and
+// the recompute policy `recompute` (default: the plan's). Throws PlanError when the plan cannot
+// split the model (validate_sharding).
+LayerActivations layer_activations(const ModelConfig& model, const ParallelPlan& plan);
+LayerActivations layer_activations(const ModelConfig& model, const ParallelPlan& plan,
+                                   Recompute recompute);
 
 // Activations outside the layers, per microbatch (Korthikanti Sec. 4.3): stage 0 keeps the
 // embedding dropout mask s*b*h (if dropout); the last stage keeps the final norm's input and the
@@ -122,34 +98,10 @@ struct OutsideLayerActivations {
   Bytes logits;
   Bytes total() const;
 };
-OutsideLayerActivations outside_layer_activations(const ModelConfig& model,
-                                                  const ActivationOptions& options,
-                                                  const ParallelLayout& layout = {});
+// On a stage that holds the embedding (`first`) and/or the head (`last`).
+OutsideLayerActivations outside_layer_activations(const ModelConfig& model, const ParallelPlan& plan,
+                                                  bool first, bool last);
 
-struct ModelStateBytes {
-  int64_t weight = 2;
-  int64_t gradient = 2;
-  int64_t optimizer = 12;
-};
-
-// Parameters the rank holds before ZeRO sharding; experts kept apart because they shard over
-// DP/EP rather than DP.
-struct RankParameters {
-  int64_t dense = 0;
-  int64_t expert = 0;
-  int64_t layers = 0;  // layers on the rank's stage
-  int64_t total() const { return dense + expert; }
-};
-RankParameters parameters_per_rank(const ModelConfig& model, const ParallelLayout& layout);
-
-struct TrainingMemoryOptions {
-  ParallelLayout layout;
-  ActivationOptions activations;
-  ModelStateBytes state;
-  // Microbatches whose activations a stage holds at its peak. Default: 1F1B, PP - stage (stage 0
-  // holds PP). GPipe holds all of the step's microbatches.
-  std::optional<int64_t> in_flight_microbatches;
-};
 
 struct TrainingMemory {
   Bytes weights;
@@ -162,7 +114,13 @@ struct TrainingMemory {
   Bytes total() const { return model_state() + activations; }
 };
 
-TrainingMemory training_memory_per_rank(const ModelConfig& model,
-                                        const TrainingMemoryOptions& options);
+// One rank of `stage` holding the activations of `in_flight` microbatches (>= 1) at its peak.
+TrainingMemory training_memory(const StagePartition& stage, const ParallelPlan& plan,
+                               int64_t in_flight);
+// The same for stage `stage` of a plan that splits the model (validate_split, PlanError
+// otherwise); in flight by default as 1F1B holds them, PP - stage (GPipe holds all of the step's
+// microbatches).
+TrainingMemory training_memory(const ModelConfig& model, const ParallelPlan& plan,
+                               int64_t stage = 0, std::optional<int64_t> in_flight = {});
 
 }  // namespace meshsim::workloads

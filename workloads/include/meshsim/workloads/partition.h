@@ -1,0 +1,101 @@
+// The plan, partitioned once per pipeline stage (STYLE A.5: derive each fact once). The memory
+// closed forms (training_memory.h), the kernel lowering (src/layer_ops*.cc) and the stage builder
+// (src/stage_*.cc) all read a stage's facts from its StagePartition; none derives them again.
+//
+// Layers: stage s holds plan.stage_layers[s] consecutive layers when the plan states an uneven
+// split, else L / PP; with VPP > 1 (interleaved, even split) chunk c of stage s is virtual stage
+// c * PP + s and holds layers [v * L/(PP*VPP), (v + 1) * L/(PP*VPP)).
+//
+// Parameters held by one rank of the stage before ZeRO sharding (Megatron-LM layout, Shoeybi et al.
+// 2019, Narayanan et al. 2021): Q, K, V, gate/up and fc1 are column-parallel (weights and biases
+// split over TP); the output projection, down and fc2 are row-parallel (weights split, biases
+// replicated); norms, the router and the position table are replicated; the token embedding and
+// the LM head are split over the vocabulary, ceil(V / TP) rows per rank (Megatron pads the
+// vocabulary to a multiple of TP). Key/value heads split over TP when TP divides them, else each
+// rank holds one (replicated). Stage 0 holds the embeddings; the last stage the final norm and the
+// LM head (with tied embeddings: nothing more on a single stage, whose head is the embedding; a
+// copy of the embedding on the last of several stages, as Megatron keeps). Experts split over EP
+// (E / EP per rank) and over TP inside each expert.
+//
+// Activations per microbatch on one rank: the per-layer terms of training_memory.h
+// (layer_activations) under the plan's recompute policy, and the terms outside the layers
+// (outside_layer_activations) on the stages that hold the embedding and the head.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "meshsim/sim/units.h"
+#include "meshsim/workloads/model.h"
+#include "meshsim/workloads/parallel.h"
+
+namespace meshsim::workloads {
+
+// How a TP group splits one layer's widths (and the vocabulary).
+struct ShardWidths {
+  int64_t q_heads = 0;   // a / t
+  int64_t kv_heads = 0;  // g / t, or 1 when t > g (replicated)
+  int64_t d_ff = 0;      // f / t
+  int64_t vocab = 0;     // ceil(V / t)
+};
+
+// Tokens a rank of the stage computes on per microbatch.
+struct StageTokens {
+  int64_t per_rank = 0;    // T = b * s / CP
+  int64_t sequence = 0;    // T / TP with sequence parallelism, else T: norms, residuals
+};
+
+// [first, end): layers of one model chunk.
+struct LayerRange {
+  int64_t first = 0;
+  int64_t end = 0;
+  int64_t size() const { return end - first; }
+};
+
+struct StageParameters {
+  int64_t dense_per_layer = 0;   // one layer's non-expert parameters
+  int64_t expert_per_layer = 0;  // one layer's expert parameters (E / EP experts)
+  int64_t embedding = 0;         // token and position tables (stage 0)
+  int64_t head = 0;              // final norm and LM head or its tied copy (last stage)
+  int64_t layers = 0;            // layers on the stage (all chunks)
+
+  int64_t per_layer() const { return dense_per_layer + expert_per_layer; }
+  int64_t dense() const { return layers * dense_per_layer + embedding + head; }
+  int64_t expert() const { return layers * expert_per_layer; }
+  int64_t total() const { return dense() + expert(); }
+};
+
+struct StageActivations {
+  // What one layer keeps from its forward to its backward under the plan's recompute policy (full
+  // recompute: only its input).
+  Bytes saved_per_layer;
+  // What one layer's forward materialises for its backward (the plan's policy; none under full
+  // recompute, whose backward re-materialises it one layer at a time).
+  Bytes materialised_per_layer;
+  Bytes embedding;  // saved outside the layers on the stage holding the embedding
+  Bytes head;       // final norm input, LM head input and logits on the last stage
+  Bytes outside() const { return embedding + head; }
+};
+
+struct StagePartition {
+  int64_t stage = 0;
+  bool first = false;  // holds the embedding
+  bool last = false;   // holds the final norm, the LM head and the loss
+  std::vector<LayerRange> chunks;  // one per model chunk on the stage (VPP entries)
+  ShardWidths widths;
+  StageTokens tokens;
+  StageParameters params;
+  StageActivations activations;
+};
+
+// Every stage of a plan. Checks that the plan splits the model (validate_split: PlanError).
+std::vector<StagePartition> partition_stages(const ModelConfig& model, const ParallelPlan& plan);
+// One stage (0 <= stage < pp, else InternalError). Checks the split.
+StagePartition partition_stage(const ModelConfig& model, const ParallelPlan& plan, int64_t stage);
+
+// The widths of a TP split and the tokens of a rank, without a full plan check (the sharding checks
+// of validate_plan only: TP against heads and d_ff, SP and CP against the sequence).
+ShardWidths shard_widths(const ModelConfig& model, const ParallelPlan& plan);
+StageTokens stage_tokens(const ParallelPlan& plan);  // of a plan that passed validate_sharding
+
+}  // namespace meshsim::workloads
