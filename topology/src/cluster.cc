@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
+#include <optional>
 #include <utility>
 
 #include "cluster_checks.h"
+#include "meshsim/sim/checked.h"
 #include "meshsim/sim/error.h"
 
 namespace meshsim::topology {
@@ -15,12 +18,26 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return fmt::format("{}", fmt::join(shape, "x"));
 }
 
+// The product of a validated shape (check_torus_size bounds it).
 int64_t product(const std::vector<int64_t>& shape) {
-  int64_t p = 1;
-  for (const int64_t extent : shape) {
-    p *= extent;
+  return checked_product(shape, "the chips of a torus slice");
+}
+
+// Each extent, and the chips of `slices` slices of `shape`, within kMaxDevices; `pointer` is the
+// shape's JSON pointer.
+void check_torus_size(const ClusterSpec& spec, const std::vector<int64_t>& shape, int64_t slices,
+                      const std::string& pointer) {
+  int64_t chips = std::max<int64_t>(slices, 1);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const std::optional<int64_t> next = try_mul(chips, std::max<int64_t>(shape[i], 1));
+    if (shape[i] > kMaxDevices || !next || *next > kMaxDevices) {
+      throw InputError(spec.source, fmt::format("{}/{}", pointer, i),
+                       fmt::format("the torus {} x {} slice(s) has more than {} chips, the most "
+                                   "meshsim simulates (a network that size takes about a minute)",
+                                   shape_text(shape), slices, kMaxDevices));
+    }
+    chips = *next;
   }
-  return p;
 }
 
 [[noreturn]] void fail(const ClusterSpec& spec, const std::string& pointer,
@@ -71,6 +88,7 @@ void check_torus(ClusterSpec& spec) {
   if (spec.slices <= 0) {
     fail(spec, "/slices", fmt::format("expected a positive number of slices, got {}", spec.slices));
   }
+  check_torus_size(spec, spec.torus_shape, spec.slices, "/scale_up/shape");
   const int64_t chips = product(spec.torus_shape) * spec.slices;
   if (chips != spec.device_count()) {
     fail(spec, "/scale_up/shape",
@@ -84,7 +102,7 @@ void check_torus(ClusterSpec& spec) {
 
 void check_nvlink_domain(const ClusterSpec& spec) {
   const int64_t domain = spec.nvlink_domain_devices;
-  if (domain <= 0 || domain % spec.devices_per_node != 0) {
+  if (domain <= 0 || domain > kMaxDevices || domain % spec.devices_per_node != 0) {
     fail(spec, "/scale_up/domain_devices",
          fmt::format("expected a positive multiple of devices_per_node ({}), got {}",
                      spec.devices_per_node, domain));
@@ -122,11 +140,12 @@ int64_t FatTreeSpec::max_endpoints() const {
   }
   const double radix = static_cast<double>(switch_radix);
   const auto down = static_cast<int64_t>(radix * oversubscription / (oversubscription + 1.0));
-  int64_t endpoints = down * switch_radix;
-  for (int64_t t = 2; t < tiers; ++t) {
-    endpoints *= switch_radix / 2;
+  // Saturates: a tree too large for int64 attaches any cluster (kMaxDevices bounds those).
+  std::optional<int64_t> endpoints = try_mul(down, switch_radix);
+  for (int64_t t = 2; t < tiers && endpoints; ++t) {
+    endpoints = try_mul(*endpoints, switch_radix / 2);
   }
-  return endpoints;
+  return endpoints.value_or(std::numeric_limits<int64_t>::max());
 }
 
 int64_t ClusterSpec::scale_up_domain_size() const {
@@ -156,7 +175,7 @@ BytesPerSec ClusterSpec::inter_node_bandwidth() const {
   return fat_tree->nic_bandwidth * static_cast<double>(fat_tree->nics_per_device);
 }
 
-void detail::finalize_cluster(ClusterSpec& spec) {
+void detail::check_device_count(const ClusterSpec& spec) {
   if (spec.nodes <= 0) {
     fail(spec, "/nodes", fmt::format("expected a positive number of nodes, got {}", spec.nodes));
   }
@@ -165,6 +184,17 @@ void detail::finalize_cluster(ClusterSpec& spec) {
          fmt::format("expected a positive number of devices per node, got {}",
                      spec.devices_per_node));
   }
+  const std::optional<int64_t> devices = try_mul(spec.nodes, spec.devices_per_node);
+  if (!devices || *devices > kMaxDevices) {
+    fail(spec, spec.devices_per_node > kMaxDevices ? "/devices_per_node" : "/nodes",
+         fmt::format("{} nodes x {} devices is more than {} devices, the most meshsim simulates "
+                     "(a network that size takes about a minute)",
+                     spec.nodes, spec.devices_per_node, kMaxDevices));
+  }
+}
+
+void detail::finalize_cluster(ClusterSpec& spec) {
+  check_device_count(spec);
   if (spec.scale_up == ScaleUpFabric::kIciTorus) {
     check_torus(spec);
   } else if (spec.scale_up == ScaleUpFabric::kNvlinkDomain) {
@@ -217,6 +247,7 @@ ClusterSpec resize_torus(ClusterSpec spec, std::vector<int64_t> shape) {
                      "ici_torus (use resize_nodes)",
                      spec.name, to_string(spec.scale_up)));
   }
+  check_torus_size(spec, shape, spec.slices, "/scale_up/shape");
   spec.torus_shape = std::move(shape);
   int64_t chips = spec.slices;
   for (const int64_t extent : spec.torus_shape) {

@@ -144,6 +144,7 @@ ClusterSpec parse_named(const nlohmann::json& document, const std::string& sourc
   spec.chip = catalogue.chip(chip);
   spec.nodes = root.positive_integer("nodes");
   spec.devices_per_node = root.positive_integer("devices_per_node");
+  detail::check_device_count(spec);
   read_scale_up(root, spec, sink);
   if (root.has("slices")) {
     if (spec.scale_up != ScaleUpFabric::kIciTorus) {

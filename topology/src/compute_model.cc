@@ -1,5 +1,6 @@
 #include "meshsim/topology/compute_model.h"
 
+#include "meshsim/sim/checked.h"
 #include "meshsim/sim/error.h"
 
 namespace meshsim::topology {
@@ -9,7 +10,8 @@ namespace {
 // attention) run on the matrix units; everything else on the vector units.
 bool on_matrix_units(const ComputeWork& w) { return w.shape.has_value(); }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// For a >= 0, b > 0, without forming a + b - 1 (which overflows near 2^63).
+int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 
 }  // namespace
 
@@ -18,7 +20,8 @@ double wave_quantization(const MatmulShapeEfficiency& model, const MatmulShape& 
             "GEMM shape {}x{}x{} (batch {}) must be positive", shape.m, shape.k, shape.n,
             shape.batch);
   const int64_t tiles =
-      shape.batch * ceil_div(shape.m, model.tile_m) * ceil_div(shape.n, model.tile_n);
+      checked_product({shape.batch, ceil_div(shape.m, model.tile_m), ceil_div(shape.n, model.tile_n)},
+                      "output tiles of a GEMM");
   const int64_t waves = ceil_div(tiles, model.units);
   const double computed = static_cast<double>(waves) * static_cast<double>(model.units) *
                           static_cast<double>(model.tile_m) * static_cast<double>(model.tile_n);

@@ -102,6 +102,14 @@ struct GraphSpec {
   std::vector<GraphLinkSpec> links;
 };
 
+// Bounds on a cluster's size, checked by the loader and the resize functions (each error states
+// its bound). 32,768 devices (4,096 DGX nodes; Llama 3 405B trained on 16,384 H100s) is the
+// largest network meshsim simulates well within a minute: data parallelism over all of them takes
+// ~12 s, over 65,536 about a minute (the collective models grow with the square of a group). An
+// explicit graph holds at most kMaxGraphLinks cables and kMaxDevices switches.
+inline constexpr int64_t kMaxDevices = int64_t{1} << 15;
+inline constexpr int64_t kMaxGraphLinks = int64_t{1} << 20;
+
 struct ClusterSpec {
   std::string name;    // preset name, or the file's stem
   std::string source;  // the file it came from ("builtin:topology/clusters/x.json" or a path)
