@@ -111,6 +111,7 @@ struct Simulation::Impl {
   std::vector<std::vector<RankId>> groups;       // simulated members (rendezvous)
   std::vector<std::vector<RankId>> cost_groups;  // global ranks (cost model)
   std::vector<RankState> ranks;
+  size_t op_instances = 0;  // ops of every rank's program, summed (at most kMaxOps)
   std::vector<std::function<void(const OpRecord&)>> op_subscribers;
   std::vector<std::function<void(const MemoryRecord&)>> memory_subscribers;
 
@@ -160,6 +161,13 @@ GroupId Simulation::add_group(std::vector<RankId> members, std::vector<RankId> c
 RankId Simulation::add_rank(ProgramIndex program, std::vector<GroupId> group_slots,
                             std::vector<RankId> peer_slots, std::optional<RankId> global_rank) {
   SIM_CHECK(program.index() < impl_->programs.size(), "unknown program {}", program.value());
+  impl_->op_instances += impl_->programs[program.index()].program.size();
+  if (impl_->op_instances > kMaxOps) {
+    throw LimitError(fmt::format("more than {} ops (2^23) over the {} simulated ranks: too large "
+                                 "to simulate in minutes (the default step simulated in full, "
+                                 "2,048 ranks, runs about 6 M)",
+                                 kMaxOps, impl_->ranks.size() + 1));
+  }
   RankState r;
   r.program = program;
   r.global = global_rank.value_or(RankId(static_cast<uint32_t>(impl_->ranks.size())));

@@ -58,10 +58,10 @@ constexpr double kKi = 1024.0;
 
 std::optional<std::string> rate_out_of_range(double v, double max, std::string_view unit,
                                              std::string_view bound) {
-  if (!std::isfinite(v) || v < 0.0) {
+  if (std::isnan(v) || v < 0.0) {
     return fmt::format("expected a finite, non-negative rate, got {} {}", v, unit);
   }
-  if (v > max) {
+  if (v > max) {  // +inf too: a finite number times a large unit
     return fmt::format("{:g} {} is above the limit of {} ({:g} {}), far beyond any real device",
                        v, unit, bound, max, unit);
   }

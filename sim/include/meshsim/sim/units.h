@@ -32,8 +32,11 @@ namespace detail {
 int64_t round_to_int64(double v, const char* what);
 
 inline constexpr const char* kTimeOverflow =
-    "a time beyond int64 picoseconds (+-2^63 ps, about 106 days)";
-inline constexpr const char* kBytesOverflow = "a size beyond 2^63 - 1 bytes (8 EiB)";
+    "a time beyond meshsim's clock, int64 picoseconds (+-2^63 ps, about 106 days): the inputs "
+    "make a step, a transfer or a kernel last longer than that";
+inline constexpr const char* kBytesOverflow =
+    "a size beyond 2^63 - 1 bytes (8 EiB): the inputs make a buffer or a memory total larger "
+    "than that";
 
 constexpr int64_t add(int64_t a, int64_t b, const char* what) {
   int64_t r = 0;
