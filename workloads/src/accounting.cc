@@ -1,5 +1,6 @@
 #include "meshsim/workloads/accounting.h"
 
+#include "meshsim/sim/checked.h"
 #include "meshsim/sim/error.h"
 
 namespace meshsim::workloads {
@@ -104,8 +105,9 @@ Bytes kv_cache_bytes(const KvCacheShape& shape, int64_t seq_len, int64_t batch,
   SIM_CHECK(seq_len >= 0 && batch >= 0 && bytes_per_element > 0,
             "KV cache of seq {} batch {} at {} bytes per element", seq_len, batch,
             bytes_per_element);
-  return Bytes::of(2 * shape.num_layers * shape.num_kv_heads * shape.head_dim * seq_len * batch *
-                   bytes_per_element);
+  return Bytes::of(checked_product({2, shape.num_layers, shape.num_kv_heads, shape.head_dim,
+                                    seq_len, batch, bytes_per_element},
+                                   "KV cache bytes"));
 }
 
 Bytes kv_cache_bytes(const ModelConfig& model, int64_t seq_len, int64_t batch,

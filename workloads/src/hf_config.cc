@@ -12,6 +12,7 @@
 // are required: a config.json without them is not one we can trust.
 #include <fmt/format.h>
 
+#include "meshsim/sim/checked.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/json_input.h"
 #include "model_loaders.h"
@@ -112,7 +113,9 @@ ModelConfig parse_gpt2(JsonObject& o) {
   m.num_layers = o.positive_integer("n_layer");
   m.num_heads = o.positive_integer("n_head");
   m.num_kv_heads = m.num_heads;
-  m.d_ff = present(o, "n_inner") ? o.positive_integer("n_inner") : 4 * m.d_model;
+  // transformers' default; a d_model past its limit is refused by validation, not wrapped here.
+  m.d_ff = present(o, "n_inner") ? o.positive_integer("n_inner")
+                                 : try_mul(4, m.d_model).value_or(m.d_model);
   m.vocab_size = o.positive_integer("vocab_size");
   m.max_position_embeddings = o.positive_integer("n_positions");
   m.mlp = MlpKind::kGelu;
