@@ -9,6 +9,7 @@
 #include "meshsim/validation/calibrate.h"
 #include "meshsim/validation/manifest.h"
 #include "meshsim/validation/profile.h"
+#include "output_file.h"
 #include "report.h"
 
 namespace meshsim::cli {

@@ -159,12 +159,4 @@ void print_summary(const StepReport& r, std::ostream& out) {
   }
 }
 
-void write_json_file(const std::string& path, const nlohmann::json& j, const std::string& flag) {
-  std::ofstream f(path, std::ios::binary);
-  f << j.dump(2) << "\n";
-  if (!f) {
-    throw InputError(flag, "", fmt::format("cannot write {}", path));
-  }
-}
-
 }  // namespace meshsim::cli

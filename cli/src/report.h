@@ -70,8 +70,6 @@ struct StepReport {
 };
 
 nlohmann::json to_json(const StepReport& r);
-// Writes `j` (indented, newline-terminated) to `path`; InputError(flag, ...) when it cannot.
-void write_json_file(const std::string& path, const nlohmann::json& j, const std::string& flag);
 void print_summary(const StepReport& r, std::ostream& out);
 
 // "1.23 GiB", "512 MiB"

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "comm_setup.h"
+#include "output_file.h"
 #include "trace_setup.h"
 #include "meshsim/sim/analysis.h"
 #include "meshsim/sim/error.h"
@@ -226,7 +227,7 @@ StepReport simulate(const Scenario& s, const RunOutputs& outputs) {
                         {"model", report.model_description},
                         {"cluster", report.cluster_description},
                         {"plan", report.plan_description},
-                        {"scenario", report.inputs.dump()}});
+                        {"scenario", dump_json(report.inputs)}});
   }
   const RunResult run = sim.run();
   if (trace) {
@@ -252,10 +253,15 @@ StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
 }
 
 int run_command(const Scenario& s, const RunOutputs& outputs, std::ostream& out) {
+  // Created before the simulation: a report that cannot be written fails at once, not after it.
+  std::optional<OutputFile> json;
+  if (outputs.json_path) {
+    json.emplace(*outputs.json_path, "--json");
+  }
   const StepReport report = simulate_step(s, outputs);
   print_summary(report, out);
-  if (outputs.json_path) {
-    write_json_file(*outputs.json_path, to_json(report), "--json");
+  if (json) {
+    write_json(*json, to_json(report));
   }
   return report.oom ? 3 : 0;
 }

@@ -68,10 +68,7 @@ std::string TraceSetup::description() const {
 }
 
 void TraceSetup::attach(Simulation& sim, std::vector<std::pair<std::string, std::string>> meta) {
-  file_.open(request_.path, std::ios::binary);
-  if (!file_) {
-    throw InputError("--trace", "", fmt::format("cannot write {}", request_.path));
-  }
+  file_ = std::make_unique<OutputFile>(request_.path, "--trace");
   traces::TraceOptions options;
   const traces::RankSelection sel = selection_;
   options.include_rank = [sel, &sim](RankId r) { return sel.contains(sim.global_rank(r)); };
@@ -79,7 +76,7 @@ void TraceSetup::attach(Simulation& sim, std::vector<std::pair<std::string, std:
                                              cluster_.device_count() - 1,
                                              [&sim](RankId r) { return sim.global_rank(r); });
   options.metadata = std::move(meta);
-  writer_ = std::make_unique<traces::TraceWriter>(format_, sim, file_, std::move(options));
+  writer_ = std::make_unique<traces::TraceWriter>(format_, sim, file_->stream(), std::move(options));
 }
 
 namespace {
@@ -158,7 +155,7 @@ void TraceSetup::finish(const Simulation& sim, const Timeline& timeline, SimTime
     }
   }
   writer_->finish();
-  file_.close();
+  file_->commit();
 }
 
 uint64_t TraceSetup::events() const { return writer_ ? writer_->events_written() : 0; }

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +17,7 @@
 #include "meshsim/traces/rank_selection.h"
 #include "meshsim/traces/trace_writer.h"
 #include "meshsim/workloads/parallel.h"
+#include "output_file.h"
 
 namespace meshsim::cli {
 
@@ -41,9 +41,11 @@ class TraceSetup {
   // "3 ranks (the first rank of each pipeline stage and the TP group of rank 0; ...)"
   std::string description() const;
 
-  // Opens the file and subscribes a writer to `sim` (before Simulation::run).
+  // Opens the file (a temporary one beside it, see output_file.h) and subscribes a writer to `sim`
+  // (before Simulation::run).
   void attach(Simulation& sim, std::vector<std::pair<std::string, std::string>> metadata);
-  // Adds the link-utilization counters computed from `timeline` and closes the file.
+  // Adds the link-utilization counters computed from `timeline`, and closes the file and renames it
+  // into place; InputError on --trace naming the file when a write failed.
   void finish(const Simulation& sim, const Timeline& timeline, SimTime end);
   uint64_t events() const;
   const std::string& path() const { return request_.path; }
@@ -54,7 +56,7 @@ class TraceSetup {
   const topology::ClusterSpec& cluster_;
   traces::RankSelection selection_;
   bool default_selection_ = false;
-  std::ofstream file_;
+  std::unique_ptr<OutputFile> file_;
   std::unique_ptr<traces::TraceWriter> writer_;
 };
 

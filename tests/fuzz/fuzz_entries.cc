@@ -17,6 +17,7 @@
 #include "meshsim/validation/manifest.h"
 #include "meshsim/validation/profile.h"
 #include "meshsim/workloads/accounting.h"
+#include "meshsim/workloads/parallel.h"
 #include "scenario.h"
 
 namespace meshsim::fuzz {
@@ -85,10 +86,11 @@ void run_model(std::string_view data) {
   const int64_t seq = std::min<int64_t>(4096, m.max_position_embeddings);
   (void)training_flops_per_token(m, seq);
   (void)kv_cache_bytes(m, seq, 1, 2);
-  TrainingMemoryOptions opts;
-  opts.activations = ActivationOptions{seq, 1, AttentionKernel::kFlash, Recompute::kNone, 2};
-  opts.in_flight_microbatches = 1;
-  (void)training_memory_per_rank(m, opts).total();
+  ParallelPlan one_device;  // what `meshsim calc` accounts: bf16, flash attention, one device
+  one_device.seq = seq;
+  one_device.mbs = 1;
+  one_device.gbs = 1;
+  (void)training_memory(m, one_device, 0, 1).total();
 }
 
 void run_cluster(std::string_view data) {

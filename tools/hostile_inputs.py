@@ -1,0 +1,411 @@
+#!/usr/bin/env python3
+"""Runs a battery of hostile inputs through the meshsim binary (issue 15).
+
+    tools/hostile_inputs.py MESHSIM_BIN REPO_ROOT [--no-memory-limit] [--timeout S] [-k SUBSTR]
+
+Every case is a command line and the files it reads, made in a scratch directory: absurd sizes
+and counts, numbers a double cannot hold, deep nesting, gzip bombs, endless files, overflowing
+durations and trace events, outputs that cannot be written. Each runs under a memory limit
+(RLIMIT_AS, 4 GiB) and a timeout (60 s), and must end with exit 0, 2 or 3, with no "internal
+error", no crash and no sanitizer report; where the case says so, with a message naming the file
+or flag and what was expected. Prints one line per case and a summary; exits 1 when any case
+fails. --no-memory-limit is for sanitizer builds (ASan reserves terabytes of address space).
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MEMORY_LIMIT = 4 << 30
+ALLOWED_EXIT = {0, 2, 3}
+FORBIDDEN = ("internal error", "terminate called", "Segmentation fault", "AddressSanitizer",
+             "runtime error:", "LeakSanitizer", "what():")
+
+
+@dataclass
+class Case:
+    name: str
+    args: list[str]
+    files: dict[str, bytes] = field(default_factory=dict)  # relative name -> contents
+    expect: list[str] = field(default_factory=list)  # substrings of the output
+    exit_codes: set[int] = field(default_factory=lambda: {2})
+    file_size_limit: int | None = None  # RLIMIT_FSIZE in bytes (a full disk)
+
+
+def read(root: Path, rel: str) -> dict:
+    return json.loads((root / rel).read_text())
+
+
+def dumps(doc) -> bytes:
+    return json.dumps(doc).encode()
+
+
+def gzip_bomb(inflated: int) -> bytes:
+    """Concatenated gzip members of spaces: `inflated` bytes of text from a few MB of file."""
+    chunk = 64 << 20
+    member = gzip.compress(b" " * chunk, compresslevel=9)
+    return member * max(1, inflated // chunk)
+
+
+def deep(levels: int, inner: str = "1") -> bytes:
+    return ("[" * levels + inner + "]" * levels).encode()
+
+
+def model_cases(root: Path) -> list[Case]:
+    base = read(root, "workloads/models/llama3-8b.json")
+
+    def model(**changes) -> bytes:
+        return dumps({**base, **changes})
+
+    hf = {"model_type": "gpt2", "n_embd": 4611686018427387904, "n_layer": 12, "n_head": 12,
+          "vocab_size": 50257, "n_positions": 1024}
+    return [
+        Case("model: d_model 8.2e9 (negative parameter counts)",
+             ["calc", "--model", "m.json"], {"m.json": model(d_model=8192000000)},
+             ["m.json: /d_model", "limit"]),
+        Case("model: head_dim 2^40", ["calc", "--model", "m.json"],
+             {"m.json": model(head_dim=1 << 40)}, ["/head_dim"]),
+        Case("model: 2^30 layers", ["calc", "--model", "m.json"],
+             {"m.json": model(num_layers=1 << 30)}, ["/num_layers"]),
+        Case("model: d_ff past 2^63 (wraps to negative)", ["calc", "--model", "m.json"],
+             {"m.json": model(d_ff=18446744073709551615)}, ["/d_ff", "2^63"]),
+        Case("model: 2^40 parameters per layer", ["calc", "--model", "m.json"],
+             {"m.json": model(d_model=1 << 20, d_ff=1 << 22, num_heads=1 << 10,
+                              num_kv_heads=1 << 10, head_dim=1 << 10)},
+             ["parameters per layer", "2^40"]),
+        Case("model: 1e400", ["calc", "--model", "m.json"],
+             {"m.json": model(d_model=1).replace(b'"d_model": 1', b'"d_model": 1e400')},
+             ["m.json: byte", "1e400"]),
+        Case("model: 100,000 levels of nesting", ["calc", "--model", "m.json"],
+             {"m.json": b'{"name": ' + deep(100000) + b"}"}, ["nested deeper"]),
+        Case("model: /dev/zero", ["calc", "--model", "/dev/zero"], {}, ["/dev/zero", "limit"]),
+        Case("model: a directory", ["calc", "--model", "."], {}, ["directory"]),
+        Case("model: HF gpt2 n_embd 2^62 (4 x n_embd wraps)", ["calc", "--model", "config.json"],
+             {"config.json": dumps(hf)}, ["config.json: /n_embd"]),
+        Case("model: 2^20 experts", ["calc", "--model", "m.json"],
+             {"m.json": model(architecture="mixtral",
+                              moe={"num_experts": 1 << 20, "experts_per_token": 2})},
+             ["/moe/num_experts"]),
+        Case("model: a 256-character name", ["--model", "m.json", "--cluster", "dgx-h100",
+                                             "--dp", "8", "--zero", "3", "--json", "r.json"],
+             {"m.json": model(name="x" * 256)}, [], {0}),
+        Case("calc: --seq near 2^62", ["calc", "--model", "llama3-8b", "--seq",
+                                       "4611686018427387904"], {}, ["--seq", "limit"]),
+        Case("calc: --mbs near 2^62", ["calc", "--model", "llama3-8b", "--mbs",
+                                       "4611686018427387904"], {}, ["--mbs", "limit"]),
+    ]
+
+
+def run_flag_cases() -> list[Case]:
+    small = ["--no-trace", "--model", "llama3-8b", "--cluster", "dgx-h100"]
+    return [
+        Case("run: --mbs and --gbs 2^62", small + ["--dp", "8", "--mbs", "4611686018427387904",
+                                                  "--gbs", "4611686018427387904"], {}, ["--mbs"]),
+        Case("run: --seq 2^62", small + ["--dp", "8", "--seq", "4611686018427387904"], {},
+             ["--seq"]),
+        Case("run: --seq 2^24, naive attention (a*s^2*b past 2^63)",
+             small + ["--dp", "8", "--seq", "16777216", "--attention", "naive"], {}, [],
+             {2, 3}),
+        Case("run: --tp and --dp 2^32 (product wraps)", small + ["--tp", "4294967296", "--dp",
+                                                                "4294967296"], {}, ["--dp"]),
+        Case("run: --nodes 10^12", ["--no-trace", "--nodes", "1000000000000"], {}, ["/nodes"]),
+        Case("run: --shape 2^32 x 2^32 x 4 (SIGFPE)",
+             ["--no-trace", "--model", "llama3-8b", "--cluster", "tpu-v5p", "--shape",
+              "4294967296x4294967296x4", "--dp", "512"], {}, ["shape"]),
+        Case("run: --stage-layers summing past 2^63",
+             small + ["--pp", "2", "--dp", "4", "--stage-layers",
+                      "9223372036854775807,9223372036854775807"], {}, ["stage"]),
+        Case("run: --vpp 2^40", small + ["--pp", "8", "--vpp", "1099511627776", "--schedule",
+                                         "interleaved"], {}, ["--vpp"]),
+        Case("run: 2^20 microbatches", small + ["--dp", "8", "--gbs", "8388608"], {},
+             ["--gbs", "microbatches"]),
+        Case("run: full simulation of 32,768 ranks (op budget)",
+             ["--no-trace", "--full-simulation", "--model", "llama3-8b", "--cluster",
+              "c.json", "--nodes", "4096", "--dp", "32768", "--zero", "1", "--gbs", "32768",
+              "--seq", "1024"], {}, ["ops"]),
+    ]
+
+
+def cluster_cases(root: Path) -> list[Case]:
+    base = read(root, "topology/clusters/dgx-h100.json")
+    tpu = read(root, "topology/clusters/tpu-v5p.json")
+
+    def cluster(doc, path, value):
+        doc = json.loads(json.dumps(doc))
+        node = doc
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+        return dumps(doc)
+
+    topo = ["topology", "--cluster", "c.json"]
+    return [
+        Case("cluster: 2^62 nodes", topo, {"c.json": cluster(base, ["nodes"], 1 << 62)},
+             ["c.json: /nodes"]),
+        Case("cluster: devices_per_node 2^40", topo,
+             {"c.json": cluster(base, ["devices_per_node"], 1 << 40)}, ["/devices_per_node"]),
+        Case("cluster: switch radix 2^40", topo,
+             {"c.json": cluster(base, ["scale_out", "switch_radix", "value"], 1 << 40)},
+             ["/scale_out/switch_radix/value"]),
+        Case("cluster: a link of 1e308TB/s", topo,
+             {"c.json": cluster(base, ["scale_out", "nic_bandwidth"],
+                                {"value": "1e308TB/s", "source": "x"})},
+             ["/scale_out/nic_bandwidth/value", "limit"]),
+        Case("cluster: a latency of 1e300 s", topo,
+             {"c.json": cluster(base, ["scale_up", "latency", "value"], 1e300)},
+             ["/scale_up/latency/value"]),
+        Case("cluster: a torus of 2^32 x 2^32 x 4", ["topology", "--cluster", "t.json"],
+             {"t.json": cluster(tpu, ["scale_up", "shape"], [1 << 32, 1 << 32, 4])},
+             ["t.json: /scale_up/shape"]),
+        Case("cluster: 1e400 latency", topo,
+             {"c.json": cluster(base, ["scale_up", "latency", "value"], 1).replace(
+                 b'"value": 1,', b'"value": 1e400,')}, ["byte", "1e400"]),
+        Case("cluster: 200,000 levels of nesting", topo,
+             {"c.json": b'{"description": ' + deep(200000) + b"}"}, ["nested deeper"]),
+    ]
+
+
+def chips_cases(root: Path) -> list[Case]:
+    chips = read(root, "topology/chips.json")
+
+    def catalogue(mutate) -> bytes:
+        doc = json.loads(json.dumps(chips))
+        mutate(doc["chips"]["h100-sxm"])
+        return dumps(doc)
+
+    def shape(key, value):
+        def mutate(chip):
+            chip["efficiency"]["matmul_shape"] = {
+                "tile_m": {"value": 128, "source": "x"}, "tile_n": {"value": 128, "source": "x"},
+                "units": {"value": 132, "source": "x"}, "k_half": {"value": 64, "source": "x"},
+                "call_overhead": {"value": "2us", "source": "x"},
+                "batched": {"value": "one_call", "source": "x"}}
+            chip["efficiency"]["matmul_shape"][key]["value"] = value
+        return mutate
+
+    run = ["--no-trace", "--hardware-catalogue", "chips.json", "--model", "llama3.2-1b",
+           "--cluster", "dgx-h100", "--dp", "8"]
+    return [
+        Case("chips: a peak of 1e308 TFLOP/s", run,
+             {"chips.json": catalogue(lambda c: c["peak"]["bf16"].update(value="1e308TFLOP/s"))},
+             ["chips.json: /chips/h100-sxm/peak/bf16/value", "limit"]),
+        Case("chips: a peak of 1e-300 FLOP/s (kernels past 106 days)", run,
+             {"chips.json": catalogue(lambda c: c["peak"]["bf16"].update(value=1e-300))},
+             ["106 days"]),
+        Case("chips: HBM of 1e-300 B/s", run,
+             {"chips.json": catalogue(lambda c: c["hbm"]["bandwidth"].update(value=1e-300))},
+             ["106 days"]),
+        Case("chips: tile_m of 2^40", run, {"chips.json": catalogue(shape("tile_m", 1 << 40))},
+             ["tile_m"]),
+        Case("chips: k_half of 1e300", run, {"chips.json": catalogue(shape("k_half", 1e300))},
+             ["k_half"]),
+    ]
+
+
+def scenario_cases(root: Path) -> list[Case]:
+    return [
+        Case("scenario: nodes 2^62", ["run", "s.json", "--no-trace"],
+             {"s.json": dumps({"nodes": 1 << 62})}, ["/nodes"]),
+        Case("scenario: gbs 2^64 - 1", ["run", "s.json", "--no-trace"],
+             {"s.json": b'{"gbs": 18446744073709551615}'}, ["s.json: /gbs"]),
+        Case("scenario: deep stage_layers", ["run", "s.json", "--no-trace"],
+             {"s.json": b'{"stage_layers": ' + deep(150000) + b"}"}, ["nested deeper"]),
+    ]
+
+
+def trace_manifest(root: Path, trace_name: str, **changes) -> bytes:
+    doc = read(root, "tests/traces/fixtures/torch_cpu_smoke.manifest.json")
+    doc["trace"]["path"] = trace_name
+    doc.update(changes)
+    return dumps(doc)
+
+
+def validate_cases(root: Path) -> list[Case]:
+    profile = str((root / "validation/profiles/cpu-amd-epyc-2c.json").resolve())
+    val = ["validate", "manifest.json", "--hardware-profile", profile]
+    trace = (root / "tests/traces/fixtures/torch_cpu_smoke.trace.json.gz").read_bytes()
+    events = json.loads(gzip.decompress(trace))
+    overflowing = json.loads(json.dumps(events))
+    target = overflowing if isinstance(overflowing, list) else overflowing["traceEvents"]
+    target.append({"ph": "X", "name": "aten::mm", "pid": "CPU functions", "tid": 1,
+                   "ts": 9.0e12, "dur": 9.0e12})
+    dims = json.loads(json.dumps(events))
+    target = dims if isinstance(dims, list) else dims["traceEvents"]
+    target.append({"ph": "X", "name": "aten::mm", "pid": "CPU functions", "tid": 1, "ts": 10,
+                   "dur": 1, "args": {"Input Dims": [[2147483647, 2147483647],
+                                                     [2147483647, 2147483647]]}})
+    return [
+        Case("trace: a gzip bomb (3 MB -> 4 GiB)", val,
+             {"manifest.json": trace_manifest(root, "t.json.gz"), "t.json.gz": gzip_bomb(4 << 30)},
+             ["t.json.gz", "limit"]),
+        Case("trace: an event whose ts + dur passes 2^63 ps", val,
+             {"manifest.json": trace_manifest(root, "t.json"), "t.json": dumps(overflowing)},
+             ["t.json", "106 days"]),
+        Case("trace: GEMM dims of 2^31 - 1", val,
+             {"manifest.json": trace_manifest(root, "t.json"), "t.json": dumps(dims)},
+             ["t.json", "Input Dims"]),
+        Case("trace: 300,000 levels of nesting (gzipped)", val,
+             {"manifest.json": trace_manifest(root, "t.json.gz"),
+              "t.json.gz": gzip.compress(deep(300000))}, ["nested deeper"]),
+        Case("trace: 1e400", val,
+             {"manifest.json": trace_manifest(root, "t.json"),
+              "t.json": b'{"traceEvents": [{"ph": "X", "ts": 1e400}]}'}, ["1e400"]),
+        Case("trace: a sparse 1 GiB file", val,
+             {"manifest.json": trace_manifest(root, "t.json"), "t.json": b"SPARSE:1073741824"},
+             ["t.json", "limit"]),
+        Case("manifest: step time 1e300 s", val,
+             {"manifest.json": trace_manifest(root, "t.json.gz", step_times_s=[1e300]),
+              "t.json.gz": trace}, ["/step_times_s/0"]),
+        Case("manifest: a model nested 100,000 levels", val,
+             {"manifest.json": trace_manifest(root, "t.json.gz").replace(
+                 b'"model": {', b'"model": {"deep": ' + deep(100000) + b', ', 1),
+              "t.json.gz": trace}, ["nested deeper"]),
+        Case("profile: 200,000 levels of nesting", ["validate", "manifest.json",
+                                                    "--hardware-profile", "p.json"],
+             {"manifest.json": trace_manifest(root, "t.json.gz"), "t.json.gz": trace,
+              "p.json": b'{"chips": ' + deep(200000) + b"}"}, ["p.json", "nested deeper"]),
+    ]
+
+
+def collective_cases() -> list[Case]:
+    return [
+        Case("collective: --group 0-10^12", ["collective", "--group", "0-1000000000000"], {},
+             ["--group"]),
+        Case("collective: --group node:0-10^12", ["collective", "--group",
+                                                  "node:0-1000000000000"], {}, ["--group"]),
+        Case("collective: --sizes up to 2^63 - 1", ["collective", "--sizes",
+                                                    "8B:9223372036854775807B"], {}, ["--sizes"]),
+        Case("collective: --sizes 8B:1024TiB", ["collective", "--sizes", "8B:1024TiB"], {}, [],
+             {0, 2}),
+        Case("collective: --sizes 1 TiB, --factor 2^62", ["collective", "--sizes", "1TiB:1TiB",
+                                                          "--factor", "4611686018427387904"], {},
+             [], {0}),
+    ]
+
+
+def output_cases() -> list[Case]:
+    run = ["--model", "llama3.2-1b", "--cluster", "dgx-h100", "--dp", "8", "--no-trace"]
+    bad_utf8 = b"m\xff\xfe.json".decode("utf-8", "surrogateescape")
+    long_name = "x" * 256
+    return [
+        Case("paths: a 256-character --model", ["calc", "--model", long_name], {},
+             ["unknown model preset"]),
+        Case("paths: a 256-character --model ending in .json", ["calc", "--model",
+                                                                long_name + ".json"], {},
+             [long_name]),
+        Case("paths: a 256-character --json", run + ["--json", long_name + ".json"], {},
+             ["--json", "File name too long"]),
+        Case("paths: a 256-character --trace", run[:-1] + ["--trace", long_name + ".json"], {},
+             ["--trace", "File name too long"]),
+        Case("output: --json into a directory", run + ["--json", "."], {}, ["--json", "directory"]),
+        Case("output: --json in a missing directory", run + ["--json", "no/such/dir/r.json"], {},
+             ["--json", "no/such/dir/r.json"]),
+        Case("output: --trace with a full disk", run[:-1] + ["--trace", "t.json"], {},
+             ["--trace", "t.json"], file_size_limit=4096),
+        Case("output: --json with a full disk", run + ["--json", "r.json"], {},
+             ["--json", "r.json"], file_size_limit=512),
+        Case("output: a non-UTF-8 model path echoed in the JSON report",
+             ["--model", bad_utf8, "--cluster", "dgx-h100", "--dp", "8", "--no-trace",
+              "--json", "r.json"], {"SAME:" + bad_utf8: b"workloads/models/llama3.2-1b.json"},
+             [], {0}),
+    ]
+
+
+def materialize(case: Case, scratch: Path, root: Path) -> None:
+    for name, data in case.files.items():
+        if name.startswith("SAME:"):
+            (scratch / name[5:]).write_bytes((root / data.decode()).read_bytes())
+            continue
+        path = scratch / name
+        if data.startswith(b"SPARSE:"):
+            with open(path, "wb") as f:
+                f.truncate(int(data[7:]))
+            continue
+        path.write_bytes(data)
+
+
+def write_support_files(scratch: Path, root: Path) -> None:
+    """c.json: a 3-tier DGX H100 fabric that holds 32,768 GPUs (used by the op-budget case)."""
+    doc = read(root, "topology/clusters/dgx-h100.json")
+    doc["scale_out"]["tiers"]["value"] = 3
+    (scratch / "c.json").write_text(json.dumps(doc))
+
+
+def run_case(case: Case, binary: str, root: Path, limit_memory: bool, timeout: float) -> tuple:
+    with tempfile.TemporaryDirectory(prefix="meshsim-hostile-") as tmp:
+        scratch = Path(tmp)
+        write_support_files(scratch, root)
+        materialize(case, scratch, root)
+
+        def limits():
+            if limit_memory:
+                resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+            if case.file_size_limit is not None:
+                signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a failed write, not a kill
+                resource.setrlimit(resource.RLIMIT_FSIZE,
+                                   (case.file_size_limit, case.file_size_limit))
+
+        start = time.monotonic()
+        try:
+            p = subprocess.run([binary, *case.args], cwd=scratch, preexec_fn=limits,
+                               capture_output=True, timeout=timeout)
+            code, out = p.returncode, (p.stdout + p.stderr).decode("utf-8", "replace")
+        except subprocess.TimeoutExpired:
+            code, out = None, f"(no exit within {timeout:.0f} s)"
+        elapsed = time.monotonic() - start
+        leftovers = [p.name for p in scratch.iterdir() if p.name.startswith(".meshsim-")]
+    problems = [f"left temporary files {leftovers}"] if leftovers else []
+    if code is None:
+        problems.append("timed out")
+    elif code < 0:
+        problems.append(f"killed by signal {-code}")
+    elif code not in case.exit_codes:
+        problems.append(f"exit {code}, expected {sorted(case.exit_codes)}")
+    problems += [f"output has {bad!r}" for bad in FORBIDDEN if bad in out]
+    if code == 2:
+        problems += [f"message lacks {w!r}" for w in case.expect if w not in out]
+    return problems, code, elapsed, out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("binary")
+    parser.add_argument("root", type=Path)
+    parser.add_argument("--no-memory-limit", action="store_true")
+    parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("-k", dest="only", default="")
+    args = parser.parse_args()
+    root = args.root
+    cases = (model_cases(root) + run_flag_cases() + cluster_cases(root) + chips_cases(root) +
+             scenario_cases(root) + validate_cases(root) + collective_cases() + output_cases())
+    cases = [c for c in cases if args.only in c.name]
+    failed = 0
+    total_start = time.monotonic()
+    for case in cases:
+        problems, code, elapsed, out = run_case(case, args.binary, root,
+                                                not args.no_memory_limit, args.timeout)
+        last = out.strip().splitlines()[-1] if out.strip() else ""
+        status = "ok  " if not problems else "FAIL"
+        print(f"{status} {elapsed:6.2f} s  exit {code}  {case.name}")
+        if problems:
+            failed += 1
+            print(f"       {'; '.join(problems)}")
+        print(f"       {last[:300]}")
+    print(f"{len(cases) - failed} of {len(cases)} hostile inputs handled "
+          f"({time.monotonic() - total_start:.1f} s)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
