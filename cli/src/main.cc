@@ -13,6 +13,7 @@
 #include "meshsim/sim/error.h"
 #include "run_command.h"
 #include "scenario.h"
+#include "trace_limits.h"
 #include "validate_command.h"
 
 namespace {
@@ -22,6 +23,10 @@ using meshsim::cli::flag_of;
 using meshsim::cli::Scenario;
 using meshsim::workloads::ParallelPlan;
 using meshsim::workloads::PlanField;
+
+constexpr const char* kMaxTraceSizeHelp =
+    "Largest measured trace to read, as stored and inflated (default 128MiB; the parsed events "
+    "take about 15 times that in memory)";
 
 // A flag bound to the override scenario, applied (with its origin) only when given on the
 // command line.
@@ -269,6 +274,8 @@ int run_main(int argc, char** argv) {
                        "Exit with status 4 when |simulated / measured - 1| of the step time "
                        "exceeds this fraction (e.g. 0.05)")
       ->check(CLI::PositiveNumber);
+  std::string val_trace_size;
+  validate->add_option("--max-trace-size", val_trace_size, kMaxTraceSizeHelp);
 
   meshsim::cli::CalibrateArgs cal;
   std::string cal_json;
@@ -280,6 +287,8 @@ int run_main(int argc, char** argv) {
   calibrate->add_option("--hardware-profile", cal.hardware_profile,
                         "Base one-chip catalogue JSON (its efficiencies are the starting point)");
   calibrate->add_option("--json", cal_json, "Write the errors before, after and held out as JSON");
+  std::string cal_trace_size;
+  calibrate->add_option("--max-trace-size", cal_trace_size, kMaxTraceSizeHelp);
 
   try {
     app.parse(argc, argv);
@@ -300,11 +309,17 @@ int run_main(int argc, char** argv) {
     if (!val_trace.empty()) {
       val.trace_path = val_trace;
     }
+    if (!val_trace_size.empty()) {
+      val.trace_limits = meshsim::cli::trace_limits_from(val_trace_size);
+    }
     return meshsim::cli::validate_command(val, std::cout);
   }
   if (*calibrate) {
     if (!cal_json.empty()) {
       cal.json_path = cal_json;
+    }
+    if (!cal_trace_size.empty()) {
+      cal.trace_limits = meshsim::cli::trace_limits_from(cal_trace_size);
     }
     return meshsim::cli::calibrate_command(cal, std::cout);
   }

@@ -14,6 +14,7 @@
 #include "meshsim/validation/profile.h"
 #include "output_file.h"
 #include "report.h"
+#include "trace_limits.h"
 #include "run_command.h"
 #include "trace_setup.h"
 
@@ -198,7 +199,8 @@ int validate_command(const ValidateArgs& args, std::ostream& out) {
                                  args.manifest, m.platform));
   }
   const Profile profile = validation::load_profile(args.hardware_profile);
-  const traces::MeasuredTrace trace = traces::import_trace(m.trace_path);
+  const traces::MeasuredTrace trace =
+      with_trace_limit_hint([&] { return traces::import_trace(m.trace_path, args.trace_limits); });
   const Comparison c = validation::compare(m, profile.chip, trace);
 
   print_header(m, profile, c.measured, out);
