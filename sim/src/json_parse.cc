@@ -126,7 +126,8 @@ std::string read_input_file(const std::string& path, int64_t max_bytes, std::str
 
 nlohmann::json parse_json(std::string_view text, const std::string& source, int max_depth) {
   if (const auto finding = scan(text, max_depth)) {
-    throw InputError(source, fmt::format("byte {}", finding->byte), finding->message);
+    // 1-based, as the parser's own "byte N" (the first character is byte 1).
+    throw InputError(source, fmt::format("byte {}", finding->byte + 1), finding->message);
   }
   try {
     return nlohmann::json::parse(text);

@@ -62,8 +62,9 @@ std::optional<std::string> rate_out_of_range(double v, double max, std::string_v
     return fmt::format("expected a finite, non-negative rate, got {} {}", v, unit);
   }
   if (v > max) {  // +inf too: a finite number times a large unit
-    return fmt::format("{:g} {} is above the limit of {} ({:g} {}), far beyond any real device",
-                       v, unit, bound, max, unit);
+    return fmt::format("{} is above the limit of {} ({:g} {}), far beyond any real device",
+                       std::isinf(v) ? std::string("the rate") : fmt::format("{:g} {}", v, unit),
+                       bound, max, unit);
   }
   return std::nullopt;
 }

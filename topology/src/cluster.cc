@@ -27,6 +27,11 @@ int64_t product(const std::vector<int64_t>& shape) {
 // shape's JSON pointer.
 void check_torus_size(const ClusterSpec& spec, const std::vector<int64_t>& shape, int64_t slices,
                       const std::string& pointer) {
+  if (slices > kMaxDevices) {
+    throw InputError(spec.source, "/slices",
+                     fmt::format("{} slices are more than the {} chips meshsim simulates", slices,
+                                 kMaxDevices));
+  }
   int64_t chips = std::max<int64_t>(slices, 1);
   for (size_t i = 0; i < shape.size(); ++i) {
     const std::optional<int64_t> next = try_mul(chips, std::max<int64_t>(shape[i], 1));
@@ -102,7 +107,12 @@ void check_torus(ClusterSpec& spec) {
 
 void check_nvlink_domain(const ClusterSpec& spec) {
   const int64_t domain = spec.nvlink_domain_devices;
-  if (domain <= 0 || domain > kMaxDevices || domain % spec.devices_per_node != 0) {
+  if (domain > kMaxDevices) {
+    fail(spec, "/scale_up/domain_devices",
+         fmt::format("{} devices in one NVLink domain, more than the {} devices meshsim simulates",
+                     domain, kMaxDevices));
+  }
+  if (domain <= 0 || domain % spec.devices_per_node != 0) {
     fail(spec, "/scale_up/domain_devices",
          fmt::format("expected a positive multiple of devices_per_node ({}), got {}",
                      spec.devices_per_node, domain));
@@ -186,7 +196,8 @@ void detail::check_device_count(const ClusterSpec& spec) {
   }
   const std::optional<int64_t> devices = try_mul(spec.nodes, spec.devices_per_node);
   if (!devices || *devices > kMaxDevices) {
-    fail(spec, spec.devices_per_node > kMaxDevices ? "/devices_per_node" : "/nodes",
+    const bool per_node = spec.nodes <= kMaxDevices && spec.devices_per_node > kMaxDevices;
+    fail(spec, per_node ? "/devices_per_node" : "/nodes",
          fmt::format("{} nodes x {} devices is more than {} devices, the most meshsim simulates "
                      "(a network that size takes about a minute)",
                      spec.nodes, spec.devices_per_node, kMaxDevices));
