@@ -2,7 +2,9 @@
 # Installs meshsim's build dependencies from Debian 12 packages (only those missing), then
 # configures and builds the Release build in build/. Used by run.sh and test.sh; with --tests it
 # also installs what only the test suite needs: Debian's PyTorch (python3-torch), with which the
-# tests run the reference trainer's PyTorch twin on the CPU and validate its trace end to end.
+# tests run the reference trainer's PyTorch twin on the CPU and validate its trace end to end, and
+# clang with its sanitizer and libFuzzer runtimes (clang, libclang-rt-14-dev) for the sanitizer
+# build that test.sh runs (the fuzz preset).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +15,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 if [ "${1:-}" = "--tests" ]; then
-  packages+=(python3-torch)
+  packages+=(python3-torch clang libclang-rt-14-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do
