@@ -163,9 +163,9 @@ RankId Simulation::add_rank(ProgramIndex program, std::vector<GroupId> group_slo
   SIM_CHECK(program.index() < impl_->programs.size(), "unknown program {}", program.value());
   impl_->op_instances += impl_->programs[program.index()].program.size();
   if (impl_->op_instances > kMaxOps) {
-    throw LimitError(fmt::format("more than {} ops (2^23) over the {} simulated ranks: too large "
-                                 "to simulate in minutes (the default step simulated in full, "
-                                 "2,048 ranks, runs about 6 M)",
+    throw LimitError(fmt::format("more than {} ops (2^24) over the {} simulated ranks: too large "
+                                 "to simulate in a minute (the default step simulated in full, "
+                                 "2,048 ranks, runs 11.9 M)",
                                  kMaxOps, impl_->ranks.size() + 1));
   }
   RankState r;

@@ -169,10 +169,10 @@ struct Op {
 };
 
 // The most ops one program holds, and the most op instances (ops x the ranks running them) one
-// Simulation runs: 2^23 (8,388,608). The default step simulated in full runs about 6 M (2,048
-// ranks, ~8 s, ~1 GiB); the bound keeps any simulation within about a minute and 2 GiB. Past it,
-// Program::add and Simulation::add_rank throw LimitError.
-inline constexpr size_t kMaxOps = size_t{1} << 23;
+// Simulation runs: 2^24 (16,777,216). The default step simulated in full runs 11.9 M (2,048
+// ranks, ~8 s, ~0.9 GiB, about 80 bytes each); the bound keeps any simulation within about a
+// minute and 2 GiB. Past it, Program::add and Simulation::add_rank throw LimitError.
+inline constexpr size_t kMaxOps = size_t{1} << 24;
 
 class Program {
  public:
