@@ -15,7 +15,10 @@ target=${1:?usage: tools/fuzz.sh TARGET [SECONDS] [libFuzzer flags...]}
 seconds=${2:-3600}
 shift $(($# >= 2 ? 2 : 1))
 bin=build-fuzz/tests/fuzz/fuzz_${target}
-[ -x "$bin" ] || { echo "fuzz.sh: no $bin (cmake --preset fuzz && cmake --build --preset fuzz)" >&2; exit 2; }
+if [ ! -x "$bin" ]; then
+  echo "fuzz.sh: no $bin (cmake --preset fuzz && cmake --build --preset fuzz)" >&2
+  exit 2
+fi
 mkdir -p "build-fuzz/fuzz/corpus/${target}" "build-fuzz/fuzz/artifacts/${target}"
 exec "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
   -print_final_stats=1 -dict="tests/fuzz/dict/${target}.dict" \

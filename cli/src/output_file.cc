@@ -104,7 +104,8 @@ OutputFile::OutputFile(std::string path, std::string flag)
     // The rename at the end would fail on a name the directory cannot hold: fail now instead.
     const fs::path dir = fs::path(path_).parent_path();
     const long name_max = pathconf(dir.empty() ? "." : dir.c_str(), _PC_NAME_MAX);
-    if (name_max > 0 && fs::path(path_).filename().string().size() > static_cast<size_t>(name_max)) {
+    if (name_max > 0 &&
+        fs::path(path_).filename().string().size() > static_cast<size_t>(name_max)) {
       fail("its name is longer than the file system allows", ENAMETOOLONG);
     }
     temp_ = temp_beside(path_);

@@ -21,8 +21,9 @@ auto with_trace_limit_hint(F&& import) {
     return import();
   } catch (const InputSizeError& e) {
     throw InputSizeError(e.source(), e.location(),
-                         e.message() + " (a larger trace needs --max-trace-size, e.g. 1GiB, and "
-                                       "about 15 times that in memory)");
+                         e.message() +
+                             " (a larger trace needs --max-trace-size, e.g. 1GiB, and "
+                             "about 15 times that in memory)");
   }
 }
 

@@ -76,7 +76,8 @@ void TraceSetup::attach(Simulation& sim, std::vector<std::pair<std::string, std:
                                              cluster_.device_count() - 1,
                                              [&sim](RankId r) { return sim.global_rank(r); });
   options.metadata = std::move(meta);
-  writer_ = std::make_unique<traces::TraceWriter>(format_, sim, file_->stream(), std::move(options));
+  writer_ =
+      std::make_unique<traces::TraceWriter>(format_, sim, file_->stream(), std::move(options));
 }
 
 namespace {

@@ -85,8 +85,8 @@ std::optional<ScanFinding> scan(std::string_view text, int max_depth) {
 
 std::string describe_limit(int64_t bytes) {
   constexpr int64_t kKiB = 1024;
-  for (const auto& [unit, scale] : {std::pair{"GiB", kKiB * kKiB * kKiB}, std::pair{"MiB", kKiB * kKiB},
-                                    std::pair{"KiB", kKiB}}) {
+  for (const auto& [unit, scale] : {std::pair{"GiB", kKiB * kKiB * kKiB},
+                                    std::pair{"MiB", kKiB * kKiB}, std::pair{"KiB", kKiB}}) {
     if (bytes >= scale) {
       const double v = static_cast<double>(bytes) / static_cast<double>(scale);
       return bytes % scale == 0 ? fmt::format("{} {}", bytes / scale, unit)
@@ -133,9 +133,9 @@ nlohmann::json parse_json(std::string_view text, const std::string& source, int 
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     const bool at_end = e.byte >= text.size();
-    throw InputError(source, fmt::format("byte {}", e.byte),
-                     at_end ? "not valid JSON: the text ends early (a truncated file?)"
-                            : "not valid JSON");
+    throw InputError(
+        source, fmt::format("byte {}", e.byte),
+        at_end ? "not valid JSON: the text ends early (a truncated file?)" : "not valid JSON");
   } catch (const nlohmann::json::exception& e) {
     // out_of_range and the like that the scan did not foresee: still the input's fault.
     throw InputError(source, "", fmt::format("not valid JSON: {}", e.what()));

@@ -47,8 +47,8 @@ const fs::path& scratch_dir() {
 
 fs::path write_scratch(const std::string& name, std::string_view data) {
   const fs::path p = scratch_dir() / name;
-  std::ofstream(p, std::ios::binary | std::ios::trunc).write(data.data(),
-                                                             static_cast<std::streamsize>(data.size()));
+  std::ofstream(p, std::ios::binary | std::ios::trunc)
+      .write(data.data(), static_cast<std::streamsize>(data.size()));
   return p;
 }
 
@@ -142,9 +142,9 @@ using Entry = std::function<void(std::string_view)>;
 
 const std::map<std::string, Entry, std::less<>>& entries() {
   static const std::map<std::string, Entry, std::less<>> kEntries = {
-      {"model", run_model},       {"hf_config", run_model},         {"cluster", run_cluster},
-      {"chips", run_chips},       {"scenario", run_scenario},       {"manifest", run_manifest},
-      {"profile", run_profile},   {"pytorch_trace", run_trace},     {"jax_trace", run_trace}};
+      {"model", run_model},     {"hf_config", run_model},     {"cluster", run_cluster},
+      {"chips", run_chips},     {"scenario", run_scenario},   {"manifest", run_manifest},
+      {"profile", run_profile}, {"pytorch_trace", run_trace}, {"jax_trace", run_trace}};
   return kEntries;
 }
 

@@ -1,6 +1,7 @@
 // One libFuzzer target (MESHSIM_FUZZ_TARGET names it, see tests/fuzz/CMakeLists.txt). An input
 // error is a normal outcome; anything escaping run_target (and so reaching libFuzzer as an uncaught
-// exception) is a finding, as are crashes, hangs, memory beyond -rss_limit_mb and sanitizer reports.
+// exception) is a finding, as are crashes, hangs, memory beyond -rss_limit_mb and sanitizer
+// reports.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

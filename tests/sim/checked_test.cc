@@ -43,8 +43,9 @@ TEST(Checked, ExactResultsWithinRange) {
 TEST(Checked, OverflowIsALimitErrorNamingWhatAndTheOperands) {
   EXPECT_FALSE(try_mul(3037000500, 3037000500).has_value());
   EXPECT_FALSE(try_add(kMax, 1).has_value());
-  const std::string msg =
-      limit_error([] { checked_product({int64_t{1} << 40, int64_t{1} << 30}, "KV cache bytes"); });
+  const std::string msg = limit_error([] {
+    checked_product({int64_t{1} << 40, int64_t{1} << 30}, "KV cache bytes");
+  });
   EXPECT_THAT(msg, HasSubstr("KV cache bytes: 1099511627776 x 1073741824 does not fit in 64 bits"));
   EXPECT_THAT(limit_error([] { checked_add(kMax, 1, "a sum"); }), HasSubstr("a sum: "));
   // A LimitError is an InfeasibleError: main reports it with exit 2.

@@ -17,9 +17,9 @@
 namespace meshsim::topology {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::capture_input_error;
 using testing::expect_error;
+using ::testing::HasSubstr;
 using testing::read_source_json;
 
 struct LimitCase {
@@ -43,7 +43,10 @@ TEST(ClusterLimits, EverySizeHasAStatedBound) {
          d["devices_per_node"] = int64_t{1} << 32;
        },
        "/nodes", "more than 32768 devices"},
-      {"tpu-v5p", [](auto& d) { d["scale_up"]["shape"] = {int64_t{1} << 32, int64_t{1} << 32, 4}; },
+      {"tpu-v5p",
+       [](auto& d) {
+         d["scale_up"]["shape"] = {int64_t{1} << 32, int64_t{1} << 32, 4};
+       },
        "/scale_up/shape/0", "has more than 32768 chips"},
       {"tpu-v5e", [](auto& d) { d["slices"] = int64_t{1} << 40; }, "/slices",
        "more than the 32768 chips"},
@@ -52,7 +55,9 @@ TEST(ClusterLimits, EverySizeHasAStatedBound) {
       {"dgx-h100", [](auto& d) { d["scale_out"]["nics_per_device"]["value"] = 100000; },
        "/scale_out/nics_per_device/value", "above the limit of 65536"},
       {"dgx-h100",
-       [](auto& d) { d["scale_out"]["nic_bandwidth"] = {{"value", "1e308TB/s"}, {"source", "x"}}; },
+       [](auto& d) {
+         d["scale_out"]["nic_bandwidth"] = {{"value", "1e308TB/s"}, {"source", "x"}};
+       },
        "/scale_out/nic_bandwidth/value", "above the limit of 1 EB/s"},
       {"dgx-h100", [](auto& d) { d["scale_up"]["latency"]["value"] = "2s"; },
        "/scale_up/latency/value", "above the limit of 1 s"},
@@ -80,8 +85,9 @@ TEST(ClusterLimits, ResizingPastTheBoundIsRefused) {
   EXPECT_EQ(resize_nodes(gpu, 4096).device_count(), 32768);
   // A --shape whose extents multiply past 2^64 divided by zero (SIGFPE) before.
   const ClusterSpec tpu = load_cluster("tpu-v5p", cat);
-  const InputError e = capture_input_error(
-      [&] { resize_torus(tpu, {int64_t{1} << 32, int64_t{1} << 32, 4}); });
+  const InputError e = capture_input_error([&] {
+    resize_torus(tpu, {int64_t{1} << 32, int64_t{1} << 32, 4});
+  });
   EXPECT_EQ(e.location(), "/scale_up/shape/0");
   EXPECT_THAT(e.message(), HasSubstr("more than 32768 chips"));
   EXPECT_EQ(resize_torus(tpu, {32, 32, 32}).device_count(), 32768);
@@ -92,8 +98,8 @@ TEST(ClusterLimits, AnExplicitGraphHoldsAtMost2To20Links) {
   doc["nodes"] = 1;
   doc["devices_per_node"] = 2;
   nlohmann::json links = nlohmann::json::array();
-  const nlohmann::json link = {{"a", "gpu0"}, {"b", "gpu1"}, {"bandwidth", "1GB/s"},
-                               {"latency", "1us"}};
+  const nlohmann::json link = {
+      {"a", "gpu0"}, {"b", "gpu1"}, {"bandwidth", "1GB/s"}, {"latency", "1us"}};
   for (int64_t i = 0; i <= kMaxGraphLinks; ++i) {
     links.push_back(link);
   }
@@ -125,9 +131,8 @@ TEST(ChipLimits, HardwareFiguresHaveStatedBounds) {
                "chips.json", base + "/gpu/sm_count/value", "above the limit of 65536");
   expect_error(chip_error([](auto& c) { c["gpu"]["boost_clock"]["value"] = "1e9GHz"; }),
                "chips.json", base + "/gpu/boost_clock/value", "above the limit of 100 GHz");
-  expect_error(
-      chip_error([](auto& c) { c["efficiency"]["launch_overhead"]["value"] = "1e6s"; }),
-      "chips.json", base + "/efficiency/launch_overhead/value", "above the limit of 1 s");
+  expect_error(chip_error([](auto& c) { c["efficiency"]["launch_overhead"]["value"] = "1e6s"; }),
+               "chips.json", base + "/efficiency/launch_overhead/value", "above the limit of 1 s");
 }
 
 TEST(ComputeLimits, GemmTilesAreACheckedProduct) {

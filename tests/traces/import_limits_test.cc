@@ -71,7 +71,8 @@ TEST(ImportLimits, FilesAndTextPastTheirLimitsAreNotRead) {
 TEST(ImportLimits, DeepNestingAnywhereIsRefused) {
   const std::string deep = std::string(5000, '[') + std::string(5000, ']');
   const InputError e = input_error([&] {
-    import_trace_text(legacy_trace(R"(, {"ph": "X", "name": "a", "args": )" + deep + "}"), "t.json");
+    import_trace_text(legacy_trace(R"(, {"ph": "X", "name": "a", "args": )" + deep + "}"),
+                      "t.json");
   });
   EXPECT_THAT(e.what(), HasSubstr("nested deeper than 128 levels"));
   EXPECT_TRUE(e.location().starts_with("byte ")) << e.what();
@@ -101,7 +102,8 @@ TEST(ImportLimits, OpsOfAStepSummingPastInt64AreLocated) {
            std::to_string(i + 2) + R"(, "ts": 1, "dur": 3e12})";
   }
   const std::string text = R"([{"ph": "X", "name": "ProfilerStep#1", "pid": "CPU functions",
-                                "tid": 1, "ts": 0, "dur": 3.1e12})" + ops + "]";
+                                "tid": 1, "ts": 0, "dur": 3.1e12})" +
+                           ops + "]";
   const InputError e = input_error([&] { import_trace_text(text, "t.json"); });
   EXPECT_EQ(e.location(), "/");
   EXPECT_THAT(e.message(), HasSubstr("the ops of step 0 add up to more than 2^63 ps"));

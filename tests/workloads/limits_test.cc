@@ -45,9 +45,12 @@ TEST(ModelLimits, EverySizeHasAStatedBound) {
   const struct {
     const char* field;
     int64_t value;
-  } cases[] = {{"num_layers", int64_t{1} << 30}, {"d_model", 8192000000},
-               {"num_heads", int64_t{1} << 40},  {"head_dim", int64_t{1} << 40},
-               {"d_ff", int64_t{1} << 50},       {"vocab_size", int64_t{1} << 40},
+  } cases[] = {{"num_layers", int64_t{1} << 30},
+               {"d_model", 8192000000},
+               {"num_heads", int64_t{1} << 40},
+               {"head_dim", int64_t{1} << 40},
+               {"d_ff", int64_t{1} << 50},
+               {"vocab_size", int64_t{1} << 40},
                {"max_position_embeddings", int64_t{1} << 62}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.field);

@@ -19,9 +19,9 @@ double wave_quantization(const MatmulShapeEfficiency& model, const MatmulShape& 
   SIM_CHECK(shape.m > 0 && shape.n > 0 && shape.k > 0 && shape.batch > 0,
             "GEMM shape {}x{}x{} (batch {}) must be positive", shape.m, shape.k, shape.n,
             shape.batch);
-  const int64_t tiles =
-      checked_product({shape.batch, ceil_div(shape.m, model.tile_m), ceil_div(shape.n, model.tile_n)},
-                      "output tiles of a GEMM");
+  const int64_t tiles = checked_product(
+      {shape.batch, ceil_div(shape.m, model.tile_m), ceil_div(shape.n, model.tile_n)},
+      "output tiles of a GEMM");
   const int64_t waves = ceil_div(tiles, model.units);
   const double computed = static_cast<double>(waves) * static_cast<double>(model.units) *
                           static_cast<double>(model.tile_m) * static_cast<double>(model.tile_n);

@@ -126,8 +126,9 @@ Event make_event(const nlohmann::json& e, const RawEvent& raw, double origin_us,
   const double dur_ps = raw.dur_us * 1e6;
   // The end too (ts + dur), so that every end, and any difference of two times, fits in int64.
   if (!(rel_ps + dur_ps < 9.2e18)) {
-    throw InputError(source, fmt::format("{}/{}/{}", base, raw.index, dur_ps > rel_ps ? "dur" : "ts"),
-                     "the event ends more than 106 days (2^63 ps) after the trace's first event");
+    throw InputError(
+        source, fmt::format("{}/{}/{}", base, raw.index, dur_ps > rel_ps ? "dur" : "ts"),
+        "the event ends more than 106 days (2^63 ps) after the trace's first event");
   }
   ev.start = SimTime::from_ps(std::llround(rel_ps));
   ev.duration = Duration::from_ps(std::llround(dur_ps));

@@ -117,8 +117,9 @@ std::vector<int64_t> input_dims(const EventTable& table, const Event& e, size_t 
     if (!d.is_number_integer() || (d.is_number_unsigned() && d.get<uint64_t>() > kMaxGemmExtent) ||
         d.get<int64_t>() < 0 || d.get<int64_t>() > kMaxGemmExtent) {
       bad_dims(table, e,
-               fmt::format("input {}: expected non-negative integer dimensions of at most 2^31 - 1, got {}", i,
-                           describe_json(d)));
+               fmt::format("input {}: expected non-negative integer dimensions of at most "
+                           "2^31 - 1, got {}",
+                           i, describe_json(d)));
     }
     out.push_back(d.get<int64_t>());
   }
@@ -353,7 +354,8 @@ MeasuredTrace import_pytorch(const EventTable& table) {
   trace.framework = "pytorch";
   trace.op_source = any_device ? "device" : "host";
   trace.steps =
-      build_steps(table, ranges, std::move(c), any_device ? Assign::kUntilNextStep : Assign::kWithinRange);
+      build_steps(table, ranges, std::move(c),
+                  any_device ? Assign::kUntilNextStep : Assign::kWithinRange);
   count_host_events(table, kinds, ranges, trace.steps);
   return trace;
 }

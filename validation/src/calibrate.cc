@@ -47,8 +47,8 @@ Calibration calibrate(const Profile& base, const std::vector<Manifest>& manifest
                       const traces::ImportLimits& trace_limits) {
   std::vector<FitCase> fit_cases;
   for (const Manifest& m : manifests) {
-    fit_cases.push_back(make_fit_case(step_kernels(m), base.chip,
-                                      measure(m, traces::import_trace(m.trace_path, trace_limits))));
+    const traces::MeasuredTrace trace = traces::import_trace(m.trace_path, trace_limits);
+    fit_cases.push_back(make_fit_case(step_kernels(m), base.chip, measure(m, trace)));
   }
   const std::vector<const FitCase*> every = all_but(fit_cases, fit_cases.size());
   Calibration c;

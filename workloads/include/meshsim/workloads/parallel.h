@@ -175,14 +175,15 @@ struct PlanLimits {
 };
 
 // Checks the plan against the model; throws PlanError naming the field at fault and what was
-// expected: sizes positive and within PlanLimits; TP dividing the query heads, the KV heads (or KV heads dividing TP,
-// then replicated) and d_ff; SP only with TP > 1 and the tokens of a CP rank divisible by TP; CP
-// with 2*CP dividing the sequence (load-balanced causal chunks); PP dividing the layers unless
-// stage_layers states the split (one positive entry per stage, summing to the layers); VPP only
-// with the interleaved schedule, dividing the layers per stage; EP only on MoE models, dividing DP
-// and the experts; the global batch a multiple of DP x MBS; the pipeline schedule's own rules
-// (pipeline.h); a training precision (not fp16). Whether the degrees fit the cluster is the
-// composition root's check (workloads knows no hardware).
+// expected: sizes positive and within PlanLimits; TP dividing the query heads, the KV heads (or KV
+// heads dividing TP, then replicated) and d_ff; SP only with TP > 1 and the tokens of a CP rank
+// divisible by TP; CP with 2*CP dividing the sequence (load-balanced causal chunks); PP dividing
+// the layers unless stage_layers states the split (one positive entry per stage, summing to the
+// layers); VPP only with the interleaved schedule, dividing the layers per stage; EP only on MoE
+// models, dividing DP and the experts; the global batch a multiple of DP x MBS; microbatches x
+// layers within PlanLimits; the pipeline schedule's own rules (pipeline.h); a training precision
+// (not fp16). Whether the degrees fit the cluster is the composition root's check (workloads
+// knows no hardware).
 void validate_plan(const ModelConfig& model, const ParallelPlan& plan);
 // The part of validate_plan that decides how the model splits over the ranks (what partition.h
 // needs): sizes, TP, SP, CP, PP, VPP, EP and the schedule's rules, without the rules on
