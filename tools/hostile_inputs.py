@@ -122,7 +122,8 @@ def run_flag_cases() -> list[Case]:
              {2, 3}),
         Case("run: --tp and --dp 2^32 (product wraps)", small + ["--tp", "4294967296", "--dp",
                                                                 "4294967296"], {}, ["--dp"]),
-        Case("run: --nodes 10^12", ["--no-trace", "--nodes", "1000000000000"], {}, ["/nodes"]),
+        Case("run: --nodes 10^12", ["--no-trace", "--nodes", "1000000000000"], {},
+             ["--nodes: 1000000000000 nodes"]),
         Case("run: --shape 2^32 x 2^32 x 4 (SIGFPE)",
              ["--no-trace", "--model", "llama3-8b", "--cluster", "tpu-v5p", "--shape",
               "4294967296x4294967296x4", "--dp", "512"], {}, ["shape"]),
@@ -219,7 +220,7 @@ def chips_cases(root: Path) -> list[Case]:
 def scenario_cases(root: Path) -> list[Case]:
     return [
         Case("scenario: nodes 2^62", ["run", "s.json", "--no-trace"],
-             {"s.json": dumps({"nodes": 1 << 62})}, ["/nodes"]),
+             {"s.json": dumps({"nodes": 1 << 62})}, ["s.json: /nodes"]),
         Case("scenario: gbs 2^64 - 1", ["run", "s.json", "--no-trace"],
              {"s.json": b'{"gbs": 18446744073709551615}'}, ["s.json: /gbs"]),
         Case("scenario: deep stage_layers", ["run", "s.json", "--no-trace"],

@@ -23,6 +23,7 @@ topology::ClusterSpec load_cluster_args(const ClusterArgs& a) {
   s.cluster = a.cluster;
   s.nodes = a.nodes;
   s.shape = a.shape;
+  s.size_origin = Origin::flag(a.shape ? "--shape" : "--nodes");
   s.hardware_catalogue = a.hardware_catalogue;
   return load_cluster_for(s);
 }

@@ -8,6 +8,50 @@
 
 namespace meshsim::cli {
 
+namespace {
+
+// "8x16x16" -> {8, 16, 16}; an InputError at `where` otherwise.
+std::vector<int64_t> parse_shape(const std::string& shape, const Origin& where) {
+  std::vector<int64_t> dims;
+  std::string_view rest = shape;
+  while (!rest.empty()) {
+    const size_t x = rest.find('x');
+    const std::string part(rest.substr(0, x));
+    int64_t v = 0;
+    try {
+      size_t used = 0;
+      v = std::stoll(part, &used);
+      if (used != part.size()) {
+        v = 0;
+      }
+    } catch (const std::exception&) {
+      v = 0;
+    }
+    if (v <= 0) {
+      throw where.error(
+          fmt::format("\"{}\": expected positive extents joined by 'x', e.g. 8x16x16", shape));
+    }
+    dims.push_back(v);
+    rest = x == std::string_view::npos ? std::string_view{} : rest.substr(x + 1);
+  }
+  return dims;
+}
+
+topology::ClusterSpec resize(topology::ClusterSpec c, const Scenario& s) {
+  if (s.nodes) {
+    if (*s.nodes <= 0) {
+      throw s.size_origin.error(fmt::format("expected a positive integer, got {}", *s.nodes));
+    }
+    c = topology::resize_nodes(std::move(c), *s.nodes);
+  }
+  if (s.shape) {
+    c = topology::resize_torus(std::move(c), parse_shape(*s.shape, s.size_origin));
+  }
+  return c;
+}
+
+}  // namespace
+
 topology::ClusterSpec load_cluster_for(const Scenario& s) {
   const topology::Catalogue catalogue = s.hardware_catalogue
                                             ? topology::Catalogue::load(*s.hardware_catalogue)
@@ -16,39 +60,17 @@ topology::ClusterSpec load_cluster_for(const Scenario& s) {
   if (s.nodes && s.shape) {
     throw InputError("--shape", "", "give --nodes (GPU clusters) or --shape (TPU slices), not both");
   }
-  if (s.nodes) {
-    if (*s.nodes <= 0) {
-      throw InputError("--nodes", "", fmt::format("expected a positive integer, got {}", *s.nodes));
+  const std::string cluster_source = c.source;
+  try {
+    return resize(std::move(c), s);
+  } catch (const InputError& e) {
+    // A size the cluster refuses is reported where the size came from (a flag, or a scenario
+    // file's /nodes or /shape), not against the cluster's own file.
+    if (e.source() == cluster_source && s.size_origin.given()) {
+      throw s.size_origin.error(e.message());
     }
-    c = topology::resize_nodes(std::move(c), *s.nodes);
+    throw;
   }
-  if (s.shape) {
-    std::vector<int64_t> dims;
-    std::string_view rest = *s.shape;
-    while (!rest.empty()) {
-      const size_t x = rest.find('x');
-      const std::string part(rest.substr(0, x));
-      int64_t v = 0;
-      try {
-        size_t used = 0;
-        v = std::stoll(part, &used);
-        if (used != part.size()) {
-          v = 0;
-        }
-      } catch (const std::exception&) {
-        v = 0;
-      }
-      if (v <= 0) {
-        throw InputError("--shape", "",
-                         fmt::format("\"{}\": expected positive extents joined by 'x', e.g. 8x16x16",
-                                     *s.shape));
-      }
-      dims.push_back(v);
-      rest = x == std::string_view::npos ? std::string_view{} : rest.substr(x + 1);
-    }
-    c = topology::resize_torus(std::move(c), dims);
-  }
-  return c;
 }
 
 nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& cluster) {

@@ -160,6 +160,10 @@ void add_run_options(CLI::App* app, RunFlags& f) {
   bind_scenario(app, f, "--nodes", &Scenario::nodes, "Resize a GPU cluster to this many nodes");
   bind_scenario(app, f, "--shape", &Scenario::shape,
                 "Resize a TPU slice to this torus, e.g. 8x16x16");
+  for (const char* flag : {"--nodes", "--shape"}) {  // given: the size comes from the flag
+    CLI::Option* o = app->get_option(flag);
+    f.overrides.push_back({o, [flag](Scenario& s) { s.size_origin = Origin::flag(flag); }});
+  }
   add_plan_options(app, f);
   bind_scenario(app, f, "--hardware-catalogue", &Scenario::hardware_catalogue,
                 "Chip catalogue JSON");

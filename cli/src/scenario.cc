@@ -124,9 +124,11 @@ Scenario load_scenario(const std::string& path, Scenario s) {
   }
   if (auto v = opt(o, "nodes", &JsonObject::positive_integer)) {
     s.nodes = *v;
+    s.size_origin = Origin::file(path, "/nodes");
   }
   if (auto v = opt(o, "shape", &JsonObject::string)) {
     s.shape = *v;
+    s.size_origin = Origin::file(path, "/shape");
   }
   read_plan(o, s.plan);
   if (auto v = opt(o, "hardware_catalogue", &JsonObject::string)) {

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "meshsim/sim/provenance.h"
 #include "meshsim/workloads/parallel.h"
 
 namespace meshsim::cli {
@@ -37,6 +38,9 @@ struct Scenario {
   std::string cluster = "dgx-h100";
   std::optional<int64_t> nodes;
   std::optional<std::string> shape;  // TPU torus, e.g. "8x16x16"
+  // Where nodes or shape came from (a file's /nodes or /shape, or the flag): a resize the cluster
+  // refuses is reported there, not against the cluster's own file.
+  Origin size_origin = Origin::preset("the default scenario");
   std::optional<std::string> hardware_catalogue;
   workloads::ParallelPlan plan = neutral_plan();
 
