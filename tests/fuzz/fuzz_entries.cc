@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -35,14 +36,24 @@ constexpr traces::ImportLimits kTraceLimits{
 // Networks are built (and traced) only for clusters this small, to keep each run short.
 constexpr int64_t kMaxNetworkDevices = 512;
 
-// A scratch directory of this process, for the loaders that read a path.
+void remove_scratch_dir();
+
+// A scratch directory of this process, for the loaders that read a path; removed at exit (the
+// handler is registered after the path is made, so it runs before the path is destroyed).
 const fs::path& scratch_dir() {
   static const fs::path dir = [] {
     fs::path d = fs::temp_directory_path() / ("meshsim-fuzz-" + std::to_string(getpid()));
     fs::create_directories(d);
     return d;
   }();
+  static const int registered = std::atexit(remove_scratch_dir);
+  (void)registered;
   return dir;
+}
+
+void remove_scratch_dir() {
+  std::error_code ec;
+  fs::remove_all(scratch_dir(), ec);
 }
 
 fs::path write_scratch(const std::string& name, std::string_view data) {
