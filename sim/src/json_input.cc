@@ -111,9 +111,6 @@ double JsonObject::fraction(const std::string& key) {
   return d;
 }
 
-namespace {
-// An integer JSON value as int64, or nullopt (not an integer, or one past int64: nlohmann keeps
-// those as uint64, and get<int64_t> would wrap them to negative numbers).
 std::optional<int64_t> as_int64(const nlohmann::json& v) {
   if (v.is_number_unsigned()) {
     const auto u = v.get<uint64_t>();
@@ -127,7 +124,6 @@ std::optional<int64_t> as_int64(const nlohmann::json& v) {
   }
   return std::nullopt;
 }
-}  // namespace
 
 int64_t JsonObject::integer(const std::string& key) {
   const auto& v = get(key);

@@ -31,15 +31,8 @@ std::string id_text(const nlohmann::json& v) {
 }
 
 std::optional<int64_t> id_number(const nlohmann::json& v) {
-  if (v.is_number_unsigned()) {
-    const auto u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return std::nullopt;
-    }
-    return static_cast<int64_t>(u);
-  }
   if (v.is_number_integer()) {
-    return v.get<int64_t>();
+    return as_int64(v);
   }
   if (v.is_number_float()) {
     const double d = v.get<double>();

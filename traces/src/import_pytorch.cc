@@ -114,14 +114,14 @@ std::vector<int64_t> input_dims(const EventTable& table, const Event& e, size_t 
   }
   std::vector<int64_t> out;
   for (const nlohmann::json& d : all[i]) {
-    if (!d.is_number_integer() || (d.is_number_unsigned() && d.get<uint64_t>() > kMaxGemmExtent) ||
-        d.get<int64_t>() < 0 || d.get<int64_t>() > kMaxGemmExtent) {
+    const std::optional<int64_t> n = as_int64(d);
+    if (!n || *n < 0 || *n > kMaxGemmExtent) {
       bad_dims(table, e,
                fmt::format("input {}: expected non-negative integer dimensions of at most "
                            "2^31 - 1, got {}",
                            i, describe_json(d)));
     }
-    out.push_back(d.get<int64_t>());
+    out.push_back(*n);
   }
   return out;
 }

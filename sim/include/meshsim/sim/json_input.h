@@ -121,6 +121,10 @@ std::optional<T> opt(JsonObject& obj, const std::string& key, T (JsonObject::*ge
   return (obj.*getter)(key);
 }
 
+// An integer JSON value as int64, or nullopt: not an integer, or one past int64 (nlohmann keeps
+// those as uint64, and get<int64_t> would wrap them to negative numbers).
+std::optional<int64_t> as_int64(const nlohmann::json& v);
+
 // Describes a JSON value for error messages: `-3`, `"abc"`, `an object`.
 std::string describe_json(const nlohmann::json& v);
 
