@@ -61,6 +61,11 @@ def gzip_bomb(inflated: int) -> bytes:
     return member * max(1, inflated // chunk)
 
 
+def dense(size: int, element: bytes = b'{"":{}}') -> bytes:
+    """A JSON array of `size` bytes of tiny objects: the most parsed memory per byte (~35x)."""
+    return b"[" + b",".join([element] * ((size - 2) // (len(element) + 1))) + b"]"
+
+
 def deep(levels: int, inner: str = "1") -> bytes:
     return ("[" * levels + inner + "]" * levels).encode()
 
@@ -93,6 +98,9 @@ def model_cases(root: Path) -> list[Case]:
         Case("model: 100,000 levels of nesting", ["calc", "--model", "m.json"],
              {"m.json": b'{"name": ' + deep(100000) + b"}"}, ["nested deeper"]),
         Case("model: /dev/zero", ["calc", "--model", "/dev/zero"], {}, ["/dev/zero", "limit"]),
+        Case("model: 63 MiB of empty objects (the densest document)", ["calc", "--model",
+                                                                       "m.json"],
+             {"m.json": dense(63 << 20)}, ["m.json", "expected an object"], heavy=True),
         Case("model: a directory", ["calc", "--model", "."], {}, ["directory"]),
         Case("model: HF gpt2 n_embd 2^62 (4 x n_embd wraps)", ["calc", "--model", "config.json"],
              {"config.json": dumps(hf)}, ["config.json: /n_embd"]),
@@ -265,6 +273,9 @@ def validate_cases(root: Path) -> list[Case]:
         Case("trace: 1e400", val,
              {"manifest.json": trace_manifest(root, "t.json"),
               "t.json": b'{"traceEvents": [{"ph": "X", "ts": 1e400}]}'}, ["1e400"]),
+        Case("trace: 63 MiB of empty objects (the densest document)", val,
+             {"manifest.json": trace_manifest(root, "t.json"), "t.json": dense(63 << 20)},
+             ["t.json", "phase"], heavy=True),
         Case("trace: a sparse 1 GiB file", val,
              {"manifest.json": trace_manifest(root, "t.json"), "t.json": b"SPARSE:1073741824"},
              ["t.json", "limit"]),

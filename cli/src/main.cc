@@ -25,8 +25,8 @@ using meshsim::workloads::ParallelPlan;
 using meshsim::workloads::PlanField;
 
 constexpr const char* kMaxTraceSizeHelp =
-    "Largest measured trace to read, as stored and inflated (default 128MiB; the parsed events "
-    "take about 15 times that in memory)";
+    "Largest measured trace to read, as stored and inflated (default 64MiB; the parsed document "
+    "takes 15 to 35 times that in memory)";
 
 // A flag bound to the override scenario, applied (with its origin) only when given on the
 // command line.

@@ -1,6 +1,6 @@
 // --max-trace-size (meshsim validate and calibrate): the limit on a measured trace's file and its
-// inflated JSON text (traces::ImportLimits, 128 MiB each by default; the parsed events take about
-// 15 times the text in memory).
+// inflated JSON text (traces::ImportLimits, 64 MiB each by default; the parsed document takes 15
+// to 35 times the text in memory).
 #pragma once
 
 #include <string>
@@ -23,7 +23,7 @@ auto with_trace_limit_hint(F&& import) {
     throw InputSizeError(e.source(), e.location(),
                          e.message() +
                              " (a larger trace needs --max-trace-size, e.g. 1GiB, and "
-                             "about 15 times that in memory)");
+                             "15 to 35 times that in memory)");
   }
 }
 

@@ -64,7 +64,7 @@ TEST(ImportLimits, FilesAndTextPastTheirLimitsAreNotRead) {
               }).message(),
               HasSubstr("larger than the 64 B limit on a trace's JSON text"));
   // /dev/zero never ends.
-  EXPECT_THAT(input_error([] { import_trace("/dev/zero"); }).message(), HasSubstr("128 MiB"));
+  EXPECT_THAT(input_error([] { import_trace("/dev/zero"); }).message(), HasSubstr("64 MiB"));
   EXPECT_EQ(import_trace_text(legacy_trace(""), "t.json").steps.size(), 1u);
 }
 

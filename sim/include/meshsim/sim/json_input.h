@@ -25,7 +25,8 @@ namespace meshsim {
 // large, endless (/dev/zero) or deep, makes meshsim read without end or recurse off its stack.
 struct JsonLimits {
   // 64 MiB. meshsim's JSON inputs are kilobytes (the largest, topology/chips.json, ~25 KB); a
-  // cluster's explicit graph of 10^5 links is ~10 MB. The parsed document takes ~15x its text.
+  // cluster's explicit graph of 10^5 links is ~10 MB. The parsed document takes up to 35 times
+  // its text ([{},{},...]): at most ~2.3 GiB.
   int64_t max_bytes = int64_t{64} << 20;
   // Nesting levels. meshsim's schemas nest at most 6 levels, profiler traces about 10; code that
   // walks a document (copies, dumps, error messages) recurses once per level.

@@ -161,11 +161,12 @@ struct MeasuredTrace {
 };
 
 // Bounds on what import_trace reads: no trace, however large, endless or deep, makes the importer
-// read, inflate or hold more than this. The parsed events take about 15 times the JSON text in
-// memory, so the default text limit keeps an import under ~2 GiB.
+// read, inflate or hold more than this. The parsed document takes 15 to 20 times a profiler
+// trace's JSON text in memory, and up to 35 times for text made of empty objects ([{},{},...]):
+// 128 MiB of those exhausted 4 GiB, so the default text limit is 64 MiB (at most ~2.3 GiB).
 struct ImportLimits {
-  int64_t max_file_bytes = int64_t{128} << 20;  // the file as stored (gzipped or not)
-  int64_t max_text_bytes = int64_t{128} << 20;  // the JSON text, after inflating
+  int64_t max_file_bytes = int64_t{64} << 20;  // the file as stored (gzipped or not)
+  int64_t max_text_bytes = int64_t{64} << 20;  // the JSON text, after inflating
   int max_depth = 128;                          // nesting levels (JsonLimits::max_depth)
 };
 
