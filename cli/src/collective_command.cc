@@ -9,7 +9,7 @@
 #include "comm_setup.h"
 #include "output_file.h"
 #include "report.h"
-#include "meshsim/collectives/algorithms.h"
+#include "meshsim/collectives/collective_planner.h"
 #include "meshsim/collectives/comm_model.h"
 #include "meshsim/collectives/volume.h"
 #include "meshsim/sim/error.h"
@@ -25,6 +25,7 @@ topology::ClusterSpec load_cluster_args(const ClusterArgs& a) {
   s.shape = a.shape;
   s.size_origin = Origin::flag(a.shape ? "--shape" : "--nodes");
   s.hardware_catalogue = a.hardware_catalogue;
+  s.fabric = a.fabric;
   return load_cluster_for(s);
 }
 
@@ -182,30 +183,33 @@ CollectiveKind parse_op(const std::string& op, bool& sendrecv) {
 struct Row {
   Bytes bytes;
   Duration time;
-  collectives::Algorithm algorithm = collectives::Algorithm::kRing;
+  collectives::CommShape shape;
 };
 
-Row time_one(CollectiveKind kind, bool sendrecv, Bytes bytes,
-             const std::vector<DeviceId>& group, collectives::Algorithm algo,
-             const topology::Network& net, collectives::NetworkBackend& backend) {
+Row time_one(CollectiveKind kind, bool sendrecv, Bytes bytes, const std::vector<DeviceId>& group,
+             const collectives::CollectivePlanner& planner, collectives::SharedNetwork& network) {
+  collectives::CommShape shape;
   if (sendrecv) {
-    collectives::Schedule s;
-    collectives::Step step;
-    step.flows.push_back({net.device_vertex(group[0]), net.device_vertex(group[1]), bytes});
-    s.steps.push_back(step);
-    return {bytes, collectives::schedule_time(s, backend), collectives::Algorithm::kRing};
+    const std::pair<DeviceId, DeviceId> pair{group[0], group[1]};
+    shape = planner.send_recv({&pair, 1}, bytes);
+  } else {
+    const std::vector<std::vector<DeviceId>> groups = {group};
+    try {
+      shape = planner.collective(kind, bytes, groups);
+    } catch (const collectives::CommError& e) {
+      throw locate(e);
+    }
   }
-  const std::vector<std::vector<DeviceId>> groups = {group};
-  if (algo == collectives::Algorithm::kAuto) {
-    const auto choice = collectives::choose_and_time(kind, bytes, groups, net, backend);
-    return {bytes, choice.time, choice.algorithm};
+  const Duration t = collectives::run_alone(network, shape);
+  return {bytes, t, std::move(shape)};
+}
+
+std::string label(const collectives::CommShape& s) {
+  if (s.protocol) {
+    return fmt::format("{}/{}", collectives::to_string(s.algorithm),
+                       collectives::to_string(*s.protocol));
   }
-  try {
-    const collectives::Schedule s = collectives::plan_collective(kind, bytes, group, algo, net);
-    return {bytes, collectives::schedule_time(s, backend), s.algorithm};
-  } catch (const collectives::CommError& e) {
-    throw InputError("--algo", "", e.message());  // the only field a CommError names
-  }
+  return std::string(collectives::to_string(s.algorithm));
 }
 
 }  // namespace
@@ -215,7 +219,7 @@ void collective_command(const CollectiveArgs& a, std::ostream& out) {
   const topology::Network net = topology::Network::build(spec);
   bool sendrecv = false;
   const CollectiveKind kind = parse_op(a.op, sendrecv);
-  const collectives::Algorithm algo = parse_algo_flag(a.algo);
+  const collectives::CollectivePlanner planner(net, collective_options(a.algo, a.proto, a.nccl));
   std::vector<DeviceId> group;
   for (const int64_t r : parse_group(a.group, spec)) {
     group.emplace_back(static_cast<uint32_t>(r));
@@ -224,27 +228,32 @@ void collective_command(const CollectiveArgs& a, std::ostream& out) {
     throw InputError("--group", "", fmt::format("\"{}\": a collective needs two ranks", a.group));
   }
   const std::vector<Bytes> sizes = parse_sizes(a.sizes, a.factor);
-  auto backend = make_backend(a.backend, net);
+  const auto network = collectives::make_network(parse_backend_flag(a.backend), planner);
   const auto p = static_cast<int64_t>(group.size());
-  out << fmt::format("# meshsim collective: {} over {} ranks of {} ({} nodes x {} {}), {} backend\n",
+  out << fmt::format("# meshsim collective: {} over {} ranks of {} ({} nodes x {} {}), {} backend, "
+                     "NCCL {} model\n",
                      a.op, p, spec.name, spec.nodes, spec.devices_per_node, spec.chip.name,
-                     backend->name());
+                     network->name(), collectives::to_string(planner.options().nccl_version));
   out << fmt::format("# {:>12} {:>12} {:>12} {:>12} {:>12}  {}\n", "size(B)", "count", "time(us)",
-                     "algbw(GB/s)", "busbw(GB/s)", "algorithm");
+                     "algbw(GB/s)", "busbw(GB/s)", "algorithm/protocol");
   nlohmann::json rows = nlohmann::json::array();
   const double factor = sendrecv ? 1.0 : collectives::bus_bandwidth_factor(kind, p);
   for (const Bytes b : sizes) {
-    const Row row = time_one(kind, sendrecv, b, group, algo, net, *backend);
+    const Row row = time_one(kind, sendrecv, b, group, planner, *network);
     const double algbw = b.as_double() / row.time.seconds() * 1e-9;
     const double busbw = algbw * factor;
     out << fmt::format("  {:>12} {:>12} {:>12.2f} {:>12.2f} {:>12.2f}  {}\n", b.count(),
-                       b.count() / 4, row.time.seconds() * 1e6, algbw, busbw,
-                       collectives::to_string(row.algorithm));
-    rows.push_back({{"bytes", b.count()},
-                    {"time_s", row.time.seconds()},
-                    {"algbw_gbps", algbw},
-                    {"busbw_gbps", busbw},
-                    {"algorithm", std::string(collectives::to_string(row.algorithm))}});
+                       b.count() / 4, row.time.seconds() * 1e6, algbw, busbw, label(row.shape));
+    nlohmann::json r = {{"bytes", b.count()},
+                        {"time_s", row.time.seconds()},
+                        {"algbw_gbps", algbw},
+                        {"busbw_gbps", busbw},
+                        {"algorithm", std::string(collectives::to_string(row.shape.algorithm))},
+                        {"channels", row.shape.channels}};
+    if (row.shape.protocol) {
+      r["protocol"] = std::string(collectives::to_string(*row.shape.protocol));
+    }
+    rows.push_back(std::move(r));
   }
   if (a.json_path) {
     write_json_file(*a.json_path, rows, "--json");

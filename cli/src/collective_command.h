@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "meshsim/topology/cluster.h"
+#include "scenario.h"
 
 namespace meshsim::cli {
 
@@ -29,6 +30,7 @@ struct ClusterArgs {
   std::optional<int64_t> nodes;
   std::optional<std::string> shape;
   std::optional<std::string> hardware_catalogue;
+  FabricKnobs fabric;  // from flags only
 };
 
 topology::ClusterSpec load_cluster_args(const ClusterArgs& args);
@@ -40,6 +42,8 @@ struct CollectiveArgs {
   std::string op = "allreduce";
   std::string group = "all";
   std::string algo = "auto";
+  std::string proto = "auto";
+  std::string nccl = "2.30";
   std::string backend = "analytical";
   std::string sizes = "8B:8GiB";
   int64_t factor = 2;

@@ -62,7 +62,7 @@ topology::ClusterSpec load_cluster_for(const Scenario& s) {
   }
   const std::string cluster_source = c.source;
   try {
-    return resize(std::move(c), s);
+    c = resize(std::move(c), s);
   } catch (const InputError& e) {
     // A size the cluster refuses is reported where the size came from (a flag, or a scenario
     // file's /nodes or /shape), not against the cluster's own file.
@@ -71,6 +71,13 @@ topology::ClusterSpec load_cluster_for(const Scenario& s) {
     }
     throw;
   }
+  try {
+    c = topology::override_fabric(std::move(c), fabric_overrides(s.fabric));
+  } catch (const topology::FabricError& e) {
+    const Origin& at = s.fabric.origins[e.field()];
+    throw (at.given() ? at : Origin::flag(flag_of(e.field()))).error(e.message());
+  }
+  return c;
 }
 
 nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& cluster) {
@@ -110,16 +117,15 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
   return j;
 }
 
-std::unique_ptr<collectives::NetworkBackend> make_backend(const std::string& name,
-                                                          const topology::Network& net) {
+collectives::NetworkBackend parse_backend_flag(const std::string& name) {
   if (name == "simgrid") {
-    return collectives::make_simgrid_backend(net);
+    return collectives::NetworkBackend::kSimGrid;
   }
   if (name != "analytical") {
     throw InputError("--backend", "",
                      fmt::format("\"{}\" is not one of analytical, simgrid", name));
   }
-  return std::make_unique<collectives::AnalyticalBackend>(net);
+  return collectives::NetworkBackend::kAnalytical;
 }
 
 collectives::Algorithm parse_algo_flag(const std::string& name) {
@@ -132,26 +138,64 @@ collectives::Algorithm parse_algo_flag(const std::string& name) {
   return *algorithm;
 }
 
+collectives::CollectiveOptions collective_options(const std::string& algorithm,
+                                                  const std::string& protocol,
+                                                  const std::string& nccl) {
+  collectives::CollectiveOptions o;
+  o.algorithm = parse_algo_flag(algorithm);
+  if (protocol != "auto") {
+    o.protocol = parse_enum<collectives::NcclProtocol>(protocol);
+    if (!o.protocol) {
+      throw InputError("--proto", "",
+                       fmt::format("\"{}\" is not one of auto, {}", protocol,
+                                   describe_choices<collectives::NcclProtocol>()));
+    }
+  }
+  const auto version = collectives::parse_nccl_version(nccl);
+  if (!version) {
+    throw InputError("--nccl", "",
+                     fmt::format("\"{}\" is not an NCCL release from 2.18 on (e.g. 2.30 or "
+                                 "2.18.5)",
+                                 nccl));
+  }
+  o.nccl_version = *version;
+  return o;
+}
+
+InputError locate(const collectives::CommError& e) {
+  return InputError(e.field() == collectives::CommField::kProtocol ? "--proto" : "--algo", "",
+                    e.message());
+}
+
 struct CommSetup::Impl {
   topology::Network net;
-  std::unique_ptr<collectives::TopologyCommModel> model;
+  std::unique_ptr<collectives::NetworkCommModel> model;
 };
 
 CommSetup::CommSetup(const topology::ClusterSpec& c, const workloads::StepPlan& plan,
                      const CommOptions& options)
     : impl_(std::make_unique<Impl>(Impl{topology::Network::build(c), nullptr})) {
-  const collectives::Algorithm algorithm = parse_algo_flag(options.algorithm);
-  std::unique_ptr<collectives::NetworkBackend> backend = make_backend(options.backend, impl_->net);
+  const collectives::CollectiveOptions collective =
+      collective_options(options.algorithm, options.protocol, options.nccl);
   // Ranks fill devices in order: global rank r is device r.
-  impl_->model = std::make_unique<collectives::TopologyCommModel>(
-      impl_->net, topology::Placement::in_order(plan.world), std::move(backend), algorithm);
-  for (const auto& family : plan.families) {
-    impl_->model->add_concurrent_family(family);
+  impl_->model = std::make_unique<collectives::NetworkCommModel>(
+      impl_->net, topology::Placement::in_order(plan.world), parse_backend_flag(options.backend),
+      collective);
+  // Representative mode: what the simulated groups and ranks stand for loads the links too.
+  for (const auto& g : plan.groups) {
+    if (!g.images.empty()) {
+      impl_->model->add_images(g.global, g.images);
+    }
+  }
+  for (const auto& r : plan.ranks) {
+    if (!r.images.empty()) {
+      impl_->model->add_rank_images(r.global_rank, r.images);
+    }
   }
 }
 
 CommSetup::~CommSetup() = default;
 
-CommCostModel& CommSetup::model() { return *impl_->model; }
+collectives::NetworkCommModel& CommSetup::model() { return *impl_->model; }
 
 }  // namespace meshsim::cli

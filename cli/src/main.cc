@@ -48,6 +48,56 @@ struct RunFlags {
   bool no_trace = false;
 };
 
+// The fat tree's knobs (scenario.h FabricKnobs), bound to `k`; `on_set` runs for each one given.
+void add_fabric_options(CLI::App* app, meshsim::cli::FabricKnobs& k,
+                        const std::function<void(CLI::Option*, meshsim::topology::FabricField)>&
+                            on_set) {
+  using F = meshsim::topology::FabricField;
+  using meshsim::cli::flag_of;
+  on_set(app->add_option(flag_of(F::kOversubscription), k.oversubscription,
+                         "Leaf down:up port ratio of the fat tree (1 = non-blocking)"),
+         F::kOversubscription);
+  on_set(app->add_option(flag_of(F::kTiers), k.tiers, "Switch tiers of the fat tree (1 to 5)"),
+         F::kTiers);
+  on_set(app->add_option(flag_of(F::kRailOptimized), k.rail_optimized,
+                         "NIC k of every node on leaf (rail) k: true or false"),
+         F::kRailOptimized);
+  on_set(app->add_option(flag_of(F::kNicsPerDevice), k.nics_per_device, "NICs per GPU"),
+         F::kNicsPerDevice);
+  on_set(app->add_option(flag_of(F::kNicBandwidth), k.nic_bandwidth,
+                         "Bandwidth of one NIC, one direction, e.g. 400Gbps"),
+         F::kNicBandwidth);
+  on_set(app->add_option(flag_of(F::kSharp), k.sharp,
+                         "In-network reduction (SHARP): true or false"),
+         F::kSharp);
+}
+
+// Copies one fabric knob from the flags to the scenario.
+void copy_fabric_field(const meshsim::cli::FabricKnobs& from, meshsim::cli::FabricKnobs& to,
+                       meshsim::topology::FabricField field) {
+  using F = meshsim::topology::FabricField;
+  switch (field) {
+    case F::kOversubscription:
+      to.oversubscription = from.oversubscription;
+      break;
+    case F::kTiers:
+      to.tiers = from.tiers;
+      break;
+    case F::kRailOptimized:
+      to.rail_optimized = from.rail_optimized;
+      break;
+    case F::kNicsPerDevice:
+      to.nics_per_device = from.nics_per_device;
+      break;
+    case F::kNicBandwidth:
+      to.nic_bandwidth = from.nic_bandwidth;
+      break;
+    case F::kSharp:
+      to.sharp = from.sharp;
+      break;
+  }
+}
+
 // A flag of a scenario field outside the plan (model, cluster, ...).
 template <typename T>
 void bind_scenario(CLI::App* app, RunFlags& f, const std::string& name, T Scenario::*field,
@@ -165,6 +215,15 @@ void add_run_options(CLI::App* app, RunFlags& f) {
     f.overrides.push_back({o, [flag](Scenario& s) { s.size_origin = Origin::flag(flag); }});
   }
   add_plan_options(app, f);
+  add_fabric_options(app, f.given.fabric,
+                     [&f](CLI::Option* o, meshsim::topology::FabricField field) {
+                       f.overrides.push_back({o, [&f, field](Scenario& s) {
+                                                copy_fabric_field(f.given.fabric, s.fabric, field);
+                                                s.fabric.origins.set(
+                                                    field, meshsim::Origin::flag(
+                                                               meshsim::cli::flag_of(field)));
+                                              }});
+                     });
   bind_scenario(app, f, "--hardware-catalogue", &Scenario::hardware_catalogue,
                 "Chip catalogue JSON");
   app->add_option("--json", f.json_path, "Write the report as JSON to FILE");
@@ -180,7 +239,12 @@ void add_run_options(CLI::App* app, RunFlags& f) {
   app->add_option("--backend", f.outputs.comm.backend, "Collective cost backend")
       ->check(CLI::IsMember({"analytical", "simgrid"}))
       ->capture_default_str();
-  app->add_option("--algo", f.outputs.comm.algorithm, "Collective algorithm (default: automatic)")
+  app->add_option("--algo", f.outputs.comm.algorithm,
+                  "Collective algorithm (default: what NCCL's tuner, or XLA on a TPU, picks)")
+      ->capture_default_str();
+  app->add_option("--proto", f.outputs.comm.protocol, "NCCL protocol: auto, ll, ll128, simple")
+      ->capture_default_str();
+  app->add_option("--nccl", f.outputs.comm.nccl, "NCCL release whose tuner decides (2.18 on)")
       ->capture_default_str();
 }
 
@@ -198,6 +262,9 @@ void add_cluster_options(CLI::App* app, meshsim::cli::ClusterArgs& a) {
   app->add_option("--nodes", a.nodes, "Resize a GPU cluster to this many nodes");
   app->add_option("--shape", a.shape, "Resize a TPU slice to this torus, e.g. 8x16x16");
   app->add_option("--hardware-catalogue", a.hardware_catalogue, "Chip catalogue JSON");
+  add_fabric_options(app, a.fabric, [&a](CLI::Option*, meshsim::topology::FabricField f) {
+    a.fabric.origins.set(f, meshsim::Origin::flag(meshsim::cli::flag_of(f)));
+  });
 }
 
 // The scenario: a base (see Scenario), then the file, then the flags given explicitly.
@@ -253,7 +320,11 @@ int run_main(int argc, char** argv) {
       ->capture_default_str();
   collective->add_option("--group", coll.group, "all | 0-7,64 | node:0-3 | rail:K")
       ->capture_default_str();
-  collective->add_option("--algo", coll.algo, "Algorithm (auto picks the fastest, as NCCL does)")
+  collective->add_option("--algo", coll.algo, "Algorithm (auto: what NCCL's tuner picks)")
+      ->capture_default_str();
+  collective->add_option("--proto", coll.proto, "NCCL protocol: auto, ll, ll128, simple")
+      ->capture_default_str();
+  collective->add_option("--nccl", coll.nccl, "NCCL release whose tuner decides (2.18 on)")
       ->capture_default_str();
   collective->add_option("--backend", coll.backend, "analytical or simgrid")->capture_default_str();
   collective->add_option("--sizes", coll.sizes, "MIN:MAX, e.g. 8B:8GiB")->capture_default_str();

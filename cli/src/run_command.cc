@@ -223,7 +223,7 @@ StepReport simulate(const Scenario& s, const RunOutputs& outputs) {
   Timeline timeline;
   sim.record_into(timeline);
   if (trace) {
-    trace->attach(sim, {{"meshsim_version", MESHSIM_VERSION},
+    trace->attach(sim, comm.model(), {{"meshsim_version", MESHSIM_VERSION},
                         {"model", report.model_description},
                         {"cluster", report.cluster_description},
                         {"plan", report.plan_description},
@@ -231,7 +231,7 @@ StepReport simulate(const Scenario& s, const RunOutputs& outputs) {
   }
   const RunResult run = sim.run();
   if (trace) {
-    trace->finish(sim, timeline, run.end);
+    trace->finish(run.end);
     report.trace_path = trace->path();
     report.trace_events = trace->events();
     report.trace_description = trace->description();
@@ -248,7 +248,7 @@ StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
   } catch (const workloads::PlanError& e) {
     throw locate(s.plan, e);
   } catch (const collectives::CommError& e) {
-    throw InputError("--algo", "", e.message());
+    throw locate(e);
   }
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "meshsim/sim/json_input.h"
+#include "meshsim/sim/unit_parse.h"
 
 namespace meshsim::cli {
 
@@ -134,8 +135,54 @@ Scenario load_scenario(const std::string& path, Scenario s) {
   if (auto v = opt(o, "hardware_catalogue", &JsonObject::string)) {
     s.hardware_catalogue = *v;
   }
+  read_fabric(o, s.fabric);
   o.finish();
   return s;
+}
+
+std::string flag_of(topology::FabricField field) {
+  std::string flag = "--" + std::string(to_string(field));
+  for (char& c : flag) {
+    c = c == '_' ? '-' : c;
+  }
+  return flag;
+}
+
+void read_fabric(JsonObject& o, FabricKnobs& k) {
+  using F = topology::FabricField;
+  auto read = [&o, &k](F f, auto& slot, auto get) {
+    const std::string key(to_string(f));
+    if (o.has(key)) {
+      slot = get(key);
+      k.origins.set(f, Origin::file(o.source(), o.pointer_of(key)));
+    }
+  };
+  read(F::kOversubscription, k.oversubscription,
+       [&o](const auto& key) { return o.positive_number(key); });
+  read(F::kTiers, k.tiers, [&o](const auto& key) { return o.positive_integer(key); });
+  read(F::kRailOptimized, k.rail_optimized, [&o](const auto& key) { return o.boolean(key); });
+  read(F::kNicsPerDevice, k.nics_per_device,
+       [&o](const auto& key) { return o.positive_integer(key); });
+  read(F::kNicBandwidth, k.nic_bandwidth, [&o](const auto& key) { return o.string(key); });
+  read(F::kSharp, k.sharp, [&o](const auto& key) { return o.boolean(key); });
+}
+
+topology::FabricOverrides fabric_overrides(const FabricKnobs& k) {
+  topology::FabricOverrides f;
+  f.oversubscription = k.oversubscription;
+  f.tiers = k.tiers;
+  f.rail_optimized = k.rail_optimized;
+  f.nics_per_device = k.nics_per_device;
+  f.sharp = k.sharp;
+  if (k.nic_bandwidth) {
+    try {
+      f.nic_bandwidth = parse_bandwidth(*k.nic_bandwidth);
+    } catch (const UnitParseError& e) {
+      const Origin& at = k.origins[topology::FabricField::kNicBandwidth];
+      throw (at.given() ? at : Origin::flag("--nic-bandwidth")).error(e.what());
+    }
+  }
+  return f;
 }
 
 void complete(Scenario& s) {

@@ -12,7 +12,9 @@
 //     "kernels": "fused" | "eager", "optimizer_kernels": "fused" | "foreach" | "per-tensor",
 //     "stage_layers": [20, 20, 20, 20],
 //     "overlap_grad_reduce": true, "overlap_param_gather": true, "overlap_p2p": true,
-//     "overlap_tp": false, "hardware_catalogue": "path/to/chips.json" }
+//     "overlap_tp": false, "hardware_catalogue": "path/to/chips.json",
+//     "oversubscription": 4, "tiers": 3, "rail_optimized": false, "nics_per_device": 2,
+//     "nic_bandwidth": "200Gbps", "sharp": true }
 //
 // The parallel plan is read straight into the typed workloads::ParallelPlan, each field's origin
 // recorded (the file and its JSON pointer, or the flag); an error a library raises about a plan
@@ -24,7 +26,9 @@
 #include <string>
 #include <vector>
 
+#include "meshsim/sim/json_input.h"
 #include "meshsim/sim/provenance.h"
+#include "meshsim/topology/cluster.h"
 #include "meshsim/workloads/parallel.h"
 
 namespace meshsim::cli {
@@ -33,6 +37,26 @@ namespace meshsim::cli {
 // degree 1, ZeRO 0, 1F1B, sequence 4096, the cluster preset at its own size, a global batch of one
 // microbatch per data-parallel rank); one that names neither modifies the built-in default scenario
 // (so that `meshsim --pp 8 --dp 32` is a what-if on the default).
+// The fabric knobs (topology::FabricOverrides) as written, with where each came from: flags
+// --oversubscription, --tiers, --rail-optimized, --nics-per-device, --nic-bandwidth, --sharp, or
+// the scenario keys of the same names (oversubscription, tiers, rail_optimized, nics_per_device,
+// nic_bandwidth, sharp).
+struct FabricKnobs {
+  std::optional<double> oversubscription;
+  std::optional<int64_t> tiers;
+  std::optional<bool> rail_optimized;
+  std::optional<int64_t> nics_per_device;
+  std::optional<std::string> nic_bandwidth;  // e.g. "400Gbps"
+  std::optional<bool> sharp;
+  Provenance<topology::FabricField> origins;
+};
+// The flag of a fabric field: "--oversubscription", "--rail-optimized", ...
+std::string flag_of(topology::FabricField field);
+// Reads the fabric keys of a scenario file into `k`, with their origins.
+void read_fabric(JsonObject& o, FabricKnobs& k);
+// The overrides the knobs ask for; InputError where a bandwidth is malformed.
+topology::FabricOverrides fabric_overrides(const FabricKnobs& k);
+
 struct Scenario {
   std::string model = "llama3-70b";
   std::string cluster = "dgx-h100";
@@ -42,6 +66,7 @@ struct Scenario {
   // refuses is reported there, not against the cluster's own file.
   Origin size_origin = Origin::preset("the default scenario");
   std::optional<std::string> hardware_catalogue;
+  FabricKnobs fabric;
   workloads::ParallelPlan plan = neutral_plan();
 
   static workloads::ParallelPlan neutral_plan();

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <set>
 
-#include "meshsim/collectives/volume.h"
 #include "meshsim/sim/error.h"
 
 namespace meshsim::cli {
@@ -67,7 +66,8 @@ std::string TraceSetup::description() const {
   return fmt::format("{} ranks", selection_.size());
 }
 
-void TraceSetup::attach(Simulation& sim, std::vector<std::pair<std::string, std::string>> meta) {
+void TraceSetup::attach(Simulation& sim, collectives::NetworkCommModel& comm,
+                        std::vector<std::pair<std::string, std::string>> meta) {
   file_ = std::make_unique<OutputFile>(request_.path, "--trace");
   traces::TraceOptions options;
   const traces::RankSelection sel = selection_;
@@ -78,81 +78,69 @@ void TraceSetup::attach(Simulation& sim, std::vector<std::pair<std::string, std:
   options.metadata = std::move(meta);
   writer_ =
       std::make_unique<traces::TraceWriter>(format_, sim, file_->stream(), std::move(options));
+  comm.on_utilisation([this](const collectives::LinkUtilisation& u) {
+    auto& v = utilisation_[static_cast<size_t>(u.kind)];
+    if (!v.empty() && v.back().first == u.from) {
+      v.back().second = u.fraction;
+    } else {
+      v.emplace_back(u.from, u.fraction);
+    }
+  });
 }
 
 namespace {
 
-struct FabricLoad {
-  std::string name;
-  BytesPerSec per_rank;
-  std::vector<double> bins;  // summed utilization x time share, per bin
-};
+std::string_view counter_name(topology::LinkKind kind) {
+  switch (kind) {
+    case topology::LinkKind::kNvlink:
+      return "NVLink utilization %";
+    case topology::LinkKind::kIci:
+      return "ICI utilization %";
+    case topology::LinkKind::kPcie:
+      return "PCIe utilization %";
+    case topology::LinkKind::kNetwork:
+      return "network utilization %";
+    case topology::LinkKind::kDcn:
+      return "DCN utilization %";
+  }
+  return "?";
+}
 
-// Whether every rank of `ranks` sits in one scale-up domain.
-bool one_domain(const std::vector<RankId>& ranks, int64_t domain) {
-  for (const RankId r : ranks) {
-    if (r.value() / domain != ranks.front().value() / domain) {
-      return false;
+// The time-weighted mean of a step function (value from each time on, 0 before the first) over
+// each of `bins` equal bins of [0, end).
+std::vector<double> bin_means(const std::vector<std::pair<SimTime, double>>& steps, SimTime end,
+                              int bins) {
+  std::vector<double> out(static_cast<size_t>(bins), 0.0);
+  const double width = std::max(1.0, static_cast<double>(end.ps()) / bins);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const double a = static_cast<double>(steps[i].first.ps());
+    const double b = i + 1 < steps.size() ? static_cast<double>(steps[i + 1].first.ps())
+                                          : static_cast<double>(end.ps());
+    for (int k = static_cast<int>(a / width); k < bins && k * width < b; ++k) {
+      const double overlap = std::min(b, (k + 1) * width) - std::max(a, k * width);
+      if (overlap > 0) {
+        out[static_cast<size_t>(k)] += steps[i].second * overlap / width;
+      }
     }
   }
-  return true;
+  return out;
 }
 
 }  // namespace
 
-// Link utilization per fabric, sampled: for each communication op of a traced rank, the bus
-// bandwidth it achieves on its rank (nccl-tests' busbw: bytes x factor / duration) over the
-// rank's bandwidth into that fabric, averaged over the traced ranks and over each sample bin.
-void TraceSetup::finish(const Simulation& sim, const Timeline& timeline, SimTime end) {
-  const bool torus = cluster_.scale_up == topology::ScaleUpFabric::kIciTorus;
-  std::vector<FabricLoad> fabrics = {
-      {torus ? "ICI utilization %" : "NVLink utilization %", cluster_.scale_up_bandwidth(), {}},
-      {torus ? "DCN utilization %" : "network (NIC) utilization %", cluster_.inter_node_bandwidth(),
-       {}}};
+void TraceSetup::finish(SimTime end) {
   constexpr int kBins = 500;
-  for (auto& f : fabrics) {
-    f.bins.assign(kBins, 0.0);
-  }
-  const double bin_ps = std::max(1.0, static_cast<double>(end.ps()) / kBins);
-  const int64_t domain = cluster_.scale_up_domain_size();
-  std::set<uint32_t> traced;
-  for (const OpRecord& r : timeline.ops) {
-    const RankId global = sim.global_rank(r.rank);
-    if (!selection_.contains(global) || r.end <= r.start) {
+  for (int kind = 0; kind < topology::kNumLinkKinds; ++kind) {
+    const auto& steps = utilisation_[static_cast<size_t>(kind)];
+    if (steps.empty()) {
       continue;
     }
-    traced.insert(global.value());
-    const Op& op = sim.program_of(r.rank).op(r.op);
-    double bus_bytes = 0;
-    bool intra = false;
-    if (const auto* c = std::get_if<CollectiveWork>(&op.work)) {
-      const auto& members = sim.cost_group(sim.group_of(r.rank, c->group_slot));
-      bus_bytes = c->bytes.as_double() *
-                  collectives::bus_bandwidth_factor(c->kind, static_cast<int64_t>(members.size()));
-      intra = one_domain(members, domain);
-    } else if (const auto* p = std::get_if<PeerWork>(&op.work)) {
-      bus_bytes = p->bytes.as_double();
-      intra = one_domain({global, sim.global_rank(sim.peer_of(r.rank, p->peer_slot))}, domain);
-    } else {
-      continue;
-    }
-    FabricLoad& f = fabrics[intra ? 0 : 1];
-    const double util = bus_bytes / (r.end - r.start).seconds() / f.per_rank.value();
-    const double a = static_cast<double>(r.start.ps()) / bin_ps;
-    const double b = static_cast<double>(r.end.ps()) / bin_ps;
-    for (int i = static_cast<int>(a); i <= std::min(kBins - 1, static_cast<int>(b)); ++i) {
-      const double overlap = std::min<double>(b, i + 1) - std::max<double>(a, i);
-      if (overlap > 0) {
-        f.bins[static_cast<size_t>(i)] += util * overlap;
-      }
-    }
-  }
-  const double ranks = std::max<double>(1.0, static_cast<double>(traced.size()));
-  for (const auto& f : fabrics) {
-    for (int i = 0; i < kBins; ++i) {
-      const SimTime t = SimTime::from_ps(static_cast<int64_t>(i * bin_ps));
-      const double v = std::min(100.0, 100.0 * f.bins[static_cast<size_t>(i)] / ranks);
-      writer_->add_counter_sample(f.name, t, v);
+    const double width = std::max(1.0, static_cast<double>(end.ps()) / kBins);
+    const std::vector<double> means = bin_means(steps, end, kBins);
+    for (int k = 0; k < kBins; ++k) {
+      writer_->add_counter_sample(counter_name(static_cast<topology::LinkKind>(kind)),
+                                  SimTime::from_ps(static_cast<int64_t>(k * width)),
+                                  std::min(100.0, 100.0 * means[static_cast<size_t>(k)]));
     }
   }
   writer_->finish();

@@ -1,17 +1,22 @@
 // The trace of a run: which ranks it shows (--trace-ranks), which format (by file extension:
-// .pftrace native Perfetto, .json Chrome JSON), and the counters added after the run.
+// .pftrace native Perfetto, .json Chrome JSON), and the link-utilisation counters: the share of
+// each kind of link's capacity (NVLink, ICI, PCIe, network, DCN) that the network model actually
+// assigned to the transfers in flight, the images of representative mode included, averaged over
+// 500 bins of the step.
 //
 // Default selection (kept small, and said so in the summary): the first rank of every pipeline
 // stage plus the whole TP group of rank 0. The traced ranks are simulated (see plan_step's
 // also_simulate); --trace-ranks all needs every rank, so the run switches to full simulation.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "meshsim/collectives/comm_model.h"
 #include "meshsim/sim/simulation.h"
 #include "meshsim/topology/cluster.h"
 #include "meshsim/traces/rank_selection.h"
@@ -41,12 +46,14 @@ class TraceSetup {
   // "3 ranks (the first rank of each pipeline stage and the TP group of rank 0; ...)"
   std::string description() const;
 
-  // Opens the file (a temporary one beside it, see output_file.h) and subscribes a writer to `sim`
-  // (before Simulation::run).
-  void attach(Simulation& sim, std::vector<std::pair<std::string, std::string>> metadata);
-  // Adds the link-utilization counters computed from `timeline`, and closes the file and renames it
-  // into place; InputError on --trace naming the file when a write failed.
-  void finish(const Simulation& sim, const Timeline& timeline, SimTime end);
+  // Opens the file (a temporary one beside it, see output_file.h) and subscribes a writer to `sim`,
+  // and the utilisation counters to `comm` (before Simulation::run).
+  void attach(Simulation& sim, collectives::NetworkCommModel& comm,
+              std::vector<std::pair<std::string, std::string>> metadata);
+  // Adds the link-utilisation counters (what the network model assigned, per link kind, averaged
+  // over 500 bins of the step), and closes the file and renames it into place; InputError on
+  // --trace naming the file when a write failed.
+  void finish(SimTime end);
   uint64_t events() const;
   const std::string& path() const { return request_.path; }
 
@@ -58,6 +65,8 @@ class TraceSetup {
   bool default_selection_ = false;
   std::unique_ptr<OutputFile> file_;
   std::unique_ptr<traces::TraceWriter> writer_;
+  // Per link kind: the utilisation from each time on (one sample per instant).
+  std::array<std::vector<std::pair<SimTime, double>>, topology::kNumLinkKinds> utilisation_;
 };
 
 }  // namespace meshsim::cli

@@ -1,14 +1,8 @@
-// Dispatch over the algorithms, concurrent groups, and the automatic choice.
-//
-// choose_and_time works like NCCL's tuner (src/graph/tuning.cc: every algorithm's estimated time
-// for the size, the smallest wins), except that the estimate is the schedule itself timed on the
-// backend, with every concurrent group's flows on the network at once, so contention between
-// groups and the real topology decide, not per-algorithm bandwidth tables.
+// Dispatch from an algorithm to its pattern planner (algorithms.h).
 #include "meshsim/collectives/algorithms.h"
 
 #include <fmt/format.h>
 
-#include <array>
 #include <set>
 
 #include "meshsim/sim/error.h"
@@ -19,42 +13,14 @@ namespace {
 
 using detail::Group;
 using detail::Reason;
+using K = CollectiveKind;
 
-struct Entry {
-  Algorithm algorithm;
-  Reason (*unsupported)(CollectiveKind, Group, const topology::Network&);
-  Schedule (*plan)(CollectiveKind, Bytes, Group, const topology::Network&);
-};
-
-// In enum order: the tie-break order of the automatic choice.
-const std::array<Entry, 7>& entries() {
-  static const std::array<Entry, 7> kEntries = {{
-      {Algorithm::kRing, detail::ring_unsupported, detail::plan_ring},
-      {Algorithm::kBidirectionalRing, detail::ring_unsupported, detail::plan_bidirectional_ring},
-      {Algorithm::kDoubleBinaryTree, detail::tree_unsupported, detail::plan_double_binary_tree},
-      {Algorithm::kHalvingDoubling, detail::halving_doubling_unsupported,
-       detail::plan_halving_doubling},
-      {Algorithm::kHierarchical, detail::hierarchical_unsupported, detail::plan_hierarchical},
-      {Algorithm::kTorusRings, detail::torus_unsupported, detail::plan_torus_rings},
-      {Algorithm::kNvls, detail::nvls_unsupported, detail::plan_nvls},
-  }};
-  return kEntries;
-}
-
-const Entry& entry(Algorithm a) {
-  for (const auto& e : entries()) {
-    if (e.algorithm == a) {
-      return e;
-    }
-  }
-  SIM_CHECK(false, "no planner for algorithm {}", to_string(a));
-}
+bool rs_ag_ar(K k) { return k == K::kAllReduce || k == K::kReduceScatter || k == K::kAllGather; }
 
 std::string kinds_of(Algorithm a) {
   std::string out;
-  for (const auto k :
-       {CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter, CollectiveKind::kAllGather,
-        CollectiveKind::kAllToAll, CollectiveKind::kBroadcast, CollectiveKind::kReduce}) {
+  for (const auto k : {K::kAllReduce, K::kReduceScatter, K::kAllGather, K::kAllToAll,
+                       K::kBroadcast, K::kReduce}) {
     if (supports_kind(a, k)) {
       out += (out.empty() ? "" : ", ") + std::string(to_string(k));
     }
@@ -62,159 +28,149 @@ std::string kinds_of(Algorithm a) {
   return out;
 }
 
-Reason why_not(Algorithm a, CollectiveKind kind, Group group, const topology::Network& net) {
-  if (!supports_kind(a, kind)) {
-    return fmt::format("has no {} schedule (it has {})", to_string(kind), kinds_of(a));
+Reason gpu_nodes(const topology::Network& net) {
+  if (!net.spec().chip.nvlink) {
+    return std::string("is NCCL's, for GPUs; this cluster has no NVLink");
   }
-  if (group.size() <= 1) {
-    return std::nullopt;
-  }
-  return entry(a).unsupported(kind, group, net);
+  return std::nullopt;
 }
 
-void check_distinct(Group group) {
-  std::set<DeviceId> seen(group.begin(), group.end());
-  SIM_CHECK(seen.size() == group.size(), "a group of {} ranks holds {} distinct devices",
-            group.size(), seen.size());
+Reason one_rank_per_node(Group group, const topology::Network& net) {
+  if (detail::domains(group, net).size() != group.size()) {
+    return std::string("needs one rank per node (NCCL runs PAT only then)");
+  }
+  return std::nullopt;
 }
 
-bool same_shape(const Schedule& a, const Schedule& b) {
-  if (a.steps.size() != b.steps.size()) {
-    return false;
+Reason several_nodes(Group group, const topology::Network& net) {
+  if (detail::domains(group, net).size() < 2) {
+    return std::string("runs across nodes; this group is inside one");
   }
-  for (size_t i = 0; i < a.steps.size(); ++i) {
-    if (a.steps[i].repeat != b.steps[i].repeat) {
-      return false;
-    }
-  }
-  return true;
+  return detail::even_nodes_unsupported(K::kAllReduce, group, net);
 }
 
-// Step i of the result holds the flows of step i of every schedule; nullopt if shapes differ.
-std::optional<Schedule> merge(std::vector<Schedule> schedules) {
-  SIM_CHECK(!schedules.empty(), "merging no schedules");
-  Schedule out = std::move(schedules.front());
-  for (size_t g = 1; g < schedules.size(); ++g) {
-    Schedule& s = schedules[g];
-    if (!same_shape(out, s)) {
+Reason check(Algorithm a, K kind, Group group, const topology::Network& net) {
+  switch (a) {
+    case Algorithm::kRing:
+      return detail::ring_unsupported(kind, group, net);
+    case Algorithm::kNvls:
+      if (auto why = gpu_nodes(net); why) {
+        return why;
+      }
+      if (net.spec().fat_tree && net.spec().fat_tree->sharp &&
+          detail::domains(group, net).size() > 1) {
+        return detail::even_nodes_unsupported(kind, group, net);  // NVLS + IB SHARP
+      }
+      return detail::nvls_unsupported(kind, group, net);
+    case Algorithm::kTree:
+    case Algorithm::kCollNetDirect:
+    case Algorithm::kCollNetChain:
+      if (auto why = gpu_nodes(net); why) {
+        return why;
+      }
+      return detail::even_nodes_unsupported(kind, group, net);
+    case Algorithm::kNvlsTree:
+      if (auto why = gpu_nodes(net); why) {
+        return why;
+      }
+      return several_nodes(group, net);
+    case Algorithm::kPat:
+      if (auto why = gpu_nodes(net); why) {
+        return why;
+      }
+      return one_rank_per_node(group, net);
+    case Algorithm::kTorusRings:
+      return detail::torus_unsupported(kind, group, net);
+    case Algorithm::kHierarchical:
+      return detail::hierarchical_unsupported(kind, group, net);
+    case Algorithm::kSendRecv:
+    case Algorithm::kAuto:
       return std::nullopt;
-    }
-    for (size_t i = 0; i < s.steps.size(); ++i) {
-      Step& dst = out.steps[i];
-      dst.flows.insert(dst.flows.end(), s.steps[i].flows.begin(), s.steps[i].flows.end());
-      dst.overhead = std::max(dst.overhead, s.steps[i].overhead);
-    }
   }
-  return out;
-}
-
-// Every group's schedule, or nullopt if the algorithm does not apply to one of them.
-std::optional<std::vector<Schedule>> plan_all(CollectiveKind kind, Bytes bytes,
-                                              std::span<const std::vector<DeviceId>> groups,
-                                              Algorithm a, const topology::Network& net) {
-  std::vector<Schedule> out;
-  for (const auto& g : groups) {
-    if (why_not(a, kind, g, net)) {
-      return std::nullopt;
-    }
-    check_distinct(g);
-    out.push_back(entry(a).plan(kind, bytes, g, net));
-  }
-  return out;
+  return std::nullopt;
 }
 
 }  // namespace
 
 bool supports_kind(Algorithm a, CollectiveKind k) {
-  const bool rs_ag_ar = k == CollectiveKind::kAllReduce || k == CollectiveKind::kReduceScatter ||
-                        k == CollectiveKind::kAllGather;
   switch (a) {
     case Algorithm::kAuto:
-    case Algorithm::kRing:
       return true;
-    case Algorithm::kBidirectionalRing:
-    case Algorithm::kHalvingDoubling:
-    case Algorithm::kHierarchical:
+    case Algorithm::kRing:
+      return k != K::kAllToAll;
+    case Algorithm::kTree:
+    case Algorithm::kNvlsTree:
+    case Algorithm::kCollNetChain:
+      return k == K::kAllReduce;
     case Algorithm::kNvls:
-      return rs_ag_ar;
-    case Algorithm::kDoubleBinaryTree:
-      return k == CollectiveKind::kAllReduce || k == CollectiveKind::kBroadcast ||
-             k == CollectiveKind::kReduce;
+    case Algorithm::kCollNetDirect:
+    case Algorithm::kHierarchical:
+      return rs_ag_ar(k);
+    case Algorithm::kPat:
+      return k == K::kAllGather || k == K::kReduceScatter;
     case Algorithm::kTorusRings:
-      return rs_ag_ar || k == CollectiveKind::kAllToAll;
+      return rs_ag_ar(k) || k == K::kAllToAll;
+    case Algorithm::kSendRecv:
+      return k == K::kAllToAll;
   }
   return false;
 }
 
-bool applicable(Algorithm algorithm, CollectiveKind kind, std::span<const DeviceId> group,
-                const topology::Network& net) {
-  if (algorithm == Algorithm::kAuto) {
-    return true;
+std::optional<std::string> pattern_unsupported(Algorithm a, CollectiveKind kind,
+                                               std::span<const DeviceId> group,
+                                               const topology::Network& net) {
+  SIM_CHECK(a != Algorithm::kAuto, "pattern_unsupported needs a concrete algorithm");
+  if (!supports_kind(a, kind)) {
+    return fmt::format("has no {} pattern (it has {})", to_string(kind), kinds_of(a));
   }
-  return !why_not(algorithm, kind, group, net);
+  if (group.size() <= 1) {
+    return std::nullopt;
+  }
+  return check(a, kind, group, net);
 }
 
 Schedule plan_collective(CollectiveKind kind, Bytes bytes, std::span<const DeviceId> group,
-                         Algorithm algorithm, const topology::Network& net) {
-  SIM_CHECK(algorithm != Algorithm::kAuto, "plan_collective needs a concrete algorithm");
+                         Algorithm a, const topology::Network& net) {
   SIM_CHECK(bytes.count() >= 0, "collective of {} bytes", bytes.count());
-  if (const auto why = why_not(algorithm, kind, group, net)) {
-    throw CommError(CommField::kAlgorithm,
-                    fmt::format("algorithm {} does not apply to {} over {} ranks: it {}",
-                                to_string(algorithm), to_string(kind), group.size(), *why));
+  const auto why = pattern_unsupported(a, kind, group, net);
+  SIM_CHECK(!why, "algorithm {} on {} over {} ranks: it {}", to_string(a), to_string(kind),
+            group.size(), why.value_or(""));
+  const std::set<DeviceId> distinct(group.begin(), group.end());
+  SIM_CHECK(distinct.size() == group.size(), "a group of {} ranks holds {} distinct devices",
+            group.size(), distinct.size());
+  if (group.size() < 2 || bytes.count() == 0) {
+    Schedule empty;
+    empty.algorithm = a;
+    return empty;
   }
-  check_distinct(group);
-  return entry(algorithm).plan(kind, bytes, group, net);
-}
-
-Schedule plan_concurrent(CollectiveKind kind, Bytes bytes,
-                         std::span<const std::vector<DeviceId>> groups, Algorithm algorithm,
-                         const topology::Network& net) {
-  SIM_CHECK(!groups.empty(), "concurrent collective over no groups");
-  std::vector<Schedule> schedules;
-  for (const auto& g : groups) {
-    SIM_CHECK(g.size() == groups.front().size(),
-              "concurrent groups must have the same size: {} and {}", groups.front().size(),
-              g.size());
-    schedules.push_back(plan_collective(kind, bytes, g, algorithm, net));
+  switch (a) {
+    case Algorithm::kRing:
+      return detail::plan_ring(kind, bytes, group, net);
+    case Algorithm::kTree:
+      return detail::plan_tree(kind, bytes, group, net);
+    case Algorithm::kNvls:
+      if (detail::domains(group, net).size() > 1) {
+        return detail::plan_nvls_sharp(kind, bytes, group, net);
+      }
+      return detail::plan_nvls(kind, bytes, group, net);
+    case Algorithm::kNvlsTree:
+      return detail::plan_nvls_tree(kind, bytes, group, net);
+    case Algorithm::kCollNetDirect:
+      return detail::plan_collnet(kind, bytes, group, net, false);
+    case Algorithm::kCollNetChain:
+      return detail::plan_collnet(kind, bytes, group, net, true);
+    case Algorithm::kPat:
+      return detail::plan_pat(kind, bytes, group, net);
+    case Algorithm::kTorusRings:
+      return detail::plan_torus_rings(kind, bytes, group, net);
+    case Algorithm::kHierarchical:
+      return detail::plan_hierarchical(kind, bytes, group, net);
+    case Algorithm::kSendRecv:
+      return detail::plan_send_recv_all_to_all(bytes, group, net);
+    case Algorithm::kAuto:
+      break;
   }
-  auto merged = merge(std::move(schedules));
-  SIM_CHECK(merged.has_value(),
-            "{} schedules of concurrent {} groups of {} ranks have different step structures",
-            to_string(algorithm), groups.size(), groups.front().size());
-  return std::move(*merged);
-}
-
-AlgorithmChoice choose_and_time(CollectiveKind kind, Bytes bytes,
-                                std::span<const std::vector<DeviceId>> groups,
-                                const topology::Network& net, NetworkBackend& backend) {
-  if (groups.empty() || groups.front().size() <= 1 || bytes.count() == 0) {
-    return {Algorithm::kRing, Duration::zero()};
-  }
-  std::optional<AlgorithmChoice> best;
-  for (const auto& e : entries()) {
-    auto schedules = plan_all(kind, bytes, groups, e.algorithm, net);
-    if (!schedules) {
-      continue;
-    }
-    auto merged = merge(std::move(*schedules));
-    if (!merged) {
-      continue;
-    }
-    const Duration t = schedule_time(*merged, backend);
-    if (!best || t < best->time) {
-      best = AlgorithmChoice{e.algorithm, t};
-    }
-  }
-  SIM_CHECK(best.has_value(), "no algorithm applies to {} over {} groups", to_string(kind),
-            groups.size());
-  return *best;
-}
-
-Algorithm choose_algorithm(CollectiveKind kind, Bytes bytes,
-                           std::span<const std::vector<DeviceId>> groups,
-                           const topology::Network& net, NetworkBackend& backend) {
-  return choose_and_time(kind, bytes, groups, net, backend).algorithm;
+  SIM_CHECK(false, "no pattern for algorithm {}", to_string(a));
 }
 
 }  // namespace meshsim::collectives

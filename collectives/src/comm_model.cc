@@ -1,13 +1,9 @@
-// TopologyCommModel: the engine's CommCostModel on a network graph.
+// NetworkCommModel: the engine's CommModel on a network graph (comm_model.h).
 //
-// Memo keys: (kind, bytes, family id, {}) for a group of a concurrent family, since the whole
-// family is timed together and every member gets the same answer (one evaluation per family and
-// question); (kind, bytes, -1, group ranks) for a group on its own. p2p answers by (source device,
-// destination device, bytes).
-// A forced algorithm (not kAuto) that has no schedule for a collective kind at all (NVLS for a
-// broadcast, say) leaves that kind to the automatic choice, as NCCL_ALGO only affects the
-// operations that have the algorithm; one that has a schedule but does not apply to the group
-// throws CommError(CommField::kAlgorithm, ...).
+// Memo keys: (kind, bytes, group ranks) for collectives, (source device, destination device,
+// bytes) for sends; a group's images are fixed once declared, so they are part of what the key
+// stands for. Planning a shape costs routing every flow of its pattern (and of its images); a
+// start costs a map lookup and the network's own start.
 #include "meshsim/collectives/comm_model.h"
 
 #include <utility>
@@ -28,104 +24,166 @@ std::vector<uint32_t> rank_ids(std::span<const RankId> group) {
 
 }  // namespace
 
-TopologyCommModel::TopologyCommModel(const topology::Network& net, topology::Placement placement,
-                                     std::unique_ptr<NetworkBackend> backend, Algorithm algorithm)
+std::unique_ptr<SharedNetwork> make_network(NetworkBackend backend,
+                                            const CollectivePlanner& planner) {
+  return backend == NetworkBackend::kSimGrid ? make_simgrid_network(planner.capacities())
+                                             : make_fluid_network(planner.capacities());
+}
+
+NetworkCommModel::NetworkCommModel(const topology::Network& net, topology::Placement placement,
+                                   NetworkBackend backend, CollectiveOptions options)
     : net_(net),
       placement_(std::move(placement)),
-      backend_(std::move(backend)),
-      algorithm_(algorithm) {
-  SIM_CHECK(backend_ != nullptr, "TopologyCommModel without a backend");
+      planner_(net, options),
+      network_(make_network(backend, planner_)) {
   placement_.validate(net_.spec(), "placement");
 }
 
-void TopologyCommModel::add_concurrent_family(const std::vector<std::vector<RankId>>& groups) {
-  SIM_CHECK(!groups.empty(), "an empty concurrent family");
-  const size_t id = families_.size();
-  for (const auto& g : groups) {
-    SIM_CHECK(g.size() == groups.front().size(),
-              "concurrent family {} mixes groups of {} and {} ranks", id, groups.front().size(),
-              g.size());
-    const auto [it, added] = family_of_group_.emplace(rank_ids(g), id);
-    SIM_CHECK(added, "a group of {} ranks starting at rank {} is already in family {}", g.size(),
-              g.empty() ? 0u : g.front().value(), it->second);
+void NetworkCommModel::add_images(std::vector<RankId> group,
+                                  std::vector<std::vector<RankId>> images) {
+  for (const auto& g : images) {
+    SIM_CHECK(g.size() == group.size(), "an image of {} ranks for a group of {}", g.size(),
+              group.size());
   }
-  families_.push_back(groups);
+  const auto [it, added] = images_.emplace(rank_ids(group), std::move(images));
+  SIM_CHECK(added, "the images of a group of {} ranks from rank {} are declared twice",
+            group.size(), group.empty() ? 0u : group.front().value());
 }
 
-std::vector<DeviceId> TopologyCommModel::devices_of(std::span<const RankId> group) const {
-  std::vector<DeviceId> out;
-  out.reserve(group.size());
-  for (const RankId r : group) {
-    SIM_CHECK(r.index() < placement_.device_of_rank.size(), "rank {} has no device ({} placed)",
-              r.value(), placement_.device_of_rank.size());
-    out.push_back(placement_.device_of_rank[r.index()]);
-  }
-  return out;
+void NetworkCommModel::add_rank_images(RankId rank, std::vector<RankId> images) {
+  const auto [it, added] = rank_images_.emplace(rank.value(), std::move(images));
+  SIM_CHECK(added, "the images of rank {} are declared twice", rank.value());
 }
 
-std::pair<Duration, Algorithm> TopologyCommModel::evaluate(
-    CollectiveKind kind, Bytes bytes, const std::vector<std::vector<DeviceId>>& groups) {
-  ++evaluations_;
-  Algorithm a = algorithm_;
-  if (a != Algorithm::kAuto && !supports_kind(a, kind)) {
-    a = Algorithm::kAuto;
-  }
-  if (a == Algorithm::kAuto) {
-    const AlgorithmChoice c = choose_and_time(kind, bytes, groups, net_, *backend_);
-    return {c.time, c.algorithm};
-  }
-  return {schedule_time(plan_concurrent(kind, bytes, groups, a, net_), *backend_), a};
-}
-
-Duration TopologyCommModel::collective_time(CollectiveKind kind, Bytes bytes,
-                                            std::span<const RankId> group) {
-  ++queries_;
-  if (group.size() <= 1 || bytes.count() == 0) {
-    last_algorithm_ = algorithm_ == Algorithm::kAuto ? Algorithm::kRing : algorithm_;
-    return Duration::zero();
-  }
-  std::vector<uint32_t> ids = rank_ids(group);
-  const auto fam = family_of_group_.find(ids);
-  const int64_t family = fam == family_of_group_.end() ? -1 : static_cast<int64_t>(fam->second);
-  auto key = std::make_tuple(kind, bytes.count(), family,
-                             family >= 0 ? std::vector<uint32_t>{} : std::move(ids));
-  if (const auto it = memo_.find(key); it != memo_.end()) {
-    last_algorithm_ = it->second.second;
-    return it->second.first;
-  }
-  std::vector<std::vector<DeviceId>> groups;
-  if (family >= 0) {
-    for (const auto& g : families_[static_cast<size_t>(family)]) {
-      groups.push_back(devices_of(g));
+void NetworkCommModel::on_utilisation(std::function<void(const LinkUtilisation&)> callback) {
+  if (utilisation_subscribers_.empty()) {
+    kind_capacity_.assign(topology::kNumLinkKinds, 0.0);
+    kind_used_.assign(topology::kNumLinkKinds, 0.0);
+    for (size_t l = 0; l < net_.num_links(); ++l) {
+      kind_capacity_[static_cast<size_t>(net_.link(LinkId(static_cast<uint32_t>(l))).kind)] +=
+          planner_.capacities()[l];
     }
-  } else {
-    groups.push_back(devices_of(group));
+    network_->on_rate([this](const TransferRate& r) { transfer_rate(r); });
   }
-  const auto answer = evaluate(kind, bytes, groups);
-  memo_.emplace(std::move(key), answer);
-  last_algorithm_ = answer.second;
-  return answer.first;
+  utilisation_subscribers_.push_back(std::move(callback));
 }
 
-Duration TopologyCommModel::p2p_time(RankId src, RankId dst, Bytes bytes) {
-  ++queries_;
-  const std::vector<DeviceId> ends = devices_of(std::vector<RankId>{src, dst});
-  if (ends[0] == ends[1] || bytes.count() == 0) {
-    return Duration::zero();
+// A transfer at rate r uses weight x r of each link of its shape: per link kind, the shape's
+// weights on that kind (summed once per shape) x r.
+void NetworkCommModel::transfer_rate(const TransferRate& r) {
+  if (r.transfer.index() >= transfer_rate_.size()) {
+    transfer_rate_.resize(r.transfer.index() + 1, 0.0);
   }
-  auto key = std::make_tuple(ends[0].value(), ends[1].value(), bytes.count());
+  double& previous = transfer_rate_[r.transfer.index()];
+  const double delta = r.bytes_per_s - previous;
+  previous = r.bytes_per_s;
+  const KindWeights& w = kind_weights_[r.shape.index()];
+  for (size_t kind = 0; kind < w.size(); ++kind) {
+    if (w[kind] == 0 || delta == 0) {
+      continue;
+    }
+    kind_used_[kind] += w[kind] * delta;
+    const LinkUtilisation u{
+        r.from, static_cast<topology::LinkKind>(kind),
+        kind_capacity_[kind] > 0 ? std::max(0.0, kind_used_[kind]) / kind_capacity_[kind] : 0.0};
+    for (const auto& cb : utilisation_subscribers_) {
+      cb(u);
+    }
+  }
+}
+
+NetworkCommModel::Planned NetworkCommModel::add_shape(CommShape shape) {
+  ++planned_;
+  const ShapeId id = network_->add_shape(shape);
+  if (id.index() >= kind_weights_.size()) {
+    kind_weights_.resize(id.index() + 1, KindWeights{});
+    KindWeights& w = kind_weights_[id.index()];
+    for (const LinkLoad& l : shape.loads) {
+      w[static_cast<size_t>(net_.link(l.link).kind)] += l.weight;
+    }
+  }
+  return Planned{id, std::move(shape)};
+}
+
+DeviceId NetworkCommModel::device_of(RankId r) const {
+  SIM_CHECK(r.index() < placement_.device_of_rank.size(), "rank {} has no device ({} placed)",
+            r.value(), placement_.device_of_rank.size());
+  return placement_.device_of_rank[r.index()];
+}
+
+const NetworkCommModel::Planned& NetworkCommModel::plan_collective(CollectiveKind kind, Bytes bytes,
+                                                                   std::span<const RankId> group) {
+  std::vector<uint32_t> ids = rank_ids(group);
+  auto key = std::make_tuple(kind, bytes.count(), ids);
+  if (const auto it = memo_.find(key); it != memo_.end()) {
+    return it->second;
+  }
+  auto devices = [this](std::span<const RankId> g) {
+    std::vector<DeviceId> out;
+    out.reserve(g.size());
+    for (const RankId r : g) {
+      out.push_back(device_of(r));
+    }
+    return out;
+  };
+  std::vector<std::vector<DeviceId>> groups = {devices(group)};
+  if (const auto it = images_.find(ids); it != images_.end()) {
+    for (const auto& image : it->second) {
+      groups.push_back(devices(image));
+    }
+  }
+  return memo_.emplace(std::move(key), add_shape(planner_.collective(kind, bytes, groups)))
+      .first->second;
+}
+
+const NetworkCommModel::Planned& NetworkCommModel::plan_p2p(RankId src, RankId dst, Bytes bytes) {
+  auto key = std::make_tuple(src.value(), dst.value(), bytes.count());
   if (const auto it = p2p_memo_.find(key); it != p2p_memo_.end()) {
     return it->second;
   }
-  ++evaluations_;
-  Schedule s;
-  Step step;
-  step.flows.push_back(Flow{net_.device_vertex(ends[0]), net_.device_vertex(ends[1]), bytes});
-  step.label = "send/recv";
-  s.steps.push_back(std::move(step));
-  const Duration t = schedule_time(s, *backend_);
-  p2p_memo_.emplace(key, t);
-  return t;
+  std::vector<std::pair<DeviceId, DeviceId>> pairs = {{device_of(src), device_of(dst)}};
+  const auto si = rank_images_.find(src.value());
+  const auto di = rank_images_.find(dst.value());
+  if (si != rank_images_.end() && di != rank_images_.end()) {
+    SIM_CHECK(si->second.size() == di->second.size(),
+              "ranks {} and {} stand for {} and {} images", src.value(), dst.value(),
+              si->second.size(), di->second.size());
+    for (size_t i = 0; i < si->second.size(); ++i) {
+      pairs.emplace_back(device_of(si->second[i]), device_of(di->second[i]));
+    }
+  }
+  return p2p_memo_.emplace(key, add_shape(planner_.send_recv(pairs, bytes))).first->second;
+}
+
+TransferId NetworkCommModel::start(SimTime now, const Planned& p) {
+  ++started_;
+  last_shape_ = p.shape;
+  return network_->start(now, p.id, p.shape.bytes, p.shape.latency, p.shape.floor);
+}
+
+TransferId NetworkCommModel::start_collective(SimTime now, CollectiveKind kind, Bytes bytes,
+                                              std::span<const RankId> group) {
+  return start(now, plan_collective(kind, bytes, group));
+}
+
+TransferId NetworkCommModel::start_p2p(SimTime now, RankId src, RankId dst, Bytes bytes) {
+  return start(now, plan_p2p(src, dst, bytes));
+}
+
+CommAdvance NetworkCommModel::advance(SimTime limit) {
+  NetworkAdvance a = network_->advance(limit);
+  return CommAdvance{a.time, std::move(a.finished)};
+}
+
+Duration NetworkCommModel::collective_time(CollectiveKind kind, Bytes bytes,
+                                           std::span<const RankId> group) {
+  const Planned& p = plan_collective(kind, bytes, group);
+  last_shape_ = p.shape;
+  return run_alone(*network_, p.shape);
+}
+
+Duration NetworkCommModel::p2p_time(RankId src, RankId dst, Bytes bytes) {
+  return run_alone(*network_, plan_p2p(src, dst, bytes).shape);
 }
 
 }  // namespace meshsim::collectives

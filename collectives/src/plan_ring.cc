@@ -1,26 +1,23 @@
-// Ring and bidirectional ring schedules.
+// Ring schedules (NCCL's ring: src/device/all_reduce.h and src/graph/search.cc, NCCL 2.30.7).
 //
 // The ring follows the group's rank order (rank i sends to rank i+1 mod p), except for a group
 // spanning k >= 2 scale-up domains (nodes) with the same m >= 2 ranks in each: there, like NCCL
-// (whose topology search builds several rings, "channels", each leaving a node through a
-// different NIC so that every NIC carries traffic; src/graph/search.cc), it runs m rings at
-// once, each carrying n/m: ring c visits the domains in order and, inside each, its members
-// rotated by c, so ring c leaves every node from member c-1 and enters the next at member c.
+// (whose topology search builds several rings, "channels", each entering and leaving a node
+// through its own NIC so that every NIC carries traffic), it runs m rings at once, each carrying
+// n/m: ring c visits the domains in order and, inside each, its members rotated by c, so ring c
+// enters every node at member c and leaves it from member c-1, whose data reaches the next node
+// through member c's NIC (PXN: over NVLink to member c, then on rail c; planner_util.h), so no
+// ring crosses rails in the fabric.
 // For p ranks and a buffer of n bytes (nccl-tests' convention, see CollectiveWork):
 //   all-reduce       reduce-scatter step x (p-1), then all-gather step x (p-1); every rank sends
 //                    n/p to its successor per step (n/(mp) on each of m rings):
 //                    2(p-1)/p n per rank, 2(p-1) latencies
 //   reduce-scatter,  one step x (p-1), n/p per rank per step: (p-1)/p n per rank
 //   all-gather
-//   all-to-all       p-1 distinct steps; at step k rank i sends its block n/p to rank i+k
 //   broadcast,       pipelined chain root -> ... -> last (reduce: the reverse): in the limit of
 //   reduce           many chunks every hop carries the whole buffer at once, so one step of p-1
 //                    concurrent flows of n bytes, plus a fixed overhead of (p-2) hop latencies
 //                    for the first chunk to cross the chain: (p-1) alpha + n / B
-// Bidirectional ring (all-reduce, reduce-scatter, all-gather; one ring in rank order): the same
-// steps with half of every block going each way round, n/(2p) per flow, so both directions of
-// every ring link carry data. Through a switch both flows of a rank leave on the same uplink, so
-// it only gains where ring neighbours have direct links in both directions (a torus axis).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -79,18 +76,6 @@ void add_chain(Schedule& s, const topology::Network& net, Group group, Bytes byt
   s.steps.push_back(make_step(std::move(flows), 1, label, hop * static_cast<int64_t>(p - 2)));
 }
 
-void add_pairwise_all_to_all(Schedule& s, const topology::Network& net, Group group, Bytes bytes) {
-  const auto p = static_cast<int64_t>(group.size());
-  const auto rings = one_ring(group);
-  const Bytes block = shard(bytes, 1, p);
-  for (int64_t k = 1; k < p; ++k) {
-    std::vector<Flow> flows;
-    append_ring_flows(net, rings, k, block, flows);
-    s.steps.push_back(
-        make_step(std::move(flows), 1, fmt::format("all-to-all pairwise step {}", k)));
-  }
-}
-
 }  // namespace
 
 Reason ring_unsupported(CollectiveKind, Group, const topology::Network&) { return std::nullopt; }
@@ -117,44 +102,13 @@ Schedule plan_ring(CollectiveKind kind, Bytes bytes, Group group, const topology
       add_ring_phase(s, net, rings, fwd, block, p - 1, "ring all-gather step");
       break;
     case CollectiveKind::kAllToAll:
-      add_pairwise_all_to_all(s, net, group, bytes);
-      break;
+      SIM_CHECK(false, "all-to-all runs on the send/recv engine, not the ring");
     case CollectiveKind::kBroadcast:
       add_chain(s, net, group, bytes, false, "pipelined ring broadcast");
       break;
     case CollectiveKind::kReduce:
       add_chain(s, net, group, bytes, true, "pipelined ring reduce");
       break;
-  }
-  return s;
-}
-
-Schedule plan_bidirectional_ring(CollectiveKind kind, Bytes bytes, Group group,
-                                 const topology::Network& net) {
-  Schedule s;
-  s.algorithm = Algorithm::kBidirectionalRing;
-  const auto p = static_cast<int64_t>(group.size());
-  if (p < 2 || bytes.count() == 0) {
-    return s;
-  }
-  const int64_t both[] = {1, -1};
-  const auto ring = one_ring(group);
-  const Bytes half_block = shard(bytes, 1, 2 * p);
-  const char* rs = "bidirectional ring reduce-scatter step";
-  const char* ag = "bidirectional ring all-gather step";
-  switch (kind) {
-    case CollectiveKind::kAllReduce:
-      add_ring_phase(s, net, ring, both, half_block, p - 1, rs);
-      add_ring_phase(s, net, ring, both, half_block, p - 1, ag);
-      break;
-    case CollectiveKind::kReduceScatter:
-      add_ring_phase(s, net, ring, both, half_block, p - 1, rs);
-      break;
-    case CollectiveKind::kAllGather:
-      add_ring_phase(s, net, ring, both, half_block, p - 1, ag);
-      break;
-    default:
-      SIM_CHECK(false, "bidirectional ring has no {} schedule", to_string(kind));
   }
   return s;
 }

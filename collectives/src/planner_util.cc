@@ -1,5 +1,6 @@
 #include "planner_util.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -42,6 +43,11 @@ Duration device_latency(const topology::Network& net, DeviceId a, DeviceId b) {
 
 void append_ring_flows(const topology::Network& net, std::span<const std::vector<DeviceId>> rings,
                        int64_t offset, Bytes bytes, std::vector<Flow>& out) {
+  std::vector<DeviceId> members;
+  for (const auto& ring : rings) {
+    members.insert(members.end(), ring.begin(), ring.end());
+  }
+  std::sort(members.begin(), members.end());
   for (const auto& ring : rings) {
     const auto p = static_cast<int64_t>(ring.size());
     if (p < 2) {
@@ -49,8 +55,8 @@ void append_ring_flows(const topology::Network& net, std::span<const std::vector
     }
     for (int64_t i = 0; i < p; ++i) {
       const int64_t j = ((i + offset) % p + p) % p;
-      out.push_back(
-          device_flow(net, ring[static_cast<size_t>(i)], ring[static_cast<size_t>(j)], bytes));
+      append_pxn_flows(net, ring[static_cast<size_t>(i)], ring[static_cast<size_t>(j)], bytes,
+                       members, out);
     }
   }
 }
@@ -80,6 +86,25 @@ std::vector<std::vector<DeviceId>> domains(Group group, const topology::Network&
     out[it->second].push_back(d);
   }
   return out;
+}
+
+void append_pxn_flows(const topology::Network& net, DeviceId src, DeviceId dst, Bytes bytes,
+                      std::span<const DeviceId> members, std::vector<Flow>& out) {
+  const topology::ClusterSpec& spec = net.spec();
+  if (spec.scale_out != topology::ScaleOutFabric::kFatTree || src == dst ||
+      domain_of(net, src) == domain_of(net, dst)) {
+    out.push_back(device_flow(net, src, dst, bytes));
+    return;
+  }
+  const int64_t per_node = spec.devices_per_node;
+  const int64_t node = static_cast<int64_t>(src.value()) / per_node;
+  const DeviceId proxy(static_cast<uint32_t>(node * per_node + dst.value() % per_node));
+  if (proxy == src || std::find(members.begin(), members.end(), proxy) == members.end()) {
+    out.push_back(device_flow(net, src, dst, bytes));
+    return;
+  }
+  out.push_back(device_flow(net, src, proxy, bytes));
+  out.push_back(device_flow(net, proxy, dst, bytes));
 }
 
 bool spans_even_domains(const std::vector<std::vector<DeviceId>>& doms) {

@@ -73,4 +73,12 @@ Duration RingAlphaBetaModel::p2p_time(RankId src, RankId dst, Bytes bytes) {
   return l.latency + bytes / l.bandwidth;
 }
 
+IsolatedCommModel RingAlphaBetaModel::comm_model() {
+  return IsolatedCommModel(
+      [this](CollectiveKind kind, Bytes bytes, std::span<const RankId> group) {
+        return collective_time(kind, bytes, group);
+      },
+      [this](RankId src, RankId dst, Bytes bytes) { return p2p_time(src, dst, bytes); });
+}
+
 }  // namespace meshsim::collectives

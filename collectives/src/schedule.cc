@@ -7,17 +7,52 @@
 #include "meshsim/sim/error.h"
 
 namespace meshsim::collectives {
-Duration schedule_time(const Schedule& schedule, NetworkBackend& backend) {
-  const std::vector<Duration> times = backend.step_times(schedule.steps);
-  SIM_CHECK(times.size() == schedule.steps.size(), "backend {} timed {} of {} steps",
-            backend.name(), times.size(), schedule.steps.size());
-  Duration total = Duration::zero();
-  for (size_t i = 0; i < times.size(); ++i) {
-    const Step& s = schedule.steps[i];
-    SIM_CHECK(s.repeat >= 1, "step '{}' repeats {} times", s.label, s.repeat);
-    total += (times[i] + s.overhead) * s.repeat;
+namespace {
+
+constexpr std::array<std::pair<Algorithm, NcclAlgorithm>, 7> kNccl = {{
+    {Algorithm::kTree, NcclAlgorithm::kTree},
+    {Algorithm::kRing, NcclAlgorithm::kRing},
+    {Algorithm::kCollNetDirect, NcclAlgorithm::kCollNetDirect},
+    {Algorithm::kCollNetChain, NcclAlgorithm::kCollNetChain},
+    {Algorithm::kNvls, NcclAlgorithm::kNvls},
+    {Algorithm::kNvlsTree, NcclAlgorithm::kNvlsTree},
+    {Algorithm::kPat, NcclAlgorithm::kPat},
+}};
+
+}  // namespace
+
+std::optional<NcclAlgorithm> nccl_algorithm(Algorithm a) {
+  for (const auto& [alg, nccl] : kNccl) {
+    if (alg == a) {
+      return nccl;
+    }
   }
-  return total;
+  return std::nullopt;
+}
+
+Algorithm from_nccl(NcclAlgorithm a) {
+  for (const auto& [alg, nccl] : kNccl) {
+    if (nccl == a) {
+      return alg;
+    }
+  }
+  return Algorithm::kRing;
+}
+
+BandwidthEfficiency BandwidthEfficiency::defaults_for(const topology::ClusterSpec& spec) {
+  BandwidthEfficiency e;
+  const topology::Chip& chip = spec.chip;
+  auto set = [&e](topology::LinkKind k, double v) { e.link[static_cast<size_t>(k)] = v; };
+  if (chip.nvlink) {
+    set(topology::LinkKind::kNvlink, chip.nvlink->efficiency);
+    e.in_switch = chip.nvlink->nvls_efficiency.value_or(1.0);
+  }
+  if (chip.ici) {
+    set(topology::LinkKind::kIci, chip.ici->efficiency);
+  }
+  set(topology::LinkKind::kNetwork, chip.nic_efficiency);
+  set(topology::LinkKind::kDcn, chip.dcn_efficiency);
+  return e;
 }
 
 std::vector<topology::Path> route_step(const topology::Network& net, const Step& step) {

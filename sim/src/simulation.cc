@@ -8,53 +8,12 @@
 
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/event_queue.h"
+#include "program_info.h"
 
 namespace meshsim {
 namespace {
 
-// Flattened, read-only view of a Program for the hot loop: successor lists in CSR form, the ops
-// of each stream in order, and each collective's ordinal on its group slot.
-struct ProgramInfo {
-  Program program;
-  std::vector<uint32_t> succ_offsets;  // size ops + 1
-  std::vector<uint32_t> succ;
-  std::vector<uint32_t> indegree;
-  std::vector<std::vector<uint32_t>> stream_ops;
-  std::vector<uint32_t> ordinal;  // collectives: index among the collectives on the same slot
-  uint16_t max_group_slot = 0;
-  uint16_t max_peer_slot = 0;
-  bool uses_groups = false;
-  bool uses_peers = false;
-
-  explicit ProgramInfo(Program p);
-};
-
-ProgramInfo::ProgramInfo(Program p) : program(std::move(p)) {
-  const size_t n = program.size();
-  succ_offsets.assign(n + 1, 0);
-  indegree.assign(n, 0);
-  ordinal.assign(n, 0);
-  stream_ops.resize(program.num_streams());
-  std::map<uint16_t, uint32_t> next_ordinal;
-  for (uint32_t i = 0; i < n; ++i) {
-    const OpId id(i);
-    const Op& op = program.op(id);
-    stream_ops[op.stream].push_back(i);
-    for (const OpId s : program.successors(id)) {
-      succ.push_back(s.value());
-      ++indegree[s.index()];
-    }
-    succ_offsets[i + 1] = static_cast<uint32_t>(succ.size());
-    if (const auto* c = std::get_if<CollectiveWork>(&op.work)) {
-      ordinal[i] = next_ordinal[c->group_slot]++;
-      max_group_slot = std::max(max_group_slot, c->group_slot);
-      uses_groups = true;
-    } else if (const auto* pw = std::get_if<PeerWork>(&op.work)) {
-      max_peer_slot = std::max(max_peer_slot, pw->peer_slot);
-      uses_peers = true;
-    }
-  }
-}
+using detail::ProgramInfo;
 
 struct RankState {
   ProgramIndex program;
@@ -106,7 +65,7 @@ using P2PKey = std::tuple<uint32_t, uint32_t, uint16_t, uint32_t>;
 
 struct Simulation::Impl {
   const ComputeCostModel& compute;
-  CommCostModel& comm;
+  CommModel& comm;
   std::vector<ProgramInfo> programs;
   std::vector<std::vector<RankId>> groups;       // simulated members (rendezvous)
   std::vector<std::vector<RankId>> cost_groups;  // global ranks (cost model)
@@ -123,10 +82,12 @@ struct Simulation::Impl {
   std::map<P2PChannel, uint32_t> sends_issued;
   std::map<P2PChannel, uint32_t> recvs_issued;
   std::map<P2PKey, PendingP2P> p2p;
+  // The running ops (slots into `running`) each communication in flight will end, by its id.
+  std::vector<std::vector<uint32_t>> in_flight;
   uint64_t next_match = 1;
   bool ran = false;
 
-  Impl(const ComputeCostModel& c, CommCostModel& m) : compute(c), comm(m) {}
+  Impl(const ComputeCostModel& c, CommModel& m) : compute(c), comm(m) {}
 
   const ProgramInfo& info(const RankState& r) const { return programs[r.program.index()]; }
   void validate_ranks() const;
@@ -135,14 +96,17 @@ struct Simulation::Impl {
   void start_op(RankId id, uint32_t op, SimTime ready);
   void arrive_collective(RankId id, uint32_t op, const CollectiveWork& w, SimTime ready);
   void arrive_p2p(RankId id, uint32_t op, const PeerWork& w, bool is_send, SimTime ready);
+  uint32_t begin(const Arrival& a, SimTime start, uint64_t match);
   void launch(const Arrival& a, SimTime start, Duration d, uint64_t match = 0);
+  void await(TransferId t, std::span<const Arrival> arrivals, uint64_t match);
   void finish(uint32_t running_index);
+  uint64_t step();
   void apply_memory(RankId id, const Op& op, bool at_end);
   void change_memory(RankId id, MemoryCategory c, Bytes delta);
   [[noreturn]] void report_deadlock() const;
 };
 
-Simulation::Simulation(const ComputeCostModel& compute, CommCostModel& comm)
+Simulation::Simulation(const ComputeCostModel& compute, CommModel& comm)
     : impl_(std::make_unique<Impl>(compute, comm)) {}
 Simulation::~Simulation() = default;
 
@@ -281,15 +245,8 @@ RunResult Simulation::run() {
     s.try_start(RankId(i));
   }
   uint64_t events = 0;
-  while (!s.queue.empty()) {
-    const Event e = s.queue.pop();
-    s.now = e.time;
-    ++events;
-    switch (e.kind) {
-      case EventKind::kOpEnd:
-        s.finish(e.payload);
-        break;
-    }
+  while (const uint64_t n = s.step()) {
+    events += n;
   }
   RunResult result;
   result.events = events;
@@ -301,6 +258,52 @@ RunResult Simulation::run() {
     result.ranks.push_back(RankResult{r.end, r.peak});
   }
   return result;
+}
+
+// One turn of the loop: every event due now first (so that communications starting at one instant
+// start together and the model re-shares once), then the communication model advanced to the
+// next event, then that event. Returns the events handled (communications completed count as
+// one each), 0 when there is nothing left.
+uint64_t Simulation::Impl::step() {
+  if (!queue.empty() && queue.top().time == now) {
+    const Event e = queue.pop();
+    switch (e.kind) {
+      case EventKind::kOpEnd:
+        finish(e.payload);
+        break;
+    }
+    return 1;
+  }
+  if (comm.in_flight() > 0) {
+    const CommAdvance a = comm.advance(queue.empty() ? SimTime::max() : queue.top().time);
+    SIM_CHECK(a.time >= now, "the communication model went back from {} to {} ps", now.ps(),
+              a.time.ps());
+    now = a.time;
+    for (const TransferId t : a.finished) {
+      SIM_CHECK(t.index() < in_flight.size() && !in_flight[t.index()].empty(),
+                "the communication model finished transfer {}, which the engine did not start",
+                t.value());
+      const std::vector<uint32_t> slots = std::move(in_flight[t.index()]);
+      in_flight[t.index()].clear();
+      for (const uint32_t slot : slots) {
+        finish(slot);
+      }
+    }
+    if (!a.finished.empty()) {
+      return a.finished.size();
+    }
+  }
+  if (queue.empty()) {
+    return 0;
+  }
+  const Event e = queue.pop();
+  now = e.time;
+  switch (e.kind) {
+    case EventKind::kOpEnd:
+      finish(e.payload);
+      break;
+  }
+  return 1;
 }
 
 // Starts every op of rank `id` that is at the head of a free stream with its dependencies done.
@@ -351,13 +354,10 @@ void Simulation::Impl::arrive_collective(RankId id, uint32_t op, const Collectiv
   if (pc.arrivals.size() < members.size()) {
     return;
   }
-  const Duration d = comm.collective_time(w.kind, w.bytes, cost_groups[g.index()]);
   const PendingCollective done = std::move(pc);
   collectives.erase(key);
-  const uint64_t match = next_match++;
-  for (const Arrival& a : done.arrivals) {
-    launch(a, now, d, match);
-  }
+  const TransferId t = comm.start_collective(now, w.kind, w.bytes, cost_groups[g.index()]);
+  await(t, done.arrivals, next_match++);
 }
 
 void Simulation::Impl::arrive_p2p(RankId id, uint32_t op, const PeerWork& w, bool is_send,
@@ -378,18 +378,33 @@ void Simulation::Impl::arrive_p2p(RankId id, uint32_t op, const PeerWork& w, boo
   }
   SIM_CHECK(pp.bytes == w.bytes, "send {}->{} tag {} #{}: sizes {} B and {} B differ",
             src.value(), dst.value(), w.tag, ordinal, pp.bytes.count(), w.bytes.count());
-  const Duration d =
-      comm.p2p_time(ranks[src.index()].global, ranks[dst.index()].global, pp.bytes);
   const PendingP2P done = pp;
   p2p.erase(key);
-  const uint64_t match = next_match++;
-  launch(*done.send, now, d, match);
-  launch(*done.recv, now, d, match);
+  const TransferId t =
+      comm.start_p2p(now, ranks[src.index()].global, ranks[dst.index()].global, done.bytes);
+  const Arrival both[] = {*done.send, *done.recv};
+  await(t, both, next_match++);
+}
+
+void Simulation::Impl::await(TransferId t, std::span<const Arrival> arrivals, uint64_t match) {
+  if (in_flight.size() <= t.index()) {
+    in_flight.resize(t.index() + 1);
+  }
+  SIM_CHECK(in_flight[t.index()].empty(), "the communication model reused transfer {} in flight",
+            t.value());
+  for (const Arrival& a : arrivals) {
+    in_flight[t.index()].push_back(begin(a, now, match));
+  }
 }
 
 void Simulation::Impl::launch(const Arrival& a, SimTime start, Duration d, uint64_t match) {
   SIM_CHECK(d >= Duration::zero(), "negative duration {} ps for op {} of rank {}", d.ps(), a.op,
             a.rank.value());
+  queue.push(start + d, EventKind::kOpEnd, begin(a, start, match));
+}
+
+// Records `a` as running from `start` (its memory effects at start applied); its running slot.
+uint32_t Simulation::Impl::begin(const Arrival& a, SimTime start, uint64_t match) {
   uint32_t slot = 0;
   if (free_running.empty()) {
     slot = static_cast<uint32_t>(running.size());
@@ -400,7 +415,7 @@ void Simulation::Impl::launch(const Arrival& a, SimTime start, Duration d, uint6
   }
   running[slot] = Running{a.rank, a.op, a.ready, start, match};
   apply_memory(a.rank, info(ranks[a.rank.index()]).program.op(OpId(a.op)), false);
-  queue.push(start + d, EventKind::kOpEnd, slot);
+  return slot;
 }
 
 void Simulation::Impl::finish(uint32_t running_index) {

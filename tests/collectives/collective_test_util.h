@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "meshsim/collectives/algorithms.h"
+#include "meshsim/collectives/collective_planner.h"
 #include "meshsim/collectives/comm_model.h"
 #include "meshsim/collectives/schedule.h"
 #include "meshsim/topology/chip.h"
@@ -29,6 +30,24 @@ inline topology::ClusterSpec preset(const std::string& name) {
 
 inline topology::ClusterSpec dgx_h100(int64_t nodes) {
   return topology::resize_nodes(preset("dgx-h100"), nodes);
+}
+
+// Four GPUs behind two leaves joined by one 10 GB/s cable (100 GB/s from each GPU to its leaf):
+// pairs (0, 2) and (1, 3) cross the cable, the smallest case of two transfers sharing a link.
+inline topology::ClusterSpec two_leaves() {
+  auto spec = dgx_h100(1);
+  spec.devices_per_node = 4;
+  topology::GraphSpec g;
+  g.switches = {{"a", "leaf"}, {"b", "leaf"}};
+  for (const char* d : {"gpu0", "gpu1"}) {
+    g.links.push_back({d, "a", "network", GBps(100), Microseconds(1)});
+  }
+  for (const char* d : {"gpu2", "gpu3"}) {
+    g.links.push_back({d, "b", "network", GBps(100), Microseconds(1)});
+  }
+  g.links.push_back({"a", "b", "network", GBps(10), Microseconds(1)});
+  spec.graph = g;
+  return spec;
 }
 
 // Devices first, first + 1, ..., first + count - 1.
@@ -71,8 +90,11 @@ inline double relative_error(Duration got, Duration want) {
   return relative_error(got.seconds(), want.seconds());
 }
 
-inline Duration time_of(const Schedule& s, NetworkBackend& backend) {
-  return schedule_time(s, backend);
+// The time the planner's shape of a collective over `group` takes alone on the network.
+inline Duration time_of(const CollectivePlanner& planner, CollectiveKind kind, Bytes bytes,
+                        const std::vector<DeviceId>& group) {
+  const std::vector<std::vector<DeviceId>> groups = {group};
+  return planner.isolated_time(planner.collective(kind, bytes, groups));
 }
 
 // nccl-tests' bus bandwidth of a collective of `bytes` over `ranks` that took `t`.

@@ -47,7 +47,8 @@ struct Simulated {
 Simulated simulate(Built& b) {
   topology::RooflineComputeModel compute(b.cluster.chip);
   const auto link = nvlink(b.cluster);
-  collectives::RingAlphaBetaModel comm([link](RankId, RankId) { return link; });
+  collectives::RingAlphaBetaModel ring([link](RankId, RankId) { return link; });
+  IsolatedCommModel comm = ring.comm_model();
   Simulation sim(compute, comm);
   const ProgramIndex prog = sim.add_program(std::move(b.plan.programs.front()));
   std::vector<RankId> members;

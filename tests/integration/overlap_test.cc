@@ -18,19 +18,15 @@ class FixedCompute : public ComputeCostModel {
   }
 };
 
-class FixedComm : public CommCostModel {
- public:
-  explicit FixedComm(Duration d) : d_(d) {}
-  Duration collective_time(CollectiveKind, Bytes, std::span<const RankId>) override { return d_; }
-  Duration p2p_time(RankId, RankId, Bytes) override { return d_; }
-
- private:
-  Duration d_;
-};
+// Every communication takes `d`, on its own.
+IsolatedCommModel fixed_comm(Duration d) {
+  return IsolatedCommModel([d](CollectiveKind, Bytes, std::span<const RankId>) { return d; },
+                           [d](RankId, RankId, Bytes) { return d; });
+}
 
 double hidden_fraction(double comm_ms, double compute_ms) {
   FixedCompute cm;
-  FixedComm nm(Milliseconds(comm_ms));
+  IsolatedCommModel nm = fixed_comm(Milliseconds(comm_ms));
   Simulation sim(cm, nm);
   Program p;
   Op c;

@@ -2,6 +2,11 @@
 // rank layout, representative versus full simulation, and invalid plans.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <optional>
+
+#include "comm_setup.h"
+
 #include <set>
 
 #include "meshsim/collectives/ring_model.h"
@@ -25,21 +30,29 @@ struct Outcome {
   workloads::StepPlan plan;
 };
 
-// Simulates `plan` on DGX H100 nodes with the ring model (NVLink inside a node, NICs across).
-Outcome simulate(const std::string& model, const ParallelPlan& p, SimulationMode mode) {
+// Simulates `plan` on DGX H100 nodes with the ring model (NVLink inside a node, NICs across), or,
+// with `network`, on the shared network model as `meshsim run` wires it (cli::CommSetup).
+Outcome simulate(const std::string& model, const ParallelPlan& p, SimulationMode mode,
+                 const std::optional<cli::CommOptions>& network = std::nullopt,
+                 const topology::FabricOverrides& fabric = {}) {
   const auto catalogue = topology::Catalogue::builtin();
   topology::ClusterSpec cluster = topology::load_cluster("dgx-h100", catalogue);
   const int64_t nodes = std::max<int64_t>(1, p.world() / 8);
-  cluster = topology::resize_nodes(cluster, nodes);
+  cluster = topology::override_fabric(topology::resize_nodes(cluster, nodes), fabric);
   Outcome out;
   out.plan = workloads::plan_step(workloads::load_model(model), p, mode);
   topology::RooflineComputeModel compute(cluster.chip);
   const collectives::LinkParams up{cluster.intra_node_bandwidth(), cluster.intra_node_latency()};
   const collectives::LinkParams net{cluster.inter_node_bandwidth(), cluster.inter_node_latency()};
-  collectives::RingAlphaBetaModel comm([up, net](RankId a, RankId b) {
+  collectives::RingAlphaBetaModel ring([up, net](RankId a, RankId b) {
     return a.value() / 8 == b.value() / 8 ? up : net;
   });
-  Simulation sim(compute, comm);
+  IsolatedCommModel isolated = ring.comm_model();
+  std::unique_ptr<cli::CommSetup> setup;
+  if (network) {
+    setup = std::make_unique<cli::CommSetup>(cluster, out.plan, *network);
+  }
+  Simulation sim(compute, setup ? static_cast<CommModel&>(setup->model()) : isolated);
   workloads::load_plan(sim, out.plan);
   Timeline tl;
   sim.record_into(tl);
@@ -147,6 +160,40 @@ TEST(Symmetry, RepresentativeEqualsFullSimulation) {
     const Outcome full = simulate("llama3.2-1b", p, SimulationMode::kFull);
     EXPECT_LT(rep.plan.ranks.size(), full.plan.ranks.size());
     EXPECT_EQ(rep.run.end, full.run.end) << to_string(schedule);
+  }
+}
+
+// Issue 12: the same on the shared network, where collectives and sends contend for NICs, NVLink
+// and spines: the images of the simulated groups and ranks (representative mode) load the links
+// exactly as the ranks themselves do (full mode), on a non-blocking and a 4:1 fabric, with both
+// network models.
+TEST(Symmetry, RepresentativeEqualsFullOnTheSharedNetwork) {
+  ParallelPlan p;
+  p.tp = 2;
+  p.pp = 2;
+  p.dp = 4;
+  p.sp = true;
+  p.zero = workloads::ZeroStage::kOptimizerStates;
+  p.schedule = workloads::PipelineSchedule::kInterleaved;
+  p.vpp = 2;
+  p.mbs = 1;
+  p.gbs = 16;
+  p.seq = 1024;
+  topology::FabricOverrides thin;
+  thin.oversubscription = 4.0;
+  for (const std::string backend : {"analytical", "simgrid"}) {
+    for (const auto& fabric : {topology::FabricOverrides{}, thin}) {
+      cli::CommOptions o;
+      o.backend = backend;
+      const Outcome rep = simulate("llama3.2-1b", p, SimulationMode::kRepresentative, o, fabric);
+      const Outcome full = simulate("llama3.2-1b", p, SimulationMode::kFull, o, fabric);
+      EXPECT_LT(rep.plan.ranks.size(), full.plan.ranks.size());
+      if (backend == "analytical") {
+        EXPECT_EQ(rep.run.end, full.run.end);
+      } else {  // SimGrid's clock is in double seconds
+        EXPECT_NEAR(rep.run.end.seconds(), full.run.end.seconds(), 1e-9);
+      }
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "comm_setup.h"
 #include "meshsim/collectives/comm_model.h"
 #include "meshsim/sim/simulation.h"
 #include "meshsim/topology/compute_model.h"
@@ -59,8 +60,8 @@ TEST(Tpu, MeshAxesMapToTorusAxes) {
 
 TEST(Tpu, CollectivesRunAsTorusRingsOnTheirAxes) {
   const topology::Network net = topology::Network::build(v5p_888());
-  collectives::TopologyCommModel model(net, topology::Placement::in_order(512),
-                                       std::make_unique<collectives::AnalyticalBackend>(net));
+  collectives::NetworkCommModel model(net, topology::Placement::in_order(512),
+                                      collectives::NetworkBackend::kAnalytical);
   const workloads::RankLayout layout(maxtext_plan());
   auto ranks = [](const std::vector<int64_t>& g) {
     std::vector<RankId> out;
@@ -71,34 +72,29 @@ TEST(Tpu, CollectivesRunAsTorusRingsOnTheirAxes) {
   };
   const auto tp = ranks(layout.group_along(0, workloads::Axis::kTensor));
   const Duration t_tp = model.collective_time(CollectiveKind::kAllGather, MB(64), tp);
-  // On one wrapping axis, torus rings are a bidirectional ring around it: the two schedules are
-  // the same and tie; the automatic choice may name either.
-  EXPECT_TRUE(model.last_algorithm() == collectives::Algorithm::kTorusRings ||
-              model.last_algorithm() == collectives::Algorithm::kBidirectionalRing);
+  // On one wrapping axis, torus rings are a bidirectional ring around it.
+  EXPECT_EQ(model.last_shape().algorithm, collectives::Algorithm::kTorusRings);
   const auto dp = ranks(layout.group_along(0, workloads::Axis::kData));
   const Duration t_dp = model.collective_time(CollectiveKind::kAllGather, MB(64), dp);
-  EXPECT_EQ(model.last_algorithm(), collectives::Algorithm::kTorusRings);
+  EXPECT_EQ(model.last_shape().algorithm, collectives::Algorithm::kTorusRings);
   // Two axes at once move the same all-gather faster than one axis of the same links.
   EXPECT_LT(t_dp, t_tp);
 }
 
 TEST(Tpu, MaxTextStepSimulatesEndToEnd) {
   const topology::ClusterSpec spec = v5p_888();
-  const topology::Network net = topology::Network::build(spec);
   workloads::StepPlan plan =
       workloads::plan_step(workloads::load_model("llama3-8b"), maxtext_plan());
   topology::RooflineComputeModel compute(spec.chip);
-  collectives::TopologyCommModel comm(net, topology::Placement::in_order(512),
-                                      std::make_unique<collectives::AnalyticalBackend>(net));
-  for (const auto& family : plan.families) {
-    comm.add_concurrent_family(family);
-  }
+  cli::CommSetup setup(spec, plan, cli::CommOptions{});
+  collectives::NetworkCommModel& comm = setup.model();
   Simulation sim(compute, comm);
   workloads::load_plan(sim, plan);
   const RunResult r = sim.run();
   EXPECT_GT(r.end.seconds(), 0.1);
   EXPECT_LT(r.end.seconds(), 10.0);
-  EXPECT_GT(comm.evaluations(), 0);
+  EXPECT_GT(comm.planned(), 0);
+  EXPECT_GT(comm.started(), comm.planned());  // the same collectives, planned once
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "meshsim/sim/comm_model.h"
 #include "meshsim/sim/cost_model.h"
 
 namespace meshsim::testing {
@@ -15,17 +16,27 @@ class PsComputeModel : public ComputeCostModel {
   }
 };
 
-class PsCommModel : public CommCostModel {
+// Each communication on its own (IsolatedCommModel); counts the collectives started.
+class PsCommModel : public CommModel {
  public:
-  Duration collective_time(CollectiveKind /*kind*/, Bytes bytes,
-                           std::span<const RankId> group) override {
+  TransferId start_collective(SimTime now, CollectiveKind kind, Bytes bytes,
+                              std::span<const RankId> group) override {
     ++collective_calls;
-    return Duration::from_ps(bytes.count() * static_cast<int64_t>(group.size()));
+    return model_.start_collective(now, kind, bytes, group);
   }
-  Duration p2p_time(RankId /*src*/, RankId /*dst*/, Bytes bytes) override {
-    return Duration::from_ps(bytes.count());
+  TransferId start_p2p(SimTime now, RankId src, RankId dst, Bytes bytes) override {
+    return model_.start_p2p(now, src, dst, bytes);
   }
+  CommAdvance advance(SimTime limit) override { return model_.advance(limit); }
+  size_t in_flight() const override { return model_.in_flight(); }
   int collective_calls = 0;
+
+ private:
+  IsolatedCommModel model_{
+      [](CollectiveKind, Bytes bytes, std::span<const RankId> group) {
+        return Duration::from_ps(bytes.count() * static_cast<int64_t>(group.size()));
+      },
+      [](RankId, RankId, Bytes bytes) { return Duration::from_ps(bytes.count()); }};
 };
 
 inline Op compute_op(std::string name, double ps, uint8_t stream = 0) {

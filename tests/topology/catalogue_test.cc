@@ -28,9 +28,13 @@ std::vector<std::string> required_fields(const Chip& chip) {
   }
   if (chip.kind == ChipKind::kGpu) {
     for (const char* p : {"/nvlink/generation", "/nvlink/links", "/nvlink/link_bandwidth",
-                          "/nic/bandwidth", "/gpu/sm_count", "/gpu/max_threads_per_sm",
-                          "/gpu/smem_per_sm", "/gpu/max_blocks_per_sm"}) {
+                          "/nvlink/efficiency", "/nic/bandwidth", "/nic/efficiency",
+                          "/gpu/sm_count", "/gpu/max_threads_per_sm", "/gpu/smem_per_sm",
+                          "/gpu/max_blocks_per_sm"}) {
       f.emplace_back(p);
+    }
+    if (chip.nvlink->nvls_efficiency) {
+      f.emplace_back("/nvlink/nvls_efficiency");
     }
     if (chip.gpu->boost_clock_hz) {
       f.emplace_back("/gpu/boost_clock");
@@ -38,11 +42,25 @@ std::vector<std::string> required_fields(const Chip& chip) {
   } else {
     for (const char* p :
          {"/ici/links", "/ici/link_bandwidth", "/ici/torus_dims", "/ici/chips_per_host",
-          "/dcn/bandwidth", "/tpu/mxu_count", "/tpu/mxu_rows", "/tpu/mxu_cols", "/tpu/clock"}) {
+          "/ici/efficiency", "/dcn/bandwidth", "/dcn/efficiency", "/tpu/mxu_count",
+          "/tpu/mxu_rows", "/tpu/mxu_cols", "/tpu/clock"}) {
       f.emplace_back(p);
     }
   }
   return f;
+}
+
+// Issue 12: the achieved fractions of each link's line rate live beside the line rate.
+TEST(Catalogue, LinkEfficienciesBesideTheLineRates) {
+  const Catalogue cat = Catalogue::builtin();
+  const Chip& h100 = cat.chip("h100-sxm");
+  EXPECT_DOUBLE_EQ(h100.nvlink->efficiency, 0.824);  // NCCL SM90_NVLINK_BW 20.6 of 25 GB/s
+  EXPECT_DOUBLE_EQ(*h100.nvlink->nvls_efficiency, 0.85);
+  EXPECT_DOUBLE_EQ(h100.nic_efficiency, 0.96);
+  EXPECT_FALSE(cat.chip("a100-80gb").nvlink->nvls_efficiency);  // no NVLink SHARP on A100
+  EXPECT_DOUBLE_EQ(*cat.chip("gb200").nvlink->nvls_efficiency, 0.74);
+  EXPECT_DOUBLE_EQ(cat.chip("tpu-v5p").ici->efficiency, 0.82);
+  EXPECT_DOUBLE_EQ(cat.chip("tpu-v5p").dcn_efficiency, 1.0);
 }
 
 TEST(Catalogue, BuiltinHasEveryChip) { EXPECT_EQ(Catalogue::builtin().names(), kChips); }

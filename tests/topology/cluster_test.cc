@@ -109,13 +109,56 @@ TEST_F(ClusterTest, ResizeNodesValidates) {
                "expected a positive number of nodes");
   expect_error(capture_input_error([&] { resize_nodes(h100, -3); }), src, "/nodes",
                "expected a positive number of nodes");
-  expect_error(capture_input_error([&] { resize_nodes(h100, 257); }), src, "/scale_out/tiers",
-               "attaches at most 2048 NICs");
+  // Issue 12: more than 2048 GPUs without editing the file: the fat tree grows a tier.
+  const ClusterSpec big = resize_nodes(h100, 257);
+  EXPECT_EQ(big.fat_tree->tiers, 3);
+  EXPECT_NE(big.description.find("3 switch tiers for 2056 NICs"), std::string::npos);
+  EXPECT_EQ(resize_nodes(h100, 256).fat_tree->tiers, 2);
   expect_error(capture_input_error([&] { resize_nodes(load("gb200-nvl72"), 20); }),
                "builtin:topology/clusters/gb200-nvl72.json", "/nodes",
                "not a whole number of 72-device NVLink domains");
   expect_error(capture_input_error([&] { resize_nodes(load("tpu-v5p"), 32); }),
                "builtin:topology/clusters/tpu-v5p.json", "/nodes", "use resize_torus");
+}
+
+// Issue 12: the fabric knobs (flags and scenario keys) without editing the file.
+TEST_F(ClusterTest, FabricOverrides) {
+  const ClusterSpec h100 = resize_nodes(load("dgx-h100"), 64);
+  FabricOverrides o;
+  o.oversubscription = 4.0;
+  o.nics_per_device = 2;
+  o.nic_bandwidth = Gbps(200);
+  o.rail_optimized = false;
+  o.sharp = true;
+  const ClusterSpec c = override_fabric(h100, o);
+  EXPECT_EQ(c.fat_tree->oversubscription, 4.0);
+  EXPECT_EQ(c.fat_tree->nics_per_device, 2);
+  EXPECT_EQ(c.fat_tree->nic_bandwidth, Gbps(200));
+  EXPECT_FALSE(c.fat_tree->rail_optimized);
+  EXPECT_TRUE(c.fat_tree->sharp);
+  EXPECT_NE(c.description.find("oversubscription 4:1"), std::string::npos);
+  EXPECT_EQ(override_fabric(h100, {}).description, h100.description);  // nothing asked
+  auto field_of = [&](FabricOverrides bad) {
+    try {
+      override_fabric(h100, bad);
+    } catch (const FabricError& e) {
+      return e.field();
+    }
+    ADD_FAILURE() << "accepted";
+    return FabricField::kSharp;
+  };
+  FabricOverrides under;
+  under.oversubscription = 0.5;
+  EXPECT_EQ(field_of(under), FabricField::kOversubscription);
+  FabricOverrides one_tier;
+  one_tier.tiers = 1;  // 512 NICs on one radix-64 switch
+  EXPECT_EQ(field_of(one_tier), FabricField::kTiers);
+  FabricOverrides no_nic;
+  no_nic.nics_per_device = 0;
+  EXPECT_EQ(field_of(no_nic), FabricField::kNicsPerDevice);
+  FabricOverrides tpu;
+  tpu.tiers = 2;
+  EXPECT_THROW(override_fabric(load("tpu-v5p"), tpu), FabricError);  // no fat tree
 }
 
 TEST_F(ClusterTest, ResizeTorus) {

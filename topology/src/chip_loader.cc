@@ -94,11 +94,20 @@ void read_gpu_parts(JsonObject& obj, Chip& chip, SourceSink& sink) {
   nv.generation = detail::sourced_count(nvlink, "generation", sink);
   nv.links = detail::sourced_count(nvlink, "links", sink);
   nv.link_bandwidth = detail::sourced_bandwidth(nvlink, "link_bandwidth", sink);
+  if (nvlink.has("efficiency")) {
+    nv.efficiency = detail::sourced_fraction(nvlink, "efficiency", sink);
+  }
+  if (nvlink.has("nvls_efficiency")) {
+    nv.nvls_efficiency = detail::sourced_fraction(nvlink, "nvls_efficiency", sink);
+  }
   nvlink.finish();
   chip.nvlink = nv;
 
   JsonObject nic = obj.object("nic");
   chip.nic_bandwidth = detail::sourced_bandwidth(nic, "bandwidth", sink);
+  if (nic.has("efficiency")) {
+    chip.nic_efficiency = detail::sourced_fraction(nic, "efficiency", sink);
+  }
   nic.finish();
 
   JsonObject gpu = obj.object("gpu");
@@ -150,11 +159,17 @@ void read_tpu_parts(JsonObject& obj, Chip& chip, SourceSink& sink) {
                                   2 * spec.torus_dims, spec.links));
   }
   spec.chips_per_host = detail::sourced_count(ici, "chips_per_host", sink);
+  if (ici.has("efficiency")) {
+    spec.efficiency = detail::sourced_fraction(ici, "efficiency", sink);
+  }
   ici.finish();
   chip.ici = spec;
 
   JsonObject dcn = obj.object("dcn");
   chip.dcn_bandwidth = detail::sourced_bandwidth(dcn, "bandwidth", sink);
+  if (dcn.has("efficiency")) {
+    chip.dcn_efficiency = detail::sourced_fraction(dcn, "efficiency", sink);
+  }
   dcn.finish();
 
   JsonObject tpu = obj.object("tpu");

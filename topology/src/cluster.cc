@@ -1,6 +1,7 @@
 #include "meshsim/topology/cluster.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <limits>
@@ -246,6 +247,76 @@ ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes) {
     spec.description += fmt::format(" (preset resized to {} nodes)", nodes);
   }
   spec.nodes = nodes;
+  if (spec.fat_tree) {
+    FatTreeSpec& ft = *spec.fat_tree;
+    const int64_t nics = spec.device_count() * ft.nics_per_device;
+    const int64_t tiers = ft.tiers;
+    while (ft.tiers < 5 && nics > ft.max_endpoints()) {
+      ++ft.tiers;
+    }
+    if (ft.tiers != tiers) {
+      spec.description += fmt::format(" ({} switch tiers for {} NICs)", ft.tiers, nics);
+    }
+  }
+  detail::finalize_cluster(spec);
+  return spec;
+}
+
+ClusterSpec override_fabric(ClusterSpec spec, const FabricOverrides& o) {
+  if (o.empty()) {
+    return spec;
+  }
+  auto need = [](bool ok, FabricField f, std::string why) {
+    if (!ok) {
+      throw FabricError(f, std::move(why));
+    }
+  };
+  need(spec.fat_tree.has_value(), o.oversubscription ? FabricField::kOversubscription
+                                                     : FabricField::kTiers,
+       fmt::format("cluster \"{}\" has no fat tree to change (its scale-out fabric is {})",
+                   spec.name, to_string(spec.scale_out)));
+  FatTreeSpec& ft = *spec.fat_tree;
+  std::vector<std::string> changes;
+  if (o.oversubscription) {
+    need(*o.oversubscription >= 1.0, FabricField::kOversubscription,
+         fmt::format("expected a leaf down:up ratio >= 1 (1 = non-blocking), got {}",
+                     *o.oversubscription));
+    ft.oversubscription = *o.oversubscription;
+    changes.push_back(fmt::format("oversubscription {}:1", ft.oversubscription));
+  }
+  if (o.tiers) {
+    need(*o.tiers >= 1 && *o.tiers <= 5, FabricField::kTiers,
+         fmt::format("expected 1 to 5 switch tiers, got {}", *o.tiers));
+    ft.tiers = *o.tiers;
+    changes.push_back(fmt::format("{} tiers", ft.tiers));
+  }
+  if (o.rail_optimized) {
+    ft.rail_optimized = *o.rail_optimized;
+    changes.push_back(ft.rail_optimized ? "rail-optimized" : "not rail-optimized");
+  }
+  if (o.nics_per_device) {
+    need(*o.nics_per_device >= 1, FabricField::kNicsPerDevice,
+         fmt::format("expected at least one NIC per device, got {}", *o.nics_per_device));
+    ft.nics_per_device = *o.nics_per_device;
+    changes.push_back(fmt::format("{} NICs per device", ft.nics_per_device));
+  }
+  if (o.nic_bandwidth) {
+    need(o.nic_bandwidth->value() > 0, FabricField::kNicBandwidth,
+         fmt::format("expected a positive bandwidth, got {} B/s", o.nic_bandwidth->value()));
+    ft.nic_bandwidth = *o.nic_bandwidth;
+    changes.push_back(fmt::format("{:.0f} Gb/s NICs", ft.nic_bandwidth.value() * 8e-9));
+  }
+  if (o.sharp) {
+    ft.sharp = *o.sharp;
+    changes.push_back(ft.sharp ? "SHARP" : "no SHARP");
+  }
+  const int64_t nics = spec.device_count() * ft.nics_per_device;
+  need(nics <= ft.max_endpoints(), FabricField::kTiers,
+       fmt::format("a {}-tier fat tree of radix-{} switches (oversubscription {}) attaches at "
+                   "most {} NICs, but {} devices x {} NICs = {} (expected more tiers)",
+                   ft.tiers, ft.switch_radix, ft.oversubscription, ft.max_endpoints(),
+                   spec.device_count(), ft.nics_per_device, nics));
+  spec.description += fmt::format(" ({})", fmt::join(changes, ", "));
   detail::finalize_cluster(spec);
   return spec;
 }

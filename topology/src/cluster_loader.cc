@@ -107,6 +107,9 @@ FatTreeSpec read_fat_tree(JsonObject& out, const Chip& chip, SourceSink& sink) {
              fmt::format("expected an even port count >= 2, got {}", ft.switch_radix));
   }
   ft.oversubscription = detail::sourced_positive_number(out, "oversubscription", sink);
+  if (out.has("sharp")) {
+    ft.sharp = out.boolean("sharp");
+  }
   if (ft.oversubscription < 1.0) {
     out.fail("oversubscription", fmt::format("expected a down:up ratio >= 1 (1 = non-blocking), "
                                              "got {}",
@@ -126,6 +129,30 @@ void read_scale_out(JsonObject& root, ClusterSpec& spec, SourceSink& sink) {
   }
   spec.scale_out_latency = detail::sourced_duration(out, "latency", sink, /*allow_zero=*/false);
   out.finish();
+}
+
+void read_collectives(JsonObject& root, ClusterSpec& spec, SourceSink& sink) {
+  if (!root.has("collectives")) {
+    return;
+  }
+  JsonObject c = root.object("collectives");
+  CollectivePlatform& p = spec.collectives;
+  if (c.has("host_cpu")) {
+    const std::string cpu =
+        detail::sourced_choice(c, "host_cpu", enum_choices<HostCpu>(), sink);
+    p.host_cpu = *parse_enum<HostCpu>(cpu);
+  }
+  if (c.has("launch_floor")) {
+    p.launch_floor = detail::sourced_duration(c, "launch_floor", sink, /*allow_zero=*/true);
+  }
+  if (c.has("simple_step_overhead")) {
+    p.simple_step_overhead =
+        detail::sourced_duration(c, "simple_step_overhead", sink, /*allow_zero=*/true);
+  }
+  if (c.has("ll128_efficiency")) {
+    p.ll128_efficiency = detail::sourced_fraction(c, "ll128_efficiency", sink);
+  }
+  c.finish();
 }
 
 ClusterSpec parse_named(const nlohmann::json& document, const std::string& source,
@@ -153,6 +180,7 @@ ClusterSpec parse_named(const nlohmann::json& document, const std::string& sourc
     spec.slices = root.positive_integer("slices");
   }
   read_scale_out(root, spec, sink);
+  read_collectives(root, spec, sink);
   if (root.has("graph")) {
     detail::read_graph(root, spec);
   }

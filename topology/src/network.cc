@@ -159,6 +159,16 @@ std::optional<LinkId> Network::link_between(VertexId a, VertexId b) const {
 
 // Routing dispatch. Device pairs of a built-in fabric use its structure; one-link hops (a device
 // to its NVSwitch) are the link itself; everything else searches the graph.
+std::vector<LinkId> Network::out_links(VertexId v) const {
+  SIM_CHECK(v.index() < num_vertices(), "vertex {} of {}", v.value(), num_vertices());
+  std::vector<LinkId> out;
+  for (const auto e : boost::make_iterator_range(boost::out_edges(v.index(), impl_->graph))) {
+    out.push_back(LinkId(impl_->graph[e].link));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 int64_t Network::path_count(VertexId a, VertexId b) const {
   if (a == b) {
     return 0;

@@ -22,18 +22,16 @@ namespace fs = std::filesystem;
 // what int64 picoseconds hold.
 constexpr double kMaxMeasuredSeconds = 1e6;
 
-// A single-device step communicates with no one.
-class NoCommunication : public CommCostModel {
- public:
-  Duration collective_time(CollectiveKind kind, Bytes, std::span<const RankId>) override {
-    SIM_CHECK(false, "a single-device validation step has no {}", to_string(kind));
-    return Duration{};
-  }
-  Duration p2p_time(RankId, RankId, Bytes) override {
-    SIM_CHECK(false, "a single-device validation step has no send or receive");
-    return Duration{};
-  }
-};
+// A single-device step communicates with no one: any communication is a bug.
+IsolatedCommModel no_communication() {
+  return IsolatedCommModel(
+      [](CollectiveKind kind, Bytes, std::span<const RankId>) -> Duration {
+        SIM_CHECK(false, "a single-device validation step has no {}", to_string(kind));
+      },
+      [](RankId, RankId, Bytes) -> Duration {
+        SIM_CHECK(false, "a single-device validation step has no send or receive");
+      });
+}
 
 void read_execution(JsonObject& root, Manifest& m) {
   using workloads::AttentionKernel;
@@ -218,7 +216,7 @@ std::vector<StepKernel> step_kernels(const Manifest& m) {
 
 ManifestRun::ManifestRun(const Manifest& m, const topology::Chip& chip)
     : compute_(chip),
-      comm_(std::make_unique<NoCommunication>()),
+      comm_(std::make_unique<IsolatedCommModel>(no_communication())),
       sim_(std::make_unique<Simulation>(compute_, *comm_)) {
   workloads::StepPlan plan = plan_of(m);
   workloads::load_plan(*sim_, plan);

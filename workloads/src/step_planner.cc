@@ -86,7 +86,7 @@ void bind_ranks(StepPlan& plan, const RankLayout& layout, GroupTable& table,
       const auto [it, fresh] =
           group_index.emplace(members, GroupId(static_cast<uint32_t>(plan.groups.size())));
       if (fresh) {
-        PlannedGroup g{slot.kind, {}, members};
+        PlannedGroup g{slot.kind, {}, members, {}};
         for (const RankId member : members) {
           if (auto s = sim_index.find(member.value()); s != sim_index.end()) {
             g.members.push_back(s->second);
@@ -138,6 +138,55 @@ void add_families(StepPlan& plan, const RankLayout& layout, GroupTable& table, i
   }
 }
 
+// Representative mode (SPMD symmetry): the groups of a family that are not simulated run the same
+// collectives at the same moments as those that are; each is assigned, in order and round-robin,
+// to a simulated group of its family, whose collectives then load its links too. Ranks likewise:
+// the (tp, dp) columns that are not simulated are assigned round-robin to the simulated columns,
+// and image i of a simulated rank is the rank of its column's i-th assigned column at the same
+// pipeline stage and context index, so that the images of a send pair up. In full mode every
+// group and column is simulated and nothing has images.
+void add_images(StepPlan& plan, const RankLayout& layout, const ParallelPlan& degrees) {
+  std::map<std::vector<RankId>, size_t> planned;
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    planned.emplace(plan.groups[g].global, g);
+  }
+  for (const auto& family : plan.families) {
+    std::vector<size_t> simulated;
+    std::vector<const std::vector<RankId>*> others;
+    for (const auto& g : family) {
+      if (const auto it = planned.find(g); it != planned.end()) {
+        simulated.push_back(it->second);
+      } else {
+        others.push_back(&g);
+      }
+    }
+    for (size_t i = 0; i < others.size() && !simulated.empty(); ++i) {
+      plan.groups[simulated[i % simulated.size()]].images.push_back(*others[i]);
+    }
+  }
+  std::set<std::pair<int64_t, int64_t>> sim_columns;
+  for (const RankBinding& b : plan.ranks) {
+    const RankCoords c = layout.coords(b.global_rank.value());
+    sim_columns.emplace(c.tp, c.dp);
+  }
+  const std::vector<std::pair<int64_t, int64_t>> simulated(sim_columns.begin(), sim_columns.end());
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<int64_t, int64_t>>> assigned;
+  size_t next = 0;
+  for (int64_t dp = 0; dp < degrees.dp; ++dp) {
+    for (int64_t tp = 0; tp < degrees.tp; ++tp) {
+      if (!sim_columns.contains({tp, dp})) {
+        assigned[simulated[next++ % simulated.size()]].emplace_back(tp, dp);
+      }
+    }
+  }
+  for (RankBinding& b : plan.ranks) {
+    const RankCoords c = layout.coords(b.global_rank.value());
+    for (const auto& [tp, dp] : assigned[{c.tp, c.dp}]) {
+      b.images.emplace_back(static_cast<uint32_t>(layout.rank(RankCoords{tp, c.cp, dp, c.pp})));
+    }
+  }
+}
+
 std::vector<int64_t> simulated_ranks(const RankLayout& layout, SimulationMode mode,
                                      const std::vector<int64_t>& also) {
   std::set<std::pair<int64_t, int64_t>> columns = {{0, 0}};  // (tp, dp)
@@ -180,6 +229,7 @@ StepPlan plan_step(const ModelConfig& model, const ParallelPlan& plan, Simulatio
   GroupTable groups(layout);
   bind_ranks(out, layout, groups, simulated_ranks(layout, mode, also_simulate));
   add_families(out, layout, groups, plan.pp);
+  add_images(out, layout, plan);
   return out;
 }
 

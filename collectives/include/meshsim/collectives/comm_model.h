@@ -1,88 +1,108 @@
-// The topology-aware communication cost model the engine uses (implements sim's CommCostModel).
+// The engine's CommModel (sim/comm_model.h) on a network graph: every collective and send/recv
+// is a coupled transfer on a shared network that re-shares its links whenever one starts or ends.
 //
-// A collective over a group of ranks is placed on devices, expanded by its algorithm (or the
-// automatic choice) into a schedule of flows, and timed by a network backend. Groups declared as
-// one *concurrent family* (every DP group of a step, every TP group) are assumed to run their
-// collectives at the same moment, as SPMD training does: a query for one member is answered by
-// timing the whole family's flows together, so they contend for shared links (an oversubscribed
-// spine, a shared NIC). Answers are memoized by (operation, bytes, group or family), so a
-// training step asks each distinct question once.
+// A collective over a group of ranks is placed on devices and planned (collective_planner.h: what
+// NCCL or XLA would run, its latency, rate cap and link loads); the plan is memoized per
+// (operation, bytes, group), so a training step plans each distinct question once. Its transfer
+// then runs on the SharedNetwork beside everything else in flight.
+// Symmetry (representative mode): a simulated group may stand for *images*, groups that are not
+// simulated but run the same collectives at the same moments (the other TP groups of a stage,
+// say); each of its collectives then also loads the images' links, as one transfer, so that they
+// contend where they would. Likewise a simulated rank may stand for image ranks: its send to a
+// peer also runs from its i-th image to the peer's i-th image. In full mode nothing has images,
+// and the same sharing comes from the transfers themselves.
+// Utilisation: the rates the network assigns (the fluid model reports them) are summed per link
+// kind and reported as a fraction of that kind's capacity, for the trace's counters.
 #pragma once
 
+#include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <tuple>
 #include <vector>
 
-#include "meshsim/collectives/algorithms.h"
-#include "meshsim/sim/cost_model.h"
+#include "meshsim/collectives/collective_planner.h"
+#include "meshsim/collectives/shared_network.h"
+#include "meshsim/sim/comm_model.h"
 #include "meshsim/topology/network.h"
 
 namespace meshsim::collectives {
 
-// Max-min fair sharing by progressive filling (see analytical_backend.cc): per step, every flow
-// is routed (route_step in schedule.h: deterministic D-mod-K ECMP), link capacities (derated by a
-// BandwidthEfficiency) are shared max-min fairly among the flows crossing them, and each flow
-// takes path latency + bytes / rate. Rates stay fixed for the whole step (no re-sharing when a
-// flow ends): exact when the flows sharing a link end together, as in the schedules of
-// algorithms.h, and an upper bound otherwise. O(sum of path lengths * log links) per step.
-class AnalyticalBackend : public NetworkBackend {
- public:
-  // Uses BandwidthEfficiency::defaults_for(net.spec()).
-  explicit AnalyticalBackend(const topology::Network& net);
-  AnalyticalBackend(const topology::Network& net, BandwidthEfficiency efficiency);
-  std::string_view name() const override { return "analytical"; }
-  std::vector<Duration> step_times(std::span<const Step> steps) override;
-  const BandwidthEfficiency& efficiency() const { return efficiency_; }
+enum class NetworkBackend : uint8_t { kAnalytical, kSimGrid };
 
- private:
-  Duration step_time(const Step& step);
+std::unique_ptr<SharedNetwork> make_network(NetworkBackend backend,
+                                            const CollectivePlanner& planner);
 
-  const topology::Network& net_;
-  BandwidthEfficiency efficiency_;
-  std::vector<int32_t> local_link_;  // scratch: network link -> index among a step's links, or -1
+// Utilisation of one kind of link from `from` on: the bytes per second the model assigned on the
+// links of that kind, over their total capacity (both directions counted).
+struct LinkUtilisation {
+  SimTime from;
+  topology::LinkKind kind = topology::LinkKind::kNvlink;
+  double fraction = 0;
 };
 
-// SimGrid's flow-level (max-min) model on the same graph and routes. Defined in
-// simgrid_backend.cc; SimGrid stays private to collectives/.
-std::unique_ptr<NetworkBackend> make_simgrid_backend(const topology::Network& net);
-
-class TopologyCommModel : public CommCostModel {
+class NetworkCommModel final : public CommModel {
  public:
-  TopologyCommModel(const topology::Network& net, topology::Placement placement,
-                    std::unique_ptr<NetworkBackend> backend, Algorithm algorithm = Algorithm::kAuto);
+  NetworkCommModel(const topology::Network& net, topology::Placement placement,
+                   NetworkBackend backend, CollectiveOptions options = {});
 
-  // Declares groups that run the same collectives concurrently. A group may be in one family.
-  void add_concurrent_family(const std::vector<std::vector<RankId>>& groups);
+  // `group` (global ranks) stands for `images` (each the same size), which run its collectives.
+  void add_images(std::vector<RankId> group, std::vector<std::vector<RankId>> images);
+  // `rank` stands for `images`: its sends also run between the corresponding images.
+  void add_rank_images(RankId rank, std::vector<RankId> images);
+  // Subscribes to utilisation changes per link kind (analytical backend only).
+  void on_utilisation(std::function<void(const LinkUtilisation&)> callback);
 
-  Duration collective_time(CollectiveKind kind, Bytes bytes,
-                           std::span<const RankId> group) override;
-  Duration p2p_time(RankId src, RankId dst, Bytes bytes) override;
+  TransferId start_collective(SimTime now, CollectiveKind kind, Bytes bytes,
+                              std::span<const RankId> group) override;
+  TransferId start_p2p(SimTime now, RankId src, RankId dst, Bytes bytes) override;
+  CommAdvance advance(SimTime limit) override;
+  size_t in_flight() const override { return network_->active(); }
 
-  // The algorithm used for the last collective_time answer (auto resolves to a concrete one).
-  Algorithm last_algorithm() const { return last_algorithm_; }
-  int64_t queries() const { return queries_; }
-  int64_t evaluations() const { return evaluations_; }
+  // The time a collective over `group` (with its images) takes alone on the network: what the
+  // engine gives it when nothing overlaps. Runs it on the model's network, which must be idle
+  // (SIM_CHECK); for tests and tools, not during a simulation.
+  Duration collective_time(CollectiveKind kind, Bytes bytes, std::span<const RankId> group);
+  Duration p2p_time(RankId src, RankId dst, Bytes bytes);
+
+  // The shape of the last collective started or timed (what ran: algorithm, protocol, channels).
+  const CommShape& last_shape() const { return last_shape_; }
+  // Distinct collectives and sends planned (memo misses), and communications started.
+  int64_t planned() const { return planned_; }
+  int64_t started() const { return started_; }
+  const CollectivePlanner& planner() const { return planner_; }
+  std::string_view backend_name() const { return network_->name(); }
 
  private:
+  struct Planned {
+    ShapeId id;
+    CommShape shape;
+  };
   const topology::Network& net_;
   topology::Placement placement_;
-  std::unique_ptr<NetworkBackend> backend_;
-  Algorithm algorithm_;
-  std::vector<std::vector<std::vector<RankId>>> families_;
-  std::map<std::vector<uint32_t>, size_t> family_of_group_;
-  std::map<std::tuple<CollectiveKind, int64_t, int64_t, std::vector<uint32_t>>,
-           std::pair<Duration, Algorithm>>
-      memo_;
-  // p2p answers by (source device, destination device, bytes).
-  std::map<std::tuple<uint32_t, uint32_t, int64_t>, Duration> p2p_memo_;
+  CollectivePlanner planner_;
+  std::unique_ptr<SharedNetwork> network_;
+  std::map<std::vector<uint32_t>, std::vector<std::vector<RankId>>> images_;
+  std::map<uint32_t, std::vector<RankId>> rank_images_;
+  std::map<std::tuple<CollectiveKind, int64_t, std::vector<uint32_t>>, Planned> memo_;
+  std::map<std::tuple<uint32_t, uint32_t, int64_t>, Planned> p2p_memo_;
+  CommShape last_shape_;
+  int64_t planned_ = 0;
+  int64_t started_ = 0;
+  std::vector<std::function<void(const LinkUtilisation&)>> utilisation_subscribers_;
+  using KindWeights = std::array<double, topology::kNumLinkKinds>;
+  std::vector<KindWeights> kind_weights_;  // per shape id: its weights summed per link kind
+  std::vector<double> kind_capacity_;      // per link kind, bytes/s
+  std::vector<double> kind_used_;          // per link kind, bytes/s assigned now
+  std::vector<double> transfer_rate_;      // per transfer id, bytes/s of progress now
 
-  std::vector<DeviceId> devices_of(std::span<const RankId> group) const;
-  std::pair<Duration, Algorithm> evaluate(CollectiveKind kind, Bytes bytes,
-                                          const std::vector<std::vector<DeviceId>>& groups);
-  Algorithm last_algorithm_ = Algorithm::kRing;
-  int64_t queries_ = 0;
-  int64_t evaluations_ = 0;
+  DeviceId device_of(RankId r) const;
+  const Planned& plan_collective(CollectiveKind kind, Bytes bytes, std::span<const RankId> group);
+  const Planned& plan_p2p(RankId src, RankId dst, Bytes bytes);
+  TransferId start(SimTime now, const Planned& p);
+  Planned add_shape(CommShape shape);
+  void transfer_rate(const TransferRate& r);
 };
 
 }  // namespace meshsim::collectives

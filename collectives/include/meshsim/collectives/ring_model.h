@@ -18,7 +18,7 @@
 #include <tuple>
 #include <vector>
 
-#include "meshsim/sim/cost_model.h"
+#include "meshsim/sim/comm_model.h"
 
 namespace meshsim::collectives {
 
@@ -30,13 +30,15 @@ struct LinkParams {
 // The link a message from `a` to `b` crosses (for a ring: its slowest hop).
 using LinkFn = std::function<LinkParams(RankId a, RankId b)>;
 
-class RingAlphaBetaModel : public CommCostModel {
+class RingAlphaBetaModel {
  public:
   explicit RingAlphaBetaModel(LinkFn link);
 
-  Duration collective_time(CollectiveKind kind, Bytes bytes,
-                           std::span<const RankId> group) override;
-  Duration p2p_time(RankId src, RankId dst, Bytes bytes) override;
+  Duration collective_time(CollectiveKind kind, Bytes bytes, std::span<const RankId> group);
+  Duration p2p_time(RankId src, RankId dst, Bytes bytes);
+  // The model as the engine's CommModel: each communication takes its closed-form time, nothing
+  // is shared. The model must outlive it.
+  IsolatedCommModel comm_model();
 
   // The slowest link between ring neighbours of `group`.
   LinkParams ring_bottleneck(std::span<const RankId> group) const;

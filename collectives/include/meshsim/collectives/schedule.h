@@ -1,19 +1,13 @@
-// Collective algorithms as schedules of flows on a network, and the backends that time them.
+// Collective algorithms as traffic patterns on a network.
 //
-// A collective over a group (devices in rank order) expands, by algorithm, into a Schedule: a
-// sequence of Steps. All flows of a step start together; the step ends when its last flow ends;
-// the next step starts then. A step repeated k times (the p-1 identical steps of a ring) is one
-// Step with repeat = k, so a 2048-rank ring costs one step evaluation, not 4094.
-// A Flow moves bytes between two vertices of the network (device to device; or device to
-// NVSwitch and back for in-switch reduction, NVLS), along routes chosen by the Network.
-//
-// Backends (STYLE A.5) time one step of flows on the network:
-//  * AnalyticalBackend: rates by max-min fair sharing of every link among the flows that cross
-//    it (progressive filling); each flow takes path latency + bytes / rate; the step takes the
-//    longest flow. Deterministic, fast.
-//  * SimGridBackend: the same flows through SimGrid's flow-level network model on the same
-//    graph, with the same routes.
-// Times of whole collectives are then: sum over steps of (step time + step overhead) * repeat.
+// A planner (STYLE A.4: a pure function, no clock) expands a collective over a group (devices in
+// rank order) into a Schedule: a sequence of Steps, each a set of Flows that move bytes between
+// two vertices of the network (device to device; device to NVSwitch and back for in-switch
+// reduction), along routes the Network chooses. A step repeated k times (the p-1 identical steps
+// of a ring) is one Step with repeat = k. The network model does not run the steps one by one:
+// NCCL pipelines a collective so that all its links are busy at once, so a schedule is summed
+// into per-link loads of one coupled transfer (comm_shape.h), and its step structure only gives
+// the per-hop latency of the algorithms NCCL does not price itself (torus rings).
 #pragma once
 
 #include <array>
@@ -25,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "meshsim/collectives/nccl.h"
 #include "meshsim/sim/program.h"
 #include "meshsim/sim/provenance.h"
 #include "meshsim/sim/units.h"
@@ -34,39 +29,53 @@ namespace meshsim::collectives {
 
 using meshsim::to_string;
 
+// The algorithms meshsim runs. On GPUs they are NCCL's (nccl.h; `kAuto` is NCCL's tuner's
+// choice); on TPUs what XLA does on the torus. kSendRecv is the point-to-point engine that
+// send/recv and all-to-all use (not an algorithm NCCL chooses).
 enum class Algorithm : uint8_t {
   kAuto,
   kRing,
-  kBidirectionalRing,
-  kDoubleBinaryTree,
-  kHalvingDoubling,
-  kHierarchical,  // inside each node, then across nodes per rail, then inside again
-  kTorusRings,    // per-axis rings, all axes at once (TPU)
-  kNvls,          // in-switch reduction on NVSwitch (all-reduce, reduce-scatter, all-gather)
+  kTree,           // NCCL's tree: a chain in each node, double binary trees across nodes
+  kNvls,           // NVLink SHARP: in-switch reduction and multicast inside one NVLink domain
+  kNvlsTree,       // NVLS inside each node, a tree across nodes (no IB SHARP)
+  kCollNetDirect,  // IB SHARP: reduction in the switches, every GPU of a node to the NIC heads
+  kCollNetChain,   // IB SHARP with a chain inside each node
+  kPat,            // parallel aggregated trees (Bruck-like): AG/RS with one GPU per node
+  kTorusRings,     // per-axis rings, all axes at once (TPU)
+  kHierarchical,   // inside each scale-up domain, across domains per rail, inside again
+  kSendRecv,       // NCCL's point-to-point engine
 };
-// Canonical names first, then the short forms parse_enum<Algorithm> also accepts.
+// Canonical names first, then the other spellings parse_enum<Algorithm> accepts (NCCL_ALGO's).
 constexpr auto enum_names(Algorithm) {
   return std::to_array<EnumName<Algorithm>>({{Algorithm::kAuto, "auto"},
                                              {Algorithm::kRing, "ring"},
-                                             {Algorithm::kBidirectionalRing, "bidirectional-ring"},
-                                             {Algorithm::kDoubleBinaryTree, "double-binary-tree"},
-                                             {Algorithm::kHalvingDoubling, "halving-doubling"},
-                                             {Algorithm::kHierarchical, "hierarchical"},
-                                             {Algorithm::kTorusRings, "torus-rings"},
+                                             {Algorithm::kTree, "tree"},
                                              {Algorithm::kNvls, "nvls"},
-                                             {Algorithm::kBidirectionalRing, "bidir-ring"},
-                                             {Algorithm::kDoubleBinaryTree, "tree"},
-                                             {Algorithm::kDoubleBinaryTree, "dbt"},
-                                             {Algorithm::kHalvingDoubling, "hd"},
+                                             {Algorithm::kNvlsTree, "nvls-tree"},
+                                             {Algorithm::kCollNetDirect, "collnet-direct"},
+                                             {Algorithm::kCollNetChain, "collnet-chain"},
+                                             {Algorithm::kPat, "pat"},
+                                             {Algorithm::kTorusRings, "torus-rings"},
+                                             {Algorithm::kHierarchical, "hierarchical"},
+                                             {Algorithm::kSendRecv, "send-recv"},
+                                             {Algorithm::kNvlsTree, "nvlstree"},
+                                             {Algorithm::kCollNetDirect, "collnet"},
+                                             {Algorithm::kCollNetDirect, "collnetdirect"},
+                                             {Algorithm::kCollNetChain, "collnetchain"},
                                              {Algorithm::kTorusRings, "torus"},
                                              {Algorithm::kNvls, "nvlink-sharp"}});
 }
 
+// NCCL's name for an algorithm, and back; nullopt where NCCL has no such algorithm.
+std::optional<NcclAlgorithm> nccl_algorithm(Algorithm a);
+Algorithm from_nccl(NcclAlgorithm a);
+
 // The options of the collective model a user chooses. A CommError names one; the edge says where
 // its value came from (sim/provenance.h).
-enum class CommField : uint8_t { kAlgorithm };
+enum class CommField : uint8_t { kAlgorithm, kProtocol };
 constexpr auto enum_names(CommField) {
-  return std::to_array<EnumName<CommField>>({{CommField::kAlgorithm, "algorithm"}});
+  return std::to_array<EnumName<CommField>>(
+      {{CommField::kAlgorithm, "algorithm"}, {CommField::kProtocol, "protocol"}});
 }
 using CommError = FieldError<CommField>;
 
@@ -88,32 +97,19 @@ struct Schedule {
   std::vector<Step> steps;
 };
 
-class NetworkBackend {
- public:
-  virtual ~NetworkBackend() = default;
-  virtual std::string_view name() const = 0;
-  // Time of each step, from the moment its flows start until the last one ends (excluding the
-  // step's overhead and repeat). Backends may evaluate the steps in one batch.
-  virtual std::vector<Duration> step_times(std::span<const Step> steps) = 0;
-};
-
-// sum over steps of (step_time + overhead) * repeat
-Duration schedule_time(const Schedule& schedule, NetworkBackend& backend);
-
 // The fraction of a link's line rate that collective traffic achieves, per link kind, and the
 // further fraction that in-switch reduction (NVLS multimem traffic: flows to or from an NVSwitch
-// vertex) achieves. A backend gives a link of bandwidth B the capacity B * link[kind]; a flow to
-// or from an NVSwitch consumes 1 / in_switch of capacity per byte per second (it moves extra
-// protocol traffic). Every factor is in (0, 1]; `ideal()` is all ones. Backends should apply the
-// same factors so that they agree (see flow_weight / effective_bandwidth).
+// vertex) achieves. A link of bandwidth B has capacity B * link[kind]; a flow to or from an
+// NVSwitch consumes 1 / in_switch of capacity per byte (it moves extra protocol traffic). Every
+// factor is in (0, 1]; `ideal()` is all ones.
 struct BandwidthEfficiency {
   std::array<double, topology::kNumLinkKinds> link{1.0, 1.0, 1.0, 1.0, 1.0};
   double in_switch = 1.0;
 
   static BandwidthEfficiency ideal() { return {}; }
-  // Sourced defaults for the cluster's chip (see efficiency.cc): NVLink at NCCL's effective
-  // per-link bandwidth (H100: 20.6 of 25 GB/s), NVLS at NCCL's nvlsEfficiency (Hopper 0.85);
-  // other link kinds 1 (no sourced figure).
+  // The chip's figures from the hardware catalogue (topology/chips.json, with their sources):
+  // NVLink and NVLS efficiency on GPUs, the NIC's on every network link, ICI and DCN on TPUs;
+  // PCIe 1.
   static BandwidthEfficiency defaults_for(const topology::ClusterSpec& spec);
 };
 

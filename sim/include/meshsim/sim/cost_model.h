@@ -1,6 +1,6 @@
-// The narrow seams through which the engine asks how long an op takes (STYLE A.5). The engine
-// knows neither chips nor networks: the composition root (cli/) plugs in a hardware compute model
-// (topology/) and a collective model (collectives/).
+// The narrow seam through which the engine asks how long a compute op takes (STYLE A.5). The
+// engine knows neither chips nor networks: the composition root (cli/) plugs in a hardware compute
+// model (topology/); communication goes through comm_model.h.
 #pragma once
 
 #include <span>
@@ -18,15 +18,5 @@ class ComputeCostModel {
   virtual Duration compute_time(RankId rank, const ComputeWork& work) const = 0;
 };
 
-class CommCostModel {
- public:
-  virtual ~CommCostModel() = default;
-  // Time of a collective over `group` (ranks in group order), from the moment every member has
-  // reached it. Non-const so that implementations can memoize.
-  virtual Duration collective_time(CollectiveKind kind, Bytes bytes,
-                                   std::span<const RankId> group) = 0;
-  // Time to move `bytes` from `src` to `dst`, from the moment both sides have reached the op.
-  virtual Duration p2p_time(RankId src, RankId dst, Bytes bytes) = 0;
-};
 
 }  // namespace meshsim

@@ -32,6 +32,7 @@ using ProgramIndex = StrongId<struct ProgramTag>;
 // planner that labels ops defines the categories and their names (workloads: the parallelism a
 // communication op serves, see workloads::category_of).
 using OpCategory = StrongId<struct OpCategoryTag>;
+using TransferId = StrongId<struct TransferTag>;  // a communication in flight (sim/comm_model.h)
 
 }  // namespace meshsim
 

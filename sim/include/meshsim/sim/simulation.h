@@ -6,17 +6,20 @@
 //    time in program order. An op becomes *ready* when all its dependencies are done and it is at
 //    the head of its free stream; ops on different streams of a rank overlap freely.
 //  * A compute op runs for ComputeCostModel::compute_time from the moment it is ready.
-//  * A collective starts when every rank of its group has reached it (rendezvous) and lasts
-//    CommCostModel::collective_time. The k-th collective a rank issues on a group matches the
-//    k-th collective of every other member on that group (NCCL communicator semantics); their
-//    kinds and sizes must agree.
-//  * A send and its receive (same pair of ranks, same tag, k-th with k-th) start together when
-//    both are ready and last CommCostModel::p2p_time.
+//  * A collective starts on the CommModel when every rank of its group has reached it
+//    (rendezvous) and ends when the model reports it finished. The k-th collective a rank issues
+//    on a group matches the k-th collective of every other member on that group (NCCL
+//    communicator semantics); their kinds and sizes must agree.
+//  * A send and its receive (same pair of ranks, same tag, k-th with k-th) start together on the
+//    CommModel when both are ready, and end when it reports them finished.
+//  * The loop handles every event due at the current time, then advances the CommModel to the
+//    next event (or its next completion, whichever comes first), so communications that start at
+//    one instant start together (comm_model.h).
 //  * Memory effects of an op apply when it starts (or ends, if marked so); the ledger keeps the
 //    per-rank total and its peak with the breakdown at the peak.
 // Symmetry: in SPMD training most ranks behave alike, so a Simulation may run one representative
 // per class of identical ranks. A group then has two member lists: the simulated ranks that meet
-// at its rendezvous, and the full group of global ranks that the cost model is asked about. Each
+// at its rendezvous, and the full group of global ranks that the CommModel is told about. Each
 // simulated rank carries the global rank it represents (for costs of sends and receives, and for
 // reports). In full mode both lists are the same and every rank is simulated.
 // Determinism: events are ordered by (time, insertion sequence); ranks and streams are scanned in
@@ -31,6 +34,7 @@
 #include <memory>
 #include <vector>
 
+#include "meshsim/sim/comm_model.h"
 #include "meshsim/sim/cost_model.h"
 #include "meshsim/sim/ids.h"
 #include "meshsim/sim/program.h"
@@ -57,7 +61,7 @@ struct RunResult {
 
 class Simulation {
  public:
-  Simulation(const ComputeCostModel& compute, CommCostModel& comm);
+  Simulation(const ComputeCostModel& compute, CommModel& comm);
   ~Simulation();
   Simulation(const Simulation&) = delete;
   Simulation& operator=(const Simulation&) = delete;

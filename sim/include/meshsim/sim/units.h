@@ -116,6 +116,8 @@ class SimTime {
   constexpr SimTime() = default;
   static constexpr SimTime zero() { return SimTime(0); }
   static constexpr SimTime from_ps(int64_t ps) { return SimTime(ps); }
+  // The end of time: "no limit" where a time bound is expected.
+  static constexpr SimTime max() { return SimTime(std::numeric_limits<int64_t>::max()); }
   constexpr int64_t ps() const { return ps_; }
   constexpr double seconds() const { return static_cast<double>(ps_) * 1e-12; }
   constexpr Duration since_start() const { return Duration::from_ps(ps_); }

@@ -83,10 +83,16 @@ struct Efficiency {
 };
 
 // GPU scale-up links (NVLink). Bandwidths per direction.
+// `efficiency` is the fraction of the line rate that collective traffic achieves (protocol
+// overhead on the wire: NCCL rates an H100 link at 20.6 of 25 GB/s); `nvls_efficiency` the further
+// fraction that in-switch reduction (NVLink SHARP multimem traffic) achieves, absent on chips
+// without NVLS. Both in (0, 1]; a catalogue that omits `efficiency` gets 1 (the line rate).
 struct NvlinkSpec {
   int64_t generation;
   int64_t links;
   BytesPerSec link_bandwidth;  // one link, one direction
+  double efficiency = 1.0;
+  std::optional<double> nvls_efficiency;
   BytesPerSec total_bandwidth() const { return link_bandwidth * static_cast<double>(links); }
 };
 
@@ -94,6 +100,7 @@ struct NvlinkSpec {
 struct IciSpec {
   int64_t links;               // ICI ports per chip (4 on a 2D torus, 6 on a 3D torus)
   BytesPerSec link_bandwidth;  // one link, one direction
+  double efficiency = 1.0;     // fraction of the line rate collectives achieve, (0, 1]
   int64_t torus_dims;          // 2 or 3
   int64_t chips_per_host;
   BytesPerSec total_bandwidth() const { return link_bandwidth * static_cast<double>(links); }
@@ -129,9 +136,11 @@ struct Chip {
   // GPUs: NVLink and the NIC of the vendor's reference system (one per GPU).
   std::optional<NvlinkSpec> nvlink;
   std::optional<BytesPerSec> nic_bandwidth;  // per NIC, per direction
+  double nic_efficiency = 1.0;  // fraction of the NIC line rate collectives achieve, (0, 1]
   // TPUs: ICI and the data-center network share of one chip.
   std::optional<IciSpec> ici;
   std::optional<BytesPerSec> dcn_bandwidth;  // per chip, per direction
+  double dcn_efficiency = 1.0;  // fraction of the DCN share collectives achieve, (0, 1]
   Efficiency efficiency{};
   std::optional<GpuMicroarch> gpu;
   std::optional<TpuMicroarch> tpu;

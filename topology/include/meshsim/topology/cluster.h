@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "meshsim/sim/provenance.h"
 #include "meshsim/sim/units.h"
 #include "meshsim/topology/chip.h"
 
@@ -59,6 +60,9 @@ struct FatTreeSpec {
   int64_t tiers = 2;              // 1 = one switch, 2 = leaf/spine, 3 = leaf/spine/core
   int64_t switch_radix = 64;      // ports per switch
   double oversubscription = 1.0;  // leaf down:up port ratio, >= 1 (1 = non-blocking)
+  // In-network reduction (NVIDIA SHARP on Quantum switches): what NCCL's CollNet algorithms and
+  // multi-node NVLS need. Optional key "sharp", default false.
+  bool sharp = false;
 
   // Most NIC ports this fat tree can attach: a single switch holds `radix`; with t >= 2 tiers,
   // leaves give d = floor(radix * s / (s + 1)) ports down, every middle tier halves its ports,
@@ -102,6 +106,33 @@ struct GraphSpec {
   std::vector<GraphLinkSpec> links;
 };
 
+// How collectives behave on this platform beyond what the chip and the wires say: the optional
+// "collectives" section of a cluster file. Each figure is measured on the platform (its source
+// says where); absent figures take the neutral value given here.
+//   host_cpu              "intel" | "amd" | "arm": the host CPU vendor, which NCCL's tuner reads
+//                         (the multi-node low-latency bandwidth row and the network overhead of
+//                         src/graph/tuning.cc, NCCL 2.30.7). Default "intel", NCCL's own default.
+//   launch_floor          the least time any collective takes on the platform (launch and
+//                         completion on the host, overlapping the GPU's work): a collective
+//                         lasts max(floor, its modelled time). Default 0.
+//   simple_step_overhead  time per ring step of the Simple protocol beyond NCCL's own per-step
+//                         latency (measured ring Simple curves put it above the tuner's).
+//                         Default 0.
+//   ll128_efficiency      the fraction of NCCL's LL128 bandwidth the platform achieves, (0, 1].
+//                         Default 1.
+enum class HostCpu : uint8_t { kIntel, kAmd, kArm };
+constexpr auto enum_names(HostCpu) {
+  return std::to_array<EnumName<HostCpu>>(
+      {{HostCpu::kIntel, "intel"}, {HostCpu::kAmd, "amd"}, {HostCpu::kArm, "arm"}});
+}
+
+struct CollectivePlatform {
+  HostCpu host_cpu = HostCpu::kIntel;
+  Duration launch_floor;
+  Duration simple_step_overhead;
+  double ll128_efficiency = 1.0;
+};
+
 // Bounds on a cluster's size, checked by the loader and the resize functions (each error states
 // its bound). 32,768 devices (4,096 DGX nodes; Llama 3 405B trained on 16,384 H100s) is the
 // largest network meshsim simulates well within a minute: data parallelism over all of them takes
@@ -131,6 +162,8 @@ struct ClusterSpec {
   std::optional<FatTreeSpec> fat_tree;  // kFatTree only
   BytesPerSec dcn_bandwidth;            // kDcn only: per chip
   Duration scale_out_latency;
+
+  CollectivePlatform collectives;
 
   // JSON pointer inside the cluster file -> source, for every sourced figure the file gave.
   std::map<std::string, std::string> sources;
@@ -173,9 +206,47 @@ ClusterSpec parse_cluster(const nlohmann::json& document, const std::string& sou
 std::vector<std::string> cluster_presets();
 
 // The same cluster with `nodes` hosts. GPU clusters only (a TPU slice is resized by its torus).
-// Checks: nodes > 0; an NVLink domain stays whole; the fat tree has ports for every NIC; no
-// explicit graph (its devices are wired by name).
+// Checks: nodes > 0; an NVLink domain stays whole; no explicit graph (its devices are wired by
+// name). A fat tree too small for the new NIC count gets switch tiers added (at most 5) until it
+// attaches them all, as a larger cluster of the same switches would be built; the description
+// says so.
 ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes);
+
+// Fabric knobs a user may set without editing the cluster file (flags, scenario keys).
+struct FabricOverrides {
+  std::optional<double> oversubscription;  // >= 1
+  std::optional<int64_t> tiers;            // 1 to 5
+  std::optional<bool> rail_optimized;
+  std::optional<int64_t> nics_per_device;  // >= 1
+  std::optional<BytesPerSec> nic_bandwidth;  // > 0
+  std::optional<bool> sharp;
+  bool empty() const {
+    return !oversubscription && !tiers && !rail_optimized && !nics_per_device && !nic_bandwidth &&
+           !sharp;
+  }
+};
+enum class FabricField : uint8_t {
+  kOversubscription,
+  kTiers,
+  kRailOptimized,
+  kNicsPerDevice,
+  kNicBandwidth,
+  kSharp
+};
+constexpr auto enum_names(FabricField) {
+  return std::to_array<EnumName<FabricField>>({{FabricField::kOversubscription, "oversubscription"},
+                                               {FabricField::kTiers, "tiers"},
+                                               {FabricField::kRailOptimized, "rail_optimized"},
+                                               {FabricField::kNicsPerDevice, "nics_per_device"},
+                                               {FabricField::kNicBandwidth, "nic_bandwidth"},
+                                               {FabricField::kSharp, "sharp"}});
+}
+using FabricError = FieldError<FabricField>;
+
+// The same cluster with its fat tree changed by `o`; the description says what changed. Throws
+// FabricError on the offending field (a value out of range, a GPU cluster without a fat tree, or
+// too few tiers for its NICs); the edge says where the value came from.
+ClusterSpec override_fabric(ClusterSpec spec, const FabricOverrides& o);
 
 // The same TPU cluster with a slice of torus `shape`. Checks: a TPU cluster; one positive extent
 // per torus dimension of the chip; the chips divide into hosts; no explicit graph. Recomputes

@@ -130,6 +130,8 @@ class Network {
   std::optional<VertexId> nvswitch_of(DeviceId d) const;
   // The directed link from `a` to `b`, if the two vertices are neighbours.
   std::optional<LinkId> link_between(VertexId a, VertexId b) const;
+  // The links leaving `v`, in the order they were built. O(degree).
+  std::vector<LinkId> out_links(VertexId v) const;
 
   // Every equal-cost path from `a` to `b` (tori: exactly one, dimension order). Empty if a == b.
   // At most kMaxPaths, the first ones in a stable order (see path_count).

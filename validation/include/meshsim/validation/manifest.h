@@ -87,7 +87,7 @@ class ManifestRun {
 
  private:
   topology::RooflineComputeModel compute_;
-  std::unique_ptr<CommCostModel> comm_;
+  std::unique_ptr<CommModel> comm_;
   std::unique_ptr<Simulation> sim_;
 };
 

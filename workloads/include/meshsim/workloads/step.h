@@ -43,6 +43,9 @@ struct PlannedGroup {
   CommKind kind = CommKind::kTensor;
   std::vector<RankId> members;  // simulated ranks (indices into StepPlan::ranks)
   std::vector<RankId> global;   // global ranks
+  // Representative mode: groups of its family that are not simulated and run its collectives at
+  // the same moments (global ranks, same size); empty in full mode. See add_images.
+  std::vector<std::vector<RankId>> images;
 };
 
 // A simulated rank: the program it runs and what its program's slots are bound to. Slot i of
@@ -54,6 +57,10 @@ struct RankBinding {
   int64_t stage = 0;
   std::vector<GroupId> groups;  // by group slot; GroupId = index into StepPlan::groups
   std::vector<RankId> peers;    // by peer slot; simulated ranks
+  // Representative mode: the global ranks it stands for besides itself, aligned so that image i
+  // of two simulated ranks of different stages (or context indices) are peers; empty in full
+  // mode.
+  std::vector<RankId> images;
 };
 
 struct StepPlan {

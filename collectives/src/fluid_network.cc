@@ -1,0 +1,475 @@
+// The fluid network model: coupled transfers sharing links by generalised max-min fairness.
+//
+// State: every transfer in flight is in its latency phase (no bytes move), its bandwidth phase
+// (bytes move at the rate the solver gave it), or waiting out its floor. A min-heap holds the
+// next event of every transfer (end of latency, last byte, end of floor), keyed by (time,
+// insertion sequence) for determinism; superseded events are cancelled lazily: each transfer
+// carries a generation, bumped whenever its rate changes, and a popped event of an older
+// generation is dropped.
+// Re-sharing: when a transfer enters or leaves its bandwidth phase, its shape is marked; before
+// the clock moves on, the connected component of transfers reachable from the marked shapes
+// through shared links is re-solved (fluid_solver.h), all changes of one instant together. A
+// transfer outside that component keeps its rate and its event. Inside it, a transfer whose rate
+// changes first books its progress at the old rate, then gets a new event.
+// Finding the component: from a narrow shape (at most kWideLinks links: a collective inside a
+// node, a send), through an index of the narrow transfers on each link; wide transfers (a
+// collective across nodes, or with its images, crossing up to thousands of links) are kept in a
+// short list instead and tested pairwise, and from a wide shape every transfer is tested
+// pairwise. A pairwise test (do two shapes share a link) is computed once per pair of shapes and
+// remembered. So a re-share never walks the links of a wide shape: representative simulation
+// (few transfers, all wide) tests a few pairs; full simulation (hundreds of narrow transfers
+// at once, a few wide) walks the narrow ones' links.
+// Memo: max-min rates depend only on the capacities and on the multiset of shapes in the
+// component, and equal shapes get equal rates, so solutions are memoized by the sorted list of
+// the component's shape ids (training repeats the same overlaps thousands of times); on a miss,
+// O(nnz log links) to solve. Exactness: a transfer alone gets min(cap, C / w) exactly as
+// isolated_rate computes it, and completes at start + latency + ceil(bytes / rate) (or its
+// floor), exactly isolated_time.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <queue>
+#include <unordered_map>
+
+#include "fluid_solver.h"
+#include "meshsim/collectives/shared_network.h"
+#include "meshsim/sim/error.h"
+
+namespace meshsim::collectives {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Shapes over more links than this are wide: not indexed per link.
+constexpr size_t kWideLinks = 256;
+
+struct Shape {
+  std::vector<uint32_t> links;
+  std::vector<double> weights;
+  double cap = 0;  // <= 0: none
+  bool wide() const { return links.size() > kWideLinks; }
+};
+
+enum class Phase : uint8_t { kLatency, kBandwidth, kFloor, kFree };
+enum class EventKind : uint8_t { kLatencyOver, kBytesDone, kFloorOver };
+
+constexpr uint32_t kNotSharing = std::numeric_limits<uint32_t>::max();
+
+struct Transfer {
+  uint32_t shape = 0;
+  Phase phase = Phase::kFree;
+  double remaining = 0;  // bytes of progress still to make
+  double rate = 0;       // bytes of progress per second (bandwidth phase)
+  SimTime last;          // when `remaining` was last booked
+  SimTime not_before;    // start + floor
+  uint32_t generation = 0;
+  uint32_t sharing_pos = kNotSharing;  // its index in sharing_ while it is there
+};
+
+struct Event {
+  SimTime time;
+  uint64_t seq = 0;
+  uint32_t transfer = 0;
+  uint32_t generation = 0;
+  EventKind kind = EventKind::kLatencyOver;
+  bool operator>(const Event& o) const {
+    return time != o.time ? time > o.time : seq > o.seq;
+  }
+};
+
+struct VectorHash {
+  size_t operator()(const std::vector<uint32_t>& v) const noexcept {
+    uint64_t h = 1469598103934665603ULL;
+    for (const uint32_t x : v) {
+      h = (h ^ x) * 1099511628211ULL;
+    }
+    return static_cast<size_t>(h);
+  }
+};
+
+// ceil(bytes / rate) in picoseconds: the rounding of Bytes / BytesPerSec (sim/units.h).
+Duration drain_time(double bytes, double rate) {
+  if (bytes <= 0) {
+    return Duration::zero();
+  }
+  if (std::isinf(rate)) {
+    return Duration::zero();
+  }
+  return Duration::from_ps(static_cast<int64_t>(std::ceil(bytes / rate * 1e12)));
+}
+
+class FluidNetwork final : public SharedNetwork {
+ public:
+  explicit FluidNetwork(std::vector<double> capacities) : capacities_(std::move(capacities)) {}
+
+  std::string_view name() const override { return "analytical"; }
+  ShapeId add_shape(const CommShape& shape) override;
+  TransferId start(SimTime now, ShapeId shape, Bytes bytes, Duration latency,
+                   Duration floor) override;
+  NetworkAdvance advance(SimTime limit) override;
+  size_t active() const override { return active_; }
+  SimTime now() const override { return clock_; }
+  void on_rate(std::function<void(const TransferRate&)> cb) override {
+    rate_subscribers_.push_back(std::move(cb));
+  }
+
+ private:
+  std::vector<double> capacities_;
+  std::vector<Shape> shapes_;
+  std::map<std::pair<std::vector<LinkLoad>, double>, uint32_t> shape_index_;
+  std::vector<Transfer> transfers_;
+  std::vector<uint32_t> free_;
+  std::vector<uint32_t> reported_;  // finished at the last advance: free from the next one on
+  std::vector<uint32_t> sharing_;  // transfers in their bandwidth phase that cross links
+  std::vector<uint32_t> wide_;     // those of them with wide shapes
+  std::vector<std::vector<uint32_t>> narrow_users_;  // per link: those with narrow shapes on it
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  uint64_t seq_ = 0;
+  SimTime clock_;
+  size_t active_ = 0;
+  std::vector<uint32_t> dirty_shapes_;  // of transfers that entered or left sharing_
+  std::unordered_map<uint64_t, bool> overlap_;  // (shape a << 32 | shape b), a < b: share a link
+  std::unordered_map<std::vector<uint32_t>, std::vector<double>, VectorHash> memo_;
+  std::vector<std::function<void(const TransferRate&)>> rate_subscribers_;
+  std::vector<bool> transfer_seen_;  // scratch for re-sharing, all-false between uses
+
+  void push(SimTime t, uint32_t id, EventKind kind) {
+    events_.push(Event{t, seq_++, id, transfers_[id].generation, kind});
+  }
+  void enter_bandwidth(uint32_t id);
+  void bytes_done(uint32_t id, std::vector<TransferId>& finished);
+  void set_rate(uint32_t id, double rate);
+  bool overlap(uint32_t a, uint32_t b);
+  void join(uint32_t id);
+  void leave(uint32_t id);
+  void reshare();
+  std::vector<double> solve(const std::vector<uint32_t>& members) const;
+};
+
+ShapeId FluidNetwork::add_shape(const CommShape& shape) {
+  const double cap = shape.rate_cap ? shape.rate_cap->value() : 0.0;
+  auto key = std::make_pair(shape.loads, cap);
+  if (const auto it = shape_index_.find(key); it != shape_index_.end()) {
+    return ShapeId(it->second);
+  }
+  Shape s;
+  s.cap = cap;
+  for (const LinkLoad& l : shape.loads) {
+    SIM_CHECK(l.link.index() < capacities_.size() && l.weight > 0, "load on link {} weight {}",
+              l.link.value(), l.weight);
+    SIM_CHECK(s.links.empty() || s.links.back() < l.link.value(),
+              "loads not sorted by link at link {}", l.link.value());
+    s.links.push_back(l.link.value());
+    s.weights.push_back(l.weight);
+  }
+  const auto id = static_cast<uint32_t>(shapes_.size());
+  shapes_.push_back(std::move(s));
+  shape_index_.emplace(std::move(key), id);
+  return ShapeId(id);
+}
+
+TransferId FluidNetwork::start(SimTime now, ShapeId shape, Bytes bytes, Duration latency,
+                               Duration floor) {
+  SIM_CHECK(now >= clock_, "transfer started at {} ps, before the network's clock {} ps",
+            now.ps(), clock_.ps());
+  SIM_CHECK(shape.index() < shapes_.size(), "unknown shape {}", shape.value());
+  clock_ = now;
+  uint32_t id = 0;
+  if (free_.empty()) {
+    id = static_cast<uint32_t>(transfers_.size());
+    transfers_.emplace_back();
+    transfer_seen_.push_back(false);
+  } else {
+    id = free_.back();
+    free_.pop_back();
+  }
+  Transfer& t = transfers_[id];
+  const uint32_t generation = t.generation + 1;
+  t = Transfer{shape.value(), Phase::kLatency, bytes.as_double(), 0, now, now + floor, generation,
+               kNotSharing};
+  ++active_;
+  push(now + latency, id, EventKind::kLatencyOver);
+  return TransferId(id);
+}
+
+void FluidNetwork::enter_bandwidth(uint32_t id) {
+  Transfer& t = transfers_[id];
+  const Shape& s = shapes_[t.shape];
+  if (t.remaining <= 0 || (s.links.empty() && s.cap <= 0)) {
+    t.phase = Phase::kBandwidth;
+    t.rate = kInf;
+    push(clock_, id, EventKind::kBytesDone);
+    return;
+  }
+  t.phase = Phase::kBandwidth;
+  t.rate = 0;
+  t.last = clock_;
+  if (s.links.empty()) {  // capped only: no link to share, rate = cap
+    set_rate(id, s.cap);
+    return;
+  }
+  join(id);
+}
+
+void FluidNetwork::join(uint32_t id) {
+  Transfer& t = transfers_[id];
+  const Shape& s = shapes_[t.shape];
+  t.sharing_pos = static_cast<uint32_t>(sharing_.size());
+  sharing_.push_back(id);
+  if (s.wide()) {
+    wide_.push_back(id);
+  } else {
+    narrow_users_.resize(capacities_.size());
+    for (const uint32_t l : s.links) {
+      narrow_users_[l].push_back(id);
+    }
+  }
+  dirty_shapes_.push_back(t.shape);
+}
+
+void FluidNetwork::leave(uint32_t id) {
+  Transfer& t = transfers_[id];
+  const Shape& s = shapes_[t.shape];
+  sharing_[t.sharing_pos] = sharing_.back();
+  transfers_[sharing_.back()].sharing_pos = t.sharing_pos;
+  sharing_.pop_back();
+  t.sharing_pos = kNotSharing;
+  auto erase = [id](std::vector<uint32_t>& v) {
+    const auto it = std::find(v.begin(), v.end(), id);
+    *it = v.back();
+    v.pop_back();
+  };
+  if (s.wide()) {
+    erase(wide_);
+  } else {
+    for (const uint32_t l : s.links) {
+      erase(narrow_users_[l]);
+    }
+  }
+  dirty_shapes_.push_back(t.shape);
+}
+
+// Books the progress made at the old rate and schedules the last byte at the new one.
+void FluidNetwork::set_rate(uint32_t id, double rate) {
+  Transfer& t = transfers_[id];
+  t.remaining = std::max(0.0, t.remaining - t.rate * (clock_ - t.last).seconds());
+  t.last = clock_;
+  t.rate = rate;
+  ++t.generation;
+  push(clock_ + drain_time(t.remaining, t.rate), id, EventKind::kBytesDone);
+  for (const auto& cb : rate_subscribers_) {
+    cb(TransferRate{clock_, TransferId(id), ShapeId(t.shape), rate});
+  }
+}
+
+void FluidNetwork::bytes_done(uint32_t id, std::vector<TransferId>& finished) {
+  Transfer& t = transfers_[id];
+  if (t.sharing_pos != kNotSharing) {
+    leave(id);
+  }
+  if (!std::isinf(t.rate)) {
+    for (const auto& cb : rate_subscribers_) {
+      cb(TransferRate{clock_, TransferId(id), ShapeId(t.shape), 0.0});
+    }
+  }
+  t.rate = 0;
+  t.remaining = 0;
+  if (t.not_before > clock_) {
+    t.phase = Phase::kFloor;
+    push(t.not_before, id, EventKind::kFloorOver);
+    return;
+  }
+  t.phase = Phase::kFree;
+  finished.push_back(TransferId(id));
+}
+
+NetworkAdvance FluidNetwork::advance(SimTime limit) {
+  SIM_CHECK(limit >= clock_, "advance to {} ps, before the clock {} ps", limit.ps(), clock_.ps());
+  // Ids reported last time are the caller's until now (it may start transfers while it handles
+  // them): only now can they be reused.
+  free_.insert(free_.end(), reported_.begin(), reported_.end());
+  reported_.clear();
+  NetworkAdvance out;
+  while (true) {
+    reshare();
+    while (!events_.empty() &&
+           events_.top().generation != transfers_[events_.top().transfer].generation) {
+      events_.pop();
+    }
+    if (events_.empty() || events_.top().time > limit) {
+      SIM_CHECK(limit < SimTime::max() || !events_.empty(),
+                "advance without a limit or a transfer");
+      clock_ = limit;
+      out.time = clock_;
+      return out;
+    }
+    clock_ = events_.top().time;
+    while (!events_.empty() && events_.top().time == clock_) {
+      const Event e = events_.top();
+      events_.pop();
+      Transfer& t = transfers_[e.transfer];
+      if (e.generation != t.generation) {
+        continue;
+      }
+      switch (e.kind) {
+        case EventKind::kLatencyOver:
+          enter_bandwidth(e.transfer);
+          break;
+        case EventKind::kBytesDone:
+          bytes_done(e.transfer, out.finished);
+          break;
+        case EventKind::kFloorOver:
+          t.phase = Phase::kFree;
+          out.finished.push_back(TransferId(e.transfer));
+          break;
+      }
+    }
+    if (!out.finished.empty()) {
+      reshare();
+      std::sort(out.finished.begin(), out.finished.end());
+      for (const TransferId id : out.finished) {
+        ++transfers_[id.index()].generation;  // no stale event of it may fire again
+        reported_.push_back(id.value());
+        --active_;
+      }
+      out.time = clock_;
+      return out;
+    }
+  }
+}
+
+// Whether shapes a and b share a link (both lists sorted), computed once per pair.
+bool FluidNetwork::overlap(uint32_t a, uint32_t b) {
+  if (a == b) {
+    return true;  // a shape in sharing_ crosses at least one link
+  }
+  const uint64_t key = (uint64_t{std::min(a, b)} << 32) | std::max(a, b);
+  if (const auto it = overlap_.find(key); it != overlap_.end()) {
+    return it->second;
+  }
+  const auto* small = &shapes_[a].links;
+  const auto* large = &shapes_[b].links;
+  if (small->size() > large->size()) {
+    std::swap(small, large);
+  }
+  const bool shared = std::any_of(small->begin(), small->end(), [large](uint32_t l) {
+    return std::binary_search(large->begin(), large->end(), l);
+  });
+  overlap_.emplace(key, shared);
+  return shared;
+}
+
+void FluidNetwork::reshare() {
+  if (dirty_shapes_.empty()) {
+    return;
+  }
+  // The component: every transfer in sharing_ reachable from the marked shapes through shapes
+  // that share a link.
+  std::vector<uint32_t> members;
+  auto add = [&](uint32_t id) {
+    if (!transfer_seen_[id]) {
+      transfer_seen_[id] = true;
+      members.push_back(id);
+    }
+  };
+  auto reach = [&](uint32_t from_shape) {
+    const Shape& from = shapes_[from_shape];
+    const auto& candidates = from.wide() ? sharing_ : wide_;
+    for (const uint32_t id : candidates) {
+      if (!transfer_seen_[id] && overlap(from_shape, transfers_[id].shape)) {
+        add(id);
+      }
+    }
+    if (!from.wide()) {
+      for (const uint32_t l : from.links) {
+        for (const uint32_t id : narrow_users_[l]) {
+          add(id);
+        }
+      }
+    }
+  };
+  std::sort(dirty_shapes_.begin(), dirty_shapes_.end());
+  dirty_shapes_.erase(std::unique(dirty_shapes_.begin(), dirty_shapes_.end()),
+                      dirty_shapes_.end());
+  for (const uint32_t shape : dirty_shapes_) {
+    reach(shape);
+  }
+  dirty_shapes_.clear();
+  for (size_t i = 0; i < members.size(); ++i) {
+    reach(transfers_[members[i]].shape);
+  }
+  for (const uint32_t id : members) {
+    transfer_seen_[id] = false;
+  }
+  std::sort(members.begin(), members.end(), [this](uint32_t a, uint32_t b) {
+    const uint32_t sa = transfers_[a].shape;
+    const uint32_t sb = transfers_[b].shape;
+    return sa != sb ? sa < sb : a < b;
+  });
+  std::vector<uint32_t> key;
+  key.reserve(members.size());
+  for (const uint32_t id : members) {
+    key.push_back(transfers_[id].shape);
+  }
+  auto it = memo_.find(key);
+  if (it == memo_.end()) {
+    it = memo_.emplace(std::move(key), solve(members)).first;
+  }
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (transfers_[members[i]].rate != it->second[i]) {
+      set_rate(members[i], it->second[i]);
+    }
+  }
+}
+
+// Max-min rates of `members`, on their links relabelled 0..L-1.
+std::vector<double> FluidNetwork::solve(const std::vector<uint32_t>& members) const {
+  std::vector<uint32_t> links;
+  for (const uint32_t id : members) {
+    const auto& l = shapes_[transfers_[id].shape].links;
+    links.insert(links.end(), l.begin(), l.end());
+  }
+  std::sort(links.begin(), links.end());
+  links.erase(std::unique(links.begin(), links.end()), links.end());
+  std::vector<double> caps;
+  caps.reserve(links.size());
+  for (const uint32_t l : links) {
+    caps.push_back(capacities_[l]);
+  }
+  std::vector<std::vector<uint32_t>> local(members.size());
+  std::vector<detail::FluidEntity> entities;
+  entities.reserve(members.size());
+  for (size_t i = 0; i < members.size(); ++i) {
+    const Shape& s = shapes_[transfers_[members[i]].shape];
+    local[i].reserve(s.links.size());
+    for (const uint32_t l : s.links) {
+      local[i].push_back(static_cast<uint32_t>(
+          std::lower_bound(links.begin(), links.end(), l) - links.begin()));
+    }
+    entities.push_back(detail::FluidEntity{local[i], s.weights, s.cap});
+  }
+  return detail::max_min_rates(entities, caps);
+}
+
+}  // namespace
+
+std::unique_ptr<SharedNetwork> make_fluid_network(std::vector<double> capacities) {
+  return std::make_unique<FluidNetwork>(std::move(capacities));
+}
+
+Duration run_alone(SharedNetwork& network, const CommShape& shape) {
+  SIM_CHECK(network.active() == 0, "run_alone on a network with {} transfers in flight",
+            network.active());
+  const ShapeId id = network.add_shape(shape);
+  const SimTime t0 = network.now();
+  const TransferId t = network.start(t0, id, shape.bytes, shape.latency, shape.floor);
+  while (true) {
+    const NetworkAdvance a = network.advance(SimTime::max());
+    if (std::find(a.finished.begin(), a.finished.end(), t) != a.finished.end()) {
+      return a.time - t0;
+    }
+  }
+}
+
+}  // namespace meshsim::collectives
