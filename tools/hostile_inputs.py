@@ -149,6 +149,60 @@ def run_flag_cases() -> list[Case]:
     ]
 
 
+def fabric_cases(root: Path) -> list[Case]:
+    """The fabric knobs (flags and scenario keys) and the collectives section of a cluster."""
+    base = read(root, "topology/clusters/dgx-h100.json")
+    small = ["--no-trace", "--model", "llama3.2-1b", "--cluster", "dgx-h100", "--dp", "16",
+             "--nodes", "2"]
+
+    def collectives(key, value) -> bytes:
+        doc = json.loads(json.dumps(base))
+        doc["collectives"][key] = {"value": value, "source": "x"}
+        return dumps(doc)
+
+    def nics(value) -> bytes:
+        doc = json.loads(json.dumps(base))
+        doc["scale_out"]["nics_per_device"]["value"] = value
+        return dumps(doc)
+
+    return [
+        Case("fabric: --oversubscription inf", small + ["--oversubscription", "inf"], {},
+             ["--oversubscription", "63"]),
+        Case("fabric: --oversubscription 1e300", small + ["--oversubscription", "1e300"], {},
+             ["--oversubscription", "63"]),
+        Case("fabric: --tiers 5", small + ["--tiers", "5"], {}, ["--tiers", "1 to 3"]),
+        Case("fabric: --nics-per-device 2^63 - 1 (devices x NICs wraps)",
+             small + ["--nics-per-device", "9223372036854775807"], {},
+             ["--nics-per-device", "1 to 16"]),
+        Case("fabric: --nic-bandwidth 1e-300Gbps (transfers past 106 days)",
+             small + ["--nic-bandwidth", "1e-300Gbps"], {}, ["106 days"]),
+        Case("fabric: --nic-bandwidth 1e-300Gbps on SimGrid",
+             small + ["--backend", "simgrid", "--nic-bandwidth", "1e-300Gbps"], {},
+             ["106 days"]),
+        Case("fabric: scenario nics_per_device 2^40", ["run", "s.json", "--no-trace"],
+             {"s.json": dumps({"model": "llama3.2-1b", "cluster": "dgx-h100", "nodes": 2,
+                               "dp": 16, "nics_per_device": 1 << 40})},
+             ["s.json: /nics_per_device", "1 to 16"]),
+        Case("fabric: scenario oversubscription 1e300", ["run", "s.json", "--no-trace"],
+             {"s.json": dumps({"model": "llama3.2-1b", "cluster": "dgx-h100", "nodes": 2,
+                               "dp": 16, "oversubscription": 1e300})},
+             ["s.json: /oversubscription"]),
+        Case("cluster: 65,536 NICs per device", ["topology", "--cluster", "c.json"],
+             {"c.json": nics(65536)}, ["c.json: /scale_out/nics_per_device", "16"]),
+        Case("cluster: a launch floor of 1e300 s", ["topology", "--cluster", "c.json"],
+             {"c.json": collectives("launch_floor", 1e300)},
+             ["c.json: /collectives/launch_floor/value"]),
+        Case("cluster: ll128_efficiency 1e-300", small[:4] + ["x.json"] + small[5:],
+             {"x.json": collectives("ll128_efficiency", 1e-300)}, [], {0, 2}),
+        Case("cluster: ll128_efficiency 1e-300, LL128 forced",
+             ["collective", "--cluster", "x.json", "--proto", "ll128"],
+             {"x.json": collectives("ll128_efficiency", 1e-300)}, ["106 days"]),
+        Case("fabric: collective --nics-per-device 2^63 - 1",
+             ["collective", "--nics-per-device", "9223372036854775807"], {},
+             ["--nics-per-device", "1 to 16"]),
+    ]
+
+
 def cluster_cases(root: Path) -> list[Case]:
     base = read(root, "topology/clusters/dgx-h100.json")
     tpu = read(root, "topology/clusters/tpu-v5p.json")
@@ -222,6 +276,16 @@ def chips_cases(root: Path) -> list[Case]:
              ["tile_m"]),
         Case("chips: k_half of 1e300", run, {"chips.json": catalogue(shape("k_half", 1e300))},
              ["k_half"]),
+        Case("chips: NVLink efficiency 1e-300", run[:-1] + ["1", "--tp", "8"],
+             {"chips.json": catalogue(lambda c: c["nvlink"]["efficiency"].update(value=1e-300))},
+             ["106 days"]),
+        Case("chips: NIC efficiency 1e-300", run[:-1] + ["16", "--nodes", "2"],
+             {"chips.json": catalogue(lambda c: c["nic"]["efficiency"].update(value=1e-300))},
+             ["106 days"]),
+        Case("chips: NVLS efficiency 2", run,
+             {"chips.json": catalogue(
+                 lambda c: c["nvlink"]["nvls_efficiency"].update(value=2))},
+             ["chips.json: /chips/h100-sxm/nvlink/nvls_efficiency/value", "(0, 1]"]),
     ]
 
 
@@ -402,8 +466,9 @@ def main() -> int:
     parser.add_argument("-k", dest="only", default="")
     args = parser.parse_args()
     root = args.root
-    cases = (model_cases(root) + run_flag_cases() + cluster_cases(root) + chips_cases(root) +
-             scenario_cases(root) + validate_cases(root) + collective_cases() + output_cases())
+    cases = (model_cases(root) + run_flag_cases() + fabric_cases(root) + cluster_cases(root) +
+             chips_cases(root) + scenario_cases(root) + validate_cases(root) +
+             collective_cases() + output_cases())
     cases = [c for c in cases if args.only in c.name and not (args.sanitizers and c.heavy)]
     failed = 0
     total_start = time.monotonic()

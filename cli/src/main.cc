@@ -57,12 +57,12 @@ void add_fabric_options(CLI::App* app, meshsim::cli::FabricKnobs& k,
   on_set(app->add_option(flag_of(F::kOversubscription), k.oversubscription,
                          "Leaf down:up port ratio of the fat tree (1 = non-blocking)"),
          F::kOversubscription);
-  on_set(app->add_option(flag_of(F::kTiers), k.tiers, "Switch tiers of the fat tree (1 to 5)"),
+  on_set(app->add_option(flag_of(F::kTiers), k.tiers, "Switch tiers of the fat tree (1 to 3)"),
          F::kTiers);
   on_set(app->add_option(flag_of(F::kRailOptimized), k.rail_optimized,
                          "NIC k of every node on leaf (rail) k: true or false"),
          F::kRailOptimized);
-  on_set(app->add_option(flag_of(F::kNicsPerDevice), k.nics_per_device, "NICs per GPU"),
+  on_set(app->add_option(flag_of(F::kNicsPerDevice), k.nics_per_device, "NICs per GPU (1 to 16)"),
          F::kNicsPerDevice);
   on_set(app->add_option(flag_of(F::kNicBandwidth), k.nic_bandwidth,
                          "Bandwidth of one NIC, one direction, e.g. 400Gbps"),

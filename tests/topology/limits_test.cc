@@ -65,6 +65,10 @@ TEST(ClusterLimits, EverySizeHasAStatedBound) {
        "/scale_up/latency/value", "longer than int64 picoseconds"},
       {"gb200-nvl72", [](auto& d) { d["scale_up"]["domain_devices"] = int64_t{1} << 40; },
        "/scale_up/domain_devices", "more than the 32768 devices"},
+      {"dgx-h100", [](auto& d) { d["scale_out"]["nics_per_device"]["value"] = 65536; },
+       "/scale_out/nics_per_device", "above the limit of 16 NICs per device"},
+      {"dgx-h100", [](auto& d) { d["scale_out"]["oversubscription"]["value"] = 1e300; },
+       "/scale_out/oversubscription", "a radix-64 leaf keeps at least one uplink"},
   };
   for (const LimitCase& c : cases) {
     SCOPED_TRACE(c.pointer);

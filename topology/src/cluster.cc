@@ -278,15 +278,20 @@ ClusterSpec override_fabric(ClusterSpec spec, const FabricOverrides& o) {
   FatTreeSpec& ft = *spec.fat_tree;
   std::vector<std::string> changes;
   if (o.oversubscription) {
-    need(*o.oversubscription >= 1.0, FabricField::kOversubscription,
-         fmt::format("expected a leaf down:up ratio >= 1 (1 = non-blocking), got {}",
-                     *o.oversubscription));
+    const double most = static_cast<double>(ft.switch_radix - 1);
+    need(*o.oversubscription >= 1.0 && *o.oversubscription <= most,
+         FabricField::kOversubscription,
+         fmt::format("expected a leaf down:up ratio from 1 (non-blocking) to {} (a radix-{} leaf "
+                     "keeps at least one uplink), got {}",
+                     most, ft.switch_radix, *o.oversubscription));
     ft.oversubscription = *o.oversubscription;
     changes.push_back(fmt::format("oversubscription {}:1", ft.oversubscription));
   }
   if (o.tiers) {
-    need(*o.tiers >= 1 && *o.tiers <= 5, FabricField::kTiers,
-         fmt::format("expected 1 to 5 switch tiers, got {}", *o.tiers));
+    need(*o.tiers >= 1 && *o.tiers <= kMaxNetworkTiers, FabricField::kTiers,
+         fmt::format("expected 1 to {} switch tiers (the network model builds leaf, spine and "
+                     "core), got {}",
+                     kMaxNetworkTiers, *o.tiers));
     ft.tiers = *o.tiers;
     changes.push_back(fmt::format("{} tiers", ft.tiers));
   }
@@ -295,8 +300,10 @@ ClusterSpec override_fabric(ClusterSpec spec, const FabricOverrides& o) {
     changes.push_back(ft.rail_optimized ? "rail-optimized" : "not rail-optimized");
   }
   if (o.nics_per_device) {
-    need(*o.nics_per_device >= 1, FabricField::kNicsPerDevice,
-         fmt::format("expected at least one NIC per device, got {}", *o.nics_per_device));
+    need(*o.nics_per_device >= 1 && *o.nics_per_device <= kMaxNicsPerDevice,
+         FabricField::kNicsPerDevice,
+         fmt::format("expected 1 to {} NICs per device (real systems have one or two), got {}",
+                     kMaxNicsPerDevice, *o.nics_per_device));
     ft.nics_per_device = *o.nics_per_device;
     changes.push_back(fmt::format("{} NICs per device", ft.nics_per_device));
   }

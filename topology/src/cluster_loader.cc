@@ -94,6 +94,12 @@ FatTreeSpec read_fat_tree(JsonObject& out, const Chip& chip, SourceSink& sink) {
   ft.transport = out.choice<Transport>("transport");
   ft.rail_optimized = out.boolean("rail_optimized");
   ft.nics_per_device = detail::sourced_count(out, "nics_per_device", sink);
+  if (ft.nics_per_device > kMaxNicsPerDevice) {
+    out.fail("nics_per_device",
+             fmt::format("{} is above the limit of {} NICs per device (real systems have one or "
+                         "two)",
+                         ft.nics_per_device, kMaxNicsPerDevice));
+  }
   ft.nic_bandwidth = out.has("nic_bandwidth")
                          ? detail::sourced_bandwidth(out, "nic_bandwidth", sink)
                          : *chip.nic_bandwidth;
@@ -110,10 +116,11 @@ FatTreeSpec read_fat_tree(JsonObject& out, const Chip& chip, SourceSink& sink) {
   if (out.has("sharp")) {
     ft.sharp = out.boolean("sharp");
   }
-  if (ft.oversubscription < 1.0) {
-    out.fail("oversubscription", fmt::format("expected a down:up ratio >= 1 (1 = non-blocking), "
-                                             "got {}",
-                                             ft.oversubscription));
+  if (ft.oversubscription < 1.0 || ft.oversubscription > static_cast<double>(ft.switch_radix - 1)) {
+    out.fail("oversubscription",
+             fmt::format("expected a down:up ratio from 1 (non-blocking) to {} (a radix-{} leaf "
+                         "keeps at least one uplink), got {}",
+                         ft.switch_radix - 1, ft.switch_radix, ft.oversubscription));
   }
   return ft;
 }

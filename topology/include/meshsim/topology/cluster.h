@@ -140,6 +140,13 @@ struct CollectivePlatform {
 // explicit graph holds at most kMaxGraphLinks cables and kMaxDevices switches.
 inline constexpr int64_t kMaxDevices = int64_t{1} << 15;
 inline constexpr int64_t kMaxGraphLinks = int64_t{1} << 20;
+// NICs per device: DGX H100/B200 and GB200 NVL72 have one per GPU, some designs two. The network
+// joins every NIC of a device to every NIC of another (nics^2 pairs), so the bound keeps that at
+// 256 and the NICs of a cluster at 2^19.
+inline constexpr int64_t kMaxNicsPerDevice = 16;
+// Switch tiers the network model builds (network.h: leaf, spine, core); a 3-tier tree of radix-64
+// switches attaches 65,536 NICs, twice kMaxDevices.
+inline constexpr int64_t kMaxNetworkTiers = 3;
 
 struct ClusterSpec {
   std::string name;    // preset name, or the file's stem
@@ -214,10 +221,10 @@ ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes);
 
 // Fabric knobs a user may set without editing the cluster file (flags, scenario keys).
 struct FabricOverrides {
-  std::optional<double> oversubscription;  // >= 1
-  std::optional<int64_t> tiers;            // 1 to 5
+  std::optional<double> oversubscription;  // 1 to switch radix - 1 (a leaf keeps an uplink)
+  std::optional<int64_t> tiers;            // 1 to kMaxNetworkTiers
   std::optional<bool> rail_optimized;
-  std::optional<int64_t> nics_per_device;  // >= 1
+  std::optional<int64_t> nics_per_device;  // 1 to kMaxNicsPerDevice
   std::optional<BytesPerSec> nic_bandwidth;  // > 0
   std::optional<bool> sharp;
   bool empty() const {
