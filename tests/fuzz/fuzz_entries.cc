@@ -9,6 +9,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "meshsim/collectives/comm_model.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/json_input.h"
 #include "meshsim/topology/cluster.h"
@@ -19,6 +20,7 @@
 #include "meshsim/validation/profile.h"
 #include "meshsim/workloads/accounting.h"
 #include "meshsim/workloads/parallel.h"
+#include "comm_setup.h"
 #include "scenario.h"
 
 namespace meshsim::fuzz {
@@ -33,8 +35,10 @@ constexpr const char* kSource = "fuzz-input.json";
 constexpr JsonLimits kJsonLimits{.max_bytes = int64_t{4} << 20, .max_depth = 128};
 constexpr traces::ImportLimits kTraceLimits{
     .max_file_bytes = int64_t{4} << 20, .max_text_bytes = int64_t{16} << 20, .max_depth = 128};
-// Networks are built (and traced) only for clusters this small, to keep each run short.
+// Networks are built (and traced) only for clusters this small, and collectives timed on them
+// only for the smaller ones, to keep each run short.
 constexpr int64_t kMaxNetworkDevices = 512;
+constexpr int64_t kMaxCollectiveDevices = 64;
 
 void remove_scratch_dir();
 
@@ -104,13 +108,34 @@ void run_model(std::string_view data) {
   (void)training_memory(m, one_device, 0, 1).total();
 }
 
+// What `meshsim collective` does with a cluster: NCCL's tuner picks an algorithm and protocol
+// from the cluster's figures (its "collectives" section too), and the fluid network runs it.
+void exercise_collectives(const topology::Network& net, int64_t devices) {
+  const collectives::CollectivePlanner planner(net);
+  const auto network = collectives::make_network(collectives::NetworkBackend::kAnalytical, planner);
+  std::vector<std::vector<DeviceId>> all(1);
+  for (int64_t d = 0; d < devices; ++d) {
+    all[0].emplace_back(static_cast<uint32_t>(d));
+  }
+  for (const CollectiveKind kind : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather}) {
+    for (const Bytes bytes : {Bytes::of(int64_t{1} << 20), Bytes::of(int64_t{1} << 30)}) {
+      (void)collectives::run_alone(*network, planner.collective(kind, bytes, all));
+    }
+  }
+  const std::pair<DeviceId, DeviceId> pair{all[0].front(), all[0].back()};
+  (void)collectives::run_alone(*network, planner.send_recv({&pair, 1}, Bytes::of(1 << 20)));
+}
+
 void run_cluster(std::string_view data) {
   const topology::ClusterSpec spec =
       topology::parse_cluster(parse(data), kSource, topology::Catalogue::builtin());
   (void)spec.scale_up_bandwidth();
   (void)spec.inter_node_bandwidth();
   if (spec.device_count() <= kMaxNetworkDevices) {
-    (void)topology::Network::build(spec);
+    const topology::Network net = topology::Network::build(spec);
+    if (spec.device_count() >= 2 && spec.device_count() <= kMaxCollectiveDevices) {
+      exercise_collectives(net, spec.device_count());
+    }
   }
 }
 
@@ -124,7 +149,11 @@ void run_chips(std::string_view data) {
 void run_scenario(std::string_view data) {
   const fs::path path = write_scratch("scenario.json", data);
   (void)cli::scenario_file_names_workload(path.string());
-  (void)cli::load_scenario(path.string(), cli::default_scenario());
+  cli::Scenario s = cli::load_scenario(path.string(), cli::default_scenario());
+  cli::complete(s);
+  // The cluster it names, resized and with its fabric knobs applied (no network is built: the
+  // size may be up to kMaxDevices).
+  (void)cli::load_cluster_for(s);
 }
 
 void run_manifest(std::string_view data) {

@@ -3,8 +3,9 @@
 // (fuzz_regression_test.cc).
 //
 // Each entry takes an input's bytes, runs the loader on them and then what meshsim does next with
-// what it loaded (accounting for a model, the network for a small cluster, kernel costs for a chip,
-// the planned step for a manifest, per-class times and the timeline for a trace). An input is
+// what it loaded (accounting for a model, the network for a small cluster and collectives timed on
+// it, kernel costs for a chip, the cluster a scenario names with its fabric knobs applied, the
+// planned step for a manifest, per-class times and the timeline for a trace). An input is
 // either accepted, or refused with an input error: InputError (bad input, located), or
 // InfeasibleError, LimitError included (well-formed but impossible or beyond meshsim's 64-bit
 // representation). Anything else escapes the entry: an internal error, another exception, a crash
