@@ -160,6 +160,11 @@ def fabric_cases(root: Path) -> list[Case]:
         doc["collectives"][key] = {"value": value, "source": "x"}
         return dumps(doc)
 
+    def radix(value) -> bytes:
+        doc = json.loads(json.dumps(base))
+        doc["scale_out"]["switch_radix"]["value"] = value
+        return dumps(doc)
+
     def nics(value) -> bytes:
         doc = json.loads(json.dumps(base))
         doc["scale_out"]["nics_per_device"]["value"] = value
@@ -179,6 +184,9 @@ def fabric_cases(root: Path) -> list[Case]:
         Case("fabric: --nic-bandwidth 1e-300Gbps on SimGrid",
              small + ["--backend", "simgrid", "--nic-bandwidth", "1e-300Gbps"], {},
              ["106 days"]),
+        Case("fabric: --nodes past what 3 tiers of radix-8 switches attach",
+             ["--no-trace", "--model", "llama3.2-1b", "--cluster", "r8.json", "--nodes", "64",
+              "--dp", "512"], {"r8.json": radix(8)}, ["--nodes", "3-tier"]),
         Case("fabric: scenario nics_per_device 2^40", ["run", "s.json", "--no-trace"],
              {"s.json": dumps({"model": "llama3.2-1b", "cluster": "dgx-h100", "nodes": 2,
                                "dp": 16, "nics_per_device": 1 << 40})},

@@ -65,6 +65,8 @@ TEST(ClusterLimits, EverySizeHasAStatedBound) {
        "/scale_up/latency/value", "longer than int64 picoseconds"},
       {"gb200-nvl72", [](auto& d) { d["scale_up"]["domain_devices"] = int64_t{1} << 40; },
        "/scale_up/domain_devices", "more than the 32768 devices"},
+      {"dgx-h100", [](auto& d) { d["scale_out"]["tiers"]["value"] = 4; },
+       "/scale_out/tiers", "expected 1 to 3 switch tiers"},
       {"dgx-h100", [](auto& d) { d["scale_out"]["nics_per_device"]["value"] = 65536; },
        "/scale_out/nics_per_device", "above the limit of 16 NICs per device"},
       {"dgx-h100", [](auto& d) { d["scale_out"]["oversubscription"]["value"] = 1e300; },
@@ -87,6 +89,14 @@ TEST(ClusterLimits, ResizingPastTheBoundIsRefused) {
   EXPECT_THAT(capture_input_error([&] { resize_nodes(gpu, int64_t{1} << 61); }).message(),
               HasSubstr("more than 32768 devices"));
   EXPECT_EQ(resize_nodes(gpu, 4096).device_count(), 32768);
+  // Tiers are added up to the 3 the network model builds; past that the resize is refused (a 4th
+  // tier passed here and was refused later, blamed on the file's /scale_out/tiers).
+  nlohmann::json radix8 = read_source_json("topology/clusters/dgx-h100.json");
+  radix8["scale_out"]["switch_radix"]["value"] = 8;  // 3 tiers: 128 NICs
+  const ClusterSpec small = parse_cluster(radix8, "c.json", cat);
+  EXPECT_EQ(resize_nodes(small, 16).fat_tree->tiers, 3);
+  EXPECT_THAT(capture_input_error([&] { resize_nodes(small, 64); }).message(),
+              HasSubstr("a 3-tier fat tree of radix-8 switches"));
   // A --shape whose extents multiply past 2^64 divided by zero (SIGFPE) before.
   const ClusterSpec tpu = load_cluster("tpu-v5p", cat);
   const InputError e = capture_input_error([&] {

@@ -251,7 +251,7 @@ ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes) {
     FatTreeSpec& ft = *spec.fat_tree;
     const int64_t nics = spec.device_count() * ft.nics_per_device;
     const int64_t tiers = ft.tiers;
-    while (ft.tiers < 5 && nics > ft.max_endpoints()) {
+    while (ft.tiers < kMaxNetworkTiers && nics > ft.max_endpoints()) {
       ++ft.tiers;
     }
     if (ft.tiers != tiers) {

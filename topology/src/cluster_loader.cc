@@ -104,8 +104,10 @@ FatTreeSpec read_fat_tree(JsonObject& out, const Chip& chip, SourceSink& sink) {
                          ? detail::sourced_bandwidth(out, "nic_bandwidth", sink)
                          : *chip.nic_bandwidth;
   ft.tiers = detail::sourced_count(out, "tiers", sink);
-  if (ft.tiers > 5) {
-    out.fail("tiers", fmt::format("expected 1 to 5 switch tiers, got {}", ft.tiers));
+  if (ft.tiers > kMaxNetworkTiers) {
+    out.fail("tiers", fmt::format("expected 1 to {} switch tiers (the network model builds leaf, "
+                                  "spine and core), got {}",
+                                  kMaxNetworkTiers, ft.tiers));
   }
   ft.switch_radix = detail::sourced_count(out, "switch_radix", sink);
   if (ft.switch_radix < 2 || ft.switch_radix % 2 != 0) {

@@ -214,9 +214,9 @@ std::vector<std::string> cluster_presets();
 
 // The same cluster with `nodes` hosts. GPU clusters only (a TPU slice is resized by its torus).
 // Checks: nodes > 0; an NVLink domain stays whole; no explicit graph (its devices are wired by
-// name). A fat tree too small for the new NIC count gets switch tiers added (at most 5) until it
-// attaches them all, as a larger cluster of the same switches would be built; the description
-// says so.
+// name). A fat tree too small for the new NIC count gets switch tiers added (up to
+// kMaxNetworkTiers) until it attaches them all, as a larger cluster of the same switches would be
+// built; the description says so. Past that, an InputError on /nodes.
 ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes);
 
 // Fabric knobs a user may set without editing the cluster file (flags, scenario keys).
