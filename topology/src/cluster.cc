@@ -247,6 +247,7 @@ ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes) {
     spec.description += fmt::format(" (preset resized to {} nodes)", nodes);
   }
   spec.nodes = nodes;
+  detail::check_device_count(spec);  // before the NIC count multiplies it
   if (spec.fat_tree) {
     FatTreeSpec& ft = *spec.fat_tree;
     const int64_t nics = spec.device_count() * ft.nics_per_device;
