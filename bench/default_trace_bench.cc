@@ -11,14 +11,14 @@
 #include <streambuf>
 #include <variant>
 
-#include "comm_setup.h"
 #include "counting_buf.h"
 #include "meshsim/sim/simulation.h"
+#include "meshsim/studies/comm_setup.h"
+#include "meshsim/studies/scenario.h"
 #include "meshsim/topology/compute_model.h"
 #include "meshsim/traces/trace_writer.h"
 #include "meshsim/workloads/plan_loader.h"
 #include "meshsim/workloads/step.h"
-#include "scenario.h"
 
 namespace meshsim {
 namespace {
@@ -30,17 +30,17 @@ struct DefaultStep {
   topology::ClusterSpec cluster;
   workloads::StepPlan plan;
   topology::RooflineComputeModel compute;
-  cli::CommSetup comm;
+  studies::CommSetup comm;
   Simulation sim;
   std::vector<Record> records;
   int64_t slices = 0;
 
-  explicit DefaultStep(const cli::Scenario& s)
-      : cluster(cli::load_cluster_for(s)),
+  explicit DefaultStep(const studies::Scenario& s)
+      : cluster(studies::load_cluster(s)),
         plan(workloads::plan_step(workloads::load_model(s.model), s.plan,
                                   workloads::SimulationMode::kFull)),
         compute(cluster.chip),
-        comm(cluster, plan, cli::CommOptions{}),
+        comm(cluster, plan, studies::CommOptions{}),
         sim(compute, comm.model()) {
     workloads::load_plan(sim, plan);
     sim.on_op_end([this](const OpRecord& r) {
@@ -53,7 +53,8 @@ struct DefaultStep {
 };
 
 void BM_DefaultStepAllRanksPerfetto(benchmark::State& state) {
-  static const auto step = std::make_unique<DefaultStep>(cli::default_scenario());  // built once
+  // Built once.
+  static const auto step = std::make_unique<DefaultStep>(studies::default_scenario());
   int64_t bytes = 0;
   for (auto _ : state) {
     bench::CountingBuf buf;

@@ -29,6 +29,8 @@ SOURCES: dict[str, list[str]] = {
     "profile": ["validation/profiles/*.json"],
     "pytorch_trace": ["tests/traces/fixtures/torch_*.trace.json*"],
     "jax_trace": ["tests/traces/fixtures/jax_*.trace.json*"],
+    "sweep_spec": [],
+    "failure_table": ["studies/data/failures-*.json"],
 }
 
 # Traces larger than this (inflated) are trimmed (see trim_trace).

@@ -142,10 +142,11 @@ def run_flag_cases() -> list[Case]:
                                          "interleaved"], {}, ["--vpp"]),
         Case("run: 2^20 microbatches", small + ["--dp", "8", "--gbs", "8388608"], {},
              ["--gbs", "microbatches"]),
-        Case("run: full simulation of 32,768 ranks (op budget)",
+        # 32,768 ranks x 64 microbatches x 32 layers: billions of op instances, past 2^30.
+        Case("run: full simulation of 32,768 ranks x 64 microbatches (op budget)",
              ["--no-trace", "--full-simulation", "--model", "llama3-8b", "--cluster",
-              "c.json", "--nodes", "4096", "--dp", "32768", "--zero", "1", "--gbs", "32768",
-              "--seq", "1024"], {}, ["ops"], heavy=True),
+              "c.json", "--nodes", "4096", "--dp", "32768", "--zero", "1", "--gbs", "2097152",
+              "--seq", "1024"], {}, ["ops (2^30)"], heavy=True),
     ]
 
 
@@ -409,6 +410,103 @@ def output_cases() -> list[Case]:
     ]
 
 
+def studies_cases(root: Path) -> list[Case]:
+    """Main's newer inputs: sweep specs, failure and price tables, faults, plan search, goodput,
+    compare's reports and validate-published's runs file."""
+    small = ["--no-trace", "--model", "llama3.2-1b", "--cluster", "dgx-h100", "--dp", "8"]
+    failures = read(root, "studies/data/failures-llama3.json")
+
+    def table(**observed) -> bytes:
+        doc = json.loads(json.dumps(failures))
+        doc["observed"].update(observed)
+        return dumps(doc)
+
+    def category_count(count) -> bytes:
+        doc = json.loads(json.dumps(failures))
+        doc["categories"][0]["count"] = count
+        return dumps(doc)
+
+    prices = read(root, "studies/data/prices.json")
+    for device in prices["devices"].values():
+        if "usd_per_device_hour" in device:
+            device["usd_per_device_hour"] = 1e308
+    # Eight axes of 256 values: 2^64 points, which wrapped to 0 in 64 bits.
+    wide = {"axes": {f: list(range(1, 257)) for f in
+                     ("seq", "gbs", "tp", "dp", "pp", "mbs", "cp", "ep")}}
+    report = {"step_time_s": 1.0, "tokens_per_s": 1.0, "mfu": 0.5, "compute_s": 1.0,
+              "exposed_comm_s": 0.0, "bubble_fraction": 0.0, "peak_memory_bytes": 1,
+              "inputs": {}, "exposed_comm_by_kind_s": {"tp": "x"},
+              "time_by_op_class_s": {}, "simulated": True}
+    goodput = ["goodput"] + small + ["--tokens", "1T"]
+    return [
+        Case("sweep: eight axes of 256 values (2^64 points)", ["sweep", "s.json"],
+             {"s.json": dumps(wide)}, ["s.json: /axes", "2^16"]),
+        Case("sweep: 10^6 values on one axis", ["sweep", "s.json"],
+             {"s.json": dumps({"axes": {"gpus": [8] * 1000000}})}, ["s.json: /axes/gpus"]),
+        Case("sweep: gpus 2^62", ["sweep", "s.json"],
+             {"s.json": dumps({"axes": {"gpus": [1 << 62]}, "plans": "given"})}, [], {0, 2, 3}),
+        Case("sweep: search top 2^62", ["sweep", "s.json"],
+             {"s.json": dumps({"axes": {"gpus": [8]}, "search": {"top": 1 << 62}})},
+             ["s.json: /search/top", "limit"]),
+        Case("sweep: 100,000 levels of nesting", ["sweep", "s.json"],
+             {"s.json": b'{"axes": ' + deep(100000) + b"}"}, ["nested deeper"]),
+        Case("sweep: --jobs 2^40", ["sweep", "s.json", "--jobs", "1099511627776"],
+             {"s.json": dumps({"axes": {"gpus": [8]}})}, ["--jobs"]),
+        Case("plan: --top 2^62", ["plan", "--model", "llama3.2-1b", "--gpus", "8", "--top",
+                                  "4611686018427387904"], {}, ["--top"]),
+        Case("plan: --max-simulations 2^62", ["plan", "--model", "llama3.2-1b", "--gpus", "8",
+                                              "--max-simulations", "4611686018427387904"], {},
+             ["--max-simulations"]),
+        Case("plan: --jobs 2^40", ["plan", "--model", "llama3.2-1b", "--gpus", "8", "--jobs",
+                                   "1099511627776"], {}, ["--jobs"]),
+        Case("faults: --slow-rank 2^32:2 (wrapped to rank 0)",
+             small + ["--slow-rank", "4294967296:2"], {}, ["--slow-rank"]),
+        Case("faults: --slow-rank 0:1e300", small + ["--slow-rank", "0:1e300"], {},
+             ["--slow-rank", "FACTOR <= 1000"]),
+        Case("faults: --stragglers 0.5:1:1e300", small + ["--stragglers", "0.5:1:1e300"], {},
+             ["--stragglers"]),
+        Case("faults: --kernel-jitter 1e300", small + ["--kernel-jitter", "1e300"], {},
+             ["--kernel-jitter"]),
+        Case("faults: --degrade 2^40:network:0.5", small + ["--degrade",
+                                                          "1099511627776:network:0.5"], {},
+             ["--degrade"]),
+        Case("faults: scenario slow rank 2^32 (wrapped to rank 0)", ["run", "s.json", "--no-trace"],
+             {"s.json": dumps({"model": "llama3.2-1b", "dp": 8,
+                               "faults": {"slow_ranks": [{"rank": 1 << 32, "factor": 2}]}})},
+             ["s.json: /faults/slow_ranks/0/rank"]),
+        Case("faults: scenario straggler factor 1e300", ["run", "s.json", "--no-trace"],
+             {"s.json": dumps({"model": "llama3.2-1b", "dp": 8,
+                               "faults": {"stragglers": {"fraction": 0.5, "min_factor": 1,
+                                                         "max_factor": 1e300}}})},
+             ["s.json: /faults/stragglers/max_factor"]),
+        Case("failure table: 1e300 interruptions", goodput + ["--failure-table", "f.json"],
+             {"f.json": category_count(1e300)}, ["interruptions"]),
+        Case("failure table: observed over 1e-300 days", goodput + ["--failure-table", "f.json"],
+             {"f.json": table(days=1e-300)}, ["interruptions"]),
+        Case("failure table: 100,000 levels of nesting", goodput + ["--failure-table", "f.json"],
+             {"f.json": b'{"categories": ' + deep(100000) + b"}"}, ["f.json", "nested deeper"]),
+        Case("goodput: a restart of 10^6 days", goodput + ["--restart-time", "1000000d"], {},
+             [], {0, 2}),
+        Case("goodput: --tokens 1e30", ["goodput"] + small + ["--tokens", "1e30"], {},
+             ["--tokens"]),
+        Case("goodput: --runs 2^40", goodput + ["--runs", "1099511627776"], {}, ["--runs"]),
+        Case("price table: $1e308 per device-hour (cost printed $inf)",
+             small + ["--tokens", "1T", "--price-table", "p.json"], {"p.json": dumps(prices)},
+             ["p.json: /devices/", "/usd_per_device_hour", "limit"]),
+        Case("run: --tokens 1e300T (days printed inf)", small + ["--tokens", "1e300T"], {},
+             ["--tokens", "at most"]),
+        Case("plan: --tokens-per-step 1e300T (cast to int64)",
+             ["plan", "--model", "llama3.2-1b", "--gpus", "8", "--tokens-per-step", "1e300T"],
+             {}, ["--tokens-per-step"]),
+        Case("compare: a report with a non-number time", ["compare", "a.json", "a.json"],
+             {"a.json": dumps(report)}, ["a.json: /exposed_comm_by_kind_s/tp"]),
+        Case("compare: /dev/zero", ["compare", "/dev/zero", "/dev/zero"], {},
+             ["/dev/zero", "limit"]),
+        Case("validate-published: 100,000 levels of nesting", ["validate-published", "r.json"],
+             {"r.json": b'{"runs": ' + deep(100000) + b"}"}, ["r.json", "nested deeper"]),
+    ]
+
+
 def materialize(case: Case, scratch: Path, root: Path) -> None:
     for name, data in case.files.items():
         if name.startswith("SAME:"):
@@ -476,7 +574,7 @@ def main() -> int:
     root = args.root
     cases = (model_cases(root) + run_flag_cases() + fabric_cases(root) + cluster_cases(root) +
              chips_cases(root) + scenario_cases(root) + validate_cases(root) +
-             collective_cases() + output_cases())
+             collective_cases() + output_cases() + studies_cases(root))
     cases = [c for c in cases if args.only in c.name and not (args.sanitizers and c.heavy)]
     failed = 0
     total_start = time.monotonic()

@@ -6,9 +6,12 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "comm_setup.h"
+#include "meshsim/studies/comm_setup.h"
+#include "meshsim/studies/scenario.h"
+#include "meshsim/studies/step_report.h"
 #include "output_file.h"
 #include "report.h"
+#include "scenario_flags.h"
 #include "meshsim/collectives/collective_planner.h"
 #include "meshsim/collectives/comm_model.h"
 #include "meshsim/collectives/volume.h"
@@ -23,10 +26,9 @@ topology::ClusterSpec load_cluster_args(const ClusterArgs& a) {
   s.cluster = a.cluster;
   s.nodes = a.nodes;
   s.shape = a.shape;
-  s.size_origin = Origin::flag(a.shape ? "--shape" : "--nodes");
   s.hardware_catalogue = a.hardware_catalogue;
   s.fabric = a.fabric;
-  return load_cluster_for(s);
+  return located(s, [&] { return studies::load_cluster(s); });
 }
 
 void topology_command(const ClusterArgs& args, std::ostream& out) {
@@ -219,7 +221,8 @@ void collective_command(const CollectiveArgs& a, std::ostream& out) {
   const topology::Network net = topology::Network::build(spec);
   bool sendrecv = false;
   const CollectiveKind kind = parse_op(a.op, sendrecv);
-  const collectives::CollectivePlanner planner(net, collective_options(a.algo, a.proto, a.nccl));
+  const studies::CommOptions options = comm_options(CommFlags{a.backend, a.algo, a.proto, a.nccl});
+  const collectives::CollectivePlanner planner(net, options.collective);
   std::vector<DeviceId> group;
   for (const int64_t r : parse_group(a.group, spec)) {
     group.emplace_back(static_cast<uint32_t>(r));
@@ -228,7 +231,7 @@ void collective_command(const CollectiveArgs& a, std::ostream& out) {
     throw InputError("--group", "", fmt::format("\"{}\": a collective needs two ranks", a.group));
   }
   const std::vector<Bytes> sizes = parse_sizes(a.sizes, a.factor);
-  const auto network = collectives::make_network(parse_backend_flag(a.backend), planner);
+  const auto network = collectives::make_network(options.backend, planner);
   const auto p = static_cast<int64_t>(group.size());
   out << fmt::format("# meshsim collective: {} over {} ranks of {} ({} nodes x {} {}), {} backend, "
                      "NCCL {} model\n",

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "meshsim/topology/cluster.h"
-#include "scenario.h"
+#include "meshsim/studies/scenario.h"
 
 namespace meshsim::cli {
 
@@ -30,7 +30,7 @@ struct ClusterArgs {
   std::optional<int64_t> nodes;
   std::optional<std::string> shape;
   std::optional<std::string> hardware_catalogue;
-  FabricKnobs fabric;  // from flags only
+  studies::FabricKnobs fabric;  // from flags only
 };
 
 topology::ClusterSpec load_cluster_args(const ClusterArgs& args);

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -10,9 +11,15 @@
 #include "calc_command.h"
 #include "calibrate_command.h"
 #include "collective_command.h"
+#include "plan_command.h"
+#include "sweep_command.h"
+#include "compare_command.h"
+#include "fault_flags.h"
+#include "goodput_command.h"
 #include "meshsim/sim/error.h"
 #include "run_command.h"
-#include "scenario.h"
+#include "published_command.h"
+#include "scenario_flags.h"
 #include "trace_limits.h"
 #include "validate_command.h"
 
@@ -46,10 +53,41 @@ struct RunFlags {
   std::string trace_path = "meshsim-trace.pftrace";
   std::string trace_ranks;
   bool no_trace = false;
+  meshsim::cli::CommFlags comm;
+  // Fault flags (cli/src/fault_flags.h), each replacing that part of the scenario's "faults"
+  // block.
+  std::vector<std::string> slow_ranks;
+  std::string stragglers;
+  double kernel_jitter = 0;
+  std::vector<std::string> degrade;
+  int64_t fault_seed = 0;
 };
 
+void add_fault_options(CLI::App* app, RunFlags& f) {
+  const auto add = [&f](CLI::Option* o, std::function<void(Scenario&)> apply) {
+    f.overrides.push_back({o, std::move(apply)});
+  };
+  add(app->add_option("--slow-rank", f.slow_ranks,
+                      "RANK:FACTOR: the rank's kernels take FACTOR times as long (repeatable)"),
+      [&f](Scenario& s) { meshsim::cli::set_slow_ranks_flag(f.slow_ranks, s.faults); });
+  add(app->add_option("--stragglers", f.stragglers,
+                      "FRACTION:MIN:MAX: each rank is slow with probability FRACTION, by a "
+                      "factor uniform in [MIN, MAX] (seeded)"),
+      [&f](Scenario& s) { meshsim::cli::set_stragglers_flag(f.stragglers, s.faults); });
+  add(app->add_option("--kernel-jitter", f.kernel_jitter,
+                      "Coefficient of variation of every kernel's time (lognormal, seeded)"),
+      [&f](Scenario& s) { meshsim::cli::set_kernel_jitter_flag(f.kernel_jitter, s.faults); });
+  add(app->add_option("--degrade", f.degrade,
+                      "DEVICE:LINK:FACTOR: the device's LINK (network, nvlink, ici, pcie) keeps "
+                      "FACTOR of its bandwidth (repeatable)"),
+      [&f](Scenario& s) { meshsim::cli::set_degrade_flag(f.degrade, s.faults); });
+  add(app->add_option("--fault-seed", f.fault_seed, "Seed of the stragglers and the jitter")
+          ->check(CLI::NonNegativeNumber),
+      [&f](Scenario& s) { s.faults.compute.seed = static_cast<uint64_t>(f.fault_seed); });
+}
+
 // The fat tree's knobs (scenario.h FabricKnobs), bound to `k`; `on_set` runs for each one given.
-void add_fabric_options(CLI::App* app, meshsim::cli::FabricKnobs& k,
+void add_fabric_options(CLI::App* app, meshsim::studies::FabricKnobs& k,
                         const std::function<void(CLI::Option*, meshsim::topology::FabricField)>&
                             on_set) {
   using F = meshsim::topology::FabricField;
@@ -73,7 +111,7 @@ void add_fabric_options(CLI::App* app, meshsim::cli::FabricKnobs& k,
 }
 
 // Copies one fabric knob from the flags to the scenario.
-void copy_fabric_field(const meshsim::cli::FabricKnobs& from, meshsim::cli::FabricKnobs& to,
+void copy_fabric_field(const meshsim::studies::FabricKnobs& from, meshsim::studies::FabricKnobs& to,
                        meshsim::topology::FabricField field) {
   using F = meshsim::topology::FabricField;
   switch (field) {
@@ -100,10 +138,14 @@ void copy_fabric_field(const meshsim::cli::FabricKnobs& from, meshsim::cli::Fabr
 
 // A flag of a scenario field outside the plan (model, cluster, ...).
 template <typename T>
-void bind_scenario(CLI::App* app, RunFlags& f, const std::string& name, T Scenario::*field,
-                   const std::string& help) {
+void bind_scenario(CLI::App* app, RunFlags& f, meshsim::studies::ScenarioField which,
+                   T Scenario::*field, const std::string& help) {
+  const std::string name = meshsim::cli::flag_of(which);
   CLI::Option* o = app->add_option(name, f.given.*field, help);
-  f.overrides.push_back({o, [&f, field](Scenario& s) { s.*field = f.given.*field; }});
+  f.overrides.push_back({o, [&f, field, which, name](Scenario& s) {
+                           s.*field = f.given.*field;
+                           s.origins.set(which, Origin::flag(name));
+                         }});
 }
 
 // The flag of a plan field: its value, then its origin.
@@ -154,7 +196,7 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
   CLI::Option* zero = app->add_option(flag_of(PlanField::kZero), f.zero,
                                       "ZeRO stage over the data-parallel group: 0, 1, 2, 3");
   add_override(f, zero, PlanField::kZero, [&f](ParallelPlan& p) {
-    p.zero = meshsim::cli::zero_stage(f.zero, Origin::flag(flag_of(PlanField::kZero)));
+    p.zero = meshsim::studies::zero_stage(f.zero, Origin::flag(flag_of(PlanField::kZero)));
   });
   bind_plan(app, f, PlanField::kTp, &ParallelPlan::tp, "Tensor-parallel degree");
   bind_plan_flag(app, f, PlanField::kSp, [](ParallelPlan& p) { p.sp = true; },
@@ -176,10 +218,21 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
                    "Activation recompute: none, selective, full");
   bind_plan_choice<meshsim::Dtype>(
       app, f, PlanField::kDtype, [](ParallelPlan& p, meshsim::Dtype d) { p.set_training_dtype(d); },
-      "Training precision: bf16 or fp8 (mixed precision: bf16 activations, fp32 master weights), "
+      "Training precision: bf16, fp16 (with loss scaling) or fp8 (mixed precision: 16-bit "
+      "activations, fp32 master weights; fp8 GEMMs in the linear layers), "
       "fp32 or tf32 (fp32 activations; tf32 matmuls on tensor cores)");
   bind_plan_choice(app, f, PlanField::kAttention, &ParallelPlan::attention,
-                   "Attention kernel: flash or naive (s x s scores through memory)");
+                   "Attention kernel: flash (FlashAttention-2), flash3, cudnn, splash (TPU), "
+                   "triton (FlashAttention's Triton port) or naive (s x s scores through "
+                   "memory); default: the stack's");
+  bind_plan_choice(app, f, PlanField::kStack, &ParallelPlan::stack,
+                   "Software stack: megatron (Megatron-Core + Transformer Engine), megatron-2021, "
+                   "fsdp (PyTorch FSDP eager), llm-foundry-2023, fsdp-compile (torchtitan), "
+                   "maxtext (JAX/XLA); "
+                   "default: megatron on GPUs, maxtext on TPUs");
+  bind_plan_choice(app, f, PlanField::kFp8Recipe, &ParallelPlan::fp8_scaling,
+                   "FP8 scaling of fp8 runs: delayed (amax history) or current (an amax pass "
+                   "before each cast); default: the stack's");
   bind_plan_choice(app, f, PlanField::kKernels, &ParallelPlan::kernels,
                    "Memory-bound kernels: fused (Megatron/TE, XLA) or eager (PyTorch eager mode, "
                    "one kernel per tensor op)");
@@ -204,16 +257,15 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
 }
 
 void add_run_options(CLI::App* app, RunFlags& f) {
-  bind_scenario(app, f, "--model", &Scenario::model,
+  using meshsim::studies::ScenarioField;
+  bind_scenario(app, f, ScenarioField::kModel, &Scenario::model,
                 "Model preset, meshsim model JSON or HF config.json");
-  bind_scenario(app, f, "--cluster", &Scenario::cluster, "Cluster preset or cluster JSON");
-  bind_scenario(app, f, "--nodes", &Scenario::nodes, "Resize a GPU cluster to this many nodes");
-  bind_scenario(app, f, "--shape", &Scenario::shape,
+  bind_scenario(app, f, ScenarioField::kCluster, &Scenario::cluster,
+                "Cluster preset or cluster JSON");
+  bind_scenario(app, f, ScenarioField::kNodes, &Scenario::nodes,
+                "Resize a GPU cluster to this many nodes");
+  bind_scenario(app, f, ScenarioField::kShape, &Scenario::shape,
                 "Resize a TPU slice to this torus, e.g. 8x16x16");
-  for (const char* flag : {"--nodes", "--shape"}) {  // given: the size comes from the flag
-    CLI::Option* o = app->get_option(flag);
-    f.overrides.push_back({o, [flag](Scenario& s) { s.size_origin = Origin::flag(flag); }});
-  }
   add_plan_options(app, f);
   add_fabric_options(app, f.given.fabric,
                      [&f](CLI::Option* o, meshsim::topology::FabricField field) {
@@ -224,9 +276,10 @@ void add_run_options(CLI::App* app, RunFlags& f) {
                                                                meshsim::cli::flag_of(field)));
                                               }});
                      });
-  bind_scenario(app, f, "--hardware-catalogue", &Scenario::hardware_catalogue,
+  bind_scenario(app, f, ScenarioField::kHardwareCatalogue, &Scenario::hardware_catalogue,
                 "Chip catalogue JSON");
   app->add_option("--json", f.json_path, "Write the report as JSON to FILE");
+  meshsim::cli::add_budget_options(app, f.outputs.budget);
   app->add_option("--trace", f.trace_path,
                   "Write the timeline: FILE.pftrace (native Perfetto) or FILE.json (Chrome JSON)")
       ->capture_default_str();
@@ -234,17 +287,18 @@ void add_run_options(CLI::App* app, RunFlags& f) {
                   "Ranks in the trace: all | 0-7,64 | stage:0 | node:3 (default: the first rank "
                   "of each stage and the TP group of rank 0)");
   app->add_flag("--no-trace", f.no_trace, "Do not write a trace");
-  app->add_flag("--full-simulation", f.outputs.full_simulation,
+  app->add_flag("--full-simulation", f.outputs.step.full_simulation,
                 "Simulate every rank instead of one per class of identical ranks");
-  app->add_option("--backend", f.outputs.comm.backend, "Collective cost backend")
+  add_fault_options(app, f);
+  app->add_option("--backend", f.comm.backend, "Collective cost backend")
       ->check(CLI::IsMember({"analytical", "simgrid"}))
       ->capture_default_str();
-  app->add_option("--algo", f.outputs.comm.algorithm,
+  app->add_option("--algo", f.comm.algorithm,
                   "Collective algorithm (default: what NCCL's tuner, or XLA on a TPU, picks)")
       ->capture_default_str();
-  app->add_option("--proto", f.outputs.comm.protocol, "NCCL protocol: auto, ll, ll128, simple")
+  app->add_option("--proto", f.comm.protocol, "NCCL protocol: auto, ll, ll128, simple")
       ->capture_default_str();
-  app->add_option("--nccl", f.outputs.comm.nccl, "NCCL release whose tuner decides (2.18 on)")
+  app->add_option("--nccl", f.comm.nccl, "NCCL release whose tuner decides (2.18 on)")
       ->capture_default_str();
 }
 
@@ -271,30 +325,58 @@ void add_cluster_options(CLI::App* app, meshsim::cli::ClusterArgs& a) {
 Scenario resolve(const RunFlags& f) {
   const bool names_workload =
       given(f, "--model") || given(f, "--cluster") ||
-      (!f.scenario_file.empty() && meshsim::cli::scenario_file_names_workload(f.scenario_file));
-  Scenario s = names_workload ? Scenario{} : meshsim::cli::default_scenario();
+      (!f.scenario_file.empty() && meshsim::studies::scenario_file_names_workload(f.scenario_file));
+  Scenario s = names_workload ? Scenario{} : meshsim::studies::default_scenario();
   if (!f.scenario_file.empty()) {
-    s = meshsim::cli::load_scenario(f.scenario_file, s);
+    s = meshsim::studies::load_scenario(f.scenario_file, s);
   }
   for (const Override& o : f.overrides) {
     if (o.option->count() > 0) {
       o.apply(s);
     }
   }
-  meshsim::cli::complete(s);
+  if (given(f, "--shape") && !s.origins[meshsim::studies::ScenarioField::kNodes].given()) {
+    s.nodes.reset();  // the base's node count (the default scenario's) gives way to the shape
+  }
+  meshsim::studies::complete(s);
   return s;
 }
 
 int run_main(int argc, char** argv) {
   CLI::App app{"meshsim: a discrete-event simulator of distributed training clusters"};
-  app.set_version_flag("--version", std::string("meshsim ") + MESHSIM_VERSION);
+  app.set_version_flag("--version", std::string("meshsim ") + MESHSIM_VERSION + " (commit " +
+                                        MESHSIM_GIT_COMMIT + ")");
   RunFlags run_flags;
   add_run_options(&app, run_flags);
   CLI::App* run = app.add_subcommand("run", "Simulate one training step of a scenario");
+  // A scenario file that does not exist is often the value of a flag that is not one (`run --tpp
+  // 8`): say so rather than "File does not exist: 8".
+  const CLI::Validator scenario_file(
+      [](std::string& path) {
+        return std::ifstream(path).good()
+                   ? std::string()
+                   : "\"" + path + "\" is not a scenario file (if it is the value of a flag, "
+                                    "that flag is unknown: --help lists them)";
+      },
+      "FILE");
   run->add_option("scenario", run_flags.scenario_file,
                   "Scenario JSON file (flags override its fields)")
-      ->check(CLI::ExistingFile);
+      ->check(scenario_file);
+  // The run flags on `run` too, so that `meshsim run --help` lists them.
+  add_run_options(run, run_flags);
   run->fallthrough();
+
+  // `goodput`: the run's scenario flags, then a whole run under failures and checkpoints.
+  meshsim::cli::GoodputArgs goodput_args;
+  CLI::App* goodput = app.add_subcommand(
+      "goodput", "Days to train and goodput of a scenario under failures, checkpoints and "
+                 "restarts (Monte Carlo, with Young/Daly's optimum interval)");
+  goodput->add_option("scenario", run_flags.scenario_file,
+                      "Scenario JSON file (flags override its fields)")
+      ->check(scenario_file);
+  add_run_options(goodput, run_flags);
+  meshsim::cli::add_goodput_options(goodput, goodput_args);
+  goodput->fallthrough();
 
   std::string calc_model;
   int64_t calc_seq = 4096;
@@ -365,6 +447,30 @@ int run_main(int argc, char** argv) {
   std::string cal_trace_size;
   calibrate->add_option("--max-trace-size", cal_trace_size, kMaxTraceSizeHelp);
 
+  meshsim::cli::PlanArgs plan_args;
+  CLI::App* plan = meshsim::cli::add_plan_command(app, plan_args);
+  meshsim::cli::SweepArgs sweep_args;
+  CLI::App* sweep = meshsim::cli::add_sweep_command(app, sweep_args);
+  std::string compare_a;
+  std::string compare_b;
+  CLI::App* compare = app.add_subcommand(
+      "compare", "Two run reports (meshsim run --json) side by side: what changed and why");
+  compare->add_option("a", compare_a, "The first report (A)")->required();
+  compare->add_option("b", compare_b, "The second report (B)")->required();
+
+  meshsim::cli::PublishedArgs pub;
+  std::string pub_json, pub_thresholds;
+  CLI::App* published = app.add_subcommand(
+      "validate-published",
+      "Compare meshsim with published real-hardware training runs (step time per run)");
+  published->add_option("runs", pub.runs, "published_runs.json")->required();
+  published->add_option("--json", pub_json, "Write the report as JSON to FILE");
+  published->add_option("--thresholds", pub_thresholds,
+                        "thresholds.json: exit with status 4 beyond its \"published\" limits");
+  published->add_flag("--assumptions", pub.assumptions,
+                      "Print how each measured metric became a step time and every default "
+                      "applied");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -389,6 +495,15 @@ int run_main(int argc, char** argv) {
     }
     return meshsim::cli::validate_command(val, std::cout);
   }
+  if (*published) {
+    if (!pub_json.empty()) {
+      pub.json_path = pub_json;
+    }
+    if (!pub_thresholds.empty()) {
+      pub.thresholds = pub_thresholds;
+    }
+    return meshsim::cli::published_command(pub, std::cout);
+  }
   if (*calibrate) {
     if (!cal_json.empty()) {
       cal.json_path = cal_json;
@@ -397,6 +512,15 @@ int run_main(int argc, char** argv) {
       cal.trace_limits = meshsim::cli::trace_limits_from(cal_trace_size);
     }
     return meshsim::cli::calibrate_command(cal, std::cout);
+  }
+  if (*compare) {
+    return meshsim::cli::compare_command(compare_a, compare_b, std::cout);
+  }
+  if (*sweep) {
+    return meshsim::cli::sweep_command(sweep_args, std::cout);
+  }
+  if (*plan) {
+    return meshsim::cli::plan_command(plan_args, std::cout);
   }
   if (*calc) {
     meshsim::cli::print_accounting(calc_model, calc_seq, calc_mbs, std::cout);
@@ -414,6 +538,7 @@ int run_main(int argc, char** argv) {
     return 0;
   }
   RunFlags& f = run_flags;
+  f.outputs.step.comm = meshsim::cli::comm_options(f.comm);
   if (!f.json_path.empty()) {
     f.outputs.json_path = f.json_path;
   }
@@ -422,6 +547,13 @@ int run_main(int argc, char** argv) {
     if (!f.trace_ranks.empty()) {
       f.outputs.trace_ranks = f.trace_ranks;
     }
+  }
+  if (*goodput) {
+    // A trace only when asked for (the run's default trace file is not written).
+    if (goodput->get_option("--trace")->count() == 0 && app.get_option("--trace")->count() == 0) {
+      f.outputs.trace_path.reset();
+    }
+    return meshsim::cli::goodput_command(resolve(f), f.outputs, goodput_args, std::cout);
   }
   // No subcommand: the default scenario.
   return meshsim::cli::run_command(resolve(f), f.outputs, std::cout);

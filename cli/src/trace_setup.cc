@@ -24,6 +24,15 @@ std::vector<int64_t> default_ranks(const workloads::ParallelPlan& plan) {
   return {ranks.begin(), ranks.end()};
 }
 
+// Keeps `fraction` as the value from `from` on (one sample per instant).
+void record_step(std::vector<std::pair<SimTime, double>>& v, SimTime from, double fraction) {
+  if (!v.empty() && v.back().first == from) {
+    v.back().second = fraction;
+  } else {
+    v.emplace_back(from, fraction);
+  }
+}
+
 }  // namespace
 
 traces::TraceFormat trace_format_of(const std::string& path, const std::string& flag) {
@@ -50,7 +59,11 @@ TraceSetup::TraceSetup(const TraceRequest& request, const workloads::ParallelPla
                              [per_node](int64_t r) { return r / per_node; }};
     selection_ = traces::parse_rank_selection(*request.ranks, plan.world(), where);
   } else {
-    selection_ = traces::RankSelection::of(plan.world(), default_ranks(plan));
+    std::vector<int64_t> ranks = default_ranks(plan);
+    ranks.insert(ranks.end(), request.also.begin(), request.also.end());
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    selection_ = traces::RankSelection::of(plan.world(), ranks);
     default_selection_ = true;
   }
 }
@@ -60,8 +73,8 @@ TraceSetup::~TraceSetup() = default;
 std::string TraceSetup::description() const {
   if (default_selection_) {
     return fmt::format("{} ranks: the first rank of each pipeline stage and the TP group of rank "
-                       "0 (--trace-ranks all | 0-7,64 | stage:0 | node:3 for others)",
-                       selection_.size());
+                       "0{} (--trace-ranks all | 0-7,64 | stage:0 | node:3 for others)",
+                       selection_.size(), request_.also.empty() ? "" : ", and the slow ranks");
   }
   return fmt::format("{} ranks", selection_.size());
 }
@@ -79,12 +92,7 @@ void TraceSetup::attach(Simulation& sim, collectives::NetworkCommModel& comm,
   writer_ =
       std::make_unique<traces::TraceWriter>(format_, sim, file_->stream(), std::move(options));
   comm.on_utilisation([this](const collectives::LinkUtilisation& u) {
-    auto& v = utilisation_[static_cast<size_t>(u.kind)];
-    if (!v.empty() && v.back().first == u.from) {
-      v.back().second = u.fraction;
-    } else {
-      v.emplace_back(u.from, u.fraction);
-    }
+    record_step(utilisation_[static_cast<size_t>(u.kind)], u.from, u.fraction);
   });
 }
 
@@ -128,20 +136,41 @@ std::vector<double> bin_means(const std::vector<std::pair<SimTime, double>>& ste
 
 }  // namespace
 
+void TraceSetup::watch_degraded(collectives::NetworkCommModel& comm, const topology::Network& net,
+                                const std::vector<topology::LinkFault>& faults) {
+  if (faults.empty()) {
+    return;
+  }
+  std::vector<std::vector<LinkId>> sets;
+  for (const topology::LinkFault& f : faults) {
+    sets.push_back(net.device_links(f.device, f.kind));
+    degraded_.emplace_back(fmt::format("degraded: device {} {} at x{:.2f}, utilization %",
+                                       f.device.value(), to_string(f.kind), f.factor),
+                           std::vector<std::pair<SimTime, double>>{});
+  }
+  comm.watch_links(std::move(sets), [this](const collectives::WatchedUtilisation& u) {
+    record_step(degraded_[u.set].second, u.from, u.fraction);
+  });
+}
+
 void TraceSetup::finish(SimTime end) {
   constexpr int kBins = 500;
-  for (int kind = 0; kind < topology::kNumLinkKinds; ++kind) {
-    const auto& steps = utilisation_[static_cast<size_t>(kind)];
-    if (steps.empty()) {
-      continue;
-    }
-    const double width = std::max(1.0, static_cast<double>(end.ps()) / kBins);
-    const std::vector<double> means = bin_means(steps, end, kBins);
+  const double width = std::max(1.0, static_cast<double>(end.ps()) / kBins);
+  const auto write = [&](std::string_view name, const std::vector<std::pair<SimTime, double>>& s) {
+    const std::vector<double> means = bin_means(s, end, kBins);
     for (int k = 0; k < kBins; ++k) {
-      writer_->add_counter_sample(counter_name(static_cast<topology::LinkKind>(kind)),
-                                  SimTime::from_ps(static_cast<int64_t>(k * width)),
+      writer_->add_counter_sample(name, SimTime::from_ps(static_cast<int64_t>(k * width)),
                                   std::min(100.0, 100.0 * means[static_cast<size_t>(k)]));
     }
+  };
+  for (int kind = 0; kind < topology::kNumLinkKinds; ++kind) {
+    const auto& steps = utilisation_[static_cast<size_t>(kind)];
+    if (!steps.empty()) {
+      write(counter_name(static_cast<topology::LinkKind>(kind)), steps);
+    }
+  }
+  for (const auto& [name, steps] : degraded_) {
+    write(name, steps);
   }
   writer_->finish();
   file_->commit();

@@ -33,6 +33,7 @@ traces::TraceFormat trace_format_of(const std::string& path, const std::string& 
 struct TraceRequest {
   std::string path;
   std::optional<std::string> ranks;  // --trace-ranks; default selection when unset
+  std::vector<int64_t> also;         // added to the default selection (slow ranks)
 };
 
 class TraceSetup {
@@ -50,6 +51,10 @@ class TraceSetup {
   // and the utilisation counters to `comm` (before Simulation::run).
   void attach(Simulation& sim, collectives::NetworkCommModel& comm,
               std::vector<std::pair<std::string, std::string>> metadata);
+  // Adds a utilisation counter per degraded NIC or link (what the network model assigned on its
+  // links over their degraded capacity); after attach, before Simulation::run.
+  void watch_degraded(collectives::NetworkCommModel& comm, const topology::Network& net,
+                      const std::vector<topology::LinkFault>& faults);
   // Adds the link-utilisation counters (what the network model assigned, per link kind, averaged
   // over 500 bins of the step), and closes the file and renames it into place; InputError on
   // --trace naming the file when a write failed.
@@ -67,6 +72,8 @@ class TraceSetup {
   std::unique_ptr<traces::TraceWriter> writer_;
   // Per link kind: the utilisation from each time on (one sample per instant).
   std::array<std::vector<std::pair<SimTime, double>>, topology::kNumLinkKinds> utilisation_;
+  // Per degraded NIC or link: its counter's name and utilisation from each time on.
+  std::vector<std::pair<std::string, std::vector<std::pair<SimTime, double>>>> degraded_;
 };
 
 }  // namespace meshsim::cli

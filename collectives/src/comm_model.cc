@@ -6,6 +6,7 @@
 // start costs a map lookup and the network's own start.
 #include "meshsim/collectives/comm_model.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "meshsim/sim/error.h"
@@ -56,6 +57,9 @@ void NetworkCommModel::add_rank_images(RankId rank, std::vector<RankId> images) 
 }
 
 void NetworkCommModel::on_utilisation(std::function<void(const LinkUtilisation&)> callback) {
+  if (utilisation_subscribers_.empty() && !watched_subscriber_) {
+    network_->on_rate([this](const TransferRate& r) { transfer_rate(r); });
+  }
   if (utilisation_subscribers_.empty()) {
     kind_capacity_.assign(topology::kNumLinkKinds, 0.0);
     kind_used_.assign(topology::kNumLinkKinds, 0.0);
@@ -63,13 +67,29 @@ void NetworkCommModel::on_utilisation(std::function<void(const LinkUtilisation&)
       kind_capacity_[static_cast<size_t>(net_.link(LinkId(static_cast<uint32_t>(l))).kind)] +=
           planner_.capacities()[l];
     }
-    network_->on_rate([this](const TransferRate& r) { transfer_rate(r); });
   }
   utilisation_subscribers_.push_back(std::move(callback));
 }
 
+void NetworkCommModel::watch_links(std::vector<std::vector<LinkId>> sets,
+                                   std::function<void(const WatchedUtilisation&)> callback) {
+  SIM_CHECK(planned_ == 0 && !watched_subscriber_, "links watched after planning, or twice");
+  watched_ = std::move(sets);
+  watched_capacity_.assign(watched_.size(), 0.0);
+  watched_used_.assign(watched_.size(), 0.0);
+  for (size_t s = 0; s < watched_.size(); ++s) {
+    for (const LinkId l : watched_[s]) {
+      watched_capacity_[s] += planner_.capacities()[l.index()];
+    }
+  }
+  watched_subscriber_ = std::move(callback);
+  if (utilisation_subscribers_.empty()) {
+    network_->on_rate([this](const TransferRate& r) { transfer_rate(r); });
+  }
+}
+
 // A transfer at rate r uses weight x r of each link of its shape: per link kind, the shape's
-// weights on that kind (summed once per shape) x r.
+// weights on that kind (summed once per shape) x r; likewise per watched set of links.
 void NetworkCommModel::transfer_rate(const TransferRate& r) {
   if (r.transfer.index() >= transfer_rate_.size()) {
     transfer_rate_.resize(r.transfer.index() + 1, 0.0);
@@ -77,6 +97,18 @@ void NetworkCommModel::transfer_rate(const TransferRate& r) {
   double& previous = transfer_rate_[r.transfer.index()];
   const double delta = r.bytes_per_s - previous;
   previous = r.bytes_per_s;
+  if (watched_subscriber_ && delta != 0) {
+    for (const auto& [set, weight] : watched_weights_[r.shape.index()]) {
+      watched_used_[set] += weight * delta;
+      watched_subscriber_(WatchedUtilisation{
+          r.from, set,
+          watched_capacity_[set] > 0 ? std::max(0.0, watched_used_[set]) / watched_capacity_[set]
+                                     : 0.0});
+    }
+  }
+  if (utilisation_subscribers_.empty()) {
+    return;
+  }
   const KindWeights& w = kind_weights_[r.shape.index()];
   for (size_t kind = 0; kind < w.size(); ++kind) {
     if (w[kind] == 0 || delta == 0) {
@@ -100,6 +132,18 @@ NetworkCommModel::Planned NetworkCommModel::add_shape(CommShape shape) {
     KindWeights& w = kind_weights_[id.index()];
     for (const LinkLoad& l : shape.loads) {
       w[static_cast<size_t>(net_.link(l.link).kind)] += l.weight;
+    }
+    watched_weights_.resize(id.index() + 1);
+    for (size_t s = 0; s < watched_.size(); ++s) {
+      double on_set = 0;
+      for (const LinkLoad& l : shape.loads) {
+        if (std::find(watched_[s].begin(), watched_[s].end(), l.link) != watched_[s].end()) {
+          on_set += l.weight;
+        }
+      }
+      if (on_set > 0) {
+        watched_weights_[id.index()].emplace_back(s, on_set);
+      }
     }
   }
   return Planned{id, std::move(shape)};

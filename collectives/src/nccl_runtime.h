@@ -6,13 +6,18 @@
 //  * NVLS and NVLSTree run in chunks (src/enqueue.cc calcCollChunking: 128 KiB, shrunk to 64, 32
 //    and 16 KiB for smaller operations) on `nvls_channels` channels; every chunk pays a fixed
 //    synchronisation cost c0 per channel, so a channel moving chunks of c at NCCL's per-channel
-//    rate r runs at r c / (c + c0 r), and the first chunk fills a pipeline of D stages. With the
-//    rate normalised so that NCCL's own bandwidth holds at the largest chunk:
+//    rate r runs at r c / (c + c0 r), and the first L loops of the kernel (a loop is one chunk
+//    per NVLS head, h heads) fill the pipeline. With the rate normalised so that NCCL's own
+//    bandwidth holds at the largest chunk:
 //        cap  = bw x g(c),   g(c) = [c / (c + c0 r)] / [c_max / (c_max + c0 r)]
-//        lat  = NCCL's latency - its NVLink NVLS hop (25 us) + base + (D - 1) c / (cap / channels)
+//        lat  = NCCL's latency - its NVLink NVLS hop (25 us) + base + L h c / (cap / channels)
 //    Fitted on the dev sweep of 8x H100 all-reduce (NVIDIA/dgxc-benchmarking, 2 MiB to 16 GiB:
-//    every point within 3.2 %): base 9 us, c0 0.7 us, D 15. Blackwell is assumed to behave the
-//    same (the same NVLS kernels); no Blackwell sweep is in the dev set.
+//    every point within 3.2 %): base 9 us, c0 0.7 us, L h = 14 chunks on h = 8 heads (L = 1.75).
+//    Blackwell is assumed to behave the same (the same NVLS kernels); no Blackwell sweep is in
+//    the dev set.
+//  * Blackwell's low-latency protocols run at the per-channel rates NCCL re-measured after 2.25's
+//    placeholder rows (twice Hopper's), and LL on one node at Hopper's per-CTA rate (see
+//    blackwell_rate in the .cc); the choice stays the run's release's.
 //  * The platform (topology::CollectivePlatform, measured per cluster): a per-step overhead of
 //    the Simple protocol beyond NCCL's (ring: one per ring step; tree: one per chain or tree hop
 //    up and down), and the fraction of LL128's bandwidth achieved.

@@ -3,11 +3,11 @@
 //
 // Inputs NCCL sees: the GPU architecture (from the NVLink generation: 2 Volta, 3 Ampere,
 // 4 Hopper, 5 Blackwell), each GPU's NVLink bandwidth as NCCL rates it (links x SM*_NVLINK_BW of
-// src/graph/topo.h: 20.0 GB/s on Volta and Ampere, 20.6 on Hopper, 40.1 on Blackwell), the NICs
-// the group's GPUs own and what one of them can carry (the catalogue's achieved NIC rate: 48 GB/s
-// for NDR, 24 for HDR, which is the cap NCCL's search hits on the PCIe path), the nodes (NVLink
-// domains: an NVL72 rack is one node, as NCCL's MNNVL clique) and ranks per node.
-// Rules, with the systems they reproduce (nccl_model.md section 7.3):
+// src/graph/topo.h: 20.0 GB/s on Volta and Ampere, 20.6 on Hopper, 40.1 on Blackwell, 40.0
+// before 2.27), the NICs the group's GPUs own and what one of them can carry (the catalogue's
+// achieved NIC rate: 48 GB/s for NDR, 24 for HDR, which is the cap NCCL's search hits on the PCIe
+// path), the nodes (NVLink domains: an NVL72 rack is one node, as NCCL's MNNVL clique) and ranks
+// per node. Rules, with the systems they reproduce (nccl_model.md section 7.3):
 //  * one node, ring: the speed s of the arch's intra-node array maximizing floor(B/s) * s (ties to
 //    the faster), floor(B/s) channels (at most 16), B the GPU's NVLink bandwidth; then NCCL's
 //    ncclTopoDupChannels: if s >= 25 and not (Hopper+ and s < 50 and channels > 4), twice the
@@ -24,7 +24,8 @@
 //    and intra speed, the tree's speed across.
 //  * execution channels (src/graph/connect.cc ncclTopoPostset): 2 x ring channels (at most 64),
 //    doubled again on Hopper+ across nodes when the ring speed exceeds 45 and they are fewer than
-//    16. NVLS execution channels: 16 on Hopper; on Blackwell 24 in one NVLink domain, 32 across.
+//    16. NVLS execution channels: 16 on Hopper; on Blackwell 32, from 2.27 on 24 in one NVLink
+//    domain.
 //  * LL128 on (NVLink inside, GPUDirect NICs across); PAT on; CollNet and multi-node NVLS only
 //    where the fat tree has SHARP.
 #include <algorithm>
@@ -85,7 +86,9 @@ GpuArch arch_of(const topology::Chip& chip) {
 }
 
 // NCCL's rating of one NVLink (src/graph/topo.h SM70/SM80/SM90/SM100_NVLINK_BW), GB/s.
-double nccl_nvlink_bw(GpuArch a) {
+// SM100_NVLINK_BW was 40.0 up to 2.26 and 40.1 from 2.27.5 (topo.h at v2.25.1-1, v2.26.6-1,
+// v2.27.7-1).
+double nccl_nvlink_bw(GpuArch a, NcclVersion v) {
   switch (a) {
     case GpuArch::kVolta:
     case GpuArch::kAmpere:
@@ -93,9 +96,19 @@ double nccl_nvlink_bw(GpuArch a) {
     case GpuArch::kHopper:
       return 20.6;
     case GpuArch::kBlackwell:
-      return 40.1;
+      return v < NcclVersion{2, 27} ? 40.0 : 40.1;
   }
   return 20.0;
+}
+
+// NVLS execution channels (src/transport/nvls.cc ncclNvlsInit): NVLS_NCHANNELS_SM90 16 on
+// Hopper; NVLS_NCHANNELS_SM100 32 on Blackwell, which 2.27 lowered to NVLS_NCHANNELS_SM100_NVL 24
+// within one NVLink domain (nvls.cc at v2.25.1-1 and v2.26.6-1 have no such case; v2.27.7-1 does).
+int nvls_channels(GpuArch a, NcclVersion v, int nodes) {
+  if (a != GpuArch::kBlackwell) {
+    return 16;
+  }
+  return nodes == 1 && v >= NcclVersion{2, 27} ? 24 : 32;
 }
 
 // ncclTopoDupChannels.
@@ -169,7 +182,7 @@ NcclSystem nccl_system(const topology::Network& net, std::span<const DeviceId> g
     ppn = std::max(ppn, static_cast<int>(d.size()));
   }
   const bool switched = net.nvswitch_of(group.front()).has_value();
-  const double nvl = static_cast<double>(chip.nvlink->links) * nccl_nvlink_bw(s.arch);
+  const double nvl = static_cast<double>(chip.nvlink->links) * nccl_nvlink_bw(s.arch, version);
   const bool nvls_hw = switched && s.arch >= GpuArch::kHopper && chip.nvlink->nvls_efficiency;
   const bool sharp = spec.fat_tree && spec.fat_tree->sharp;
   s.has_nvls = nvls_hw;
@@ -203,7 +216,7 @@ NcclSystem nccl_system(const topology::Network& net, std::span<const DeviceId> g
   if (s.nodes > 1 && s.arch >= GpuArch::kHopper && s.ring.bw_intra > 45 && s.comm_channels < 16) {
     s.comm_channels *= 2;
   }
-  s.nvls_channels = s.arch == GpuArch::kBlackwell ? (s.nodes == 1 ? 24 : 32) : 16;
+  s.nvls_channels = nvls_channels(s.arch, version, s.nodes);
   return s;
 }
 

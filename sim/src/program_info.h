@@ -8,10 +8,30 @@
 
 namespace meshsim::detail {
 
+inline constexpr uint16_t kNoCategory = UINT16_MAX;
+
+// What the hot loop needs of an op, without going through the Program (a Boost graph).
+struct OpMeta {
+  OpKind kind = OpKind::kCompute;
+  uint8_t stream = 0;
+  uint8_t op_class = 0;             // OpClass (communication ops: kCommunication)
+  bool memory_at_start = false;     // has MemoryEffects applied when it starts
+  bool memory_at_end = false;       // ... when it ends
+  uint16_t category = kNoCategory;  // OpLabels::category of a communication op
+};
+
 // Flattened, read-only view of a Program for the hot loop: successor lists in CSR form, the ops
-// of each stream in order, and each collective's ordinal on its group slot.
+// of each stream in order, each collective's ordinal on its group slot, and per-op metadata. The
+// mutable per-rank state that depends only on the op (unfinished dependencies) lives here too,
+// op-major across the simulated ranks that run the program: ranks in lockstep touch adjacent
+// counters.
 struct ProgramInfo {
   Program program;
+  std::vector<const Op*> ops;          // program.op(i), looked up once
+  std::vector<OpMeta> meta;
+  std::vector<Flops> flops;            // compute ops' FLOPs (zero for the others)
+  std::vector<uint32_t> memory_offsets;  // size ops + 1: each op's effects in `memory`
+  std::vector<MemoryEffect> memory;
   std::vector<uint32_t> succ_offsets;  // size ops + 1
   std::vector<uint32_t> succ;
   std::vector<uint32_t> indegree;
@@ -22,7 +42,18 @@ struct ProgramInfo {
   bool uses_groups = false;
   bool uses_peers = false;
 
+  // Filled by the engine when it runs.
+  std::vector<Duration> compute_time;  // compute ops: the cost model's time (per program, once)
+  // Compute ops started with k = 1..kInterferenceCached collectives in flight: the cost model's
+  // time, asked the first time it is needed (negative: not yet asked).
+  static constexpr int32_t kInterferenceCached = 4;
+  mutable std::vector<Duration> interfered;
+  uint32_t ranks = 0;                  // simulated ranks running the program
+  std::vector<uint16_t> pending;       // unfinished dependencies, [op * ranks + local rank]
+
   explicit ProgramInfo(Program p);
+  // Sizes `pending` for `ranks` ranks, every op at its in-degree.
+  void reset_pending();
 };
 
 }  // namespace meshsim::detail

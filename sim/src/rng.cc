@@ -66,4 +66,21 @@ double Rng::normal(double mean, double stddev) {
   return mean + stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
+uint64_t hash_draw(uint64_t seed, uint64_t a, uint64_t b) {
+  uint64_t x = seed;
+  uint64_t h = splitmix64(x);
+  x = h ^ a;
+  h = splitmix64(x);
+  x = h ^ b;
+  return splitmix64(x);
+}
+
+double standard_normal_at(uint64_t seed, uint64_t a, uint64_t b) {
+  const uint64_t h1 = hash_draw(seed, a, b);
+  const uint64_t h2 = hash_draw(seed ^ 0x5bd1e995ULL, a, b);
+  const double u1 = 1.0 - static_cast<double>(h1 >> 11) * 0x1.0p-53;  // (0, 1]
+  const double u2 = static_cast<double>(h2 >> 11) * 0x1.0p-53;
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+
 }  // namespace meshsim

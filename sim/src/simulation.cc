@@ -3,108 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
-#include <tuple>
+#include <cmath>
 
 #include "meshsim/sim/error.h"
-#include "meshsim/sim/event_queue.h"
-#include "program_info.h"
+#include "meshsim/sim/rng.h"
+#include "simulation_impl.h"
 
 namespace meshsim {
-namespace {
 
-using detail::ProgramInfo;
-
-struct RankState {
-  ProgramIndex program;
-  RankId global;
-  std::vector<GroupId> group_slots;
-  std::vector<RankId> peer_slots;
-  std::vector<uint32_t> pending;       // unfinished dependencies per op
-  std::vector<uint32_t> stream_head;   // position in ProgramInfo::stream_ops
-  std::vector<bool> stream_busy;
-  std::vector<SimTime> stream_free_at;
-  std::array<Bytes, kNumMemoryCategories> memory{};
-  Bytes memory_total;
-  MemoryPeak peak;
-  size_t remaining = 0;
-  SimTime end;
-};
-
-struct Running {
-  RankId rank;
-  uint32_t op = 0;
-  SimTime ready;
-  SimTime start;
-  uint64_t match = 0;
-};
-
-struct Arrival {
-  RankId rank;
-  uint32_t op = 0;
-  SimTime ready;
-};
-
-struct PendingCollective {
-  CollectiveKind kind = CollectiveKind::kAllReduce;
-  Bytes bytes;
-  std::vector<Arrival> arrivals;
-};
-
-struct PendingP2P {
-  std::optional<Arrival> send;
-  std::optional<Arrival> recv;
-  Bytes bytes;
-};
-
-// (src, dst, tag) and the ordinal of the message on that channel.
-using P2PChannel = std::tuple<uint32_t, uint32_t, uint16_t>;
-using P2PKey = std::tuple<uint32_t, uint32_t, uint16_t, uint32_t>;
-
-}  // namespace
-
-struct Simulation::Impl {
-  const ComputeCostModel& compute;
-  CommModel& comm;
-  std::vector<ProgramInfo> programs;
-  std::vector<std::vector<RankId>> groups;       // simulated members (rendezvous)
-  std::vector<std::vector<RankId>> cost_groups;  // global ranks (cost model)
-  std::vector<RankState> ranks;
-  size_t op_instances = 0;  // ops of every rank's program, summed (at most kMaxOps)
-  std::vector<std::function<void(const OpRecord&)>> op_subscribers;
-  std::vector<std::function<void(const MemoryRecord&)>> memory_subscribers;
-
-  EventQueue queue;
-  SimTime now;
-  std::vector<Running> running;
-  std::vector<uint32_t> free_running;
-  std::map<std::pair<uint32_t, uint32_t>, PendingCollective> collectives;  // (group, ordinal)
-  std::map<P2PChannel, uint32_t> sends_issued;
-  std::map<P2PChannel, uint32_t> recvs_issued;
-  std::map<P2PKey, PendingP2P> p2p;
-  // The running ops (slots into `running`) each communication in flight will end, by its id.
-  std::vector<std::vector<uint32_t>> in_flight;
-  uint64_t next_match = 1;
-  bool ran = false;
-
-  Impl(const ComputeCostModel& c, CommModel& m) : compute(c), comm(m) {}
-
-  const ProgramInfo& info(const RankState& r) const { return programs[r.program.index()]; }
-  void validate_ranks() const;
-  void init_rank(RankId id);
-  void try_start(RankId id);
-  void start_op(RankId id, uint32_t op, SimTime ready);
-  void arrive_collective(RankId id, uint32_t op, const CollectiveWork& w, SimTime ready);
-  void arrive_p2p(RankId id, uint32_t op, const PeerWork& w, bool is_send, SimTime ready);
-  uint32_t begin(const Arrival& a, SimTime start, uint64_t match);
-  void launch(const Arrival& a, SimTime start, Duration d, uint64_t match = 0);
-  void await(TransferId t, std::span<const Arrival> arrivals, uint64_t match);
-  void finish(uint32_t running_index);
-  uint64_t step();
-  void apply_memory(RankId id, const Op& op, bool at_end);
-  void change_memory(RankId id, MemoryCategory c, Bytes delta);
-  [[noreturn]] void report_deadlock() const;
-};
+using detail::RankState;
 
 Simulation::Simulation(const ComputeCostModel& compute, CommModel& comm)
     : impl_(std::make_unique<Impl>(compute, comm)) {}
@@ -125,20 +32,37 @@ GroupId Simulation::add_group(std::vector<RankId> members, std::vector<RankId> c
 RankId Simulation::add_rank(ProgramIndex program, std::vector<GroupId> group_slots,
                             std::vector<RankId> peer_slots, std::optional<RankId> global_rank) {
   SIM_CHECK(program.index() < impl_->programs.size(), "unknown program {}", program.value());
-  impl_->op_instances += impl_->programs[program.index()].program.size();
-  if (impl_->op_instances > kMaxOps) {
-    throw LimitError(fmt::format("more than {} ops (2^24) over the {} simulated ranks: too large "
-                                 "to simulate in a minute (the default step simulated in full, "
-                                 "2,048 ranks, runs 11.9 M)",
-                                 kMaxOps, impl_->ranks.size() + 1));
+  // Checked while the simulation is built, never in the event loop.
+  impl_->op_instances += impl_->programs[program.index()].ops.size();
+  if (impl_->op_instances > kMaxOpInstances) {
+    throw LimitError(fmt::format("more than {} ops (2^30) over the {} simulated ranks: too large "
+                                 "to simulate in a minute or two (Llama-3-405B on 98,304 GPUs "
+                                 "simulated in full runs about 0.6 G)",
+                                 kMaxOpInstances, impl_->ranks.size() + 1));
   }
+  detail::RankHot h;
+  h.program = program;
+  h.local = impl_->programs[program.index()].ranks++;
+  impl_->hot.push_back(h);
   RankState r;
-  r.program = program;
   r.global = global_rank.value_or(RankId(static_cast<uint32_t>(impl_->ranks.size())));
   r.group_slots = std::move(group_slots);
   r.peer_slots = std::move(peer_slots);
   impl_->ranks.push_back(std::move(r));
   return RankId(static_cast<uint32_t>(impl_->ranks.size() - 1));
+}
+
+void Simulation::set_compute_slowdown(RankId rank, double factor) {
+  SIM_CHECK(rank.index() < impl_->ranks.size(), "unknown rank {}", rank.value());
+  SIM_CHECK(std::isfinite(factor) && factor > 0, "rank {}: compute slowdown {} is not > 0",
+            rank.value(), factor);
+  impl_->hot[rank.index()].slowdown = factor;
+}
+
+void Simulation::set_kernel_jitter(double cv, uint64_t seed) {
+  SIM_CHECK(std::isfinite(cv) && cv >= 0, "kernel jitter cv {} is not >= 0", cv);
+  impl_->jitter_cv = cv;
+  impl_->jitter_seed = seed;
 }
 
 void Simulation::on_op_end(std::function<void(const OpRecord&)> callback) {
@@ -163,7 +87,7 @@ RankId Simulation::global_rank(RankId simulated) const {
 
 const Program& Simulation::program_of(RankId rank) const {
   SIM_CHECK(rank.index() < impl_->ranks.size(), "unknown rank {}", rank.value());
-  return impl_->info(impl_->ranks[rank.index()]).program;
+  return impl_->info(impl_->hot[rank.index()]).program;
 }
 
 const std::vector<RankId>& Simulation::group(GroupId id) const {
@@ -199,7 +123,7 @@ void Simulation::Impl::validate_ranks() const {
   }
   for (size_t i = 0; i < ranks.size(); ++i) {
     const RankState& r = ranks[i];
-    const ProgramInfo& p = info(r);
+    const ProgramInfo& p = info(hot[i]);
     SIM_CHECK(!p.uses_groups || p.max_group_slot < r.group_slots.size(),
               "rank {} binds {} group slots; its program uses slot {}", i, r.group_slots.size(),
               p.max_group_slot);
@@ -220,17 +144,134 @@ void Simulation::Impl::validate_ranks() const {
   }
 }
 
+// Per program, once: its compute ops' times (asked of the cost model for the first rank running
+// it; the cost model's time does not depend on the rank, heterogeneity is the engine's) and its
+// pending counters for all its ranks.
+// A collective's ordinal counts the collectives before it on the same group. ProgramInfo counts
+// per group slot; where two slots of a program name one group (an EP group that is also the DP
+// group, say), their collectives share one count, in program order. Every rank of the program
+// must bind its slots with the same pattern of repeats (a SIM_CHECK otherwise).
+void Simulation::Impl::number_collectives_by_group(ProgramInfo& info, ProgramIndex index,
+                                                   RankId first) {
+  const std::vector<GroupId>& slots = ranks[first.index()].group_slots;
+  std::vector<uint16_t> canon(slots.size());
+  bool aliased = false;
+  for (size_t a = 0; a < slots.size(); ++a) {
+    canon[a] = static_cast<uint16_t>(a);
+    for (size_t b = 0; b < a; ++b) {
+      if (slots[b] == slots[a]) {
+        canon[a] = canon[b];
+        aliased = true;
+        break;
+      }
+    }
+  }
+  if (!aliased) {
+    return;
+  }
+  for (uint32_t i = 0; i < ranks.size(); ++i) {
+    if (hot[i].program != index) {
+      continue;
+    }
+    const std::vector<GroupId>& mine = ranks[i].group_slots;
+    for (size_t a = 0; a < mine.size() && a < slots.size(); ++a) {
+      for (size_t b = 0; b < a; ++b) {
+        SIM_CHECK((mine[a] == mine[b]) == (canon[a] == canon[b]),
+                  "rank {} binds group slots {} and {} unlike rank {} of the same program", i, b,
+                  a, first.value());
+      }
+    }
+  }
+  std::vector<uint32_t> next(slots.size(), 0);
+  for (size_t op = 0; op < info.ops.size(); ++op) {
+    if (const auto* c = std::get_if<CollectiveWork>(&info.ops[op]->work)) {
+      info.ordinal[op] = next[canon[c->group_slot]]++;
+    }
+  }
+}
+
+void Simulation::Impl::prepare() {
+  std::vector<std::optional<RankId>> first(programs.size());
+  for (uint32_t i = 0; i < ranks.size(); ++i) {
+    std::optional<RankId>& f = first[hot[i].program.index()];
+    if (!f) {
+      f = RankId(i);
+    }
+  }
+  for (size_t p = 0; p < programs.size(); ++p) {
+    ProgramInfo& info = programs[p];
+    info.reset_pending();
+    info.compute_time.assign(info.ops.size(), Duration::zero());
+    info.interfered.assign(info.ops.size() * ProgramInfo::kInterferenceCached,
+                           Duration::from_ps(-1));
+    if (!first[p]) {
+      continue;
+    }
+    for (size_t op = 0; op < info.ops.size(); ++op) {
+      if (const auto* c = std::get_if<ComputeWork>(&info.ops[op]->work)) {
+        info.compute_time[op] = compute.compute_time(*first[p], *c);
+      }
+    }
+  }
+  for (size_t p = 0; p < programs.size(); ++p) {
+    if (first[p]) {
+      number_collectives_by_group(programs[p], ProgramIndex(static_cast<uint32_t>(p)), *first[p]);
+    }
+  }
+  rendezvous.resize(groups.size());
+  sweeps.resize(ranks.size());
+  collectives_in_flight.assign(ranks.size(), 0);
+}
+
 void Simulation::Impl::init_rank(RankId id) {
-  RankState& r = ranks[id.index()];
+  RankHot& r = hot[id.index()];
   const ProgramInfo& p = info(r);
-  r.pending = p.indegree;
-  r.stream_head.assign(p.stream_ops.size(), 0);
-  r.stream_busy.assign(p.stream_ops.size(), false);
-  r.stream_free_at.assign(p.stream_ops.size(), SimTime::zero());
-  r.remaining = p.program.size();
+  r.stream_base = static_cast<uint32_t>(streams.size());
+  streams.resize(streams.size() + p.stream_ops.size());
+  r.remaining = static_cast<uint32_t>(p.program.size());
   for (const auto& [category, bytes] : p.program.initial_memory()) {
     change_memory(id, category, bytes);
   }
+}
+
+// The program's time for compute op `op` started with `collectives` in flight: asked once per
+// program and count (the first kInterferenceCached counts; more are asked every time).
+Duration Simulation::Impl::interfered_time(const RankHot& r, RankId id, uint32_t op,
+                                           int32_t collectives) const {
+  const ProgramInfo& p = programs[r.program.index()];
+  const auto ask = [&] {
+    return compute.compute_time_in(id, std::get<ComputeWork>(p.ops[op]->work),
+                                   ComputeContext{collectives});
+  };
+  if (collectives > ProgramInfo::kInterferenceCached) {
+    return ask();
+  }
+  Duration& cached = p.interfered[static_cast<size_t>(op) * ProgramInfo::kInterferenceCached +
+                                  static_cast<size_t>(collectives - 1)];
+  if (cached < Duration::zero()) {
+    cached = ask();
+  }
+  return cached;
+}
+
+// The rank's time for a compute op: the program's (or the cost model's, with the collectives in
+// flight that slow it), times its slowdown and jitter draw.
+Duration Simulation::Impl::compute_duration(RankId id, uint32_t op) const {
+  const RankHot& r = hot[id.index()];
+  const int32_t collectives = collectives_in_flight[id.index()];
+  // Without collectives in flight the program's time; with them, the cost model's interference.
+  const Duration base = collectives == 0 ? info(r).compute_time[op]
+                                         : interfered_time(r, id, op, collectives);
+  double factor = r.slowdown;
+  if (jitter_cv > 0) {
+    const double sigma2 = std::log1p(jitter_cv * jitter_cv);
+    const double z = standard_normal_at(jitter_seed, ranks[id.index()].global.value(), op);
+    factor *= std::exp(std::sqrt(sigma2) * z - sigma2 / 2);
+  }
+  if (factor == 1.0) {
+    return base;
+  }
+  return Duration::from_ps(std::llround(static_cast<double>(base.ps()) * factor));
 }
 
 RunResult Simulation::run() {
@@ -238,9 +279,11 @@ RunResult Simulation::run() {
   SIM_CHECK(!s.ran, "Simulation::run called twice");
   s.ran = true;
   s.validate_ranks();
+  s.prepare();
   for (uint32_t i = 0; i < s.ranks.size(); ++i) {
     s.init_rank(RankId(i));
   }
+  s.running.resize(s.streams.size());
   for (uint32_t i = 0; i < s.ranks.size(); ++i) {
     s.try_start(RankId(i));
   }
@@ -250,244 +293,61 @@ RunResult Simulation::run() {
   }
   RunResult result;
   result.events = events;
-  for (const RankState& r : s.ranks) {
+  for (const detail::RankHot& r : s.hot) {
     if (r.remaining != 0) {
       s.report_deadlock();
     }
     result.end = std::max(result.end, r.end);
-    result.ranks.push_back(RankResult{r.end, r.peak});
+  }
+  result.ranks.reserve(s.ranks.size());
+  for (size_t i = 0; i < s.ranks.size(); ++i) {
+    result.ranks.push_back(
+        RankResult{s.hot[i].end, s.ranks[i].peak, s.sweeps[i].result(result.end)});
   }
   return result;
 }
 
-// One turn of the loop: every event due now first (so that communications starting at one instant
-// start together and the model re-shares once), then the communication model advanced to the
-// next event, then that event. Returns the events handled (communications completed count as
-// one each), 0 when there is nothing left.
-uint64_t Simulation::Impl::step() {
-  if (!queue.empty() && queue.top().time == now) {
-    const Event e = queue.pop();
-    switch (e.kind) {
-      case EventKind::kOpEnd:
-        finish(e.payload);
-        break;
-    }
-    return 1;
-  }
-  if (comm.in_flight() > 0) {
-    const CommAdvance a = comm.advance(queue.empty() ? SimTime::max() : queue.top().time);
-    SIM_CHECK(a.time >= now, "the communication model went back from {} to {} ps", now.ps(),
-              a.time.ps());
-    now = a.time;
-    for (const TransferId t : a.finished) {
-      SIM_CHECK(t.index() < in_flight.size() && !in_flight[t.index()].empty(),
-                "the communication model finished transfer {}, which the engine did not start",
-                t.value());
-      const std::vector<uint32_t> slots = std::move(in_flight[t.index()]);
-      in_flight[t.index()].clear();
-      for (const uint32_t slot : slots) {
-        finish(slot);
-      }
-    }
-    if (!a.finished.empty()) {
-      return a.finished.size();
+size_t Simulation::Impl::pending_collectives() const {
+  size_t n = 0;
+  for (const detail::GroupRendezvous& g : rendezvous) {
+    for (const detail::PendingCollective& pc : g.window) {
+      n += !pc.done && !pc.arrivals.empty() ? 1u : 0u;
     }
   }
-  if (queue.empty()) {
-    return 0;
-  }
-  const Event e = queue.pop();
-  now = e.time;
-  switch (e.kind) {
-    case EventKind::kOpEnd:
-      finish(e.payload);
-      break;
-  }
-  return 1;
+  return n;
 }
 
-// Starts every op of rank `id` that is at the head of a free stream with its dependencies done.
-void Simulation::Impl::try_start(RankId id) {
-  RankState& r = ranks[id.index()];
-  const ProgramInfo& p = info(r);
-  for (size_t s = 0; s < p.stream_ops.size(); ++s) {
-    if (r.stream_busy[s] || r.stream_head[s] >= p.stream_ops[s].size()) {
-      continue;
-    }
-    const uint32_t op = p.stream_ops[s][r.stream_head[s]];
-    if (r.pending[op] != 0) {
-      continue;
-    }
-    r.stream_busy[s] = true;
-    ++r.stream_head[s];
-    start_op(id, op, now);
+size_t Simulation::Impl::pending_p2p() const {
+  size_t n = 0;
+  for (const RankState& r : ranks) {
+    n += r.p2p.size();
   }
-}
-
-void Simulation::Impl::start_op(RankId id, uint32_t op_index, SimTime ready) {
-  const Op& op = info(ranks[id.index()]).program.op(OpId(op_index));
-  if (const auto* c = std::get_if<ComputeWork>(&op.work)) {
-    launch(Arrival{id, op_index, ready}, now, compute.compute_time(id, *c));
-  } else if (const auto* w = std::get_if<CollectiveWork>(&op.work)) {
-    arrive_collective(id, op_index, *w, ready);
-  } else {
-    arrive_p2p(id, op_index, std::get<PeerWork>(op.work), op.is_send, ready);
-  }
-}
-
-void Simulation::Impl::arrive_collective(RankId id, uint32_t op, const CollectiveWork& w,
-                                         SimTime ready) {
-  const RankState& r = ranks[id.index()];
-  const GroupId g = r.group_slots[w.group_slot];
-  const auto key = std::make_pair(g.value(), info(r).ordinal[op]);
-  PendingCollective& pc = collectives[key];
-  if (pc.arrivals.empty()) {
-    pc.kind = w.kind;
-    pc.bytes = w.bytes;
-  }
-  SIM_CHECK(pc.kind == w.kind && pc.bytes == w.bytes,
-            "collective #{} on group {}: rank {} issues {} of {} B, others {} of {} B", key.second,
-            g.value(), id.value(), to_string(w.kind), w.bytes.count(), to_string(pc.kind),
-            pc.bytes.count());
-  pc.arrivals.push_back(Arrival{id, op, ready});
-  const auto& members = groups[g.index()];
-  if (pc.arrivals.size() < members.size()) {
-    return;
-  }
-  const PendingCollective done = std::move(pc);
-  collectives.erase(key);
-  const TransferId t = comm.start_collective(now, w.kind, w.bytes, cost_groups[g.index()]);
-  await(t, done.arrivals, next_match++);
-}
-
-void Simulation::Impl::arrive_p2p(RankId id, uint32_t op, const PeerWork& w, bool is_send,
-                                  SimTime ready) {
-  const RankId peer = ranks[id.index()].peer_slots[w.peer_slot];
-  const RankId src = is_send ? id : peer;
-  const RankId dst = is_send ? peer : id;
-  const P2PChannel channel{src.value(), dst.value(), w.tag};
-  const uint32_t ordinal = (is_send ? sends_issued : recvs_issued)[channel]++;
-  const P2PKey key{src.value(), dst.value(), w.tag, ordinal};
-  PendingP2P& pp = p2p[key];
-  (is_send ? pp.send : pp.recv) = Arrival{id, op, ready};
-  if (is_send) {
-    pp.bytes = w.bytes;
-  }
-  if (!pp.send || !pp.recv) {
-    return;
-  }
-  SIM_CHECK(pp.bytes == w.bytes, "send {}->{} tag {} #{}: sizes {} B and {} B differ",
-            src.value(), dst.value(), w.tag, ordinal, pp.bytes.count(), w.bytes.count());
-  const PendingP2P done = pp;
-  p2p.erase(key);
-  const TransferId t =
-      comm.start_p2p(now, ranks[src.index()].global, ranks[dst.index()].global, done.bytes);
-  const Arrival both[] = {*done.send, *done.recv};
-  await(t, both, next_match++);
-}
-
-void Simulation::Impl::await(TransferId t, std::span<const Arrival> arrivals, uint64_t match) {
-  if (in_flight.size() <= t.index()) {
-    in_flight.resize(t.index() + 1);
-  }
-  SIM_CHECK(in_flight[t.index()].empty(), "the communication model reused transfer {} in flight",
-            t.value());
-  for (const Arrival& a : arrivals) {
-    in_flight[t.index()].push_back(begin(a, now, match));
-  }
-}
-
-void Simulation::Impl::launch(const Arrival& a, SimTime start, Duration d, uint64_t match) {
-  SIM_CHECK(d >= Duration::zero(), "negative duration {} ps for op {} of rank {}", d.ps(), a.op,
-            a.rank.value());
-  queue.push(start + d, EventKind::kOpEnd, begin(a, start, match));
-}
-
-// Records `a` as running from `start` (its memory effects at start applied); its running slot.
-uint32_t Simulation::Impl::begin(const Arrival& a, SimTime start, uint64_t match) {
-  uint32_t slot = 0;
-  if (free_running.empty()) {
-    slot = static_cast<uint32_t>(running.size());
-    running.push_back({});
-  } else {
-    slot = free_running.back();
-    free_running.pop_back();
-  }
-  running[slot] = Running{a.rank, a.op, a.ready, start, match};
-  apply_memory(a.rank, info(ranks[a.rank.index()]).program.op(OpId(a.op)), false);
-  return slot;
-}
-
-void Simulation::Impl::finish(uint32_t running_index) {
-  const Running run = running[running_index];
-  free_running.push_back(running_index);
-  RankState& r = ranks[run.rank.index()];
-  const ProgramInfo& p = info(r);
-  const Op& op = p.program.op(OpId(run.op));
-  apply_memory(run.rank, op, true);
-  r.stream_busy[op.stream] = false;
-  --r.remaining;
-  r.end = std::max(r.end, now);
-  for (uint32_t i = p.succ_offsets[run.op]; i < p.succ_offsets[run.op + 1]; ++i) {
-    --r.pending[p.succ[i]];
-  }
-  if (!op_subscribers.empty()) {
-    const OpRecord rec{run.rank, OpId(run.op), op.stream, run.ready, run.start, now, run.match};
-    for (const auto& cb : op_subscribers) {
-      cb(rec);
-    }
-  }
-  try_start(run.rank);
-}
-
-void Simulation::Impl::apply_memory(RankId id, const Op& op, bool at_end) {
-  for (const MemoryEffect& m : op.memory) {
-    if (m.at_end == at_end) {
-      change_memory(id, m.category, m.delta);
-    }
-  }
-}
-
-void Simulation::Impl::change_memory(RankId id, MemoryCategory c, Bytes delta) {
-  RankState& r = ranks[id.index()];
-  Bytes& cat = r.memory[static_cast<size_t>(c)];
-  cat += delta;
-  r.memory_total += delta;
-  SIM_CHECK(cat >= Bytes::zero(), "rank {}: {} memory went negative ({} B) at {} ps", id.value(),
-            to_string(c), cat.count(), now.ps());
-  if (r.memory_total > r.peak.peak) {
-    r.peak = MemoryPeak{r.memory_total, now, r.memory};
-  }
-  if (!memory_subscribers.empty()) {
-    const MemoryRecord rec{now, id, c, delta, r.memory_total};
-    for (const auto& cb : memory_subscribers) {
-      cb(rec);
-    }
-  }
+  return n;
 }
 
 void Simulation::Impl::report_deadlock() const {
   std::string detail;
   int shown = 0;
   for (size_t i = 0; i < ranks.size() && shown < 4; ++i) {
-    const RankState& r = ranks[i];
+    const detail::RankHot& r = hot[i];
     if (r.remaining == 0) {
       continue;
     }
     ++shown;
     const ProgramInfo& p = info(r);
     for (size_t s = 0; s < p.stream_ops.size(); ++s) {
-      if (r.stream_head[s] == 0 || !r.stream_busy[s]) {
+      const detail::StreamState& st = streams[r.stream_base + s];
+      if (st.head == 0 || !st.busy) {
         continue;
       }
-      const Op& op = p.program.op(OpId(p.stream_ops[s][r.stream_head[s] - 1]));
+      const Op& op = *p.ops[p.stream_ops[s][st.head - 1]];
       detail += fmt::format("; rank {} stream {} waits in '{}' ({})", i, s, op.name,
                             to_string(op.kind()));
     }
   }
   throw InternalError(fmt::format(
       "simulation cannot finish: {} collectives and {} send/recv pairs never completed{}",
-      collectives.size(), p2p.size(), detail));
+      pending_collectives(), pending_p2p(), detail));
 }
 
 }  // namespace meshsim

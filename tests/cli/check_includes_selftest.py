@@ -62,13 +62,22 @@ CLEAN_TREE = {
         "  PUBLIC_DEPS meshsim::sim meshsim::topology meshsim::workloads meshsim::traces\n"
         "  PRIVATE_DEPS meshsim::collectives PkgConfig::NLOPT)\n"
     ),
+    "studies/src/plan_search.cc": "".join(
+        f'#include "meshsim/{m}/x.h"\n'
+        for m in ("sim", "topology", "workloads", "collectives", "traces", "studies")),
+    "studies/CMakeLists.txt": (
+        "meshsim_module(studies SOURCES src/plan_search.cc\n"
+        "  PUBLIC_DEPS meshsim::sim meshsim::topology meshsim::workloads meshsim::collectives\n"
+        "              meshsim::traces)\n"
+    ),
     "cli/src/main.cc": "".join(
         f'#include "meshsim/{m}/x.h"\n'
-        for m in ("sim", "topology", "workloads", "collectives", "traces", "validation")),
+        for m in ("sim", "topology", "workloads", "collectives", "traces", "validation",
+                  "studies")),
     "cli/CMakeLists.txt": (
         "meshsim_module(cli SOURCES src/main.cc\n"
         "  PUBLIC_DEPS meshsim::sim meshsim::topology meshsim::workloads meshsim::collectives\n"
-        "              meshsim::traces meshsim::validation)\n"
+        "              meshsim::traces meshsim::validation meshsim::studies)\n"
     ),
     # tests/ and bench/ may include anything.
     "tests/workloads/model_test.cc": (
@@ -150,6 +159,22 @@ class CheckIncludesTest(unittest.TestCase):
             {"validation/CMakeLists.txt":
                  "meshsim_module(validation SOURCES src/calibrate.cc PUBLIC_DEPS meshsim::cli)\n"},
             "validation/CMakeLists.txt:1: ", "validation may not link meshsim::cli")
+
+    def test_studies_sits_below_cli_and_beside_validation(self) -> None:
+        line = self.assert_one_violation(
+            {"studies/src/sweep.cc": '#include "meshsim/cli/report.h"\n'},
+            "studies/src/sweep.cc:1: ", "studies may not include", "meshsim/cli/report.h")
+        self.assertIn("allowed: studies, sim, topology, workloads, collectives, traces", line)
+        self.assert_one_violation(
+            {"studies/src/sweep.cc": '#include "meshsim/validation/manifest.h"\n'},
+            "studies/src/sweep.cc:1: ", "studies may not include")
+        self.assert_one_violation(
+            {"workloads/src/model.cc": '#include "meshsim/studies/step.h"\n'},
+            "workloads/src/model.cc:1: ", "workloads may not include", "meshsim/studies/step.h")
+        self.assert_one_violation(
+            {"studies/CMakeLists.txt":
+                 "meshsim_module(studies SOURCES src/x.cc PUBLIC_DEPS meshsim::validation)\n"},
+            "studies/CMakeLists.txt:1: ", "studies may not link meshsim::validation")
 
     def test_no_module_includes_a_module_outside_the_graph(self) -> None:
         self.assert_one_violation(

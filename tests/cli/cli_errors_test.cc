@@ -112,6 +112,30 @@ TEST_F(CliTest, Fp8OnA100IsRejected) {
   expect_input_error(r, {"--dtype", "fp8", "A100", "bf16"});
 }
 
+// Issue 11: software stacks. A PyTorch stack on a TPU is refused at --stack (or the file's key); an
+// attention kernel the chip has no measurements of is refused at --attention, listing those it
+// has; the stack the run uses is printed with the plan.
+TEST_F(CliTest, StacksAreCheckedAgainstTheChip) {
+  expect_input_error(run({"--model", "llama3-8b", "--cluster", "tpu-v5e", "--shape", "16x16",
+                          "--dp", "256", "--zero", "3", "--stack", "fsdp", "--seq", "1024"}),
+                     {"--stack", "fsdp does not run on TPUs", "maxtext"});
+  write_file("scenario.json", R"({"model": "llama3-8b", "cluster": "tpu-v5e", "shape": "16x16",
+                                  "dp": 256, "zero": 3, "seq": 1024, "stack": "megatron"})");
+  expect_input_error(run({"scenario.json"}), {"scenario.json: /stack", "does not run on TPUs"});
+  expect_input_error(run({"--model", "llama3-8b", "--cluster", "dgx-h100", "--nodes", "1",
+                          "--dp", "8", "--seq", "1024", "--attention", "splash"}),
+                     {"--attention", "splash", "cudnn", "flash2", "flash3"});
+  const CommandResult ok = run({"--model", "llama3.2-1b", "--cluster", "dgx-a100", "--nodes", "1",
+                                "--dp", "8", "--seq", "1024", "--stack", "fsdp"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_THAT(ok.output, HasSubstr("flash attention, recompute none; stack fsdp; eager kernels, "
+                                   "per-tensor optimizer"));
+  const CommandResult def = run({"--model", "llama3.2-1b", "--cluster", "dgx-h100", "--nodes",
+                                 "1", "--dp", "8", "--seq", "1024"});
+  ASSERT_EQ(def.exit_code, 0) << def.output;
+  EXPECT_THAT(def.output, HasSubstr("cudnn attention, recompute none; stack megatron"));
+}
+
 // ---- bad scenario files ------------------------------------------------------------------------
 
 TEST_F(CliTest, ScenarioUnknownKeyNamesFileAndPointer) {
@@ -146,15 +170,15 @@ TEST_F(CliTest, ScenarioNotJsonNamesFileAndByteOffset) {
 // size came from, a flag or a scenario file's /nodes or /shape, not against the cluster's file.
 TEST_F(CliTest, ClusterSizeErrorsNameWhereTheSizeCameFrom) {
   expect_input_error(run({"--no-trace", "--nodes", "1000000"}),
-                     {"--nodes: 1000000 nodes x 8 devices is more than 32768 devices"});
+                     {"--nodes: 1000000 nodes x 8 devices is more than 131072 devices"});
   write_file("scenario.json", R"({"nodes": 1000000})");
   expect_input_error(run({"scenario.json", "--no-trace"}),
-                     {"scenario.json: /nodes: 1000000 nodes x 8 devices is more than 32768"});
+                     {"scenario.json: /nodes: 1000000 nodes x 8 devices is more than 131072"});
   write_file("tpu.json", R"({"model": "llama3-8b", "cluster": "tpu-v5p", "shape": "3x3x3"})");
   expect_input_error(run({"tpu.json", "--no-trace"}),
                      {"tpu.json: /shape: a 3x3x3 slice has 27 chips"});
   expect_input_error(meshsim({"topology", "--cluster", "tpu-v5p", "--shape", "4294967296x2x2"}),
-                     {"--shape: the torus 4294967296x2x2 x 1 slice(s) has more than 32768 chips"});
+                     {"--shape: the torus 4294967296x2x2 x 1 slice(s) has more than 131072 chips"});
 }
 
 // Issue 10: an error the planner raises about a plan field names where the value came from. A

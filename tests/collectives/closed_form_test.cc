@@ -5,6 +5,7 @@
 // TPU torus collectives against the scaling book's multi-axis forms; the workbook's cases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -93,6 +94,47 @@ TEST(ClosedForm, NvlsRunsInChunksOfNcclsChunkSize) {
   }
 }
 
+TEST(ClosedForm, BlackwellLowLatencyProtocolsRunAtTheirPerChannelRates) {
+  // 4 GB200 of one NVL72 tray, NCCL 2.25 (ring 16 x 45, 32 CTAs). NCCL 2.25 prices LL at
+  // min(2 x 141, 720 / 2) = 282 GB/s busbw and LL128 at min(0.92 x 720, 16 x 2 x 36.7) = 662.4;
+  // they run at Hopper's LL rate per CTA (32 x 141 / 24 = 188) and at 2.29's re-measured LL128
+  // cap (16 x 40 = 640). Latencies are NCCL's: 6.6 + 6 x 0.6 and 14 + 6 x 1.9 us.
+  const auto net = topology::Network::build(preset("gb200-nvl72"));
+  const auto group = devices(0, 4);
+  struct Row {
+    NcclProtocol p;
+    double lat;
+    double busbw;
+  };
+  for (const Row r : {Row{NcclProtocol::kLL, 10.2, 32 * 141.0 / 24},
+                      Row{NcclProtocol::kLL128, 25.4, 640.0}}) {
+    CollectiveOptions o = forced(Algorithm::kRing, r.p);
+    o.nccl_version = NcclVersion{2, 25};
+    const CollectivePlanner planner(net, o);
+    expect_near(time_of(planner, K::kAllReduce, MiB(64), group),
+                closed(r.lat, MiB(64), r.busbw * 1e9 * 4 / 6), std::string(to_string(r.p)));
+  }
+}
+
+TEST(ClosedForm, NvlsOnAFullNvl72RackFillsOneLoopPerHead) {
+  // 72 GPUs, NCCL 2.25: 32 NVLS channels, 32 heads (the NVLS graph's channels, capped by
+  // NCCL_MAX_NVLS_ARITY), so ops = 1024 and 4 GiB runs 64 KiB chunks. Rate: the lower of 2.25's
+  // 32 x min(20, 40) x 5/6 and 2.30's 32 x 20 x 0.74 x 31/32 x 2 x 72/142 (the re-measured NVLS
+  // efficiency), times g(64 KiB); fill 1.75 loops of 32 chunks.
+  const auto net = topology::Network::build(preset("gb200-nvl72"));
+  CollectiveOptions o = forced(Algorithm::kNvls);
+  o.nccl_version = NcclVersion{2, 25};
+  const CollectivePlanner planner(net, o);
+  const double bw = std::min(32 * 20 * 5.0 / 6, 32 * 20 * 0.74 * 31 / 32 * 2 * 72 / 142) * 1e9;
+  const double k0 = 0.7e-6 * bw / 32;
+  const double chunk = 65536;
+  const double g = (chunk / (chunk + k0)) / (131072 / (131072 + k0));
+  const double rate = bw * g;
+  const double fill_us = 1.75 * 32 * chunk / (rate / 32) * 1e6;
+  expect_near(time_of(planner, K::kAllReduce, GiB(4), devices(0, 72)),
+              closed(9 + fill_us, GiB(4), rate), "nvl72");
+}
+
 TEST(ClosedForm, TreeAndNvlsTreeAcrossNodes) {
   // Tree on one node (forced): 8.4 + 2 x 7 x 4 us, 0.92 x 360 / 2 GB/s times NCCL's size
   // correction (Simple, 64 MiB: log2(64 MiB / 64) = 20 -> 0.8).
@@ -109,6 +151,25 @@ TEST(ClosedForm, TreeAndNvlsTreeAcrossNodes) {
   const CommShape s = nvt.collective(K::kAllReduce, GiB(8), g);
   EXPECT_EQ(s.algorithm, Algorithm::kNvlsTree);
   expect_near(nvt.isolated_time(s), closed(66.8 - 25 + 9 + fill_us, GiB(8), bw), "nvls-tree");
+}
+
+TEST(ClosedForm, NvlsTreeKeepsLargerChunksThanNvls) {
+  // NVLSTree's own chunking (src/enqueue.cc calcCollChunking): 128 KiB on 2 nodes, 64 KiB below
+  // 4 x ops chunks and 32 KiB below 1 x ops, ops = 16 channels x 8 heads; NVLS's rule (64 x, 8 x,
+  // 2 x) would give 64, 32 and 16 KiB at these sizes.
+  const auto two = topology::Network::build(dgx_h100(2));
+  const CollectivePlanner nvt(two, forced(Algorithm::kNvlsTree));
+  const double bw = 8 * 57.7 * 16 / 30 * 1e9;
+  const double k0 = 0.7e-6 * bw / 16;
+  const double cmax = 131072;
+  for (const auto& [n, chunk] :
+       {std::pair{MiB(4), 32768.0}, {MiB(32), 65536.0}, {MiB(256), cmax}}) {
+    const double g = (chunk / (chunk + k0)) / (cmax / (cmax + k0));
+    const double rate = bw * g;
+    const double fill_us = 1.75 * 8 * chunk / (rate / 16) * 1e6;
+    expect_near(time_of(nvt, K::kAllReduce, n, devices(0, 16)),
+                closed(66.8 - 25 + 9 + fill_us, n, rate), std::to_string(n.count()));
+  }
 }
 
 TEST(ClosedForm, PatWithOneRankPerNode) {

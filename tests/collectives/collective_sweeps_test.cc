@@ -167,6 +167,9 @@ TEST(CollectiveSweeps, EverySweepWithinItsTarget) {
       large = x.at("max_abs_large").get<double>();
       mean = x.at("max_abs_mean").get<double>();
       small = x.at("max_abs_small").get<double>();
+      std::cout << fmt::format(
+          "  misses the target (bounds here: {:.0f}% / mean {:.0f}% / below {:.0f}%): {}\n\n",
+          large * 100, mean * 100, small * 100, x.at("reason").get<std::string>());
     }
     EXPECT_LE(e.max_abs_large, large);
     EXPECT_LE(std::abs(e.mean_large), mean);

@@ -94,6 +94,21 @@ TEST(NcclSystem, GraphsOfTheSearch) {
   EXPECT_DOUBLE_EQ(nvl72.nvls.bw_inter, 40);
 }
 
+TEST(NcclSystem, NvlsChannelsOfBlackwellByRelease) {
+  // src/transport/nvls.cc: NVLS_NCHANNELS_SM100 32 up to 2.26; from 2.27, 24 inside one NVLink
+  // domain (NVLS_NCHANNELS_SM100_NVL) and still 32 across. Hopper: 16 in every release.
+  EXPECT_EQ(system_of("gb200-nvl72", 18, 0, 72, NcclVersion{2, 25}).nvls_channels, 32);
+  EXPECT_EQ(system_of("gb200-nvl72", 18, 0, 72, NcclVersion{2, 27}).nvls_channels, 24);
+  EXPECT_EQ(system_of("gb200-nvl72", 18, 0, 72).nvls_channels, 24);
+  EXPECT_EQ(system_of("dgx-h100", 1, 0, 8, NcclVersion{2, 20}).nvls_channels, 16);
+  // NVLink rated 40.0 GB/s before 2.27 and 40.1 after: 18 links still pack 8 x 90 (720 and
+  // 721.8 GB/s), duplicated to 16 x 45, in both.
+  const NcclSystem tray = system_of("gb200-nvl72", 18, 0, 4, NcclVersion{2, 25});
+  EXPECT_EQ(tray.ring.channels, 16);
+  EXPECT_DOUBLE_EQ(tray.ring.bw_intra, 45);
+  EXPECT_EQ(tray.comm_channels, 32);
+}
+
 TEST(NcclTuner, ClosedFormsOnOneH100Node) {
   const NcclTuner t(system_of("dgx-h100", 1, 0, 8));
   // Ring: base + 2(n-1) hops; busbw = channels x speed, algbw = busbw n / (2(n-1)).
@@ -113,6 +128,11 @@ TEST(NcclTuner, ClosedFormsOnOneH100Node) {
   // (1 MiB: log2(1 MiB / 64) = 14, Simple factor 0.5).
   EXPECT_NEAR(lat_us(t, C::kAllReduce, A::kTree, P::kSimple), 8.4 + 2 * 7 * 4, 1e-6);
   EXPECT_NEAR(bw_gbps(t, C::kAllReduce, A::kTree, P::kSimple), 360 * 0.92 / 2, 1e-9);
+  // Tree LL: the bus bandwidth / 3.8 under the LL cap; LL128: x 7/9 on one node under 12 x 36.7.
+  EXPECT_NEAR(lat_us(t, C::kAllReduce, A::kTree, P::kLL), 6.8 + 2 * 7 * 0.6, 1e-6);
+  EXPECT_NEAR(bw_gbps(t, C::kAllReduce, A::kTree, P::kLL), 360 * 0.92 / 3.8 / 2, 1e-9);
+  EXPECT_NEAR(lat_us(t, C::kAllReduce, A::kTree, P::kLL128), 14 + 2 * 7 * 1.25, 1e-6);
+  EXPECT_NEAR(bw_gbps(t, C::kAllReduce, A::kTree, P::kLL128), 360 * 0.92 * 7 / 9 / 2, 1e-9);
   const Duration tree_1m = *t.estimate(C::kAllReduce, A::kTree, P::kSimple, MiB(1));
   EXPECT_NEAR(tree_1m.microseconds(), 64.4 + 1048576 / (1000 * 165.6 * 0.5), 1e-3);
   // Only the ring for broadcast and reduce; no tree for all-gather; no PAT on 8 ranks per node.
@@ -152,6 +172,34 @@ TEST(NcclTuner, OlderReleasesPriceLowLatencyAndNvlsDifferently) {
   EXPECT_EQ(parse_nccl_version("2.18.5"), (NcclVersion{2, 18}));
   EXPECT_FALSE(parse_nccl_version("3.0"));
   EXPECT_FALSE(parse_nccl_version("2.30x"));
+}
+
+TEST(NcclTuner, ClosedFormsOfCollNet) {
+  // A hand-made system, so that only the table's formulas are under test: 16 nodes of 8 GPUs
+  // with IB SHARP, the tree graph (which CollNet uses here) 4 channels x 20 GB/s.
+  NcclSystem s;
+  s.arch = GpuArch::kAmpere;
+  s.ranks = 128;
+  s.nodes = 16;
+  s.tree = NcclGraph{4, 20, 20};
+  s.ring = s.tree;
+  s.comm_channels = 8;
+  s.has_collnet = true;
+  const NcclTuner a100(s);
+  // Direct: 2 (min(1, 7) x 3.7 + 7 x 0.4) + 31 us; 4 x 20 / f with f = 8/4 - (8/4 - 1)/2, halved.
+  EXPECT_NEAR(lat_us(a100, C::kAllReduce, A::kCollNetDirect, P::kSimple), 44, 1e-6);
+  EXPECT_NEAR(bw_gbps(a100, C::kAllReduce, A::kCollNetDirect, P::kSimple), 80 / 1.5 / 2, 1e-9);
+  // Chain: 2 x 7 x 2.8 + 30 us; 4 x 20, halved.
+  EXPECT_NEAR(lat_us(a100, C::kAllReduce, A::kCollNetChain, P::kSimple), 69.2, 1e-6);
+  EXPECT_NEAR(bw_gbps(a100, C::kAllReduce, A::kCollNetChain, P::kSimple), 40, 1e-9);
+  EXPECT_FALSE(a100.entry(C::kAllReduce, A::kCollNetDirect, P::kLL));
+  // Hopper: Direct x 0.85.
+  s.arch = GpuArch::kHopper;
+  EXPECT_NEAR(bw_gbps(NcclTuner(s), C::kAllReduce, A::kCollNetDirect, P::kSimple),
+              80 / 1.5 / 2 * 0.85, 1e-9);
+  // Without SHARP, neither.
+  s.has_collnet = false;
+  EXPECT_FALSE(NcclTuner(s).entry(C::kAllReduce, A::kCollNetChain, P::kSimple));
 }
 
 struct Case {

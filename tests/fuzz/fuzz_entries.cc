@@ -19,9 +19,12 @@
 #include "meshsim/validation/manifest.h"
 #include "meshsim/validation/profile.h"
 #include "meshsim/workloads/accounting.h"
+#include "meshsim/studies/failures.h"
+#include "meshsim/studies/goodput.h"
+#include "meshsim/studies/scenario.h"
+#include "meshsim/studies/sweep.h"
 #include "meshsim/workloads/parallel.h"
-#include "comm_setup.h"
-#include "scenario.h"
+#include "scenario_flags.h"
 
 namespace meshsim::fuzz {
 namespace {
@@ -148,12 +151,44 @@ void run_chips(std::string_view data) {
 
 void run_scenario(std::string_view data) {
   const fs::path path = write_scratch("scenario.json", data);
-  (void)cli::scenario_file_names_workload(path.string());
-  cli::Scenario s = cli::load_scenario(path.string(), cli::default_scenario());
-  cli::complete(s);
+  (void)studies::scenario_file_names_workload(path.string());
+  studies::Scenario s = studies::load_scenario(path.string(), studies::default_scenario());
+  studies::complete(s);
   // The cluster it names, resized and with its fabric knobs applied (no network is built: the
-  // size may be up to kMaxDevices).
-  (void)cli::load_cluster_for(s);
+  // size may be up to kMaxDevices); the library's field errors located as the edge does.
+  (void)cli::located(s, [&] { return studies::load_cluster(s); });
+}
+
+// A sweep spec (meshsim sweep): its axes checked against the scenario, the points counted and the
+// first and last point's coordinates; no point is simulated.
+void run_sweep_spec(std::string_view data) {
+  const fs::path path = write_scratch("sweep.json", data);
+  const studies::SweepSpec spec = studies::load_sweep_spec(path.string());
+  const int64_t n = spec.points();
+  (void)spec.coordinates(0);
+  (void)spec.coordinates(n - 1);
+}
+
+// A failure table (meshsim goodput --failure-table): its rates for a 16,384-GPU cluster (Llama
+// 3's), the closed forms and a four-run Monte Carlo of 54 days of work.
+void run_failure_table(std::string_view data) {
+  const studies::FailureTable table = studies::FailureTable::parse(parse(data), kSource);
+  studies::GoodputModel m;
+  m.work_s = 54 * 86400.0;
+  m.costs.write = Seconds(600);
+  m.costs.blocking = Seconds(600);
+  m.costs.load = Seconds(600);
+  m.costs.restart = Seconds(1200);
+  m.categories = table.categories;
+  m.rates = studies::failure_rates(table, studies::ComponentCounts{16384, 2048, 600});
+  try {
+    (void)studies::young_interval_s(600, m.rates.mtbf_s());
+    const double interval = studies::optimal_interval_s(m);
+    (void)studies::expected_goodput(m, interval);
+    (void)studies::to_json(studies::monte_carlo(m, interval, 4, 1), m);
+  } catch (const studies::GoodputError& e) {
+    throw InputError(kSource, "", e.what());  // meshsim goodput locates it at a flag
+  }
 }
 
 void run_manifest(std::string_view data) {
@@ -184,7 +219,8 @@ const std::map<std::string, Entry, std::less<>>& entries() {
   static const std::map<std::string, Entry, std::less<>> kEntries = {
       {"model", run_model},     {"hf_config", run_model},     {"cluster", run_cluster},
       {"chips", run_chips},     {"scenario", run_scenario},   {"manifest", run_manifest},
-      {"profile", run_profile}, {"pytorch_trace", run_trace}, {"jax_trace", run_trace}};
+      {"profile", run_profile}, {"pytorch_trace", run_trace}, {"jax_trace", run_trace},
+      {"sweep_spec", run_sweep_spec}, {"failure_table", run_failure_table}};
   return kEntries;
 }
 

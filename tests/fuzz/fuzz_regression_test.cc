@@ -60,6 +60,13 @@ constexpr Expectation kExpected[] = {
     {"pytorch_trace", "issue15-ts-plus-dur-overflows.json", "/1/dur: the event ends more than"},
     {"pytorch_trace", "issue15-gemm-dims-past-2to31.json", "dimensions of at most 2^31 - 1"},
     {"pytorch_trace", "issue15-metadata-name-not-a-string.json", ""},
+    // Main's newer inputs (merged after issue 15's campaign): a sweep's point count that wrapped
+    // to zero, a failure table whose Monte Carlo would never end, a slow rank that wrapped to 0.
+    {"sweep_spec", "issue15-points-2to64-wrap-to-zero.json", "/axes: 256 cp x 256 dp"},
+    {"failure_table", "issue15-1e300-interruptions-endless-monte-carlo.json",
+     "the Monte Carlo draws at most"},
+    {"scenario", "issue15-slow-rank-2to32-wraps-to-0.json",
+     "/faults/slow_ranks/0/rank: rank 4294967296 is past"},
 };
 
 std::string read(const fs::path& p) {

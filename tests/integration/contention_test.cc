@@ -3,15 +3,17 @@
 //  * when nothing overlaps, a collective or a send lasts exactly what the model gives it alone;
 //  * two collectives on a shared link each get their max-min share, and the survivor speeds up;
 //  * DP and PP traffic sharing a NIC slow each other by what the NIC's bandwidth implies;
-//  * a 4:1 oversubscribed fabric changes a DP-heavy step by what the spines' bandwidth implies;
+//  * a 4:1 oversubscribed fabric changes a DP-heavy step by what the spines' bandwidth implies,
+//    and k flows leaving a leaf share its uplinks by their count;
 //  * SimGrid's parallel tasks agree with the analytical model within 5% on those cases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 
 #include "collective_test_util.h"
-#include "comm_setup.h"
+#include "meshsim/studies/comm_setup.h"
 #include "meshsim/collectives/comm_model.h"
 #include "meshsim/sim/simulation.h"
 #include "meshsim/topology/compute_model.h"
@@ -28,6 +30,23 @@ using collectives::NetworkCommModel;
 using collectives::testing::two_leaves;
 
 topology::ClusterSpec dgx(int64_t nodes) { return collectives::testing::dgx_h100(nodes); }
+
+// 16 DGX H100 on radix-8 switches in 3 tiers, so that a rail's 16 NICs span several leaves.
+topology::ClusterSpec dp_fabric(double oversubscription) {
+  auto spec = dgx(16);
+  spec.fat_tree->switch_radix = 8;
+  spec.fat_tree->tiers = 3;
+  topology::FabricOverrides o;
+  o.oversubscription = oversubscription;
+  return topology::override_fabric(spec, o);
+}
+
+collectives::CollectiveOptions ring_simple() {
+  collectives::CollectiveOptions o;
+  o.algorithm = collectives::Algorithm::kRing;
+  o.protocol = collectives::NcclProtocol::kSimple;
+  return o;
+}
 
 class NoCompute : public ComputeCostModel {
  public:
@@ -207,9 +226,7 @@ TEST(Contention, UtilisationIsWhatTheModelAssigned) {
 // streams at once; otherwise the send waits for the all-reduce. Returns the last end.
 SimTime dp_and_pp(bool overlap, Bytes dp, Bytes pp, NetworkBackend backend) {
   const auto net = topology::Network::build(dgx(2));
-  collectives::CollectiveOptions ring;
-  ring.algorithm = collectives::Algorithm::kRing;
-  ring.protocol = collectives::NcclProtocol::kSimple;
+  const collectives::CollectiveOptions ring = ring_simple();
   auto m = model_on(net, backend, ring);
   std::vector<Rank> rs(2);
   for (uint32_t i = 0; i < 2; ++i) {
@@ -232,9 +249,7 @@ SimTime dp_and_pp(bool overlap, Bytes dp, Bytes pp, NetworkBackend backend) {
 
 TEST(Contention, DpAndPpSharingANicSlowEachOtherByTheNicsBandwidth) {
   const auto net = topology::Network::build(dgx(2));
-  collectives::CollectiveOptions ring;
-  ring.algorithm = collectives::Algorithm::kRing;
-  ring.protocol = collectives::NcclProtocol::kSimple;
+  const collectives::CollectiveOptions ring = ring_simple();
   auto idle = model_on(net, NetworkBackend::kAnalytical, ring);
   const Bytes dp = MB(96);
   const Bytes pp = MB(48);
@@ -268,12 +283,7 @@ struct Step {
 };
 
 Step dp_heavy(double oversubscription, NetworkBackend backend) {
-  auto spec = dgx(16);
-  spec.fat_tree->switch_radix = 8;
-  spec.fat_tree->tiers = 3;
-  topology::FabricOverrides o;
-  o.oversubscription = oversubscription;
-  spec = topology::override_fabric(spec, o);
+  const auto spec = dp_fabric(oversubscription);
   workloads::ParallelPlan p;
   p.dp = 128;
   p.mbs = 1;
@@ -283,9 +293,9 @@ Step dp_heavy(double oversubscription, NetworkBackend backend) {
   p.overlap.param_gather = false;
   workloads::StepPlan plan = workloads::plan_step(workloads::load_model("llama3.2-1b"), p);
   topology::RooflineComputeModel compute(spec.chip);
-  cli::CommOptions options;
-  options.backend = backend == NetworkBackend::kSimGrid ? "simgrid" : "analytical";
-  cli::CommSetup setup(spec, plan, options);
+  studies::CommOptions options;
+  options.backend = backend;
+  studies::CommSetup setup(spec, plan, options);
   Simulation sim(compute, setup.model());
   Timeline tl;
   sim.record_into(tl);
@@ -314,6 +324,49 @@ TEST(Contention, OversubscribedSpinesSlowADpHeavyStepByTheirBandwidth) {
   const Step sg = dp_heavy(4.0, NetworkBackend::kSimGrid);
   EXPECT_NEAR(sg.end.seconds(), thin.end.seconds(), 0.05 * thin.end.seconds());
   EXPECT_NEAR(sg.dp.seconds(), thin.dp.seconds(), 0.05 * thin.dp.seconds());
+}
+
+// k pairs of rail-0 GPUs, nodes i and i + 6 (i < k <= 6), each all-reducing `bytes` over its pair,
+// all started at once on the DP-heavy fabric with `oversubscription`; the last end.
+SimTime pairs_across_leaves(double oversubscription, Bytes bytes, NetworkBackend backend,
+                            int64_t pairs) {
+  const auto spec = dp_fabric(oversubscription);
+  const auto net = topology::Network::build(spec);
+  const collectives::CollectiveOptions ring = ring_simple();
+  auto m = model_on(net, backend, ring);
+  for (int64_t i = 0; i < pairs; ++i) {
+    const auto a = static_cast<uint32_t>(8 * i);
+    m.start_collective(SimTime::zero(), CollectiveKind::kAllReduce, bytes, ranks({a, a + 48}));
+  }
+  SimTime end;
+  while (m.in_flight() > 0) {
+    end = m.advance(SimTime::max()).time;
+  }
+  return end;
+}
+
+TEST(Contention, AnOversubscribedLeafSharesItsUplinksAmongItsNics) {
+  // Radix-8 leaves (network_fat_tree.cc): at 4:1 a leaf has 6 NIC ports and 2 uplinks at the NIC's
+  // bandwidth, so rail 0 of nodes 0-5 and of nodes 6-11 sit on two leaves, and k all-reduces
+  // between node i and node i + 6 (2 ranks: each sends its whole buffer once) share 2 uplinks: each
+  // runs at the NIC's 0.96 x 50 GB/s while k <= 2, at 2/k of it beyond. Non-blocking (4 down,
+  // 4 up) no leaf carries more flows than it has uplinks, so all 6 run as fast as one alone.
+  const Bytes n = MB(480);
+  const auto net = topology::Network::build(dp_fabric(1.0));
+  const collectives::CollectiveOptions ring = ring_simple();
+  auto idle = model_on(net, NetworkBackend::kAnalytical, ring);
+  const Duration alone = idle.collective_time(CollectiveKind::kAllReduce, n, ranks({0, 48}));
+  const Duration latency = idle.last_shape().latency;
+  EXPECT_NEAR(alone.seconds(), (latency + n / GBps(48)).seconds(), 1e-12);
+  EXPECT_EQ(pairs_across_leaves(1.0, n, NetworkBackend::kAnalytical, 6) - SimTime::zero(), alone);
+  for (const int64_t k : {2, 4, 6}) {
+    SCOPED_TRACE(k);
+    const double share = std::min(1.0, 2.0 / static_cast<double>(k));
+    const SimTime thin = pairs_across_leaves(4.0, n, NetworkBackend::kAnalytical, k);
+    EXPECT_NEAR(thin.seconds(), (latency + n / GBps(48 * share)).seconds(), 1e-9);
+    const SimTime sg = pairs_across_leaves(4.0, n, NetworkBackend::kSimGrid, k);
+    EXPECT_NEAR(sg.seconds(), thin.seconds(), 0.05 * thin.seconds());
+  }
 }
 
 }  // namespace

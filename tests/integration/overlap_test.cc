@@ -31,7 +31,8 @@ double hidden_fraction(double comm_ms, double compute_ms) {
   Program p;
   Op c;
   c.name = "compute";
-  c.work = ComputeWork{OpClass::kMatmul, Dtype::kBf16, Flops::of(compute_ms * 1e-3), Bytes::zero(), {}};
+  c.work = ComputeWork{OpClass::kMatmul, Dtype::kBf16, Flops::of(compute_ms * 1e-3), Bytes::zero(),
+                       {}, {}};
   p.add(std::move(c));
   Op ar;
   ar.name = "allreduce";

@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "comm_setup.h"
+#include "meshsim/studies/comm_setup.h"
 #include "meshsim/collectives/comm_model.h"
 #include "meshsim/sim/simulation.h"
 #include "meshsim/topology/compute_model.h"
@@ -30,6 +30,8 @@ workloads::ParallelPlan maxtext_plan() {
   p.mbs = 1;
   p.gbs = 64;
   p.seq = 4096;
+  p.attention = workloads::AttentionKernel::kSplash;  // MaxText's on TPU (the stack's choice)
+  p.stack = workloads::Stack::kMaxText;
   return p;
 }
 
@@ -81,12 +83,50 @@ TEST(Tpu, CollectivesRunAsTorusRingsOnTheirAxes) {
   EXPECT_LT(t_dp, t_tp);
 }
 
+// The kernels' summed time of a step's program on `chip`.
+Duration compute_of(const workloads::ParallelPlan& p, const topology::Chip& chip) {
+  const workloads::StepPlan plan = workloads::plan_step(workloads::load_model("llama3-8b"), p);
+  const topology::RooflineComputeModel model(chip);
+  Duration t;
+  const Program& prog = plan.programs.at(0);
+  for (size_t i = 0; i < prog.size(); ++i) {
+    if (const auto* w = std::get_if<ComputeWork>(&prog.op(OpId(static_cast<uint32_t>(i))).work)) {
+      t += model.compute_time(RankId(0), *w);
+    }
+  }
+  return t;
+}
+
+// Issue 11: TPU efficiencies used to be MaxText's end-to-end MFU, which already holds the
+// recompute of full-remat runs, and meshsim then charged the recompute again. The MXU
+// efficiency now comes from matmul measurements (validation/microbench/gemm.csv), so a full-remat
+// step costs one more forward of the layers and no more: compute grows by about a third (a
+// forward is a third of forward + backward), not by the MFU shortfall on top of it.
+TEST(Tpu, FullRematCostsItsRecomputeOnce) {
+  const topology::Catalogue cat = topology::Catalogue::builtin();
+  const topology::Chip& v5e = cat.chip("tpu-v5e");
+  EXPECT_EQ(v5e.source_of("/efficiency/matmul").find("MFU"), std::string::npos);
+  workloads::ParallelPlan none = maxtext_plan();
+  none.tp = 1;
+  none.sp = false;
+  none.dp = 1;
+  none.zero = workloads::ZeroStage::kNone;
+  none.gbs = 4;
+  none.mbs = 4;
+  none.seq = 2048;
+  workloads::ParallelPlan full = none;
+  full.recompute = workloads::Recompute::kFull;
+  const double ratio = compute_of(full, v5e) / compute_of(none, v5e);
+  EXPECT_GT(ratio, 1.28);
+  EXPECT_LT(ratio, 1.34);
+}
+
 TEST(Tpu, MaxTextStepSimulatesEndToEnd) {
   const topology::ClusterSpec spec = v5p_888();
   workloads::StepPlan plan =
       workloads::plan_step(workloads::load_model("llama3-8b"), maxtext_plan());
   topology::RooflineComputeModel compute(spec.chip);
-  cli::CommSetup setup(spec, plan, cli::CommOptions{});
+  studies::CommSetup setup(spec, plan, studies::CommOptions{});
   collectives::NetworkCommModel& comm = setup.model();
   Simulation sim(compute, comm);
   workloads::load_plan(sim, plan);

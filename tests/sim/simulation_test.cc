@@ -2,11 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "meshsim/sim/analysis.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/event_queue.h"
+#include "meshsim/sim/heterogeneity.h"
+#include "meshsim/sim/rng.h"
 #include "test_models.h"
 
 namespace meshsim {
@@ -29,6 +32,41 @@ TEST(EventQueue, OrdersByTimeThenInsertion) {
     order.push_back(q.pop().payload);
   }
   EXPECT_EQ(order, (std::vector<uint32_t>{2, 4, 1, 3}));
+}
+
+// Issue 16: the time-bucketed queue must pop in exactly the (time, seq) order of a heap over all
+// events, also when pushes at the current time (zero-duration ops) and at earlier pending times
+// interleave with pops, and when an emptied bucket's time comes back.
+TEST(EventQueue, BucketsKeepTimeThenSeqOrderUnderInterleaving) {
+  EventQueue q;
+  std::vector<Event> reference;  // every pending event, popped by (time, seq) from this copy
+  Rng rng(7, "event-queue-test");
+  uint32_t payload = 0;
+  SimTime now;
+  for (int round = 0; round < 2000; ++round) {
+    const int pushes = static_cast<int>(rng.below(4));
+    for (int i = 0; i < pushes; ++i) {
+      // Few distinct offsets, so that buckets fill, empty and reopen.
+      const SimTime t = now + Duration::from_ps(static_cast<int64_t>(rng.below(3)) * 10);
+      reference.push_back(Event{t, q.pushed(), EventKind::kOpEnd, payload});
+      q.push(t, EventKind::kOpEnd, payload++);
+    }
+    const int pops = static_cast<int>(rng.below(4));
+    for (int i = 0; i < pops && !q.empty(); ++i) {
+      const auto it = std::min_element(reference.begin(), reference.end(),
+                                       [](const Event& a, const Event& b) {
+                                         return a.time != b.time ? a.time < b.time : a.seq < b.seq;
+                                       });
+      ASSERT_EQ(q.top().payload, it->payload);
+      const Event e = q.pop();
+      EXPECT_EQ(e.payload, it->payload);
+      EXPECT_EQ(e.seq, it->seq);
+      EXPECT_EQ(e.time, it->time);
+      now = e.time;
+      reference.erase(it);
+    }
+    ASSERT_EQ(q.size(), reference.size());
+  }
 }
 
 TEST(Program, RejectsBackwardDependencies) {
@@ -87,7 +125,11 @@ std::pair<RankBreakdown, SimTime> run_on_two_ranks(Program p) {
   Timeline tl;
   sim.record_into(tl);
   const RunResult r = sim.run();
-  return {analyze(tl, sim, r.end).front(), r.end};
+  const std::vector<RankBreakdown> offline = analyze(tl, sim, r.end);
+  // Issue 16: the engine's online breakdown equals the analysis of the recorded timeline.
+  EXPECT_EQ(r.ranks[0].breakdown, offline[0]);
+  EXPECT_EQ(r.ranks[1].breakdown, offline[1]);
+  return {offline.front(), r.end};
 }
 
 // A communication op on its own stream overlaps independent compute.
@@ -105,22 +147,85 @@ TEST(Simulation, CommunicationOverlapsComputeAcrossStreams) {
   EXPECT_EQ(b.exposed_comm.ps(), 0);
 }
 
+// A compute model that records the context of every op it costs, by op flops.
+class ContextRecorder : public PsComputeModel {
+ public:
+  Duration compute_time_in(RankId rank, const ComputeWork& w,
+                           const ComputeContext& c) const override {
+    seen.emplace_back(static_cast<int64_t>(w.flops.count()), c.collectives_in_flight);
+    return compute_time(rank, w);
+  }
+  mutable std::vector<std::pair<int64_t, int32_t>> seen;
+};
+
+// The engine tells the compute model how many collectives its rank has in flight when a kernel
+// starts (issue 11: interference): one launched at the same instant counts, one waiting for a
+// late peer counts (NCCL's kernel is already spinning on the SMs), a finished one does not.
+TEST(Simulation, ComputeSeesTheCollectivesInFlight) {
+  ContextRecorder cm;
+  PsCommModel nm;
+  Simulation sim(cm, nm);
+  const GroupId grp = sim.add_group({RankId(0), RankId(1)});
+  for (int rank = 0; rank < 2; ++rank) {
+    Program p;
+    const OpId first = p.add(compute_op("first", rank == 0 ? 10 : 30));
+    const OpId ar = p.add(collective_op("ar", 10));  // 10 B * 2 ranks = 20 ps once both arrive
+    const OpId beside = p.add(compute_op("beside", 5 + rank));  // starts with the all-reduce
+    const OpId after = p.add(compute_op("after", 100 + rank));
+    p.add_dependency(first, ar);
+    p.add_dependency(first, beside);
+    p.add_dependency(ar, after);
+    sim.add_rank(sim.add_program(std::move(p)), {grp}, {});
+  }
+  sim.run();
+  // Kernels started with nothing in flight take the program's compute_time (asked once per op)
+  // and are not asked again with a context.
+  const std::map<int64_t, int32_t> ctx(cm.seen.begin(), cm.seen.end());
+  EXPECT_EQ(ctx.count(10), 0u);   // rank 0's first kernel: nothing in flight yet
+  EXPECT_EQ(ctx.at(5), 1);        // rank 0 arrived at 10 and waits for rank 1 (until 30)
+  EXPECT_EQ(ctx.at(6), 1);        // rank 1: the all-reduce starts with it, at 30
+  EXPECT_EQ(ctx.count(100), 0u);  // after the all-reduce
+  EXPECT_EQ(ctx.count(101), 0u);
+}
+
+// grad (0-10), then a collective labelled `category` (10-40) and one on its own stream (10-20,
+// labelled `second` if given), and optionally a compute op overlapping them (10-22).
+RankBreakdown labelled_step(OpCategory category, std::optional<OpCategory> second,
+                            bool overlap) {
+  Program p;
+  const OpId g = p.add(compute_op("grad", 10));
+  Op labelled = collective_op("labelled", 15);
+  labelled.labels.category = category;
+  Op other = collective_op("other", 5, 0, 2);
+  other.labels.category = second;
+  for (Op* op : {&labelled, &other}) {
+    p.add_dependency(g, p.add(std::move(*op)));
+  }
+  if (overlap) {
+    p.add_dependency(g, p.add(compute_op("overlapping", 12)));
+  }
+  return run_on_two_ranks(std::move(p)).first;
+}
+
 // Exposed communication by the caller's categories: a labelled collective counts in its category
 // only; an unlabelled one only in the total; categories never used read as zero.
 TEST(Analysis, ExposedCommunicationByCategory) {
-  Program p;
-  const OpId g = p.add(compute_op("grad", 10));
-  Op labelled = collective_op("labelled", 15);  // 10-40, all exposed
-  labelled.labels.category = OpCategory(3);
-  const OpId a = p.add(std::move(labelled));
-  const OpId b = p.add(collective_op("unlabelled", 5, 0, 2));  // 10-20 on its own stream
-  p.add_dependency(g, a);
-  p.add_dependency(g, b);
-  const RankBreakdown breakdown = run_on_two_ranks(std::move(p)).first;
+  const RankBreakdown breakdown = labelled_step(OpCategory(3), std::nullopt, false);
   EXPECT_EQ(breakdown.exposed_comm.ps(), 30);
   EXPECT_EQ(breakdown.exposed_in(OpCategory(3)).ps(), 30);
   EXPECT_EQ(breakdown.exposed_in(OpCategory(0)).ps(), 0);
   EXPECT_EQ(breakdown.exposed_in(OpCategory(7)).ps(), 0);
+}
+
+// Issue 16: categories past the online sweep's inline ones (8) are kept too, and a compute op
+// overlapping them hides them only while it runs (the online breakdown is checked against the
+// offline one in run_on_two_ranks).
+TEST(Analysis, ManyCategoriesOnlineAndOffline) {
+  const RankBreakdown breakdown = labelled_step(OpCategory(11), OpCategory(2), true);
+  EXPECT_EQ(breakdown.exposed_comm.ps(), 18);
+  EXPECT_EQ(breakdown.exposed_in(OpCategory(11)).ps(), 18);
+  EXPECT_EQ(breakdown.exposed_in(OpCategory(2)).ps(), 0);
+  EXPECT_EQ(breakdown.exposed_by_category.size(), 12u);
 }
 
 // A collective starts only when the last member arrives; everyone ends together.
@@ -329,6 +434,89 @@ TEST(Simulation, MatchIdsTieCollectiveMembersAndSendReceivePairs) {
   for (const auto& [id, n] : members) {
     EXPECT_EQ(n, 2) << id;
   }
+}
+
+}  // namespace
+}  // namespace meshsim
+
+namespace meshsim {
+namespace {
+
+// Four ranks in lockstep: compute 100 ps, an all-reduce over all four (1 B x 4 = 4 ps), compute
+// 50 ps. Returns the step's end; `slow` slows one rank.
+int64_t synchronous_step(std::optional<std::pair<uint32_t, double>> slow, double jitter_cv = 0,
+                         uint64_t seed = 0) {
+  PsComputeModel cm;
+  PsCommModel nm;
+  Simulation sim(cm, nm);
+  Program p;
+  const OpId a = p.add(compute_op("fwd-bwd", 100));
+  const OpId ar = p.add(collective_op("allreduce", 1));
+  const OpId b = p.add(compute_op("optimizer", 50));
+  p.add_dependency(a, ar);
+  p.add_dependency(ar, b);
+  const auto prog = sim.add_program(std::move(p));
+  const GroupId g = sim.add_group({RankId(0), RankId(1), RankId(2), RankId(3)});
+  for (int i = 0; i < 4; ++i) {
+    sim.add_rank(prog, {g}, {});
+  }
+  if (slow) {
+    sim.set_compute_slowdown(RankId(slow->first), slow->second);
+  }
+  if (jitter_cv > 0) {
+    sim.set_kernel_jitter(jitter_cv, seed);
+  }
+  return sim.run().end.ps();
+}
+
+// Issue 16: a single straggler slows a synchronous step by its factor: everyone waits for it at
+// the all-reduce, and it alone runs its optimizer slower after.
+TEST(Heterogeneity, StragglerSlowsSynchronousStepByItsFactor) {
+  EXPECT_EQ(synchronous_step(std::nullopt), 100 + 4 + 50);
+  EXPECT_EQ(synchronous_step(std::make_pair(2u, 1.5)), 150 + 4 + 75);
+  EXPECT_EQ(synchronous_step(std::make_pair(0u, 1.0)), 154);  // a factor of 1 is exact
+}
+
+TEST(Heterogeneity, JitterIsSeededAndOrderIndependent) {
+  const int64_t a = synchronous_step(std::nullopt, 0.1, 42);
+  EXPECT_EQ(a, synchronous_step(std::nullopt, 0.1, 42));
+  EXPECT_NE(a, 154);
+  EXPECT_NE(a, synchronous_step(std::nullopt, 0.1, 43));
+  // The step waits for the slowest of four draws, so jitter lengthens it on average.
+  double sum = 0;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    sum += static_cast<double>(synchronous_step(std::nullopt, 0.1, seed));
+  }
+  EXPECT_GT(sum / 200, 154.0);
+}
+
+TEST(Heterogeneity, StragglerDistributionIsSeededAndStable) {
+  Heterogeneity h;
+  h.seed = 7;
+  h.stragglers = {0.05, 1.1, 1.3};
+  const std::vector<double> a = h.slowdowns(4096);
+  EXPECT_EQ(a, h.slowdowns(4096));
+  size_t slow = 0;
+  for (const double f : a) {
+    EXPECT_TRUE(f == 1.0 || (f >= 1.1 && f <= 1.3)) << f;
+    slow += f != 1.0 ? 1u : 0u;
+  }
+  EXPECT_GT(slow, 150u);  // 5 % of 4096 = 205 expected
+  EXPECT_LT(slow, 260u);
+  // Growing the world keeps who is slow.
+  const std::vector<double> b = h.slowdowns(8192);
+  EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin()));
+  h.slow_ranks = {{RankId(3), 2.0}};
+  EXPECT_EQ(h.slowdowns(4096)[3], 2.0 * a[3]);
+  EXPECT_FALSE(h.is_uniform());
+  EXPECT_TRUE(Heterogeneity{}.is_uniform());
+  Heterogeneity fast;  // stragglers that are faster than nominal still break the symmetry
+  fast.stragglers = {0.5, 0.8, 1.0};
+  EXPECT_FALSE(fast.is_uniform());
+  fast.stragglers = {0.5, 1.0, 1.0};
+  EXPECT_TRUE(fast.is_uniform());
+  h.slow_ranks = {{RankId(5000), 2.0}};
+  EXPECT_THROW(h.slowdowns(4096), InternalError);
 }
 
 }  // namespace

@@ -43,7 +43,7 @@ inline Op compute_op(std::string name, double ps, uint8_t stream = 0) {
   Op op;
   op.name = std::move(name);
   op.stream = stream;
-  op.work = ComputeWork{OpClass::kMatmul, Dtype::kBf16, Flops::of(ps), Bytes::zero(), {}};
+  op.work = ComputeWork{OpClass::kMatmul, Dtype::kBf16, Flops::of(ps), Bytes::zero(), {}, {}};
   return op;
 }
 

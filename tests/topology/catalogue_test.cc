@@ -16,21 +16,39 @@ using testing::expect_error;
 using testing::read_source_json;
 using testing::write_temp;
 
-const std::vector<std::string> kChips = {"a100-80gb", "b200",    "gb200",   "h100-sxm", "h200",
-                                         "tpu-v4",    "tpu-v5e", "tpu-v5p", "tpu-v6e"};
+const std::vector<std::string> kChips = {"a100-40gb", "a100-80gb", "b200",    "gb200",
+                                         "h100-sxm",  "h200",      "tpu-v4",  "tpu-v5e",
+                                         "tpu-v5p",   "tpu-v6e"};
 
-// The sourced fields every chip of a kind must have (JSON pointers inside the chip entry).
+// The sourced fields every chip of a kind must have (JSON pointers inside the chip entry). Every
+// chip carries the kernel-class model (issue 11): GEMM shape terms, attention by implementation;
+// GPUs the SMs collectives hold; the per-class memory efficiencies and the FP8 GEMM efficiency
+// where the catalogue gives them.
 std::vector<std::string> required_fields(const Chip& chip) {
   std::vector<std::string> f = {"/hbm/capacity", "/hbm/bandwidth", "/efficiency/matmul",
-                                "/efficiency/memory", "/efficiency/launch_overhead"};
+                                "/efficiency/memory", "/efficiency/launch_overhead",
+                                "/efficiency/attention"};
+  for (const char* p : {"tile_m", "tile_n", "units", "k_half", "call_overhead", "batched"}) {
+    f.push_back(std::string("/efficiency/matmul_shape/") + p);
+  }
   for (const auto& [dtype, rate] : chip.peaks) {
     f.push_back("/peak/" + std::string(to_string(dtype)));
+  }
+  for (size_t c = 0; c < chip.efficiency.memory_by_class.size(); ++c) {
+    if (chip.efficiency.memory_by_class[c]) {
+      f.push_back("/efficiency/memory_by_class/" +
+                  std::string(to_string(static_cast<OpClass>(c))));
+    }
+  }
+  if (chip.efficiency.matmul_fp8) {
+    f.emplace_back("/efficiency/matmul_fp8");
   }
   if (chip.kind == ChipKind::kGpu) {
     for (const char* p : {"/nvlink/generation", "/nvlink/links", "/nvlink/link_bandwidth",
                           "/nvlink/efficiency", "/nic/bandwidth", "/nic/efficiency",
                           "/gpu/sm_count", "/gpu/max_threads_per_sm", "/gpu/smem_per_sm",
-                          "/gpu/max_blocks_per_sm"}) {
+                          "/gpu/max_blocks_per_sm", "/efficiency/matmul_shape/alternative_tiles",
+                          "/efficiency/comm_units"}) {
       f.emplace_back(p);
     }
     if (chip.nvlink->nvls_efficiency) {
@@ -39,6 +57,7 @@ std::vector<std::string> required_fields(const Chip& chip) {
     if (chip.gpu->boost_clock_hz) {
       f.emplace_back("/gpu/boost_clock");
     }
+    f.emplace_back("/gpu/architecture");  // every builtin GPU: frameworks key kernels on it
   } else {
     for (const char* p :
          {"/ici/links", "/ici/link_bandwidth", "/ici/torus_dims", "/ici/chips_per_host",

@@ -25,8 +25,8 @@ class ClusterTest : public ::testing::Test {
 
 TEST_F(ClusterTest, EveryPresetLoadsWithTheRightDeviceCount) {
   const std::vector<std::pair<std::string, int64_t>> expected = {
-      {"dgx-a100", 8}, {"dgx-h100", 8},  {"gb200-nvl72", 72}, {"h200", 8},
-      {"tpu-v4", 64},  {"tpu-v5e", 256}, {"tpu-v5p", 64},     {"tpu-v6e", 256}};
+      {"dgx-a100", 8}, {"dgx-b200", 8},  {"dgx-h100", 8},  {"gb200-nvl72", 72}, {"h200", 8},
+      {"tpu-v4", 64},  {"tpu-v5e", 256}, {"tpu-v5p", 64}, {"tpu-v6e", 256}};
   std::vector<std::string> names;
   for (const auto& [name, devices] : expected) {
     SCOPED_TRACE(name);
@@ -119,7 +119,7 @@ TEST_F(ClusterTest, ResizeNodesValidates) {
                "builtin:topology/clusters/gb200-nvl72.json", "/nodes",
                "not a whole number of 72-device NVLink domains");
   expect_error(capture_input_error([&] { resize_nodes(load("tpu-v5p"), 32); }),
-               "builtin:topology/clusters/tpu-v5p.json", "/nodes", "use resize_torus");
+               "builtin:topology/clusters/tpu-v5p.json", "/nodes", "sized by its torus shape");
 }
 
 // Issue 12: the fabric knobs (flags and scenario keys) without editing the file.
@@ -220,7 +220,8 @@ TEST_F(ClusterTest, ResizeTorusValidates) {
   expect_error(capture_input_error([&] {
                  resize_torus(load("dgx-h100"), {4, 4});
                }),
-               "builtin:topology/clusters/dgx-h100.json", "/scale_up/shape", "use resize_nodes");
+               "builtin:topology/clusters/dgx-h100.json", "/scale_up/shape",
+               "sized by its number of nodes");
 }
 
 TEST_F(ClusterTest, LoadsAFilePath) {

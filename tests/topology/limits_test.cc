@@ -33,23 +33,23 @@ TEST(ClusterLimits, EverySizeHasAStatedBound) {
   const Catalogue cat = Catalogue::builtin();
   const std::vector<LimitCase> cases = {
       {"dgx-h100", [](auto& d) { d["nodes"] = int64_t{1} << 62; }, "/nodes",
-       "is more than 32768 devices, the most meshsim simulates"},
+       "is more than 131072 devices, the most meshsim simulates"},
       {"dgx-h100", [](auto& d) { d["devices_per_node"] = int64_t{1} << 40; }, "/devices_per_node",
-       "more than 32768 devices"},
+       "more than 131072 devices"},
       // nodes x devices_per_node wraps to 0 in int64 (2^32 x 2^32).
       {"dgx-h100",
        [](auto& d) {
          d["nodes"] = int64_t{1} << 32;
          d["devices_per_node"] = int64_t{1} << 32;
        },
-       "/nodes", "more than 32768 devices"},
+       "/nodes", "more than 131072 devices"},
       {"tpu-v5p",
        [](auto& d) {
          d["scale_up"]["shape"] = {int64_t{1} << 32, int64_t{1} << 32, 4};
        },
-       "/scale_up/shape/0", "has more than 32768 chips"},
+       "/scale_up/shape/0", "has more than 131072 chips"},
       {"tpu-v5e", [](auto& d) { d["slices"] = int64_t{1} << 40; }, "/slices",
-       "more than the 32768 chips"},
+       "more than the 131072 chips"},
       {"dgx-h100", [](auto& d) { d["scale_out"]["switch_radix"]["value"] = int64_t{1} << 40; },
        "/scale_out/switch_radix/value", "above the limit of 65536 (2^16)"},
       {"dgx-h100", [](auto& d) { d["scale_out"]["nics_per_device"]["value"] = 100000; },
@@ -64,7 +64,7 @@ TEST(ClusterLimits, EverySizeHasAStatedBound) {
       {"dgx-h100", [](auto& d) { d["scale_up"]["latency"]["value"] = 1e300; },
        "/scale_up/latency/value", "longer than int64 picoseconds"},
       {"gb200-nvl72", [](auto& d) { d["scale_up"]["domain_devices"] = int64_t{1} << 40; },
-       "/scale_up/domain_devices", "more than the 32768 devices"},
+       "/scale_up/domain_devices", "more than the 131072 devices"},
       {"dgx-h100", [](auto& d) { d["scale_out"]["tiers"]["value"] = 4; },
        "/scale_out/tiers", "expected 1 to 3 switch tiers"},
       {"dgx-h100", [](auto& d) { d["scale_out"]["nics_per_device"]["value"] = 65536; },
@@ -87,8 +87,10 @@ TEST(ClusterLimits, ResizingPastTheBoundIsRefused) {
   three_tier["scale_out"]["tiers"]["value"] = 3;  // 65,536 NICs
   const ClusterSpec gpu = parse_cluster(three_tier, "c.json", cat);
   EXPECT_THAT(capture_input_error([&] { resize_nodes(gpu, int64_t{1} << 61); }).message(),
-              HasSubstr("more than 32768 devices"));
-  EXPECT_EQ(resize_nodes(gpu, 4096).device_count(), 32768);
+              HasSubstr("more than 131072 devices"));
+  EXPECT_EQ(resize_nodes(gpu, 8192).device_count(), 65536);  // 3 tiers attach 65,536 NICs
+  EXPECT_THAT(capture_input_error([&] { resize_nodes(gpu, 16385); }).message(),
+              HasSubstr("16385 nodes x 8 devices is more than 131072 devices"));
   // Tiers are added up to the 3 the network model builds; past that the resize is refused (a 4th
   // tier passed here and was refused later, blamed on the file's /scale_out/tiers).
   nlohmann::json radix8 = read_source_json("topology/clusters/dgx-h100.json");
@@ -103,8 +105,10 @@ TEST(ClusterLimits, ResizingPastTheBoundIsRefused) {
     resize_torus(tpu, {int64_t{1} << 32, int64_t{1} << 32, 4});
   });
   EXPECT_EQ(e.location(), "/scale_up/shape/0");
-  EXPECT_THAT(e.message(), HasSubstr("more than 32768 chips"));
-  EXPECT_EQ(resize_torus(tpu, {32, 32, 32}).device_count(), 32768);
+  EXPECT_THAT(e.message(), HasSubstr("more than 131072 chips"));
+  EXPECT_EQ(resize_torus(tpu, {64, 64, 32}).device_count(), 131072);
+  EXPECT_THAT(capture_input_error([&] { resize_torus(tpu, {64, 64, 33}); }).message(),
+              HasSubstr("more than 131072 chips"));
 }
 
 TEST(ClusterLimits, AnExplicitGraphHoldsAtMost2To20Links) {

@@ -137,12 +137,12 @@ TEST(PlanLimits, EverySizeHasAStatedBound) {
   EXPECT_THAT(plan_error(p), HasSubstr("seq: 4611686018427387904 is above the limit of 16777216"));
   p.seq = 4096;
   p.tp = int64_t{1} << 32;
-  EXPECT_THAT(plan_error(p), HasSubstr("tp: 4294967296 is above the limit of 32768"));
+  EXPECT_THAT(plan_error(p), HasSubstr("tp: 4294967296 is above the limit of 131072"));
   // Each degree within its bound, their product past it: before, it wrapped (to 0, here).
   p.tp = 1 << 15;
   p.dp = 1 << 15;
   p.gbs = 1 << 15;
-  EXPECT_THAT(plan_error(p), HasSubstr("is more than 32768 ranks"));
+  EXPECT_THAT(plan_error(p), HasSubstr("is more than 131072 ranks"));
   p = ParallelPlan{};
   p.seq = 4096;
   p.vpp = int64_t{1} << 40;

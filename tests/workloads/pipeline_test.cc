@@ -153,6 +153,10 @@ PipelineRun simulate(const PipelineConfig& c, MemoryUnits mem = {}) {
   }
   PipelineRun run{sim.run(), {}};
   run.breakdown = analyze(timeline, sim, run.result.end);
+  // Issue 16: the engine's online breakdown equals the analysis of the recorded timeline.
+  for (size_t i = 0; i < run.breakdown.size(); ++i) {
+    EXPECT_EQ(run.result.ranks[i].breakdown, run.breakdown[i]) << "stage " << i;
+  }
   return run;
 }
 

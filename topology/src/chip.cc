@@ -33,6 +33,18 @@ std::optional<FlopsPerSec> Chip::peak(Dtype dtype) const {
   return it->second;
 }
 
+std::vector<AttentionImpl> Chip::attention_impls() const {
+  std::vector<AttentionImpl> out;
+  for (const AttentionImpl impl : enum_values<AttentionImpl>()) {
+    const auto& fits = efficiency.attention;
+    if (std::any_of(fits.begin(), fits.end(),
+                    [impl](const AttentionEfficiency& a) { return a.impl == impl; })) {
+      out.push_back(impl);
+    }
+  }
+  return out;
+}
+
 const std::string& Chip::source_of(const std::string& pointer) const {
   static const std::string kNone;
   const auto it = sources.find(pointer);

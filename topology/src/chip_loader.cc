@@ -45,6 +45,42 @@ void read_peaks(JsonObject& chip_obj, Chip& chip, SourceSink& sink) {
   peak.finish();
 }
 
+// {"source": "...", "fits": [{"impl", "pass", "causal", "head_dim", "e_inf", "s_half"} or
+// {"impl", "model": "matmul"}, ...]}: one source for the table (the fit), entries strict.
+std::vector<AttentionEfficiency> read_attention(JsonObject& eff, SourceSink& sink) {
+  JsonObject table = eff.object("attention");
+  const std::string source = table.string("source");
+  if (source.find_first_not_of(" \t\n") == std::string::npos) {
+    table.fail("source", "expected the fit or measurement the table comes from");
+  }
+  (*sink.sources)[table.pointer().substr(sink.base.size())] = source;
+  std::vector<AttentionEfficiency> out;
+  for (JsonObject& e : table.object_array("fits")) {
+    AttentionEfficiency a;
+    a.impl = e.choice<AttentionImpl>("impl");
+    if (e.has("model")) {
+      e.one_of("model", {"matmul"});
+      a.as_matmul = true;
+    } else {
+      a.pass = e.choice<AttentionPass>("pass");
+      a.causal = e.boolean("causal");
+      a.head_dim = e.positive_integer("head_dim");
+      a.e_inf = e.fraction("e_inf");
+      a.s_half = e.number("s_half");
+      if (a.s_half < 0) {
+        e.fail("s_half", fmt::format("expected a non-negative key length, got {}", a.s_half));
+      }
+    }
+    if (e.has("note")) {
+      e.string("note");
+    }
+    e.finish();
+    out.push_back(a);
+  }
+  table.finish();
+  return out;
+}
+
 void read_efficiency(JsonObject& chip_obj, Chip& chip, SourceSink& sink) {
   JsonObject eff = chip_obj.object("efficiency");
   chip.efficiency.matmul = detail::sourced_fraction(eff, "matmul", sink);
@@ -70,6 +106,9 @@ void read_efficiency(JsonObject& chip_obj, Chip& chip, SourceSink& sink) {
     MatmulShapeEfficiency m;
     m.tile_m = detail::sourced_count(shape, "tile_m", sink);
     m.tile_n = detail::sourced_count(shape, "tile_n", sink);
+    if (shape.has("alternative_tiles")) {
+      m.alternative_tiles = detail::sourced_tiles(shape, "alternative_tiles", sink);
+    }
     m.units = detail::sourced_count(shape, "units", sink);
     m.k_half = detail::sourced_non_negative_number(shape, "k_half", sink);
     m.call_overhead = detail::sourced_duration(shape, "call_overhead", sink, /*allow_zero=*/true);
@@ -77,6 +116,15 @@ void read_efficiency(JsonObject& chip_obj, Chip& chip, SourceSink& sink) {
         detail::sourced_choice(shape, "batched", {"one_call", "per_matrix"}, sink) == "per_matrix";
     shape.finish();
     chip.efficiency.matmul_shape = m;
+  }
+  if (eff.has("matmul_fp8")) {
+    chip.efficiency.matmul_fp8 = detail::sourced_fraction(eff, "matmul_fp8", sink);
+  }
+  if (eff.has("comm_units")) {
+    chip.efficiency.comm_units = detail::sourced_count(eff, "comm_units", sink);
+  }
+  if (eff.has("attention")) {
+    chip.efficiency.attention = read_attention(eff, sink);
   }
   eff.finish();
 }
@@ -119,6 +167,11 @@ void read_gpu_parts(JsonObject& obj, Chip& chip, SourceSink& sink) {
   g.max_threads_per_sm = detail::sourced_count(gpu, "max_threads_per_sm", sink);
   g.smem_per_sm = detail::sourced_bytes(gpu, "smem_per_sm", sink);
   g.max_blocks_per_sm = detail::sourced_count(gpu, "max_blocks_per_sm", sink);
+  if (gpu.has("architecture")) {
+    const std::string a =
+        detail::sourced_choice(gpu, "architecture", enum_choices<GpuArchitecture>(), sink);
+    g.architecture = parse_enum<GpuArchitecture>(a);
+  }
   gpu.finish();
   chip.gpu = g;
 }

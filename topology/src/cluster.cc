@@ -235,7 +235,7 @@ ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes) {
   if (spec.scale_up == ScaleUpFabric::kIciTorus) {
     fail(spec, "/nodes",
          fmt::format("cannot set nodes of TPU cluster \"{}\": a TPU slice is sized by its torus "
-                     "shape (use resize_torus)",
+                     "shape, e.g. 8x16x16",
                      spec.name));
   }
   if (nodes <= 0) {
@@ -334,7 +334,7 @@ ClusterSpec resize_torus(ClusterSpec spec, std::vector<int64_t> shape) {
   if (spec.scale_up != ScaleUpFabric::kIciTorus) {
     fail(spec, "/scale_up/shape",
          fmt::format("cannot set a torus shape on \"{}\": its scale-up fabric is {}, not "
-                     "ici_torus (use resize_nodes)",
+                     "ici_torus: a GPU cluster is sized by its number of nodes",
                      spec.name, to_string(spec.scale_up)));
   }
   check_torus_size(spec, shape, spec.slices, "/scale_up/shape");

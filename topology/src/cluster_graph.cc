@@ -43,7 +43,7 @@ NameTable read_switches(JsonObject& graph, const ClusterSpec& spec, GraphSpec& o
   }
   std::vector<JsonObject> entries = graph.object_array("switches");
   if (static_cast<int64_t>(entries.size()) > kMaxDevices) {
-    graph.fail("switches", fmt::format("{} switches, above the limit of {} (2^15) for an explicit "
+    graph.fail("switches", fmt::format("{} switches, above the limit of {} (2^17) for an explicit "
                                        "graph",
                                        entries.size(), kMaxDevices));
   }

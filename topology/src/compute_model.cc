@@ -1,36 +1,85 @@
 #include "meshsim/topology/compute_model.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "meshsim/sim/checked.h"
 #include "meshsim/sim/error.h"
 
 namespace meshsim::topology {
 namespace {
 
-// GEMMs (the planner gives them a MatmulShape: projections, attention's batched GEMMs, flash
-// attention) run on the matrix units; everything else on the vector units.
-bool on_matrix_units(const ComputeWork& w) { return w.shape.has_value(); }
+// Query rows of one attention CTA (FlashAttention-2/3 and cuDNN tile the queries by 128 at the
+// head dimensions modelled).
+constexpr int64_t kAttentionBlock = 128;
+
+// GEMMs (the planner gives them a MatmulShape: projections, naive attention's batched GEMMs) and
+// fused attention run on the matrix units; everything else on the vector units.
+bool on_matrix_units(const ComputeWork& w) { return w.shape.has_value() || w.attention; }
 
 // For a >= 0, b > 0, without forming a + b - 1 (which overflows near 2^63).
 int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 
+double tile_quantization(int64_t tile_m, int64_t tile_n, int64_t units, const MatmulShape& s) {
+  const int64_t tiles = checked_product({s.batch, ceil_div(s.m, tile_m), ceil_div(s.n, tile_n)},
+                                        "output tiles of a GEMM");
+  const int64_t waves = ceil_div(tiles, units);
+  const double computed = static_cast<double>(waves) * static_cast<double>(units) *
+                          static_cast<double>(tile_m) * static_cast<double>(tile_n);
+  return static_cast<double>(s.batch) * static_cast<double>(s.m) * static_cast<double>(s.n) /
+         computed;
+}
+
 }  // namespace
 
-double wave_quantization(const MatmulShapeEfficiency& model, const MatmulShape& shape) {
+double wave_quantization(const MatmulShapeEfficiency& model, const MatmulShape& shape,
+                         int64_t units) {
   SIM_CHECK(shape.m > 0 && shape.n > 0 && shape.k > 0 && shape.batch > 0,
             "GEMM shape {}x{}x{} (batch {}) must be positive", shape.m, shape.k, shape.n,
             shape.batch);
-  const int64_t tiles = checked_product(
-      {shape.batch, ceil_div(shape.m, model.tile_m), ceil_div(shape.n, model.tile_n)},
-      "output tiles of a GEMM");
-  const int64_t waves = ceil_div(tiles, model.units);
-  const double computed = static_cast<double>(waves) * static_cast<double>(model.units) *
-                          static_cast<double>(model.tile_m) * static_cast<double>(model.tile_n);
-  return static_cast<double>(shape.batch) * static_cast<double>(shape.m) *
-         static_cast<double>(shape.n) / computed;
+  SIM_CHECK(units > 0, "{} units", units);
+  double q = tile_quantization(model.tile_m, model.tile_n, units, shape);
+  for (const auto& [tm, tn] : model.alternative_tiles) {
+    q = std::max(q, tile_quantization(tm, tn, units, shape));
+  }
+  return q;
+}
+
+double wave_quantization(const MatmulShapeEfficiency& model, const MatmulShape& shape) {
+  return wave_quantization(model, shape, model.units);
 }
 
 int64_t gemm_calls(const MatmulShapeEfficiency& model, const MatmulShape& shape) {
   return model.per_matrix_calls ? shape.batch : 1;
+}
+
+const AttentionEfficiency* attention_fit(const Efficiency& e, const AttentionShape& a) {
+  const AttentionPass pass = a.backward ? AttentionPass::kBackward : AttentionPass::kForward;
+  const AttentionEfficiency* best = nullptr;
+  // Preference: the implementation's matmul stand-in; then the kernel's own pass over the
+  // combined series, the same causal mask over the other, the nearest head dimension (log scale,
+  // ties to the larger).
+  const auto score = [&](const AttentionEfficiency& f) {
+    const double dim =
+        std::fabs(std::log2(static_cast<double>(f.head_dim) / static_cast<double>(a.head_dim)));
+    return (f.pass == pass ? 0.0 : 100.0) + (f.causal == a.causal ? 0.0 : 1000.0) + dim -
+           (f.head_dim > a.head_dim ? 1e-6 : 0.0);
+  };
+  for (const AttentionEfficiency& f : e.attention) {
+    if (f.impl != a.impl) {
+      continue;
+    }
+    if (f.as_matmul) {
+      return &f;
+    }
+    if (f.pass != pass && f.pass != AttentionPass::kForwardBackward) {
+      continue;
+    }
+    if (best == nullptr || score(f) < score(*best)) {
+      best = &f;
+    }
+  }
+  return best;
 }
 
 RooflineComputeModel::RooflineComputeModel(Chip chip) : chip_(std::move(chip)) {}
@@ -48,16 +97,74 @@ FlopsPerSec RooflineComputeModel::flop_rate(const ComputeWork& work) const {
   return *chip_.peak(Dtype::kBf16);
 }
 
-double RooflineComputeModel::flop_efficiency(const ComputeWork& work) const {
-  if (!on_matrix_units(work)) {
+int64_t RooflineComputeModel::units_left(const ComputeContext& context) const {
+  const auto& shape = chip_.efficiency.matmul_shape;
+  if (!shape) {
+    return 1;
+  }
+  const auto& comm = chip_.efficiency.comm_units;
+  if (!comm || context.collectives_in_flight <= 0) {
+    return shape->units;
+  }
+  const int64_t held = std::min(shape->units - 1, *comm * context.collectives_in_flight);
+  return shape->units - held;
+}
+
+double RooflineComputeModel::gemm_efficiency(const ComputeWork& work, int64_t units) const {
+  const Efficiency& e = chip_.efficiency;
+  double eff = work.dtype == Dtype::kFp8 ? e.matmul_fp8.value_or(e.matmul) : e.matmul;
+  if (const auto& m = e.matmul_shape) {
+    const auto k = static_cast<double>(work.shape->k);
+    eff *= wave_quantization(*m, *work.shape, units) * k / (k + m->k_half) *
+           static_cast<double>(units) / static_cast<double>(m->units);
+  }
+  return eff;
+}
+
+double RooflineComputeModel::attention_efficiency(const AttentionEfficiency& fit,
+                                                  const AttentionShape& a, int64_t units) const {
+  const auto s = static_cast<double>(a.seq_kv);
+  double eff = fit.e_inf * s / (s + fit.s_half);
+  if (const auto& m = chip_.efficiency.matmul_shape) {
+    const int64_t ctas = checked_product({a.batch_heads, ceil_div(a.seq_q, kAttentionBlock)},
+                                         "attention CTAs of a kernel");
+    const int64_t waves = ceil_div(ctas, units);
+    eff *= static_cast<double>(ctas) / static_cast<double>(waves * m->units);
+  }
+  return eff;
+}
+
+const AttentionEfficiency* RooflineComputeModel::measured_attention(const ComputeWork& w) const {
+  if (!w.attention) {
+    return nullptr;
+  }
+  const AttentionEfficiency* fit = attention_fit(chip_.efficiency, *w.attention);
+  return fit != nullptr && !fit->as_matmul ? fit : nullptr;
+}
+
+double RooflineComputeModel::flop_efficiency(const ComputeWork& work,
+                                             const ComputeContext& context) const {
+  const int64_t units = units_left(context);
+  if (const AttentionEfficiency* fit = measured_attention(work)) {
+    return attention_efficiency(*fit, *work.attention, units);
+  }
+  SIM_CHECK(!work.attention || chip_.efficiency.attention.empty() ||
+                attention_fit(chip_.efficiency, *work.attention) != nullptr,
+            "{} has no {} attention fit (the edge checks the implementation against the chip)",
+            chip_.name, to_string(work.attention->impl));
+  if (!work.shape) {
     return 1.0;
   }
-  double e = chip_.efficiency.matmul;
-  if (const auto& m = chip_.efficiency.matmul_shape) {
-    const auto k = static_cast<double>(work.shape->k);
-    e *= wave_quantization(*m, *work.shape) * k / (k + m->k_half);
+  if (work.attention) {
+    // An attention kernel without measurements (TPU Pallas flash/splash): its FLOPs at the GEMM
+    // model's efficiency for its P V product, which streams the keys through the matrix units
+    // (reduction over the key length); Q K^T reduces over the head dimension only and is as long.
+    ComputeWork pv = work;
+    const AttentionShape& a = *work.attention;
+    pv.shape = MatmulShape{a.seq_q, a.seq_kv, a.head_dim, a.batch_heads};
+    return gemm_efficiency(pv, units);
   }
-  return e;
+  return gemm_efficiency(work, units);
 }
 
 BytesPerSec RooflineComputeModel::memory_bandwidth(const ComputeWork& work) const {
@@ -67,13 +174,15 @@ BytesPerSec RooflineComputeModel::memory_bandwidth(const ComputeWork& work) cons
   return chip_.hbm_bandwidth;
 }
 
-KernelTime RooflineComputeModel::kernel_time(const ComputeWork& work) const {
+KernelTime RooflineComputeModel::kernel_time(const ComputeWork& work,
+                                             const ComputeContext& context) const {
   KernelTime t;
-  t.flops_bound = work.flops / (flop_rate(work) * flop_efficiency(work));
+  t.flops_bound = work.flops / (flop_rate(work) * flop_efficiency(work, context));
   t.memory_bound =
       work.bytes / (memory_bandwidth(work) * chip_.efficiency.memory_for(work.op_class));
   t.overhead = chip_.efficiency.launch_overhead;
-  if (const auto& m = chip_.efficiency.matmul_shape; m && on_matrix_units(work)) {
+  const bool gemm = work.shape.has_value() && measured_attention(work) == nullptr;
+  if (const auto& m = chip_.efficiency.matmul_shape; m && gemm) {
     t.overhead = t.overhead + m->call_overhead * gemm_calls(*m, *work.shape);
   }
   return t;
@@ -81,6 +190,11 @@ KernelTime RooflineComputeModel::kernel_time(const ComputeWork& work) const {
 
 Duration RooflineComputeModel::compute_time(RankId /*rank*/, const ComputeWork& work) const {
   return kernel_time(work).total();
+}
+
+Duration RooflineComputeModel::compute_time_in(RankId /*rank*/, const ComputeWork& work,
+                                               const ComputeContext& context) const {
+  return kernel_time(work, context).total();
 }
 
 }  // namespace meshsim::topology

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -179,6 +180,27 @@ double parse_frequency_hz(std::string_view text) {
   }
   throw UnitParseError(fmt::format("\"{}\": unknown frequency unit \"{}\" (expected e.g. {})", text,
                                    unit, kExamples));
+}
+
+std::vector<std::array<int64_t, 2>> sourced_tiles(JsonObject& parent, const std::string& key,
+                                                  SourceSink& sink) {
+  return read_sourced(parent, key, sink, [](JsonObject& leaf) {
+    const nlohmann::json& v = leaf.raw("value");
+    std::vector<std::array<int64_t, 2>> tiles;
+    const bool ok = v.is_array() && std::all_of(v.begin(), v.end(), [](const nlohmann::json& t) {
+      return t.is_array() && t.size() == 2 && t[0].is_number_integer() &&
+             t[1].is_number_integer() && t[0].get<int64_t>() > 0 && t[1].get<int64_t>() > 0;
+    });
+    if (!ok) {
+      leaf.fail("value", fmt::format("expected tiles as [[rows, columns], ...] of positive "
+                                     "integers, got {}",
+                                     describe_json(v)));
+    }
+    for (const nlohmann::json& t : v) {
+      tiles.push_back({t[0].get<int64_t>(), t[1].get<int64_t>()});
+    }
+    return tiles;
+  });
 }
 
 }  // namespace meshsim::topology::detail

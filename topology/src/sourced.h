@@ -12,6 +12,7 @@
 // bounds them. Far above any real part, they keep every product of two figures in 64 bits.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -51,6 +52,9 @@ double sourced_non_negative_number(JsonObject& parent, const std::string& key, S
 // A string value that must be one of `choices`.
 std::string sourced_choice(JsonObject& parent, const std::string& key,
                            const std::vector<std::string>& choices, SourceSink& sink);
+// [[m, n], ...]: GEMM tiles, each extent positive.
+std::vector<std::array<int64_t, 2>> sourced_tiles(JsonObject& parent, const std::string& key,
+                                                  SourceSink& sink);
 // "1.98GHz", "1050MHz", "1.5e9Hz"; returns hertz.
 double sourced_frequency(JsonObject& parent, const std::string& key, SourceSink& sink);
 

@@ -50,7 +50,7 @@ void add_attention(const ModelConfig& m, const ParallelPlan& p, Recompute recomp
   a.k = bytes_of({d.e, d.sb, d.w.kv_heads, d.head_dim});
   a.v = a.k;
   a.attention_output = a.q;
-  if (p.attention == AttentionKernel::kFlash) {
+  if (p.attention != AttentionKernel::kNaive) {
     a.softmax_statistics = bytes_of({4, d.w.q_heads, d.sb});
     return;
   }

@@ -36,6 +36,11 @@ inline ComputeWork memory_bound(OpClass cls, double flops_per_element, int64_t e
   return w;
 }
 
+// A cast, amax or transpose kernel of an FP8 recipe over `elements` values moving `bytes`.
+inline ComputeWork quantize_work(int64_t elements, int64_t bytes) {
+  return memory_bound(OpClass::kQuantize, 2.0, elements, bytes);
+}
+
 // Rank-local sizes of the partitioned layer.
 struct Dims {
   int64_t tokens;     // T: tokens of the rank's sequence chunk (b*s/CP)
@@ -95,6 +100,24 @@ class Items {
     items_.push_back(CommSpec{std::move(name), kind, op, bytes, async});
   }
   void ring(RingSpec r) { items_.push_back(std::move(r)); }
+  // FP8 runs (the linear layers' GEMMs in FP8): the recipe's cast of `elements` bf16 values to
+  // FP8, with the transposed copy the other GEMM layout needs (Transformer Engine's
+  // cast_transpose: read 2 bytes, write 1 + 1 per element), preceded under current scaling by the
+  // amax pass that reads them once more. Nothing in other precisions.
+  void fp8_cast(const std::string& name, int64_t elements) {
+    if (c_.plan.matmul_dtype != Dtype::kFp8) {
+      return;
+    }
+    if (c_.plan.fp8_scaling == Fp8Scaling::kCurrent) {
+      kernel(name + ".amax", quantize_work(elements, 2 * elements));
+    }
+    kernel(name + ".cast_transpose", quantize_work(elements, 4 * elements));
+  }
+  // Whether the norm before a column-parallel GEMM writes its FP8 input itself (Transformer
+  // Engine's LayerNormLinear, under fused kernels) rather than a cast kernel doing it.
+  bool norm_casts_fp8() const {
+    return c_.plan.kernels == Kernels::kFused && c_.plan.fp8_scaling == Fp8Scaling::kDelayed;
+  }
   Bytes activation_bytes() const { return Bytes::of(d_.tokens * d_.h * c_.plan.activation_bytes); }
   bool tensor_parallel() const { return c_.plan.tp > 1; }
   const LayerContext& context() const { return c_; }

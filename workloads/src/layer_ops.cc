@@ -32,10 +32,15 @@ void norm_items(Items& it, const std::string& name, int64_t tokens, bool backwar
 }
 
 // out = x + y: read two, write one. Forward: the residual add; backward: autograd's sum of the
-// two gradients of the residual stream (the skip and the norm's input).
-void residual_items(Items& it, const std::string& name) {
+// two gradients of the residual stream (the skip and the norm's input). With dropout, the add is
+// Megatron's fused bias-dropout-add (megatron/model/transformer.py bias_dropout_add_fused_train
+// @ 6985e589): it also writes a one-byte mask per element, which its backward reads; `masks` is
+// the number of such masks the kernel moves.
+void residual_items(Items& it, const std::string& name, int64_t masks) {
   const int64_t el = it.dims().sp_tokens * it.dims().h;
-  it.kernel(name, memory_bound(OpClass::kElementwise, 1.0, el, 3 * it.context().plan.activation_bytes * el));
+  const int64_t mask_bytes = it.context().model.dropout ? masks * el : 0;
+  it.kernel(name, memory_bound(OpClass::kElementwise, 1.0, el,
+                               3 * it.context().plan.activation_bytes * el + mask_bytes));
 }
 
 void rope_items(Items& it, bool backward) {
@@ -52,11 +57,59 @@ void rope_items(Items& it, bool backward) {
             memory_bound(OpClass::kElementwise, 3.0, el, 2 * it.context().plan.activation_bytes * el));
 }
 
+// Attention over materialised scores with fused kernels (Megatron-LM's fused scale-mask-softmax
+// between two batched GEMMs, before flash attention): the score GEMM Q K^T writes the s x s
+// scores of every head, the softmax kernel reads them and writes the probabilities, the context
+// GEMM P V reads those. Backward: dP = dO V^T and dV = P^T dO, the softmax backward (reads P and
+// dP, writes dS), dQ = dS K and dK = dS^T Q. The GEMMs compute the full s x s (no causal
+// skipping). With dropout (Megatron-LM 2021: torch.nn.Dropout on the probabilities,
+// megatron/model/transformer.py ParallelAttention @ 6985e589), a dropout kernel reads the
+// probabilities and writes the dropped ones and a one-byte mask; its backward reads the
+// gradient and the mask and writes the gradient.
+void naive_attention_items(Items& it, bool backward) {
+  const LayerContext& c = it.context();
+  const Dims& d = it.dims();
+  SIM_CHECK(c.plan.cp == 1, "naive attention with context parallelism (checked by the plan)");
+  const int64_t e = c.plan.activation_bytes;
+  const int64_t dh = c.model.head_dim;
+  const int64_t bn = d.b * d.heads;
+  const int64_t scores = bn * d.s * d.s;
+  const OpClass a = OpClass::kAttention;
+  const auto bmm = [&](const std::string& name, int64_t m, int64_t k, int64_t n) {
+    ComputeWork w = matmul(m, k, n, bn, c.plan.matmul_dtype == Dtype::kFp8 ? Dtype::kBf16
+                                                                           : c.plan.matmul_dtype,
+                           e);
+    w.op_class = a;
+    it.kernel(name, w);
+  };
+  if (!backward) {
+    bmm("attention.scores", d.s, dh, d.s);
+    it.kernel("attention.softmax", memory_bound(a, 5.0, scores, 2 * e * scores));
+    if (c.model.dropout) {
+      it.kernel("attention.dropout", memory_bound(a, 1.0, scores, (2 * e + 1) * scores));
+    }
+    bmm("attention.context", d.s, d.s, dh);
+    return;
+  }
+  bmm("attention.bwd.dprobs", d.s, dh, d.s);
+  bmm("attention.bwd.dv", d.s, d.s, dh);
+  if (c.model.dropout) {
+    it.kernel("attention.bwd.dropout", memory_bound(a, 1.0, scores, (2 * e + 1) * scores));
+  }
+  it.kernel("attention.bwd.softmax", memory_bound(a, 4.0, scores, 3 * e * scores));
+  bmm("attention.bwd.dq", d.s, d.s, dh);
+  bmm("attention.bwd.dk", d.s, d.s, dh);
+}
+
 void attention_items(Items& it, bool backward) {
   const LayerContext& c = it.context();
   const Dims& d = it.dims();
   if (eager(c)) {
     eager_attention(it, backward);
+    return;
+  }
+  if (c.plan.attention == AttentionKernel::kNaive) {
+    naive_attention_items(it, backward);
     return;
   }
   const std::string name = backward ? "attention.bwd" : "attention";
@@ -126,6 +179,9 @@ void mlp_items(Items& it, bool backward) {
   // The MLP is column-parallel in (up, or the router with MoE) and row-parallel out (down, or
   // MoE's combine).
   if (!backward) {
+    if (!it.norm_casts_fp8()) {
+      it.fp8_cast(std::string(up) + ".input", d.sp_tokens * d.h);
+    }
     if (m.moe) {
       it.column_gemm("mlp", "router", d.tokens, d.h, m.moe->num_experts);
       it.kernel("dispatch", permute);
@@ -135,6 +191,7 @@ void mlp_items(Items& it, bool backward) {
       it.column_gemm("mlp", up, md.rows, d.h, up_n, md.batch);
     }
     activation_items(it, act_el, false);
+    it.fp8_cast(std::string(down) + ".input", act_el);
     if (m.moe) {
       it.gemm(down, md.rows, d.f, d.h, md.batch);
       a2a("combine.ep_alltoall");
@@ -145,6 +202,7 @@ void mlp_items(Items& it, bool backward) {
     }
     return;
   }
+  it.fp8_cast(std::string(down) + ".grad_output", d.sp_tokens * d.h);
   if (m.moe) {
     it.tp_gather_grad("mlp.bwd");
     it.kernel("combine.bwd", permute);
@@ -157,6 +215,7 @@ void mlp_items(Items& it, bool backward) {
   if (eager(c) && gated) {
     eager_copy(it, "mlp_up.split.bwd", md.rows * md.batch * up_n);
   }
+  it.fp8_cast(std::string(up) + ".grad_output", md.rows * md.batch * up_n);
   it.column_bwd(up, md.rows, d.h, up_n, md.batch);
   if (m.moe) {
     a2a("dispatch.bwd.ep_alltoall");
@@ -169,7 +228,7 @@ void mlp_items(Items& it, bool backward) {
 
 // The attention core of the rank: its heads (1/TP) over its query chunk (1/CP of the causal work).
 ComputeWork attention_work(const LayerContext& c, const Dims& d, bool backward) {
-  const bool flash = c.plan.attention == AttentionKernel::kFlash;
+  const bool flash = c.plan.attention != AttentionKernel::kNaive;
   const double s2q = static_cast<double>(d.b) * static_cast<double>(d.s) *
                      static_cast<double>(d.s) * static_cast<double>(d.q) /
                      static_cast<double>(c.plan.cp);
@@ -182,12 +241,19 @@ ComputeWork attention_work(const LayerContext& c, const Dims& d, bool backward) 
   const int64_t o = d.tokens * d.q * c.plan.activation_bytes;
   // Forward reads Q, K, V and writes O; backward reads Q, K, V, O, dO and writes dQ, dK, dV.
   int64_t bytes = backward ? 2 * qkv + 2 * o : qkv + o;
+  const int64_t q_len = d.tokens / d.b;  // the rank's queries of each sequence
   if (!flash) {
-    const int64_t scores = d.b * d.heads * d.tokens * d.s * c.plan.activation_bytes;
+    const int64_t scores = d.b * d.heads * q_len * d.s * c.plan.activation_bytes;
     bytes += (backward ? 6 : 4) * scores;
   }
   w.bytes = Bytes::of(bytes);
-  w.shape = MatmulShape{d.tokens, c.model.head_dim, d.s, d.b * d.heads};
+  w.shape = MatmulShape{q_len, c.model.head_dim, d.s, d.b * d.heads};
+  if (const std::optional<AttentionImpl> impl = fused_attention(c.plan.attention)) {
+    // The rank's query chunk (T / b tokens of each sequence) against its keys: the whole
+    // sequence, or one CP chunk per ring step (the chunk kernel of attention_items).
+    w.attention = AttentionShape{*impl, backward, true, d.b * d.heads, q_len, q_len,
+                                 c.model.head_dim};
+  }
   return w;
 }
 
@@ -232,17 +298,21 @@ std::vector<LayerItem> layer_forward(const LayerContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);
   norm_items(it, "attn_norm", d.sp_tokens, false);
+  if (!it.norm_casts_fp8()) {
+    it.fp8_cast("qkv.input", d.sp_tokens * d.h);
+  }
   it.column_gemm("qkv", "qkv", d.tokens, d.h, d.q + 2 * d.kv);
   rope_items(it, false);
   attention_items(it, false);
   if (eager(c)) {  // o.transpose(1, 2).reshape(b, s, q): a copy into token-major layout
     eager_copy(it, "attention.out_copy", d.tokens * d.q);
   }
+  it.fp8_cast("attn_out.input", d.tokens * d.q);
   it.row_gemm("attn_out", "attn_out", d.tokens, d.q, d.h);
-  residual_items(it, "residual_attn");
+  residual_items(it, "residual_attn", 1);
   norm_items(it, "mlp_norm", d.sp_tokens, false);
   mlp_items(it, false);
-  residual_items(it, "residual_mlp");
+  residual_items(it, "residual_mlp", 1);
   return it.take();
 }
 
@@ -251,7 +321,8 @@ std::vector<LayerItem> layer_backward(const LayerContext& c) {
   Items it(c, d);
   mlp_items(it, true);
   norm_items(it, "mlp_norm.bwd", d.sp_tokens, true);
-  residual_items(it, "residual.bwd");
+  residual_items(it, "residual.bwd", 2);
+  it.fp8_cast("attn_out.grad_output", d.sp_tokens * d.h);
   it.row_gemm_bwd("attn_out.bwd", "attn_out", d.tokens, d.q, d.h);
   if (eager(c)) {
     eager_copy(it, "attention.out_copy.bwd", d.tokens * d.q);
@@ -261,15 +332,33 @@ std::vector<LayerItem> layer_backward(const LayerContext& c) {
   if (eager(c)) {  // the gradients of the Q, K and V slices, concatenated for the QKV GEMM
     eager_copy(it, "qkv.split.bwd", d.tokens * (d.q + 2 * d.kv));
   }
+  it.fp8_cast("qkv.grad_output", d.tokens * (d.q + 2 * d.kv));
   it.column_bwd("qkv", d.tokens, d.h, d.q + 2 * d.kv);
   norm_items(it, "attn_norm.bwd", d.sp_tokens, true);
   if (eager(c)) {  // autograd sums the residual stream's two gradients at each norm's input
-    residual_items(it, "residual_attn.bwd");
+    residual_items(it, "residual_attn.bwd", 0);
   }
   return it.take();
 }
 
-std::vector<LayerItem> head_forward(const LayerContext& c) {
+namespace {
+
+// The LM head's GEMMs run in the activations' precision also in FP8 runs: Transformer Engine's
+// FP8 covers the transformer layers' linears, Megatron's output layer is a plain
+// ColumnParallelLinear.
+ParallelPlan head_plan(const ParallelPlan& p) {
+  ParallelPlan h = p;
+  if (h.matmul_dtype == Dtype::kFp8) {
+    h.matmul_dtype = Dtype::kBf16;
+  }
+  return h;
+}
+
+}  // namespace
+
+std::vector<LayerItem> head_forward(const LayerContext& layer) {
+  const ParallelPlan plan = head_plan(layer.plan);
+  const LayerContext c{layer.model, plan, layer.stage};
   const Dims d = dims_of(c);
   Items it(c, d);
   norm_items(it, "final_norm", d.sp_tokens, false);
@@ -291,7 +380,9 @@ std::vector<LayerItem> head_forward(const LayerContext& c) {
   return it.take();
 }
 
-std::vector<LayerItem> head_backward(const LayerContext& c) {
+std::vector<LayerItem> head_backward(const LayerContext& layer) {
+  const ParallelPlan plan = head_plan(layer.plan);
+  const LayerContext c{layer.model, plan, layer.stage};
   const Dims d = dims_of(c);
   Items it(c, d);
   if (eager(c)) {
@@ -300,6 +391,34 @@ std::vector<LayerItem> head_backward(const LayerContext& c) {
   it.column_bwd("lm_head", d.tokens, d.h, d.vocab);
   norm_items(it, "final_norm.bwd", d.sp_tokens, true);
   return it.take();
+}
+
+std::vector<KernelSpec> step_work(const LayerContext& c, int64_t params, int64_t layer_weights) {
+  std::vector<KernelSpec> out;
+  const ParallelPlan& p = c.plan;
+  const int64_t g = params * p.state.gradient;
+  if (p.matmul_dtype == Dtype::kFp16) {
+    // Dynamic loss scaling: the gradients are unscaled and checked for inf/nan (Apex's and
+    // Megatron's multi-tensor unscale), one pass reading and writing them.
+    out.push_back({"loss_scale.unscale_check",
+                   memory_bound(OpClass::kOptimizer, 2.0, params, 2 * g)});
+  }
+  if (p.step_work.grad_norm) {
+    // Clipping by global norm: every local gradient read once (the norm's all-reduce of one
+    // value is latency, not modelled).
+    out.push_back({"grad_norm", memory_bound(OpClass::kOptimizer, 2.0, params, g)});
+  }
+  if (p.matmul_dtype == Dtype::kFp8 && layer_weights > 0) {
+    // The linear layers' weights cast to FP8 with their transposes once per step (Transformer
+    // Engine caches them over the microbatches: is_first_microbatch).
+    const Dims d = dims_of(c);
+    Items it(c, d);
+    it.fp8_cast("fp8.weights", layer_weights);
+    for (LayerItem& item : it.take()) {
+      out.push_back(std::get<KernelSpec>(std::move(item)));
+    }
+  }
+  return out;
 }
 
 std::vector<KernelSpec> optimizer_step(const std::vector<int64_t>& tensors,

@@ -106,6 +106,10 @@ std::vector<LayerItem> head_forward(const LayerContext& c);  // final norm, LM h
 std::vector<LayerItem> head_backward(const LayerContext& c);
 std::vector<LayerItem> layer_backward(const LayerContext& c);
 std::vector<LayerItem> embedding_backward(const LayerContext& c);
+// The per-step work of the plan outside the layers (its stack's StepWork, fp16 loss scaling, FP8
+// weight casts) over the rank's `params` local parameters and `layer_weights` elements of its
+// layers' linear weights, run before the optimizer.
+std::vector<KernelSpec> step_work(const LayerContext& c, int64_t params, int64_t layer_weights);
 // AdamW over the parameter tensors the rank updates (element counts, after TP and ZeRO sharding).
 std::vector<KernelSpec> optimizer_step(const std::vector<int64_t>& tensors,
                                        const ModelStateBytes& state, OptimizerKernels kernels);

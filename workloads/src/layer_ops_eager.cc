@@ -136,7 +136,8 @@ void eager_rope(Items& it, bool backward) {
 // GEMM, the scale, the mask (ones, triu, masked_fill), the softmax (in fp32), the second batched
 // GEMM. Backward: the four GEMMs' counterparts, softmax backward, masked_fill and scale of the
 // gradient, and index_select_backward (a zero-filled K/V gradient with the query heads'
-// gradients added in). "sdpa" (kFlash): the GQA copies around one flash kernel.
+// gradients added in). With dropout, a dropout kernel on the probabilities each way. "sdpa"
+// (kFlash): the GQA copies around one flash kernel (which applies dropout inside).
 void eager_attention(Items& it, bool backward) {
   const LayerContext& c = it.context();
   const Dims& d = it.dims();
@@ -154,7 +155,7 @@ void eager_attention(Items& it, bool backward) {
       op(it, p + t + ".index_select", a, 0, d.tokens * d.kv * e, d.tokens * d.q * e);
     }
   }
-  if (c.plan.attention == AttentionKernel::kFlash) {
+  if (c.plan.attention != AttentionKernel::kNaive) {
     it.kernel(p + ".sdpa", attention_work(c, d, backward));
   } else if (!backward) {
     op(it, p + ".q_contiguous", a, 0, d.tokens * d.q * e, d.tokens * d.q * e);
@@ -166,10 +167,16 @@ void eager_attention(Items& it, bool backward) {
     cast(it, p + ".scores_to_fp32", a, scores, true);
     op(it, p + ".softmax", a, 5.0 * to_d(scores), 2 * scores * kF32, scores * kF32);
     cast(it, p + ".probs_to_act", a, scores, false);
+    if (c.model.dropout) {  // aten native_dropout: the dropped probabilities and a bool mask
+      op(it, p + ".dropout", a, to_d(scores), scores * e, scores * e + scores);
+    }
     attention_gemm(it, p + ".pv", d.s, d.s, dh, bn);
   } else {
     attention_gemm(it, p + ".pv.dprobs", d.s, dh, d.s, bn);
     attention_gemm(it, p + ".pv.dv", d.s, d.s, dh, bn);
+    if (c.model.dropout) {  // native_dropout_backward: the gradient times the mask
+      op(it, p + ".dropout", a, to_d(scores), scores * e + scores, scores * e);
+    }
     cast(it, p + ".dprobs_to_fp32", a, scores, true);
     op(it, p + ".softmax", a, 3.0 * to_d(scores), 2 * scores * kF32, scores * kF32);
     cast(it, p + ".dscores_to_act", a, scores, false);

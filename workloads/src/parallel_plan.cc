@@ -9,6 +9,24 @@
 
 namespace meshsim::workloads {
 
+std::optional<AttentionImpl> fused_attention(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::kFlash:
+      return AttentionImpl::kFlash2;
+    case AttentionKernel::kFlash3:
+      return AttentionImpl::kFlash3;
+    case AttentionKernel::kCudnn:
+      return AttentionImpl::kCudnn;
+    case AttentionKernel::kSplash:
+      return AttentionImpl::kSplash;
+    case AttentionKernel::kTriton:
+      return AttentionImpl::kTriton;
+    case AttentionKernel::kNaive:
+      break;
+  }
+  return std::nullopt;
+}
+
 void ParallelPlan::set_training_dtype(Dtype dtype) {
   matmul_dtype = dtype;
   const bool fp32 = dtype == Dtype::kFp32 || dtype == Dtype::kTf32;
@@ -43,7 +61,7 @@ SizeLimit limit_of(PlanField field) {
     case F::kGbs:
       return {PlanLimits::kGbs, "sequences per step; Llama 3 trained with 2,048"};
     default:
-      return {PlanLimits::kRanks, "ranks: the largest cluster meshsim simulates has 32,768 "
+      return {PlanLimits::kRanks, "ranks: the largest cluster meshsim simulates has 131,072 "
                                   "devices"};
   }
 }
@@ -65,7 +83,7 @@ void check_sizes(const ParallelPlan& p) {
                                  {F::kMbs, p.mbs}, {F::kGbs, p.gbs}, {F::kSeq, p.seq}}) {
     check_size(field, v);
   }
-  // Each degree is at most 2^15, so the products below are exact before they are compared.
+  // Each degree is at most 2^17, so the products below are exact before they are compared.
   const std::optional<int64_t> ranks = try_mul(p.tp * p.cp, p.dp * p.pp);
   if (!ranks || *ranks > PlanLimits::kRanks) {
     bad(F::kDp, fmt::format("tp {} x cp {} x dp {} x pp {} is more than {} ranks, the largest "
@@ -180,10 +198,6 @@ void check_experts(const ModelConfig& m, const ParallelPlan& p) {
 }
 
 void check_combinations(const ModelConfig& m, const ParallelPlan& p) {
-  if (p.matmul_dtype == Dtype::kFp16) {
-    bad(F::kDtype, "fp16 training (loss scaling) is not modelled; expected bf16, fp8, fp32 or "
-                   "tf32");
-  }
   if (p.schedule == PipelineSchedule::kZeroBubble && p.recompute == Recompute::kFull) {
     bad(F::kRecompute, "full recompute with the zero-bubble schedule is not modelled (its "
                        "deferred weight gradients need the re-materialised activations); use "
@@ -192,6 +206,10 @@ void check_combinations(const ModelConfig& m, const ParallelPlan& p) {
   if (p.kernels == Kernels::kEager && p.cp > 1) {
     bad(F::kKernels, "eager kernels are modelled without context parallelism (ring attention "
                      "runs as fused chunks); use fused kernels with cp > 1");
+  }
+  if (p.attention == AttentionKernel::kNaive && p.cp > 1) {
+    bad(F::kAttention, "naive attention is modelled without context parallelism (ring attention "
+                       "runs flash chunks); use a flash kernel with cp > 1");
   }
   if (p.zero != ZeroStage::kNone && p.dp == 1) {
     bad(F::kZero, "ZeRO shards over the data-parallel group; it needs dp > 1");

@@ -160,12 +160,17 @@ void validate_interleaved(const PipelineConfig& c) {
   require(c.stages >= 2, PlanField::kPp,
           fmt::format("the interleaved schedule needs at least 2 pipeline stages, got pp {}",
                       c.stages));
+  // The nearest multiples of pp (none below pp itself), as microbatches and as global batches.
+  const int64_t below = (c.microbatches / c.stages) * c.stages;
+  const int64_t above = below + c.stages;
+  const std::string suggestion =
+      below > 0 ? fmt::format("{} or {} microbatches (a global batch of {} or {} x dp x mbs)",
+                              below, above, below, above)
+                : fmt::format("{} microbatches (a global batch of {} x dp x mbs)", above, above);
   require(c.microbatches % c.stages == 0, PlanField::kGbs,
           fmt::format("the interleaved schedule runs microbatches in groups of pp (Megatron-LM's "
-                      "rule): {} microbatches per pipeline is not a multiple of pp {}; use e.g. "
-                      "{} or {}",
-                      c.microbatches, c.stages, (c.microbatches / c.stages) * c.stages,
-                      (c.microbatches / c.stages + 1) * c.stages));
+                      "rule): {} microbatches per pipeline is not a multiple of pp {}; use e.g. {}",
+                      c.microbatches, c.stages, suggestion));
 }
 
 }  // namespace

@@ -302,6 +302,15 @@ void StageBuilder::finish(const Scope& last_pass) {
       t = (t + p_.dense_grad_group() - 1) / p_.dense_grad_group();
     }
   }
+  const int64_t local_params = std::accumulate(tensors.begin(), tensors.end(), int64_t{0});
+  int64_t stage_layers = 0;
+  for (const LayerRange& chunk : part_.chunks) {
+    stage_layers += chunk.end - chunk.first;
+  }
+  for (const KernelSpec& k :
+       step_work(ctx_, local_params, stage_layers * part_.params.per_layer())) {
+    compute(step, k);
+  }
   for (const KernelSpec& k : optimizer_step(tensors, p_.state, p_.optimizer_kernels)) {
     compute(step, k);
   }

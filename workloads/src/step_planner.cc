@@ -206,7 +206,23 @@ std::vector<int64_t> simulated_ranks(const RankLayout& layout, SimulationMode mo
   return out;
 }
 
+// One rank of `stage` at its peak: the chunk passes in flight, in whole microbatches' worth of the
+// stage's activations.
+TrainingMemory stage_memory(const StagePartition& stage, const ParallelPlan& plan) {
+  const int64_t in_flight = (max_in_flight(plan.pipeline(), stage.stage) + plan.vpp - 1) / plan.vpp;
+  return training_memory(stage, plan, in_flight);
+}
+
 }  // namespace
+
+std::vector<TrainingMemory> estimate_step_memory(const ModelConfig& model,
+                                                 const ParallelPlan& plan) {
+  std::vector<TrainingMemory> out;
+  for (const StagePartition& stage : partition_stages(model, plan)) {
+    out.push_back(stage_memory(stage, plan));
+  }
+  return out;
+}
 
 StepPlan plan_step(const ModelConfig& model, const ParallelPlan& plan, SimulationMode mode,
                    const std::vector<int64_t>& also_simulate) {
@@ -218,12 +234,9 @@ StepPlan plan_step(const ModelConfig& model, const ParallelPlan& plan, Simulatio
   out.tokens_per_step = plan.gbs * plan.seq;
   out.model_flops_per_step =
       training_flops_per_token(model, plan.seq) * static_cast<double>(out.tokens_per_step);
-  const PipelineConfig pipe = plan.pipeline();
   for (const StagePartition& stage : stages) {
     out.programs.push_back(detail::build_stage_program(model, plan, stage));
-    // Chunk passes in flight, in whole microbatches' worth of the stage's activations.
-    const int64_t in_flight = (max_in_flight(pipe, stage.stage) + plan.vpp - 1) / plan.vpp;
-    out.memory_estimate.push_back(training_memory(stage, plan, in_flight));
+    out.memory_estimate.push_back(stage_memory(stage, plan));
   }
   const RankLayout layout(plan);
   GroupTable groups(layout);

@@ -30,6 +30,10 @@
 namespace meshsim::collectives {
 
 enum class NetworkBackend : uint8_t { kAnalytical, kSimGrid };
+constexpr auto enum_names(NetworkBackend) {
+  return std::to_array<EnumName<NetworkBackend>>(
+      {{NetworkBackend::kAnalytical, "analytical"}, {NetworkBackend::kSimGrid, "simgrid"}});
+}
 
 std::unique_ptr<SharedNetwork> make_network(NetworkBackend backend,
                                             const CollectivePlanner& planner);
@@ -39,6 +43,13 @@ std::unique_ptr<SharedNetwork> make_network(NetworkBackend backend,
 struct LinkUtilisation {
   SimTime from;
   topology::LinkKind kind = topology::LinkKind::kNvlink;
+  double fraction = 0;
+};
+
+// Utilisation of one watched set of links (NetworkCommModel::watch_links) from `from` on.
+struct WatchedUtilisation {
+  SimTime from;
+  size_t set = 0;  // index into the sets given to watch_links
   double fraction = 0;
 };
 
@@ -53,6 +64,10 @@ class NetworkCommModel final : public CommModel {
   void add_rank_images(RankId rank, std::vector<RankId> images);
   // Subscribes to utilisation changes per link kind (analytical backend only).
   void on_utilisation(std::function<void(const LinkUtilisation&)> callback);
+  // Subscribes to the utilisation of each set of links (a degraded NIC's two directions, say):
+  // what the model assigned on them over their capacity. Before anything is planned; once.
+  void watch_links(std::vector<std::vector<LinkId>> sets,
+                   std::function<void(const WatchedUtilisation&)> callback);
 
   TransferId start_collective(SimTime now, CollectiveKind kind, Bytes bytes,
                               std::span<const RankId> group) override;
@@ -96,6 +111,12 @@ class NetworkCommModel final : public CommModel {
   std::vector<double> kind_capacity_;      // per link kind, bytes/s
   std::vector<double> kind_used_;          // per link kind, bytes/s assigned now
   std::vector<double> transfer_rate_;      // per transfer id, bytes/s of progress now
+  // Watched link sets: per set its capacity and use; per shape id its weight on each set.
+  std::vector<std::vector<LinkId>> watched_;
+  std::vector<double> watched_capacity_;
+  std::vector<double> watched_used_;
+  std::vector<std::vector<std::pair<size_t, double>>> watched_weights_;
+  std::function<void(const WatchedUtilisation&)> watched_subscriber_;
 
   DeviceId device_of(RankId r) const;
   const Planned& plan_collective(CollectiveKind kind, Bytes bytes, std::span<const RankId> group);

@@ -11,11 +11,27 @@
 
 namespace meshsim {
 
+// What the engine knows about a rank when one of its compute ops starts.
+struct ComputeContext {
+  // Collectives of the rank in flight on its communication streams (launched, or waiting for
+  // their peers: an NCCL kernel holds its SMs from launch to completion).
+  int32_t collectives_in_flight = 0;
+};
+
 class ComputeCostModel {
  public:
   virtual ~ComputeCostModel() = default;
-  // Time of one compute op on the device that runs `rank`.
+  // Time of one compute op on a nominal device. The engine asks once per op of each program (for
+  // the first rank running it) and applies per-rank differences itself (Simulation::
+  // set_compute_slowdown, set_kernel_jitter), so the answer must not depend on `rank`.
   virtual Duration compute_time(RankId rank, const ComputeWork& work) const = 0;
+  // The same op started while `context` holds (models of interference override it; by default
+  // communication does not slow compute).
+  virtual Duration compute_time_in(RankId rank, const ComputeWork& work,
+                                   const ComputeContext& context) const {
+    (void)context;
+    return compute_time(rank, work);
+  }
 };
 
 

@@ -47,9 +47,10 @@ enum class OpClass : uint8_t {
   kLoss,
   kOptimizer,
   kCopy,
+  kQuantize,  // FP8 casts: scaling, amax, cast and transpose kernels of an FP8 recipe
   kCommunication,
 };
-inline constexpr int kNumOpClasses = 9;
+inline constexpr int kNumOpClasses = 10;
 constexpr auto enum_names(OpClass) {
   return std::to_array<EnumName<OpClass>>({{OpClass::kMatmul, "matmul"},
                                            {OpClass::kAttention, "attention"},
@@ -59,6 +60,7 @@ constexpr auto enum_names(OpClass) {
                                            {OpClass::kLoss, "loss"},
                                            {OpClass::kOptimizer, "optimizer"},
                                            {OpClass::kCopy, "copy"},
+                                           {OpClass::kQuantize, "quantize"},
                                            {OpClass::kCommunication, "communication"}});
 }
 
@@ -107,12 +109,43 @@ struct MatmulShape {
   int64_t batch = 1;
 };
 
+// The fused attention kernels meshsim costs from their own measurements (topology/'s attention
+// class): FlashAttention-2 (the flash-attn package, also PyTorch SDPA's flash backend),
+// FlashAttention-3 (Hopper), cuDNN's fused flash attention (Transformer Engine's FusedAttention,
+// MaxText's cudnn_flash_te), the Pallas flash/splash kernels of JAX on TPU, and FlashAttention's
+// Triton port (flash_attn_triton.py: the FlashAttention-1 algorithm; llm-foundry's attn_impl
+// triton).
+enum class AttentionImpl : uint8_t { kFlash2, kFlash3, kCudnn, kSplash, kTriton };
+constexpr auto enum_names(AttentionImpl) {
+  return std::to_array<EnumName<AttentionImpl>>(
+      {{AttentionImpl::kFlash2, "flash2"},
+       {AttentionImpl::kFlash3, "flash3"},
+       {AttentionImpl::kCudnn, "cudnn"},
+       {AttentionImpl::kSplash, "splash"},
+       {AttentionImpl::kTriton, "triton"}});
+}
+
+// What one fused attention kernel computes: batch_heads independent (query block, key block)
+// products of seq_q queries against seq_kv keys of head_dim, causal or not, forward or backward.
+struct AttentionShape {
+  AttentionImpl impl = AttentionImpl::kFlash2;
+  bool backward = false;
+  bool causal = true;
+  int64_t batch_heads = 1;  // batch x query heads on the rank
+  int64_t seq_q = 0;
+  int64_t seq_kv = 0;
+  int64_t head_dim = 0;
+};
+
 struct ComputeWork {
   OpClass op_class = OpClass::kElementwise;
   Dtype dtype = Dtype::kBf16;
   Flops flops;
   Bytes bytes;  // HBM traffic: bytes read plus bytes written
   std::optional<MatmulShape> shape;
+  // Fused attention: costed by its implementation's measurements (the GEMM shape is kept for
+  // models without them).
+  std::optional<AttentionShape> attention;
 };
 
 // `bytes` is the buffer size in nccl-tests' convention: the full buffer for all-reduce, broadcast
@@ -168,11 +201,16 @@ struct Op {
   OpKind kind() const;
 };
 
-// The most ops one program holds, and the most op instances (ops x the ranks running them) one
-// Simulation runs: 2^24 (16,777,216). The default step simulated in full runs 11.9 M (2,048
-// ranks, ~8 s, ~0.9 GiB, about 80 bytes each); the bound keeps any simulation within about a
-// minute and 2 GiB. Past it, Program::add and Simulation::add_rank throw LimitError.
+// The most ops one program holds: 2^24 (16,777,216; the default step's programs hold a few
+// thousand). Past it, Program::add throws LimitError.
 inline constexpr size_t kMaxOps = size_t{1} << 24;
+// The most op instances (ops x the ranks running them) one Simulation runs: 2^30 (1,073,741,824).
+// The engine keeps 2 bytes of state per instance (a pending-dependency counter, per-op data lives
+// once per program); the 405B layout on 98,304 GPUs simulated in full runs about 0.6 G of them in
+// 41 s of CPU and 1.65 GiB (README, Performance), so the bound keeps a simulation within about a
+// minute or two and 3 GiB, and the engine's 32-bit indices exact. Past it, Simulation::add_rank
+// throws LimitError; it is checked as ranks are added, never in the event loop.
+inline constexpr size_t kMaxOpInstances = size_t{1} << 30;
 
 class Program {
  public:

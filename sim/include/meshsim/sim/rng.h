@@ -27,4 +27,9 @@ class Rng {
   std::array<uint64_t, 4> s_{};
 };
 
+// Stateless draws for values that must not depend on the order they are asked for: a 64-bit hash
+// of (seed, a, b) through SplitMix64's finaliser, and a standard normal from it (Box-Muller).
+uint64_t hash_draw(uint64_t seed, uint64_t a, uint64_t b);
+double standard_normal_at(uint64_t seed, uint64_t a, uint64_t b);
+
 }  // namespace meshsim

@@ -5,7 +5,8 @@
 //  * Each rank has streams (0 = compute, 1.. = communication). A stream runs its ops one at a
 //    time in program order. An op becomes *ready* when all its dependencies are done and it is at
 //    the head of its free stream; ops on different streams of a rank overlap freely.
-//  * A compute op runs for ComputeCostModel::compute_time from the moment it is ready.
+//  * A compute op runs from the moment it is ready for ComputeCostModel::compute_time (asked once
+//    per op of each program, not per rank), times the rank's heterogeneity factors below.
 //  * A collective starts on the CommModel when every rank of its group has reached it
 //    (rendezvous) and ends when the model reports it finished. The k-th collective a rank issues
 //    on a group matches the k-th collective of every other member on that group (NCCL
@@ -22,6 +23,12 @@
 // at its rendezvous, and the full group of global ranks that the CommModel is told about. Each
 // simulated rank carries the global rank it represents (for costs of sends and receives, and for
 // reports). In full mode both lists are the same and every rank is simulated.
+// Heterogeneity (engine inputs, DESIGN.md): a rank may compute slower than the cost model says
+// (set_compute_slowdown: throttling, a slow host), and every kernel may vary (set_kernel_jitter).
+// Both break the symmetry representative mode relies on; the caller simulates every rank then.
+// Breakdown: each rank's where-the-time-went (breakdown.h) is computed online, as the ops start
+// and end; op records exist only for subscribers (on_op_end), so nothing grows with the number of
+// ops unless a trace asks for it.
 // Determinism: events are ordered by (time, insertion sequence); ranks and streams are scanned in
 // index order; nothing depends on addresses or the wall clock. No global state: several
 // Simulations may run at once.
@@ -34,6 +41,7 @@
 #include <memory>
 #include <vector>
 
+#include "meshsim/sim/breakdown.h"
 #include "meshsim/sim/comm_model.h"
 #include "meshsim/sim/cost_model.h"
 #include "meshsim/sim/ids.h"
@@ -51,6 +59,7 @@ struct MemoryPeak {
 struct RankResult {
   SimTime end;  // completion of the rank's last op
   MemoryPeak memory;
+  RankBreakdown breakdown;  // for the whole step (idle counted to RunResult::end)
 };
 
 struct RunResult {
@@ -75,6 +84,14 @@ class Simulation {
   // (default: its own id).
   RankId add_rank(ProgramIndex program, std::vector<GroupId> group_slots,
                   std::vector<RankId> peer_slots, std::optional<RankId> global_rank = {});
+
+  // Every compute op of simulated rank `rank` takes `factor` (> 0) times the cost model's time
+  // (rounded to the picosecond; 1 leaves it exact). Before run().
+  void set_compute_slowdown(RankId rank, double factor);
+  // Every compute op of every rank takes an independent lognormal factor with mean 1 and
+  // coefficient of variation `cv` (>= 0; 0 turns jitter off), drawn from (seed, the rank's global
+  // rank, the op's index in its program): the same draw whatever else runs or in which order.
+  void set_kernel_jitter(double cv, uint64_t seed);
 
   void on_op_end(std::function<void(const OpRecord&)> callback);
   void on_memory(std::function<void(const MemoryRecord&)> callback);

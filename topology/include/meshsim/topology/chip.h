@@ -66,6 +66,29 @@ struct MatmulShapeEfficiency {
   double k_half = 0;   // reduction length at which a tile reaches half its asymptotic rate, >= 0
   Duration call_overhead;          // fixed cost of one GEMM call, >= 0
   bool per_matrix_calls = false;   // a batched GEMM is one call per matrix (else one call)
+  // Other tiles the library chooses from (GPU: cuBLAS's CTA tile configurations); a GEMM runs on
+  // the tile, of these and tile_m x tile_n, that wastes least to tile and wave quantization.
+  std::vector<std::array<int64_t, 2>> alternative_tiles;
+};
+
+// One fitted series of a fused attention kernel (compute_model.h): its efficiency against the
+// dense bf16 peak at key length s is e_inf * s / (s + s_half), in the measurements' FLOP
+// convention (forward 4 b h s^2 d, halved when causal; backward 2.5 x forward).
+enum class AttentionPass : uint8_t { kForward, kBackward, kForwardBackward };
+constexpr auto enum_names(AttentionPass) {
+  return std::to_array<EnumName<AttentionPass>>({{AttentionPass::kForward, "fwd"},
+                                                 {AttentionPass::kBackward, "bwd"},
+                                                 {AttentionPass::kForwardBackward, "fwd+bwd"}});
+}
+struct AttentionEfficiency {
+  AttentionImpl impl = AttentionImpl::kFlash2;
+  AttentionPass pass = AttentionPass::kForward;
+  bool causal = true;
+  int64_t head_dim = 128;
+  double e_inf = 0;   // (0, 1]
+  double s_half = 0;  // >= 0
+  // No measurement: cost the kernel as its GEMMs on the matmul model (TPU Pallas kernels).
+  bool as_matmul = false;
 };
 
 struct Efficiency {
@@ -80,6 +103,13 @@ struct Efficiency {
   double memory_for(OpClass c) const {
     return memory_by_class[static_cast<size_t>(c)].value_or(memory);
   }
+  // The asymptotic efficiency of FP8 GEMMs against the fp8 peak, where it differs from `matmul`.
+  std::optional<double> matmul_fp8;
+  // Fused attention kernels by implementation (empty: attention costs as its GEMMs).
+  std::vector<AttentionEfficiency> attention;
+  // SMs (GPU) the kernels of one collective hold while it is in flight; compute that overlaps it
+  // runs on the others (absent: communication does not slow compute).
+  std::optional<int64_t> comm_units;
 };
 
 // GPU scale-up links (NVLink). Bandwidths per direction.
@@ -106,6 +136,14 @@ struct IciSpec {
   BytesPerSec total_bandwidth() const { return link_bandwidth * static_cast<double>(links); }
 };
 
+// The GPU generation frameworks key their kernel choices on (compute capability 8.x, 9.x, 10.x).
+enum class GpuArchitecture : uint8_t { kAmpere, kHopper, kBlackwell };
+constexpr auto enum_names(GpuArchitecture) {
+  return std::to_array<EnumName<GpuArchitecture>>({{GpuArchitecture::kAmpere, "ampere"},
+                                                   {GpuArchitecture::kHopper, "hopper"},
+                                                   {GpuArchitecture::kBlackwell, "blackwell"}});
+}
+
 // Figures for tile/wave quantization and occupancy.
 struct GpuMicroarch {
   int64_t sm_count;
@@ -113,6 +151,7 @@ struct GpuMicroarch {
   int64_t max_threads_per_sm;
   Bytes smem_per_sm;
   int64_t max_blocks_per_sm;
+  std::optional<GpuArchitecture> architecture;  // absent for profiles of other devices
   SmLimits sm_limits() const { return {max_threads_per_sm, smem_per_sm, max_blocks_per_sm}; }
 };
 
@@ -148,6 +187,8 @@ struct Chip {
   std::map<std::string, std::string> sources;
 
   std::optional<FlopsPerSec> peak(Dtype dtype) const;
+  // The attention implementations the catalogue has efficiencies for, in enum order.
+  std::vector<AttentionImpl> attention_impls() const;
   // Source of a field ("/peak/bf16"); empty when the field has none.
   const std::string& source_of(const std::string& pointer) const;
 };

@@ -79,6 +79,14 @@ struct Link {
 
 using Path = std::vector<LinkId>;
 
+// A degraded part (issue 16): the links of `kind` that attach `device` (Network::device_links)
+// keep `factor` of their bandwidth.
+struct LinkFault {
+  DeviceId device;
+  LinkKind kind = LinkKind::kNetwork;
+  double factor = 1.0;
+};
+
 struct LinkKindSummary {
   int64_t count = 0;  // directed links
   BytesPerSec bandwidth;  // per link, per direction (the most common value)
@@ -167,6 +175,19 @@ class Network {
   DeviceId device_at(const std::vector<int64_t>& coords, int64_t slice = 0) const;
 
   NetworkSummary summary() const;
+
+  // Degraded hardware (issue 16): `link` keeps `factor` (0 < factor <= 1) of its bandwidth, as
+  // a NIC or cable trained down to a lower rate, or a flapping one averaged over the step. Call
+  // before a model is built on the network: planners and the shared network read the bandwidth
+  // then. A link that is down altogether (traffic rerouted) is not modelled.
+  void scale_bandwidth(LinkId link, double factor);
+  // The links, both directions, that attach device `d` to the fabric of `kind`: kNetwork the
+  // cables from its NICs to their leaves, kNvlink or kIci its scale-up links, kPcie its links
+  // to its NICs. Empty if it has none of that kind.
+  std::vector<LinkId> device_links(DeviceId d, LinkKind kind) const;
+  // scale_bandwidth on the links of each fault (factors of one link multiply). Throws
+  // InternalError for a device without links of the fault's kind.
+  void degrade(const std::vector<LinkFault>& faults);
 
  private:
   struct Impl;

@@ -17,7 +17,7 @@
 //   name (optional, default: file stem), source (optional), architecture: llama|mixtral|gpt2,
 //   num_layers, d_model, num_heads, num_kv_heads, head_dim (optional: d_model / num_heads, which
 //   must then divide), d_ff, vocab_size, max_position_embeddings, mlp: swiglu|gelu,
-//   norm: rmsnorm|layernorm, position_embedding: rope|learned, attention_bias, mlp_bias,
+//   norm: rmsnorm|layernorm, position_embedding: rope|learned|alibi, attention_bias, mlp_bias,
 //   tied_embeddings, dropout (booleans), moe: {num_experts, experts_per_token} (mixtral only).
 #pragma once
 
@@ -39,7 +39,9 @@ enum class MlpKind { kGated, kGelu };
 // kRmsNorm: one weight vector of d. kLayerNorm: weight and bias, 2d.
 enum class NormKind { kRmsNorm, kLayerNorm };
 // kRope: rotary, no parameters. kLearned: a max_position_embeddings x d_model table (GPT-2/3).
-enum class PositionKind { kRope, kLearned };
+// kAlibi: linear biases added to the attention scores inside the attention kernel (Press et al.
+// 2022; MPT), no parameters and no kernel of its own.
+enum class PositionKind { kRope, kLearned, kAlibi };
 constexpr auto enum_names(Architecture) {
   return std::to_array<EnumName<Architecture>>(
       {{Architecture::kLlama, "llama"}, {Architecture::kMixtral, "mixtral"}, {Architecture::kGpt2, "gpt2"}});
@@ -53,7 +55,9 @@ constexpr auto enum_names(NormKind) {
 }
 constexpr auto enum_names(PositionKind) {
   return std::to_array<EnumName<PositionKind>>(
-      {{PositionKind::kRope, "rope"}, {PositionKind::kLearned, "learned"}});
+      {{PositionKind::kRope, "rope"},
+       {PositionKind::kLearned, "learned"},
+       {PositionKind::kAlibi, "alibi"}});
 }
 
 struct MoeConfig {

@@ -25,6 +25,7 @@
 #include "meshsim/workloads/model.h"
 #include "meshsim/workloads/pipeline.h"
 #include "meshsim/workloads/plan_field.h"
+#include "meshsim/workloads/stack.h"
 #include "meshsim/sim/units.h"
 
 namespace meshsim::workloads {
@@ -51,11 +52,23 @@ constexpr auto enum_names(CommKind) {
 }
 constexpr OpCategory category_of(CommKind kind) { return OpCategory(static_cast<uint32_t>(kind)); }
 
-enum class AttentionKernel { kFlash, kNaive };
+// The attention kernel: a fused one, by implementation (kFlash: FlashAttention-2, the flash-attn
+// package and PyTorch SDPA's flash backend; kFlash3: FlashAttention-3; kCudnn: cuDNN's fused
+// attention, Transformer Engine's FusedAttention; kSplash: JAX's Pallas flash/splash kernels on
+// TPU; kTriton: FlashAttention's Triton port, the FlashAttention-1 algorithm that llm-foundry's
+// attn_impl triton runs), or kNaive: the scores materialised through memory (batched GEMMs and a
+// softmax).
+enum class AttentionKernel { kFlash, kFlash3, kCudnn, kSplash, kTriton, kNaive };
 constexpr auto enum_names(AttentionKernel) {
-  return std::to_array<EnumName<AttentionKernel>>(
-      {{AttentionKernel::kFlash, "flash"}, {AttentionKernel::kNaive, "naive"}});
+  return std::to_array<EnumName<AttentionKernel>>({{AttentionKernel::kFlash, "flash"},
+                                                   {AttentionKernel::kFlash3, "flash3"},
+                                                   {AttentionKernel::kCudnn, "cudnn"},
+                                                   {AttentionKernel::kSplash, "splash"},
+                                                   {AttentionKernel::kTriton, "triton"},
+                                                   {AttentionKernel::kNaive, "naive"}});
 }
+// The fused implementation of `k` (std::nullopt for naive attention).
+std::optional<AttentionImpl> fused_attention(AttentionKernel k);
 enum class Recompute { kNone, kSelective, kFull };
 constexpr auto enum_names(Recompute) {
   return std::to_array<EnumName<Recompute>>(
@@ -131,6 +144,11 @@ struct ParallelPlan {
   Kernels kernels = Kernels::kFused;
   OptimizerKernels optimizer_kernels = OptimizerKernels::kFused;
   AttentionKernel attention = AttentionKernel::kFlash;
+  // The software stack (stack.h): the edge applies its profile (stack_profile.h) to the kernels,
+  // attention and optimizer fields the user did not set, and sets the two below from it.
+  Stack stack = Stack::kMegatron;
+  Fp8Scaling fp8_scaling = Fp8Scaling::kDelayed;  // FP8 runs: how tensors are scaled
+  StepWork step_work;                             // per-step work outside the layers
   double capacity_factor = 1.0;        // MoE: expert capacity / balanced share (>= 1)
   std::vector<int64_t> stage_layers;   // layers per pipeline stage; empty = even split
   std::array<Axis, kNumAxes> order = {Axis::kTensor, Axis::kContext, Axis::kData, Axis::kPipeline};
@@ -142,8 +160,9 @@ struct ParallelPlan {
   Provenance<PlanField> origins;
 
   int64_t world() const { return dp * tp * cp * pp; }
-  // The training precision: kBf16 or kFp8 (mixed precision: bf16 activations, bf16 weights and
-  // gradients, fp32 master weights and Adam moments, 16 bytes of state per parameter) or kFp32 /
+  // The training precision: kBf16, kFp16 or kFp8 (mixed precision: 16-bit activations, weights
+  // and gradients, fp32 master weights and Adam moments, 16 bytes of state per parameter; fp16
+  // with dynamic loss scaling; kFp8: FP8 GEMMs in the linear layers, bf16 otherwise) or kFp32 /
   // kTf32 (fp32 activations, weights and gradients, fp32 Adam moments, also 16 bytes per
   // parameter). Sets matmul_dtype, activation_bytes and state.
   void set_training_dtype(Dtype dtype);
@@ -162,9 +181,9 @@ struct ParallelPlan {
 // accounting form (ranks, tokens, microbatches x layers) inside 64 bits and a step's simulation
 // within about a minute.
 struct PlanLimits {
-  // dp, tp, cp, pp, ep and their product: the largest cluster meshsim simulates has 32,768
+  // dp, tp, cp, pp, ep and their product: the largest cluster meshsim simulates has 131,072
   // devices (topology::kMaxDevices).
-  static constexpr int64_t kRanks = int64_t{1} << 15;
+  static constexpr int64_t kRanks = int64_t{1} << 17;
   static constexpr int64_t kVpp = ModelLimits::kLayers;  // one layer per virtual stage at most
   static constexpr int64_t kSeq = int64_t{1} << 24;      // 16.8 M tokens (longest trained: ~1 M)
   static constexpr int64_t kMbs = int64_t{1} << 20;      // sequences per microbatch
@@ -181,9 +200,8 @@ struct PlanLimits {
 // the layers unless stage_layers states the split (one positive entry per stage, summing to the
 // layers); VPP only with the interleaved schedule, dividing the layers per stage; EP only on MoE
 // models, dividing DP and the experts; the global batch a multiple of DP x MBS; microbatches x
-// layers within PlanLimits; the pipeline schedule's own rules (pipeline.h); a training precision
-// (not fp16). Whether the degrees fit the cluster is the composition root's check (workloads
-// knows no hardware).
+// layers within PlanLimits; the pipeline schedule's own rules (pipeline.h). Whether the degrees
+// fit the cluster is the composition root's check (workloads knows no hardware).
 void validate_plan(const ModelConfig& model, const ParallelPlan& plan);
 // The part of validate_plan that decides how the model splits over the ranks (what partition.h
 // needs): sizes, TP, SP, CP, PP, VPP, EP and the schedule's rules, without the rules on

@@ -37,6 +37,8 @@ enum class PlanField : uint8_t {
   kOverlapParamGather,
   kOverlapP2p,
   kOverlapTp,
+  kStack,
+  kFp8Recipe,
 };
 constexpr auto enum_names(PlanField) {
   using F = PlanField;
@@ -62,7 +64,9 @@ constexpr auto enum_names(PlanField) {
                                      {F::kOverlapGradReduce, "overlap_grad_reduce"},
                                      {F::kOverlapParamGather, "overlap_param_gather"},
                                      {F::kOverlapP2p, "overlap_p2p"},
-                                     {F::kOverlapTp, "overlap_tp"}});
+                                     {F::kOverlapTp, "overlap_tp"},
+                                     {F::kStack, "stack"},
+                                     {F::kFp8Recipe, "fp8_recipe"}});
 }
 using PlanError = FieldError<PlanField>;
 

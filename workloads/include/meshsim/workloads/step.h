@@ -79,6 +79,12 @@ struct StepPlan {
   std::vector<TrainingMemory> memory_estimate;
 };
 
+// The closed-form memory of one rank of each stage at the schedule's peak (StepPlan's
+// memory_estimate) without building the programs: the plan search's exact memory check. Checks
+// the split (validate_split: PlanError).
+std::vector<TrainingMemory> estimate_step_memory(const ModelConfig& model,
+                                                 const ParallelPlan& plan);
+
 // Validates the plan (validate_plan: PlanError) and builds the step for plan.world() ranks. In
 // representative mode, `also_simulate` names global ranks that must be simulated too (e.g. the
 // ranks a trace shows): every rank of their (TP, DP) column is simulated, so that pipeline and

@@ -1,5 +1,5 @@
-// A scenario: what to simulate. Read from a JSON file (`meshsim run SCENARIO.json`) and/or
-// command-line flags; a flag given on the command line overrides the file.
+// A scenario: what to simulate. Read from a JSON file (`meshsim run SCENARIO.json`), a sweep's
+// point, and/or command-line flags (the edge applies those).
 //
 // Scenario JSON (strict: unknown keys are errors), every field optional, the keys named like the
 // flags (and like workloads::PlanField's names):
@@ -14,11 +14,13 @@
 //     "overlap_grad_reduce": true, "overlap_param_gather": true, "overlap_p2p": true,
 //     "overlap_tp": false, "hardware_catalogue": "path/to/chips.json",
 //     "oversubscription": 4, "tiers": 3, "rail_optimized": false, "nics_per_device": 2,
-//     "nic_bandwidth": "200Gbps", "sharp": true }
+//     "nic_bandwidth": "200Gbps", "sharp": true,
+//     "faults": { ... } }  (slow ranks, stragglers, jitter, degraded links: faults.h)
 //
 // The parallel plan is read straight into the typed workloads::ParallelPlan, each field's origin
-// recorded (the file and its JSON pointer, or the flag); an error a library raises about a plan
-// field is located there (`locate`).
+// recorded (the file and its JSON pointer); the scenario's own fields (model, cluster, nodes,
+// shape, hardware catalogue) likewise in `origins`. Libraries throw a PlanError or a ScenarioError
+// naming the field; the edge locates it where the value came from.
 #pragma once
 
 #include <cstdint>
@@ -26,17 +28,27 @@
 #include <string>
 #include <vector>
 
-#include "meshsim/sim/json_input.h"
+#include <nlohmann/json.hpp>
+
+#include "meshsim/studies/faults.h"
 #include "meshsim/sim/provenance.h"
 #include "meshsim/topology/cluster.h"
 #include "meshsim/workloads/parallel.h"
 
-namespace meshsim::cli {
+namespace meshsim::studies {
 
-// Two bases: a scenario that names a model or a cluster starts from the neutral values below (every
-// degree 1, ZeRO 0, 1F1B, sequence 4096, the cluster preset at its own size, a global batch of one
-// microbatch per data-parallel rank); one that names neither modifies the built-in default scenario
-// (so that `meshsim --pp 8 --dp 32` is a what-if on the default).
+// The fields of a Scenario outside the plan, named as the scenario file's keys.
+enum class ScenarioField : uint8_t { kModel, kCluster, kNodes, kShape, kHardwareCatalogue };
+constexpr auto enum_names(ScenarioField) {
+  using F = ScenarioField;
+  return std::to_array<EnumName<F>>({{F::kModel, "model"},
+                                     {F::kCluster, "cluster"},
+                                     {F::kNodes, "nodes"},
+                                     {F::kShape, "shape"},
+                                     {F::kHardwareCatalogue, "hardware_catalogue"}});
+}
+using ScenarioError = FieldError<ScenarioField>;
+
 // The fabric knobs (topology::FabricOverrides) as written, with where each came from: flags
 // --oversubscription, --tiers, --rail-optimized, --nics-per-device, --nic-bandwidth, --sharp, or
 // the scenario keys of the same names (oversubscription, tiers, rail_optimized, nics_per_device,
@@ -50,35 +62,39 @@ struct FabricKnobs {
   std::optional<bool> sharp;
   Provenance<topology::FabricField> origins;
 };
-// The flag of a fabric field: "--oversubscription", "--rail-optimized", ...
-std::string flag_of(topology::FabricField field);
-// Reads the fabric keys of a scenario file into `k`, with their origins.
-void read_fabric(JsonObject& o, FabricKnobs& k);
-// The overrides the knobs ask for; InputError where a bandwidth is malformed.
+// The overrides the knobs ask for; topology::FabricError(kNicBandwidth) where a bandwidth is
+// malformed.
 topology::FabricOverrides fabric_overrides(const FabricKnobs& k);
 
+// Two bases: a scenario that names a model or a cluster starts from the neutral values below (every
+// degree 1, ZeRO 0, 1F1B, sequence 4096, the cluster preset at its own size, a global batch of one
+// microbatch per data-parallel rank); one that names neither modifies the built-in default scenario
+// (so that `meshsim --pp 8 --dp 32` is a what-if on the default).
 struct Scenario {
   std::string model = "llama3-70b";
   std::string cluster = "dgx-h100";
   std::optional<int64_t> nodes;
   std::optional<std::string> shape;  // TPU torus, e.g. "8x16x16"
-  // Where nodes or shape came from (a file's /nodes or /shape, or the flag): a resize the cluster
-  // refuses is reported there, not against the cluster's own file.
-  Origin size_origin = Origin::preset("the default scenario");
   std::optional<std::string> hardware_catalogue;
   FabricKnobs fabric;
   workloads::ParallelPlan plan = neutral_plan();
+  Provenance<ScenarioField> origins;
+  Faults faults;  // slow ranks, stragglers, jitter, degraded links (faults.h)
 
   static workloads::ParallelPlan neutral_plan();
 };
 
 // The built-in default: Llama-3-70B on 2048 H100s (256 DGX nodes, rail-optimized NDR fat-tree),
 // TP 8 with sequence parallelism, PP 4 interleaved with 5 virtual stages, DP 64 with the
-// distributed optimizer (ZeRO-1), sequence 8192, global batch 512 sequences. Its plan fields'
-// origin is Origin::preset("the default scenario").
+// distributed optimizer (ZeRO-1), sequence 8192, global batch 512 sequences. Its fields' origin
+// is Origin::preset("the default scenario").
 Scenario default_scenario();
 
-// Fields present in `path` replace those of `base` (their origin: the file and the key's pointer).
+// Fields present in the JSON object `doc` replace those of `base` (their origin: `source` and the
+// key's pointer under `pointer`). InputError on an unknown key or a bad value.
+Scenario apply_scenario_json(const nlohmann::json& doc, const std::string& source,
+                             const std::string& pointer, Scenario base);
+// The same for a file.
 Scenario load_scenario(const std::string& path, Scenario base);
 
 // Whether the scenario file names a model or a cluster (it then starts from the neutral base).
@@ -88,18 +104,19 @@ bool scenario_file_names_workload(const std::string& path);
 // one microbatch per data-parallel rank (dp x mbs).
 void complete(Scenario& s);
 
-// The command-line flag of a plan field: "--tp", "--capacity-factor", "--no-overlap-p2p".
-std::string flag_of(workloads::PlanField field);
-
 // A ZeRO stage 0..3 read from `where`; InputError located there otherwise.
 workloads::ZeroStage zero_stage(int64_t value, const Origin& where);
 
-// Where a plan field's value came from: its recorded origin when a user wrote it, else the flag
-// that would set it.
-Origin origin_of(const workloads::ParallelPlan& plan, workloads::PlanField field);
+// The scenario's cluster: preset or file (InputError from the loaders), resized to `nodes` (GPU
+// clusters) or `shape` (TPU slices). ScenarioError on kNodes / kShape when they do not apply, or
+// when the cluster refuses the size (more devices than meshsim simulates, a slice that does not
+// fill whole hosts): the size is blamed where it came from, not the cluster's own file.
+topology::ClusterSpec load_cluster(const Scenario& s);
 
-// The InputError a library's PlanError is, located where the value came from:
-// "scenario.json: /tp: ..." or "--tp: ...".
-InputError locate(const workloads::ParallelPlan& plan, const workloads::PlanError& e);
+// "8x16x16" -> {8, 16, 16}; ScenarioError(kShape) unless positive extents joined by 'x'.
+std::vector<int64_t> parse_shape(const std::string& text);
 
-}  // namespace meshsim::cli
+// The scenario as echoed in reports and trace metadata.
+nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& cluster);
+
+}  // namespace meshsim::studies

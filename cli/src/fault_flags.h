@@ -1,0 +1,19 @@
+// The fault flags of `meshsim run` (studies/faults.h has the scenario block they override):
+// --slow-rank RANK:FACTOR (repeatable), --stragglers FRACTION:MIN:MAX, --kernel-jitter CV,
+// --degrade DEVICE:LINK:FACTOR (repeatable; LINK is network, nvlink, ici or pcie), --fault-seed N.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "meshsim/studies/faults.h"
+
+namespace meshsim::cli {
+
+// Flag values, each parsed into `f` (InputError naming the flag).
+void set_slow_ranks_flag(const std::vector<std::string>& values, studies::Faults& f);
+void set_stragglers_flag(const std::string& value, studies::Faults& f);
+void set_kernel_jitter_flag(double cv, studies::Faults& f);
+void set_degrade_flag(const std::vector<std::string>& values, studies::Faults& f);
+
+}  // namespace meshsim::cli

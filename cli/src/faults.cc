@@ -1,0 +1,300 @@
+#include "faults.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+
+#include "meshsim/sim/error.h"
+#include "report.h"
+
+namespace meshsim::cli {
+namespace {
+
+// "a:b:c" split on ':'.
+std::vector<std::string> fields(const std::string& value) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t colon = value.find(':', start);
+    out.push_back(value.substr(start, colon - start));
+    if (colon == std::string::npos) {
+      return out;
+    }
+    start = colon + 1;
+  }
+}
+
+std::optional<double> to_number(const std::string& s) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(s, &used);
+    if (used == s.size() && std::isfinite(v)) {
+      return v;
+    }
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+std::optional<uint32_t> to_index(const std::string& s) {
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(s, &used);
+    if (used == s.size() && v >= 0 && v <= UINT32_MAX) {
+      return static_cast<uint32_t>(v);
+    }
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+void read_block(JsonObject& o, Faults& f) {
+  if (auto seed = opt(o, "seed", &JsonObject::non_negative_integer)) {
+    f.compute.seed = static_cast<uint64_t>(*seed);
+  }
+  if (o.has("slow_ranks")) {
+    for (JsonObject& s : o.object_array("slow_ranks")) {
+      const auto rank = static_cast<uint32_t>(s.non_negative_integer("rank"));
+      f.compute.slow_ranks.push_back({RankId(rank), s.positive_number("factor")});
+      f.slow_rank_origins.push_back(Origin::file(s.source(), s.pointer_of("rank")));
+      s.finish();
+    }
+  }
+  if (o.has("stragglers")) {
+    JsonObject s = o.object("stragglers");
+    StragglerDistribution& d = f.compute.stragglers;
+    d.fraction = s.fraction("fraction");
+    d.min_factor = s.positive_number("min_factor");
+    d.max_factor = s.positive_number("max_factor");
+    if (d.max_factor < d.min_factor) {
+      s.fail("max_factor", fmt::format("{} is below min_factor {}", d.max_factor, d.min_factor));
+    }
+    s.finish();
+  }
+  if (o.has("kernel_jitter")) {
+    const double cv = o.number("kernel_jitter");
+    if (cv < 0) {
+      o.fail("kernel_jitter", fmt::format("{} is negative; expected a coefficient of variation "
+                                          ">= 0, e.g. 0.03",
+                                          cv));
+    }
+    f.compute.jitter_cv = cv;
+  }
+  if (o.has("degraded_links")) {
+    for (JsonObject& l : o.object_array("degraded_links")) {
+      const auto device = static_cast<uint32_t>(l.non_negative_integer("device"));
+      const auto kind = l.choice<topology::LinkKind>("link");
+      f.links.push_back({DeviceId(device), kind, l.fraction("factor")});
+      f.link_origins.push_back(Origin::file(l.source(), l.pointer_of("device")));
+      l.finish();
+    }
+  }
+  o.finish();
+}
+
+}  // namespace
+
+void read_faults(JsonObject& scenario, Faults& f) {
+  if (!scenario.has("faults")) {
+    scenario.ignore("faults");
+    return;
+  }
+  JsonObject o = scenario.object("faults");
+  read_block(o, f);
+}
+
+void set_slow_ranks_flag(const std::vector<std::string>& values, Faults& f) {
+  f.compute.slow_ranks.clear();
+  f.slow_rank_origins.clear();
+  for (const std::string& v : values) {
+    const std::vector<std::string> p = fields(v);
+    const std::optional<uint32_t> rank = p.size() == 2 ? to_index(p[0]) : std::nullopt;
+    const std::optional<double> factor = p.size() == 2 ? to_number(p[1]) : std::nullopt;
+    if (!rank || !factor || *factor <= 0) {
+      throw InputError("--slow-rank", "",
+                       fmt::format("\"{}\": expected RANK:FACTOR, e.g. 5:1.5 (rank 5's kernels "
+                                   "take 1.5x as long)",
+                                   v));
+    }
+    f.compute.slow_ranks.push_back({RankId(*rank), *factor});
+    f.slow_rank_origins.push_back(Origin::flag("--slow-rank"));
+  }
+}
+
+void set_stragglers_flag(const std::string& value, Faults& f) {
+  const std::vector<std::string> p = fields(value);
+  const auto n = [&p](size_t i) { return p.size() == 3 ? to_number(p[i]) : std::nullopt; };
+  const std::optional<double> fraction = n(0);
+  const std::optional<double> lo = n(1);
+  const std::optional<double> hi = n(2);
+  if (!fraction || !lo || !hi || *fraction <= 0 || *fraction > 1 || *lo <= 0 || *hi < *lo) {
+    throw InputError("--stragglers", "",
+                     fmt::format("\"{}\": expected FRACTION:MIN:MAX with 0 < FRACTION <= 1 and "
+                                 "0 < MIN <= MAX, e.g. 0.01:1.05:1.3",
+                                 value));
+  }
+  f.compute.stragglers = {*fraction, *lo, *hi};
+}
+
+void set_kernel_jitter_flag(double cv, Faults& f) {
+  if (!std::isfinite(cv) || cv < 0) {
+    throw InputError("--kernel-jitter", "",
+                     fmt::format("{}: expected a coefficient of variation >= 0, e.g. 0.03", cv));
+  }
+  f.compute.jitter_cv = cv;
+}
+
+void set_degrade_flag(const std::vector<std::string>& values, Faults& f) {
+  f.links.clear();
+  f.link_origins.clear();
+  for (const std::string& v : values) {
+    const std::vector<std::string> p = fields(v);
+    const std::optional<uint32_t> device = p.size() == 3 ? to_index(p[0]) : std::nullopt;
+    const auto kind = p.size() == 3 ? parse_enum<topology::LinkKind>(p[1]) : std::nullopt;
+    const std::optional<double> factor = p.size() == 3 ? to_number(p[2]) : std::nullopt;
+    if (!device || !kind || !factor || *factor <= 0 || *factor > 1) {
+      throw InputError("--degrade", "",
+                       fmt::format("\"{}\": expected DEVICE:LINK:FACTOR with LINK one of {} and "
+                                   "0 < FACTOR <= 1, e.g. 12:network:0.5 (device 12's NIC at "
+                                   "half its bandwidth)",
+                                   v, describe_choices<topology::LinkKind>()));
+    }
+    f.links.push_back({DeviceId(*device), *kind, *factor});
+    f.link_origins.push_back(Origin::flag("--degrade"));
+  }
+}
+
+void check_faults(const Faults& f, int64_t world) {
+  for (size_t i = 0; i < f.compute.slow_ranks.size(); ++i) {
+    const RankId r = f.compute.slow_ranks[i].rank;
+    if (static_cast<int64_t>(r.value()) >= world) {
+      throw f.slow_rank_origins[i].error(
+          fmt::format("rank {} is outside the run's {} ranks (0 to {})", r.value(), world,
+                      world - 1));
+    }
+  }
+  for (size_t i = 0; i < f.links.size(); ++i) {
+    const DeviceId d = f.links[i].device;
+    if (static_cast<int64_t>(d.value()) >= world) {
+      throw f.link_origins[i].error(fmt::format(
+          "device {} is outside the cluster's {} devices (0 to {})", d.value(), world, world - 1));
+    }
+  }
+}
+
+void apply_compute_faults(const Faults& f, const workloads::StepPlan& plan, Simulation& sim) {
+  const std::vector<double> slowdown = f.compute.slowdowns(static_cast<size_t>(plan.world));
+  for (size_t i = 0; i < plan.ranks.size(); ++i) {
+    const double factor = slowdown[plan.ranks[i].global_rank.index()];
+    if (factor != 1.0) {
+      sim.set_compute_slowdown(RankId(static_cast<uint32_t>(i)), factor);
+    }
+  }
+  if (f.compute.jitter_cv > 0) {
+    sim.set_kernel_jitter(f.compute.jitter_cv, f.compute.seed);
+  }
+}
+
+nlohmann::json faults_json(const Faults& f) {
+  nlohmann::json j = nlohmann::json::object();
+  j["seed"] = f.compute.seed;
+  nlohmann::json slow = nlohmann::json::array();
+  for (const SlowRank& s : f.compute.slow_ranks) {
+    slow.push_back({{"rank", s.rank.value()}, {"factor", s.factor}});
+  }
+  j["slow_ranks"] = slow;
+  const StragglerDistribution& d = f.compute.stragglers;
+  if (d.fraction > 0) {
+    j["stragglers"] = {
+        {"fraction", d.fraction}, {"min_factor", d.min_factor}, {"max_factor", d.max_factor}};
+  }
+  j["kernel_jitter"] = f.compute.jitter_cv;
+  nlohmann::json links = nlohmann::json::array();
+  for (const topology::LinkFault& l : f.links) {
+    links.push_back(
+        {{"device", l.device.value()}, {"link", to_string(l.kind)}, {"factor", l.factor}});
+  }
+  j["degraded_links"] = links;
+  return j;
+}
+
+FaultEffect fault_effect(const Faults& f, const workloads::StepPlan& plan,
+                         const std::vector<RankBreakdown>& ranks, Duration nominal_step) {
+  FaultEffect e;
+  e.nominal_step = nominal_step;
+  const std::vector<double> slowdown = f.compute.slowdowns(static_cast<size_t>(plan.world));
+  for (const double s : slowdown) {
+    e.slow_ranks += s > 1.0 ? 1 : 0;
+    e.max_slowdown = std::max(e.max_slowdown, s);
+  }
+  e.jitter = f.compute.jitter_cv > 0;
+  for (const topology::LinkFault& l : f.links) {
+    e.degraded_links += l.factor < 1.0 ? 1 : 0;
+  }
+  std::vector<Duration> compute;
+  size_t busiest = 0;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    compute.push_back(ranks[i].compute);
+    if (ranks[i].compute > ranks[busiest].compute) {
+      busiest = i;
+    }
+  }
+  if (!compute.empty()) {
+    std::nth_element(compute.begin(), compute.begin() + static_cast<std::ptrdiff_t>(compute.size() / 2),
+                     compute.end());
+    e.median_compute = compute[compute.size() / 2];
+    e.busiest_rank = plan.ranks[busiest].global_rank.value();
+    e.busiest_stage = plan.ranks[busiest].stage;
+    e.busiest_slowdown = slowdown[plan.ranks[busiest].global_rank.index()];
+    e.busiest_compute = ranks[busiest].compute;
+  }
+  return e;
+}
+
+nlohmann::json fault_effect_json(const FaultEffect& e, Duration step_time) {
+  return {{"nominal_step_time_s", e.nominal_step.seconds()},
+          {"step_growth", step_time / e.nominal_step - 1.0},
+          {"slow_ranks", e.slow_ranks},
+          {"max_slowdown", e.max_slowdown},
+          {"kernel_jitter", e.jitter},
+          {"degraded_links", e.degraded_links},
+          {"switched_to_full_simulation", e.switched_to_full},
+          {"busiest_rank",
+           {{"rank", e.busiest_rank},
+            {"stage", e.busiest_stage},
+            {"slowdown", e.busiest_slowdown},
+            {"compute_s", e.busiest_compute.seconds()}}},
+          {"median_rank_compute_s", e.median_compute.seconds()}};
+}
+
+void print_fault_effect(const FaultEffect& e, Duration step_time, std::ostream& out) {
+  std::string what;
+  if (e.slow_ranks > 0) {
+    what = fmt::format("{} slow rank{}, up to x{:.2f}", e.slow_ranks, e.slow_ranks == 1 ? "" : "s",
+                       e.max_slowdown);
+  }
+  if (e.jitter) {
+    what += fmt::format("{}kernel jitter", what.empty() ? "" : "; ");
+  }
+  if (e.degraded_links > 0) {
+    what += fmt::format("{}{} degraded link{}", what.empty() ? "" : "; ", e.degraded_links,
+                        e.degraded_links == 1 ? "" : "s");
+  }
+  out << fmt::format("  faults                step {:+.1f} % over the fault-free {} ({})\n",
+                     100.0 * (step_time / e.nominal_step - 1.0),
+                     format_duration(e.nominal_step), what);
+  out << fmt::format("                        the others wait on rank {} (stage {}{}): compute {} "
+                     "vs {} for the median rank\n",
+                     e.busiest_rank, e.busiest_stage,
+                     e.busiest_slowdown != 1.0 ? fmt::format(", x{:.2f}", e.busiest_slowdown) : "",
+                     format_duration(e.busiest_compute), format_duration(e.median_compute));
+  if (e.switched_to_full) {
+    out << "                        every rank simulated: the faults make ranks differ "
+           "(representative mode is exact only on symmetric inputs)\n";
+  }
+}
+
+}  // namespace meshsim::cli

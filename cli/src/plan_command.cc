@@ -1,0 +1,343 @@
+#include "plan_command.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "meshsim/sim/error.h"
+#include "meshsim/studies/plan_search.h"
+#include "meshsim/studies/plan_table.h"
+#include "progress.h"
+#include "report.h"
+#include "scenario_flags.h"
+
+namespace meshsim::cli {
+
+using studies::ScenarioField;
+using workloads::PlanField;
+
+CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
+  CLI::App* c = app.add_subcommand(
+      "plan", "Search every valid parallel plan of a model on a cluster; rank the best");
+  c->add_option("--model", a.model, "Model preset or file (default: llama3-70b)");
+  c->add_option("--cluster", a.cluster, "Cluster preset or file (default: dgx-h100, 256 nodes)");
+  c->add_option("--nodes", a.nodes, "Resize a GPU cluster to this many nodes")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--gpus", a.gpus, "Resize a GPU cluster to this many devices (whole nodes)")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--shape", a.shape, "Resize a TPU slice to this torus, e.g. 8x16x16");
+  c->add_option("--hardware-catalogue", a.hardware_catalogue, "Chip catalogue JSON");
+  c->add_option("--seq", a.seq, "Sequence length (default 8192)")->check(CLI::PositiveNumber);
+  c->add_option("--gbs", a.gbs, "Global batch in sequences (default 512)")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--tokens-per-step", a.tokens_per_step,
+                "Or the global batch in tokens (e.g. 4M); a multiple of --seq");
+  c->add_option("--dtype", a.dtype, "Training precision: bf16, fp8, fp32, tf32");
+  c->add_option("--tp", a.tp, "Hold TP at this degree")->check(CLI::PositiveNumber);
+  c->add_option("--cp", a.cp, "Hold CP at this degree")->check(CLI::PositiveNumber);
+  c->add_option("--pp", a.pp, "Hold PP at this degree")->check(CLI::PositiveNumber);
+  c->add_option("--vpp", a.vpp, "Hold the virtual stages at this count")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--dp", a.dp, "Hold DP at this degree")->check(CLI::PositiveNumber);
+  c->add_option("--ep", a.ep, "Hold EP at this degree")->check(CLI::PositiveNumber);
+  c->add_option("--mbs", a.mbs, "Hold the microbatch at this size")->check(CLI::PositiveNumber);
+  c->add_option("--zero", a.zero, "Hold the ZeRO stage (0-3)")->check(CLI::Range(0, 3));
+  c->add_option("--recompute", a.recompute, "Hold recompute: none, selective, full")
+      ->check(CLI::IsMember(enum_choices<workloads::Recompute>()));
+  c->add_option("--schedule", a.schedule, "Hold the schedule: gpipe, 1f1b, interleaved, zb")
+      ->check(CLI::IsMember(enum_choices<workloads::PipelineSchedule>()));
+  c->add_option("--overlap-tp", a.overlap_tp, "Hold TP overlap: on or off")
+      ->check(CLI::IsMember({"on", "off"}));
+  c->add_option("--top", a.top, "How many plans to rank (default 20)")
+      ->check(CLI::Range(int64_t{1}, studies::kMaxTop));
+  c->add_option("--objective", a.objective, "Rank by time, cost or mfu")
+      ->check(CLI::IsMember(enum_choices<studies::Objective>()));
+  c->add_option("--max-tp", a.max_tp, "Largest TP (default: the scale-up domain)")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--min-headroom", a.min_headroom,
+                "Memory to leave free, e.g. 5% or 0.05 (default 0)");
+  c->add_option("--max-simulations", a.max_simulations,
+                "Stop after this many simulations (default: twice --top; the result says when "
+                "that left it inexact)")
+      ->check(CLI::Range(int64_t{1}, studies::kMaxSimulations));
+  c->add_flag("--exact", a.exact,
+              "Simulate until no unsimulated plan can enter the top (may take many simulations)");
+  c->add_option("--jobs", a.jobs, "Simulations at once (default: the machine's cores)")
+      ->check(CLI::Range(int64_t{1}, studies::kMaxJobs));
+  c->add_option("--csv", a.csv_path, "Write the ranked plans as CSV to FILE");
+  c->add_option("--json", a.json_path, "Write the search and the ranked plans as JSON to FILE");
+  add_budget_options(c, a.budget);
+  c->add_flag("--no-mpi", a.no_mpi, "Run in one process even under mpirun");
+  return c;
+}
+
+namespace {
+
+double parse_headroom(const std::string& text) {
+  std::string t = text;
+  double scale = 1.0;
+  if (!t.empty() && t.back() == '%') {
+    t.pop_back();
+    scale = 0.01;
+  }
+  try {
+    size_t used = 0;
+    const double v = std::stod(t, &used) * scale;
+    if (used == t.size() && v >= 0.0 && v < 1.0) {
+      return v;
+    }
+  } catch (const std::exception&) {
+  }
+  throw InputError("--min-headroom", "",
+                   fmt::format("\"{}\": expected a fraction of memory in [0, 1) such as 0.05 or "
+                               "5%",
+                               text));
+}
+
+// The problem: the default scenario's, with the model, cluster, size, sequence, batch and
+// precision the flags give.
+studies::Scenario base_scenario(const PlanArgs& a) {
+  studies::Scenario s = studies::default_scenario();
+  const auto set = [&](ScenarioField f) { s.origins.set(f, Origin::flag(flag_of(f))); };
+  if (!a.model.empty()) {
+    s.model = a.model;
+    set(ScenarioField::kModel);
+  }
+  if (!a.cluster.empty()) {
+    s.cluster = a.cluster;
+    s.nodes.reset();  // the preset at its own size unless resized
+    set(ScenarioField::kCluster);
+  }
+  if (!a.hardware_catalogue.empty()) {
+    s.hardware_catalogue = a.hardware_catalogue;
+    set(ScenarioField::kHardwareCatalogue);
+  }
+  if (!a.shape.empty()) {
+    s.shape = a.shape;
+    s.nodes.reset();
+    set(ScenarioField::kShape);
+  }
+  if (a.nodes > 0 && a.gpus > 0) {
+    throw InputError("--gpus", "", "give --nodes or --gpus, not both");
+  }
+  if (a.nodes > 0) {
+    s.nodes = a.nodes;
+    set(ScenarioField::kNodes);
+  }
+  if (a.gpus > 0) {
+    studies::Scenario at_preset = s;
+    at_preset.nodes.reset();
+    const int64_t per_node = located(s, [&] { return studies::load_cluster(at_preset); })
+                                 .devices_per_node;
+    if (a.gpus % per_node != 0) {
+      throw InputError("--gpus", "",
+                       fmt::format("{} devices do not fill whole {}-device nodes of {}", a.gpus,
+                                   per_node, s.cluster));
+    }
+    s.nodes = a.gpus / per_node;
+    s.origins.set(ScenarioField::kNodes, Origin::flag("--gpus"));
+  }
+  workloads::ParallelPlan& p = s.plan;
+  if (a.seq > 0) {
+    p.seq = a.seq;
+    p.origins.set(PlanField::kSeq, Origin::flag("--seq"));
+  }
+  if (!a.tokens_per_step.empty()) {
+    const std::optional<double> t = studies::parse_token_count(a.tokens_per_step);
+    const auto tokens = t ? static_cast<int64_t>(*t) : 0;
+    if (a.gbs > 0 || tokens <= 0 || tokens % p.seq != 0) {
+      throw InputError("--tokens-per-step", "",
+                       a.gbs > 0 ? std::string("give --gbs or --tokens-per-step, not both")
+                                 : fmt::format("\"{}\": expected a token count that is a "
+                                               "multiple of the sequence length {}",
+                                               a.tokens_per_step, p.seq));
+    }
+    p.gbs = tokens / p.seq;
+    p.origins.set(PlanField::kGbs, Origin::flag("--tokens-per-step"));
+  } else if (a.gbs > 0) {
+    p.gbs = a.gbs;
+    p.origins.set(PlanField::kGbs, Origin::flag("--gbs"));
+  }
+  if (!a.dtype.empty()) {
+    const std::optional<Dtype> d = parse_enum<Dtype>(a.dtype);
+    if (!d) {
+      throw InputError("--dtype", "",
+                       fmt::format("\"{}\" is not one of {}", a.dtype, describe_choices<Dtype>()));
+    }
+    p.set_training_dtype(*d);
+    p.origins.set(PlanField::kDtype, Origin::flag("--dtype"));
+  }
+  return s;
+}
+
+studies::SearchOptions search_options(const PlanArgs& a) {
+  studies::SearchOptions o;
+  o.top = a.top;
+  o.objective = *parse_enum<studies::Objective>(a.objective);
+  o.max_tp = a.max_tp;
+  o.min_headroom = parse_headroom(a.min_headroom);
+  o.max_simulations = a.exact ? 0 : (a.max_simulations > 0 ? a.max_simulations : 2 * a.top);
+  o.jobs = a.jobs > 0 ? static_cast<int>(a.jobs)
+                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  studies::Fixed& f = o.fixed;
+  const auto degree = [](int64_t v) { return v > 0 ? std::optional<int64_t>(v) : std::nullopt; };
+  f.tp = degree(a.tp);
+  f.cp = degree(a.cp);
+  f.pp = degree(a.pp);
+  f.vpp = degree(a.vpp);
+  f.dp = degree(a.dp);
+  f.ep = degree(a.ep);
+  f.mbs = degree(a.mbs);
+  if (a.zero >= 0) {
+    f.zero = static_cast<workloads::ZeroStage>(a.zero);
+  }
+  if (!a.recompute.empty()) {
+    f.recompute = parse_enum<workloads::Recompute>(a.recompute);
+  }
+  if (!a.schedule.empty()) {
+    f.schedule = parse_enum<workloads::PipelineSchedule>(a.schedule);
+  }
+  if (!a.overlap_tp.empty()) {
+    f.overlap_tp = a.overlap_tp == "on";
+  }
+  return o;
+}
+
+// 1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st, ...
+std::string ordinal(int64_t n) {
+  const int64_t tens = n % 100;
+  const char* suffix = "th";
+  if (tens < 11 || tens > 13) {
+    suffix = n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+  }
+  return fmt::format("{}{}", n, suffix);
+}
+
+std::string invalid_text(const std::map<std::string, int64_t>& invalid) {
+  int64_t total = 0;
+  std::string by;
+  for (const auto& [field, n] : invalid) {
+    total += n;
+    by += fmt::format("{}{} {}", by.empty() ? "" : ", ", field, n);
+  }
+  return total == 0 ? "0 invalid" : fmt::format("{} invalid ({})", total, by);
+}
+
+void print_counts(const studies::SearchResult& r, const studies::SearchOptions& o,
+                  std::ostream& out) {
+  out << fmt::format("  searched    {} plans: {}, {} over memory", r.considered,
+                     invalid_text(r.invalid), r.pruned_memory);
+  if (o.min_headroom > 0) {
+    out << fmt::format(", {} within the {:.0f} % headroom", r.pruned_headroom,
+                       100.0 * o.min_headroom);
+  }
+  out << fmt::format(", {} pruned by the lower bound, {} simulated ({} out of memory)\n",
+                     r.pruned_bound, r.simulated, r.simulated_oom);
+  if (r.exact) {
+    out << fmt::format("              every plan not simulated has a lower bound above the "
+                       "{} best: the ranking is exact\n",
+                       ordinal(o.top));
+  } else {
+    out << fmt::format("              {} plans whose lower bound is below the {} best were not "
+                       "simulated (--max-simulations, --exact): the ranking may not be exact\n",
+                       r.not_simulated, ordinal(o.top));
+  }
+}
+
+std::string ms(const studies::StepReport& r, std::string_view kind) {
+  for (const auto& [k, d] : r.exposed_by_kind) {
+    if (k == kind) {
+      return fmt::format("{:.0f}", d.milliseconds());
+    }
+  }
+  return "0";
+}
+
+void print_table(const std::vector<studies::PlanRow>& rows, std::ostream& out) {
+  out << fmt::format("\n  {:>4}  {:<46} {:>9} {:>10} {:>6} {:>10} {:>8}  {:<22} {:>6}\n", "rank",
+                     "plan", "step", "tokens/s", "MFU", "peak mem", "headroom",
+                     "exposed ms tp/cp/dp/pp/ep", "bubble");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const studies::StepReport& r = rows[i].report;
+    const std::string exposed = fmt::format("{}/{}/{}/{}/{}", ms(r, "tp"), ms(r, "cp"), ms(r, "dp"),
+                                            ms(r, "pp"), ms(r, "ep"));
+    out << fmt::format("  {:>4}  {:<46} {:>9} {:>10.0f} {:>5.1f}% {:>10} {:>7.1f}%  {:<22} "
+                       "{:>5.1f}%\n",
+                       i + 1, studies::short_plan(rows[i].plan), format_duration(r.step_time),
+                       r.tokens_per_s, 100.0 * r.mfu, format_bytes(r.peak_memory),
+                       100.0 * (1.0 - r.peak_memory.as_double() / r.memory_capacity.as_double()),
+                       exposed, 100.0 * r.bubble_fraction);
+  }
+  out << "  (exposed communication by kind: each kind's time not hidden by compute; kinds may "
+         "overlap each other, so they need not add up to the step's exposed total)\n";
+}
+
+}  // namespace
+
+int plan_command(const PlanArgs& a, std::ostream& out) {
+  check_budget(a.budget);
+  const studies::Scenario base = base_scenario(a);
+  studies::SearchOptions o = search_options(a);
+  // Under mpirun every process follows the same search, sharing its simulations; rank 0 reports.
+  const std::unique_ptr<studies::Distributor> dist =
+      a.no_mpi ? studies::make_single_process() : studies::make_distributor();
+  o.distributor = dist.get();
+  const bool lead = dist->rank() == 0;
+  studies::SearchResult r;
+  {
+    Progress progress("plan search", lead && isatty(2) != 0);
+    r = located(base, [&] {
+      return studies::search_plans(base, o, [&](std::string_view phase, int64_t done,
+                                                int64_t total) {
+        progress.update(phase, done, total);
+      });
+    });
+  }
+  if (!lead) {
+    return r.top.empty() ? 3 : 0;
+  }
+  std::vector<studies::PlanRow> rows;
+  for (const studies::RankedPlan& p : r.top) {
+    rows.push_back({p.plan, p.report, p.lower_bound, time_to_train(a.budget, p.report)});
+  }
+  out << "meshsim: plan search\n";
+  if (!rows.empty()) {
+    const studies::StepReport& best = rows.front().report;
+    out << fmt::format("  model       {}\n  cluster     {}\n", best.model_description,
+                       best.cluster_description);
+  }
+  out << fmt::format("  problem     sequence {}, global batch {} sequences ({} tokens per step), "
+                     "{}; objective {}\n",
+                     base.plan.seq, base.plan.gbs, base.plan.seq * base.plan.gbs,
+                     to_string(base.plan.matmul_dtype), to_string(o.objective));
+  if (dist->size() > 1) {
+    out << fmt::format("  run on      {}\n", dist->describe());
+  }
+  print_counts(r, o, out);
+  if (rows.empty()) {
+    out << "\n  " << studies::no_plan_reason(r) << "\n";
+  } else {
+    print_table(rows, out);
+    if (rows.front().time_to_train) {
+      out << fmt::format("\n  the best plan, {}:\n", studies::short_plan(rows.front().plan));
+      print_time_to_train(*rows.front().time_to_train, out);
+    }
+  }
+  if (!a.csv_path.empty()) {
+    OutputFile f(a.csv_path, "--csv");
+    studies::write_rows_csv(rows, f.stream());
+    f.commit();
+  }
+  if (!a.json_path.empty()) {
+    nlohmann::json j = {{"search", studies::search_counts_json(r)},
+                        {"plans", nlohmann::json::array()}};
+    for (const studies::PlanRow& row : rows) {
+      j["plans"].push_back(row_json(row));
+    }
+    write_json_file(a.json_path, j, "--json");
+  }
+  return rows.empty() ? 3 : 0;
+}
+
+}  // namespace meshsim::cli

@@ -1,0 +1,47 @@
+// `meshsim plan`: the best parallel plans of a model on a cluster (studies/plan_search.h), ranked,
+// with --csv / --json and the time to train under a token budget.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "budget.h"
+
+namespace meshsim::cli {
+
+struct PlanArgs {
+  std::string model;
+  std::string cluster;
+  int64_t nodes = 0;
+  int64_t gpus = 0;
+  std::string shape;
+  std::string hardware_catalogue;
+  int64_t seq = 0;
+  int64_t gbs = 0;
+  std::string tokens_per_step;
+  std::string dtype;
+  // Degrees and choices the search holds fixed (0 / empty: searched).
+  int64_t tp = 0, cp = 0, pp = 0, vpp = 0, dp = 0, ep = 0, mbs = 0, zero = -1;
+  std::string recompute, schedule, overlap_tp;
+  int64_t top = 20;
+  std::string objective = "time";
+  int64_t max_tp = 0;
+  std::string min_headroom = "0";
+  int64_t max_simulations = 0;  // 0: twice `top`
+  bool exact = false;
+  bool no_mpi = false;
+  int64_t jobs = 0;  // 0: the machine's cores
+  std::string csv_path;
+  std::string json_path;
+  BudgetArgs budget;
+};
+
+CLI::App* add_plan_command(CLI::App& app, PlanArgs& a);
+
+// Returns the exit code: 0, or 3 when no plan fits.
+int plan_command(const PlanArgs& a, std::ostream& out);
+
+}  // namespace meshsim::cli

@@ -1,0 +1,147 @@
+#include "published_command.h"
+
+#include <fmt/format.h>
+
+
+#include "meshsim/sim/enum_names.h"
+#include "meshsim/sim/error.h"
+#include "meshsim/validation/published.h"
+#include "meshsim/studies/step.h"
+#include "output_file.h"
+#include "scenario_flags.h"
+#include "validate_command.h"
+
+namespace meshsim::cli {
+namespace {
+
+using validation::ErrorSummary;
+using validation::PublishedReport;
+
+// Simulates one mapped run as `meshsim run` would, without writing anything and without the
+// memory pre-check (a run that was measured did fit; meshsim's memory estimate is reported, not
+// trusted over the measurement).
+validation::SimulatedStep simulate_published(const validation::PublishedScenario& s) {
+  Scenario scenario;
+  scenario.model = s.model.name;
+  scenario.cluster = s.cluster.name;
+  scenario.plan = s.plan;
+  studies::StepOptions options;
+  options.skip_memory_precheck = true;
+  const studies::StepReport r = located(scenario, [&] {
+    return studies::simulate_step(scenario, studies::LoadedScenario{s.cluster, s.model}, options);
+  });
+  return {r.step_time, r.oom, r.time_by_class, r.exposed_comm};
+}
+
+std::string summary_row(const std::string& label, const ErrorSummary& s) {
+  return fmt::format("  {:<26} {:>6} {:>10.1f}% {:>8.1f}% {:>+9.1f}%\n", label, s.points,
+                     100 * s.median_abs, 100 * s.p90_abs, 100 * s.median_signed);
+}
+
+void print_report(const PublishedReport& r, const PublishedArgs& args, std::ostream& out) {
+  out << fmt::format("validate-published {}: {} runs, {} simulated, {} not expressible\n\n",
+                     args.runs, r.points.size() + r.not_expressed.size(), r.points.size(),
+                     r.not_expressed.size());
+  out << fmt::format("  {:<58} {:>7} {:>11} {:>11} {:>8}\n", "run", "prec", "measured s",
+                     "simulated s", "error");
+  for (const validation::PublishedPoint& p : r.points) {
+    out << fmt::format("  {:<58} {:>7} {:>11.4f} {:>11.4f} {:>+7.1f}%{}\n", p.id, p.precision_class,
+                       p.measured.seconds(), p.simulated.seconds(), 100 * p.error,
+                       p.oom ? "  (meshsim: out of memory)" : "");
+    if (args.assumptions) {
+      out << fmt::format("      measured: {}\n", p.conversion);
+      for (const std::string& a : p.assumptions) {
+        out << fmt::format("      assumed:  {}\n", a);
+      }
+    }
+  }
+  out << fmt::format("\n  {:<26} {:>6} {:>11} {:>9} {:>10}\n", "summary", "points", "median|e|",
+                     "p90|e|", "median e");
+  out << summary_row("bf16 and fp16", r.overall);
+  out << summary_row("fp8", r.fp8);
+  out << summary_row("seq >= 16K (all)", r.long_sequence);
+  for (const auto& [k, s] : r.by_precision) {
+    out << summary_row("precision " + k, s);
+  }
+  for (const auto& [k, s] : r.by_source) {
+    out << summary_row("source " + k, s);
+  }
+  out << fmt::format("\nnot expressible ({}):\n", r.not_expressed.size());
+  for (const auto& [id, reason] : r.not_expressed) {
+    out << fmt::format("  {}: {}\n", id, reason);
+  }
+}
+
+nlohmann::json summary_json(const ErrorSummary& s) {
+  return {{"points", s.points},
+          {"median_abs_error", s.median_abs},
+          {"p90_abs_error", s.p90_abs},
+          {"median_error", s.median_signed}};
+}
+
+nlohmann::json report_json(const PublishedReport& r) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const validation::PublishedPoint& p : r.points) {
+    nlohmann::json by_class = nlohmann::json::object();
+    for (size_t i = 0; i < p.time_by_class.size(); ++i) {
+      by_class[std::string(to_string(static_cast<OpClass>(i)))] = p.time_by_class[i].seconds();
+    }
+    points.push_back({{"id", p.id},
+                      {"source", p.source_group},
+                      {"precision", p.precision_class},
+                      {"seq", p.seq},
+                      {"measured_step_s", p.measured.seconds()},
+                      {"simulated_step_s", p.simulated.seconds()},
+                      {"error", p.error},
+                      {"oom", p.oom},
+                      {"time_by_op_class_s", by_class},
+                      {"exposed_comm_s", p.exposed_comm.seconds()}});
+  }
+  nlohmann::json no = nlohmann::json::array();
+  for (const auto& [id, reason] : r.not_expressed) {
+    no.push_back({{"id", id}, {"reason", reason}});
+  }
+  nlohmann::json by_source, by_precision;
+  for (const auto& [k, s] : r.by_source) {
+    by_source[k] = summary_json(s);
+  }
+  for (const auto& [k, s] : r.by_precision) {
+    by_precision[k] = summary_json(s);
+  }
+  return {{"points", points},
+          {"not_expressible", no},
+          {"bf16_fp16", summary_json(r.overall)},
+          {"fp8", summary_json(r.fp8)},
+          {"long_sequence", summary_json(r.long_sequence)},
+          {"by_source", by_source},
+          {"by_precision", by_precision}};
+}
+
+}  // namespace
+
+int published_command(const PublishedArgs& args, std::ostream& out) {
+  const std::vector<validation::PublishedRun> runs = validation::load_published_runs(args.runs);
+  std::optional<validation::PublishedThresholds> limits;
+  if (args.thresholds) {
+    limits = validation::load_published_thresholds(*args.thresholds);
+  }
+  const topology::Catalogue catalogue = topology::Catalogue::builtin();
+  const PublishedReport report =
+      validation::evaluate_published(runs, catalogue, simulate_published);
+  print_report(report, args, out);
+  if (args.json_path) {
+    write_json_file(*args.json_path, report_json(report), "--json");
+  }
+  if (limits) {
+    const std::vector<std::string> over = validation::threshold_violations(report, *limits);
+    for (const std::string& v : over) {
+      out << "threshold exceeded: " << v << "\n";
+    }
+    if (!over.empty()) {
+      return kExitThresholdExceeded;
+    }
+  }
+  return 0;
+}
+
+}  // namespace meshsim::cli

@@ -1,0 +1,23 @@
+// `meshsim validate-published FILE`: simulate every published run the file lists that meshsim
+// can express, and print the error per point, the summaries (overall, by source, by precision,
+// long sequences) and the runs it cannot express with the reason (the library:
+// validation/include/meshsim/validation/published.h).
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+
+namespace meshsim::cli {
+
+struct PublishedArgs {
+  std::string runs;                       // published_runs.json
+  std::optional<std::string> json_path;   // the report as JSON
+  std::optional<std::string> thresholds;  // thresholds.json: exit 4 beyond its "published" limits
+  bool assumptions = false;               // print each point's conversion and assumptions
+};
+
+// Returns the process exit code: 0, or 4 (kExitThresholdExceeded) when a threshold is exceeded.
+int published_command(const PublishedArgs& args, std::ostream& out);
+
+}  // namespace meshsim::cli

@@ -1,0 +1,285 @@
+// The steps of the discrete-event loop (simulation.h's execution rules; state in
+// simulation_impl.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+
+#include "meshsim/sim/error.h"
+#include "simulation_impl.h"
+
+namespace meshsim {
+
+using detail::Arrival;
+using detail::ChannelCount;
+using detail::RankHot;
+using detail::RankState;
+
+// One turn of the loop: every event due now first (so that communications starting at one instant
+// start together and the model re-shares once), then the communication model advanced to the
+// next event, then that event. Returns the events handled (communications completed count as
+// one each), 0 when there is nothing left.
+uint64_t Simulation::Impl::step() {
+  if (!queue.empty() && queue.top().time == now) {
+    finish(queue.pop().payload);  // the only kind: EventKind::kOpEnd
+    return 1;
+  }
+  if (comm.in_flight() > 0) {
+    const CommAdvance a = comm.advance(queue.empty() ? SimTime::max() : queue.top().time);
+    SIM_CHECK(a.time >= now, "the communication model went back from {} to {} ps", now.ps(),
+              a.time.ps());
+    now = a.time;
+    for (const TransferId t : a.finished) {
+      SIM_CHECK(t.index() < in_flight.size() && !in_flight[t.index()].empty(),
+                "the communication model finished transfer {}, which the engine did not start",
+                t.value());
+      // Swapped out (finish may start transfers and grow in_flight); both keep their capacity.
+      finishing.clear();
+      finishing.swap(in_flight[t.index()]);
+      for (const uint32_t slot : finishing) {
+        finish(slot);
+      }
+    }
+    if (!a.finished.empty()) {
+      return a.finished.size();
+    }
+  }
+  if (queue.empty()) {
+    return 0;
+  }
+  const Event e = queue.pop();
+  now = e.time;
+  finish(e.payload);
+  return 1;
+}
+
+// A stream can become startable only when it frees up or its head op's last dependency ends, so
+// finish() passes just those streams; scanning them in order starts ops in the same order as
+// scanning every stream would. The communication streams go first and the compute stream (0)
+// last, so that a kernel that becomes ready at the instant a collective does sees it in flight
+// (ComputeContext).
+void Simulation::Impl::try_start(RankId id, uint64_t candidates) {
+  const RankHot& r = hot[id.index()];
+  const ProgramInfo& p = info(r);
+  const size_t n = p.stream_ops.size();
+  if (n < 64) {
+    candidates &= (uint64_t{1} << n) - 1;
+  }
+  // Stream 0 rotated to the top bit: the others in index order, then it.
+  const bool compute_ready = (candidates & 1) != 0;
+  candidates &= ~uint64_t{1};
+  bool compute_done = false;
+  while (candidates != 0 || (compute_ready && !compute_done)) {
+    size_t s = 0;
+    if (candidates != 0) {
+      s = static_cast<size_t>(std::countr_zero(candidates));
+      candidates &= candidates - 1;
+    } else {
+      compute_done = true;
+    }
+    detail::StreamState& st = streams[r.stream_base + s];
+    if (st.busy || st.head >= p.stream_ops[s].size()) {
+      continue;
+    }
+    const uint32_t op = p.stream_ops[s][st.head];
+    if (p.pending[static_cast<size_t>(op) * p.ranks + r.local] != 0) {
+      continue;
+    }
+    st.busy = true;
+    ++st.head;
+    start_op(id, op, now);
+  }
+}
+
+void Simulation::Impl::start_op(RankId id, uint32_t op_index, SimTime ready) {
+  const ProgramInfo& p = info(hot[id.index()]);
+  switch (p.meta[op_index].kind) {
+    case OpKind::kCompute:
+      launch(Arrival{id, op_index, ready}, compute_duration(id, op_index));
+      break;
+    case OpKind::kCollective:
+      ++collectives_in_flight[id.index()];
+      arrive_collective(id, op_index, std::get<CollectiveWork>(p.ops[op_index]->work), ready);
+      break;
+    case OpKind::kSend:
+    case OpKind::kRecv: {
+      const Op& op = *p.ops[op_index];
+      arrive_p2p(id, op_index, std::get<PeerWork>(op.work), op.is_send, ready);
+      break;
+    }
+  }
+}
+
+void Simulation::Impl::arrive_collective(RankId id, uint32_t op, const CollectiveWork& w,
+                                         SimTime ready) {
+  const GroupId g = ranks[id.index()].group_slots[w.group_slot];
+  const uint32_t ordinal = info(hot[id.index()]).ordinal[op];
+  detail::GroupRendezvous& rv = rendezvous[g.index()];
+  SIM_CHECK(ordinal >= rv.base, "rank {} reaches collective #{} on group {} again", id.value(),
+            ordinal, g.value());
+  const size_t k = ordinal - rv.base;
+  if (rv.window.size() <= k) {
+    rv.window.resize(k + 1);
+  }
+  detail::PendingCollective& pc = rv.window[k];
+  if (pc.arrivals.empty()) {
+    pc.kind = w.kind;
+    pc.bytes = w.bytes;
+  }
+  SIM_CHECK(pc.kind == w.kind && pc.bytes == w.bytes,
+            "collective #{} on group {}: rank {} issues {} of {} B, others {} of {} B", ordinal,
+            g.value(), id.value(), to_string(w.kind), w.bytes.count(), to_string(pc.kind),
+            pc.bytes.count());
+  pc.arrivals.push_back(Arrival{id, op, ready});
+  if (pc.arrivals.size() < groups[g.index()].size()) {
+    return;
+  }
+  const std::vector<Arrival> arrivals = std::move(pc.arrivals);
+  pc.arrivals = {};
+  pc.done = true;
+  while (!rv.window.empty() && rv.window.front().done) {
+    rv.window.pop_front();
+    ++rv.base;
+  }
+  const TransferId t = comm.start_collective(now, w.kind, w.bytes, cost_groups[g.index()]);
+  await(t, arrivals, next_match++);
+}
+
+namespace {
+// The count of messages issued so far on (peer, tag), incremented.
+uint32_t next_on_channel(std::vector<ChannelCount>& channels, uint32_t peer, uint16_t tag) {
+  for (ChannelCount& c : channels) {
+    if (c.peer == peer && c.tag == tag) {
+      return c.count++;
+    }
+  }
+  channels.push_back(ChannelCount{peer, tag, 1});
+  return 0;
+}
+}  // namespace
+
+void Simulation::Impl::arrive_p2p(RankId id, uint32_t op, const PeerWork& w, bool is_send,
+                                  SimTime ready) {
+  const RankId peer = ranks[id.index()].peer_slots[w.peer_slot];
+  const RankId src = is_send ? id : peer;
+  const RankId dst = is_send ? peer : id;
+  RankState& me = ranks[id.index()];
+  const uint32_t ordinal = next_on_channel(is_send ? me.sends_issued : me.recvs_issued,
+                                           peer.value(), w.tag);
+  std::vector<detail::PendingP2P>& pending = ranks[src.index()].p2p;
+  auto it = std::find_if(pending.begin(), pending.end(), [&](const detail::PendingP2P& pp) {
+    return pp.dst == dst.value() && pp.tag == w.tag && pp.ordinal == ordinal;
+  });
+  if (it == pending.end()) {
+    pending.push_back(detail::PendingP2P{dst.value(), w.tag, ordinal, {}, {}, Bytes()});
+    it = pending.end() - 1;
+  }
+  (is_send ? it->send : it->recv) = Arrival{id, op, ready};
+  if (is_send) {
+    it->bytes = w.bytes;
+  }
+  if (!it->send || !it->recv) {
+    return;
+  }
+  SIM_CHECK(it->bytes == w.bytes, "send {}->{} tag {} #{}: sizes {} B and {} B differ",
+            src.value(), dst.value(), w.tag, ordinal, it->bytes.count(), w.bytes.count());
+  const Arrival both[] = {*it->send, *it->recv};
+  const Bytes bytes = it->bytes;
+  *it = pending.back();
+  pending.pop_back();
+  const TransferId t =
+      comm.start_p2p(now, ranks[src.index()].global, ranks[dst.index()].global, bytes);
+  await(t, both, next_match++);
+}
+
+void Simulation::Impl::await(TransferId t, std::span<const Arrival> arrivals, uint64_t match) {
+  if (in_flight.size() <= t.index()) {
+    in_flight.resize(t.index() + 1);
+  }
+  SIM_CHECK(in_flight[t.index()].empty(), "the communication model reused transfer {} in flight",
+            t.value());
+  for (const Arrival& a : arrivals) {
+    in_flight[t.index()].push_back(begin(a, match));
+  }
+}
+
+void Simulation::Impl::launch(const Arrival& a, Duration d) {
+  SIM_CHECK(d >= Duration::zero(), "negative duration {} ps for op {} of rank {}", d.ps(), a.op,
+            a.rank.value());
+  queue.push(now + d, EventKind::kOpEnd, begin(a, 0));
+}
+
+// Records `a` as running from now (its memory effects at start applied); its running slot, which is
+// its stream's (a stream runs one op at a time), so that lockstep ranks touch adjacent slots.
+uint32_t Simulation::Impl::begin(const Arrival& a, uint64_t match) {
+  const RankHot& h = hot[a.rank.index()];
+  const ProgramInfo& p = info(h);
+  const detail::OpMeta& m = p.meta[a.op];
+  const uint32_t slot = h.stream_base + m.stream;
+  running[slot] = detail::Running{a.rank, a.op, a.ready, now, match};
+  sweeps[a.rank.index()].on_start(now, m);
+  if (m.memory_at_start) {
+    apply_memory(a.rank, p, a.op, false);
+  }
+  return slot;
+}
+
+void Simulation::Impl::finish(uint32_t running_index) {
+  const detail::Running run = running[running_index];
+  RankHot& r = hot[run.rank.index()];
+  ProgramInfo& p = info(r);
+  const detail::OpMeta& m = p.meta[run.op];
+  if (m.memory_at_end) {
+    apply_memory(run.rank, p, run.op, true);
+  }
+  sweeps[run.rank.index()].on_end(now, m, now - run.start, p.flops[run.op]);
+  streams[r.stream_base + m.stream].busy = false;
+  if (m.kind == OpKind::kCollective) {
+    --collectives_in_flight[run.rank.index()];
+  }
+  --r.remaining;
+  r.end = std::max(r.end, now);
+  uint64_t candidates = uint64_t{1} << m.stream;
+  for (uint32_t i = p.succ_offsets[run.op]; i < p.succ_offsets[run.op + 1]; ++i) {
+    const uint32_t succ = p.succ[i];
+    if (--p.pending[static_cast<size_t>(succ) * p.ranks + r.local] == 0) {
+      candidates |= uint64_t{1} << p.meta[succ].stream;
+    }
+  }
+  if (!op_subscribers.empty()) {
+    const OpRecord rec{run.rank, OpId(run.op), m.stream, run.ready, run.start, now, run.match};
+    for (const auto& cb : op_subscribers) {
+      cb(rec);
+    }
+  }
+  try_start(run.rank, candidates);
+}
+
+void Simulation::Impl::apply_memory(RankId id, const ProgramInfo& p, uint32_t op, bool at_end) {
+  for (uint32_t i = p.memory_offsets[op]; i < p.memory_offsets[op + 1]; ++i) {
+    const MemoryEffect& e = p.memory[i];
+    if (e.at_end == at_end) {
+      change_memory(id, e.category, e.delta);
+    }
+  }
+}
+
+void Simulation::Impl::change_memory(RankId id, MemoryCategory c, Bytes delta) {
+  RankState& r = ranks[id.index()];
+  Bytes& cat = r.memory[static_cast<size_t>(c)];
+  cat += delta;
+  r.memory_total += delta;
+  SIM_CHECK(cat >= Bytes::zero(), "rank {}: {} memory went negative ({} B) at {} ps", id.value(),
+            to_string(c), cat.count(), now.ps());
+  if (r.memory_total > r.peak.peak) {
+    r.peak = MemoryPeak{r.memory_total, now, r.memory};
+  }
+  if (!memory_subscribers.empty()) {
+    const MemoryRecord rec{now, id, c, delta, r.memory_total};
+    for (const auto& cb : memory_subscribers) {
+      cb(rec);
+    }
+  }
+}
+
+}  // namespace meshsim

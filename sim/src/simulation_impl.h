@@ -1,0 +1,162 @@
+// Private to the engine: the state of a Simulation (simulation.h) and the steps of its loop.
+//
+// Layout for the hot loop (STYLE C.11): programs are flattened once (ProgramInfo: CSR successors,
+// per-op metadata, compute times per program, pending counters op-major across their ranks);
+// per-rank stream state is one flat array; rendezvous are per-group windows of pending
+// collectives and per-rank lists of pending sends, not node-based maps; per-rank breakdowns are
+// computed online (RankSweep) and op records are built only when someone subscribed.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "meshsim/sim/event_queue.h"
+#include "meshsim/sim/simulation.h"
+#include "program_info.h"
+#include "rank_sweep.h"
+
+namespace meshsim::detail {
+
+struct StreamState {
+  uint32_t head = 0;  // position in ProgramInfo::stream_ops
+  bool busy = false;
+};
+
+// Sends or receives issued on one channel (this rank and a peer, a tag): their count so far.
+struct ChannelCount {
+  uint32_t peer = 0;
+  uint16_t tag = 0;
+  uint32_t count = 0;
+};
+
+struct Arrival {
+  RankId rank;
+  uint32_t op = 0;
+  SimTime ready;
+};
+
+// A send/recv pair waiting for its other half, kept by its source rank.
+struct PendingP2P {
+  uint32_t dst = 0;
+  uint16_t tag = 0;
+  uint32_t ordinal = 0;
+  std::optional<Arrival> send;
+  std::optional<Arrival> recv;
+  Bytes bytes;
+};
+
+// What every op start and end of a rank touches (32 bytes: ranks in lockstep are adjacent).
+struct RankHot {
+  ProgramIndex program;
+  uint32_t local = 0;        // index among the simulated ranks running the same program
+  uint32_t stream_base = 0;  // first of its streams in Impl::streams
+  uint32_t remaining = 0;    // ops not finished
+  SimTime end;
+  double slowdown = 1.0;  // compute-time factor (set_compute_slowdown)
+};
+static_assert(sizeof(RankHot) == 32);
+
+// The rest of a simulated rank.
+struct RankState {
+  RankId global;
+  std::array<Bytes, kNumMemoryCategories> memory{};
+  Bytes memory_total;
+  MemoryPeak peak;
+  std::vector<GroupId> group_slots;
+  std::vector<RankId> peer_slots;
+  std::vector<ChannelCount> sends_issued;  // by (dst, tag)
+  std::vector<ChannelCount> recvs_issued;  // by (src, tag)
+  std::vector<PendingP2P> p2p;             // pending pairs whose source is this rank
+};
+
+struct Running {
+  RankId rank;
+  uint32_t op = 0;
+  SimTime ready;
+  SimTime start;
+  uint64_t match = 0;
+};
+
+struct PendingCollective {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  Bytes bytes;
+  std::vector<Arrival> arrivals;
+  bool done = false;
+};
+
+// The collectives of one group from ordinal `base` on that some member has reached.
+struct GroupRendezvous {
+  uint32_t base = 0;
+  std::deque<PendingCollective> window;  // window[k] is ordinal base + k
+};
+
+}  // namespace meshsim::detail
+
+namespace meshsim {
+
+struct Simulation::Impl {
+  using ProgramInfo = detail::ProgramInfo;
+  using RankState = detail::RankState;
+  using RankHot = detail::RankHot;
+  using Arrival = detail::Arrival;
+
+  const ComputeCostModel& compute;
+  CommModel& comm;
+  std::vector<ProgramInfo> programs;
+  std::vector<std::vector<RankId>> groups;       // simulated members (rendezvous)
+  std::vector<std::vector<RankId>> cost_groups;  // global ranks (cost model)
+  std::vector<RankHot> hot;  // by rank
+  std::vector<RankState> ranks;
+  size_t op_instances = 0;  // ops of every rank's program, summed (at most kMaxOpInstances)
+  std::vector<detail::RankSweep> sweeps;     // by rank: the online breakdown
+  // By rank: collectives started (arrived or running) and not finished. An NCCL kernel holds its
+  // SMs from launch to completion, so compute started meanwhile may run slower (ComputeContext).
+  std::vector<int32_t> collectives_in_flight;
+  std::vector<detail::StreamState> streams;  // every rank's streams, rank-major
+  std::vector<std::function<void(const OpRecord&)>> op_subscribers;
+  std::vector<std::function<void(const MemoryRecord&)>> memory_subscribers;
+  double jitter_cv = 0;
+  uint64_t jitter_seed = 0;
+
+  EventQueue queue;
+  SimTime now;
+  std::vector<detail::Running> running;  // by stream (Impl::streams): the op it runs
+  std::vector<detail::GroupRendezvous> rendezvous;  // by group
+  // The running ops (slots into `running`) each communication in flight will end, by its id.
+  std::vector<std::vector<uint32_t>> in_flight;
+  std::vector<uint32_t> finishing;  // scratch: the slots of the transfer being finished
+  uint64_t next_match = 1;
+  bool ran = false;
+
+  Impl(const ComputeCostModel& c, CommModel& m) : compute(c), comm(m) {}
+
+  ProgramInfo& info(const RankHot& r) { return programs[r.program.index()]; }
+  const ProgramInfo& info(const RankHot& r) const { return programs[r.program.index()]; }
+  void validate_ranks() const;
+  void prepare();
+  void init_rank(RankId id);
+  Duration compute_duration(RankId id, uint32_t op) const;
+  Duration interfered_time(const RankHot& r, RankId id, uint32_t op, int32_t collectives) const;
+  void number_collectives_by_group(ProgramInfo& info, ProgramIndex index, RankId first);
+  // Starts the ops at the head of the rank's free streams in `candidates` (a bit per stream) whose
+  // dependencies are done, in stream order.
+  void try_start(RankId id, uint64_t candidates = ~uint64_t{0});
+  void start_op(RankId id, uint32_t op, SimTime ready);
+  void arrive_collective(RankId id, uint32_t op, const CollectiveWork& w, SimTime ready);
+  void arrive_p2p(RankId id, uint32_t op, const PeerWork& w, bool is_send, SimTime ready);
+  uint32_t begin(const Arrival& a, uint64_t match);
+  void launch(const Arrival& a, Duration d);
+  void await(TransferId t, std::span<const Arrival> arrivals, uint64_t match);
+  void finish(uint32_t running_index);
+  uint64_t step();
+  void apply_memory(RankId id, const ProgramInfo& p, uint32_t op, bool at_end);
+  void change_memory(RankId id, MemoryCategory c, Bytes delta);
+  size_t pending_collectives() const;
+  size_t pending_p2p() const;
+  [[noreturn]] void report_deadlock() const;
+};
+
+}  // namespace meshsim

@@ -1,0 +1,197 @@
+#include "meshsim/studies/plan_table.h"
+
+#include <fmt/format.h>
+
+namespace meshsim::studies {
+
+using workloads::ParallelPlan;
+
+std::string short_plan(const ParallelPlan& p) {
+  std::string s = fmt::format("TP{}{}", p.tp, p.sp ? " SP" : "");
+  if (p.cp > 1) {
+    s += fmt::format(" CP{}", p.cp);
+  }
+  s += fmt::format(" PP{}", p.pp);
+  switch (p.schedule) {
+    case workloads::PipelineSchedule::kInterleaved:
+      s += fmt::format(" i{}", p.vpp);
+      break;
+    case workloads::PipelineSchedule::kZeroBubble:
+      s += " zb";
+      break;
+    case workloads::PipelineSchedule::kGpipe:
+      s += " gpipe";
+      break;
+    case workloads::PipelineSchedule::kOneFOneB:
+      break;
+  }
+  s += fmt::format(" DP{}", p.dp);
+  if (p.zero != workloads::ZeroStage::kNone) {
+    s += fmt::format(" Z{}", static_cast<int>(p.zero));
+  }
+  if (p.ep > 1) {
+    s += fmt::format(" EP{}", p.ep);
+  }
+  s += fmt::format(" mbs{}", p.mbs);
+  if (p.recompute != workloads::Recompute::kNone) {
+    s += fmt::format(" rc-{}", to_string(p.recompute));
+  }
+  if (p.overlap.tensor_parallel) {
+    s += " tp-overlap";
+  }
+  return s;
+}
+
+namespace {
+
+// The columns, in order: name and the value of a row.
+struct Column {
+  const char* name;
+  nlohmann::json (*value)(const PlanRow&);
+};
+
+double exposed(const StepReport& r, std::string_view kind) {
+  for (const auto& [k, d] : r.exposed_by_kind) {
+    if (k == kind) {
+      return d.seconds();
+    }
+  }
+  return 0.0;
+}
+
+double headroom(const StepReport& r) {
+  return 1.0 - r.peak_memory.as_double() / r.memory_capacity.as_double();
+}
+
+// clang-format off
+constexpr Column kColumns[] = {
+    {"plan", [](const PlanRow& r) -> nlohmann::json { return short_plan(r.plan); }},
+    {"tp", [](const PlanRow& r) -> nlohmann::json { return r.plan.tp; }},
+    {"sp", [](const PlanRow& r) -> nlohmann::json { return r.plan.sp; }},
+    {"cp", [](const PlanRow& r) -> nlohmann::json { return r.plan.cp; }},
+    {"pp", [](const PlanRow& r) -> nlohmann::json { return r.plan.pp; }},
+    {"vpp", [](const PlanRow& r) -> nlohmann::json { return r.plan.vpp; }},
+    {"schedule", [](const PlanRow& r) -> nlohmann::json { return to_string(r.plan.schedule); }},
+    {"dp", [](const PlanRow& r) -> nlohmann::json { return r.plan.dp; }},
+    {"zero", [](const PlanRow& r) -> nlohmann::json { return static_cast<int>(r.plan.zero); }},
+    {"ep", [](const PlanRow& r) -> nlohmann::json { return r.plan.ep; }},
+    {"mbs", [](const PlanRow& r) -> nlohmann::json { return r.plan.mbs; }},
+    {"gbs", [](const PlanRow& r) -> nlohmann::json { return r.plan.gbs; }},
+    {"seq", [](const PlanRow& r) -> nlohmann::json { return r.plan.seq; }},
+    {"recompute", [](const PlanRow& r) -> nlohmann::json { return to_string(r.plan.recompute); }},
+    {"overlap_tp", [](const PlanRow& r) -> nlohmann::json {
+       return r.plan.overlap.tensor_parallel; }},
+    {"devices", [](const PlanRow& r) -> nlohmann::json { return r.report.devices; }},
+    {"step_time_s", [](const PlanRow& r) -> nlohmann::json {
+       return r.report.step_time.seconds(); }},
+    {"tokens_per_s", [](const PlanRow& r) -> nlohmann::json { return r.report.tokens_per_s; }},
+    {"mfu", [](const PlanRow& r) -> nlohmann::json { return r.report.mfu; }},
+    {"compute_s", [](const PlanRow& r) -> nlohmann::json { return r.report.compute.seconds(); }},
+    {"exposed_comm_s", [](const PlanRow& r) -> nlohmann::json {
+       return r.report.exposed_comm.seconds(); }},
+    {"exposed_tp_s", [](const PlanRow& r) -> nlohmann::json { return exposed(r.report, "tp"); }},
+    {"exposed_cp_s", [](const PlanRow& r) -> nlohmann::json { return exposed(r.report, "cp"); }},
+    {"exposed_dp_s", [](const PlanRow& r) -> nlohmann::json { return exposed(r.report, "dp"); }},
+    {"exposed_pp_s", [](const PlanRow& r) -> nlohmann::json { return exposed(r.report, "pp"); }},
+    {"exposed_ep_s", [](const PlanRow& r) -> nlohmann::json { return exposed(r.report, "ep"); }},
+    {"bubble_fraction", [](const PlanRow& r) -> nlohmann::json {
+       return r.report.bubble_fraction; }},
+    {"peak_memory_bytes", [](const PlanRow& r) -> nlohmann::json {
+       return r.report.peak_memory.count(); }},
+    {"memory_capacity_bytes", [](const PlanRow& r) -> nlohmann::json {
+       return r.report.memory_capacity.count(); }},
+    {"headroom", [](const PlanRow& r) -> nlohmann::json { return headroom(r.report); }},
+    {"oom", [](const PlanRow& r) -> nlohmann::json { return r.report.oom; }},
+    {"lower_bound_s", [](const PlanRow& r) -> nlohmann::json {
+       return r.lower_bound ? nlohmann::json(r.lower_bound->seconds()) : nlohmann::json(); }},
+    {"days", [](const PlanRow& r) -> nlohmann::json {
+       return r.time_to_train ? nlohmann::json(r.time_to_train->days) : nlohmann::json(); }},
+    {"device_hours", [](const PlanRow& r) -> nlohmann::json {
+       return r.time_to_train ? nlohmann::json(r.time_to_train->device_hours)
+                              : nlohmann::json(); }},
+    {"cost_usd", [](const PlanRow& r) -> nlohmann::json {
+       return r.time_to_train && r.time_to_train->cost_usd
+                  ? nlohmann::json(*r.time_to_train->cost_usd) : nlohmann::json(); }},
+    {"facility_energy_mwh", [](const PlanRow& r) -> nlohmann::json {
+       return r.time_to_train && r.time_to_train->facility_energy_mwh
+                  ? nlohmann::json(*r.time_to_train->facility_energy_mwh) : nlohmann::json(); }},
+};
+// clang-format on
+
+}  // namespace
+
+std::string csv_cell(const nlohmann::json& v) {
+  if (v.is_null()) {
+    return "";
+  }
+  if (v.is_string()) {
+    std::string s = v.get<std::string>();
+    if (s.find_first_of(",\"\n") == std::string::npos) {
+      return s;
+    }
+    std::string q = "\"";
+    for (const char c : s) {
+      q.push_back(c);
+      if (c == '"') {
+        q.push_back('"');
+      }
+    }
+    q.push_back('"');
+    return q;
+  }
+  if (v.is_number_float()) {
+    return fmt::format("{:.9g}", v.get<double>());
+  }
+  return v.dump();
+}
+
+const std::vector<std::string>& row_columns() {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> names;
+    for (const Column& c : kColumns) {
+      names.emplace_back(c.name);
+    }
+    return names;
+  }();
+  return kNames;
+}
+
+nlohmann::json row_json(const PlanRow& row) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const Column& c : kColumns) {
+    j[c.name] = c.value(row);
+  }
+  return j;
+}
+
+void write_rows_csv(const std::vector<PlanRow>& rows, std::ostream& out) {
+  const char* sep = "";
+  for (const Column& c : kColumns) {
+    out << sep << c.name;
+    sep = ",";
+  }
+  out << "\n";
+  for (const PlanRow& r : rows) {
+    sep = "";
+    for (const Column& c : kColumns) {
+      out << sep << csv_cell(c.value(r));
+      sep = ",";
+    }
+    out << "\n";
+  }
+}
+
+nlohmann::json search_counts_json(const SearchResult& r) {
+  return {{"considered", r.considered},
+          {"invalid", r.invalid},
+          {"pruned_memory", r.pruned_memory},
+          {"pruned_headroom", r.pruned_headroom},
+          {"pruned_bound", r.pruned_bound},
+          {"not_simulated", r.not_simulated},
+          {"simulated", r.simulated},
+          {"simulated_oom", r.simulated_oom},
+          {"probes", r.probes},
+          {"exact", r.exact}};
+}
+
+}  // namespace meshsim::studies

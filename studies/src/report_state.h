@@ -1,0 +1,15 @@
+// A StepReport as exact JSON (integers for picoseconds and bytes, doubles that nlohmann
+// round-trips, every field), so that processes exchanging reports (the plan search under MPI)
+// rebuild the very values one process would hold. Private to studies.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "meshsim/studies/step_report.h"
+
+namespace meshsim::studies::detail {
+
+nlohmann::json report_state(const StepReport& r);
+StepReport report_from_state(const nlohmann::json& j);
+
+}  // namespace meshsim::studies::detail

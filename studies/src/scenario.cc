@@ -1,0 +1,329 @@
+#include "meshsim/studies/scenario.h"
+
+#include <fmt/format.h>
+
+#include "meshsim/sim/json_input.h"
+#include "meshsim/sim/unit_parse.h"
+
+namespace meshsim::studies {
+
+using workloads::ParallelPlan;
+using workloads::PlanField;
+
+workloads::ParallelPlan Scenario::neutral_plan() {
+  ParallelPlan p;
+  p.seq = 4096;
+  return p;
+}
+
+Scenario default_scenario() {
+  Scenario s;
+  s.model = "llama3-70b";
+  s.cluster = "dgx-h100";
+  s.nodes = 256;
+  ParallelPlan& p = s.plan;
+  p.tp = 8;
+  p.sp = true;
+  p.pp = 4;
+  p.vpp = 5;
+  p.schedule = workloads::PipelineSchedule::kInterleaved;
+  p.dp = 64;
+  p.zero = workloads::ZeroStage::kOptimizerStates;
+  p.mbs = 1;
+  p.gbs = 512;
+  p.seq = 8192;
+  p.origins.set_all(Origin::preset("the default scenario"));
+  s.origins.set_all(Origin::preset("the default scenario"));
+  return s;
+}
+
+namespace {
+
+// Reads one plan field from the scenario file when present, recording its origin.
+class PlanReader {
+ public:
+  PlanReader(JsonObject& o, ParallelPlan& p) : o_(o), p_(p) {}
+
+  // `read(o, key)` gives the value; `store` puts it into the plan.
+  template <typename Read, typename Store>
+  void field(PlanField f, Read read, Store store) {
+    const std::string key(to_string(f));
+    o_.ignore(key);  // known even when absent (error messages list it)
+    if (o_.has(key)) {
+      store(read(key));
+      p_.origins.set(f, Origin::file(o_.source(), o_.pointer_of(key)));
+    }
+  }
+  template <typename T>
+  void field(PlanField f, T ParallelPlan::*member, T (JsonObject::*getter)(const std::string&)) {
+    field(
+        f, [&](const std::string& k) { return (o_.*getter)(k); },
+        [&](T v) { p_.*member = std::move(v); });
+  }
+  template <NamedEnum E>
+  void choice(PlanField f, E ParallelPlan::*member) {
+    field(
+        f, [&](const std::string& k) { return o_.choice<E>(k); }, [&](E v) { p_.*member = v; });
+  }
+
+ private:
+  JsonObject& o_;
+  ParallelPlan& p_;
+};
+
+void read_plan(JsonObject& o, ParallelPlan& p) {
+  using J = JsonObject;
+  PlanReader r(o, p);
+  r.field(PlanField::kDp, &ParallelPlan::dp, &J::positive_integer);
+  r.field(
+      PlanField::kZero, [&](const std::string& k) { return o.non_negative_integer(k); },
+      [&](int64_t v) { p.zero = zero_stage(v, Origin::file(o.source(), o.pointer_of("zero"))); });
+  r.field(PlanField::kTp, &ParallelPlan::tp, &J::positive_integer);
+  r.field(PlanField::kSp, &ParallelPlan::sp, &J::boolean);
+  r.field(PlanField::kCp, &ParallelPlan::cp, &J::positive_integer);
+  r.field(PlanField::kPp, &ParallelPlan::pp, &J::positive_integer);
+  r.field(PlanField::kVpp, &ParallelPlan::vpp, &J::positive_integer);
+  r.choice(PlanField::kSchedule, &ParallelPlan::schedule);
+  r.field(PlanField::kEp, &ParallelPlan::ep, &J::positive_integer);
+  r.field(PlanField::kCapacityFactor, &ParallelPlan::capacity_factor, &J::positive_number);
+  r.field(PlanField::kMbs, &ParallelPlan::mbs, &J::positive_integer);
+  r.field(PlanField::kGbs, &ParallelPlan::gbs, &J::positive_integer);
+  r.field(PlanField::kSeq, &ParallelPlan::seq, &J::positive_integer);
+  r.choice(PlanField::kRecompute, &ParallelPlan::recompute);
+  r.field(
+      PlanField::kDtype, [&](const std::string& k) { return o.choice<Dtype>(k); },
+      [&](Dtype d) { p.set_training_dtype(d); });
+  r.choice(PlanField::kAttention, &ParallelPlan::attention);
+  r.choice(PlanField::kKernels, &ParallelPlan::kernels);
+  r.choice(PlanField::kOptimizerKernels, &ParallelPlan::optimizer_kernels);
+  r.choice(PlanField::kStack, &ParallelPlan::stack);
+  r.choice(PlanField::kFp8Recipe, &ParallelPlan::fp8_scaling);
+  r.field(PlanField::kStageLayers, &ParallelPlan::stage_layers, &J::positive_integer_array);
+  const auto overlap = [&](PlanField f, bool workloads::OverlapOptions::*member) {
+    r.field(
+        f, [&](const std::string& k) { return o.boolean(k); },
+        [&](bool v) { p.overlap.*member = v; });
+  };
+  overlap(PlanField::kOverlapGradReduce, &workloads::OverlapOptions::grad_reduce);
+  overlap(PlanField::kOverlapParamGather, &workloads::OverlapOptions::param_gather);
+  overlap(PlanField::kOverlapP2p, &workloads::OverlapOptions::pipeline_p2p);
+  overlap(PlanField::kOverlapTp, &workloads::OverlapOptions::tensor_parallel);
+}
+
+// Reads the fabric keys of a scenario file into `k`, with their origins.
+void read_fabric(JsonObject& o, FabricKnobs& k) {
+  using F = topology::FabricField;
+  auto read = [&o, &k](F f, auto& slot, auto get) {
+    const std::string key(to_string(f));
+    if (o.has(key)) {
+      slot = get(key);
+      k.origins.set(f, Origin::file(o.source(), o.pointer_of(key)));
+    }
+  };
+  read(F::kOversubscription, k.oversubscription,
+       [&o](const auto& key) { return o.positive_number(key); });
+  read(F::kTiers, k.tiers, [&o](const auto& key) { return o.positive_integer(key); });
+  read(F::kRailOptimized, k.rail_optimized, [&o](const auto& key) { return o.boolean(key); });
+  read(F::kNicsPerDevice, k.nics_per_device,
+       [&o](const auto& key) { return o.positive_integer(key); });
+  read(F::kNicBandwidth, k.nic_bandwidth, [&o](const auto& key) { return o.string(key); });
+  read(F::kSharp, k.sharp, [&o](const auto& key) { return o.boolean(key); });
+}
+
+}  // namespace
+
+topology::FabricOverrides fabric_overrides(const FabricKnobs& k) {
+  topology::FabricOverrides f;
+  f.oversubscription = k.oversubscription;
+  f.tiers = k.tiers;
+  f.rail_optimized = k.rail_optimized;
+  f.nics_per_device = k.nics_per_device;
+  f.sharp = k.sharp;
+  if (k.nic_bandwidth) {
+    try {
+      f.nic_bandwidth = parse_bandwidth(*k.nic_bandwidth);
+    } catch (const UnitParseError& e) {
+      throw topology::FabricError(topology::FabricField::kNicBandwidth, e.what());
+    }
+  }
+  return f;
+}
+
+bool scenario_file_names_workload(const std::string& path) {
+  const nlohmann::json doc = load_json_file(path);
+  return doc.is_object() && (doc.contains("model") || doc.contains("cluster"));
+}
+
+Scenario apply_scenario_json(const nlohmann::json& doc, const std::string& source,
+                             const std::string& pointer, Scenario s) {
+  JsonObject o(doc, source, pointer);
+  const auto field = [&](ScenarioField f, auto getter, auto store) {
+    const std::string key(to_string(f));
+    if (auto v = opt(o, key, getter)) {
+      store(*v);
+      s.origins.set(f, Origin::file(o.source(), o.pointer_of(key)));
+    }
+  };
+  field(ScenarioField::kModel, &JsonObject::string, [&](std::string v) { s.model = v; });
+  field(ScenarioField::kCluster, &JsonObject::string, [&](std::string v) { s.cluster = v; });
+  field(ScenarioField::kNodes, &JsonObject::positive_integer, [&](int64_t v) { s.nodes = v; });
+  field(ScenarioField::kShape, &JsonObject::string, [&](std::string v) { s.shape = v; });
+  read_plan(o, s.plan);
+  field(ScenarioField::kHardwareCatalogue, &JsonObject::string,
+        [&](std::string v) { s.hardware_catalogue = v; });
+  read_fabric(o, s.fabric);
+  read_faults(o, s.faults);
+  o.finish();
+  return s;
+}
+
+Scenario load_scenario(const std::string& path, Scenario s) {
+  return apply_scenario_json(load_json_file(path), path, "", std::move(s));
+}
+
+void complete(Scenario& s) {
+  if (s.plan.origins[PlanField::kGbs].kind() == Origin::Kind::kDefault) {
+    s.plan.gbs = s.plan.dp * s.plan.mbs;
+  }
+}
+
+workloads::ZeroStage zero_stage(int64_t value, const Origin& where) {
+  if (value < 0 || value > 3) {
+    throw where.error(fmt::format("expected a ZeRO stage 0, 1, 2 or 3, got {}", value));
+  }
+  return static_cast<workloads::ZeroStage>(value);
+}
+
+
+std::vector<int64_t> parse_shape(const std::string& text) {
+  std::vector<int64_t> dims;
+  std::string_view rest = text;
+  do {
+    const size_t x = rest.find('x');
+    const std::string part(rest.substr(0, x));
+    int64_t v = 0;
+    try {
+      size_t used = 0;
+      v = std::stoll(part, &used);
+      if (used != part.size()) {
+        v = 0;
+      }
+    } catch (const std::exception&) {
+      v = 0;
+    }
+    if (v <= 0) {
+      throw ScenarioError(ScenarioField::kShape,
+                          fmt::format("\"{}\": expected positive extents joined by 'x', e.g. "
+                                      "8x16x16",
+                                      text));
+    }
+    dims.push_back(v);
+    rest = x == std::string_view::npos ? std::string_view{} : rest.substr(x + 1);
+  } while (!rest.empty());
+  return dims;
+}
+
+namespace {
+
+// `resize(c)`, with the cluster's complaints about its own new size (an InputError on the cluster's
+// file: too many devices, a slice that does not fill its hosts) turned into a ScenarioError on
+// `field`, which the edge locates at the flag or scenario key that asked for the size.
+template <typename F>
+topology::ClusterSpec resized(topology::ClusterSpec c, ScenarioField field, F&& resize) {
+  const std::string cluster_source = c.source;
+  try {
+    return resize(std::move(c));
+  } catch (const InputError& e) {
+    if (e.source() != cluster_source) {
+      throw;
+    }
+    throw ScenarioError(field, e.message());
+  }
+}
+
+}  // namespace
+
+topology::ClusterSpec load_cluster(const Scenario& s) {
+  const topology::Catalogue catalogue = s.hardware_catalogue
+                                            ? topology::Catalogue::load(*s.hardware_catalogue)
+                                            : topology::Catalogue::builtin();
+  topology::ClusterSpec c = topology::load_cluster(s.cluster, catalogue);
+  const bool torus = c.scale_up == topology::ScaleUpFabric::kIciTorus;
+  if (s.nodes && s.shape) {
+    throw ScenarioError(ScenarioField::kShape,
+                        "a cluster is resized by its nodes (GPU clusters) or by its torus shape "
+                        "(TPU slices), not both");
+  }
+  if (s.nodes) {
+    if (torus) {
+      throw ScenarioError(ScenarioField::kNodes,
+                          fmt::format("{} is a TPU slice, sized by its torus shape (e.g. "
+                                      "8x16x16), not by a number of nodes",
+                                      c.name));
+    }
+    if (*s.nodes <= 0) {
+      throw ScenarioError(ScenarioField::kNodes,
+                          fmt::format("expected a positive integer, got {}", *s.nodes));
+    }
+    c = resized(std::move(c), ScenarioField::kNodes, [&](topology::ClusterSpec spec) {
+      return topology::resize_nodes(std::move(spec), *s.nodes);
+    });
+  }
+  if (s.shape) {
+    if (!torus) {
+      throw ScenarioError(ScenarioField::kShape,
+                          fmt::format("{} is a GPU cluster, sized by its number of nodes; a torus "
+                                      "shape applies to TPU slices",
+                                      c.name));
+    }
+    std::vector<int64_t> shape = parse_shape(*s.shape);
+    c = resized(std::move(c), ScenarioField::kShape, [&](topology::ClusterSpec spec) {
+      return topology::resize_torus(std::move(spec), std::move(shape));
+    });
+  }
+  return topology::override_fabric(std::move(c), fabric_overrides(s.fabric));
+}
+
+nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& cluster) {
+  const workloads::ParallelPlan& p = s.plan;
+  nlohmann::json j = {{"model", s.model},
+                      {"cluster", s.cluster},
+                      {"nodes", cluster.nodes},
+                      {"devices", cluster.device_count()},
+                      {"dp", p.dp},
+                      {"zero", static_cast<int>(p.zero)},
+                      {"tp", p.tp},
+                      {"sp", p.sp},
+                      {"cp", p.cp},
+                      {"pp", p.pp},
+                      {"vpp", p.vpp},
+                      {"schedule", to_string(p.schedule)},
+                      {"ep", p.ep},
+                      {"capacity_factor", p.capacity_factor},
+                      {"mbs", p.mbs},
+                      {"gbs", p.gbs},
+                      {"seq", p.seq},
+                      {"recompute", to_string(p.recompute)},
+                      {"dtype", to_string(p.matmul_dtype)},
+                      {"attention", to_string(p.attention)},
+                      {"kernels", to_string(p.kernels)},
+                      {"optimizer_kernels", to_string(p.optimizer_kernels)},
+                      {"stack", to_string(p.stack)},
+                      {"fp8_recipe", to_string(p.fp8_scaling)},
+                      {"overlap_grad_reduce", p.overlap.grad_reduce},
+                      {"overlap_param_gather", p.overlap.param_gather},
+                      {"overlap_p2p", p.overlap.pipeline_p2p},
+                      {"overlap_tp", p.overlap.tensor_parallel}};
+  if (!cluster.torus_shape.empty()) {
+    j["shape"] = cluster.torus_shape;
+  }
+  if (!p.stage_layers.empty()) {
+    j["stage_layers"] = p.stage_layers;
+  }
+  if (!s.faults.empty()) {
+    j["faults"] = faults_json(s.faults);
+  }
+  return j;
+}
+
+}  // namespace meshsim::studies

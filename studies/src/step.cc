@@ -1,0 +1,281 @@
+#include "meshsim/studies/step.h"
+
+#include "meshsim/studies/stack_setup.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+
+#include "meshsim/sim/breakdown.h"
+#include "meshsim/sim/error.h"
+#include "meshsim/sim/simulation.h"
+#include "meshsim/topology/compute_model.h"
+#include "meshsim/workloads/accounting.h"
+#include "meshsim/workloads/plan_loader.h"
+#include "meshsim/workloads/step.h"
+
+namespace meshsim::studies {
+
+void check_plan(const LoadedScenario& l, const workloads::ParallelPlan& p) {
+  workloads::validate_plan(l.model, p);
+  if (p.world() != l.cluster.device_count()) {
+    throw workloads::PlanError(
+        workloads::PlanField::kDp,
+        fmt::format("tp {} x cp {} x dp {} x pp {} = {} ranks, but cluster {} has {} devices ({} "
+                    "nodes x {}); the degrees must multiply to the device count",
+                    p.tp, p.cp, p.dp, p.pp, p.world(), l.cluster.name, l.cluster.device_count(),
+                    l.cluster.nodes, l.cluster.devices_per_node));
+  }
+  if (!l.cluster.chip.peak(p.matmul_dtype)) {
+    std::vector<std::string> have;
+    for (const auto& [dtype, rate] : l.cluster.chip.peaks) {
+      have.emplace_back(to_string(dtype));
+    }
+    const std::string_view dtype = to_string(p.matmul_dtype);
+    throw workloads::PlanError(
+        workloads::PlanField::kDtype,
+        fmt::format("{} matmuls: {} has no {} rate in the catalogue (expected one of {})", dtype,
+                    l.cluster.chip.description, dtype, fmt::join(have, ", ")));
+  }
+}
+
+LoadedScenario load_inputs(const Scenario& s) {
+  return LoadedScenario{load_cluster(s), workloads::load_model(s.model)};
+}
+
+LoadedScenario load_and_check(const Scenario& s) {
+  LoadedScenario l = load_inputs(s);
+  check_plan(l, s.plan);
+  return l;
+}
+
+std::string describe_plan(const workloads::ParallelPlan& p) {
+  const bool default_kernels = p.kernels == workloads::Kernels::kFused &&
+                               p.optimizer_kernels == workloads::OptimizerKernels::kFused;
+  return fmt::format(
+      "TP {}{} x CP {} x PP {} ({}{}) x DP {}{}{}; microbatch {} x {} tokens, global batch {} "
+      "({} microbatches per pipeline); {} matmuls, {} attention, recompute {}; stack {}{}{}",
+      p.tp, p.sp ? " (SP)" : "", p.cp, p.pp, to_string(p.schedule),
+      p.vpp > 1 ? fmt::format(", {} virtual stages", p.vpp) : "", p.dp,
+      p.zero != workloads::ZeroStage::kNone ? fmt::format(" (ZeRO-{})", static_cast<int>(p.zero))
+                                            : "",
+      p.ep > 1 ? fmt::format(", EP {}", p.ep) : "", p.mbs, p.seq, p.gbs, p.microbatches(),
+      to_string(p.matmul_dtype), to_string(p.attention), to_string(p.recompute),
+      to_string(p.stack), p.overlap.tensor_parallel ? ", TP overlap" : "",
+      default_kernels ? ""
+                      : fmt::format("; {} kernels, {} optimizer", to_string(p.kernels),
+                                    to_string(p.optimizer_kernels)));
+}
+
+namespace {
+
+StepReport describe(const Scenario& s, const LoadedScenario& l) {
+  StepReport r;
+  r.inputs = scenario_json(s, l.cluster);
+  r.parameters = workloads::total_parameters(l.model);
+  r.devices = l.cluster.device_count();
+  r.chip = l.cluster.chip.name;
+  r.model_flops_per_token = workloads::training_flops_per_token(l.model, s.plan.seq);
+  r.model_description = describe_model(l.model);
+  r.cluster_description =
+      fmt::format("{}: {} node(s) x {} {} = {} devices", l.cluster.name, l.cluster.nodes,
+                  l.cluster.devices_per_node, l.cluster.chip.description, r.devices);
+  const workloads::ParallelPlan& p = s.plan;
+  r.plan_description = describe_plan(p);
+  r.memory_capacity = l.cluster.chip.hbm_capacity;
+  // MFU against the dense bf16 peak (also for fp8, as Megatron reports it); fp32 and tf32 runs
+  // against their own matmul rate.
+  const bool fp32 = p.matmul_dtype == Dtype::kFp32 || p.matmul_dtype == Dtype::kTf32;
+  r.peak_dtype = fp32 ? p.matmul_dtype : Dtype::kBf16;
+  r.peak_per_device = *l.cluster.chip.peak(r.peak_dtype);
+  return r;
+}
+
+MemoryBreakdown estimate_breakdown(const workloads::TrainingMemory& m) {
+  MemoryBreakdown b;
+  b.by_category[static_cast<size_t>(MemoryCategory::kWeights)] = m.weights;
+  b.by_category[static_cast<size_t>(MemoryCategory::kGradients)] = m.gradients;
+  b.by_category[static_cast<size_t>(MemoryCategory::kOptimizerState)] = m.optimizer_states;
+  b.by_category[static_cast<size_t>(MemoryCategory::kActivations)] = m.activations;
+  return b;
+}
+
+// The model state alone (weights, gradients, optimizer) of some stage exceeds the chip: report
+// OOM with the closed-form breakdown instead of simulating.
+bool precheck_memory(StepReport& r, const workloads::StepPlan& plan) {
+  for (size_t s = 0; s < plan.memory_estimate.size(); ++s) {
+    const workloads::TrainingMemory& m = plan.memory_estimate[s];
+    if (m.model_state() > r.memory_capacity) {
+      r.oom = true;
+      r.oom_stage = fmt::format("pipeline stage {}", s);
+      r.peak_memory = m.total();
+      r.peak_breakdown = estimate_breakdown(m);
+      return false;
+    }
+  }
+  return true;
+}
+
+// The fraction of the devices' peak that `work` is over the step (MFU, HFU).
+double utilisation(Flops work, const StepReport& r) {
+  return work / (r.peak_per_device * r.step_time * static_cast<double>(r.devices));
+}
+
+// Per pipeline stage, the worst of its simulated ranks: idle fraction, compute, peak memory.
+std::vector<StepReport::Stage> stage_results(const StepReport& r, const RunResult& run,
+                                             const std::vector<RankBreakdown>& b,
+                                             const workloads::StepPlan& plan) {
+  std::map<int64_t, StepReport::Stage> stages;
+  for (size_t i = 0; i < b.size(); ++i) {
+    const int64_t stage = plan.ranks[i].stage;
+    StepReport::Stage& st = stages[stage];
+    st.stage = stage;
+    st.bubble_fraction = std::max(st.bubble_fraction, b[i].idle / r.step_time);
+    st.compute = std::max(st.compute, b[i].compute);
+    if (run.ranks[i].memory.peak > st.peak_memory) {
+      st.peak_memory = run.ranks[i].memory.peak;
+      st.peak_breakdown.by_category = run.ranks[i].memory.at_peak;
+    }
+  }
+  std::vector<StepReport::Stage> out;
+  for (const auto& [stage, st] : stages) {
+    out.push_back(st);
+  }
+  return out;
+}
+
+void fill_results(StepReport& r, const RunResult& run, const std::vector<RankBreakdown>& b,
+                  const workloads::StepPlan& plan) {
+  r.simulated = true;
+  r.events = run.events;
+  r.simulated_ranks = static_cast<int64_t>(plan.ranks.size());
+  r.step_time = run.end - SimTime::zero();
+  r.tokens_per_step = plan.tokens_per_step;
+  r.tokens_per_s = static_cast<double>(plan.tokens_per_step) / r.step_time.seconds();
+  r.tokens_per_s_per_device = r.tokens_per_s / static_cast<double>(r.devices);
+  r.mfu = utilisation(plan.model_flops_per_step, r);
+  // Executed FLOPs: each simulated rank stands for world / simulated ranks of its kind; every
+  // pipeline stage has the same number of ranks, so scale the simulated sum.
+  Flops executed;
+  for (const RankBreakdown& rb : b) {
+    executed += rb.flops;
+    r.compute = std::max(r.compute, rb.compute);
+    r.exposed_comm = std::max(r.exposed_comm, rb.exposed_comm);
+  }
+  r.hfu = utilisation(
+      executed * static_cast<double>(plan.world) / static_cast<double>(b.size()), r);
+  for (const workloads::CommKind kind : enum_values<workloads::CommKind>()) {
+    Duration worst;
+    for (const RankBreakdown& rb : b) {
+      worst = std::max(worst, rb.exposed_in(workloads::category_of(kind)));
+    }
+    r.exposed_by_kind.emplace_back(std::string(to_string(kind)), worst);
+  }
+  r.stages = stage_results(r, run, b, plan);
+  double bubble = 0;
+  for (const StepReport::Stage& st : r.stages) {
+    bubble += st.bubble_fraction;
+    if (st.peak_memory > r.peak_memory) {
+      r.peak_memory = st.peak_memory;
+      r.peak_breakdown = st.peak_breakdown;
+      r.oom_stage = fmt::format("pipeline stage {}", st.stage);
+    }
+  }
+  r.bubble_fraction = bubble / static_cast<double>(r.stages.size());
+  r.time_by_class = b.front().by_class;
+  r.oom = r.peak_memory > r.memory_capacity;
+  if (!r.oom) {
+    r.oom_stage.clear();
+  }
+}
+
+}  // namespace
+
+std::string describe_model(const workloads::ModelConfig& m) {
+  const auto params = static_cast<double>(workloads::total_parameters(m));
+  return fmt::format("{} ({}, {} layers)", m.name,
+                     params >= 1e9 ? fmt::format("{:.2f} B parameters", params * 1e-9)
+                                   : fmt::format("{:.1f} M parameters", params * 1e-6),
+                     m.num_layers);
+}
+
+namespace {
+
+StepReport simulate(const Scenario& given, const LoadedScenario& l, const StepOptions& options,
+                    StepObserver* observer);
+
+// What the faults of `s` did: its step against the same step without them, simulated in
+// representative mode (exact on symmetric inputs).
+FaultEffect compare_with_nominal(const Scenario& s, const LoadedScenario& l,
+                                 const StepOptions& options, const workloads::StepPlan& plan,
+                                 const std::vector<RankBreakdown>& breakdown) {
+  Scenario nominal = s;
+  nominal.faults = {};
+  StepOptions quiet;
+  quiet.comm = options.comm;
+  quiet.skip_memory_precheck = options.skip_memory_precheck;
+  FaultEffect e =
+      fault_effect(s.faults, plan, breakdown, simulate(nominal, l, quiet, nullptr).step_time);
+  e.switched_to_full = !options.full_simulation;
+  return e;
+}
+
+StepReport simulate(const Scenario& given, const LoadedScenario& l, const StepOptions& options,
+                    StepObserver* observer) {
+  Scenario s = given;
+  apply_stack_for(s.plan, l.cluster.chip);
+  check_plan(l, s.plan);
+  StepReport report = describe(s, l);
+  const bool faulty = !s.faults.empty();
+  if (faulty) {
+    check_faults(s.faults, s.plan.world());
+  }
+  // Faults make ranks differ: representative mode would be wrong, so every rank is simulated.
+  const bool full = options.full_simulation || faulty ||
+                    (observer != nullptr && observer->needs_full_simulation());
+  report.simulation_mode = full ? "full" : "representative";
+  workloads::StepPlan plan = workloads::plan_step(
+      l.model, s.plan,
+      full ? workloads::SimulationMode::kFull : workloads::SimulationMode::kRepresentative,
+      observer != nullptr ? observer->ranks_to_simulate() : std::vector<int64_t>{});
+  if (!options.skip_memory_precheck && !precheck_memory(report, plan)) {
+    return report;
+  }
+  topology::RooflineComputeModel compute(l.cluster.chip);
+  CommSetup comm(l.cluster, plan, options.comm, s.faults.links);
+  Simulation sim(compute, comm.model());
+  workloads::load_plan(sim, plan);
+  apply_compute_faults(s.faults, plan, sim);
+  if (observer != nullptr) {
+    observer->attach(sim, comm, report);
+  }
+  const RunResult run = sim.run();
+  if (observer != nullptr) {
+    observer->finish(run.end, report);
+  }
+  std::vector<RankBreakdown> breakdown;
+  breakdown.reserve(run.ranks.size());
+  for (const RankResult& rank : run.ranks) {
+    breakdown.push_back(rank.breakdown);
+  }
+  fill_results(report, run, breakdown, plan);
+  if (faulty) {
+    report.faults = compare_with_nominal(s, l, options, plan, breakdown);
+  }
+  return report;
+}
+
+}  // namespace
+
+StepReport simulate_step(const Scenario& s, const LoadedScenario& loaded,
+                         const StepOptions& options, StepObserver* observer) {
+  return simulate(s, loaded, options, observer);
+}
+
+StepReport simulate_step(const Scenario& s, const StepOptions& options, StepObserver* observer) {
+  return simulate(s, load_and_check(s), options, observer);
+}
+
+}  // namespace meshsim::studies

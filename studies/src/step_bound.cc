@@ -1,0 +1,423 @@
+// The plan search's lower bound on the step time (the argument is in step_bound.h).
+#include "meshsim/studies/step_bound.h"
+
+#include "meshsim/studies/stack_setup.h"
+
+#include <algorithm>
+#include <set>
+#include <variant>
+
+#include "meshsim/sim/error.h"
+#include "meshsim/workloads/partition.h"
+#include "meshsim/workloads/pipeline.h"
+#include "meshsim/workloads/step.h"
+
+namespace meshsim::studies {
+
+using workloads::CommKind;
+using workloads::ParallelPlan;
+
+namespace {
+
+// Where an op of the probe's single stage sits: before the first layer (embedding), in a layer's
+// forward or backward, between them (the head), or after the last backward (the embedding's
+// backward, gradient reduction, optimizer: left out of the bound).
+enum class Part { kEmbedding, kLayerForward, kHead, kLayerBackward, kTail };
+
+}  // namespace
+
+struct StepLowerBound::ProbeOps {
+  const Program& program;
+  std::vector<Part> part;              // per op
+  std::vector<int32_t> layer;          // per op, -1 outside layers
+  std::vector<OpId> compute_order;     // compute-stream ops in program (stream) order
+};
+
+namespace {
+
+using ProbeOps = StepLowerBound::ProbeOps;
+
+ProbeOps classify(const Program& prog) {
+  ProbeOps p{prog, {}, {}, {}};
+  const size_t n = prog.size();
+  p.part.resize(n, Part::kEmbedding);
+  p.layer.resize(n, -1);
+  bool seen_layer = false;
+  bool backward = false;
+  bool backward_layers = false;
+  for (size_t i = 0; i < n; ++i) {
+    const Op& op = prog.op(OpId(static_cast<uint32_t>(i)));
+    const bool compute = std::holds_alternative<ComputeWork>(op.work);
+    if (compute && op.stream == 0) {
+      p.compute_order.push_back(OpId(static_cast<uint32_t>(i)));
+      if (std::get<ComputeWork>(op.work).op_class == OpClass::kLoss) {
+        backward = true;  // the loss ends the forward
+      }
+    }
+    if (op.labels.layer) {
+      seen_layer = true;
+      p.layer[i] = *op.labels.layer;
+      p.part[i] = backward ? Part::kLayerBackward : Part::kLayerForward;
+      backward_layers = backward_layers || backward;
+    } else if (!seen_layer) {
+      p.part[i] = Part::kEmbedding;
+    } else {
+      // Outside the layers after the first one: the head until the first backward layer op, the
+      // tail after the backward's layers.
+      p.part[i] = backward_layers ? Part::kTail : Part::kHead;
+    }
+  }
+  return p;
+}
+
+bool has_edge(const Program& prog, OpId from, OpId to) {
+  const std::vector<OpId> succ = prog.successors(from);
+  return std::find(succ.begin(), succ.end(), to) != succ.end();
+}
+
+}  // namespace
+
+StepLowerBound::StepLowerBound(workloads::ModelConfig model, const topology::ClusterSpec& cluster,
+                               collectives::NetworkCommModel* comm)
+    : model_(std::move(model)),
+      comm_(comm),
+      probe_model_(model_),
+      chip_(cluster.chip),
+      compute_(cluster.chip),
+      domain_size_(cluster.scale_up_domain_size()),
+      scale_up_bandwidth_(cluster.scale_up_bandwidth()),
+      device_bandwidth_(cluster.scale_up_bandwidth() + cluster.inter_node_bandwidth()) {
+  probe_model_.num_layers = std::min<int64_t>(model_.num_layers, 2);
+}
+
+StepLowerBound::~StepLowerBound() = default;
+
+namespace {
+
+// The probe: the plan's layer on one stage, one microbatch; EP carved out of DP = EP.
+ParallelPlan probe_plan(const ParallelPlan& plan) {
+  ParallelPlan p = plan;
+  p.pp = 1;
+  p.vpp = 1;
+  p.stage_layers.clear();
+  p.schedule = workloads::PipelineSchedule::kOneFOneB;
+  p.dp = plan.ep;
+  p.zero = workloads::ZeroStage::kNone;
+  p.gbs = p.dp * p.mbs;
+  return p;
+}
+
+}  // namespace
+
+Duration StepLowerBound::collective_bound(const workloads::StepPlan& plan, const Op& op) const {
+  const auto& work = std::get<CollectiveWork>(op.work);
+  if (work.kind == CollectiveKind::kBroadcast || work.kind == CollectiveKind::kReduce) {
+    return Duration::zero();
+  }
+  const workloads::PlannedGroup& g = plan.groups[plan.ranks[0].groups[work.group_slot].index()];
+  const auto p = static_cast<int64_t>(g.global.size());
+  if (p <= 1) {
+    return Duration::zero();
+  }
+  int64_t lo = g.global.front().value();
+  int64_t hi = lo;
+  for (const RankId r : g.global) {
+    lo = std::min<int64_t>(lo, r.value());
+    hi = std::max<int64_t>(hi, r.value());
+  }
+  // Every copy of this group in the plan lies inside one scale-up domain when the group's span
+  // divides the domain (groups start at multiples of their span): then only scale-up links carry
+  // it.
+  const int64_t span = hi - lo + 1;
+  const bool in_domain = lo == 0 && span <= domain_size_ && domain_size_ % span == 0;
+  const BytesPerSec bw = in_domain ? scale_up_bandwidth_ : device_bandwidth_;
+  const Bytes moved = Bytes::of(work.bytes.count() / p * (p - 1));
+  return moved / bw;
+}
+
+// Per op of the probe: its time on the compute stream (compute ops) or, for a collective of TP,
+// CP or EP between two adjacent compute ops that produce and consume it, its sandwich bound;
+// zero for the rest.
+struct StepLowerBound::OpCosts {
+  std::vector<Duration> cost;
+  std::vector<bool> sandwiched;
+  std::vector<Duration> context_sends;  // ring attention's sends, on their own stream
+};
+
+StepLowerBound::OpCosts StepLowerBound::op_costs(const workloads::StepPlan& probe,
+                                                 const ProbeOps& ops) const {
+  const Program& prog = probe.programs.at(0);
+  OpCosts c{std::vector<Duration>(prog.size()), std::vector<bool>(prog.size(), false),
+            std::vector<Duration>(prog.size())};
+  for (const OpId id : ops.compute_order) {
+    c.cost[id.index()] =
+        compute_.compute_time(RankId(0), std::get<ComputeWork>(prog.op(id).work));
+  }
+  for (size_t k = 0; k + 1 < ops.compute_order.size(); ++k) {
+    const OpId a = ops.compute_order[k];
+    const OpId b = ops.compute_order[k + 1];
+    for (uint32_t x = a.value() + 1; x < b.value(); ++x) {
+      const Op& op = prog.op(OpId(x));
+      if (!std::holds_alternative<CollectiveWork>(op.work) || !op.labels.category) {
+        continue;
+      }
+      const OpCategory cat = *op.labels.category;
+      const bool kind_ok = cat == workloads::category_of(CommKind::kTensor) ||
+                           cat == workloads::category_of(CommKind::kContext) ||
+                           cat == workloads::category_of(CommKind::kExpert);
+      if (kind_ok && has_edge(prog, a, OpId(x)) && has_edge(prog, OpId(x), b)) {
+        c.cost[x] = collective_bound(probe, op);
+        c.sandwiched[x] = true;
+      }
+    }
+  }
+  // Ring attention's sends run one at a time on the context-parallel send stream, each for at
+  // least its time alone on the network.
+  for (size_t i = 0; comm_ != nullptr && i < prog.size(); ++i) {
+    const Op& op = prog.op(OpId(static_cast<uint32_t>(i)));
+    if (const auto* w = std::get_if<PeerWork>(&op.work);
+        w != nullptr && op.is_send &&
+        op.labels.category == workloads::category_of(CommKind::kContext)) {
+      const workloads::RankBinding& me = probe.ranks[0];
+      const RankId peer = probe.ranks[me.peers[w->peer_slot].index()].global_rank;
+      c.context_sends[i] = comm_->p2p_time(me.global_rank, peer, w->bytes);
+    }
+  }
+  return c;
+}
+
+namespace {
+
+// The ops' costs summed by part: the ends, and each layer's forward and backward (the least over
+// the probe's layers).
+StepLowerBound::LayerCosts sum_by_part(const ProbeOps& ops, const StepLowerBound::OpCosts& oc,
+                                       size_t layers) {
+  std::vector<Duration> fwd(layers);
+  std::vector<Duration> bwd(layers);
+  std::vector<Duration> bwd_compute(layers);
+  std::vector<Duration> cp_stream(layers);
+  StepLowerBound::LayerCosts c;
+  for (size_t i = 0; i < ops.part.size(); ++i) {
+    const auto l = static_cast<size_t>(std::max(ops.layer[i], 0));
+    switch (ops.part[i]) {
+      case Part::kEmbedding:
+        c.embedding_forward += oc.cost[i];
+        break;
+      case Part::kLayerForward:
+        fwd.at(l) += oc.cost[i];
+        cp_stream.at(l) += oc.context_sends[i];
+        break;
+      case Part::kHead:
+        c.head += oc.cost[i];
+        break;
+      case Part::kLayerBackward:
+        bwd.at(l) += oc.cost[i];
+        bwd_compute.at(l) += oc.sandwiched[i] ? Duration::zero() : oc.cost[i];
+        cp_stream.at(l) += oc.context_sends[i];
+        break;
+      case Part::kTail:
+        break;
+    }
+  }
+  c.forward = *std::min_element(fwd.begin(), fwd.end());
+  c.backward = *std::min_element(bwd.begin(), bwd.end());
+  c.backward_compute_only = *std::min_element(bwd_compute.begin(), bwd_compute.end());
+  c.context_sends = *std::min_element(cp_stream.begin(), cp_stream.end());
+  return c;
+}
+
+}  // namespace
+
+const StepLowerBound::LayerCosts& StepLowerBound::costs(const ParallelPlan& plan) {
+  const Key key{plan.tp,
+                plan.sp,
+                plan.cp,
+                plan.ep,
+                plan.mbs,
+                static_cast<int>(plan.recompute),
+                plan.overlap.tensor_parallel,
+                static_cast<int>(plan.stack),
+                static_cast<int>(plan.attention),
+                static_cast<int>(plan.matmul_dtype)};
+  if (const auto it = cache_.find(key); it != cache_.end()) {
+    return it->second;
+  }
+  const workloads::StepPlan probe = workloads::plan_step(probe_model_, probe_plan(plan));
+  const ProbeOps ops = classify(probe.programs.at(0));
+  const LayerCosts c =
+      sum_by_part(ops, op_costs(probe, ops), static_cast<size_t>(probe_model_.num_layers));
+  return cache_.emplace(key, c).first->second;
+}
+
+// The data-parallel stream of a rank runs its collectives one at a time, each for at least the
+// time the communication model gives it alone on the network (it can only be slower beside
+// others): the gradients' reduction (one collective of all the stage's dense gradients: bucketing
+// splits it into pieces that together take no less), ZeRO-1/2's gather of the updated parameters,
+// and ZeRO-3's gather of each layer before its forward and its backward, every microbatch.
+Duration StepLowerBound::data_parallel_bound(const ParallelPlan& plan) {
+  const int64_t p = plan.dense_grad_group();
+  if (p <= 1 || !comm_) {
+    return Duration::zero();
+  }
+  std::vector<RankId> group;
+  for (const int64_t r : workloads::RankLayout(plan).dp_cp_group(0)) {
+    group.emplace_back(static_cast<uint32_t>(r));
+  }
+  const bool zero = plan.zero != workloads::ZeroStage::kNone;
+  const auto time = [&](CollectiveKind kind, int64_t bytes) {
+    return bytes > 0 ? comm_->collective_time(kind, Bytes::of(bytes), group) : Duration::zero();
+  };
+  Duration worst;
+  for (const workloads::StagePartition& st : workloads::partition_stages(model_, plan)) {
+    const int64_t dense = st.params.dense();
+    Duration t = time(zero ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+                      dense * plan.state.gradient);
+    if (plan.zero == workloads::ZeroStage::kOptimizerStates ||
+        plan.zero == workloads::ZeroStage::kGradients) {
+      t += time(CollectiveKind::kAllGather, dense * plan.state.weight);
+    } else if (plan.zero == workloads::ZeroStage::kParameters) {
+      t += time(CollectiveKind::kAllGather, st.params.dense_per_layer * plan.state.weight) *
+           (2 * st.params.layers * plan.microbatches());
+    }
+    worst = std::max(worst, t);
+  }
+  return worst;
+}
+
+namespace {
+
+// The pipeline's passes as a schedule with zero-time communication: each stage runs its passes in
+// the schedule's order (workloads::pipeline_order), a forward after the previous virtual stage's
+// forward of the same microbatch, a backward after the next virtual stage's backward. The
+// makespan of that schedule, with each pass as long as its compute (and sandwiched collectives),
+// is a lower bound on the simulated step: every pass runs on the compute stream for at least that
+// long, after the same dependencies. Returns nullopt beyond `max_passes` passes.
+struct PassCosts {
+  Duration forward;          // one chunk's forward
+  Duration backward;         // one chunk's backward (B of zb: 0, its weight gradients are W)
+  Duration weight;           // zb's W
+  Duration first_forward;    // extra on virtual stage 0's forward (the embedding)
+  Duration last_pass;        // extra on the last virtual stage's forward (the head, both ways)
+};
+
+std::optional<Duration> pipeline_makespan(const workloads::PipelineConfig& cfg,
+                                          const PassCosts& c, size_t max_passes) {
+  const auto p = static_cast<size_t>(cfg.stages);
+  const auto v = static_cast<size_t>(cfg.virtual_stages);
+  const auto m = static_cast<size_t>(cfg.microbatches);
+  if (p * v * m * 3 > max_passes) {
+    return std::nullopt;
+  }
+  std::vector<std::vector<workloads::PipelinePass>> order(p);
+  for (size_t s = 0; s < p; ++s) {
+    order[s] = workloads::pipeline_order(cfg, static_cast<int64_t>(s));
+  }
+  // End times of forward and backward (B) passes by (virtual stage, microbatch); -1: not yet.
+  const size_t vs = p * v;
+  std::vector<int64_t> fwd_end(vs * m, -1);
+  std::vector<int64_t> bwd_end(vs * m, -1);
+  std::vector<size_t> next(p, 0);
+  std::vector<int64_t> free_at(p, 0);
+  size_t remaining = 0;
+  for (const auto& o : order) {
+    remaining += o.size();
+  }
+  while (remaining > 0) {
+    bool progressed = false;
+    for (size_t s = 0; s < p; ++s) {
+      while (next[s] < order[s].size()) {
+        const workloads::PipelinePass& pass = order[s][next[s]];
+        const auto virt = static_cast<size_t>(
+            workloads::virtual_stage(cfg, static_cast<int64_t>(s), pass.chunk));
+        const auto mb = static_cast<size_t>(pass.microbatch);
+        int64_t ready = free_at[s];
+        Duration cost;
+        int64_t* end = nullptr;
+        if (pass.kind == workloads::PassKind::kForward) {
+          if (virt > 0) {
+            if (fwd_end[(virt - 1) * m + mb] < 0) {
+              break;
+            }
+            ready = std::max(ready, fwd_end[(virt - 1) * m + mb]);
+          }
+          cost = c.forward + (virt == 0 ? c.first_forward : Duration::zero()) +
+                 (virt + 1 == vs ? c.last_pass : Duration::zero());
+          end = &fwd_end[virt * m + mb];
+        } else if (pass.kind == workloads::PassKind::kBackwardWeight) {
+          cost = c.weight;
+        } else {
+          const int64_t dep = virt + 1 < vs ? bwd_end[(virt + 1) * m + mb] : fwd_end[virt * m + mb];
+          if (dep < 0) {
+            break;
+          }
+          ready = std::max(ready, dep);
+          cost = c.backward;
+          end = &bwd_end[virt * m + mb];
+        }
+        free_at[s] = ready + cost.ps();
+        if (end != nullptr) {
+          *end = free_at[s];
+        }
+        ++next[s];
+        --remaining;
+        progressed = true;
+      }
+    }
+    SIM_CHECK(progressed, "the pipeline schedule of {} stages deadlocks", p);
+  }
+  return Picoseconds(*std::max_element(free_at.begin(), free_at.end()));
+}
+
+}  // namespace
+
+Duration StepLowerBound::operator()(const ParallelPlan& given) {
+  // The plan as simulate_step runs it: its software stack's kernels for this chip.
+  ParallelPlan plan = given;
+  apply_stack_for(plan, chip_);
+  const LayerCosts& c = costs(plan);
+  const bool zb = plan.schedule == workloads::PipelineSchedule::kZeroBubble;
+  // The communication streams: data parallel, and ring attention's sends on the stage with the
+  // most layers.
+  const int64_t most_layers =
+      plan.stage_layers.empty()
+          ? model_.num_layers / plan.pp
+          : *std::max_element(plan.stage_layers.begin(), plan.stage_layers.end());
+  const Duration dp = std::max(data_parallel_bound(plan),
+                               c.context_sends * (most_layers * plan.microbatches()));
+  if (plan.stage_layers.empty()) {
+    const int64_t chunk_layers = model_.num_layers / (plan.pp * plan.vpp);
+    PassCosts pc;
+    pc.forward = c.forward * chunk_layers;
+    pc.backward = zb ? Duration::zero() : c.backward * chunk_layers;
+    pc.weight = zb ? c.backward_compute_only * chunk_layers : Duration::zero();
+    pc.first_forward = c.embedding_forward;
+    pc.last_pass = c.head;
+    constexpr size_t kMaxPasses = 200000;
+    if (const auto makespan = pipeline_makespan(plan.pipeline(), pc, kMaxPasses)) {
+      return std::max(*makespan, dp);
+    }
+  }
+  // An uneven split, or too many passes to schedule: each stage's own work after the first
+  // microbatch's forward has reached it.
+  const Duration per_layer = c.forward + (zb ? c.backward_compute_only : c.backward);
+  const int64_t m = plan.microbatches();
+  Duration best;
+  Duration fill;
+  for (int64_t s = 0; s < plan.pp; ++s) {
+    const int64_t layers = plan.stage_layers.empty()
+                               ? model_.num_layers / plan.pp
+                               : plan.stage_layers[static_cast<size_t>(s)];
+    Duration busy = per_layer * layers;
+    if (s == 0) {
+      busy += c.embedding_forward;
+    }
+    if (s + 1 == plan.pp) {
+      busy += c.head;
+    }
+    best = std::max(best, fill + busy * m);
+    fill += c.forward * (layers / plan.vpp) + (s == 0 ? c.embedding_forward : Duration::zero());
+  }
+  return std::max(best, dp);
+}
+
+}  // namespace meshsim::studies

@@ -1,0 +1,334 @@
+// Sweeps (sweep.h): the spec, the points, and their results as JSON and CSV.
+#include "meshsim/studies/sweep.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <map>
+
+#include "meshsim/sim/error.h"
+#include "meshsim/sim/json_input.h"
+#include "meshsim/studies/plan_table.h"
+#include "meshsim/studies/step.h"
+
+namespace meshsim::studies {
+
+int64_t SweepSpec::points() const {
+  int64_t n = 1;
+  for (const SweepAxis& a : axes) {
+    n *= static_cast<int64_t>(a.values.size());
+  }
+  return n;
+}
+
+nlohmann::json SweepSpec::coordinates(int64_t i) const {
+  nlohmann::json c = nlohmann::json::object();
+  for (auto a = axes.rbegin(); a != axes.rend(); ++a) {
+    const auto n = static_cast<int64_t>(a->values.size());
+    c[a->field] = a->values[static_cast<size_t>(i % n)];
+    i /= n;
+  }
+  return c;
+}
+
+namespace {
+
+// The point's scenario: the base with each axis's value; "gpus" resizes the cluster.
+struct PointScenario {
+  Scenario scenario;
+  std::vector<std::string> notes;
+};
+
+PointScenario point_scenario(const SweepSpec& spec, const nlohmann::json& coords) {
+  PointScenario p{spec.base, {}};
+  Scenario& s = p.scenario;
+  std::optional<int64_t> gpus;
+  for (const auto& [field, value] : coords.items()) {
+    if (field == "gpus") {
+      gpus = value.get<int64_t>();
+    } else {
+      s = apply_scenario_json(nlohmann::json{{field, value}}, spec.source, "/axes", std::move(s));
+    }
+  }
+  if (gpus) {
+    Scenario at_preset = s;
+    at_preset.nodes.reset();
+    const topology::ClusterSpec c = load_cluster(at_preset);
+    if (*gpus % c.devices_per_node != 0) {
+      throw InputError(spec.source, "/axes/gpus",
+                       fmt::format("{} devices do not fill whole {}-device nodes of {}", *gpus,
+                                   c.devices_per_node, c.name));
+    }
+    s.nodes = *gpus / c.devices_per_node;
+    s.origins.set(ScenarioField::kNodes, Origin::file(spec.source, "/axes/gpus"));
+  }
+  return p;
+}
+
+// A given plan on a point of another size: DP fills the devices.
+void fit_data_parallel(PointScenario& p) {
+  workloads::ParallelPlan& plan = p.scenario.plan;
+  const int64_t devices = load_cluster(p.scenario).device_count();
+  const int64_t others = plan.tp * plan.cp * plan.pp;
+  if (plan.world() != devices && devices % others == 0) {
+    plan.dp = devices / others;
+    p.notes.push_back(fmt::format("dp {} to fill the {} devices", plan.dp, devices));
+  }
+  complete(p.scenario);
+}
+
+nlohmann::json stages_json(const StepReport& r) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const StepReport::Stage& st : r.stages) {
+    nlohmann::json by = nlohmann::json::object();
+    for (int i = 0; i < kNumMemoryCategories; ++i) {
+      by[std::string(to_string(static_cast<MemoryCategory>(i)))] =
+          st.peak_breakdown.by_category[static_cast<size_t>(i)].count();
+    }
+    stages.push_back({{"stage", st.stage},
+                      {"bubble_fraction", st.bubble_fraction},
+                      {"compute_s", st.compute.seconds()},
+                      {"peak_memory_bytes", st.peak_memory.count()},
+                      {"peak_memory_breakdown_bytes", by}});
+  }
+  return stages;
+}
+
+nlohmann::json plan_row(const PlanRow& row) {
+  nlohmann::json j = row_json(row);
+  j["model_description"] = row.report.model_description;
+  j["cluster_description"] = row.report.cluster_description;
+  j["stages"] = stages_json(row.report);
+  return j;
+}
+
+nlohmann::json run_point(const SweepSpec& spec, int64_t index, const StepOptions& step) {
+  nlohmann::json point = {{"index", index},
+                          {"point", spec.coordinates(index)},
+                          {"rows", nlohmann::json::array()},
+                          {"notes", nlohmann::json::array()}};
+  try {
+    PointScenario p = point_scenario(spec, point["point"]);
+    if (spec.search) {
+      SearchOptions o = spec.search_options;
+      o.step = step;
+      const SearchResult r = search_plans(p.scenario, o);
+      for (const RankedPlan& rp : r.top) {
+        point["rows"].push_back(plan_row({rp.plan, rp.report, rp.lower_bound, std::nullopt}));
+      }
+      point["search"] = search_counts_json(r);
+      if (r.top.empty()) {
+        point["error"] = no_plan_reason(r);
+      }
+    } else {
+      fit_data_parallel(p);
+      const StepReport r = simulate_step(p.scenario, step);
+      point["rows"].push_back(plan_row({p.scenario.plan, r, std::nullopt, std::nullopt}));
+      if (r.oom) {
+        point["error"] = "out of memory: " + r.oom_stage;
+      }
+    }
+    point["notes"] = p.notes;
+  } catch (const workloads::PlanError& e) {
+    point["error"] = e.what();
+  } catch (const ScenarioError& e) {
+    point["error"] = e.what();
+  } catch (const InputError& e) {
+    point["error"] = e.what();
+  } catch (const InfeasibleError& e) {
+    point["error"] = e.what();
+  }
+  return point;
+}
+
+SearchOptions read_search(JsonObject o) {
+  SearchOptions s;
+  s.top = 3;
+  s.max_simulations = 12;
+  const auto at_most = [&o](const char* key, int64_t v, int64_t most) {
+    if (v > most) {
+      o.fail(key, fmt::format("{} is above the limit of {}", v, most));
+    }
+    return v;
+  };
+  if (auto v = opt(o, "top", &JsonObject::positive_integer)) {
+    s.top = at_most("top", *v, kMaxTop);
+  }
+  if (auto v = opt(o, "max_simulations", &JsonObject::non_negative_integer)) {
+    s.max_simulations = at_most("max_simulations", *v, kMaxSimulations);
+  }
+  if (o.has("objective")) {
+    s.objective = o.choice<Objective>("objective");
+  }
+  if (auto v = opt(o, "max_tp", &JsonObject::positive_integer)) {
+    s.max_tp = *v;
+  }
+  if (auto v = opt(o, "min_headroom", &JsonObject::number)) {
+    if (*v < 0.0 || *v >= 1.0) {
+      o.fail("min_headroom", fmt::format("expected a fraction of memory in [0, 1), got {}", *v));
+    }
+    s.min_headroom = *v;
+  }
+  o.finish();
+  return s;
+}
+
+std::vector<SweepAxis> read_axes(JsonObject& o, const SweepSpec& spec) {
+  const nlohmann::json& axes = o.raw("axes");
+  JsonObject a(axes, spec.source, o.pointer_of("axes"));
+  std::vector<SweepAxis> out;
+  for (const auto& [field, values] : axes.items()) {
+    a.ignore(field);
+    if (!values.is_array() || values.empty()) {
+      a.fail(field, fmt::format("expected a non-empty array of values, got {}",
+                                describe_json(values)));
+    }
+    if (values.size() > static_cast<size_t>(kMaxSweepPoints)) {
+      a.fail(field, fmt::format("{} values, more than the {} points (2^16) a sweep runs",
+                                values.size(), kMaxSweepPoints));
+    }
+    SweepAxis axis{field, {}};
+    for (const nlohmann::json& v : values) {
+      // Each value must be one the scenario accepts (checked now, named by the spec's pointer).
+      if (field == "gpus") {
+        if (!v.is_number_integer() || v.get<int64_t>() <= 0) {
+          a.fail(field, fmt::format("expected positive device counts, got {}", describe_json(v)));
+        }
+      } else {
+        apply_scenario_json(nlohmann::json{{field, v}}, spec.source, "/axes", spec.base);
+      }
+      axis.values.push_back(v);
+    }
+    out.push_back(std::move(axis));
+  }
+  if (out.empty()) {
+    o.fail("axes", "expected at least one axis, e.g. {\"gpus\": [64, 128, 256]}");
+  }
+  return out;
+}
+
+// The axes' lengths multiplied, at most kMaxSweepPoints; InputError at /axes otherwise.
+void check_points(const JsonObject& o, const std::vector<SweepAxis>& axes) {
+  int64_t n = 1;
+  std::vector<std::string> lengths;
+  for (const SweepAxis& a : axes) {
+    lengths.push_back(fmt::format("{} {}", a.values.size(), a.field));
+    n = std::min(n * static_cast<int64_t>(a.values.size()), kMaxSweepPoints + 1);
+  }
+  if (n > kMaxSweepPoints) {
+    o.fail("axes", fmt::format("{} is more than {} points (2^16), the most a sweep runs",
+                               fmt::join(lengths, " x "), kMaxSweepPoints));
+  }
+}
+
+}  // namespace
+
+SweepSpec load_sweep_spec(const std::string& path) {
+  const nlohmann::json doc = load_json_file(path);
+  JsonObject o(doc, path);
+  SweepSpec spec;
+  spec.source = path;
+  spec.base = default_scenario();
+  if (o.has("base")) {
+    const nlohmann::json& base = o.raw("base");
+    const bool names = base.is_object() && (base.contains("model") || base.contains("cluster"));
+    spec.base = apply_scenario_json(base, path, o.pointer_of("base"),
+                                    names ? Scenario{} : default_scenario());
+  } else {
+    o.ignore("base");
+  }
+  spec.axes = read_axes(o, spec);
+  check_points(o, spec.axes);
+  if (o.has("plans")) {
+    spec.search = o.one_of("plans", {"search", "given"}) == "search";
+  } else {
+    o.ignore("plans");
+  }
+  const nlohmann::json no_search = nlohmann::json::object();
+  spec.search_options =
+      read_search(o.has("search") ? o.object("search") : JsonObject(no_search, path, "/search"));
+  if (auto t = opt(o, "title", &JsonObject::string)) {
+    spec.title = *t;
+  }
+  o.finish();
+  return spec;
+}
+
+std::string run_sweep(const SweepSpec& spec, const SweepPart& part, const StepOptions& step,
+                      const SweepProgress& progress) {
+  SIM_CHECK(part.count > 0 && part.index >= 0 && part.index < part.count, "sweep part {} of {}",
+            part.index, part.count);
+  nlohmann::json out = nlohmann::json::array();
+  const int64_t n = spec.points();
+  for (int64_t i = part.index; i < n; i += part.count) {
+    out.push_back(run_point(spec, i, step));
+    if (progress) {
+      progress(i + 1, n);
+    }
+  }
+  return out.dump();
+}
+
+nlohmann::json merge_sweep(const SweepSpec& spec, const std::vector<std::string>& parts) {
+  std::map<int64_t, nlohmann::json> points;
+  for (const std::string& text : parts) {
+    for (nlohmann::json& p : nlohmann::json::parse(text)) {
+      const int64_t i = p.at("index").get<int64_t>();
+      SIM_CHECK(points.emplace(i, std::move(p)).second, "sweep point {} came twice", i);
+    }
+  }
+  SIM_CHECK(static_cast<int64_t>(points.size()) == spec.points(), "{} of {} sweep points",
+            points.size(), spec.points());
+  nlohmann::json axes = nlohmann::json::object();
+  for (const SweepAxis& a : spec.axes) {
+    axes[a.field] = a.values;
+  }
+  nlohmann::json out = {{"title", spec.title},
+                        {"axes", axes},
+                        {"plans", spec.search ? "search" : "given"},
+                        {"points", nlohmann::json::array()}};
+  for (auto& [i, p] : points) {
+    out["points"].push_back(std::move(p));
+  }
+  return out;
+}
+
+void write_sweep_csv(const nlohmann::json& sweep, std::ostream& out) {
+  std::vector<std::string> axes;
+  for (const auto& [field, values] : sweep.at("axes").items()) {
+    axes.push_back(field);
+  }
+  const char* sep = "";
+  for (const std::string& a : axes) {
+    out << sep << a;
+    sep = ",";
+  }
+  out << sep << "rank";
+  for (const std::string& c : row_columns()) {
+    out << "," << c;
+  }
+  out << ",error\n";
+  for (const nlohmann::json& p : sweep.at("points")) {
+    const auto line = [&](const nlohmann::json* row, int64_t rank) {
+      sep = "";
+      for (const std::string& a : axes) {
+        out << sep << csv_cell(p.at("point").at(a));
+        sep = ",";
+      }
+      out << sep << (row != nullptr ? std::to_string(rank) : "");
+      for (const std::string& c : row_columns()) {
+        out << "," << (row != nullptr ? csv_cell(row->at(c)) : "");
+      }
+      out << "," << csv_cell(p.value("error", nlohmann::json())) << "\n";
+    };
+    int64_t rank = 1;
+    for (const nlohmann::json& row : p.at("rows")) {
+      line(&row, rank++);
+    }
+    if (p.at("rows").empty()) {
+      line(nullptr, 0);
+    }
+  }
+}
+
+}  // namespace meshsim::studies

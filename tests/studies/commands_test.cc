@@ -1,0 +1,162 @@
+// `meshsim plan` and the time to train of `meshsim run` end to end (the real binary).
+#include "command_test.h"
+
+namespace meshsim::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class StudiesCommandTest : public CommandTest {};
+
+TEST_F(StudiesCommandTest, PlanRanksAndWritesCsvAndJson) {
+  const CommandResult r =
+      meshsim({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--nodes", "1", "--seq",
+               "4096", "--gbs", "16", "--top", "3", "--exact", "--csv", "p.csv", "--json",
+               "p.json", "--tokens", "1T"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("the ranking is exact"));
+  EXPECT_THAT(r.output, HasSubstr("invalid"));
+  EXPECT_THAT(r.output, HasSubstr("pruned by the lower bound"));
+  EXPECT_THAT(r.output, HasSubstr("time to train"));
+  const nlohmann::json j = read_json("p.json");
+  ASSERT_EQ(j.at("plans").size(), 3u);
+  EXPECT_TRUE(j.at("search").at("exact").get<bool>());
+  double previous = 0;
+  for (const nlohmann::json& p : j.at("plans")) {
+    const double step = p.at("step_time_s");
+    EXPECT_GE(step, previous);
+    EXPECT_LE(p.at("lower_bound_s").get<double>(), step);
+    EXPECT_EQ(p.at("tp").get<int64_t>() * p.at("cp").get<int64_t>() * p.at("pp").get<int64_t>() *
+                  p.at("dp").get<int64_t>(),
+              8);
+    // 1T tokens at the plan's tokens/s, by hand.
+    EXPECT_NEAR(p.at("days").get<double>(), 1e12 / p.at("tokens_per_s").get<double>() / 86400.0,
+                1e-6);
+    previous = step;
+  }
+  const std::string csv = read_file("p.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);  // header + 3 rows
+  EXPECT_THAT(csv, HasSubstr("plan,tp,sp,cp,pp,vpp,schedule,dp,zero"));
+  // Deterministic: the same search writes the same bytes.
+  ASSERT_EQ(meshsim({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--nodes", "1",
+                     "--seq", "4096", "--gbs", "16", "--top", "3", "--exact", "--csv", "q.csv"})
+                .exit_code,
+            0);
+  EXPECT_EQ(read_file("q.csv").substr(0, 200), csv.substr(0, 200));
+}
+
+TEST_F(StudiesCommandTest, PlanHoldsFixedDegreesAndConstraints) {
+  const CommandResult r =
+      meshsim({"plan", "--model", "llama3-8b", "--gpus", "8", "--seq", "4096", "--gbs", "16",
+               "--top", "2", "--tp", "2", "--min-headroom", "20%", "--json", "p.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("within the 20 % headroom"));
+  for (const nlohmann::json& p : read_json("p.json").at("plans")) {
+    EXPECT_EQ(p.at("tp"), 2);
+    EXPECT_GE(p.at("headroom").get<double>(), 0.2);
+  }
+}
+
+TEST_F(StudiesCommandTest, PlanBadInputNamesTheFlag) {
+  expect_input_error(meshsim({"plan", "--model", "llama3-8b", "--gpus", "12"}),
+                     {"--gpus", "12 devices", "8-device nodes"});
+  expect_input_error(meshsim({"plan", "--min-headroom", "120%"}), {"--min-headroom", "[0, 1)"});
+  expect_input_error(meshsim({"plan", "--tokens-per-step", "5000", "--seq", "4096"}),
+                     {"--tokens-per-step", "multiple of the sequence length 4096"});
+  expect_input_error(meshsim({"plan", "--model", "nope"}), {"nope"});
+}
+
+TEST_F(StudiesCommandTest, RunGivesTheTimeToTrainAndItsCost) {
+  const CommandResult r = meshsim({"run", "--model", "llama3-8b", "--cluster", "dgx-h100",
+                                   "--dp", "8", "--zero", "1", "--gbs", "64", "--seq", "4096",
+                                   "--no-trace",
+                                   "--tokens", "2T", "--usd-per-device-hour", "3", "--json",
+                                   "r.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("time to train"));
+  EXPECT_THAT(r.output, HasSubstr("--usd-per-device-hour"));
+  const nlohmann::json j = read_json("r.json");
+  const nlohmann::json& t = j.at("time_to_train");
+  const double days = 2e12 / j.at("tokens_per_s").get<double>() / 86400.0;
+  EXPECT_NEAR(t.at("days").get<double>(), days, 1e-9 * days);
+  EXPECT_NEAR(t.at("cost_usd").get<double>(), 8 * days * 24 * 3.0, 1e-6 * days);
+  // Energy from the builtin table: DGX H100's 10.2 kW over 8 GPUs, times the PUE.
+  EXPECT_NEAR(t.at("it_energy_mwh").get<double>(), 8 * days * 24 * 1275.0 * 1e-6, 1e-6);
+  expect_input_error(meshsim({"--tokens", "lots", "--no-trace"}), {"--tokens", "lots"});
+  expect_input_error(meshsim({"--tokens", "1T", "--days", "3", "--no-trace"}), {"not both"});
+}
+
+TEST_F(StudiesCommandTest, CompareSaysWhatChangedAndWhyTheStepMoved) {
+  const std::vector<std::string> base = {"--model", "llama3-8b", "--cluster", "dgx-h100", "--dp",
+                                         "8", "--zero", "1", "--gbs", "32", "--seq", "4096",
+                                         "--no-trace", "--json"};
+  std::vector<std::string> a = base;
+  a.push_back("a.json");
+  std::vector<std::string> b = base;
+  b.insert(b.end(), {"b.json", "--recompute", "full"});
+  ASSERT_EQ(meshsim(a).exit_code, 0);
+  ASSERT_EQ(meshsim(b).exit_code, 0);
+  const CommandResult r = meshsim({"compare", "a.json", "b.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("recompute: none -> full"));
+  EXPECT_THAT(r.output, HasSubstr("why the step moved: the step grew"));
+  EXPECT_THAT(r.output, HasSubstr("the largest part of the change is compute"));
+  write_json("not-a-report.json", {{"step_time_s", 1.0}});
+  expect_input_error(meshsim({"compare", "a.json", "not-a-report.json"}),
+                     {"not-a-report.json", "/tokens_per_s"});
+}
+
+// `meshsim goodput` (issue 16): the step simulated, then the run under the Llama 3 table; the
+// same seed writes the same bytes, and bad input names its flag or its file and field.
+TEST_F(StudiesCommandTest, GoodputIsDeterministicAndNamesBadInput) {
+  const std::vector<std::string> base = {"goodput", "--model", "llama3-8b", "--cluster",
+                                         "dgx-h100", "--dp", "8", "--zero", "1", "--gbs", "64",
+                                         "--seq", "4096", "--tokens", "1T"};
+  const auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  const CommandResult r = meshsim(with({"--json", "g1.json", "--runs", "50"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("monte carlo"));
+  EXPECT_THAT(r.output, HasSubstr("Young"));
+  const nlohmann::json j = read_json("g1.json");
+  const nlohmann::json& g = j.at("goodput");
+  EXPECT_EQ(g.at("monte_carlo").at("runs"), 50);
+  EXPECT_EQ(g.at("interval").at("used_s"), g.at("interval").at("optimal_s"));  // auto
+  const double goodput = g.at("monte_carlo").at("goodput").at("mean");
+  EXPECT_GT(goodput, 0.5);
+  EXPECT_LT(goodput, 1.0);
+  // Failure-free days: the tokens at the simulated throughput.
+  EXPECT_NEAR(g.at("work_days").get<double>(),
+              1e12 / j.at("step").at("tokens_per_s").get<double>() / 86400.0, 1e-9);
+  ASSERT_EQ(meshsim(with({"--json", "g2.json", "--runs", "50"})).exit_code, 0);
+  EXPECT_EQ(read_file("g1.json"), read_file("g2.json"));
+  ASSERT_EQ(meshsim(with({"--json", "g3.json", "--runs", "50", "--seed", "2"})).exit_code, 0);
+  EXPECT_NE(read_file("g1.json"), read_file("g3.json"));
+
+  expect_input_error(meshsim(with({"--checkpoint-interval", "5parsecs"})),
+                     {"--checkpoint-interval", "5parsecs", "30min"});
+  expect_input_error(meshsim(with({"--runs", "0"})), {"--runs", "1 to 1000000"});
+  expect_input_error(meshsim(with({"--seed", "-1"})), {"--seed", "0 to 2^64 - 1"});
+  expect_input_error(meshsim(with({"--checkpoint-interval", "0s"})),
+                     {"--checkpoint-interval", "positive interval"});
+  expect_input_error(meshsim(with({"--storage-bandwidth", "fast"})),
+                     {"--storage-bandwidth", "2TB/s"});
+  expect_input_error(meshsim({"goodput", "--model", "llama3-8b", "--dp", "8"}),
+                     {"--tokens", "15T"});
+  nlohmann::json table = nlohmann::json::parse(R"({"source": "s", "observed": {"days": 54,
+      "gpus": 16384, "nodes": 2048, "switches": 1280, "source": "s"},
+      "categories": [{"name": "a", "component": "gpus", "count": 1, "source": "s"}]})");
+  write_json("bad-table.json", table);
+  expect_input_error(meshsim(with({"--failure-table", "bad-table.json"})),
+                     {"bad-table.json", "/categories/0/component", "gpus"});
+  // An asynchronous write that outlasts the interval.
+  expect_input_error(meshsim(with({"--async-checkpoint", "--storage-bandwidth", "1GB/s",
+                                   "--checkpoint-interval", "10s"})),
+                     {"--checkpoint-interval", "asynchronous write"});
+}
+
+}  // namespace
+}  // namespace meshsim::testing

@@ -1,0 +1,206 @@
+// The committed component measurements (validation/microbench/*.csv) as kernels of meshsim's
+// vocabulary, with their measured times: what tests hold the fitted kernel-class models to.
+// Each kernel is built as tools/fit_kernels.py counts it (the FLOP conventions of the sources;
+// meshsim's own bytes for the memory-bound kernels).
+#pragma once
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "meshsim/sim/error.h"
+#include "meshsim/sim/program.h"
+#include "meshsim/sim/units.h"
+#include "test_files.h"
+
+namespace meshsim::topology::testing {
+
+// One CSV row by column name. Quoted fields may hold commas and doubled quotes.
+using CsvRow = std::map<std::string, std::string>;
+
+inline std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> out;
+  std::string field;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(field);
+      field.clear();
+    } else {
+      field += c;
+    }
+  }
+  out.push_back(field);
+  return out;
+}
+
+inline std::vector<CsvRow> read_csv(const std::string& relative) {
+  std::ifstream in(source_path(relative));
+  SIM_CHECK(static_cast<bool>(in), "cannot read {}", relative);
+  std::string line;
+  std::getline(in, line);
+  const std::vector<std::string> header = split_csv_line(line);
+  std::vector<CsvRow> rows;
+  while (std::getline(in, line)) {
+    if (line.empty()) {
+      continue;
+    }
+    const std::vector<std::string> cells = split_csv_line(line);
+    SIM_CHECK(cells.size() == header.size(), "{}: {} cells in a row of {} columns", relative,
+              cells.size(), header.size());
+    CsvRow row;
+    for (size_t i = 0; i < header.size(); ++i) {
+      row[header[i]] = cells[i];
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+inline int64_t int_of(const CsvRow& r, const std::string& key) { return std::stoll(r.at(key)); }
+inline double num_of(const CsvRow& r, const std::string& key) { return std::stod(r.at(key)); }
+
+// A measured kernel: what meshsim costs and the time the source measured.
+struct MeasuredKernel {
+  std::string chip;
+  std::string label;
+  std::vector<ComputeWork> work;  // one kernel, or forward then backward for fwd+bwd rows
+  Duration measured;
+  // The best shape of a brute-force sweep (MAMF): a maximum, which the model must not exceed at
+  // its shape, not a typical value of that shape.
+  bool best_of_sweep = false;
+};
+
+inline Dtype dtype_of(const std::string& name) {
+  if (name == "fp8") {
+    return Dtype::kFp8;
+  }
+  return name == "fp16" ? Dtype::kFp16 : Dtype::kBf16;
+}
+
+// gemm.csv: rows of at least `min_rows` rows (the fit's range: training shapes, not the
+// small-batch regime).
+inline std::vector<MeasuredKernel> gemm_kernels(int64_t min_rows = 256) {
+  std::vector<MeasuredKernel> out;
+  for (const CsvRow& r : read_csv("validation/microbench/gemm.csv")) {
+    const int64_t m = int_of(r, "m"), n = int_of(r, "n"), k = int_of(r, "k");
+    const int64_t b = int_of(r, "batch");
+    if (m < min_rows) {
+      continue;
+    }
+    ComputeWork w;
+    w.op_class = OpClass::kMatmul;
+    w.dtype = dtype_of(r.at("dtype"));
+    const double flops = 2.0 * static_cast<double>(m * n) * static_cast<double>(k * b);
+    w.flops = Flops::of(flops);
+    const int64_t in = w.dtype == Dtype::kFp8 ? 1 : 2;
+    w.bytes = Bytes::of(b * ((m * k + k * n) * in + m * n * 2));
+    w.shape = MatmulShape{m, k, n, b};
+    out.push_back({r.at("chip"),
+                   r.at("dtype") + " " + r.at("m") + "x" + r.at("n") + "x" + r.at("k"),
+                   {w},
+                   Seconds(flops / (num_of(r, "tflops") * 1e12)),
+                   r.at("statistic").rfind("best shape of a brute-force sweep", 0) == 0});
+  }
+  return out;
+}
+
+inline ComputeWork attention_kernel(const CsvRow& r, bool backward) {
+  const int64_t b = int_of(r, "batch"), h = int_of(r, "heads_q"), d = int_of(r, "head_dim");
+  const int64_t s = int_of(r, "seq");
+  const bool causal = r.at("causal") == "true";
+  const double fwd = 4.0 * static_cast<double>(b * h) * static_cast<double>(s * s) *
+                     static_cast<double>(d) / (causal ? 2.0 : 1.0);
+  ComputeWork w;
+  w.op_class = OpClass::kAttention;
+  w.dtype = Dtype::kBf16;
+  w.flops = Flops::of(backward ? 2.5 * fwd : fwd);
+  w.shape = MatmulShape{s, d, s, b * h};
+  const std::optional<AttentionImpl> impl = parse_enum<AttentionImpl>(r.at("impl"));
+  SIM_CHECK(impl.has_value(), "attention.csv: unknown implementation {}", r.at("impl"));
+  w.attention = AttentionShape{*impl, backward, causal, b * h, s, s, d};
+  return w;
+}
+
+// attention.csv: forward, backward, or both kernels of a fwd+bwd row.
+inline std::vector<MeasuredKernel> attention_kernels() {
+  std::vector<MeasuredKernel> out;
+  for (const CsvRow& r : read_csv("validation/microbench/attention.csv")) {
+    const std::string pass = r.at("pass");
+    std::vector<ComputeWork> work;
+    if (pass != "bwd") {
+      work.push_back(attention_kernel(r, false));
+    }
+    if (pass != "fwd") {
+      work.push_back(attention_kernel(r, true));
+    }
+    double flops = 0;
+    for (const ComputeWork& w : work) {
+      flops += w.flops.count();
+    }
+    out.push_back({r.at("chip"),
+                   r.at("impl") + " " + pass + (r.at("causal") == "true" ? " causal" : "") + " d" +
+                       r.at("head_dim") + " s" + r.at("seq"),
+                   work, Seconds(flops / (num_of(r, "tflops") * 1e12))});
+  }
+  return out;
+}
+
+// memory_bound.csv: the fused kernels (Liger-Kernel, cuDNN, Megatron's fused cross entropy) and
+// the FP8 casts, with meshsim's bytes for each (workloads/src/layer_ops.cc).
+inline std::vector<MeasuredKernel> memory_kernels() {
+  std::vector<MeasuredKernel> out;
+  for (const CsvRow& r : read_csv("validation/microbench/memory_bound.csv")) {
+    const std::string op = r.at("op");
+    const std::string provider = r.at("provider");
+    const bool fused = provider == "liger" || provider == "cudnn" || provider == "megatron-fused";
+    if (r.at("time_us").empty() || (!fused && op != "fp8_cast")) {
+      continue;
+    }
+    const int64_t t = int_of(r, "rows"), wd = int_of(r, "width");
+    const int64_t e = r.at("dtype") == "fp32" ? 4 : 2;
+    ComputeWork w;
+    w.dtype = Dtype::kFp32;
+    int64_t bytes = 0;
+    if (op == "rms_norm" || op == "layer_norm") {
+      w.op_class = OpClass::kNorm;
+      bytes = 2 * e * t * wd + e * wd;
+    } else if (op == "swiglu") {
+      w.op_class = OpClass::kElementwise;
+      bytes = 3 * e * t * (wd / 2);
+    } else if (op == "relu_squared" || op == "rope") {
+      w.op_class = OpClass::kElementwise;
+      bytes = 2 * e * t * wd;
+    } else if (op == "cross_entropy") {
+      w.op_class = OpClass::kLoss;
+      bytes = 2 * e * t * wd;
+    } else if (op == "fp8_cast") {
+      w.op_class = OpClass::kQuantize;
+      bytes = 3 * t * wd;
+    } else {
+      continue;
+    }
+    w.bytes = Bytes::of(bytes);
+    out.push_back({r.at("chip"),
+                   op + " " + provider + " " + r.at("rows") + "x" + r.at("width"),
+                   {w},
+                   Microseconds(num_of(r, "time_us"))});
+  }
+  return out;
+}
+
+}  // namespace meshsim::topology::testing

@@ -1,0 +1,220 @@
+// The published-runs library (validation/include/meshsim/validation/published.h): reading the
+// committed dev set strictly, the sources' FLOP conventions against hand-computed values, the
+// mapping of runs to scenarios (and the runs it refuses, with the reason), the error summaries
+// and the thresholds; and `meshsim validate-published` end to end on a few runs.
+#include "meshsim/validation/published.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "meshsim/sim/error.h"
+#include "meshsim/validation/published_flops.h"
+#include "validation_test_util.h"
+
+namespace meshsim::validation::test {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+const std::string kRuns = kSource + "/validation/published/published_runs.json";
+
+const PublishedRun& run(const std::vector<PublishedRun>& runs, const std::string& id) {
+  for (const PublishedRun& r : runs) {
+    if (r.id == id) {
+      return r;
+    }
+  }
+  throw std::runtime_error("no run " + id);
+}
+
+const std::vector<PublishedRun>& dev_set() {
+  static const std::vector<PublishedRun> runs = load_published_runs(kRuns);
+  return runs;
+}
+
+TEST(PublishedLoad, ReadsTheCommittedDevSetKeepingNullsUnstated) {
+  const std::vector<PublishedRun>& runs = dev_set();
+  ASSERT_EQ(runs.size(), 120u);
+  const PublishedRun& t2 = run(runs, "mlm2021-t2-ptdp-174.6B-768xA100");
+  EXPECT_FALSE(t2.parallelism.tp.has_value());  // the source gives only TP x PP = 96
+  EXPECT_EQ(t2.parallelism.dp, 8);
+  const PublishedRun& mpt = run(runs, "mpt-h100_80gb-amp_bf16-30b-seq2048-256gpu-mbs8-ga1");
+  EXPECT_EQ(mpt.devices, 256);
+  EXPECT_EQ(mpt.batch.micro_batch, 8);
+  EXPECT_EQ(mpt.measured.metric, "tokens_per_second_per_gpu");
+  EXPECT_DOUBLE_EQ(mpt.measured.value, 2148);
+  EXPECT_EQ(mpt.source_group(), "mpt");
+}
+
+TEST(PublishedLoad, UnknownKeysAndWrongTypesNameThePointer) {
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(kRuns));
+  nlohmann::json one = nlohmann::json::array({doc[0]});
+  one[0]["model"]["bogus"] = 1;
+  const std::string path = ::testing::TempDir() + "/published_bad.json";
+  std::ofstream(path) << one.dump();
+  try {
+    load_published_runs(path);
+    FAIL() << "accepted an unknown key";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.location(), "/0/model/bogus");
+  }
+  one = nlohmann::json::array({doc[0]});
+  one[0]["parallelism"]["tp"] = "four";
+  std::ofstream(path) << one.dump();
+  EXPECT_THROW(load_published_runs(path), InputError);
+}
+
+TEST(PublishedFlops, Megatron2021EquationThree) {
+  // GPT-7.5B of Narayanan et al. Table 1: B 512, s 2048, l 36, h 4096, V 51200.
+  EXPECT_NEAR(megatron2021_iteration_flops(512, 2048, 36, 4096, 51200).count(),
+              6.7184558503624696e16, 1e4);
+}
+
+TEST(PublishedFlops, MaxTextAtTheCitedCommit) {
+  // MaxText's 32B configuration (global_parameter_scale 32): E 10240, 32 heads of 256, MLP
+  // 32768, 32 layers, vocabulary 32768.
+  const int64_t n = maxtext2023_parameters(32768, 10240, 32, 256, 32768, 32, 1);
+  EXPECT_EQ(n, 32548136960);
+  EXPECT_NEAR(maxtext2023_flops_per_device(n, 8, 2048, 32, 32, 256).count(), 3252388613849088.0,
+              1.0);
+}
+
+TEST(PublishedMap, MptRunBecomesAnFsdpScenario) {
+  const PublishedMapping m =
+      map_published_run(run(dev_set(), "mpt-h100_80gb-amp_bf16-30b-seq2048-256gpu-mbs8-ga1"),
+                        topology::Catalogue::builtin());
+  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(m)) << std::get<NotExpressible>(m).reason;
+  const PublishedScenario& s = std::get<PublishedScenario>(m);
+  EXPECT_EQ(s.cluster.device_count(), 256);
+  EXPECT_EQ(s.cluster.chip.name, "h100-sxm");
+  EXPECT_EQ(s.plan.dp, 256);
+  EXPECT_EQ(s.plan.tp, 1);
+  EXPECT_EQ(s.plan.zero, workloads::ZeroStage::kParameters);
+  EXPECT_EQ(s.plan.mbs, 8);
+  EXPECT_EQ(s.plan.gbs, 2048);
+  EXPECT_EQ(s.plan.recompute, workloads::Recompute::kFull);
+  // The benchmark yamls' MPT: learned positions and biases (MPTConfig's defaults).
+  EXPECT_EQ(s.model.positions, workloads::PositionKind::kLearned);
+  EXPECT_TRUE(s.model.attention_bias);
+  EXPECT_EQ(s.model.d_ff, 4 * 7168);
+  // The 2024 "Large Scale" table: llm-foundry main (stack fsdp), 30b with attn_impl triton;
+  // Composer's DEFAULT mixed precision reduces gradients in fp32.
+  EXPECT_EQ(s.plan.stack, workloads::Stack::kFsdp);
+  EXPECT_EQ(s.plan.attention, workloads::AttentionKernel::kTriton);
+  EXPECT_TRUE(s.plan.origins[workloads::PlanField::kAttention].given());
+  EXPECT_EQ(s.plan.state.gradient, 4);
+  // 4194304 tokens per step at 2148 tokens/s on each of 256 GPUs.
+  EXPECT_NEAR(s.measured_step.seconds(), 4194304.0 / (2148.0 * 256), 1e-9);
+}
+
+// The 2023 tables ran llm-foundry v0.3.0: the llm-foundry-2023 stack (attn_impl triton).
+TEST(PublishedMap, MptTablesOf2023RunTheLlmFoundry2023Stack) {
+  const PublishedMapping m =
+      map_published_run(run(dev_set(), "mpt-a100_80gb-amp_bf16-7b-seq16384-8gpu-mbs4-ga2"),
+                        topology::Catalogue::builtin());
+  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(m)) << std::get<NotExpressible>(m).reason;
+  const PublishedScenario& s = std::get<PublishedScenario>(m);
+  EXPECT_EQ(s.plan.stack, workloads::Stack::kLlmFoundry2023);
+  EXPECT_FALSE(s.plan.origins[workloads::PlanField::kAttention].given());  // the stack's
+}
+
+// Megatron-LM 2021 ran with its default dropout (0.1, examples/sc21 sets none); MPT without.
+TEST(PublishedMap, Megatron2021RunsTrainWithDropout) {
+  const auto scenario = [](const std::string& id) {
+    const PublishedMapping m =
+        map_published_run(run(dev_set(), id), topology::Catalogue::builtin());
+    EXPECT_TRUE(std::holds_alternative<PublishedScenario>(m)) << id;
+    return std::get<PublishedScenario>(m);
+  };
+  const PublishedScenario mlm = scenario("mlm2021-t1-7.5B-128xA100");
+  EXPECT_EQ(mlm.plan.stack, workloads::Stack::kMegatron2021);
+  EXPECT_TRUE(mlm.model.dropout);
+  EXPECT_THAT(mlm.assumptions, Contains(HasSubstr("dropout 0.1")));
+  EXPECT_FALSE(scenario("mpt-a100_80gb-amp_bf16-7b-seq16384-8gpu-mbs4-ga2").model.dropout);
+}
+
+TEST(PublishedMap, RefusesWhatItCannotExpressAndSaysWhy) {
+  const topology::Catalogue cat = topology::Catalogue::builtin();
+  const auto reason = [&](const std::string& id) {
+    const PublishedMapping m = map_published_run(run(dev_set(), id), cat);
+    EXPECT_TRUE(std::holds_alternative<NotExpressible>(m)) << id;
+    return std::holds_alternative<NotExpressible>(m) ? std::get<NotExpressible>(m).reason : "";
+  };
+  EXPECT_THAT(reason("mlm2021-t2-ptdp-174.6B-768xA100"), HasSubstr("not stated"));
+  EXPECT_THAT(reason("maxtext-v5e-16B-2xv5e-256"), HasSubstr("hybrid sharding"));
+  EXPECT_THAT(reason("mbridge2509-deepseekv3dropless-1024xH100-fp8"), HasSubstr("MLA"));
+  EXPECT_THAT(reason("torchtitan-llama3-8B-8xH100-cp1-seq32768"), HasSubstr("peak"));
+  EXPECT_THAT(reason("nemo-longseq-llama3-8b-8k-8xB200"), HasSubstr("do not multiply"));
+}
+
+TEST(PublishedReport, SummariesUseNearestRankPercentiles) {
+  const ErrorSummary s = summarize({-0.3, 0.1, -0.05, 0.2, -0.1, 0.0, 0.05, -0.02, 0.01, 0.5});
+  EXPECT_EQ(s.points, 10u);
+  EXPECT_NEAR(s.median_abs, 0.075, 1e-12);     // |e| sorted: ..., 0.05, 0.1, ...
+  EXPECT_NEAR(s.p90_abs, 0.3, 1e-12);          // 9th of 10
+  EXPECT_NEAR(s.median_signed, 0.005, 1e-12);  // between 0.0 and 0.01
+  EXPECT_EQ(summarize({}).points, 0u);
+}
+
+TEST(PublishedReport, ThresholdViolationsNameTheLimit) {
+  PublishedReport r;
+  r.overall = summarize({0.1, -0.2, 0.3});
+  PublishedThresholds t{0.25, 0.5, 0.2, 0.1, 0.1};
+  EXPECT_TRUE(threshold_violations(r, t).empty());
+  t.max_median_abs = 0.15;
+  const std::vector<std::string> v = threshold_violations(r, t);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_THAT(v[0], HasSubstr("median |error|"));
+}
+
+class PublishedCommandTest : public ValidateTest {};
+
+TEST_F(PublishedCommandTest, RunsEndToEndOnAFewPoints) {
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(kRuns));
+  nlohmann::json few = nlohmann::json::array();
+  for (const nlohmann::json& r : doc) {
+    const std::string id = r["id"];
+    if (id == "mpt-a100_80gb-amp_bf16-3b-seq2048-8gpu-mbs10-ga2" ||
+        id == "dgxc2504-llama3.1-8b-32xH100-bf16" || id == "maxtext-v5p-32B-1xv5p-128" ||
+        id == "maxtext-v5e-16B-2xv5e-256") {
+      few.push_back(r);
+    }
+  }
+  ASSERT_EQ(few.size(), 4u);
+  write_json("few.json", few);
+  const CommandResult r = meshsim({"validate-published", "few.json", "--json", "p.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("4 runs, 3 simulated, 1 not expressible"));
+  EXPECT_THAT(r.output, HasSubstr("maxtext-v5e-16B-2xv5e-256: 2 slices"));
+  const nlohmann::json j = read_json("p.json");
+  ASSERT_EQ(j["points"].size(), 3u);
+  for (const nlohmann::json& p : j["points"]) {
+    EXPECT_GT(p["simulated_step_s"].get<double>(), 0);
+    EXPECT_NEAR(p["error"].get<double>(),
+                p["simulated_step_s"].get<double>() / p["measured_step_s"].get<double>() - 1,
+                1e-12);
+    // Where the step goes, by class: GEMMs and attention ran, nothing took longer than the step
+    // on its own (kernel times of one rank; the exposed communication adds to compute).
+    const nlohmann::json& by_class = p["time_by_op_class_s"];
+    EXPECT_GT(by_class["matmul"].get<double>(), 0) << p["id"];
+    EXPECT_GT(by_class["attention"].get<double>(), 0) << p["id"];
+    EXPECT_LT(by_class["matmul"].get<double>(), p["simulated_step_s"].get<double>());
+    EXPECT_GE(p["exposed_comm_s"].get<double>(), 0);
+    EXPECT_LT(p["exposed_comm_s"].get<double>(), p["simulated_step_s"].get<double>());
+  }
+  EXPECT_EQ(j["bf16_fp16"]["points"], 3);
+  // Thresholds nothing meets: exit 4, each exceeded limit named.
+  write_file("t.json", R"({"published": {"max_median_abs_error": 1e-9,
+      "max_p90_abs_error": 1e-9, "max_abs_median_signed_error": 1e-9,
+      "max_fp8_median_abs_error": 1, "max_long_sequence_median_abs_error": 1}})");
+  const CommandResult strict =
+      meshsim({"validate-published", "few.json", "--thresholds", "t.json"});
+  EXPECT_EQ(strict.exit_code, 4) << strict.output;
+  EXPECT_THAT(strict.output, HasSubstr("threshold exceeded: median |error|"));
+}
+
+}  // namespace
+}  // namespace meshsim::validation::test

@@ -1,0 +1,200 @@
+// Software stacks (workloads/stack_profile.h) change what they should: the kernel set, the
+// attention kernel by accelerator, the optimizer's kernels, the FP8 recipe's kernels and the
+// per-step work; and the precisions they run: fp16's loss scaling, FP8's casts and bf16 LM head.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "meshsim/sim/error.h"
+#include "meshsim/workloads/model.h"
+#include "meshsim/workloads/stack_profile.h"
+#include "meshsim/workloads/step.h"
+
+namespace meshsim::workloads {
+namespace {
+
+struct Kernel {
+  std::string name;
+  ComputeWork work;
+};
+
+std::vector<Kernel> kernels(const ParallelPlan& p, const ModelConfig& model) {
+  const StepPlan plan = plan_step(model, p);
+  std::vector<Kernel> out;
+  const Program& prog = plan.programs.at(0);
+  for (size_t i = 0; i < prog.size(); ++i) {
+    const Op& op = prog.op(OpId(static_cast<uint32_t>(i)));
+    if (const auto* w = std::get_if<ComputeWork>(&op.work)) {
+      out.push_back({op.name, *w});
+    }
+  }
+  return out;
+}
+
+std::vector<Kernel> kernels(const ParallelPlan& p) { return kernels(p, load_model("llama3.2-1b")); }
+
+int count(const std::vector<Kernel>& ks, const std::string& part) {
+  int n = 0;
+  for (const Kernel& k : ks) {
+    n += k.name.find(part) != std::string::npos ? 1 : 0;
+  }
+  return n;
+}
+
+const Kernel& find(const std::vector<Kernel>& ks, const std::string& name) {
+  for (const Kernel& k : ks) {
+    if (k.name == name) {
+      return k;
+    }
+  }
+  throw std::runtime_error("no kernel " + name);
+}
+
+ParallelPlan plan_with(Stack stack, DeviceFamily family, Dtype dtype = Dtype::kBf16) {
+  ParallelPlan p;
+  p.gbs = 1;  // one microbatch: each layer's kernels once
+  p.mbs = 1;
+  p.seq = 1024;
+  p.set_training_dtype(dtype);
+  apply_stack(p, stack_profile(stack, family), {});
+  return p;
+}
+
+TEST(Stacks, ProfilesChooseTheFrameworksKernels) {
+  const StackProfile mh = stack_profile(Stack::kMegatron, DeviceFamily::kHopper);
+  EXPECT_EQ(mh.kernels, Kernels::kFused);
+  EXPECT_EQ(mh.attention, AttentionKernel::kCudnn);  // TE prefers cuDNN on Hopper and later
+  EXPECT_EQ(stack_profile(Stack::kMegatron, DeviceFamily::kAmpere).attention,
+            AttentionKernel::kFlash);
+  EXPECT_EQ(stack_profile(Stack::kMegatron, DeviceFamily::kBlackwell).attention,
+            AttentionKernel::kCudnn);
+  EXPECT_TRUE(mh.step.grad_norm);
+  const StackProfile fsdp = stack_profile(Stack::kFsdp, DeviceFamily::kHopper);
+  EXPECT_EQ(fsdp.kernels, Kernels::kEager);
+  EXPECT_EQ(fsdp.attention, AttentionKernel::kFlash);
+  EXPECT_EQ(fsdp.optimizer, OptimizerKernels::kPerTensor);
+  // llm-foundry's 2023 benchmark stack: FSDP eager with FlashAttention's Triton port.
+  const StackProfile foundry = stack_profile(Stack::kLlmFoundry2023, DeviceFamily::kAmpere);
+  EXPECT_EQ(foundry.kernels, Kernels::kEager);
+  EXPECT_EQ(foundry.optimizer, OptimizerKernels::kPerTensor);
+  EXPECT_EQ(foundry.attention, AttentionKernel::kTriton);
+  EXPECT_EQ(fused_attention(foundry.attention), AttentionImpl::kTriton);
+  EXPECT_EQ(stack_profile(Stack::kFsdpCompile, DeviceFamily::kHopper).kernels, Kernels::kFused);
+  EXPECT_EQ(stack_profile(Stack::kFsdpCompile, DeviceFamily::kHopper).fp8, Fp8Scaling::kCurrent);
+  EXPECT_EQ(stack_profile(Stack::kMegatron2021, DeviceFamily::kAmpere).attention,
+            AttentionKernel::kNaive);
+  EXPECT_EQ(stack_profile(Stack::kMaxText, DeviceFamily::kTpu).attention, AttentionKernel::kSplash);
+  EXPECT_EQ(stack_profile(Stack::kMaxText, DeviceFamily::kHopper).attention,
+            AttentionKernel::kCudnn);
+  for (const Stack s : enum_values<Stack>()) {
+    EXPECT_FALSE(stack_profile(s, DeviceFamily::kHopper).basis.empty()) << to_string(s);
+  }
+  EXPECT_EQ(default_stack(DeviceFamily::kTpu), Stack::kMaxText);
+  EXPECT_EQ(default_stack(DeviceFamily::kAmpere), Stack::kMegatron);
+}
+
+TEST(Stacks, PyTorchStacksDoNotRunOnTpus) {
+  try {
+    (void)stack_profile(Stack::kFsdp, DeviceFamily::kTpu);
+    FAIL() << "expected a PlanError";
+  } catch (const PlanError& e) {
+    EXPECT_EQ(e.field(), PlanField::kStack);
+  }
+}
+
+TEST(Stacks, ApplyKeepsWhatTheUserSet) {
+  ParallelPlan p;
+  p.attention = AttentionKernel::kFlash3;
+  p.kernels = Kernels::kEager;
+  StackOverrides given;
+  given.attention = true;
+  apply_stack(p, stack_profile(Stack::kMegatron, DeviceFamily::kHopper), given);
+  EXPECT_EQ(p.attention, AttentionKernel::kFlash3);  // kept
+  EXPECT_EQ(p.kernels, Kernels::kFused);             // the stack's
+  EXPECT_EQ(p.stack, Stack::kMegatron);
+  EXPECT_TRUE(p.step_work.grad_norm);
+}
+
+TEST(Stacks, TheKernelSetFollowsTheStack) {
+  const auto megatron = kernels(plan_with(Stack::kMegatron, DeviceFamily::kHopper));
+  const auto fsdp = kernels(plan_with(Stack::kFsdp, DeviceFamily::kHopper));
+  EXPECT_GT(fsdp.size(), megatron.size());  // eager: one kernel per tensor op
+  EXPECT_EQ(count(megatron, "fwd.L0.attn_norm"), 1);
+  EXPECT_GT(count(fsdp, "fwd.L0.attn_norm"), 1);
+  // The attention kernel carries its implementation for the cost model.
+  const Kernel& att = find(megatron, "fwd.L0.attention");
+  ASSERT_TRUE(att.work.attention);
+  EXPECT_EQ(att.work.attention->impl, AttentionImpl::kCudnn);
+  EXPECT_TRUE(att.work.attention->causal);
+  EXPECT_EQ(att.work.attention->seq_q, 1024);
+  EXPECT_EQ(att.work.attention->head_dim, 64);
+  // The per-step work: the gradient norm before the optimizer; none without a stack.
+  EXPECT_EQ(count(megatron, "grad_norm"), 1);
+  ParallelPlan bare = plan_with(Stack::kMegatron, DeviceFamily::kHopper);
+  bare.step_work = {};
+  EXPECT_EQ(count(kernels(bare), "grad_norm"), 0);
+  // Megatron-LM 2021's attention: two batched GEMMs around a fused softmax.
+  const auto old = kernels(plan_with(Stack::kMegatron2021, DeviceFamily::kAmpere));
+  EXPECT_EQ(count(old, "fwd.L0.attention.softmax"), 1);
+  EXPECT_EQ(find(old, "fwd.L0.attention.scores").work.shape->m, 1024);
+}
+
+// Megatron-LM 2021 trained with dropout 0.1 (its defaults): a dropout kernel on the materialised
+// probabilities each way (read them, write the dropped ones and a one-byte mask; backward: read
+// the gradient and the mask, write the gradient), and the fused bias-dropout-add writes a mask
+// per residual element. Without dropout, none of it.
+TEST(Stacks, DropoutIsChargedWhereTheModelTrainsWithIt) {
+  const ParallelPlan p = plan_with(Stack::kMegatron2021, DeviceFamily::kAmpere);
+  ModelConfig m = load_model("llama3.2-1b");
+  m.dropout = true;
+  const auto with = kernels(p, m);
+  const auto without = kernels(p);
+  EXPECT_EQ(count(without, "dropout"), 0);
+  const int64_t scores = 32 * 1024 * 1024;  // 32 heads x 1024 x 1024, one sequence
+  EXPECT_EQ(find(with, "fwd.L0.attention.dropout").work.bytes.count(), (2 * 2 + 1) * scores);
+  EXPECT_EQ(find(with, "bwd.L0.attention.bwd.dropout").work.bytes.count(), (2 * 2 + 1) * scores);
+  const int64_t el = 1024 * 2048;  // the residual stream's elements
+  EXPECT_EQ(find(with, "fwd.L0.residual_attn").work.bytes.count() -
+                find(without, "fwd.L0.residual_attn").work.bytes.count(),
+            el);
+  EXPECT_EQ(find(with, "bwd.L0.residual.bwd").work.bytes.count() -
+                find(without, "bwd.L0.residual.bwd").work.bytes.count(),
+            2 * el);
+}
+
+TEST(Stacks, Fp16RunsScaleTheirLoss) {
+  EXPECT_EQ(count(kernels(plan_with(Stack::kMegatron, DeviceFamily::kHopper, Dtype::kFp16)),
+                  "loss_scale"),
+            1);
+  EXPECT_EQ(count(kernels(plan_with(Stack::kMegatron, DeviceFamily::kHopper)), "loss_scale"), 0);
+}
+
+TEST(Stacks, Fp8RecipeCastsTheLinearLayersOnly) {
+  const auto bf16 = kernels(plan_with(Stack::kMegatron, DeviceFamily::kHopper));
+  const auto fp8 = kernels(plan_with(Stack::kMegatron, DeviceFamily::kHopper, Dtype::kFp8));
+  EXPECT_EQ(count(bf16, "cast_transpose"), 0);
+  // Delayed scaling with fused kernels: TE's norms write the QKV and MLP-up inputs in FP8, so
+  // forward casts the attention output and the MLP-down inputs; backward casts all four
+  // gradients; the weights once per step.
+  EXPECT_EQ(count(fp8, "fwd.L0.") - count(bf16, "fwd.L0."), 2);
+  EXPECT_EQ(count(fp8, "bwd.L0.") - count(bf16, "bwd.L0."), 4);
+  EXPECT_EQ(count(fp8, "fp8.weights"), 1);
+  EXPECT_EQ(count(fp8, ".amax"), 0);
+  EXPECT_EQ(find(fp8, "fwd.L0.qkv").work.dtype, Dtype::kFp8);
+  EXPECT_EQ(find(fp8, "fwd.lm_head").work.dtype, Dtype::kBf16);       // the LM head stays bf16
+  EXPECT_EQ(find(fp8, "fwd.L0.attention").work.dtype, Dtype::kBf16);  // and attention
+  const Kernel& cast = find(fp8, "fwd.L0.attn_out.input.cast_transpose");
+  EXPECT_EQ(cast.work.op_class, OpClass::kQuantize);
+  // Read bf16, write FP8 and its transpose: 4 bytes per element of the 1024 x 2048 input.
+  EXPECT_EQ(cast.work.bytes.count(), 4 * 1024 * 2048);
+  // Current scaling reads each tensor once more for its amax, and the norms no longer cast.
+  ParallelPlan current = plan_with(Stack::kMegatron, DeviceFamily::kHopper, Dtype::kFp8);
+  current.fp8_scaling = Fp8Scaling::kCurrent;
+  const auto cs = kernels(current);
+  EXPECT_EQ(count(cs, "fwd.L0.") - count(bf16, "fwd.L0."), 8);
+  EXPECT_EQ(count(cs, "fwd.L0.attn_out.input.amax"), 1);
+}
+
+}  // namespace
+}  // namespace meshsim::workloads

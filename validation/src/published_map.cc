@@ -1,0 +1,294 @@
+// A published run as a meshsim scenario: the model, the hardware, the plan (published_plan.cc)
+// and the measured step. Every default applied is a documented framework default and is listed
+// in the scenario's assumptions; a value that depends on a choice the source does not state makes
+// the run NotExpressible, with the reason.
+#include <fmt/format.h>
+
+#include <regex>
+
+#include "meshsim/sim/error.h"
+#include "meshsim/validation/published.h"
+#include "meshsim/validation/published_flops.h"
+#include "published_internal.h"
+
+namespace meshsim::validation {
+namespace detail {
+
+int64_t stated(const std::optional<int64_t>& v, const char* what) {
+  if (!v) {
+    throw Unmappable(fmt::format("{} is not stated", what));
+  }
+  return *v;
+}
+
+bool contains(const std::string& text, const char* word) {
+  return text.find(word) != std::string::npos;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::contains;
+using detail::stated;
+using detail::Unmappable;
+using workloads::Architecture;
+using workloads::MlpKind;
+using workloads::ModelConfig;
+using workloads::NormKind;
+using workloads::PositionKind;
+
+// The model family a record describes, from its name, architecture notes and framework.
+enum class Family { kGpt, kLlama, kMpt, kNemotron, kMaxTextSynthetic };
+
+Family family_of(const PublishedRun& r) {
+  const std::string& name = r.model.name;
+  const std::string& notes = r.model.arch_notes;
+  if (r.model.moe || contains(notes, "MLA") || contains(notes, "experts")) {
+    throw Unmappable(
+        "multi-head latent attention and a routed mixture of experts with a shared expert "
+        "(DeepSeek-V3): meshsim models neither MLA nor shared experts yet");
+  }
+  if (contains(name, "MPT")) {
+    return Family::kMpt;
+  }
+  if (contains(name, "MaxText")) {
+    return Family::kMaxTextSynthetic;
+  }
+  if (contains(name, "Nemotron")) {
+    return Family::kNemotron;
+  }
+  if (contains(name, "Llama") || contains(name, "LLAMA") || contains(notes, "SwiGLU")) {
+    return Family::kLlama;
+  }
+  if (contains(name, "GPT")) {
+    return Family::kGpt;
+  }
+  throw Unmappable(fmt::format("model family of \"{}\" not recognised", name));
+}
+
+// The common shape; the family sets the rest.
+ModelConfig base_model(const PublishedRun& r) {
+  ModelConfig m;
+  m.name = r.id;
+  m.source = r.citation;
+  m.num_layers = stated(r.model.layers, "the number of layers");
+  m.d_model = stated(r.model.hidden, "the hidden size");
+  m.num_heads = stated(r.model.heads, "the number of attention heads");
+  m.vocab_size = stated(r.model.vocab, "the vocabulary size");
+  const int64_t seq = stated(r.model.seq_len, "the sequence length");
+  m.max_position_embeddings = seq;
+  m.head_dim = m.d_model / m.num_heads;
+  return m;
+}
+
+ModelConfig model_of(const PublishedRun& r, std::vector<std::string>& assumptions) {
+  const Family family = family_of(r);
+  ModelConfig m = base_model(r);
+  const auto ffn_or = [&](int64_t framework_default, const char* source) {
+    if (r.model.ffn) {
+      return *r.model.ffn;
+    }
+    assumptions.push_back(fmt::format("ffn = {} ({})", framework_default, source));
+    return framework_default;
+  };
+  const auto kv_or_mha = [&](const char* source) {
+    if (r.model.kv_heads) {
+      return *r.model.kv_heads;
+    }
+    assumptions.push_back(fmt::format("kv heads = query heads ({})", source));
+    return m.num_heads;
+  };
+  switch (family) {
+    case Family::kGpt:
+    case Family::kMpt: {
+      // GPT-2/3 as Megatron and NeMo build it: LayerNorm, learned positions, GeLU MLP of 4h,
+      // biases, the LM head tied to the embedding (Megatron's default
+      // share_embeddings_and_output_weights). llm-foundry's MPT as its benchmark yamls build it
+      // is the same (scripts/train/yamls/pretrain/mpt-*.yaml at v0.3.0 and 5e85bd62d set no alibi
+      // and no no_bias; MPTConfig's defaults then: learned_pos_emb True, a table of max_seq_len
+      // rows; no_bias False; alibi False; the LM head tied to wte). The tables' NumParams bear it
+      // out (MPT-7b at 32k: 6,784,688,128 = the layers with biases, the tied embedding and a
+      // 32768 x 4096 position table).
+      const bool mpt = family == Family::kMpt;
+      m.architecture = Architecture::kGpt2;
+      m.mlp = MlpKind::kGelu;
+      m.norm = NormKind::kLayerNorm;
+      m.positions = PositionKind::kLearned;
+      m.attention_bias = m.mlp_bias = true;
+      m.tied_embeddings = true;
+      m.d_ff = ffn_or(4 * m.d_model, mpt ? "MPT expansion_ratio 4"
+                                         : "Megatron's default ffn_hidden_size = 4 h");
+      m.num_kv_heads = kv_or_mha(mpt ? "MPT's multi-head attention"
+                                     : "multi-head attention, Megatron's default");
+      break;
+    }
+    case Family::kLlama:
+      m.d_ff = stated(r.model.ffn, "the MLP size");
+      m.num_kv_heads = kv_or_mha("Llama 2 7B's multi-head attention");
+      break;
+    case Family::kNemotron:
+      // Nemotron-4 (NeMo Nemotron4Config): LayerNorm (layernorm1p), RoPE on half the head
+      // dimension, a non-gated squared-ReLU MLP. Its activation moves the bytes of GeLU's
+      // kernel: meshsim costs it as the non-gated MLP's activation.
+      m.mlp = MlpKind::kGelu;
+      m.norm = NormKind::kLayerNorm;
+      m.d_ff = stated(r.model.ffn, "the MLP size");
+      m.num_kv_heads = stated(r.model.kv_heads, "the number of KV heads");
+      assumptions.push_back(
+          "Nemotron's squared-ReLU MLP costed as the non-gated MLP (the same GEMMs; the "
+          "activation's element-wise kernel moves the same bytes)");
+      break;
+    case Family::kMaxTextSynthetic:
+      // MaxText's default decoder at 76bd53b0f (base.yml): head_dim 256 whatever d_model, one
+      // ReLU input matrix (non-gated), RMSNorm, RoPE, logits through the embedding.
+      m.head_dim = 256;
+      m.mlp = MlpKind::kGelu;
+      m.tied_embeddings = true;
+      m.d_ff = stated(r.model.ffn, "the MLP size");
+      m.num_kv_heads = kv_or_mha("MaxText's multi-head attention");
+      assumptions.push_back(
+          "MaxText's parallel block (attention and MLP from one norm, one residual add) costed "
+          "as a sequential block: one RMSNorm and one add more per layer");
+      break;
+  }
+  return m;
+}
+
+// Chips per TPU slice, from the record's own words ("... = 64 chips per slice", "= 256 chips").
+int64_t chips_per_slice(const PublishedRun& r) {
+  static const std::regex chips(R"((\d+) chips)");
+  std::smatch match;
+  if (!std::regex_search(r.intra_slice, match, chips)) {
+    throw Unmappable("the TPU slice size is not stated");
+  }
+  return std::stoll(match[1].str());
+}
+
+// The torus of a slice of `chips` (Google Cloud TPU docs' topologies for these slice sizes).
+std::vector<int64_t> torus_of(const topology::Chip& chip, int64_t chips) {
+  const int64_t dims = chip.ici->torus_dims;
+  if (dims == 2 && chips == 256) {
+    return {16, 16};
+  }
+  if (dims == 3) {
+    switch (chips) {
+      case 64:
+        return {4, 4, 4};
+      case 256:
+        return {4, 8, 8};
+      case 1024:
+        return {8, 8, 16};
+      default:
+        break;
+    }
+  }
+  throw Unmappable(fmt::format("no torus for a {}-chip {} slice", chips, chip.name));
+}
+
+topology::ClusterSpec tpu_cluster(const PublishedRun& r, const std::string& preset,
+                                  const topology::Catalogue& catalogue, int64_t devices) {
+  topology::ClusterSpec c = topology::load_cluster(preset, catalogue);
+  const int64_t per_slice = chips_per_slice(r);
+  if (devices % per_slice != 0) {
+    throw Unmappable(fmt::format("{} chips are not whole slices of {}", devices, per_slice));
+  }
+  c = topology::resize_torus(c, torus_of(c.chip, per_slice));
+  if (devices != per_slice) {
+    throw Unmappable(fmt::format(
+        "{} slices joined by DCN, data parallel across slices and FSDP inside each: meshsim "
+        "shards ZeRO-3 over the whole data-parallel group (no hybrid sharding yet)",
+        devices / per_slice));
+  }
+  return c;
+}
+
+topology::ClusterSpec gpu_cluster(const std::string& preset, const std::optional<std::string>& chip,
+                                  const topology::Catalogue& catalogue, int64_t devices,
+                                  std::vector<std::string>& assumptions) {
+  topology::ClusterSpec c = topology::load_cluster(preset, catalogue);
+  if (chip) {
+    c.chip = catalogue.chip(*chip);
+  }
+  if (devices % c.devices_per_node != 0) {
+    throw Unmappable(
+        fmt::format("{} GPUs are not whole {}-GPU nodes", devices, c.devices_per_node));
+  }
+  // A cluster larger than the preset's fat tree attaches gets another switch tier, as real
+  // clusters of that size have (e.g. EOS's 3-tier NDR fabric).
+  topology::FatTreeSpec& tree = *c.fat_tree;
+  while (tree.max_endpoints() < devices * tree.nics_per_device) {
+    ++tree.tiers;
+    assumptions.push_back(fmt::format("a {}-tier fat tree for {} GPUs", tree.tiers, devices));
+  }
+  return topology::resize_nodes(c, devices / c.devices_per_node);
+}
+
+topology::ClusterSpec cluster_of(const PublishedRun& r, const topology::Catalogue& catalogue,
+                                 std::vector<std::string>& assumptions) {
+  const int64_t devices = stated(r.devices, "the device count");
+  const std::string& key = r.hardware_key;
+  if (key == "H100-SXM5-80GB") {
+    return gpu_cluster("dgx-h100", std::nullopt, catalogue, devices, assumptions);
+  }
+  if (key == "A100-SXM4-80GB") {
+    return gpu_cluster("dgx-a100", std::nullopt, catalogue, devices, assumptions);
+  }
+  if (key == "A100-SXM4-40GB") {
+    return gpu_cluster("dgx-a100", "a100-40gb", catalogue, devices, assumptions);
+  }
+  if (key == "B200") {
+    return gpu_cluster("dgx-b200", std::nullopt, catalogue, devices, assumptions);
+  }
+  if (key == "TPU-v5p") {
+    return tpu_cluster(r, "tpu-v5p", catalogue, devices);
+  }
+  if (key == "TPU-v5e") {
+    return tpu_cluster(r, "tpu-v5e", catalogue, devices);
+  }
+  if (key == "TPU-v4") {
+    return tpu_cluster(r, "tpu-v4", catalogue, devices);
+  }
+  if (key == "H100-96GB-HBM2e-GrandTeton") {
+    throw Unmappable(
+        "H100 96 GB HBM2e at 500 W (Meta Grand Teton): its peak rate is unstated (between H100 "
+        "SXM and NVL, the source says) and the chip is not in the catalogue");
+  }
+  if (contains(key, "GB200")) {
+    throw Unmappable(fmt::format(
+        "{} GPUs of a 72-GPU NVLink domain: meshsim's NVL72 clusters hold whole domains", devices));
+  }
+  throw Unmappable(fmt::format("hardware \"{}\" has no cluster preset", key));
+}
+
+}  // namespace
+
+PublishedMapping map_published_run(const PublishedRun& run, const topology::Catalogue& catalogue) {
+  try {
+    PublishedScenario s;
+    s.model = model_of(run, s.assumptions);
+    s.cluster = cluster_of(run, catalogue, s.assumptions);
+    s.plan = detail::plan_of(run, s.cluster, s.assumptions);
+    if (s.plan.stack == workloads::Stack::kMegatron2021) {
+      s.model.dropout = true;
+      s.assumptions.push_back(
+          "attention and hidden dropout 0.1: Megatron-LM's defaults (megatron/arguments.py "
+          "--attention-dropout, --hidden-dropout @ 6985e589), which examples/sc21 does not set");
+    }
+    workloads::validate_plan(s.model, s.plan);
+    if (s.plan.world() != s.cluster.device_count()) {
+      throw Unmappable(fmt::format("tp x cp x dp x pp = {} but the run used {} devices",
+                                   s.plan.world(), s.cluster.device_count()));
+    }
+    const detail::MeasuredStep m = detail::measured_step(run, s.model, s.plan);
+    s.measured_step = m.step;
+    s.conversion = m.how;
+    return s;
+  } catch (const Unmappable& e) {
+    return NotExpressible{e.what()};
+  } catch (const workloads::PlanError& e) {
+    return NotExpressible{fmt::format("meshsim rejects the plan: {}", e.what())};
+  }
+}
+
+}  // namespace meshsim::validation

@@ -1,0 +1,264 @@
+// The parallel plan of a published run, and its measured metric as a step time.
+#include <fmt/format.h>
+
+#include "meshsim/sim/error.h"
+#include "meshsim/validation/published_flops.h"
+#include "published_internal.h"
+
+namespace meshsim::validation::detail {
+namespace {
+
+using workloads::ParallelPlan;
+
+// The software a run states; it decides the defaults that apply where the record is silent, the
+// kernels that run and the conventions of the metric.
+enum class Framework {
+  kMegatron2021,  // Megatron-LM as of Narayanan et al. 2021
+  kMegatronCore,  // Megatron-Core with Transformer Engine: Megatron-LM since 2023, NeMo, Bridge
+  kComposer,      // MosaicML Composer / llm-foundry on PyTorch FSDP, eager mode
+  kTorchtitan,    // torchtitan: FSDP2, torch.compile
+  kJax,           // MaxText or PaxML on XLA
+};
+
+Framework framework_of(const PublishedRun& r) {
+  const std::string& f = r.framework;
+  if (contains(f, "(2021)") || contains(f, "DeepSpeed")) {
+    return Framework::kMegatron2021;
+  }
+  if (contains(f, "Composer")) {
+    return Framework::kComposer;
+  }
+  if (contains(f, "torchtitan")) {
+    return Framework::kTorchtitan;
+  }
+  if (contains(f, "MaxText") || contains(f, "PaxML")) {
+    return Framework::kJax;
+  }
+  if (contains(f, "NeMo") || contains(f, "Megatron")) {
+    return Framework::kMegatronCore;
+  }
+  throw Unmappable(fmt::format("framework \"{}\" not recognised", f));
+}
+
+Dtype training_dtype(const PublishedRun& r) {
+  if (r.precision_class == "bf16") {
+    return Dtype::kBf16;
+  }
+  if (r.precision_class == "fp8") {
+    return Dtype::kFp8;
+  }
+  if (r.precision_class == "fp16") {
+    return Dtype::kFp16;
+  }
+  throw Unmappable("the training precision is not stated");
+}
+
+workloads::Recompute recompute_of(const PublishedRun& r, Framework f,
+                                  std::vector<std::string>& assumptions) {
+  using workloads::Recompute;
+  if (!r.parallelism.recompute) {
+    if (f == Framework::kJax) {
+      // MaxText's base.yml has remat_policy: 'full' (at 76bd53b0f and still at the 2026 head).
+      assumptions.push_back("full activation recompute (MaxText's default remat_policy 'full')");
+      return Recompute::kFull;
+    }
+    assumptions.push_back("no activation recompute (the framework's default)");
+    return Recompute::kNone;
+  }
+  const std::string& text = *r.parallelism.recompute;
+  if (text.rfind("full", 0) == 0) {
+    return Recompute::kFull;
+  }
+  if (text.rfind("selective", 0) == 0) {
+    return Recompute::kSelective;
+  }
+  if (text == "minimal" && f == Framework::kJax) {
+    // MaxText's remat_policy "minimal" is jax.checkpoint_policies
+    // .checkpoint_dots_with_no_batch_dims: every matmul output is saved, only element-wise work
+    // is recomputed, no GEMM runs twice.
+    assumptions.push_back("MaxText remat_policy minimal: matmul outputs saved, as selective");
+    return Recompute::kSelective;
+  }
+  if (text == "none") {
+    return Recompute::kNone;
+  }
+  throw Unmappable(fmt::format("activation recompute \"{}\" not recognised", text));
+}
+
+// Degrees: TP and PP as stated, CP 1 unless stated, DP the rest of the devices.
+void set_degrees(ParallelPlan& p, const PublishedRun& r, const topology::ClusterSpec& cluster,
+                 Framework f, std::vector<std::string>& assumptions) {
+  const PublishedRun::Parallelism& par = r.parallelism;
+  if (contains(par.notes, "FSDP/DP split not stated")) {
+    throw Unmappable(
+        fmt::format("how the {} devices split between FSDP and data parallelism is "
+                    "not stated (\"{}\")",
+                    cluster.device_count(), par.notes));
+  }
+  p.tp = stated(par.tp, "the tensor-parallel degree");
+  p.pp = stated(par.pp, "the pipeline-parallel degree");
+  p.cp = par.cp.value_or(1);
+  if (!par.cp) {
+    assumptions.push_back("context parallel 1 (not stated; off unless configured)");
+  }
+  const int64_t model_parallel = p.tp * p.pp * p.cp;
+  if (cluster.device_count() % model_parallel != 0) {
+    throw Unmappable(fmt::format("tp {} x pp {} x cp {} does not divide {} devices", p.tp, p.pp,
+                                 p.cp, cluster.device_count()));
+  }
+  p.dp = cluster.device_count() / model_parallel;
+  if (par.dp && *par.dp != p.dp) {
+    throw Unmappable(
+        fmt::format("the stated degrees (tp {}, pp {}, cp {}, dp {}) do not multiply "
+                    "to the {} devices",
+                    p.tp, p.pp, p.cp, *par.dp, cluster.device_count()));
+  }
+  if (p.pp > 1 && !par.vpp && contains(par.notes, "VP")) {
+    throw Unmappable(
+        fmt::format("the virtual pipeline size is not stated (\"{}\"); with pp {} "
+                    "it decides the pipeline bubble",
+                    par.notes, p.pp));
+  }
+  const int64_t vpp = par.vpp.value_or(1);
+  if (p.pp > 1) {
+    p.schedule = vpp > 1 ? workloads::PipelineSchedule::kInterleaved
+                         : workloads::PipelineSchedule::kOneFOneB;
+    p.vpp = vpp;
+  }
+  // Sequence parallelism: as stated; NeMo's recipes turn it on with TP > 1; XLA shards the
+  // activations' embedding axis over the tensor axis (MaxText's logical axis rules), which moves
+  // the same bytes.
+  p.sp = par.sp.value_or(p.tp > 1 && (f == Framework::kMegatronCore || f == Framework::kJax));
+  if (!par.sp && p.sp) {
+    assumptions.push_back("sequence parallelism with TP (the framework's recipes)");
+  }
+  if (par.fsdp.value_or(false)) {
+    p.zero = static_cast<workloads::ZeroStage>(par.zero_stage.value_or(3));
+  } else if (f == Framework::kMegatronCore) {
+    p.zero = workloads::ZeroStage::kOptimizerStates;
+    assumptions.push_back("distributed optimizer (NeMo's and Megatron-Bridge's default)");
+  }
+}
+
+// Batch: the global batch in sequences; the micro-batch as stated, except under XLA, where one
+// step is one microbatch of the data-parallel rank's whole share.
+void set_batch(ParallelPlan& p, const PublishedRun& r, Framework f) {
+  p.seq = stated(r.model.seq_len, "the sequence length");
+  if (r.batch.sequences) {
+    p.gbs = *r.batch.sequences;
+  } else {
+    p.gbs = stated(r.batch.tokens, "the global batch") / p.seq;
+  }
+  if (f == Framework::kJax) {
+    p.mbs = p.gbs / p.dp;
+    return;
+  }
+  p.mbs = stated(r.batch.micro_batch, "the micro-batch size");
+}
+
+// The software stack of the framework (workloads/stack_profile.h holds what each runs); recorded as
+// given by the run, so that the edge applies it.
+workloads::Stack stack_of(Framework f) {
+  switch (f) {
+    case Framework::kMegatron2021:
+      return workloads::Stack::kMegatron2021;
+    case Framework::kComposer:
+      return workloads::Stack::kFsdp;
+    case Framework::kTorchtitan:
+      return workloads::Stack::kFsdpCompile;
+    case Framework::kJax:
+      return workloads::Stack::kMaxText;
+    case Framework::kMegatronCore:
+      break;
+  }
+  return workloads::Stack::kMegatron;
+}
+
+// llm-foundry's benchmark tables come from two sweeps (scripts/train/benchmarking/README.md's
+// history): the tables of 2023 from submit_benchmarks.py @ b2a43a147 on llm-foundry v0.3.0,
+// whose yamls and script run attn_impl: triton (the llm-foundry-2023 stack); the "Large Scale"
+// table of 2024-01 from sweep.py @ 5e85bd62d on llm-foundry main with flash-attn 2 installed,
+// which passes --attn_impl flash for the 1b, 3b, 7b and 70b models and triton for 13b and 30b.
+void set_llm_foundry_stack(ParallelPlan& p, const PublishedRun& r,
+                           std::vector<std::string>& assumptions) {
+  if (contains(r.parallelism.notes, "mixed_precision mode=DEFAULT")) {
+    // Composer's DEFAULT FSDP mixed precision (composer/trainer/mosaic_fsdp_utils.py @ v0.16.4,
+    // get_mixed_precision): bf16 parameters, gradients reduced and kept in fp32.
+    p.state.gradient = 4;
+    assumptions.push_back(
+        "fp32 gradient reduction: Composer's DEFAULT FSDP mixed precision (reduce_dtype float32)");
+  }
+  if (!contains(r.location, "Large Scale")) {
+    p.stack = workloads::Stack::kLlmFoundry2023;
+    assumptions.push_back(
+        "stack llm-foundry-2023: the 2023 benchmark tables ran llm-foundry v0.3.0 with attn_impl "
+        "triton (scripts/train/benchmarking/submit_benchmarks.py @ b2a43a147)");
+    return;
+  }
+  p.stack = workloads::Stack::kFsdp;
+  if (contains(r.model.name, "-13b") || contains(r.model.name, "-30b")) {
+    p.attention = workloads::AttentionKernel::kTriton;
+    p.origins.set(workloads::PlanField::kAttention, Origin::file(r.id, "/model/name"));
+    assumptions.push_back("attention triton: sweep.py @ 5e85bd62d runs 13b and 30b with "
+                          "--attn_impl triton");
+  }
+}
+
+}  // namespace
+
+ParallelPlan plan_of(const PublishedRun& r, const topology::ClusterSpec& cluster,
+                     std::vector<std::string>& assumptions) {
+  const Framework f = framework_of(r);
+  ParallelPlan p;
+  p.set_training_dtype(training_dtype(r));
+  set_degrees(p, r, cluster, f, assumptions);
+  set_batch(p, r, f);
+  p.recompute = recompute_of(r, f, assumptions);
+  p.stack = stack_of(f);
+  if (f == Framework::kComposer) {
+    set_llm_foundry_stack(p, r, assumptions);
+  }
+  p.origins.set(workloads::PlanField::kStack, Origin::file(r.id, "/framework"));
+  if (p.matmul_dtype == Dtype::kFp8 && contains(r.precision, "FP8-CS")) {
+    p.fp8_scaling = workloads::Fp8Scaling::kCurrent;
+    p.origins.set(workloads::PlanField::kFp8Recipe, Origin::file(r.id, "/precision"));
+  }
+  return p;
+}
+
+MeasuredStep measured_step(const PublishedRun& r, const workloads::ModelConfig& m,
+                           const ParallelPlan& p) {
+  const std::string& metric = r.measured.metric;
+  const double v = r.measured.value;
+  const auto devices = static_cast<double>(p.world());
+  const int64_t tokens = p.gbs * p.seq;
+  if (metric == "step_time") {
+    return {Seconds(v), fmt::format("step time {} s as printed", v)};
+  }
+  if (metric == "tokens_per_second_per_gpu") {
+    return {Seconds(static_cast<double>(tokens) / (v * devices)),
+            fmt::format("{} tokens / ({} tokens/s/GPU x {} GPUs)", tokens, v, p.world())};
+  }
+  if (metric == "achieved_model_tflops_per_gpu" && contains(r.citation, "Narayanan")) {
+    const Flops f =
+        megatron2021_iteration_flops(p.gbs, p.seq, m.num_layers, m.d_model, m.vocab_size);
+    return {f / (TFlopsPerSec(v) * devices),
+            fmt::format("Narayanan et al. 2021 eq. 3: {:.4g} FLOPs / ({} TFLOP/s x {} GPUs)",
+                        f.count(), v, p.world())};
+  }
+  if (metric == "tflops_per_chip" && contains(r.citation, "maxtext")) {
+    const int64_t params = maxtext2023_parameters(m.vocab_size, m.d_model, m.num_heads, m.head_dim,
+                                                  m.d_ff, m.num_layers, 1);
+    const int64_t per_device = p.gbs / p.world();
+    const Flops f = maxtext2023_flops_per_device(params, per_device, p.seq, m.num_heads,
+                                                 m.num_layers, m.head_dim);
+    return {f / TFlopsPerSec(v),
+            fmt::format("MaxText 76bd53b0f calculate_training_tflops: {:.4g} FLOPs per chip "
+                        "({} parameters) / {} TFLOP/s",
+                        f.count(), params, v)};
+  }
+  throw Unmappable(fmt::format("metric {} ({}): the source's FLOP convention is not known", metric,
+                               r.measured.unit));
+}
+
+}  // namespace meshsim::validation::detail

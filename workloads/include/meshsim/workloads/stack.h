@@ -1,0 +1,69 @@
+// Software stacks: the same model on the same chips trains at different speeds under
+// Megatron-Core with Transformer Engine, PyTorch FSDP (eager or compiled) and MaxText/XLA. A stack
+// fixes what the framework really runs:
+//  * the kernel set: fused memory-bound kernels (TE, XLA, torch.compile) or PyTorch eager's one
+//    kernel per tensor operation;
+//  * the attention kernel, by the accelerator the framework runs on (Transformer Engine picks
+//    cuDNN's fused attention on Hopper and later and FlashAttention-2 on Ampere);
+//  * the optimizer's kernels;
+//  * the FP8 recipe of FP8 runs: which GEMMs run in FP8 and the cast, amax and transpose kernels
+//    it adds (Fp8Recipe);
+//  * the per-step work outside the layers (StepWork): the global gradient norm for clipping.
+//    (fp16 loss scaling's unscale-and-check pass is the precision's, not the stack's: every fp16
+//    run has it.)
+// Each profile names what it is based on (framework sources or documentation at a version);
+// stack_profile.h has the profiles. This header holds the vocabulary the plan (parallel.h) uses.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "meshsim/sim/enum_names.h"
+
+namespace meshsim::workloads {
+
+enum class Stack : uint8_t {
+  kMegatron,
+  kMegatron2021,
+  kFsdp,
+  kLlmFoundry2023,
+  kFsdpCompile,
+  kMaxText
+};
+constexpr auto enum_names(Stack) {
+  return std::to_array<EnumName<Stack>>({{Stack::kMegatron, "megatron"},
+                                         {Stack::kMegatron2021, "megatron-2021"},
+                                         {Stack::kFsdp, "fsdp"},
+                                         {Stack::kLlmFoundry2023, "llm-foundry-2023"},
+                                         {Stack::kFsdpCompile, "fsdp-compile"},
+                                         {Stack::kMaxText, "maxtext"}});
+}
+
+// What frameworks key their kernel choices on.
+enum class DeviceFamily : uint8_t { kAmpere, kHopper, kBlackwell, kTpu };
+constexpr auto enum_names(DeviceFamily) {
+  return std::to_array<EnumName<DeviceFamily>>({{DeviceFamily::kAmpere, "ampere"},
+                                                {DeviceFamily::kHopper, "hopper"},
+                                                {DeviceFamily::kBlackwell, "blackwell"},
+                                                {DeviceFamily::kTpu, "tpu"}});
+}
+
+// How an FP8 run scales its tensors (Transformer Engine's recipes; torchao's float8 tensorwise is
+// current scaling). The linear layers' GEMMs (forward, data and weight gradients) run in FP8;
+// attention, the embedding and the LM head stay in bf16.
+//  kDelayed:  the scale comes from an amax history; amax is computed inside the cast kernels.
+//  kCurrent:  the scale comes from the tensor itself: an amax pass reads it before each cast.
+enum class Fp8Scaling : uint8_t { kDelayed, kCurrent };
+constexpr auto enum_names(Fp8Scaling) {
+  return std::to_array<EnumName<Fp8Scaling>>(
+      {{Fp8Scaling::kDelayed, "delayed"}, {Fp8Scaling::kCurrent, "current"}});
+}
+
+// Per-step work outside the layers.
+struct StepWork {
+  // Gradient clipping by global norm: a pass that reads every local gradient (the norm's
+  // all-reduce of one value is latency and is not modelled).
+  bool grad_norm = false;
+};
+
+}  // namespace meshsim::workloads

@@ -1,0 +1,46 @@
+// The profiles of the software stacks (stack.h): what each framework runs, and on what it is
+// based.
+//
+// A stack's choices are defaults: the edge (cli/, validation/) applies a profile to the fields of
+// a plan the user did not set (apply_stack); a field the user set keeps its value. Workloads knows
+// no hardware: the accelerator family the framework keys its choices on is the edge's input.
+#pragma once
+
+#include <string_view>
+
+#include "meshsim/workloads/parallel.h"
+#include "meshsim/workloads/stack.h"
+
+namespace meshsim::workloads {
+
+struct StackProfile {
+  Stack stack = Stack::kMegatron;
+  // What the profile is based on: framework sources and documentation, with versions.
+  std::string_view basis;
+  Kernels kernels = Kernels::kFused;
+  OptimizerKernels optimizer = OptimizerKernels::kFused;
+  AttentionKernel attention = AttentionKernel::kFlash;
+  Fp8Scaling fp8 = Fp8Scaling::kDelayed;
+  StepWork step;
+};
+
+// The profile of `stack` on chips of `family`. Throws PlanError on the stack field for a stack the
+// family does not run (a PyTorch stack on a TPU, MaxText on a family it has no attention for).
+StackProfile stack_profile(Stack stack, DeviceFamily family);
+
+// The default stack of a family: megatron on GPUs, maxtext on TPUs.
+Stack default_stack(DeviceFamily family);
+
+// Which fields of the plan the user set (the rest take the profile's values).
+struct StackOverrides {
+  bool kernels = false;
+  bool optimizer_kernels = false;
+  bool attention = false;
+  bool fp8_recipe = false;
+};
+
+// Applies `profile` to `plan`: the kernels, optimizer kernels, attention and FP8 scaling unless
+// `given` says the user set them; the step work always.
+void apply_stack(ParallelPlan& plan, const StackProfile& profile, const StackOverrides& given);
+
+}  // namespace meshsim::workloads

@@ -1,0 +1,165 @@
+#include <fmt/format.h>
+
+#include "meshsim/workloads/stack_profile.h"
+
+namespace meshsim::workloads {
+namespace {
+
+// Transformer Engine's DotProductAttention backend on the family (TE
+// transformer_engine/pytorch/attention/dot_product_attention/utils.py, get_attention_backend:
+// "Disabling FlashAttention to give FusedAttention preference on Hopper+ for performance
+// reasons"; on Ampere, FlashAttention-2 from the flash-attn package the NGC containers ship).
+AttentionKernel transformer_engine_attention(DeviceFamily family) {
+  return family == DeviceFamily::kAmpere ? AttentionKernel::kFlash : AttentionKernel::kCudnn;
+}
+
+StackProfile megatron(DeviceFamily family) {
+  StackProfile p;
+  p.stack = Stack::kMegatron;
+  p.basis =
+      "Megatron-Core (core_r0.8 and later) with Transformer Engine, as NeMo 2.0 and "
+      "Megatron-Bridge run it: TE's fused LayerNorm/RMSNorm in LayerNormLinear, fused RoPE and "
+      "bias-SwiGLU, vocabulary-parallel cross entropy, TE DotProductAttention (cuDNN "
+      "FusedAttention on Hopper and later, FlashAttention-2 on Ampere), Apex/TE FusedAdam, "
+      "gradient clipping at 1.0 (megatron/training/arguments.py --clip-grad default), FP8 by TE "
+      "with delayed scaling (NeMo's fp8_recipe default; Megatron-Bridge's FP8-CS is current "
+      "scaling)";
+  p.kernels = Kernels::kFused;
+  p.optimizer = OptimizerKernels::kFused;
+  p.attention = transformer_engine_attention(family);
+  p.fp8 = Fp8Scaling::kDelayed;
+  p.step.grad_norm = true;
+  return p;
+}
+
+StackProfile megatron_2021() {
+  StackProfile p;
+  p.stack = Stack::kMegatron2021;
+  p.basis =
+      "Megatron-LM as of Narayanan et al. 2021 (examples/sc21, NVIDIA/Megatron-LM @ f2e72c8a): "
+      "Apex fused LayerNorm, fused bias-GeLU and bias-dropout-add, fused scale-mask-softmax over "
+      "materialised scores (no flash attention), Apex FusedAdam, fp16 with dynamic loss "
+      "scaling, gradient clipping at 1.0";
+  p.kernels = Kernels::kFused;
+  p.optimizer = OptimizerKernels::kFused;
+  p.attention = AttentionKernel::kNaive;
+  p.step.grad_norm = true;
+  return p;
+}
+
+StackProfile fsdp() {
+  StackProfile p;
+  p.stack = Stack::kFsdp;
+  p.basis =
+      "PyTorch FSDP in eager mode as MosaicML Composer / llm-foundry run it "
+      "(scripts/train/benchmarking @ 8c8dd48f, torch 2.1): PyTorch eager kernels (one per tensor "
+      "operation, autograd's backward), flash-attn 2 (attn_impl: flash, the gpu-flash2 extra), "
+      "Composer's DecoupledAdamW (a Python loop over the parameters: "
+      "composer/optim/decoupled_weight_decay.py), gradient clipping by norm (the yamls' "
+      "gradient_clipping), FP8 through Transformer Engine (delayed scaling)";
+  p.kernels = Kernels::kEager;
+  p.optimizer = OptimizerKernels::kPerTensor;
+  p.attention = AttentionKernel::kFlash;
+  p.fp8 = Fp8Scaling::kDelayed;
+  p.step.grad_norm = true;
+  return p;
+}
+
+// llm-foundry v0.3.0 as its benchmark tables of 2023 ran (scripts/train/benchmarking/
+// submit_benchmarks.py @ b2a43a147): the same FSDP eager stack as fsdp() with the attention the
+// script and the pretrain yamls chose then.
+StackProfile llm_foundry_2023() {
+  StackProfile p = fsdp();
+  p.stack = Stack::kLlmFoundry2023;
+  p.basis =
+      "MosaicML Composer / llm-foundry v0.3.0 as scripts/train/benchmarking/submit_benchmarks.py "
+      "@ b2a43a147 (2023-10) ran the MPT benchmark tables: the pretrain yamls' and the script's "
+      "attn_impl: triton (FlashAttention's Triton port, llmfoundry/models/layers/"
+      "flash_attn_triton.py on triton-pre-mlir), low_precision_layernorm, PyTorch FSDP eager "
+      "(torch 2.1 image), Composer's DecoupledAdamW, gradient clipping by norm (the yamls' "
+      "gradient_clipping), FP8 through Transformer Engine v0.10 te.Linear (fc_type te; delayed "
+      "scaling)";
+  p.attention = AttentionKernel::kTriton;
+  return p;
+}
+
+StackProfile fsdp_compile() {
+  StackProfile p;
+  p.stack = Stack::kFsdpCompile;
+  p.basis =
+      "torchtitan (FSDP2 and torch.compile, pytorch/torchtitan @ 9dec370, torch nightly of "
+      "2024-12): compiled (fused) memory-bound kernels, SDPA's flash backend (FlashAttention-2), "
+      "AdamW's multi-tensor path, gradient clipping (max_norm 1.0), torchao float8 (tensorwise: "
+      "current scaling)";
+  p.kernels = Kernels::kFused;
+  p.optimizer = OptimizerKernels::kForEach;
+  p.attention = AttentionKernel::kFlash;
+  p.fp8 = Fp8Scaling::kCurrent;
+  p.step.grad_norm = true;
+  return p;
+}
+
+StackProfile maxtext(DeviceFamily family) {
+  StackProfile p;
+  p.stack = Stack::kMaxText;
+  p.basis =
+      "MaxText on XLA (AI-Hypercomputer/maxtext): XLA-fused memory-bound kernels, optax AdamW "
+      "fused into the step, global-norm gradient clipping (gradient_clipping_threshold 1.0); "
+      "attention: the Pallas flash/splash kernels on TPU (attention: flash), cuDNN flash "
+      "attention through Transformer Engine on GPU (attention: cudnn_flash_te, NVIDIA's "
+      "dgxc-benchmarking MaxText recipes)";
+  p.kernels = Kernels::kFused;
+  p.optimizer = OptimizerKernels::kFused;
+  p.attention = family == DeviceFamily::kTpu ? AttentionKernel::kSplash
+                                             : transformer_engine_attention(family);
+  p.fp8 = Fp8Scaling::kDelayed;
+  p.step.grad_norm = true;
+  return p;
+}
+
+}  // namespace
+
+StackProfile stack_profile(Stack stack, DeviceFamily family) {
+  if (family == DeviceFamily::kTpu && stack != Stack::kMaxText) {
+    throw PlanError(PlanField::kStack,
+                    fmt::format("{} does not run on TPUs (expected maxtext)", to_string(stack)));
+  }
+  switch (stack) {
+    case Stack::kMegatron:
+      return megatron(family);
+    case Stack::kMegatron2021:
+      return megatron_2021();
+    case Stack::kFsdp:
+      return fsdp();
+    case Stack::kLlmFoundry2023:
+      return llm_foundry_2023();
+    case Stack::kFsdpCompile:
+      return fsdp_compile();
+    case Stack::kMaxText:
+      return maxtext(family);
+  }
+  return megatron(family);
+}
+
+Stack default_stack(DeviceFamily family) {
+  return family == DeviceFamily::kTpu ? Stack::kMaxText : Stack::kMegatron;
+}
+
+void apply_stack(ParallelPlan& plan, const StackProfile& profile, const StackOverrides& given) {
+  plan.stack = profile.stack;
+  if (!given.kernels) {
+    plan.kernels = profile.kernels;
+  }
+  if (!given.optimizer_kernels) {
+    plan.optimizer_kernels = profile.optimizer;
+  }
+  if (!given.attention) {
+    plan.attention = profile.attention;
+  }
+  if (!given.fp8_recipe) {
+    plan.fp8_scaling = profile.fp8;
+  }
+  plan.step_work = profile.step;
+}
+
+}  // namespace meshsim::workloads
