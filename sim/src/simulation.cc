@@ -37,7 +37,7 @@ RankId Simulation::add_rank(ProgramIndex program, std::vector<GroupId> group_slo
   if (impl_->op_instances > kMaxOpInstances) {
     throw LimitError(fmt::format("more than {} ops (2^30) over the {} simulated ranks: too large "
                                  "to simulate in a minute or two (Llama-3-405B on 98,304 GPUs "
-                                 "simulated in full runs about 0.6 G)",
+                                 "simulated in full runs about 0.4 G)",
                                  kMaxOpInstances, impl_->ranks.size() + 1));
   }
   detail::RankHot h;
