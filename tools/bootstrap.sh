@@ -3,7 +3,9 @@
 # configures and builds the Release build in build/. Used by run.sh and test.sh; with --tests it
 # also installs what only the test suite needs: Debian's PyTorch (python3-torch), with which the
 # tests run the reference trainer's PyTorch twin on the CPU and validate its trace end to end, and
-# Chromium, in which they render the sweep report. Open MPI lets sweeps and plan searches run
+# Chromium, in which they render the sweep report, and
+# clang with its sanitizer and libFuzzer runtimes (clang, libclang-rt-14-dev) for the sanitizer
+# build that test.sh runs (the fuzz preset). Open MPI lets sweeps and plan searches run
 # over `mpirun` (the build works without it); libjs-vega draws the sweep report's plots.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +18,7 @@ packages=(
   libopenmpi-dev openmpi-bin libjs-vega
 )
 if [ "${1:-}" = "--tests" ]; then
-  packages+=(python3-torch chromium)
+  packages+=(python3-torch chromium clang libclang-rt-14-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -10,12 +10,12 @@ void add_budget_options(CLI::App* app, BudgetArgs& a) {
   app->add_option("--tokens", a.tokens,
                   "Train on this many tokens (e.g. 15T, 300B): days, GPU-hours, energy and cost");
   app->add_option("--days", a.days, "Or train for this many days: the tokens that trains")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1e-9, 1e6));
   app->add_option("--price-table", a.price_table,
                   "Price and power table JSON (schema of studies/data/prices.json)");
   app->add_option("--usd-per-device-hour", a.usd_per_device_hour,
                   "Price of one device-hour (overrides the table)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1e-9, studies::kMaxUsdPerDeviceHour));
 }
 
 bool has_budget(const BudgetArgs& a) { return !a.tokens.empty() || a.days > 0; }
@@ -34,8 +34,8 @@ double budget_tokens(const BudgetArgs& a) {
   if (!t) {
     throw InputError("--tokens", "",
                      fmt::format("\"{}\": expected a positive token count such as 15T, 300B, "
-                                 "2.5e12",
-                                 a.tokens));
+                                 "2.5e12 (at most {:g})",
+                                 a.tokens, studies::kMaxTokens));
   }
   return *t;
 }

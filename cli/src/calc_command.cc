@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <tuple>
+
+#include "meshsim/sim/error.h"
 #include "meshsim/workloads/accounting.h"
+#include "meshsim/workloads/parallel.h"
 #include "meshsim/workloads/training_memory.h"
 #include "report.h"
 
@@ -73,6 +77,14 @@ void print_moe(const workloads::ModelConfig& m, std::ostream& out) {
 void print_accounting(const std::string& model_name, int64_t seq_len, int64_t micro_batch,
                       std::ostream& out) {
   using namespace workloads;
+  // The bounds `meshsim run` holds a plan to (workloads::PlanLimits).
+  for (const auto& [flag, v, max, what] :
+       {std::tuple{"--seq", seq_len, PlanLimits::kSeq, "tokens per sequence"},
+        std::tuple{"--mbs", micro_batch, PlanLimits::kMbs, "sequences per microbatch"}}) {
+    if (v > max) {
+      throw InputError(flag, "", fmt::format("{} is above the limit of {} {}", v, max, what));
+    }
+  }
   const ModelConfig m = load_model(model_name);
   if (m.positions == PositionKind::kLearned && seq_len > m.max_position_embeddings) {
     seq_len = m.max_position_embeddings;

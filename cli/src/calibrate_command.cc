@@ -9,7 +9,9 @@
 #include "meshsim/validation/calibrate.h"
 #include "meshsim/validation/manifest.h"
 #include "meshsim/validation/profile.h"
+#include "output_file.h"
 #include "report.h"
+#include "trace_limits.h"
 
 namespace meshsim::cli {
 namespace {
@@ -119,7 +121,8 @@ int calibrate_command(const CalibrateArgs& args, std::ostream& out) {
   for (const std::string& path : args.manifests) {
     manifests.push_back(validation::load_manifest(path));
   }
-  const Calibration c = validation::calibrate(base, manifests);
+  const Calibration c = with_trace_limit_hint(
+      [&] { return validation::calibrate(base, manifests, args.trace_limits); });
 
   out << fmt::format("calibrate {} ({}) from {} manifest(s){}\n", base.chip_name,
                      base.chip.description, c.cases.size(),

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "meshsim/traces/import.h"
+
 namespace meshsim::cli {
 
 struct CalibrateArgs {
@@ -16,6 +18,7 @@ struct CalibrateArgs {
   std::string out;
   std::string hardware_profile;
   std::optional<std::string> json_path;
+  traces::ImportLimits trace_limits;  // --max-trace-size
 };
 
 // Returns the process exit code (0). Throws InputError on bad input.

@@ -9,6 +9,7 @@
 #include "meshsim/studies/comm_setup.h"
 #include "meshsim/studies/scenario.h"
 #include "meshsim/studies/step_report.h"
+#include "output_file.h"
 #include "report.h"
 #include "scenario_flags.h"
 #include "meshsim/collectives/collective_planner.h"
@@ -57,13 +58,18 @@ int64_t parse_int(const std::string& text, const std::string& whole) {
   bad_group(whole, fmt::format("\"{}\" is not a non-negative integer", text));
 }
 
-// "a-b" or "a" -> [a, b]
-std::pair<int64_t, int64_t> parse_range(const std::string& item, const std::string& whole) {
+// "a-b" or "a" -> [a, b], with b < `count` (checked before anything is expanded, so that a range
+// of 10^12 ranks is refused at once rather than enumerated); `what` names the things counted.
+std::pair<int64_t, int64_t> parse_range(const std::string& item, const std::string& whole,
+                                        int64_t count, const char* what) {
   const size_t dash = item.find('-');
   const int64_t lo = parse_int(item.substr(0, dash), whole);
   const int64_t hi = dash == std::string::npos ? lo : parse_int(item.substr(dash + 1), whole);
   if (hi < lo) {
     bad_group(whole, fmt::format("range {} runs backwards", item));
+  }
+  if (hi >= count) {
+    bad_group(whole, fmt::format("the cluster has {} 0..{}", what, count - 1));
   }
   return {lo, hi};
 }
@@ -79,7 +85,7 @@ std::vector<int64_t> parse_group(const std::string& text, const topology::Cluste
       ranks.insert(r);
     }
   } else if (text.starts_with("node:")) {
-    const auto [lo, hi] = parse_range(text.substr(5), text);
+    const auto [lo, hi] = parse_range(text.substr(5), text, spec.nodes, "nodes");
     for (int64_t n = lo; n <= hi; ++n) {
       for (int64_t d = 0; d < per_node; ++d) {
         ranks.insert(n * per_node + d);
@@ -101,7 +107,7 @@ std::vector<int64_t> parse_group(const std::string& text, const topology::Cluste
       if (item.empty()) {
         bad_group(text, "empty item");
       }
-      const auto [lo, hi] = parse_range(item, text);
+      const auto [lo, hi] = parse_range(item, text, devices, "devices");
       for (int64_t r = lo; r <= hi; ++r) {
         ranks.insert(r);
       }
@@ -116,6 +122,10 @@ std::vector<int64_t> parse_group(const std::string& text, const topology::Cluste
   }
   return {ranks.begin(), ranks.end()};
 }
+
+namespace {
+constexpr Bytes kMaxCollectiveBytes = Bytes::of(int64_t{1} << 50);
+}  // namespace
 
 std::vector<Bytes> parse_sizes(const std::string& text, int64_t factor) {
   const size_t colon = text.find(':');
@@ -137,9 +147,15 @@ std::vector<Bytes> parse_sizes(const std::string& text, int64_t factor) {
   if (lo <= Bytes::zero() || hi < lo) {
     fail("sizes must be positive and MIN <= MAX");
   }
-  std::vector<Bytes> out;
-  for (Bytes b = lo; b <= hi; b = b * factor) {
-    out.push_back(b);
+  if (hi > kMaxCollectiveBytes) {
+    fail("MAX is above the limit of 1 PiB (2^50 bytes) per collective, a million times the "
+         "largest buffers nccl-tests sweeps");
+  }
+  // MIN, MIN x factor, ... up to MAX; never forming a product past MAX (near 2^63 it would not
+  // fit).
+  std::vector<Bytes> out{lo};
+  while (out.back().count() <= hi.count() / factor) {
+    out.push_back(out.back() * factor);
   }
   return out;
 }

@@ -19,13 +19,15 @@ void set_slow_ranks_flag(const std::vector<std::string>& values, studies::Faults
     const std::vector<std::string> p = fields(v);
     const std::optional<uint32_t> rank = p.size() == 2 ? to_index(p[0]) : std::nullopt;
     const std::optional<double> factor = p.size() == 2 ? to_number(p[1]) : std::nullopt;
-    if (!rank || !factor || *factor <= 0) {
+    const double slowdown = factor.value_or(0.0);
+    if (!rank || slowdown <= 0 || slowdown > studies::kMaxSlowdown ||
+        rank.value_or(0) >= topology::kMaxDevices) {
       throw InputError("--slow-rank", "",
-                       fmt::format("\"{}\": expected RANK:FACTOR, e.g. 5:1.5 (rank 5's kernels "
-                                   "take 1.5x as long)",
-                                   v));
+                       fmt::format("\"{}\": expected RANK:FACTOR with RANK below {} and 0 < "
+                                   "FACTOR <= {}, e.g. 5:1.5 (rank 5's kernels take 1.5x as long)",
+                                   v, topology::kMaxDevices, studies::kMaxSlowdown));
     }
-    f.compute.slow_ranks.push_back({RankId(*rank), *factor});
+    f.compute.slow_ranks.push_back({RankId(*rank), slowdown});
     f.slow_rank_origins.push_back(Origin::flag("--slow-rank"));
   }
 }
@@ -36,19 +38,21 @@ void set_stragglers_flag(const std::string& value, studies::Faults& f) {
   const std::optional<double> fraction = n(0);
   const std::optional<double> lo = n(1);
   const std::optional<double> hi = n(2);
-  if (!fraction || !lo || !hi || *fraction <= 0 || *fraction > 1 || *lo <= 0 || *hi < *lo) {
+  if (!fraction || !lo || !hi || *fraction <= 0 || *fraction > 1 || *lo <= 0 || *hi < *lo ||
+      *hi > studies::kMaxSlowdown) {
     throw InputError("--stragglers", "",
                      fmt::format("\"{}\": expected FRACTION:MIN:MAX with 0 < FRACTION <= 1 and "
-                                 "0 < MIN <= MAX, e.g. 0.01:1.05:1.3",
-                                 value));
+                                 "0 < MIN <= MAX <= {}, e.g. 0.01:1.05:1.3",
+                                 value, studies::kMaxSlowdown));
   }
   f.compute.stragglers = {*fraction, *lo, *hi};
 }
 
 void set_kernel_jitter_flag(double cv, studies::Faults& f) {
-  if (!std::isfinite(cv) || cv < 0) {
+  if (!(cv >= 0 && cv <= studies::kMaxJitterCv)) {
     throw InputError("--kernel-jitter", "",
-                     fmt::format("{}: expected a coefficient of variation >= 0, e.g. 0.03", cv));
+                     fmt::format("{}: expected a coefficient of variation from 0 to {}, e.g. 0.03",
+                                 cv, studies::kMaxJitterCv));
   }
   f.compute.jitter_cv = cv;
 }
@@ -61,7 +65,8 @@ void set_degrade_flag(const std::vector<std::string>& values, studies::Faults& f
     const std::optional<uint32_t> device = p.size() == 3 ? to_index(p[0]) : std::nullopt;
     const auto kind = p.size() == 3 ? parse_enum<topology::LinkKind>(p[1]) : std::nullopt;
     const std::optional<double> factor = p.size() == 3 ? to_number(p[2]) : std::nullopt;
-    if (!device || !kind || !factor || *factor <= 0 || *factor > 1) {
+    if (!device || !kind || !factor || *factor <= 0 || *factor > 1 ||
+        device.value_or(0) >= topology::kMaxDevices) {
       throw InputError("--degrade", "",
                        fmt::format("\"{}\": expected DEVICE:LINK:FACTOR with LINK one of {} and "
                                    "0 < FACTOR <= 1, e.g. 12:network:0.5 (device 12's NIC at "

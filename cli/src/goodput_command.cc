@@ -10,6 +10,7 @@
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/unit_parse.h"
 #include "meshsim/studies/goodput.h"
+#include "output_file.h"
 #include "progress.h"
 
 namespace meshsim::cli {
@@ -295,7 +296,7 @@ int goodput_command(const Scenario& s, const RunOutputs& outputs, const GoodputA
          {{"gpus", counts.gpus}, {"nodes", counts.nodes}, {"switches", counts.switches}}},
         {"asynchronous_checkpoint", a.async_checkpoint},
         {"goodput", studies::to_json(mc, m)}};
-    studies::write_json_file(*outputs.json_path, j, "--json");
+    write_json_file(*outputs.json_path, j, "--json");
   }
   return 0;
 }

@@ -20,6 +20,7 @@
 #include "run_command.h"
 #include "published_command.h"
 #include "scenario_flags.h"
+#include "trace_limits.h"
 #include "validate_command.h"
 
 namespace {
@@ -29,6 +30,10 @@ using meshsim::cli::flag_of;
 using meshsim::cli::Scenario;
 using meshsim::workloads::ParallelPlan;
 using meshsim::workloads::PlanField;
+
+constexpr const char* kMaxTraceSizeHelp =
+    "Largest measured trace to read, as stored and inflated (default 64MiB; the parsed document "
+    "takes 15 to 35 times that in memory)";
 
 // A flag bound to the override scenario, applied (with its origin) only when given on the
 // command line.
@@ -91,12 +96,12 @@ void add_fabric_options(CLI::App* app, meshsim::studies::FabricKnobs& k,
   on_set(app->add_option(flag_of(F::kOversubscription), k.oversubscription,
                          "Leaf down:up port ratio of the fat tree (1 = non-blocking)"),
          F::kOversubscription);
-  on_set(app->add_option(flag_of(F::kTiers), k.tiers, "Switch tiers of the fat tree (1 to 5)"),
+  on_set(app->add_option(flag_of(F::kTiers), k.tiers, "Switch tiers of the fat tree (1 to 3)"),
          F::kTiers);
   on_set(app->add_option(flag_of(F::kRailOptimized), k.rail_optimized,
                          "NIC k of every node on leaf (rail) k: true or false"),
          F::kRailOptimized);
-  on_set(app->add_option(flag_of(F::kNicsPerDevice), k.nics_per_device, "NICs per GPU"),
+  on_set(app->add_option(flag_of(F::kNicsPerDevice), k.nics_per_device, "NICs per GPU (1 to 16)"),
          F::kNicsPerDevice);
   on_set(app->add_option(flag_of(F::kNicBandwidth), k.nic_bandwidth,
                          "Bandwidth of one NIC, one direction, e.g. 400Gbps"),
@@ -447,6 +452,8 @@ int run_main(int argc, char** argv) {
                        "Exit with status 4 when |simulated / measured - 1| of the step time "
                        "exceeds this fraction (e.g. 0.05)")
       ->check(CLI::PositiveNumber);
+  std::string val_trace_size;
+  validate->add_option("--max-trace-size", val_trace_size, kMaxTraceSizeHelp);
 
   meshsim::cli::CalibrateArgs cal;
   std::string cal_json;
@@ -458,6 +465,8 @@ int run_main(int argc, char** argv) {
   calibrate->add_option("--hardware-profile", cal.hardware_profile,
                         "Base one-chip catalogue JSON (its efficiencies are the starting point)");
   calibrate->add_option("--json", cal_json, "Write the errors before, after and held out as JSON");
+  std::string cal_trace_size;
+  calibrate->add_option("--max-trace-size", cal_trace_size, kMaxTraceSizeHelp);
 
   meshsim::cli::PlanArgs plan_args;
   CLI::App* plan = meshsim::cli::add_plan_command(app, plan_args);
@@ -502,6 +511,9 @@ int run_main(int argc, char** argv) {
     if (!val_trace.empty()) {
       val.trace_path = val_trace;
     }
+    if (!val_trace_size.empty()) {
+      val.trace_limits = meshsim::cli::trace_limits_from(val_trace_size);
+    }
     return meshsim::cli::validate_command(val, std::cout);
   }
   if (*published) {
@@ -516,6 +528,9 @@ int run_main(int argc, char** argv) {
   if (*calibrate) {
     if (!cal_json.empty()) {
       cal.json_path = cal_json;
+    }
+    if (!cal_trace_size.empty()) {
+      cal.trace_limits = meshsim::cli::trace_limits_from(cal_trace_size);
     }
     return meshsim::cli::calibrate_command(cal, std::cout);
   }

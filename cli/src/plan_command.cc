@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <thread>
 
 #include "meshsim/sim/error.h"
@@ -50,7 +49,8 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
       ->check(CLI::IsMember(enum_choices<workloads::PipelineSchedule>()));
   c->add_option("--overlap-tp", a.overlap_tp, "Hold TP overlap: on or off")
       ->check(CLI::IsMember({"on", "off"}));
-  c->add_option("--top", a.top, "How many plans to rank (default 20)")->check(CLI::PositiveNumber);
+  c->add_option("--top", a.top, "How many plans to rank (default 20)")
+      ->check(CLI::Range(int64_t{1}, studies::kMaxTop));
   c->add_option("--objective", a.objective, "Rank by time, cost or mfu")
       ->check(CLI::IsMember(enum_choices<studies::Objective>()));
   c->add_option("--max-tp", a.max_tp, "Largest TP (default: the scale-up domain)")
@@ -60,11 +60,11 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--max-simulations", a.max_simulations,
                 "Stop after this many simulations (default: twice --top; the result says when "
                 "that left it inexact)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t{1}, studies::kMaxSimulations));
   c->add_flag("--exact", a.exact,
               "Simulate until no unsimulated plan can enter the top (may take many simulations)");
   c->add_option("--jobs", a.jobs, "Simulations at once (default: the machine's cores)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t{1}, studies::kMaxJobs));
   c->add_option("--csv", a.csv_path, "Write the ranked plans as CSV to FILE");
   c->add_option("--json", a.json_path, "Write the search and the ranked plans as JSON to FILE");
   add_budget_options(c, a.budget);
@@ -325,11 +325,9 @@ int plan_command(const PlanArgs& a, std::ostream& out) {
     }
   }
   if (!a.csv_path.empty()) {
-    std::ofstream f(a.csv_path, std::ios::binary);
-    studies::write_rows_csv(rows, f);
-    if (!f) {
-      throw InputError("--csv", "", fmt::format("cannot write {}", a.csv_path));
-    }
+    OutputFile f(a.csv_path, "--csv");
+    studies::write_rows_csv(rows, f.stream());
+    f.commit();
   }
   if (!a.json_path.empty()) {
     nlohmann::json j = {{"search", studies::search_counts_json(r)},

@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 
 #include "meshsim/sim/enum_names.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/validation/published.h"
 #include "meshsim/studies/step.h"
+#include "output_file.h"
 #include "scenario_flags.h"
 #include "validate_command.h"
 
@@ -130,11 +130,7 @@ int published_command(const PublishedArgs& args, std::ostream& out) {
       validation::evaluate_published(runs, catalogue, simulate_published);
   print_report(report, args, out);
   if (args.json_path) {
-    std::ofstream f(*args.json_path);
-    if (!f) {
-      throw InputError("--json", "", fmt::format("cannot write {}", *args.json_path));
-    }
-    f << report_json(report).dump(2) << "\n";
+    write_json_file(*args.json_path, report_json(report), "--json");
   }
   if (limits) {
     const std::vector<std::string> over = validation::threshold_violations(report, *limits);

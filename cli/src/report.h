@@ -4,12 +4,12 @@
 #include <ostream>
 
 #include "meshsim/studies/step_report.h"
+#include "output_file.h"
 
 namespace meshsim::cli {
 
 using studies::format_bytes;
 using studies::format_duration;
-using studies::write_json_file;
 
 void print_summary(const studies::StepReport& r, std::ostream& out);
 

@@ -41,7 +41,7 @@ class TraceObserver : public studies::StepObserver {
                    {"model", r.model_description},
                    {"cluster", r.cluster_description},
                    {"plan", r.plan_description},
-                   {"scenario", r.inputs.dump()}});
+                   {"scenario", dump_json(r.inputs)}});
     trace_.watch_degraded(comm.model(), comm.network(), links_);
   }
   void finish(SimTime end, StepReport& r) override {
@@ -77,6 +77,11 @@ StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
 
 int run_command(const Scenario& given, const RunOutputs& outputs, std::ostream& out) {
   check_budget(outputs.budget);
+  // Created before the simulation: a report that cannot be written fails at once, not after it.
+  std::optional<OutputFile> json;
+  if (outputs.json_path) {
+    json.emplace(*outputs.json_path, "--json");
+  }
   const std::optional<AutoPlan> automatic = auto_plan(given);
   const Scenario& s = automatic ? automatic->scenario : given;
   StepReport report;
@@ -98,12 +103,12 @@ int run_command(const Scenario& given, const RunOutputs& outputs, std::ostream& 
   if (ttt) {
     print_time_to_train(*ttt, out);
   }
-  if (outputs.json_path) {
+  if (json) {
     nlohmann::json j = to_json(report);
     if (ttt) {
       j["time_to_train"] = studies::to_json(*ttt);
     }
-    studies::write_json_file(*outputs.json_path, j, "--json");
+    write_json(*json, j);
   }
   return report.oom ? 3 : 0;
 }

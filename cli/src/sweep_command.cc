@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <thread>
 
 #include "meshsim/sim/error.h"
@@ -26,21 +25,19 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& a) {
                 "Where Debian's libjs-vega modules are (inlined into the report)")
       ->capture_default_str();
   c->add_option("--jobs", a.jobs, "Simulations at once within a point's plan search")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t{1}, studies::kMaxJobs));
   c->add_flag("--no-mpi", a.no_mpi, "Run in one process even under mpirun");
   return c;
 }
 
 namespace {
 
+// Writes the file whole or not at all (an OutputFile); InputError on `flag` when it cannot.
 template <typename Write>
 void write_file(const std::string& path, const std::string& flag, Write write) {
-  std::ofstream f(path, std::ios::binary);
-  write(f);
-  f.flush();
-  if (!f) {
-    throw InputError(flag, "", fmt::format("cannot write {}", path));
-  }
+  OutputFile f(path, flag);
+  write(f.stream());
+  f.commit();
 }
 
 void print_summary(const nlohmann::json& sweep, const std::string& how, std::ostream& out) {

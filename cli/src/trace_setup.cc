@@ -81,10 +81,7 @@ std::string TraceSetup::description() const {
 
 void TraceSetup::attach(Simulation& sim, collectives::NetworkCommModel& comm,
                         std::vector<std::pair<std::string, std::string>> meta) {
-  file_.open(request_.path, std::ios::binary);
-  if (!file_) {
-    throw InputError("--trace", "", fmt::format("cannot write {}", request_.path));
-  }
+  file_ = std::make_unique<OutputFile>(request_.path, "--trace");
   traces::TraceOptions options;
   const traces::RankSelection sel = selection_;
   options.include_rank = [sel, &sim](RankId r) { return sel.contains(sim.global_rank(r)); };
@@ -92,7 +89,8 @@ void TraceSetup::attach(Simulation& sim, collectives::NetworkCommModel& comm,
                                              cluster_.device_count() - 1,
                                              [&sim](RankId r) { return sim.global_rank(r); });
   options.metadata = std::move(meta);
-  writer_ = std::make_unique<traces::TraceWriter>(format_, sim, file_, std::move(options));
+  writer_ =
+      std::make_unique<traces::TraceWriter>(format_, sim, file_->stream(), std::move(options));
   comm.on_utilisation([this](const collectives::LinkUtilisation& u) {
     record_step(utilisation_[static_cast<size_t>(u.kind)], u.from, u.fraction);
   });
@@ -175,7 +173,7 @@ void TraceSetup::finish(SimTime end) {
     write(name, steps);
   }
   writer_->finish();
-  file_.close();
+  file_->commit();
 }
 
 uint64_t TraceSetup::events() const { return writer_ ? writer_->events_written() : 0; }

@@ -11,7 +11,6 @@
 
 #include <array>
 #include <cstdint>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +22,7 @@
 #include "meshsim/traces/rank_selection.h"
 #include "meshsim/traces/trace_writer.h"
 #include "meshsim/workloads/parallel.h"
+#include "output_file.h"
 
 namespace meshsim::cli {
 
@@ -47,8 +47,8 @@ class TraceSetup {
   // "3 ranks (the first rank of each pipeline stage and the TP group of rank 0; ...)"
   std::string description() const;
 
-  // Opens the file and subscribes a writer to `sim`, and the utilisation counters to `comm`
-  // (before Simulation::run).
+  // Opens the file (a temporary one beside it, see output_file.h) and subscribes a writer to `sim`,
+  // and the utilisation counters to `comm` (before Simulation::run).
   void attach(Simulation& sim, collectives::NetworkCommModel& comm,
               std::vector<std::pair<std::string, std::string>> metadata);
   // Adds a utilisation counter per degraded NIC or link (what the network model assigned on its
@@ -56,7 +56,8 @@ class TraceSetup {
   void watch_degraded(collectives::NetworkCommModel& comm, const topology::Network& net,
                       const std::vector<topology::LinkFault>& faults);
   // Adds the link-utilisation counters (what the network model assigned, per link kind, averaged
-  // over 500 bins of the step) and closes the file.
+  // over 500 bins of the step), and closes the file and renames it into place; InputError on
+  // --trace naming the file when a write failed.
   void finish(SimTime end);
   uint64_t events() const;
   const std::string& path() const { return request_.path; }
@@ -67,7 +68,7 @@ class TraceSetup {
   const topology::ClusterSpec& cluster_;
   traces::RankSelection selection_;
   bool default_selection_ = false;
-  std::ofstream file_;
+  std::unique_ptr<OutputFile> file_;
   std::unique_ptr<traces::TraceWriter> writer_;
   // Per link kind: the utilisation from each time on (one sample per instant).
   std::array<std::vector<std::pair<SimTime, double>>, topology::kNumLinkKinds> utilisation_;

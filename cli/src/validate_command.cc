@@ -12,7 +12,9 @@
 #include "meshsim/validation/comparison_trace.h"
 #include "meshsim/validation/manifest.h"
 #include "meshsim/validation/profile.h"
+#include "output_file.h"
 #include "report.h"
+#include "trace_limits.h"
 #include "run_command.h"
 #include "trace_setup.h"
 
@@ -165,12 +167,10 @@ void write_json(const ValidateArgs& args, const Manifest& m, const Profile& prof
 
 void write_trace(const std::string& path, const Manifest& m, const Profile& profile,
                  const traces::MeasuredTrace& trace, const Comparison& c, std::ostream& out) {
-  std::ofstream file(path, std::ios::binary);
-  if (!file) {
-    throw InputError("--trace", "", fmt::format("cannot write {}", path));
-  }
+  const traces::TraceFormat format = trace_format_of(path, "--trace");
+  OutputFile file(path, "--trace");
   validation::write_comparison_trace(
-      file, trace_format_of(path, "--trace"), m, profile, trace,
+      file.stream(), format, m, profile, trace,
       {{"case", m.case_name},
        {"manifest", m.path},
        {"hardware_profile", profile.path},
@@ -178,9 +178,7 @@ void write_trace(const std::string& path, const Manifest& m, const Profile& prof
        {"simulated_step_s", fmt::format("{:.6f}", c.simulated_step.seconds())},
        {"step_time_error", fmt::format("{:+.4f}", c.step_time_error)},
        {"meshsim_version", MESHSIM_VERSION}});
-  if (!file.flush()) {
-    throw InputError("--trace", "", fmt::format("cannot write {}", path));
-  }
+  file.commit();
   out << fmt::format("\ntrace      {}: the simulated step and the trace's median step, side by "
                      "side from t = 0 (open it in ui.perfetto.dev)\n",
                      path);
@@ -201,7 +199,8 @@ int validate_command(const ValidateArgs& args, std::ostream& out) {
                                  args.manifest, m.platform));
   }
   const Profile profile = validation::load_profile(args.hardware_profile);
-  const traces::MeasuredTrace trace = traces::import_trace(m.trace_path);
+  const traces::MeasuredTrace trace =
+      with_trace_limit_hint([&] { return traces::import_trace(m.trace_path, args.trace_limits); });
   const Comparison c = validation::compare(m, profile.chip, trace);
 
   print_header(m, profile, c.measured, out);

@@ -15,6 +15,8 @@
 #include <ostream>
 #include <string>
 
+#include "meshsim/traces/import.h"
+
 namespace meshsim::cli {
 
 struct ValidateArgs {
@@ -23,6 +25,7 @@ struct ValidateArgs {
   std::optional<std::string> json_path;
   std::optional<double> max_step_error;  // exit 4 when |step_time_error| exceeds it
   std::optional<std::string> trace_path;  // the simulated and measured steps side by side
+  traces::ImportLimits trace_limits;      // --max-trace-size
 };
 
 inline constexpr int kExitThresholdExceeded = 4;

@@ -88,7 +88,8 @@ struct VectorHash {
   }
 };
 
-// ceil(bytes / rate) in picoseconds: the rounding of Bytes / BytesPerSec (sim/units.h).
+// ceil(bytes / rate) in picoseconds: the rounding of Bytes / BytesPerSec (sim/units.h). A time
+// past int64 picoseconds (a tiny bandwidth from input) is a LimitError, as there.
 Duration drain_time(double bytes, double rate) {
   if (bytes <= 0) {
     return Duration::zero();
@@ -96,7 +97,9 @@ Duration drain_time(double bytes, double rate) {
   if (std::isinf(rate)) {
     return Duration::zero();
   }
-  return Duration::from_ps(static_cast<int64_t>(std::ceil(bytes / rate * 1e12)));
+  using meshsim::detail::kTimeOverflow;
+  return Duration::from_ps(meshsim::detail::round_to_int64(std::ceil(bytes / rate * 1e12),
+                                                           kTimeOverflow));
 }
 
 class FluidNetwork final : public SharedNetwork {

@@ -239,7 +239,11 @@ void serve(const std::vector<double>& capacities, ChildSession::Channel& ch) {
   }
 }
 
-SimTime to_time(double seconds) { return SimTime::from_ps(std::llround(seconds * 1e12)); }
+// A time past int64 picoseconds (a tiny bandwidth from input) is a LimitError.
+SimTime to_time(double seconds) {
+  return SimTime::from_ps(
+      meshsim::detail::round_to_int64(seconds * 1e12, meshsim::detail::kTimeOverflow));
+}
 
 class SimGridNetwork final : public SharedNetwork {
  public:

@@ -3,27 +3,12 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
+#include <limits>
 
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/unit_parse.h"
 
 namespace meshsim {
-
-nlohmann::json load_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InputError(path, "", "cannot open file");
-  }
-  std::stringstream buf;
-  buf << in.rdbuf();
-  try {
-    return nlohmann::json::parse(buf.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(path, fmt::format("byte {}", e.byte), "not valid JSON");
-  }
-}
 
 std::string describe_json(const nlohmann::json& v) {
   if (v.is_object()) {
@@ -126,16 +111,33 @@ double JsonObject::fraction(const std::string& key) {
   return d;
 }
 
-int64_t JsonObject::integer(const std::string& key) {
-  const auto& v = get(key);
+std::optional<int64_t> as_int64(const nlohmann::json& v) {
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return std::nullopt;
+    }
+    return static_cast<int64_t>(u);
+  }
   if (v.is_number_integer()) {
     return v.get<int64_t>();
+  }
+  return std::nullopt;
+}
+
+int64_t JsonObject::integer(const std::string& key) {
+  const auto& v = get(key);
+  if (const std::optional<int64_t> i = as_int64(v)) {
+    return *i;
   }
   if (v.is_number_float()) {
     const double d = v.get<double>();
     if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) {
       return static_cast<int64_t>(d);
     }
+  }
+  if (v.is_number_unsigned()) {
+    fail(key, fmt::format("expected an integer below 2^63, got {}", describe_json(v)));
   }
   fail(key, fmt::format("expected an integer, got {}", describe_json(v)));
 }
@@ -183,8 +185,8 @@ Bytes JsonObject::bytes(const std::string& key) {
   return unit_field<Bytes>(
       *this, key, v, parse_bytes,
       [&](double d) {
-        if (d != std::floor(d)) {
-          fail(key, fmt::format("expected a whole number of bytes, got {}", d));
+        if (d != std::floor(d) || d >= 9.2e18) {
+          fail(key, fmt::format("expected a whole number of bytes below 2^63, got {}", d));
         }
         return Bytes::of(static_cast<int64_t>(d));
       },
@@ -194,21 +196,40 @@ Bytes JsonObject::bytes(const std::string& key) {
 BytesPerSec JsonObject::bandwidth(const std::string& key) {
   const auto& v = get(key);
   return unit_field<BytesPerSec>(
-      *this, key, v, parse_bandwidth, [](double d) { return BytesPerSec::of(d); },
+      *this, key, v, parse_bandwidth,
+      [&](double d) {
+        if (const auto why = bandwidth_out_of_range(d)) {
+          fail(key, *why);
+        }
+        return BytesPerSec::of(d);
+      },
       "a bandwidth such as \"400Gbps\" or \"900GB/s\"");
 }
 
 Duration JsonObject::duration(const std::string& key) {
   const auto& v = get(key);
   return unit_field<Duration>(
-      *this, key, v, parse_duration, [](double d) { return Seconds(d); },
+      *this, key, v, parse_duration,
+      [&](double d) {
+        if (d * 1e12 >= 9.2e18) {
+          fail(key, fmt::format("{} s is longer than int64 picoseconds can hold (about 106 days)",
+                                d));
+        }
+        return Seconds(d);
+      },
       "a duration such as \"1.5us\" or a number of seconds");
 }
 
 FlopsPerSec JsonObject::flops_rate(const std::string& key) {
   const auto& v = get(key);
   return unit_field<FlopsPerSec>(
-      *this, key, v, parse_flops_rate, [](double d) { return FlopsPerSec::of(d); },
+      *this, key, v, parse_flops_rate,
+      [&](double d) {
+        if (const auto why = flops_rate_out_of_range(d)) {
+          fail(key, *why);
+        }
+        return FlopsPerSec::of(d);
+      },
       "a rate such as \"989TFLOP/s\" or a number of FLOP/s");
 }
 
@@ -235,11 +256,13 @@ std::vector<int64_t> JsonObject::positive_integer_array(const std::string& key) 
   }
   std::vector<int64_t> out;
   for (size_t i = 0; i < v.size(); ++i) {
-    if (!v[i].is_number_integer() || v[i].get<int64_t>() <= 0) {
+    const std::optional<int64_t> n = as_int64(v[i]);
+    if (!n || *n <= 0) {
       throw InputError(source_, fmt::format("{}/{}", pointer_of(key), i),
-                       fmt::format("expected a positive integer, got {}", describe_json(v[i])));
+                       fmt::format("expected a positive integer below 2^63, got {}",
+                                   describe_json(v[i])));
     }
-    out.push_back(v[i].get<int64_t>());
+    out.push_back(*n);
   }
   return out;
 }

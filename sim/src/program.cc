@@ -48,6 +48,11 @@ Program& Program::operator=(Program&&) noexcept = default;
 
 OpId Program::add(Op op) {
   SIM_CHECK(op.stream < 64, "op '{}' names stream {}; at most 64 streams", op.name, op.stream);
+  if (size() >= kMaxOps) {
+    throw LimitError(fmt::format("a program of more than {} ops (2^24): too large to simulate in "
+                                 "a minute (the default step's programs hold a few thousand)",
+                                 kMaxOps));
+  }
   impl_->num_streams = std::max<uint8_t>(impl_->num_streams, static_cast<uint8_t>(op.stream + 1));
   const auto v = boost::add_vertex(std::move(op), impl_->graph);
   return OpId(static_cast<uint32_t>(v));

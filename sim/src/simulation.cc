@@ -32,6 +32,14 @@ GroupId Simulation::add_group(std::vector<RankId> members, std::vector<RankId> c
 RankId Simulation::add_rank(ProgramIndex program, std::vector<GroupId> group_slots,
                             std::vector<RankId> peer_slots, std::optional<RankId> global_rank) {
   SIM_CHECK(program.index() < impl_->programs.size(), "unknown program {}", program.value());
+  // Checked while the simulation is built, never in the event loop.
+  impl_->op_instances += impl_->programs[program.index()].ops.size();
+  if (impl_->op_instances > kMaxOpInstances) {
+    throw LimitError(fmt::format("more than {} ops (2^30) over the {} simulated ranks: too large "
+                                 "to simulate in a minute or two (Llama-3-405B on 98,304 GPUs "
+                                 "simulated in full runs about 0.4 G)",
+                                 kMaxOpInstances, impl_->ranks.size() + 1));
+  }
   detail::RankHot h;
   h.program = program;
   h.local = impl_->programs[program.index()].ranks++;

@@ -110,6 +110,7 @@ struct Simulation::Impl {
   std::vector<std::vector<RankId>> cost_groups;  // global ranks (cost model)
   std::vector<RankHot> hot;  // by rank
   std::vector<RankState> ranks;
+  size_t op_instances = 0;  // ops of every rank's program, summed (at most kMaxOpInstances)
   std::vector<detail::RankSweep> sweeps;     // by rank: the online breakdown
   // By rank: collectives started (arrived or running) and not finished. An NCCL kernel holds its
   // SMs from launch to completion, so compute started meanwhile may run slower (ComputeContext).

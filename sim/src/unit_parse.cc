@@ -5,6 +5,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -55,7 +56,28 @@ double lookup(const std::array<std::pair<std::string_view, double>, N>& table,
 
 constexpr double kKi = 1024.0;
 
+std::optional<std::string> rate_out_of_range(double v, double max, std::string_view unit,
+                                             std::string_view bound) {
+  if (std::isnan(v) || v < 0.0) {
+    return fmt::format("expected a finite, non-negative rate, got {} {}", v, unit);
+  }
+  if (v > max) {  // +inf too: a finite number times a large unit
+    return fmt::format("{} is above the limit of {} ({:g} {}), far beyond any real device",
+                       std::isinf(v) ? std::string("the rate") : fmt::format("{:g} {}", v, unit),
+                       bound, max, unit);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<std::string> bandwidth_out_of_range(double bytes_per_s) {
+  return rate_out_of_range(bytes_per_s, kMaxBandwidth, "B/s", "1 EB/s");
+}
+
+std::optional<std::string> flops_rate_out_of_range(double flops_per_s) {
+  return rate_out_of_range(flops_per_s, kMaxFlopsRate, "FLOP/s", "1 ZFLOP/s");
+}
 
 Bytes parse_bytes(std::string_view text) {
   static constexpr std::string_view kExamples = "\"80GiB\", \"512MB\", \"4096B\"";
@@ -101,7 +123,11 @@ BytesPerSec parse_bandwidth(std::string_view text) {
       {"GiB/s", kKi * kKi * kKi}, {"TiB/s", kKi * kKi * kKi * kKi},
   }};
   const Split sp = split_number(text, kExamples);
-  return BytesPerSec::of(sp.value * lookup(kTable, sp.unit, text, kExamples));
+  const double v = sp.value * lookup(kTable, sp.unit, text, kExamples);
+  if (const auto why = bandwidth_out_of_range(v)) {
+    throw UnitParseError(fmt::format("\"{}\": {}", text, *why));
+  }
+  return BytesPerSec::of(v);
 }
 
 Duration parse_duration(std::string_view text) {
@@ -137,7 +163,11 @@ FlopsPerSec parse_flops_rate(std::string_view text) {
       {"MFLOPS", 1e6},
   }};
   const Split sp = split_number(text, kExamples);
-  return FlopsPerSec::of(sp.value * lookup(kTable, sp.unit, text, kExamples));
+  const double v = sp.value * lookup(kTable, sp.unit, text, kExamples);
+  if (const auto why = flops_rate_out_of_range(v)) {
+    throw UnitParseError(fmt::format("\"{}\": {}", text, *why));
+  }
+  return FlopsPerSec::of(v);
 }
 
 }  // namespace meshsim

@@ -1,17 +1,39 @@
 #include "meshsim/sim/units.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "meshsim/sim/error.h"
 
 namespace meshsim {
+
+void detail::unit_overflow(const char* what) { throw LimitError(what); }
+
+int64_t detail::round_to_int64(double v, const char* what) {
+  // 2^63 is exactly representable; every double below it converts to int64 without overflow.
+  constexpr double kLimit = 9223372036854775808.0;
+  if (!std::isfinite(v)) {
+    throw LimitError(fmt::format("{}: got {}", what, v));
+  }
+  const double r = std::round(v);
+  if (r >= kLimit || r < -kLimit) {
+    throw LimitError(fmt::format("{}: got {:g}", what, v));
+  }
+  return static_cast<int64_t>(r);
+}
+
 namespace {
 
-Duration ceil_seconds_to_duration(double seconds) {
-  SIM_CHECK(std::isfinite(seconds) && seconds >= 0.0, "duration {} s is not finite and >= 0",
-            seconds);
+// A negative or NaN span is a bug in the caller; one past int64 picoseconds (a huge amount, a tiny
+// rate, both from input) is a LimitError.
+Duration ceil_seconds_to_duration(double seconds, double amount, double rate) {
+  SIM_CHECK(!std::isnan(seconds) && seconds >= 0.0, "duration {} s is not a number >= 0", seconds);
   const double ps = std::ceil(seconds * 1e12);
-  SIM_CHECK(ps < 9.2e18, "duration {} s overflows int64 picoseconds", seconds);
+  if (!(ps < 9.2e18)) {
+    throw LimitError(fmt::format("{} over a rate of {} per second takes {:g} s: {}", amount, rate,
+                                 seconds, detail::kTimeOverflow));
+  }
   return Duration::from_ps(static_cast<int64_t>(ps));
 }
 
@@ -22,7 +44,7 @@ Duration operator/(Bytes b, BytesPerSec r) {
     return Duration::zero();
   }
   SIM_CHECK(r.value() > 0.0, "{} bytes over a rate of {} B/s", b.count(), r.value());
-  return ceil_seconds_to_duration(b.as_double() / r.value());
+  return ceil_seconds_to_duration(b.as_double() / r.value(), b.as_double(), r.value());
 }
 
 Duration operator/(Flops f, FlopsPerSec r) {
@@ -30,7 +52,7 @@ Duration operator/(Flops f, FlopsPerSec r) {
     return Duration::zero();
   }
   SIM_CHECK(r.value() > 0.0, "{} FLOP over a rate of {} FLOP/s", f.count(), r.value());
-  return ceil_seconds_to_duration(f.count() / r.value());
+  return ceil_seconds_to_duration(f.count() / r.value(), f.count(), r.value());
 }
 
 BytesPerSec operator/(Bytes b, Duration d) {

@@ -20,12 +20,18 @@ constexpr double kSecondsPerDay = 86400.0;
 
 DevicePrice read_device(JsonObject o) {
   DevicePrice d;
+  const auto at_most = [&o](const char* key, double v, double most) {
+    if (v > most) {
+      o.fail(key, fmt::format("{} is above the limit of {:g}", v, most));
+    }
+    return v;
+  };
   if (auto v = opt(o, "usd_per_device_hour", &JsonObject::positive_number)) {
-    d.usd_per_device_hour = *v;
+    d.usd_per_device_hour = at_most("usd_per_device_hour", *v, kMaxUsdPerDeviceHour);
     d.price_source = o.string("price_source");
   }
   if (auto v = opt(o, "watts_per_device", &JsonObject::positive_number)) {
-    d.watts_per_device = *v;
+    d.watts_per_device = at_most("watts_per_device", *v, kMaxWattsPerDevice);
     d.power_source = o.string("power_source");
   }
   o.finish();
@@ -40,8 +46,9 @@ PriceTable PriceTable::parse(const nlohmann::json& doc, const std::string& sourc
   t.source = source;
   o.ignore("notes");
   t.pue = o.positive_number("pue");
-  if (t.pue < 1.0) {
-    o.fail("pue", fmt::format("a PUE is facility energy over IT energy, >= 1; got {}", t.pue));
+  if (t.pue < 1.0 || t.pue > kMaxPue) {
+    o.fail("pue", fmt::format("a PUE is facility energy over IT energy, from 1 to {}; got {}",
+                              kMaxPue, t.pue));
   }
   t.pue_source = o.string("pue_source");
   const nlohmann::json& devices = o.raw("devices");
@@ -100,7 +107,7 @@ std::optional<double> parse_token_count(const std::string& text) {
   try {
     size_t used = 0;
     const double v = std::stod(number, &used);
-    if (used != number.size() || !(v > 0) || !std::isfinite(v)) {
+    if (used != number.size() || !(v > 0) || !(v * scale <= kMaxTokens)) {
       return std::nullopt;
     }
     return v * scale;

@@ -52,14 +52,34 @@ std::optional<uint32_t> to_index(const std::string& s) {
 
 namespace {
 
+// A rank or device index below topology::kMaxDevices, read from `key`.
+uint32_t index_of(JsonObject& o, const std::string& key, const char* what) {
+  const int64_t v = o.non_negative_integer(key);
+  if (v >= topology::kMaxDevices) {
+    o.fail(key, fmt::format("{} {} is past the {} {}s of the largest cluster meshsim simulates",
+                            what, v, topology::kMaxDevices, what));
+  }
+  return static_cast<uint32_t>(v);
+}
+
+// A slowdown factor in (0, kMaxSlowdown], read from `key`.
+double slowdown_of(JsonObject& o, const std::string& key) {
+  const double v = o.positive_number(key);
+  if (v > kMaxSlowdown) {
+    o.fail(key, fmt::format("{} is above the limit of {} (a kernel at most 1000 x its time)", v,
+                            kMaxSlowdown));
+  }
+  return v;
+}
+
 void read_block(JsonObject& o, Faults& f) {
   if (auto seed = opt(o, "seed", &JsonObject::non_negative_integer)) {
     f.compute.seed = static_cast<uint64_t>(*seed);
   }
   if (o.has("slow_ranks")) {
     for (JsonObject& s : o.object_array("slow_ranks")) {
-      const auto rank = static_cast<uint32_t>(s.non_negative_integer("rank"));
-      f.compute.slow_ranks.push_back({RankId(rank), s.positive_number("factor")});
+      const uint32_t rank = index_of(s, "rank", "rank");
+      f.compute.slow_ranks.push_back({RankId(rank), slowdown_of(s, "factor")});
       f.slow_rank_origins.push_back(Origin::file(s.source(), s.pointer_of("rank")));
       s.finish();
     }
@@ -68,8 +88,8 @@ void read_block(JsonObject& o, Faults& f) {
     JsonObject s = o.object("stragglers");
     StragglerDistribution& d = f.compute.stragglers;
     d.fraction = s.fraction("fraction");
-    d.min_factor = s.positive_number("min_factor");
-    d.max_factor = s.positive_number("max_factor");
+    d.min_factor = slowdown_of(s, "min_factor");
+    d.max_factor = slowdown_of(s, "max_factor");
     if (d.max_factor < d.min_factor) {
       s.fail("max_factor", fmt::format("{} is below min_factor {}", d.max_factor, d.min_factor));
     }
@@ -77,16 +97,16 @@ void read_block(JsonObject& o, Faults& f) {
   }
   if (o.has("kernel_jitter")) {
     const double cv = o.number("kernel_jitter");
-    if (cv < 0) {
-      o.fail("kernel_jitter", fmt::format("{} is negative; expected a coefficient of variation "
-                                          ">= 0, e.g. 0.03",
-                                          cv));
+    if (!(cv >= 0 && cv <= kMaxJitterCv)) {
+      o.fail("kernel_jitter", fmt::format("{}: expected a coefficient of variation from 0 to {}, "
+                                          "e.g. 0.03",
+                                          cv, kMaxJitterCv));
     }
     f.compute.jitter_cv = cv;
   }
   if (o.has("degraded_links")) {
     for (JsonObject& l : o.object_array("degraded_links")) {
-      const auto device = static_cast<uint32_t>(l.non_negative_integer("device"));
+      const uint32_t device = index_of(l, "device", "device");
       const auto kind = l.choice<topology::LinkKind>("link");
       f.links.push_back({DeviceId(device), kind, l.fraction("factor")});
       f.link_origins.push_back(Origin::file(l.source(), l.pointer_of("device")));

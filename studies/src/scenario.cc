@@ -260,6 +260,26 @@ std::vector<int64_t> parse_shape(const std::string& text) {
   return dims;
 }
 
+namespace {
+
+// `resize(c)`, with the cluster's complaints about its own new size (an InputError on the cluster's
+// file: too many devices, a slice that does not fill its hosts) turned into a ScenarioError on
+// `field`, which the edge locates at the flag or scenario key that asked for the size.
+template <typename F>
+topology::ClusterSpec resized(topology::ClusterSpec c, ScenarioField field, F&& resize) {
+  const std::string cluster_source = c.source;
+  try {
+    return resize(std::move(c));
+  } catch (const InputError& e) {
+    if (e.source() != cluster_source) {
+      throw;
+    }
+    throw ScenarioError(field, e.message());
+  }
+}
+
+}  // namespace
+
 topology::ClusterSpec load_cluster(const Scenario& s) {
   const topology::Catalogue catalogue = s.hardware_catalogue
                                             ? topology::Catalogue::load(*s.hardware_catalogue)
@@ -282,7 +302,9 @@ topology::ClusterSpec load_cluster(const Scenario& s) {
       throw ScenarioError(ScenarioField::kNodes,
                           fmt::format("expected a positive integer, got {}", *s.nodes));
     }
-    c = topology::resize_nodes(std::move(c), *s.nodes);
+    c = resized(std::move(c), ScenarioField::kNodes, [&](topology::ClusterSpec spec) {
+      return topology::resize_nodes(std::move(spec), *s.nodes);
+    });
   }
   if (s.shape) {
     if (!torus) {
@@ -291,7 +313,10 @@ topology::ClusterSpec load_cluster(const Scenario& s) {
                                       "shape applies to TPU slices",
                                       c.name));
     }
-    c = topology::resize_torus(std::move(c), parse_shape(*s.shape));
+    std::vector<int64_t> shape = parse_shape(*s.shape);
+    c = resized(std::move(c), ScenarioField::kShape, [&](topology::ClusterSpec spec) {
+      return topology::resize_torus(std::move(spec), std::move(shape));
+    });
   }
   if (s.slices) {
     if (!torus || *s.slices <= 0) {

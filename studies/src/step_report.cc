@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 
 #include "meshsim/sim/error.h"
 
@@ -113,14 +112,6 @@ nlohmann::json to_json(const StepReport& r) {
     j["faults"] = fault_effect_json(*r.faults, r.step_time);
   }
   return j;
-}
-
-void write_json_file(const std::string& path, const nlohmann::json& j, const std::string& flag) {
-  std::ofstream f(path, std::ios::binary);
-  f << j.dump(2) << "\n";
-  if (!f) {
-    throw InputError(flag, "", fmt::format("cannot write {}", path));
-  }
 }
 
 }  // namespace meshsim::studies

@@ -2,6 +2,7 @@
 #include "meshsim/studies/sweep.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <map>
 
@@ -144,11 +145,17 @@ SearchOptions read_search(JsonObject o) {
   SearchOptions s;
   s.top = 3;
   s.max_simulations = 12;
+  const auto at_most = [&o](const char* key, int64_t v, int64_t most) {
+    if (v > most) {
+      o.fail(key, fmt::format("{} is above the limit of {}", v, most));
+    }
+    return v;
+  };
   if (auto v = opt(o, "top", &JsonObject::positive_integer)) {
-    s.top = *v;
+    s.top = at_most("top", *v, kMaxTop);
   }
   if (auto v = opt(o, "max_simulations", &JsonObject::non_negative_integer)) {
-    s.max_simulations = *v;
+    s.max_simulations = at_most("max_simulations", *v, kMaxSimulations);
   }
   if (o.has("objective")) {
     s.objective = o.choice<Objective>("objective");
@@ -176,6 +183,10 @@ std::vector<SweepAxis> read_axes(JsonObject& o, const SweepSpec& spec) {
       a.fail(field, fmt::format("expected a non-empty array of values, got {}",
                                 describe_json(values)));
     }
+    if (values.size() > static_cast<size_t>(kMaxSweepPoints)) {
+      a.fail(field, fmt::format("{} values, more than the {} points (2^16) a sweep runs",
+                                values.size(), kMaxSweepPoints));
+    }
     SweepAxis axis{field, {}};
     for (const nlohmann::json& v : values) {
       // Each value must be one the scenario accepts (checked now, named by the spec's pointer).
@@ -196,6 +207,20 @@ std::vector<SweepAxis> read_axes(JsonObject& o, const SweepSpec& spec) {
   return out;
 }
 
+// The axes' lengths multiplied, at most kMaxSweepPoints; InputError at /axes otherwise.
+void check_points(const JsonObject& o, const std::vector<SweepAxis>& axes) {
+  int64_t n = 1;
+  std::vector<std::string> lengths;
+  for (const SweepAxis& a : axes) {
+    lengths.push_back(fmt::format("{} {}", a.values.size(), a.field));
+    n = std::min(n * static_cast<int64_t>(a.values.size()), kMaxSweepPoints + 1);
+  }
+  if (n > kMaxSweepPoints) {
+    o.fail("axes", fmt::format("{} is more than {} points (2^16), the most a sweep runs",
+                               fmt::join(lengths, " x "), kMaxSweepPoints));
+  }
+}
+
 }  // namespace
 
 SweepSpec load_sweep_spec(const std::string& path) {
@@ -213,6 +238,7 @@ SweepSpec load_sweep_spec(const std::string& path) {
     o.ignore("base");
   }
   spec.axes = read_axes(o, spec);
+  check_points(o, spec.axes);
   if (o.has("plans")) {
     spec.search = o.one_of("plans", {"search", "given"}) == "search";
   } else {

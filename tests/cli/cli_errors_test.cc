@@ -166,6 +166,21 @@ TEST_F(CliTest, ScenarioNotJsonNamesFileAndByteOffset) {
   EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(scenario\.json: byte [0-9]+)"))) << r.output;
 }
 
+// Issue 15: a cluster size past the bound (or any size the cluster refuses) is reported where the
+// size came from, a flag or a scenario file's /nodes or /shape, not against the cluster's file.
+TEST_F(CliTest, ClusterSizeErrorsNameWhereTheSizeCameFrom) {
+  expect_input_error(run({"--no-trace", "--nodes", "1000000"}),
+                     {"--nodes: 1000000 nodes x 8 devices is more than 131072 devices"});
+  write_file("scenario.json", R"({"nodes": 1000000})");
+  expect_input_error(run({"scenario.json", "--no-trace"}),
+                     {"scenario.json: /nodes: 1000000 nodes x 8 devices is more than 131072"});
+  write_file("tpu.json", R"({"model": "llama3-8b", "cluster": "tpu-v5p", "shape": "3x3x3"})");
+  expect_input_error(run({"tpu.json", "--no-trace"}),
+                     {"tpu.json: /shape: a 3x3x3 slice has 27 chips"});
+  expect_input_error(meshsim({"topology", "--cluster", "tpu-v5p", "--shape", "4294967296x2x2"}),
+                     {"--shape: the torus 4294967296x2x2 x 1 slice(s) has more than 131072 chips"});
+}
+
 // Issue 10: an error the planner raises about a plan field names where the value came from. A
 // scenario file's {"tp": 3} is the file and its pointer, not "--tp".
 TEST_F(CliTest, PlanErrorOnAFileValueNamesFileAndPointer) {

@@ -51,7 +51,8 @@ TEST_F(StudiesCommandTest, PlanHoldsFixedDegreesAndConstraints) {
                "--top", "2", "--tp", "2", "--min-headroom", "20%", "--json", "p.json"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("within the 20 % headroom"));
-  for (const nlohmann::json& p : read_json("p.json").at("plans")) {
+  const nlohmann::json plans = read_json("p.json");  // the range of a temporary's member dangled
+  for (const nlohmann::json& p : plans.at("plans")) {
     EXPECT_EQ(p.at("tp"), 2);
     EXPECT_GE(p.at("headroom").get<double>(), 0.2);
   }

@@ -196,5 +196,37 @@ TEST(FailureTable, BadTablesAreRejectedWhereTheyAreWrong) {
   expect_error(bad, "/categories");
 }
 
+// Issue 15: the Monte Carlo draws every interruption, so its count is bounded before it starts.
+TEST(GoodputMonteCarlo, RefusesEndlessRunsBeforeDrawingAny) {
+  // One interruption a minute against a 20-minute restart: no restart would ever finish.
+  const GoodputModel endless =
+      model(exponential_table(60.0), {1, 1, 1}, 100.0 * kHour, Seconds(60), Seconds(1200));
+  try {
+    (void)monte_carlo(endless, 600.0, 1, 1);
+    ADD_FAILURE() << "an endless run was drawn";
+  } catch (const GoodputError& e) {
+    EXPECT_EQ(e.field(), GoodputField::kRestartTime);
+    EXPECT_NE(e.message().find("the Monte Carlo draws at most"), std::string::npos) << e.what();
+  }
+  // Llama 3's rates over 10^7 days of work: ~10^8 interruptions in one run.
+  const FailureTable t = FailureTable::builtin();
+  const GoodputModel forever = model(t, t.observed, 1e7 * kDay, Seconds(30), Seconds(900));
+  try {
+    (void)monte_carlo(forever, 3600.0, 1, 1);
+    ADD_FAILURE() << "10^8 interruptions were drawn";
+  } catch (const GoodputError& e) {
+    EXPECT_EQ(e.field(), GoodputField::kWork);
+  }
+  // Llama 3's table over 54 days (~470 interruptions a run): 10^7 runs are past 10^9 in all.
+  const GoodputModel llama = model(t, t.observed, 54.0 * kDay, Seconds(30), Seconds(900));
+  try {
+    (void)monte_carlo(llama, 3600.0, 10'000'000, 1);
+    ADD_FAILURE() << "10^7 runs were drawn";
+  } catch (const GoodputError& e) {
+    EXPECT_EQ(e.field(), GoodputField::kRuns);
+  }
+  EXPECT_NO_THROW((void)monte_carlo(llama, 3600.0, 10, 1));
+}
+
 }  // namespace
 }  // namespace meshsim::studies

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 
 #include <unistd.h>
@@ -126,6 +127,29 @@ TEST_F(SweepTest, BadSpecsNameTheFieldAndWhatWasExpected) {
   bad = small_spec();
   bad.erase("axes");
   EXPECT_NE(error_of(bad).find("axes"), std::string::npos) << error_of(bad);
+}
+
+// Issue 15: a sweep's points are bounded (2^16) before any is run; eight axes of 256 values made
+// 2^64 points, which wrapped to zero in 64 bits (a sweep of nothing, exit 0).
+TEST_F(SweepTest, ThePointCountIsBounded) {
+  nlohmann::json spec = {{"axes", nlohmann::json::object()}};
+  for (const char* field : {"seq", "gbs", "tp", "dp", "pp", "mbs", "cp", "ep"}) {
+    std::vector<int64_t> values(256);
+    std::iota(values.begin(), values.end(), 1);
+    spec["axes"][field] = values;
+  }
+  EXPECT_NE(error_of(spec).find("/axes: 256 cp x 256 dp x"), std::string::npos) << error_of(spec);
+  EXPECT_NE(error_of(spec).find("more than 65536 points"), std::string::npos) << error_of(spec);
+  spec = {{"axes",
+           {{"seq", std::vector<int64_t>(256, 1024)}, {"tp", std::vector<int64_t>(256, 1)}}}};
+  EXPECT_EQ(load_sweep_spec(write(spec)).points(), 65536);  // at the bound
+  spec["axes"]["gpus"] = std::vector<int64_t>(70000, 8);
+  EXPECT_NE(error_of(spec).find("/axes/gpus: 70000 values"), std::string::npos) << error_of(spec);
+  spec = small_spec();
+  spec["search"] = {{"top", int64_t{1} << 62}};
+  EXPECT_NE(error_of(spec).find("/search/top: 4611686018427387904 is above the limit"),
+            std::string::npos)
+      << error_of(spec);
 }
 
 TEST_F(SweepTest, APointThatCannotRunSaysWhyAndTheOthersRun) {

@@ -4,9 +4,12 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <limits>
+#include <optional>
 #include <utility>
 
 #include "cluster_checks.h"
+#include "meshsim/sim/checked.h"
 #include "meshsim/sim/error.h"
 
 namespace meshsim::topology {
@@ -16,12 +19,31 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return fmt::format("{}", fmt::join(shape, "x"));
 }
 
+// The product of a validated shape (check_torus_size bounds it).
 int64_t product(const std::vector<int64_t>& shape) {
-  int64_t p = 1;
-  for (const int64_t extent : shape) {
-    p *= extent;
+  return checked_product(shape, "the chips of a torus slice");
+}
+
+// Each extent, and the chips of `slices` slices of `shape`, within kMaxDevices; `pointer` is the
+// shape's JSON pointer.
+void check_torus_size(const ClusterSpec& spec, const std::vector<int64_t>& shape, int64_t slices,
+                      const std::string& pointer) {
+  if (slices > kMaxDevices) {
+    throw InputError(spec.source, "/slices",
+                     fmt::format("{} slices are more than the {} chips meshsim simulates", slices,
+                                 kMaxDevices));
   }
-  return p;
+  int64_t chips = std::max<int64_t>(slices, 1);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const std::optional<int64_t> next = try_mul(chips, std::max<int64_t>(shape[i], 1));
+    if (shape[i] > kMaxDevices || !next || *next > kMaxDevices) {
+      throw InputError(spec.source, fmt::format("{}/{}", pointer, i),
+                       fmt::format("the torus {} x {} slice(s) has more than {} chips, the most "
+                                   "meshsim simulates (a network that size takes about a minute)",
+                                   shape_text(shape), slices, kMaxDevices));
+    }
+    chips = *next;
+  }
 }
 
 [[noreturn]] void fail(const ClusterSpec& spec, const std::string& pointer,
@@ -72,6 +94,7 @@ void check_torus(ClusterSpec& spec) {
   if (spec.slices <= 0) {
     fail(spec, "/slices", fmt::format("expected a positive number of slices, got {}", spec.slices));
   }
+  check_torus_size(spec, spec.torus_shape, spec.slices, "/scale_up/shape");
   const int64_t chips = product(spec.torus_shape) * spec.slices;
   if (chips != spec.device_count()) {
     fail(spec, "/scale_up/shape",
@@ -85,6 +108,11 @@ void check_torus(ClusterSpec& spec) {
 
 void check_nvlink_domain(const ClusterSpec& spec) {
   const int64_t domain = spec.nvlink_domain_devices;
+  if (domain > kMaxDevices) {
+    fail(spec, "/scale_up/domain_devices",
+         fmt::format("{} devices in one NVLink domain, more than the {} devices meshsim simulates",
+                     domain, kMaxDevices));
+  }
   if (domain <= 0 || domain % spec.devices_per_node != 0) {
     fail(spec, "/scale_up/domain_devices",
          fmt::format("expected a positive multiple of devices_per_node ({}), got {}",
@@ -123,11 +151,12 @@ int64_t FatTreeSpec::max_endpoints() const {
   }
   const double radix = static_cast<double>(switch_radix);
   const auto down = static_cast<int64_t>(radix * oversubscription / (oversubscription + 1.0));
-  int64_t endpoints = down * switch_radix;
-  for (int64_t t = 2; t < tiers; ++t) {
-    endpoints *= switch_radix / 2;
+  // Saturates: a tree too large for int64 attaches any cluster (kMaxDevices bounds those).
+  std::optional<int64_t> endpoints = try_mul(down, switch_radix);
+  for (int64_t t = 2; t < tiers && endpoints; ++t) {
+    endpoints = try_mul(*endpoints, switch_radix / 2);
   }
-  return endpoints;
+  return endpoints.value_or(std::numeric_limits<int64_t>::max());
 }
 
 int64_t ClusterSpec::scale_up_domain_size() const {
@@ -157,7 +186,7 @@ BytesPerSec ClusterSpec::inter_node_bandwidth() const {
   return fat_tree->nic_bandwidth * static_cast<double>(fat_tree->nics_per_device);
 }
 
-void detail::finalize_cluster(ClusterSpec& spec) {
+void detail::check_device_count(const ClusterSpec& spec) {
   if (spec.nodes <= 0) {
     fail(spec, "/nodes", fmt::format("expected a positive number of nodes, got {}", spec.nodes));
   }
@@ -166,6 +195,18 @@ void detail::finalize_cluster(ClusterSpec& spec) {
          fmt::format("expected a positive number of devices per node, got {}",
                      spec.devices_per_node));
   }
+  const std::optional<int64_t> devices = try_mul(spec.nodes, spec.devices_per_node);
+  if (!devices || *devices > kMaxDevices) {
+    const bool per_node = spec.nodes <= kMaxDevices && spec.devices_per_node > kMaxDevices;
+    fail(spec, per_node ? "/devices_per_node" : "/nodes",
+         fmt::format("{} nodes x {} devices is more than {} devices, the most meshsim simulates "
+                     "(a network that size takes about a minute)",
+                     spec.nodes, spec.devices_per_node, kMaxDevices));
+  }
+}
+
+void detail::finalize_cluster(ClusterSpec& spec) {
+  check_device_count(spec);
   if (spec.scale_up == ScaleUpFabric::kIciTorus) {
     check_torus(spec);
   } else if (spec.scale_up == ScaleUpFabric::kNvlinkDomain) {
@@ -217,11 +258,12 @@ ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes) {
     spec.description += fmt::format(" (preset resized to {} nodes)", nodes);
   }
   spec.nodes = nodes;
+  detail::check_device_count(spec);  // before the NIC count multiplies it
   if (spec.fat_tree) {
     FatTreeSpec& ft = *spec.fat_tree;
     const int64_t nics = spec.device_count() * ft.nics_per_device;
     const int64_t tiers = ft.tiers;
-    while (ft.tiers < 5 && nics > ft.max_endpoints()) {
+    while (ft.tiers < kMaxNetworkTiers && nics > ft.max_endpoints()) {
       ++ft.tiers;
     }
     if (ft.tiers != tiers) {
@@ -248,15 +290,20 @@ ClusterSpec override_fabric(ClusterSpec spec, const FabricOverrides& o) {
   FatTreeSpec& ft = *spec.fat_tree;
   std::vector<std::string> changes;
   if (o.oversubscription) {
-    need(*o.oversubscription >= 1.0, FabricField::kOversubscription,
-         fmt::format("expected a leaf down:up ratio >= 1 (1 = non-blocking), got {}",
-                     *o.oversubscription));
+    const double most = static_cast<double>(ft.switch_radix - 1);
+    need(*o.oversubscription >= 1.0 && *o.oversubscription <= most,
+         FabricField::kOversubscription,
+         fmt::format("expected a leaf down:up ratio from 1 (non-blocking) to {} (a radix-{} leaf "
+                     "keeps at least one uplink), got {}",
+                     most, ft.switch_radix, *o.oversubscription));
     ft.oversubscription = *o.oversubscription;
     changes.push_back(fmt::format("oversubscription {}:1", ft.oversubscription));
   }
   if (o.tiers) {
-    need(*o.tiers >= 1 && *o.tiers <= 5, FabricField::kTiers,
-         fmt::format("expected 1 to 5 switch tiers, got {}", *o.tiers));
+    need(*o.tiers >= 1 && *o.tiers <= kMaxNetworkTiers, FabricField::kTiers,
+         fmt::format("expected 1 to {} switch tiers (the network model builds leaf, spine and "
+                     "core), got {}",
+                     kMaxNetworkTiers, *o.tiers));
     ft.tiers = *o.tiers;
     changes.push_back(fmt::format("{} tiers", ft.tiers));
   }
@@ -265,8 +312,10 @@ ClusterSpec override_fabric(ClusterSpec spec, const FabricOverrides& o) {
     changes.push_back(ft.rail_optimized ? "rail-optimized" : "not rail-optimized");
   }
   if (o.nics_per_device) {
-    need(*o.nics_per_device >= 1, FabricField::kNicsPerDevice,
-         fmt::format("expected at least one NIC per device, got {}", *o.nics_per_device));
+    need(*o.nics_per_device >= 1 && *o.nics_per_device <= kMaxNicsPerDevice,
+         FabricField::kNicsPerDevice,
+         fmt::format("expected 1 to {} NICs per device (real systems have one or two), got {}",
+                     kMaxNicsPerDevice, *o.nics_per_device));
     ft.nics_per_device = *o.nics_per_device;
     changes.push_back(fmt::format("{} NICs per device", ft.nics_per_device));
   }
@@ -294,6 +343,7 @@ ClusterSpec override_fabric(ClusterSpec spec, const FabricOverrides& o) {
 ClusterSpec resize_torus(ClusterSpec spec, std::vector<int64_t> shape) {
   require_torus(spec, "/scale_up/shape", "set a torus shape on",
                 "a GPU cluster is sized by its number of nodes");
+  check_torus_size(spec, shape, spec.slices, "/scale_up/shape");
   spec.torus_shape = std::move(shape);
   int64_t chips = spec.slices;
   for (const int64_t extent : spec.torus_shape) {
@@ -317,6 +367,7 @@ ClusterSpec join_slices(ClusterSpec spec, int64_t slices) {
   if (slices <= 0) {
     fail(spec, "/slices", fmt::format("expected a positive number of slices, got {}", slices));
   }
+  check_torus_size(spec, spec.torus_shape, slices, "/scale_up/shape");
   const int64_t per_slice = product(spec.torus_shape);
   spec.slices = slices;
   const int64_t per_host = std::min(spec.chip.ici->chips_per_host, per_slice);

@@ -9,4 +9,9 @@ namespace meshsim::topology::detail {
 // wraparound. Throws InputError(spec.source, <JSON pointer of the offending field>, message).
 void finalize_cluster(ClusterSpec& spec);
 
+// nodes, devices_per_node and their product within (0, kMaxDevices]; the first check of
+// finalize_cluster, also run as soon as the loader has read the two (before anything uses their
+// product).
+void check_device_count(const ClusterSpec& spec);
+
 }  // namespace meshsim::topology::detail

@@ -41,7 +41,13 @@ NameTable read_switches(JsonObject& graph, const ClusterSpec& spec, GraphSpec& o
     graph.ignore("switches");
     return names;
   }
-  for (JsonObject& entry : graph.object_array("switches")) {
+  std::vector<JsonObject> entries = graph.object_array("switches");
+  if (static_cast<int64_t>(entries.size()) > kMaxDevices) {
+    graph.fail("switches", fmt::format("{} switches, above the limit of {} (2^17) for an explicit "
+                                       "graph",
+                                       entries.size(), kMaxDevices));
+  }
+  for (JsonObject& entry : entries) {
     GraphSwitchSpec sw;
     sw.name = entry.string("name");
     if (sw.name.empty()) {
@@ -89,6 +95,10 @@ void read_links(JsonObject& graph, const ClusterSpec& spec, const NameTable& swi
   const std::vector<JsonObject> entries = graph.object_array("links");
   if (entries.empty()) {
     graph.fail("links", "expected at least one link");
+  }
+  if (static_cast<int64_t>(entries.size()) > kMaxGraphLinks) {
+    graph.fail("links", fmt::format("{} links, above the limit of {} (2^20) for an explicit graph",
+                                    entries.size(), kMaxGraphLinks));
   }
   for (JsonObject entry : entries) {
     GraphLinkSpec link;

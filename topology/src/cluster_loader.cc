@@ -94,12 +94,20 @@ FatTreeSpec read_fat_tree(JsonObject& out, const Chip& chip, SourceSink& sink) {
   ft.transport = out.choice<Transport>("transport");
   ft.rail_optimized = out.boolean("rail_optimized");
   ft.nics_per_device = detail::sourced_count(out, "nics_per_device", sink);
+  if (ft.nics_per_device > kMaxNicsPerDevice) {
+    out.fail("nics_per_device",
+             fmt::format("{} is above the limit of {} NICs per device (real systems have one or "
+                         "two)",
+                         ft.nics_per_device, kMaxNicsPerDevice));
+  }
   ft.nic_bandwidth = out.has("nic_bandwidth")
                          ? detail::sourced_bandwidth(out, "nic_bandwidth", sink)
                          : *chip.nic_bandwidth;
   ft.tiers = detail::sourced_count(out, "tiers", sink);
-  if (ft.tiers > 5) {
-    out.fail("tiers", fmt::format("expected 1 to 5 switch tiers, got {}", ft.tiers));
+  if (ft.tiers > kMaxNetworkTiers) {
+    out.fail("tiers", fmt::format("expected 1 to {} switch tiers (the network model builds leaf, "
+                                  "spine and core), got {}",
+                                  kMaxNetworkTiers, ft.tiers));
   }
   ft.switch_radix = detail::sourced_count(out, "switch_radix", sink);
   if (ft.switch_radix < 2 || ft.switch_radix % 2 != 0) {
@@ -110,10 +118,11 @@ FatTreeSpec read_fat_tree(JsonObject& out, const Chip& chip, SourceSink& sink) {
   if (out.has("sharp")) {
     ft.sharp = out.boolean("sharp");
   }
-  if (ft.oversubscription < 1.0) {
-    out.fail("oversubscription", fmt::format("expected a down:up ratio >= 1 (1 = non-blocking), "
-                                             "got {}",
-                                             ft.oversubscription));
+  if (ft.oversubscription < 1.0 || ft.oversubscription > static_cast<double>(ft.switch_radix - 1)) {
+    out.fail("oversubscription",
+             fmt::format("expected a down:up ratio from 1 (non-blocking) to {} (a radix-{} leaf "
+                         "keeps at least one uplink), got {}",
+                         ft.switch_radix - 1, ft.switch_radix, ft.oversubscription));
   }
   return ft;
 }
@@ -155,8 +164,8 @@ void read_collectives(JsonObject& root, ClusterSpec& spec, SourceSink& sink) {
   c.finish();
 }
 
-ClusterSpec parse_cluster(const nlohmann::json& document, const std::string& source,
-                          const std::string& name, const Catalogue& catalogue) {
+ClusterSpec parse_named(const nlohmann::json& document, const std::string& source,
+                        const std::string& name, const Catalogue& catalogue) {
   JsonObject root(document, source);
   ClusterSpec spec;
   spec.name = name;
@@ -171,6 +180,7 @@ ClusterSpec parse_cluster(const nlohmann::json& document, const std::string& sou
   spec.chip = catalogue.chip(chip);
   spec.nodes = root.positive_integer("nodes");
   spec.devices_per_node = root.positive_integer("devices_per_node");
+  detail::check_device_count(spec);
   read_scale_up(root, spec, sink);
   if (root.has("slices")) {
     if (spec.scale_up != ScaleUpFabric::kIciTorus) {
@@ -198,6 +208,11 @@ bool is_path(const std::string& name_or_path) {
 
 }  // namespace
 
+ClusterSpec parse_cluster(const nlohmann::json& document, const std::string& source,
+                          const Catalogue& catalogue) {
+  return parse_named(document, source, std::filesystem::path(source).stem().string(), catalogue);
+}
+
 std::vector<std::string> cluster_presets() {
   std::vector<std::string> out;
   for (const auto& [stem, contents] : detail::embedded_cluster_presets()) {
@@ -210,7 +225,7 @@ std::vector<std::string> cluster_presets() {
 ClusterSpec load_cluster(const std::string& name_or_path, const Catalogue& catalogue) {
   if (is_path(name_or_path)) {
     const std::string stem = std::filesystem::path(name_or_path).stem().string();
-    return parse_cluster(load_json_file(name_or_path), name_or_path, stem, catalogue);
+    return parse_named(load_json_file(name_or_path), name_or_path, stem, catalogue);
   }
   for (const auto& [stem, contents] : detail::embedded_cluster_presets()) {
     if (stem != name_or_path) {
@@ -223,7 +238,7 @@ ClusterSpec load_cluster(const std::string& name_or_path, const Catalogue& catal
     } catch (const nlohmann::json::parse_error& e) {
       throw InputError(source, fmt::format("byte {}", e.byte), "not valid JSON");
     }
-    return parse_cluster(document, source, name_or_path, catalogue);
+    return parse_named(document, source, name_or_path, catalogue);
   }
   throw InputError(name_or_path, "",
                    fmt::format("unknown cluster preset \"{}\" (known presets: {}; a file path must "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "meshsim/sim/checked.h"
 #include "meshsim/sim/error.h"
 
 namespace meshsim::topology {
@@ -16,10 +17,12 @@ constexpr int64_t kAttentionBlock = 128;
 // fused attention run on the matrix units; everything else on the vector units.
 bool on_matrix_units(const ComputeWork& w) { return w.shape.has_value() || w.attention; }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// For a >= 0, b > 0, without forming a + b - 1 (which overflows near 2^63).
+int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 
 double tile_quantization(int64_t tile_m, int64_t tile_n, int64_t units, const MatmulShape& s) {
-  const int64_t tiles = s.batch * ceil_div(s.m, tile_m) * ceil_div(s.n, tile_n);
+  const int64_t tiles = checked_product({s.batch, ceil_div(s.m, tile_m), ceil_div(s.n, tile_n)},
+                                        "output tiles of a GEMM");
   const int64_t waves = ceil_div(tiles, units);
   const double computed = static_cast<double>(waves) * static_cast<double>(units) *
                           static_cast<double>(tile_m) * static_cast<double>(tile_n);
@@ -123,7 +126,8 @@ double RooflineComputeModel::attention_efficiency(const AttentionEfficiency& fit
   const auto s = static_cast<double>(a.seq_kv);
   double eff = fit.e_inf * s / (s + fit.s_half);
   if (const auto& m = chip_.efficiency.matmul_shape) {
-    const int64_t ctas = a.batch_heads * ceil_div(a.seq_q, kAttentionBlock);
+    const int64_t ctas = checked_product({a.batch_heads, ceil_div(a.seq_q, kAttentionBlock)},
+                                         "attention CTAs of a kernel");
     const int64_t waves = ceil_div(ctas, units);
     eff *= static_cast<double>(ctas) / static_cast<double>(waves * m->units);
   }

@@ -89,6 +89,11 @@ Duration sourced_duration(JsonObject& parent, const std::string& key, SourceSink
       leaf.fail("value", fmt::format("expected a {} duration such as \"3.4us\", got {} ps",
                                      allow_zero ? "non-negative" : "positive", v.ps()));
     }
+    if (v > Seconds(kMaxHardwareDurationSeconds)) {
+      leaf.fail("value", fmt::format("{} s is above the limit of {} s for a latency or overhead "
+                                     "(real ones are microseconds)",
+                                     v.seconds(), kMaxHardwareDurationSeconds));
+    }
     return v;
   });
 }
@@ -108,6 +113,9 @@ double sourced_non_negative_number(JsonObject& parent, const std::string& key, S
     if (!(v >= 0.0) || !std::isfinite(v)) {
       leaf.fail("value", fmt::format("expected a non-negative number, got {}", v));
     }
+    if (v > 2147483648.0) {
+      leaf.fail("value", fmt::format("{} is above the limit of 2^31 (a matrix dimension)", v));
+    }
     return v;
   });
 }
@@ -119,8 +127,16 @@ std::string sourced_choice(JsonObject& parent, const std::string& key,
 }
 
 int64_t sourced_count(JsonObject& parent, const std::string& key, SourceSink& sink) {
-  return read_sourced(parent, key, sink,
-                      [](JsonObject& leaf) { return leaf.positive_integer("value"); });
+  return read_sourced(parent, key, sink, [](JsonObject& leaf) {
+    const int64_t v = leaf.positive_integer("value");
+    if (v > kMaxHardwareCount) {
+      leaf.fail("value", fmt::format("{} is above the limit of {} (2^16) for a count in a hardware "
+                                     "description: links, ports, SMs, MXUs and tiles are far "
+                                     "fewer",
+                                     v, kMaxHardwareCount));
+    }
+    return v;
+  });
 }
 
 double sourced_frequency(JsonObject& parent, const std::string& key, SourceSink& sink) {
@@ -155,6 +171,9 @@ double parse_frequency_hz(std::string_view text) {
     if (name == unit) {
       if (!std::isfinite(value) || value <= 0.0) {
         throw UnitParseError(fmt::format("\"{}\": expected a positive frequency", text));
+      }
+      if (value * scale > kMaxFrequencyHz) {
+        throw UnitParseError(fmt::format("\"{}\": above the limit of 100 GHz for a clock", text));
       }
       return value * scale;
     }

@@ -6,6 +6,10 @@
 // zero would be meaningless), requires a non-empty "source", rejects any other key, and records the
 // source in `sources` under the leaf's JSON pointer relative to `base` (the pointer of the chip or
 // cluster the figure belongs to). Errors are InputError naming file, pointer and expectation.
+//
+// Upper bounds (each stated in its error): counts at most kMaxHardwareCount, durations at most
+// kMaxHardwareDuration, frequencies at most kMaxFrequencyHz; rates and sizes as sim/unit_parse.h
+// bounds them. Far above any real part, they keep every product of two figures in 64 bits.
 #pragma once
 
 #include <array>
@@ -23,6 +27,13 @@ namespace meshsim::topology::detail {
 using SourceMap = std::map<std::string, std::string>;
 
 // Where a sourced figure is recorded: the map and the pointer prefix to strip.
+// Links, ports, SMs, MXUs, tiles, radixes, chips per host: real ones are below 1,000.
+inline constexpr int64_t kMaxHardwareCount = int64_t{1} << 16;
+// A latency or fixed overhead of one step or kernel: real ones are microseconds.
+inline constexpr double kMaxHardwareDurationSeconds = 1.0;
+// 100 GHz: twenty times any clock.
+inline constexpr double kMaxFrequencyHz = 1e11;
+
 struct SourceSink {
   SourceMap* sources;
   std::string base;

@@ -8,16 +8,17 @@
 #include <limits>
 #include <string>
 
+#include "meshsim/sim/checked.h"
 #include "meshsim/sim/error.h"
+#include "meshsim/sim/json_input.h"
 
 namespace meshsim::traces::detail {
 
 namespace {
 
-std::string short_json(const nlohmann::json& v) {
-  std::string s = v.dump();
-  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
-}
+// A JSON value for an error message, without walking containers (a huge or deep array is "an
+// array", not a dump of it).
+std::string short_json(const nlohmann::json& v) { return describe_json(v); }
 
 std::string id_text(const nlohmann::json& v) {
   if (v.is_string()) {
@@ -31,7 +32,7 @@ std::string id_text(const nlohmann::json& v) {
 
 std::optional<int64_t> id_number(const nlohmann::json& v) {
   if (v.is_number_integer()) {
-    return v.get<int64_t>();
+    return as_int64(v);
   }
   if (v.is_number_float()) {
     const double d = v.get<double>();
@@ -84,7 +85,11 @@ RawEvent check_complete(const nlohmann::json& e, size_t i, const std::string& so
 }
 
 void read_metadata(const nlohmann::json& e, EventTable& table) {
-  const std::string name = e.value("name", "");
+  const auto name_it = e.find("name");
+  if (name_it == e.end() || !name_it->is_string()) {
+    return;  // a metadata event without a name string names nothing
+  }
+  const std::string& name = name_it->get_ref<const std::string&>();
   if (name != "process_name" && name != "thread_name") {
     return;
   }
@@ -112,9 +117,11 @@ Event make_event(const nlohmann::json& e, const RawEvent& raw, double origin_us,
   }
   const double rel_ps = (raw.ts_us - origin_us) * 1e6;
   const double dur_ps = raw.dur_us * 1e6;
-  if (rel_ps > 9.2e18 || dur_ps > 9.2e18) {
-    throw InputError(source, fmt::format("{}/{}/ts", base, raw.index),
-                     "the event lies more than 106 days after the trace's first event");
+  // The end too (ts + dur), so that every end, and any difference of two times, fits in int64.
+  if (!(rel_ps + dur_ps < 9.2e18)) {
+    throw InputError(
+        source, fmt::format("{}/{}/{}", base, raw.index, dur_ps > rel_ps ? "dur" : "ts"),
+        "the event ends more than 106 days (2^63 ps) after the trace's first event");
   }
   ev.start = SimTime::from_ps(std::llround(rel_ps));
   ev.duration = Duration::from_ps(std::llround(dur_ps));
@@ -194,17 +201,10 @@ const nlohmann::json& event_list(EventTable& table, std::string& base) {
 
 }  // namespace
 
-EventTable parse_events(std::string_view text, const std::string& source) {
+EventTable parse_events(std::string_view text, const std::string& source, int max_depth) {
   EventTable table;
   table.source = source;
-  try {
-    table.document = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    const bool at_end = e.byte >= text.size();
-    throw InputError(
-        source, fmt::format("byte {}", e.byte),
-        at_end ? "not valid JSON: the text ends early (a truncated trace?)" : "not valid JSON");
-  }
+  table.document = parse_json(text, source, max_depth);
   std::string base;
   const nlohmann::json* list = &event_list(table, base);
 
@@ -269,6 +269,29 @@ std::vector<std::ptrdiff_t> nest(const EventTable& table, const std::vector<bool
   return parent;
 }
 
+namespace {
+
+// Every sum a user of the trace takes of a step's times (time per class, the ops laid end to end
+// on one stream) is at most its span plus its ops' durations: that must fit in int64 ps.
+void check_step_sums(const EventTable& table, const std::vector<MeasuredStep>& steps) {
+  for (size_t s = 0; s < steps.size(); ++s) {
+    std::optional<int64_t> sum = steps[s].duration.ps();
+    for (const MeasuredOp& op : steps[s].ops) {
+      sum = sum ? try_add(*sum, op.duration.ps()) : std::nullopt;
+    }
+    for (const MeasuredGemm& g : steps[s].gemms) {
+      sum = sum ? try_add(*sum, g.duration.ps()) : std::nullopt;
+    }
+    if (!sum) {
+      fail_at_events(table, fmt::format("the ops of step {} add up to more than 2^63 ps (about "
+                                        "106 days): no real step lasts that long",
+                                        s));
+    }
+  }
+}
+
+}  // namespace
+
 std::optional<size_t> step_at(const std::vector<StepRange>& ranges, SimTime t, Assign rule) {
   const auto after = std::upper_bound(ranges.begin(), ranges.end(), t,
                                       [](SimTime v, const StepRange& r) { return v < r.start; });
@@ -283,8 +306,8 @@ std::optional<size_t> step_at(const std::vector<StepRange>& ranges, SimTime t, A
   return s;
 }
 
-std::vector<MeasuredStep> build_steps(const std::vector<StepRange>& ranges, Collected c,
-                                      Assign rule) {
+std::vector<MeasuredStep> build_steps(const EventTable& table, const std::vector<StepRange>& ranges,
+                                      Collected c, Assign rule) {
   std::vector<MeasuredStep> steps(ranges.size());
   for (size_t s = 0; s < ranges.size(); ++s) {
     steps[s].start = ranges[s].start;
@@ -311,6 +334,7 @@ std::vector<MeasuredStep> build_steps(const std::vector<StepRange>& ranges, Coll
       step.duration = std::max(step.duration, (op.start + op.duration) - step.start);
     }
   }
+  check_step_sums(table, steps);
   return steps;
 }
 

@@ -52,8 +52,9 @@ struct EventTable {
   bool has_top_level_key(const char* key) const;
 };
 
-// Parses JSON text into an EventTable, validating every event (see import.h for the errors).
-EventTable parse_events(std::string_view text, const std::string& source);
+// Parses JSON text into an EventTable, validating every event (see import.h for the errors);
+// nesting deeper than `max_depth` is refused before the parser runs.
+EventTable parse_events(std::string_view text, const std::string& source, int max_depth);
 
 // For each event (by position in `table.events`), the position of its innermost enclosing event
 // on the same track, among the events for which `member` is true (others are neither parents nor
@@ -92,9 +93,11 @@ struct Collected {
 };
 
 // Sorts and attaches the ops and GEMMs to `ranges` by their times, drops those outside every
-// step, and sets each step's duration (from the ops).
-std::vector<MeasuredStep> build_steps(const std::vector<StepRange>& ranges, Collected c,
-                                      Assign rule);
+// step, and sets each step's duration (from the ops). A step whose span plus its ops' summed
+// durations passes int64 picoseconds is an InputError (at the events of `table`): every sum the
+// importer's users take of a step's times then fits.
+std::vector<MeasuredStep> build_steps(const EventTable& table, const std::vector<StepRange>& ranges,
+                                      Collected c, Assign rule);
 
 // The step whose range `t` picks under `rule`, or none.
 std::optional<size_t> step_at(const std::vector<StepRange>& ranges, SimTime t, Assign rule);

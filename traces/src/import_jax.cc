@@ -323,7 +323,7 @@ MeasuredTrace import_jax(const EventTable& table) {
   trace.source = table.source;
   trace.framework = "jax";
   trace.op_source = on_device ? "device" : "host";
-  trace.steps = build_steps(ranges, std::move(c),
+  trace.steps = build_steps(table, ranges, std::move(c),
                             on_device ? Assign::kUntilNextStep : Assign::kWithinRange);
   return trace;
 }

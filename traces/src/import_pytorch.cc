@@ -7,7 +7,9 @@
 #include <string_view>
 
 #include "import_events.h"
+#include "meshsim/sim/checked.h"
 #include "meshsim/sim/error.h"
+#include "meshsim/sim/json_input.h"
 
 namespace meshsim::traces::detail {
 
@@ -112,10 +114,14 @@ std::vector<int64_t> input_dims(const EventTable& table, const Event& e, size_t 
   }
   std::vector<int64_t> out;
   for (const nlohmann::json& d : all[i]) {
-    if (!d.is_number_integer() || d.get<int64_t>() < 0) {
-      bad_dims(table, e, fmt::format("input {}: expected non-negative integer dimensions", i));
+    const std::optional<int64_t> n = as_int64(d);
+    if (!n || *n < 0 || *n > kMaxGemmExtent) {
+      bad_dims(table, e,
+               fmt::format("input {}: expected non-negative integer dimensions of at most "
+                           "2^31 - 1, got {}",
+                           i, describe_json(d)));
     }
-    out.push_back(d.get<int64_t>());
+    out.push_back(*n);
   }
   return out;
 }
@@ -159,6 +165,16 @@ std::optional<MatmulShape> gemm_shape(const EventTable& table, const Event& e) {
   MatmulShape s{a[o], a[o + 1], b[o + 1], g->batched ? a[0] : 1};
   if (s.m == 0 || s.k == 0 || s.n == 0 || s.batch == 0) {
     return std::nullopt;
+  }
+  for (const auto& [rows, cols] : {std::pair{s.m, s.k}, std::pair{s.k, s.n}, std::pair{s.m, s.n}}) {
+    const std::optional<int64_t> mn = try_mul(rows, cols);
+    const std::optional<int64_t> elements = mn ? try_mul(*mn, s.batch) : std::nullopt;
+    if (!elements || *elements > kMaxGemmElements) {
+      bad_dims(table, e,
+               fmt::format("operands [{}] and [{}] hold more than 2^48 elements (512 TB in bf16): "
+                           "not a GEMM of this world",
+                           fmt::join(a, ", "), fmt::join(b, ", ")));
+    }
   }
   return s;
 }
@@ -338,7 +354,8 @@ MeasuredTrace import_pytorch(const EventTable& table) {
   trace.framework = "pytorch";
   trace.op_source = any_device ? "device" : "host";
   trace.steps =
-      build_steps(ranges, std::move(c), any_device ? Assign::kUntilNextStep : Assign::kWithinRange);
+      build_steps(table, ranges, std::move(c),
+                  any_device ? Assign::kUntilNextStep : Assign::kWithinRange);
   count_host_events(table, kinds, ranges, trace.steps);
   return trace;
 }

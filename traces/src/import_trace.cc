@@ -3,26 +3,26 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
-#include <fstream>
-#include <iterator>
-#include <sstream>
+#include <algorithm>
 #include <string>
 
 #include "import_events.h"
 #include "meshsim/sim/error.h"
+#include "meshsim/sim/json_input.h"
 #include "meshsim/traces/import.h"
 
 namespace meshsim::traces {
 
 namespace {
 
-bool is_gzip(const std::string& bytes) {
+bool is_gzip(std::string_view bytes) {
   return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
          static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
 
-// Inflates a gzip file (one member or several concatenated, as `cat a.gz b.gz` makes).
-std::string gunzip(const std::string& bytes, const std::string& path) {
+// Inflates a gzip file (one member or several concatenated, as `cat a.gz b.gz` makes), refusing
+// to produce more than `max_text` bytes: a small file may inflate to gigabytes.
+std::string gunzip(std::string_view bytes, const std::string& path, int64_t max_text) {
   z_stream zs{};
   // inflateInit2 is a macro with an old-style cast; call the function it expands to.
   if (inflateInit2_(&zs, 15 + 32, ZLIB_VERSION, static_cast<int>(sizeof(z_stream))) != Z_OK) {
@@ -40,7 +40,15 @@ std::string gunzip(const std::string& bytes, const std::string& path) {
     zs.avail_out = static_cast<uInt>(buffer.size());
     rc = inflate(&zs, Z_NO_FLUSH);
     consumed += chunk - zs.avail_in;
-    out.append(buffer.data(), buffer.size() - zs.avail_out);
+    const size_t produced = buffer.size() - zs.avail_out;
+    if (static_cast<int64_t>(out.size() + produced) > max_text) {
+      inflateEnd(&zs);
+      throw InputSizeError(path, fmt::format("byte {}", consumed),
+                           fmt::format("the gzip stream inflates to more than the {} limit on a "
+                                       "trace's JSON text",
+                                       describe_limit(max_text)));
+    }
+    out.append(buffer.data(), produced);
     if (rc == Z_STREAM_END) {
       if (consumed == bytes.size()) {
         break;
@@ -89,8 +97,14 @@ bool looks_like_jax(const detail::EventTable& table) {
 
 }  // namespace
 
-MeasuredTrace import_trace_text(std::string_view text, const std::string& source) {
-  const detail::EventTable table = detail::parse_events(text, source);
+MeasuredTrace import_trace_text(std::string_view text, const std::string& source,
+                                const ImportLimits& limits) {
+  if (static_cast<int64_t>(text.size()) > limits.max_text_bytes) {
+    throw InputSizeError(source, "",
+                         fmt::format("larger than the {} limit on a trace's JSON text",
+                                     describe_limit(limits.max_text_bytes)));
+  }
+  const detail::EventTable table = detail::parse_events(text, source, limits.max_depth);
   if (looks_like_pytorch(table)) {
     return detail::import_pytorch(table);
   }
@@ -104,19 +118,17 @@ MeasuredTrace import_trace_text(std::string_view text, const std::string& source
       "\"/host:CPU\", \"/device:GPU:0\", \"/device:TPU:0\")");
 }
 
-MeasuredTrace import_trace(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InputError(path, "", "cannot open the trace file");
-  }
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) {
-    throw InputError(path, "", "cannot read the trace file");
-  }
+MeasuredTrace import_trace_bytes(std::string_view bytes, const std::string& source,
+                                 const ImportLimits& limits) {
   if (is_gzip(bytes)) {
-    bytes = gunzip(bytes, path);
+    return import_trace_text(gunzip(bytes, source, limits.max_text_bytes), source, limits);
   }
-  return import_trace_text(bytes, path);
+  return import_trace_text(bytes, source, limits);
+}
+
+MeasuredTrace import_trace(const std::string& path, const ImportLimits& limits) {
+  const std::string bytes = read_input_file(path, limits.max_file_bytes, "a trace file");
+  return import_trace_bytes(bytes, path, limits);
 }
 
 }  // namespace meshsim::traces

@@ -43,11 +43,12 @@ std::vector<const FitCase*> all_but(const std::vector<FitCase>& cases, size_t sk
 
 }  // namespace
 
-Calibration calibrate(const Profile& base, const std::vector<Manifest>& manifests) {
+Calibration calibrate(const Profile& base, const std::vector<Manifest>& manifests,
+                      const traces::ImportLimits& trace_limits) {
   std::vector<FitCase> fit_cases;
   for (const Manifest& m : manifests) {
-    fit_cases.push_back(
-        make_fit_case(step_kernels(m), base.chip, measure(m, traces::import_trace(m.trace_path))));
+    const traces::MeasuredTrace trace = traces::import_trace(m.trace_path, trace_limits);
+    fit_cases.push_back(make_fit_case(step_kernels(m), base.chip, measure(m, trace)));
   }
   const std::vector<const FitCase*> every = all_but(fit_cases, fit_cases.size());
   Calibration c;

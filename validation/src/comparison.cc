@@ -107,7 +107,10 @@ void take_medians(const std::vector<StepTimes>& steps, Measured& r) {
       r.gemms.try_emplace(key);
     }
   }
-  for (auto& [key, g] : r.gemms) {
+  for (auto& entry : r.gemms) {
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture one.
+    const auto& key = entry.first;
+    auto& g = entry.second;
     auto group = [&key](const StepTimes& s) {
       const auto it = s.gemms.find(key);
       return it == s.gemms.end() ? GroupTimes{} : it->second;

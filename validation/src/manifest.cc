@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
+#include "meshsim/sim/checked.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/json_input.h"
 #include "meshsim/sim/provenance.h"
@@ -15,6 +17,10 @@ namespace meshsim::validation {
 namespace {
 
 namespace fs = std::filesystem;
+
+// A measured step lasts at most this long (1e6 s, about 11 days): far above any step, far below
+// what int64 picoseconds hold.
+constexpr double kMaxMeasuredSeconds = 1e6;
 
 // A single-device step communicates with no one: any communication is a bug.
 IsolatedCommModel no_communication() {
@@ -51,7 +57,9 @@ void read_mesh(JsonObject& root, const std::string& path) {
   int64_t devices = 1;
   for (const char* axis : {"data", "fsdp", "tensor"}) {
     if (mesh.has(axis)) {
-      devices *= mesh.positive_integer(axis);
+      // Saturates: any axis past 1 is refused below, whatever the product.
+      devices = try_mul(devices, mesh.positive_integer(axis))
+                    .value_or(std::numeric_limits<int64_t>::max());
     }
   }
   if (devices != 1) {
@@ -68,14 +76,22 @@ void read_step_times(JsonObject& root, Manifest& m) {
     root.fail("step_times_s", "expected a non-empty list of the timed steps' durations (seconds)");
   }
   for (size_t i = 0; i < times.size(); ++i) {
-    if (!times[i].is_number() || !(times[i].get<double>() > 0)) {
-      throw InputError(
-          m.path, fmt::format("/step_times_s/{}", i),
-          fmt::format("expected a positive duration in seconds, got {}", describe_json(times[i])));
+    const double t = times[i].is_number() ? times[i].get<double>() : 0.0;
+    if (!(t > 0) || t > kMaxMeasuredSeconds) {
+      throw InputError(m.path, fmt::format("/step_times_s/{}", i),
+                       fmt::format("expected a positive duration in seconds, at most {:g} (about "
+                                   "11 days), got {}",
+                                   kMaxMeasuredSeconds, describe_json(times[i])));
     }
-    m.step_times.push_back(Seconds(times[i].get<double>()));
+    m.step_times.push_back(Seconds(t));
   }
-  m.median_step = Seconds(root.positive_number("median_step_time_s"));
+  const double median = root.positive_number("median_step_time_s");
+  if (median > kMaxMeasuredSeconds) {
+    root.fail("median_step_time_s",
+              fmt::format("{} s is above the limit of {:g} s (about 11 days) for one step", median,
+                          kMaxMeasuredSeconds));
+  }
+  m.median_step = Seconds(median);
 }
 
 void read_trace(JsonObject& root, Manifest& m) {
@@ -95,9 +111,11 @@ void read_trace(JsonObject& root, Manifest& m) {
   m.trace_path = tp.string();
   if (trace.has("profiler_overhead_per_event_s")) {
     const double c = trace.number("profiler_overhead_per_event_s");
-    if (!(c >= 0) || !std::isfinite(c)) {
+    if (!(c >= 0) || !std::isfinite(c) || c > 1.0) {
       trace.fail("profiler_overhead_per_event_s",
-                 fmt::format("expected a non-negative time in seconds, got {}", c));
+                 fmt::format("expected a non-negative time in seconds, at most 1 (profilers "
+                             "spend microseconds per event), got {}",
+                             c));
     }
     m.profiler_overhead_per_event = Seconds(c);
   }

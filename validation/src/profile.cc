@@ -23,10 +23,11 @@ nlohmann::json microseconds(Duration d, const std::string& source) {
 }  // namespace
 
 Profile profile_from(const nlohmann::json& document, const std::string& name) {
+  // Validated before it is copied: a copy of an arbitrary document recurses once per level.
+  const topology::Catalogue cat = topology::Catalogue::parse(document, name);
   Profile p;
   p.path = name;
   p.document = document;
-  const topology::Catalogue cat = topology::Catalogue::parse(p.document, name);
   const std::vector<std::string> names = cat.names();
   if (names.size() != 1) {
     throw InputError(

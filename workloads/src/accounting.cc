@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "meshsim/sim/checked.h"
 #include "meshsim/sim/error.h"
 
 namespace meshsim::workloads {
@@ -194,8 +195,9 @@ Bytes kv_cache_bytes(const KvCacheShape& shape, int64_t seq_len, int64_t batch,
   SIM_CHECK(seq_len >= 0 && batch >= 0 && bytes_per_element > 0,
             "KV cache of seq {} batch {} at {} bytes per element", seq_len, batch,
             bytes_per_element);
-  return Bytes::of(2 * shape.num_layers * shape.num_kv_heads * shape.head_dim * seq_len * batch *
-                   bytes_per_element);
+  return Bytes::of(checked_product({2, shape.num_layers, shape.num_kv_heads, shape.head_dim,
+                                    seq_len, batch, bytes_per_element},
+                                   "KV cache bytes"));
 }
 
 int64_t kv_cache_elements_per_token(const ModelConfig& m, int64_t /*layer*/) {
@@ -214,9 +216,11 @@ Bytes kv_cache_bytes(const ModelConfig& m, int64_t seq_len, int64_t batch,
   for (int64_t layer = 0; layer < m.num_layers; ++layer) {
     const int64_t window = m.attention_window(layer);
     const int64_t tokens = window == 0 ? seq_len : std::min(seq_len, window);
-    elements += kv_cache_elements_per_token(m, layer) * tokens;
+    elements = checked_add(
+        elements, checked_product({kv_cache_elements_per_token(m, layer), tokens}, "KV cache bytes"),
+        "KV cache bytes");
   }
-  return Bytes::of(elements * batch * bytes_per_element);
+  return Bytes::of(checked_product({elements, batch, bytes_per_element}, "KV cache bytes"));
 }
 
 }  // namespace meshsim::workloads

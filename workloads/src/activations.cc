@@ -1,6 +1,9 @@
 // Activation memory saved for the backward pass; formulas and sources in training_memory.h.
 #include <fmt/format.h>
 
+#include <initializer_list>
+
+#include "meshsim/sim/checked.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/workloads/partition.h"
 #include "meshsim/workloads/training_memory.h"
@@ -8,6 +11,12 @@
 namespace meshsim::workloads {
 
 namespace {
+
+// The product of `factors` bytes. Plans and models are bounded where they are read, but a long
+// sequence squared times the heads (naive attention's scores) can still pass 2^63: LimitError.
+Bytes bytes_of(std::initializer_list<int64_t> factors) {
+  return Bytes::of(checked_product(factors, "activation bytes of one layer"));
+}
 
 // Sizes shared by the terms of one layer on one rank.
 struct Dims {
@@ -37,41 +46,42 @@ Dims make_dims(const ModelConfig& m, const ParallelPlan& p) {
 
 void add_attention(const ModelConfig& m, const ParallelPlan& p, Recompute recompute, const Dims& d,
                    LayerActivations& a) {
-  a.q = Bytes::of(d.e * d.sb * d.w.q_heads * d.head_dim);
-  a.k = Bytes::of(d.e * d.sb * d.w.kv_heads * d.head_dim);
+  a.q = bytes_of({d.e, d.sb, d.w.q_heads, d.head_dim});
+  a.k = bytes_of({d.e, d.sb, d.w.kv_heads, d.head_dim});
   a.v = a.k;
   a.attention_output = a.q;
   if (m.mla) {
     const MlaConfig& mla = *m.mla;
-    a.v = Bytes::of(d.e * d.sb * d.w.q_heads * mla.v_head_dim);
+    a.v = bytes_of({d.e, d.sb, d.w.q_heads, mla.v_head_dim});
     a.attention_output = a.v;
-    a.latents = Bytes::of(d.e * d.sb * (mla.q_lora_rank + mla.kv_lora_rank + mla.qk_rope_head_dim));
+    a.latents = bytes_of({d.e, d.sb, (mla.q_lora_rank + mla.kv_lora_rank + mla.qk_rope_head_dim)});
   }
   if (p.attention != AttentionKernel::kNaive) {
-    a.softmax_statistics = Bytes::of(4 * d.w.q_heads * d.sb);
+    a.softmax_statistics = bytes_of({4, d.w.q_heads, d.sb});
     return;
   }
-  const int64_t scores = d.w.q_heads * d.s * d.s * d.b;  // a*s^2*b elements
+  const int64_t scores = checked_product({d.w.q_heads, d.s, d.s, d.b},
+                                         "attention scores of one layer");  // a*s^2*b elements
   if (recompute == Recompute::kSelective) {
     return;  // the attention core is recomputed in the backward pass
   }
-  a.softmax_output = Bytes::of(d.e * scores);
-  a.attention_dropout = m.dropout ? Bytes::of((1 + d.e) * scores) : Bytes::zero();
+  a.softmax_output = bytes_of({d.e, scores});
+  a.attention_dropout = m.dropout ? bytes_of({1 + d.e, scores}) : Bytes::zero();
 }
 
 void add_mlp(const ModelConfig& m, const Dims& d, int64_t layer, LayerActivations& a) {
   const int64_t hidden_tensors = is_gated(m.mlp) ? 2 : 1;
   if (!m.is_moe_layer(layer)) {
-    a.mlp_hidden = Bytes::of(hidden_tensors * d.e * d.sb * d.w.d_ff);
-    a.mlp_down_input = Bytes::of(d.e * d.sb * d.w.d_ff);
+    a.mlp_hidden = bytes_of({hidden_tensors, d.e, d.sb, d.w.d_ff});
+    a.mlp_down_input = bytes_of({d.e, d.sb, d.w.d_ff});
     return;
   }
   const int64_t copies = m.moe->experts_per_token;
   const int64_t width = copies * d.w.expert_d_ff + d.w.shared_d_ff;
-  a.mlp_hidden = Bytes::of(hidden_tensors * d.e * d.sb * width);
-  a.mlp_down_input = Bytes::of(d.e * d.sb * width);
-  a.router_logits = Bytes::of(4 * d.sb_rep * m.moe->num_experts);
-  a.expert_inputs = Bytes::of(copies * d.e * d.sb_rep * d.h);
+  a.mlp_hidden = bytes_of({hidden_tensors, d.e, d.sb, width});
+  a.mlp_down_input = bytes_of({d.e, d.sb, width});
+  a.router_logits = bytes_of({4, d.sb_rep, m.moe->num_experts});
+  a.expert_inputs = bytes_of({copies, d.e, d.sb_rep, d.h});
   a.expert_outputs = a.expert_inputs;
 }
 
@@ -97,15 +107,15 @@ LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p, 
   const Dims d = make_dims(m, p);
   LayerActivations a;
   if (recompute == Recompute::kFull) {
-    a.checkpoint = Bytes::of(d.e * d.sb_rep * d.h);
+    a.checkpoint = bytes_of({d.e, d.sb_rep, d.h});
     return a;
   }
   const int64_t stats_per_row = m.norm == NormKind::kLayerNorm ? 8 : 4;
-  a.norm_inputs = Bytes::of(m.norms_per_layer * d.e * d.sb_rep * d.h);
-  a.norm_statistics = Bytes::of(m.norms_per_layer * stats_per_row * d.sb_rep);
-  a.qkv_input = Bytes::of(d.e * d.sb_rep * d.h);
-  a.mlp_input = Bytes::of(d.e * d.sb_rep * d.h);
-  a.dropout_masks = m.dropout ? Bytes::of(2 * d.sb_rep * d.h) : Bytes::zero();
+  a.norm_inputs = bytes_of({m.norms_per_layer, d.e, d.sb_rep, d.h});
+  a.norm_statistics = bytes_of({m.norms_per_layer, stats_per_row, d.sb_rep});
+  a.qkv_input = bytes_of({d.e, d.sb_rep, d.h});
+  a.mlp_input = bytes_of({d.e, d.sb_rep, d.h});
+  a.dropout_masks = m.dropout ? bytes_of({2, d.sb_rep, d.h}) : Bytes::zero();
   add_attention(m, p, recompute, d, a);
   add_mlp(m, d, layer, a);
   if (recompute == Recompute::kDots) {
@@ -116,7 +126,7 @@ LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p, 
     a.qkv_input = Bytes::zero();
     a.mlp_input = Bytes::zero();
     a.mlp_down_input = Bytes::zero();
-    a.checkpoint = Bytes::of(3 * d.e * d.sb_rep * d.h);
+    a.checkpoint = bytes_of({3, d.e, d.sb_rep, d.h});
   }
   return a;
 }
@@ -130,12 +140,12 @@ OutsideLayerActivations outside_layer_activations(const ModelConfig& m, const Pa
   const Dims d = make_dims(m, p);
   OutsideLayerActivations out;
   if (first && m.dropout) {
-    out.embedding_dropout_mask = Bytes::of(d.sb_rep * d.h);
+    out.embedding_dropout_mask = bytes_of({d.sb_rep, d.h});
   }
   if (last) {
-    out.final_norm_input = Bytes::of(d.e * d.sb_rep * d.h);
+    out.final_norm_input = bytes_of({d.e, d.sb_rep, d.h});
     out.lm_head_input = out.final_norm_input;
-    out.logits = Bytes::of(4 * d.sb * d.w.vocab);
+    out.logits = bytes_of({4, d.sb, d.w.vocab});
   }
   return out;
 }

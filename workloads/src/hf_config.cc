@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "hf_reader.h"
+#include "meshsim/sim/checked.h"
 #include "meshsim/sim/error.h"
 #include "model_loaders.h"
 

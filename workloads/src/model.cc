@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <tuple>
 
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/json_input.h"
+#include "meshsim/workloads/accounting.h"
 #include "model_loaders.h"
 
 namespace meshsim::workloads {
@@ -32,16 +34,24 @@ std::string file_stem(const std::string& path) {
   return std::filesystem::path(path).stem().string();
 }
 
-void positive(int64_t v, const std::string& source, const std::string& field) {
+// Positive, and at most `max` (a width, rank or window: ModelLimits in model.h).
+void positive(int64_t v, const std::string& source, const std::string& field,
+              int64_t max = ModelLimits::kDff) {
   if (v <= 0) {
     throw InputError(source, field, fmt::format("expected a positive integer, got {}", v));
+  }
+  if (v > max) {
+    throw InputError(source, field,
+                     fmt::format("{} is above the limit of {}: far beyond any transformer "
+                                 "trained, and past what meshsim's 64-bit accounting holds",
+                                 v, max));
   }
 }
 
 void validate_moe(const ModelConfig& m, const std::string& source, const ModelFieldNames& f) {
   const MoeConfig& e = *m.moe;
-  positive(e.num_experts, source, f.num_experts);
-  positive(e.experts_per_token, source, f.experts_per_token);
+  positive(e.num_experts, source, f.num_experts, ModelLimits::kExperts);
+  positive(e.experts_per_token, source, f.experts_per_token, ModelLimits::kExperts);
   positive(e.expert_d_ff, source, f.expert_d_ff);
   if (e.experts_per_token > e.num_experts) {
     throw InputError(source, f.experts_per_token,
@@ -49,11 +59,14 @@ void validate_moe(const ModelConfig& m, const std::string& source, const ModelFi
                                  "num_experts",
                                  e.experts_per_token, e.num_experts));
   }
-  if (e.num_shared_experts < 0 || (e.num_shared_experts > 0 && e.shared_expert_d_ff <= 0)) {
+  if (e.num_shared_experts < 0 || e.num_shared_experts > ModelLimits::kExperts ||
+      (e.num_shared_experts > 0 &&
+       (e.shared_expert_d_ff <= 0 || e.shared_expert_d_ff > ModelLimits::kDff))) {
     throw InputError(source, f.shared_experts,
-                     fmt::format("{} shared experts of width {}; expected a non-negative count "
-                                 "and a positive width",
-                                 e.num_shared_experts, e.shared_expert_d_ff));
+                     fmt::format("{} shared experts of width {}; expected a count in 0..{} "
+                                 "and a positive width of at most {}",
+                                 e.num_shared_experts, e.shared_expert_d_ff, ModelLimits::kExperts,
+                                 ModelLimits::kDff));
   }
   if (e.first_dense_layers < 0 || e.first_dense_layers >= m.num_layers) {
     throw InputError(source, f.first_dense_layers,
@@ -89,7 +102,7 @@ void validate_attention(const ModelConfig& m, const std::string& source, const M
     }
   }
   if (m.sliding_window) {
-    positive(m.sliding_window->size, source, f.sliding_window + "/size");
+    positive(m.sliding_window->size, source, f.sliding_window + "/size", ModelLimits::kPositions);
     if (m.sliding_window->pattern.empty()) {
       throw InputError(source, f.sliding_window + "/pattern",
                        "expected a non-empty list of booleans (true: the layer is windowed)");
@@ -160,7 +173,8 @@ ModelConfig load_model(const std::string& name_or_path) {
       return parse_model(j, preset_source(stem));
     }
   }
-  if (!std::filesystem::exists(name_or_path) && !looks_like_path(name_or_path)) {
+  std::error_code ec;  // a name too long to be a path is not one: no exception
+  if (!std::filesystem::exists(name_or_path, ec) && !looks_like_path(name_or_path)) {
     throw InputError(
         name_or_path, "",
         fmt::format("unknown model preset (expected one of: {}; or a path to a meshsim model JSON "
@@ -185,16 +199,69 @@ void derive_head_dim(ModelConfig& model, bool head_dim_given, const std::string&
   model.head_dim = model.d_model / model.num_heads;
 }
 
+namespace {
+
+// 2^20 -> "2^20 (1,048,576)"
+std::string power_of_two(int64_t v) {
+  int bits = 0;
+  while ((int64_t{1} << bits) < v) {
+    ++bits;
+  }
+  std::string digits = std::to_string(v);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) {
+    digits.insert(static_cast<size_t>(i), ",");
+  }
+  return (int64_t{1} << bits) == v ? fmt::format("2^{} ({})", bits, digits) : digits;
+}
+
+// The counts the accounting derives per layer and per table, against their limits; the sizes are
+// already within theirs, so none of these products can overflow.
+void check_parameter_counts(const ModelConfig& m, const std::string& source,
+                            const ModelFieldNames& f) {
+  const ParameterCounts c = count_parameters(m);
+  const int64_t layer = c.layer.total();
+  if (layer > ModelLimits::kLayerParameters) {
+    const bool mlp_heavy = c.layer.mlp + c.layer.experts() > c.layer.attention();
+    throw InputError(
+        source, mlp_heavy ? (m.moe ? f.num_experts : f.d_ff) : f.d_model,
+        fmt::format("{} parameters per layer; expected at most {} (Llama 3 405B has 3.2 G)", layer,
+                    power_of_two(ModelLimits::kLayerParameters)));
+  }
+  for (const auto& [count, field, what] :
+       {std::tuple{c.token_embedding, f.vocab_size, "token embedding"},
+        std::tuple{c.position_embedding, f.max_position_embeddings, "learned position table"}}) {
+    if (count > ModelLimits::kTableParameters) {
+      throw InputError(source, field,
+                       fmt::format("a {} of {} parameters; expected at most {}", what, count,
+                                   power_of_two(ModelLimits::kTableParameters)));
+    }
+  }
+}
+
+}  // namespace
+
 void validate_model_fields(const ModelConfig& m, const std::string& source,
                            const ModelFieldNames& f) {
-  positive(m.num_layers, source, f.num_layers);
-  positive(m.d_model, source, f.d_model);
-  positive(m.num_heads, source, f.num_heads);
-  positive(m.num_kv_heads, source, f.num_kv_heads);
-  positive(m.head_dim, source, f.head_dim);
-  positive(m.d_ff, source, f.d_ff);
-  positive(m.vocab_size, source, f.vocab_size);
-  positive(m.max_position_embeddings, source, f.max_position_embeddings);
+  // Positive, and at most `max` (why: ModelLimits in model.h).
+  const auto size = [&](int64_t v, const std::string& field, int64_t max) {
+    if (v <= 0) {
+      throw InputError(source, field, fmt::format("expected a positive integer, got {}", v));
+    }
+    if (v > max) {
+      throw InputError(source, field,
+                       fmt::format("{} is above the limit of {}: far beyond any transformer "
+                                   "trained, and past what meshsim's 64-bit accounting holds",
+                                   v, power_of_two(max)));
+    }
+  };
+  size(m.num_layers, f.num_layers, ModelLimits::kLayers);
+  size(m.d_model, f.d_model, ModelLimits::kDModel);
+  size(m.num_heads, f.num_heads, ModelLimits::kHeads);
+  size(m.num_kv_heads, f.num_kv_heads, ModelLimits::kHeads);
+  size(m.head_dim, f.head_dim, ModelLimits::kHeadDim);
+  size(m.d_ff, f.d_ff, ModelLimits::kDff);
+  size(m.vocab_size, f.vocab_size, ModelLimits::kVocab);
+  size(m.max_position_embeddings, f.max_position_embeddings, ModelLimits::kPositions);
   if (m.num_kv_heads > m.num_heads || m.num_heads % m.num_kv_heads != 0) {
     throw InputError(source, f.num_kv_heads,
                      fmt::format("{} key/value heads do not divide the {} query heads; expected "
@@ -216,6 +283,7 @@ void validate_model_fields(const ModelConfig& m, const std::string& source,
     validate_moe(m, source, f);
   }
   validate_attention(m, source, f);
+  check_parameter_counts(m, source, f);
 }
 
 void validate_model(const ModelConfig& model, const std::string& source) {

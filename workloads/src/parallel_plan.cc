@@ -1,7 +1,9 @@
 #include <fmt/format.h>
 
-#include <numeric>
+#include <optional>
+#include <string>
 
+#include "meshsim/sim/checked.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/workloads/parallel.h"
 
@@ -42,9 +44,36 @@ using F = PlanField;
   throw PlanError(field, message);
 }
 
-void check_positive(PlanField field, int64_t v) {
+// The limit of each size field (PlanLimits) and why, for the message.
+struct SizeLimit {
+  int64_t max;
+  const char* why;
+};
+
+SizeLimit limit_of(PlanField field) {
+  switch (field) {
+    case F::kVpp:
+      return {PlanLimits::kVpp, "one layer per virtual stage at most"};
+    case F::kSeq:
+      return {PlanLimits::kSeq, "tokens per sequence; the longest trained are ~1 M"};
+    case F::kMbs:
+      return {PlanLimits::kMbs, "sequences per microbatch"};
+    case F::kGbs:
+      return {PlanLimits::kGbs, "sequences per step; Llama 3 trained with 2,048"};
+    default:
+      return {PlanLimits::kRanks, "ranks: the largest cluster meshsim simulates has 131,072 "
+                                  "devices"};
+  }
+}
+
+// Positive and at most its limit.
+void check_size(PlanField field, int64_t v) {
   if (v <= 0) {
     bad(field, fmt::format("expected a positive integer, got {}", v));
+  }
+  const SizeLimit limit = limit_of(field);
+  if (v > limit.max) {
+    bad(field, fmt::format("{} is above the limit of {} ({})", v, limit.max, limit.why));
   }
 }
 
@@ -52,7 +81,14 @@ void check_sizes(const ParallelPlan& p) {
   for (const auto& [field, v] : {std::pair{F::kDp, p.dp}, {F::kTp, p.tp}, {F::kCp, p.cp},
                                  {F::kPp, p.pp}, {F::kVpp, p.vpp}, {F::kEp, p.ep},
                                  {F::kMbs, p.mbs}, {F::kGbs, p.gbs}, {F::kSeq, p.seq}}) {
-    check_positive(field, v);
+    check_size(field, v);
+  }
+  // Each degree is at most 2^17, so the products below are exact before they are compared.
+  const std::optional<int64_t> ranks = try_mul(p.tp * p.cp, p.dp * p.pp);
+  if (!ranks || *ranks > PlanLimits::kRanks) {
+    bad(F::kDp, fmt::format("tp {} x cp {} x dp {} x pp {} is more than {} ranks, the largest "
+                            "cluster meshsim simulates",
+                            p.tp, p.cp, p.dp, p.pp, PlanLimits::kRanks));
   }
   if (p.gbs % (p.dp * p.mbs) != 0) {
     bad(F::kGbs, fmt::format("global batch {} is not divisible by dp {} x mbs {} = {}; each "
@@ -69,7 +105,7 @@ void check_sizes(const ParallelPlan& p) {
 void validate_sharding(const ModelConfig& m, const ParallelPlan& p) {
   for (const auto& [field, v] :
        {std::pair{F::kTp, p.tp}, {F::kCp, p.cp}, {F::kMbs, p.mbs}, {F::kSeq, p.seq}}) {
-    check_positive(field, v);
+    check_size(field, v);
   }
   if (m.num_heads % p.tp != 0) {
     bad(F::kTp, fmt::format("tensor parallel {} does not divide the {} attention heads of {}",
@@ -119,15 +155,19 @@ void check_pipeline(const ModelConfig& m, const ParallelPlan& p) {
                             p.stage_layers.size(), p.pp, p.vpp, entries)
               : fmt::format("{} entries for {} pipeline stages", p.stage_layers.size(), p.pp));
     }
-    const int64_t sum = std::accumulate(p.stage_layers.begin(), p.stage_layers.end(), int64_t{0});
-    if (sum != m.num_layers) {
-      bad(F::kStageLayers,
-          fmt::format("the stages hold {} layers in total; {} has {}", sum, m.name, m.num_layers));
-    }
     for (const int64_t l : p.stage_layers) {
       if (l <= 0) {
         bad(F::kStageLayers, fmt::format("every stage needs at least one layer, got {}", l));
       }
+    }
+    std::optional<int64_t> sum = 0;
+    for (const int64_t l : p.stage_layers) {
+      sum = sum ? try_add(*sum, l) : std::nullopt;
+    }
+    if (sum != m.num_layers) {
+      bad(F::kStageLayers,
+          fmt::format("the stages hold {} layers in total; {} has {}",
+                      sum ? std::to_string(*sum) : "more than 2^63", m.name, m.num_layers));
     }
   } else if (m.num_layers % p.pp != 0) {
     bad(F::kPp, fmt::format("pipeline parallel {} does not divide the {} layers of {}; state an "
@@ -140,6 +180,12 @@ void check_pipeline(const ModelConfig& m, const ParallelPlan& p) {
                              p.pp, p.vpp, p.pp * p.vpp, m.num_layers));
   }
   validate(p.pipeline());
+  if (p.microbatches() > PlanLimits::kMicrobatchLayers / m.num_layers) {
+    bad(F::kGbs, fmt::format("{} microbatches per pipeline x {} layers is more than {} (2^20) "
+                             "(microbatch, layer) pairs: each is dozens of simulated ops of "
+                             "every rank, and a step that size would not simulate in minutes",
+                             p.microbatches(), m.num_layers, PlanLimits::kMicrobatchLayers));
+  }
 }
 
 void check_experts(const ModelConfig& m, const ParallelPlan& p) {

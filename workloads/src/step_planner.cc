@@ -26,15 +26,38 @@ std::vector<RankId> rank_ids(const std::vector<int64_t>& ranks) {
   return out;
 }
 
-// The groups of global rank `r`, by group slot (slots.h).
-std::array<std::vector<RankId>, detail::kNumGroupSlots> groups_of(const RankLayout& layout,
-                                                                  int64_t r) {
-  std::array<std::vector<RankId>, detail::kNumGroupSlots> out;
-  for (const detail::GroupSlotInfo& g : detail::kGroupSlots) {
-    out[detail::index(g.slot)] = rank_ids(g.members(layout, r));
+// The groups of every rank, by group slot (slots.h), each computed once: a group is found from
+// its first member and recorded for all of its members, so the work is linear in the ranks even
+// when a group spans all of them (computing each rank's group from scratch was quadratic: minutes
+// for data parallelism over 65,536 ranks).
+class GroupTable {
+ public:
+  explicit GroupTable(const RankLayout& layout) : layout_(layout) {
+    for (auto& slot : of_rank_) {
+      slot.assign(static_cast<size_t>(layout.world()), kNone);
+    }
   }
-  return out;
-}
+
+  // The group of global rank `r` in `slot`, in rank order.
+  const std::vector<RankId>& group(size_t slot, int64_t r) {
+    uint32_t& id = of_rank_[slot][static_cast<size_t>(r)];
+    if (id == kNone) {
+      std::vector<RankId> members = rank_ids(detail::kGroupSlots[slot].members(layout_, r));
+      const auto fresh = static_cast<uint32_t>(groups_.size());
+      for (const RankId m : members) {
+        of_rank_[slot][m.index()] = fresh;
+      }
+      groups_.push_back(std::move(members));
+    }
+    return groups_[of_rank_[slot][static_cast<size_t>(r)]];
+  }
+
+ private:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  const RankLayout& layout_;
+  std::array<std::vector<uint32_t>, detail::kNumGroupSlots> of_rank_;
+  std::vector<std::vector<RankId>> groups_;
+};
 
 // The global rank bound to peer slot `slot` of global rank `r`: its neighbour `slot.step`
 // positions on along the slot's axis, cyclically.
@@ -46,7 +69,8 @@ int64_t peer_of(const RankLayout& layout, int64_t r, const detail::PeerSlotInfo&
 }
 
 // Binds every slot of every simulated rank (slots.h), creating each group once.
-void bind_ranks(StepPlan& plan, const RankLayout& layout, const std::vector<int64_t>& simulated) {
+void bind_ranks(StepPlan& plan, const RankLayout& layout, GroupTable& table,
+                const std::vector<int64_t>& simulated) {
   std::map<int64_t, RankId> sim_index;
   for (size_t i = 0; i < simulated.size(); ++i) {
     sim_index.emplace(simulated[i], RankId(static_cast<uint32_t>(i)));
@@ -57,9 +81,8 @@ void bind_ranks(StepPlan& plan, const RankLayout& layout, const std::vector<int6
     b.global_rank = RankId(static_cast<uint32_t>(r));
     b.stage = layout.coords(r).pp;
     b.program = ProgramIndex(static_cast<uint32_t>(b.stage));
-    const auto groups = groups_of(layout, r);
     for (const detail::GroupSlotInfo& slot : detail::kGroupSlots) {
-      const std::vector<RankId>& members = groups[detail::index(slot.slot)];
+      const std::vector<RankId>& members = table.group(detail::index(slot.slot), r);
       const auto [it, fresh] =
           group_index.emplace(members, GroupId(static_cast<uint32_t>(plan.groups.size())));
       if (fresh) {
@@ -86,7 +109,7 @@ void bind_ranks(StepPlan& plan, const RankLayout& layout, const std::vector<int6
 
 // One family per (group slot, stage): every group of that slot among the stage's ranks. A group
 // is in one family only (without EP the expert-DP groups are the DP groups).
-void add_families(StepPlan& plan, const RankLayout& layout, int64_t stages) {
+void add_families(StepPlan& plan, const RankLayout& layout, GroupTable& table, int64_t stages) {
   std::set<std::vector<RankId>> seen;
   for (int64_t stage = 0; stage < stages; ++stage) {
     std::array<std::set<std::vector<RankId>>, detail::kNumGroupSlots> by_slot;
@@ -94,10 +117,10 @@ void add_families(StepPlan& plan, const RankLayout& layout, int64_t stages) {
       if (layout.coords(r).pp != stage) {
         continue;
       }
-      const auto groups = groups_of(layout, r);
-      for (size_t slot = 0; slot < groups.size(); ++slot) {
-        if (groups[slot].size() > 1) {
-          by_slot[slot].insert(groups[slot]);
+      for (size_t slot = 0; slot < detail::kNumGroupSlots; ++slot) {
+        const std::vector<RankId>& group = table.group(slot, r);
+        if (group.size() > 1 && group.front().value() == r) {  // once, at its first member
+          by_slot[slot].insert(group);
         }
       }
     }
@@ -216,8 +239,9 @@ StepPlan plan_step(const ModelConfig& model, const ParallelPlan& plan, Simulatio
     out.memory_estimate.push_back(stage_memory(stage, plan));
   }
   const RankLayout layout(plan);
-  bind_ranks(out, layout, simulated_ranks(layout, mode, also_simulate));
-  add_families(out, layout, plan.pp);
+  GroupTable groups(layout);
+  bind_ranks(out, layout, groups, simulated_ranks(layout, mode, also_simulate));
+  add_families(out, layout, groups, plan.pp);
   add_images(out, layout, plan);
   return out;
 }

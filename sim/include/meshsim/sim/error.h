@@ -3,6 +3,10 @@
 // * `InputError` is bad input from a user: it names the source (a file, or a command-line flag),
 //   the location inside it (a JSON pointer such as "/layers/3/bandwidth", or a flag name) and what
 //   was wrong and what was expected. Loaders throw it; only `main` and tests catch it.
+// * `LimitError` is a well-formed input whose consequences exceed what meshsim represents: a count
+//   or size past 2^63 - 1, a time past int64 picoseconds (about 106 days). Loaders bound what they
+//   read (each bound stated in its error), so this is the backstop for products and sums of
+//   bounded values (sim/checked.h). It is an InfeasibleError: exit 2, never a wrapped value.
 // * `SIM_CHECK(cond, fmt, args...)` guards internal invariants, always on (also in Release). A
 //   failure is a bug in meshsim, not in the input, and throws `InternalError` naming the state.
 #pragma once
@@ -27,10 +31,25 @@ class InputError : public std::runtime_error {
   std::string message_;
 };
 
+// An input past a size limit (a file larger than the cap on what meshsim reads, a gzip stream that
+// inflates past it). The message states the limit; the edge, which knows how the limit was set,
+// may add how to raise it.
+class InputSizeError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 // A model or plan that is well-formed but cannot run on the hardware (e.g. throughput above peak).
 class InfeasibleError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// A value beyond meshsim's representation (see the file comment); the message says what was being
+// computed and the bound.
+class LimitError : public InfeasibleError {
+ public:
+  using InfeasibleError::InfeasibleError;
 };
 
 class InternalError : public std::logic_error {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "meshsim/sim/enum_names.h"
@@ -20,9 +21,35 @@
 
 namespace meshsim {
 
-// Reads and parses a JSON file. Missing files and syntax errors throw InputError naming the file
-// and the byte offset.
-nlohmann::json load_json_file(const std::string& path);
+// Bounds on one JSON input, checked before anything walks the document, so that no file, however
+// large, endless (/dev/zero) or deep, makes meshsim read without end or recurse off its stack.
+struct JsonLimits {
+  // 64 MiB. meshsim's JSON inputs are kilobytes (the largest, topology/chips.json, ~25 KB); a
+  // cluster's explicit graph of 10^5 links is ~10 MB. The parsed document takes up to 35 times
+  // its text ([{},{},...]): at most ~2.3 GiB.
+  int64_t max_bytes = int64_t{64} << 20;
+  // Nesting levels. meshsim's schemas nest at most 6 levels, profiler traces about 10; code that
+  // walks a document (copies, dumps, error messages) recurses once per level.
+  int max_depth = 128;
+};
+
+// Reads a whole file of at most `max_bytes` bytes (a regular file, a pipe or a device, read in
+// chunks; never more than the limit). InputError(path, "", ...) when it cannot be opened, is a
+// directory or fails to read; InputSizeError when it is larger: "larger than the 64 MiB limit on
+// <what>".
+std::string read_input_file(const std::string& path, int64_t max_bytes, std::string_view what);
+
+// Parses JSON text. InputError(source, "byte N", ...) on a syntax error, on nesting deeper than
+// `max_depth` and on a number a double cannot hold (1e400); the text's length is the caller's to
+// bound.
+nlohmann::json parse_json(std::string_view text, const std::string& source,
+                          int max_depth = JsonLimits{}.max_depth);
+
+// Reads (read_input_file, limits.max_bytes) and parses (parse_json) a JSON file.
+nlohmann::json load_json_file(const std::string& path, const JsonLimits& limits = {});
+
+// "64 MiB", "1.5 GiB", "512 B": a limit in bytes, for the messages that state it.
+std::string describe_limit(int64_t bytes);
 
 class JsonObject {
  public:
@@ -94,6 +121,10 @@ std::optional<T> opt(JsonObject& obj, const std::string& key, T (JsonObject::*ge
   }
   return (obj.*getter)(key);
 }
+
+// An integer JSON value as int64, or nullopt: not an integer, or one past int64 (nlohmann keeps
+// those as uint64, and get<int64_t> would wrap them to negative numbers).
+std::optional<int64_t> as_int64(const nlohmann::json& v);
 
 // Describes a JSON value for error messages: `-3`, `"abc"`, `an object`.
 std::string describe_json(const nlohmann::json& v);

@@ -5,9 +5,15 @@
 // is 400e9 bytes/s. Decimal prefixes (k/K, M, G, T, P) are powers of ten; binary ones (Ki, Mi, Gi,
 // Ti) powers of two. Sizes must be in bytes: "80Gb" is rejected rather than silently converted.
 // Each function throws `UnitParseError` with a message that says what was expected.
+//
+// Bounds: every value is finite and non-negative; sizes and durations fit in int64 (bytes,
+// picoseconds); rates are at most kMaxBandwidth and kMaxFlopsRate, far above any real device, so
+// that a typo ("1e308TB/s") is refused instead of printing "inf" or dividing into zero time.
 #pragma once
 
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 
 #include "meshsim/sim/units.h"
@@ -18,6 +24,16 @@ class UnitParseError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
+
+// 1 EB/s: a thousand times NVLink 5's 1.8 TB/s per GPU or HBM3e's 8 TB/s.
+inline constexpr double kMaxBandwidth = 1e18;
+// 1 ZFLOP/s: about 10^5 times a B200's densest rate (~2e16 FLOP/s at fp4).
+inline constexpr double kMaxFlopsRate = 1e21;
+
+// The bound checks of the parsers, for rates given as plain numbers (JsonObject): nullopt when
+// `bytes_per_s` (`flops_per_s`) is finite, >= 0 and within the bound, else the reason.
+std::optional<std::string> bandwidth_out_of_range(double bytes_per_s);
+std::optional<std::string> flops_rate_out_of_range(double flops_per_s);
 
 Bytes parse_bytes(std::string_view text);
 BytesPerSec parse_bandwidth(std::string_view text);

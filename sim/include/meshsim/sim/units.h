@@ -11,6 +11,10 @@
 //    GiB) powers of two. Bit rates (`Gbps`) are converted to bytes/s by the factory, once.
 //  * Rounding rule (the only one): a duration computed from an amount over a rate is rounded UP to
 //    the next whole picosecond, so a non-zero amount never takes zero time.
+//  * Integer arithmetic on Duration, SimTime and Bytes is checked: a result past int64 (a time
+//    beyond +-106 days, a size beyond 8 EiB) throws LimitError (sim/error.h) instead of wrapping,
+//    and so do the factories given a value they cannot hold (Seconds(1e300), a NaN). Inputs are
+//    bounded where they are read; this is what keeps a product of bounded values honest.
 #pragma once
 
 #include <cmath>
@@ -19,6 +23,43 @@
 #include <limits>
 
 namespace meshsim {
+
+namespace detail {
+// Throws LimitError: `what` overflowed int64 (see the file comment). Out of line, so that this
+// header needs no formatting library.
+[[noreturn]] void unit_overflow(const char* what);
+// llround(v) when v is finite and rounds into int64; otherwise unit_overflow(what).
+int64_t round_to_int64(double v, const char* what);
+
+inline constexpr const char* kTimeOverflow =
+    "a time beyond meshsim's clock, int64 picoseconds (+-2^63 ps, about 106 days): the inputs "
+    "make a step, a transfer or a kernel last longer than that";
+inline constexpr const char* kBytesOverflow =
+    "a size beyond 2^63 - 1 bytes (8 EiB): the inputs make a buffer or a memory total larger "
+    "than that";
+
+constexpr int64_t add(int64_t a, int64_t b, const char* what) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) {
+    unit_overflow(what);
+  }
+  return r;
+}
+constexpr int64_t sub(int64_t a, int64_t b, const char* what) {
+  int64_t r = 0;
+  if (__builtin_sub_overflow(a, b, &r)) {
+    unit_overflow(what);
+  }
+  return r;
+}
+constexpr int64_t mul(int64_t a, int64_t b, const char* what) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) {
+    unit_overflow(what);
+  }
+  return r;
+}
+}  // namespace detail
 
 class Duration {
  public:
@@ -32,17 +73,17 @@ class Duration {
   constexpr double microseconds() const { return static_cast<double>(ps_) * 1e-6; }
   constexpr double milliseconds() const { return static_cast<double>(ps_) * 1e-9; }
 
-  constexpr Duration operator+(Duration o) const { return Duration(ps_ + o.ps_); }
-  constexpr Duration operator-(Duration o) const { return Duration(ps_ - o.ps_); }
-  constexpr Duration& operator+=(Duration o) {
-    ps_ += o.ps_;
-    return *this;
+  constexpr Duration operator+(Duration o) const {
+    return Duration(detail::add(ps_, o.ps_, detail::kTimeOverflow));
   }
-  constexpr Duration& operator-=(Duration o) {
-    ps_ -= o.ps_;
-    return *this;
+  constexpr Duration operator-(Duration o) const {
+    return Duration(detail::sub(ps_, o.ps_, detail::kTimeOverflow));
   }
-  constexpr Duration operator*(int64_t k) const { return Duration(ps_ * k); }
+  constexpr Duration& operator+=(Duration o) { return *this = *this + o; }
+  constexpr Duration& operator-=(Duration o) { return *this = *this - o; }
+  constexpr Duration operator*(int64_t k) const {
+    return Duration(detail::mul(ps_, k, detail::kTimeOverflow));
+  }
   // Ratio of two spans (e.g. a bubble fraction).
   constexpr double operator/(Duration o) const {
     return static_cast<double>(ps_) / static_cast<double>(o.ps_);
@@ -55,11 +96,20 @@ class Duration {
 };
 
 // Rounds to the nearest picosecond; for input values and constants (latencies, overheads).
+// A value that does not fit (or is not finite) throws LimitError.
 inline Duration Picoseconds(int64_t v) { return Duration::from_ps(v); }
-inline Duration Nanoseconds(double v) { return Duration::from_ps(std::llround(v * 1e3)); }
-inline Duration Microseconds(double v) { return Duration::from_ps(std::llround(v * 1e6)); }
-inline Duration Milliseconds(double v) { return Duration::from_ps(std::llround(v * 1e9)); }
-inline Duration Seconds(double v) { return Duration::from_ps(std::llround(v * 1e12)); }
+inline Duration Nanoseconds(double v) {
+  return Duration::from_ps(detail::round_to_int64(v * 1e3, detail::kTimeOverflow));
+}
+inline Duration Microseconds(double v) {
+  return Duration::from_ps(detail::round_to_int64(v * 1e6, detail::kTimeOverflow));
+}
+inline Duration Milliseconds(double v) {
+  return Duration::from_ps(detail::round_to_int64(v * 1e9, detail::kTimeOverflow));
+}
+inline Duration Seconds(double v) {
+  return Duration::from_ps(detail::round_to_int64(v * 1e12, detail::kTimeOverflow));
+}
 
 class SimTime {
  public:
@@ -72,12 +122,13 @@ class SimTime {
   constexpr double seconds() const { return static_cast<double>(ps_) * 1e-12; }
   constexpr Duration since_start() const { return Duration::from_ps(ps_); }
 
-  constexpr SimTime operator+(Duration d) const { return SimTime(ps_ + d.ps()); }
-  constexpr Duration operator-(SimTime o) const { return Duration::from_ps(ps_ - o.ps_); }
-  constexpr SimTime& operator+=(Duration d) {
-    ps_ += d.ps();
-    return *this;
+  constexpr SimTime operator+(Duration d) const {
+    return SimTime(detail::add(ps_, d.ps(), detail::kTimeOverflow));
   }
+  constexpr Duration operator-(SimTime o) const {
+    return Duration::from_ps(detail::sub(ps_, o.ps_, detail::kTimeOverflow));
+  }
+  constexpr SimTime& operator+=(Duration d) { return *this = *this + d; }
   constexpr auto operator<=>(const SimTime&) const = default;
 
  private:
@@ -93,17 +144,17 @@ class Bytes {
   constexpr int64_t count() const { return n_; }
   constexpr double as_double() const { return static_cast<double>(n_); }
 
-  constexpr Bytes operator+(Bytes o) const { return Bytes(n_ + o.n_); }
-  constexpr Bytes operator-(Bytes o) const { return Bytes(n_ - o.n_); }
-  constexpr Bytes& operator+=(Bytes o) {
-    n_ += o.n_;
-    return *this;
+  constexpr Bytes operator+(Bytes o) const {
+    return Bytes(detail::add(n_, o.n_, detail::kBytesOverflow));
   }
-  constexpr Bytes& operator-=(Bytes o) {
-    n_ -= o.n_;
-    return *this;
+  constexpr Bytes operator-(Bytes o) const {
+    return Bytes(detail::sub(n_, o.n_, detail::kBytesOverflow));
   }
-  constexpr Bytes operator*(int64_t k) const { return Bytes(n_ * k); }
+  constexpr Bytes& operator+=(Bytes o) { return *this = *this + o; }
+  constexpr Bytes& operator-=(Bytes o) { return *this = *this - o; }
+  constexpr Bytes operator*(int64_t k) const {
+    return Bytes(detail::mul(n_, k, detail::kBytesOverflow));
+  }
   // Integer division rounding down (a shard of a buffer); callers that need exact division check
   // divisibility first.
   constexpr Bytes operator/(int64_t k) const { return Bytes(n_ / k); }
@@ -117,14 +168,17 @@ class Bytes {
   int64_t n_ = 0;
 };
 
-// Rounds to the nearest byte.
-inline Bytes KB(double v) { return Bytes::of(std::llround(v * 1e3)); }
-inline Bytes MB(double v) { return Bytes::of(std::llround(v * 1e6)); }
-inline Bytes GB(double v) { return Bytes::of(std::llround(v * 1e9)); }
-inline Bytes TB(double v) { return Bytes::of(std::llround(v * 1e12)); }
-inline Bytes KiB(double v) { return Bytes::of(std::llround(v * 1024.0)); }
-inline Bytes MiB(double v) { return Bytes::of(std::llround(v * 1024.0 * 1024.0)); }
-inline Bytes GiB(double v) { return Bytes::of(std::llround(v * 1024.0 * 1024.0 * 1024.0)); }
+// Rounds to the nearest byte; a value that does not fit (or is not finite) throws LimitError.
+namespace detail {
+inline Bytes round_bytes(double v) { return Bytes::of(round_to_int64(v, kBytesOverflow)); }
+}  // namespace detail
+inline Bytes KB(double v) { return detail::round_bytes(v * 1e3); }
+inline Bytes MB(double v) { return detail::round_bytes(v * 1e6); }
+inline Bytes GB(double v) { return detail::round_bytes(v * 1e9); }
+inline Bytes TB(double v) { return detail::round_bytes(v * 1e12); }
+inline Bytes KiB(double v) { return detail::round_bytes(v * 1024.0); }
+inline Bytes MiB(double v) { return detail::round_bytes(v * 1024.0 * 1024.0); }
+inline Bytes GiB(double v) { return detail::round_bytes(v * 1024.0 * 1024.0 * 1024.0); }
 
 class Flops {
  public:

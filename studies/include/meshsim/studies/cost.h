@@ -21,6 +21,13 @@
 
 namespace meshsim::studies {
 
+// Bounds on a price table and the flags that override it, far above any real figure (an H100
+// rents for $2 to $10 an hour and draws ~1.3 kW with its share of the host; data centres run at a
+// PUE of 1.1 to 2): past them a cost or energy came out as "inf" (null in JSON).
+inline constexpr double kMaxUsdPerDeviceHour = 1e6;
+inline constexpr double kMaxWattsPerDevice = 1e6;
+inline constexpr double kMaxPue = 10.0;
+
 struct DevicePrice {
   std::optional<double> usd_per_device_hour;
   std::string price_source;
@@ -42,8 +49,10 @@ struct PriceTable {
   DevicePrice device(const std::string& chip) const;
 };
 
+// The most tokens a budget may name: 10^18, 10^5 times Llama 3's 15T (more printed "inf" days).
+inline constexpr double kMaxTokens = 1e18;
 // "15T", "2.5e12", "300B", "1.5M" -> tokens; nullopt unless a positive number with an optional
-// K, M, B (or G) or T suffix (powers of 1000).
+// K, M, B (or G) or T suffix (powers of 1000), at most kMaxTokens.
 std::optional<double> parse_token_count(const std::string& text);
 
 struct TimeToTrain {

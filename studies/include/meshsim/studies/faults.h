@@ -31,6 +31,13 @@
 
 namespace meshsim::studies {
 
+// Bounds on the faults, checked where they are read (scenario file or flags), so that the engine's
+// loop never meets a time it cannot hold. A rank or kernel at most 1000 x its nominal time (the
+// slowest straggler Meta reports is a few times slower); a kernel-time coefficient of variation
+// at most 10 (measured jitter is a few percent); ranks and devices below topology::kMaxDevices.
+inline constexpr double kMaxSlowdown = 1000.0;
+inline constexpr double kMaxJitterCv = 10.0;
+
 struct Faults {
   Heterogeneity compute;
   std::vector<topology::LinkFault> links;

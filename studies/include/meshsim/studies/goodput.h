@@ -121,7 +121,9 @@ struct MonteCarloResult {
 
 // `runs` independent runs (seeded per run from (seed, "goodput/run/<i>"), so a run's draws do not
 // depend on how many runs there are). GoodputError(kRuns) unless runs >= 1;
-// GoodputError(kCheckpointInterval) unless interval + blocking >= commit lag and interval > 0.
+// GoodputError(kCheckpointInterval) unless interval + blocking >= commit lag and interval > 0;
+// GoodputError(kWork) when one run would draw more than 10^6 interruptions, (kRuns) when all runs
+// would draw more than 10^9 (estimated from the closed form before any is drawn).
 // Cost: O(interruptions) per run.
 MonteCarloResult monte_carlo(const GoodputModel& m, double interval_s, int64_t runs, uint64_t seed);
 

@@ -60,6 +60,14 @@ struct Fixed {
   std::optional<workloads::PipelineSchedule> schedule;
 };
 
+// Bounds on the search's counts, checked where they are read (flags, a sweep spec): a search
+// enumerates thousands of plans, so 2^20 ranked plans and 2^30 simulations are never limits in
+// practice, and they keep 2 x top inside 64 bits; 1024 simulations at once is more threads than
+// any machine meshsim runs on has cores.
+inline constexpr int64_t kMaxTop = int64_t{1} << 20;
+inline constexpr int64_t kMaxSimulations = int64_t{1} << 30;
+inline constexpr int64_t kMaxJobs = 1024;
+
 struct SearchOptions {
   int64_t top = 20;
   Objective objective = Objective::kTime;

@@ -128,7 +128,9 @@ workloads::ZeroStage zero_stage(int64_t value, const Origin& where);
 
 // The scenario's cluster: preset or file (InputError from the loaders), resized to `nodes` (GPU
 // clusters) or `shape` (TPU slices), then joined into `slices` slices. ScenarioError on kNodes /
-// kShape / kSlices when they do not apply.
+// kShape / kSlices when they do not apply, or when the cluster refuses the size (more devices
+// than meshsim simulates, a slice that does not fill whole hosts): the size is blamed where it
+// came from, not the cluster's own file.
 topology::ClusterSpec load_cluster(const Scenario& s);
 
 // "8x16x16" -> {8, 16, 16}; ScenarioError(kShape) unless positive extents joined by 'x'.

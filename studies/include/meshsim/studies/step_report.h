@@ -77,8 +77,6 @@ struct StepReport {
 };
 
 nlohmann::json to_json(const StepReport& r);
-// Writes `j` (indented, newline-terminated) to `path`; InputError(flag, ...) when it cannot.
-void write_json_file(const std::string& path, const nlohmann::json& j, const std::string& flag);
 
 // "weights 4.23 GiB, gradients 4.23 GiB, ...": the non-zero categories.
 std::string memory_line(const MemoryBreakdown& m);

@@ -40,6 +40,12 @@ struct SweepAxis {
   std::vector<nlohmann::json> values;
 };
 
+// The most points a sweep spec may ask for (the product of its axes' lengths), checked when the
+// spec is read: 2^16 points, each a step's simulation (0.1 to 1 s) or a plan search (hundreds),
+// is a day or more of CPU; more is a typo or a hostile file (eight axes of 256 values wrapped the
+// product to zero in 64 bits).
+inline constexpr int64_t kMaxSweepPoints = int64_t{1} << 16;
+
 struct SweepSpec {
   std::string source;  // the spec file, for errors
   Scenario base;

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -132,6 +133,21 @@ struct CollectivePlatform {
   double ll128_efficiency = 1.0;
 };
 
+// Bounds on a cluster's size, checked by the loader and the resize functions (each error states
+// its bound). 131,072 devices (16,384 DGX nodes; Llama 3 405B trained on 16,384 H100s; issue
+// 16's target is 100K GPUs) is the largest cluster meshsim simulates within about a minute of CPU:
+// the 405B layout on 98,304 GPUs simulated in full takes 41 s of CPU and 1.65 GiB (README,
+// Performance). An explicit graph holds at most kMaxGraphLinks cables and kMaxDevices switches.
+inline constexpr int64_t kMaxDevices = int64_t{1} << 17;
+inline constexpr int64_t kMaxGraphLinks = int64_t{1} << 20;
+// NICs per device: DGX H100/B200 and GB200 NVL72 have one per GPU, some designs two. The network
+// joins every NIC of a device to every NIC of another (nics^2 pairs), so the bound keeps that at
+// 256 and the NICs of a cluster at 2^19.
+inline constexpr int64_t kMaxNicsPerDevice = 16;
+// Switch tiers the network model builds (network.h: leaf, spine, core); a 3-tier tree of radix-64
+// switches attaches 65,536 NICs, twice kMaxDevices.
+inline constexpr int64_t kMaxNetworkTiers = 3;
+
 struct ClusterSpec {
   std::string name;    // preset name, or the file's stem
   std::string source;  // the file it came from ("builtin:topology/clusters/x.json" or a path)
@@ -188,22 +204,27 @@ struct ClusterSpec {
 // InputError naming the file, the JSON pointer and what was expected.
 ClusterSpec load_cluster(const std::string& name_or_path, const Catalogue& catalogue);
 
+// The same from a parsed cluster document; `source` names it in errors and its file stem names
+// the cluster.
+ClusterSpec parse_cluster(const nlohmann::json& document, const std::string& source,
+                          const Catalogue& catalogue);
+
 // The preset names, sorted.
 std::vector<std::string> cluster_presets();
 
 // The same cluster with `nodes` hosts. GPU clusters only (a TPU slice is resized by its torus).
 // Checks: nodes > 0; an NVLink domain stays whole; no explicit graph (its devices are wired by
-// name). A fat tree too small for the new NIC count gets switch tiers added (at most 5) until it
-// attaches them all, as a larger cluster of the same switches would be built; the description
-// says so.
+// name). A fat tree too small for the new NIC count gets switch tiers added (up to
+// kMaxNetworkTiers) until it attaches them all, as a larger cluster of the same switches would be
+// built; the description says so. Past that, an InputError on /nodes.
 ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes);
 
 // Fabric knobs a user may set without editing the cluster file (flags, scenario keys).
 struct FabricOverrides {
-  std::optional<double> oversubscription;  // >= 1
-  std::optional<int64_t> tiers;            // 1 to 5
+  std::optional<double> oversubscription;  // 1 to switch radix - 1 (a leaf keeps an uplink)
+  std::optional<int64_t> tiers;            // 1 to kMaxNetworkTiers
   std::optional<bool> rail_optimized;
-  std::optional<int64_t> nics_per_device;  // >= 1
+  std::optional<int64_t> nics_per_device;  // 1 to kMaxNicsPerDevice
   std::optional<BytesPerSec> nic_bandwidth;  // > 0
   std::optional<bool> sharp;
   bool empty() const {

@@ -160,6 +160,16 @@ struct MeasuredTrace {
   std::vector<MeasuredStep> steps;  // in time order
 };
 
+// Bounds on what import_trace reads: no trace, however large, endless or deep, makes the importer
+// read, inflate or hold more than this. The parsed document takes 15 to 20 times a profiler
+// trace's JSON text in memory, and up to 35 times for text made of empty objects ([{},{},...]):
+// 128 MiB of those exhausted 4 GiB, so the default text limit is 64 MiB (at most ~2.3 GiB).
+struct ImportLimits {
+  int64_t max_file_bytes = int64_t{64} << 20;  // the file as stored (gzipped or not)
+  int64_t max_text_bytes = int64_t{64} << 20;  // the JSON text, after inflating
+  int max_depth = 128;                          // nesting levels (JsonLimits::max_depth)
+};
+
 // Reads a trace file (plain or gzipped JSON). Throws InputError(path, location, message) on a
 // missing or unreadable file ("" location), a corrupt or truncated gzip stream ("byte N" of the
 // compressed file), text that is not JSON or is truncated ("byte N"), a missing or wrong-typed
@@ -167,11 +177,27 @@ struct MeasuredTrace {
 // event that is not an object or has no "ph" ("/traceEvents/123", ".../ph"), a complete event
 // without a name, without a numeric ts or dur, or with a negative dur ("/traceEvents/123/ts"),
 // an unknown framework or no steps ("/traceEvents"). Legacy PyTorch traces (a bare array) have
-// locations without the "/traceEvents" prefix ("/123/ts").
-MeasuredTrace import_trace(const std::string& path);
+// locations without the "/traceEvents" prefix ("/123/ts"). Beyond `limits`: InputSizeError for a
+// file or inflated text past its size limit (the message states it), InputError "byte N" for
+// nesting past the depth limit; events whose end (ts + dur) lies more than 2^63 ps (106 days)
+// after the first event's start, GEMM dims past the bounds of gemm_shape_limits, and a step whose
+// ops add up to more than int64 picoseconds are InputErrors naming the event or the step.
+MeasuredTrace import_trace(const std::string& path, const ImportLimits& limits = {});
 
-// The same, on JSON text already in memory; `source` names it in errors and in the result.
-MeasuredTrace import_trace_text(std::string_view text, const std::string& source);
+// The same on the file's bytes already in memory (plain or gzipped); `source` names it in errors
+// and in the result.
+MeasuredTrace import_trace_bytes(std::string_view bytes, const std::string& source,
+                                 const ImportLimits& limits = {});
+
+// The same on JSON text already in memory.
+MeasuredTrace import_trace_text(std::string_view text, const std::string& source,
+                                const ImportLimits& limits = {});
+
+// Bounds on a GEMM shape read from a trace ("Input Dims"): each extent at most 2^31 - 1, and the
+// elements of each operand and of the result (batch x rows x columns) at most 2^48 (512 TB in
+// bf16), so that every count derived from the shape fits in 64 bits.
+inline constexpr int64_t kMaxGemmExtent = (int64_t{1} << 31) - 1;
+inline constexpr int64_t kMaxGemmElements = int64_t{1} << 48;
 
 // The class of rule 3 above, or nullopt when no rule matches. `framework` is "pytorch" or "jax";
 // the rules are shared, the argument is there so that a framework-specific rule can be added

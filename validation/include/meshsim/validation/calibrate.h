@@ -38,6 +38,7 @@
 #include "meshsim/sim/program.h"
 #include "meshsim/sim/units.h"
 #include "meshsim/topology/chip.h"
+#include "meshsim/traces/import.h"
 #include "meshsim/validation/manifest.h"
 #include "meshsim/validation/profile.h"
 
@@ -70,7 +71,9 @@ struct Calibration {
 
 // Imports every manifest's trace, fits, and predicts each manifest before, after and held out.
 // Throws InputError on an unreadable trace.
-Calibration calibrate(const Profile& base, const std::vector<Manifest>& manifests);
+// `trace_limits` bound the import of each manifest's trace (traces::ImportLimits).
+Calibration calibrate(const Profile& base, const std::vector<Manifest>& manifests,
+                      const traces::ImportLimits& trace_limits = {});
 
 // The source of every fitted value in the written profile: `tool` (e.g. "meshsim calibrate
 // (meshsim 0.1.0)"), the base profile, the manifests and the held-out errors.

@@ -220,9 +220,27 @@ ModelConfig load_model(const std::string& name_or_path);
 // read as a Hugging Face config, anything else as the meshsim schema.
 ModelConfig parse_model(const nlohmann::json& value, const std::string& source);
 
+// Upper bounds on a model's sizes, which every loader checks (validate_model). Each is far above
+// any transformer trained (the largest figure of today's models in brackets), and together they
+// keep every count the accounting derives (parameters, FLOPs, bytes of weights, gradients and
+// optimizer state) inside 64 bits.
+struct ModelLimits {
+  static constexpr int64_t kLayers = 4096;                  // (Llama 3 405B: 126)
+  static constexpr int64_t kDModel = int64_t{1} << 20;      // (PaLM 540B: 18,432)
+  static constexpr int64_t kDff = int64_t{1} << 22;         // (PaLM 540B: 73,728)
+  static constexpr int64_t kHeads = int64_t{1} << 16;       // query heads (PaLM 540B: 48)
+  static constexpr int64_t kHeadDim = int64_t{1} << 16;     // (Gemma 2: 256)
+  static constexpr int64_t kVocab = int64_t{1} << 24;       // (Gemma: 256,000)
+  static constexpr int64_t kPositions = int64_t{1} << 30;   // (Llama 4 Scout: 10 M tokens)
+  static constexpr int64_t kExperts = int64_t{1} << 16;     // (DeepSeek-V3: 256)
+  static constexpr int64_t kLayerParameters = int64_t{1} << 40;  // per layer (405B: 3.2 G)
+  static constexpr int64_t kTableParameters = int64_t{1} << 40;  // an embedding or position table
+};
+
 // Checks the invariants every loader guarantees (throws InputError against `source`, pointing at
-// the offending field of the meshsim schema): positive sizes; num_heads divisible by
-// num_kv_heads; top-k <= experts; MoE iff the family is an MoE family; MLA only in DeepSeek.
+// the offending field of the meshsim schema): positive sizes within ModelLimits; num_heads
+// divisible by num_kv_heads; top-k <= experts; MoE iff the family is an MoE family; MLA only in
+// DeepSeek.
 void validate_model(const ModelConfig& model, const std::string& source);
 
 }  // namespace meshsim::workloads

@@ -204,15 +204,32 @@ struct ParallelPlan {
   int64_t expert_grad_group() const { return dp / ep; }
 };
 
+// Upper bounds on a plan, checked with its other rules (validate_plan, validate_sharding); each
+// error states its bound. Far above any training run, they keep the products the planner and the
+// accounting form (ranks, tokens, microbatches x layers) inside 64 bits and a step's simulation
+// within about a minute.
+struct PlanLimits {
+  // dp, tp, cp, pp, ep and their product: the largest cluster meshsim simulates has 131,072
+  // devices (topology::kMaxDevices).
+  static constexpr int64_t kRanks = int64_t{1} << 17;
+  static constexpr int64_t kVpp = ModelLimits::kLayers;  // one layer per virtual stage at most
+  static constexpr int64_t kSeq = int64_t{1} << 24;      // 16.8 M tokens (longest trained: ~1 M)
+  static constexpr int64_t kMbs = int64_t{1} << 20;      // sequences per microbatch
+  static constexpr int64_t kGbs = int64_t{1} << 30;      // sequences per step (Llama 3: 2,048)
+  // Microbatches per pipeline x layers: each pair is a few dozen ops of every simulated rank
+  // (thousands with eager kernels); the default step has 8 x 80.
+  static constexpr int64_t kMicrobatchLayers = int64_t{1} << 20;
+};
+
 // Checks the plan against the model; throws PlanError naming the field at fault and what was
-// expected: sizes positive; TP dividing the query heads, the KV heads (or KV heads dividing TP,
-// then replicated) and d_ff; SP only with TP > 1 and the tokens of a CP rank divisible by TP; CP
-// with 2*CP dividing the sequence (load-balanced causal chunks); PP dividing the layers unless
-// stage_layers states the split (one positive entry per stage, summing to the layers); VPP only
-// with the interleaved schedule, dividing the layers per stage; EP only on MoE models, dividing DP
-// and the experts; the global batch a multiple of DP x MBS; the pipeline schedule's own rules
-// (pipeline.h). Whether the degrees fit the cluster is the
-// composition root's check (workloads knows no hardware).
+// expected: sizes positive and within PlanLimits; TP dividing the query heads, the KV heads (or KV
+// heads dividing TP, then replicated) and d_ff; SP only with TP > 1 and the tokens of a CP rank
+// divisible by TP; CP with 2*CP dividing the sequence (load-balanced causal chunks); PP dividing
+// the layers unless stage_layers states the split (one positive entry per stage, summing to the
+// layers); VPP only with the interleaved schedule, dividing the layers per stage; EP only on MoE
+// models, dividing DP and the experts; the global batch a multiple of DP x MBS; microbatches x
+// layers within PlanLimits; the pipeline schedule's own rules (pipeline.h). Whether the degrees
+// fit the cluster is the composition root's check (workloads knows no hardware).
 void validate_plan(const ModelConfig& model, const ParallelPlan& plan);
 // Combinations meshsim simulates but no framework runs, or runs only with a caveat, each as one
 // sentence naming the frameworks (empty when there is none): reports print them, so that a plan

@@ -1,0 +1,26 @@
+#include "trace_limits.h"
+
+#include <fmt/format.h>
+
+#include "meshsim/sim/unit_parse.h"
+
+namespace meshsim::cli {
+
+traces::ImportLimits trace_limits_from(const std::string& size) {
+  Bytes b;
+  try {
+    b = parse_bytes(size);
+  } catch (const UnitParseError& e) {
+    throw InputError("--max-trace-size", "", e.what());
+  }
+  if (b <= Bytes::zero()) {
+    throw InputError("--max-trace-size", "",
+                     fmt::format("\"{}\": expected a positive size such as 512MiB", size));
+  }
+  traces::ImportLimits limits;
+  limits.max_file_bytes = b.count();
+  limits.max_text_bytes = b.count();
+  return limits;
+}
+
+}  // namespace meshsim::cli

@@ -1,0 +1,255 @@
+#include "fuzz_entries.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <stdexcept>
+
+#include "meshsim/collectives/comm_model.h"
+#include "meshsim/sim/error.h"
+#include "meshsim/sim/json_input.h"
+#include "meshsim/topology/cluster.h"
+#include "meshsim/topology/compute_model.h"
+#include "meshsim/topology/network.h"
+#include "meshsim/traces/import.h"
+#include "meshsim/validation/manifest.h"
+#include "meshsim/validation/profile.h"
+#include "meshsim/workloads/accounting.h"
+#include "meshsim/studies/failures.h"
+#include "meshsim/studies/goodput.h"
+#include "meshsim/studies/scenario.h"
+#include "meshsim/studies/sweep.h"
+#include "meshsim/workloads/parallel.h"
+#include "scenario_flags.h"
+
+namespace meshsim::fuzz {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kSource = "fuzz-input.json";
+
+// Limits small enough for a fuzzer's memory budget (libFuzzer's -rss_limit_mb); the defaults are
+// exercised by tools/hostile_inputs.py on the real binary.
+constexpr JsonLimits kJsonLimits{.max_bytes = int64_t{4} << 20, .max_depth = 128};
+constexpr traces::ImportLimits kTraceLimits{
+    .max_file_bytes = int64_t{4} << 20, .max_text_bytes = int64_t{16} << 20, .max_depth = 128};
+// Networks are built (and traced) only for clusters this small, and collectives timed on them
+// only for the smaller ones, to keep each run short.
+constexpr int64_t kMaxNetworkDevices = 512;
+constexpr int64_t kMaxCollectiveDevices = 64;
+
+void remove_scratch_dir();
+
+// A scratch directory of this process, for the loaders that read a path; removed at exit (the
+// handler is registered after the path is made, so it runs before the path is destroyed).
+const fs::path& scratch_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("meshsim-fuzz-" + std::to_string(getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  static const int registered = std::atexit(remove_scratch_dir);
+  (void)registered;
+  return dir;
+}
+
+void remove_scratch_dir() {
+  std::error_code ec;
+  fs::remove_all(scratch_dir(), ec);
+}
+
+fs::path write_scratch(const std::string& name, std::string_view data) {
+  const fs::path p = scratch_dir() / name;
+  std::ofstream(p, std::ios::binary | std::ios::trunc)
+      .write(data.data(), static_cast<std::streamsize>(data.size()));
+  return p;
+}
+
+nlohmann::json parse(std::string_view data) {
+  if (static_cast<int64_t>(data.size()) > kJsonLimits.max_bytes) {
+    throw InputError(kSource, "", "larger than the fuzzing limit");
+  }
+  return parse_json(data, kSource, kJsonLimits.max_depth);
+}
+
+void exercise_chip(const topology::Chip& chip) {
+  const topology::RooflineComputeModel model(chip);
+  ComputeWork gemm;
+  gemm.op_class = OpClass::kMatmul;
+  gemm.flops = Flops::of(2.0 * 4096 * 4096 * 4096);
+  gemm.bytes = Bytes::of(3 * 4096 * 4096 * 2);
+  gemm.shape = MatmulShape{4096, 4096, 4096, 8};
+  (void)model.kernel_time(gemm).total();
+  ComputeWork copy;
+  copy.op_class = OpClass::kCopy;
+  copy.bytes = Bytes::of(int64_t{1} << 30);
+  (void)model.kernel_time(copy).total();
+}
+
+void run_model(std::string_view data) {
+  using namespace workloads;
+  const ModelConfig m = parse_model(parse(data), kSource);
+  const ParameterCounts p = count_parameters(m);
+  (void)p.total();
+  (void)p.active_per_token();
+  (void)p.attention();
+  (void)p.mlp();
+  (void)p.experts();
+  (void)p.norms();
+  const int64_t seq = std::min<int64_t>(4096, m.max_position_embeddings);
+  (void)training_flops_per_token(m, seq);
+  (void)kv_cache_bytes(m, seq, 1, 2);
+  ParallelPlan one_device;  // what `meshsim calc` accounts: bf16, flash attention, one device
+  one_device.seq = seq;
+  one_device.mbs = 1;
+  one_device.gbs = 1;
+  (void)training_memory(m, one_device, 0, 1).total();
+}
+
+// What `meshsim collective` does with a cluster: NCCL's tuner picks an algorithm and protocol
+// from the cluster's figures (its "collectives" section too), and the fluid network runs it.
+void exercise_collectives(const topology::Network& net, int64_t devices) {
+  const collectives::CollectivePlanner planner(net);
+  const auto network = collectives::make_network(collectives::NetworkBackend::kAnalytical, planner);
+  std::vector<std::vector<DeviceId>> all(1);
+  for (int64_t d = 0; d < devices; ++d) {
+    all[0].emplace_back(static_cast<uint32_t>(d));
+  }
+  for (const CollectiveKind kind : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather}) {
+    for (const Bytes bytes : {Bytes::of(int64_t{1} << 20), Bytes::of(int64_t{1} << 30)}) {
+      (void)collectives::run_alone(*network, planner.collective(kind, bytes, all));
+    }
+  }
+  const std::pair<DeviceId, DeviceId> pair{all[0].front(), all[0].back()};
+  (void)collectives::run_alone(*network, planner.send_recv({&pair, 1}, Bytes::of(1 << 20)));
+}
+
+void run_cluster(std::string_view data) {
+  const topology::ClusterSpec spec =
+      topology::parse_cluster(parse(data), kSource, topology::Catalogue::builtin());
+  (void)spec.scale_up_bandwidth();
+  (void)spec.inter_node_bandwidth();
+  if (spec.device_count() <= kMaxNetworkDevices) {
+    const topology::Network net = topology::Network::build(spec);
+    if (spec.device_count() >= 2 && spec.device_count() <= kMaxCollectiveDevices) {
+      exercise_collectives(net, spec.device_count());
+    }
+  }
+}
+
+void run_chips(std::string_view data) {
+  const topology::Catalogue catalogue = topology::Catalogue::parse(parse(data), kSource);
+  for (const std::string& name : catalogue.names()) {
+    exercise_chip(catalogue.chip(name));
+  }
+}
+
+void run_scenario(std::string_view data) {
+  const fs::path path = write_scratch("scenario.json", data);
+  (void)studies::scenario_file_names_workload(path.string());
+  studies::Scenario s = studies::load_scenario(path.string(), studies::default_scenario());
+  studies::complete(s);
+  // The cluster it names, resized and with its fabric knobs applied (no network is built: the
+  // size may be up to kMaxDevices); the library's field errors located as the edge does.
+  (void)cli::located(s, [&] { return studies::load_cluster(s); });
+}
+
+// A sweep spec (meshsim sweep): its axes checked against the scenario, the points counted and the
+// first and last point's coordinates; no point is simulated.
+void run_sweep_spec(std::string_view data) {
+  const fs::path path = write_scratch("sweep.json", data);
+  const studies::SweepSpec spec = studies::load_sweep_spec(path.string());
+  const int64_t n = spec.points();
+  (void)spec.coordinates(0);
+  (void)spec.coordinates(n - 1);
+}
+
+// A failure table (meshsim goodput --failure-table): its rates for a 16,384-GPU cluster (Llama
+// 3's), the closed forms and a four-run Monte Carlo of 54 days of work.
+void run_failure_table(std::string_view data) {
+  const studies::FailureTable table = studies::FailureTable::parse(parse(data), kSource);
+  studies::GoodputModel m;
+  m.work_s = 54 * 86400.0;
+  m.costs.write = Seconds(600);
+  m.costs.blocking = Seconds(600);
+  m.costs.load = Seconds(600);
+  m.costs.restart = Seconds(1200);
+  m.categories = table.categories;
+  m.rates = studies::failure_rates(table, studies::ComponentCounts{16384, 2048, 600});
+  try {
+    (void)studies::young_interval_s(600, m.rates.mtbf_s());
+    const double interval = studies::optimal_interval_s(m);
+    (void)studies::expected_goodput(m, interval);
+    (void)studies::to_json(studies::monte_carlo(m, interval, 4, 1), m);
+  } catch (const studies::GoodputError& e) {
+    throw InputError(kSource, "", e.what());  // meshsim goodput locates it at a flag
+  }
+}
+
+void run_manifest(std::string_view data) {
+  write_scratch("trace.json.gz", "");  // the file a manifest's trace.path may name
+  const fs::path path = write_scratch("manifest.json", data);
+  const validation::Manifest m = validation::load_manifest(path.string());
+  (void)validation::step_kernels(m);
+}
+
+void run_profile(std::string_view data) {
+  const validation::Profile p = validation::profile_from(parse(data), kSource);
+  exercise_chip(p.chip);
+  (void)validation::profile_document(p, p.chip.efficiency, "fuzz");
+}
+
+void run_trace(std::string_view data) {
+  const traces::MeasuredTrace t = traces::import_trace_bytes(data, kSource, kTraceLimits);
+  for (const traces::MeasuredStep& step : t.steps) {
+    (void)traces::time_by_class(step);
+    (void)traces::unclassified_time(step);
+    (void)traces::to_timeline(step, RankId(0));
+  }
+}
+
+using Entry = std::function<void(std::string_view)>;
+
+const std::map<std::string, Entry, std::less<>>& entries() {
+  static const std::map<std::string, Entry, std::less<>> kEntries = {
+      {"model", run_model},     {"hf_config", run_model},     {"cluster", run_cluster},
+      {"chips", run_chips},     {"scenario", run_scenario},   {"manifest", run_manifest},
+      {"profile", run_profile}, {"pytorch_trace", run_trace}, {"jax_trace", run_trace},
+      {"sweep_spec", run_sweep_spec}, {"failure_table", run_failure_table}};
+  return kEntries;
+}
+
+}  // namespace
+
+const std::vector<std::string>& target_names() {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> names;
+    for (const auto& [name, entry] : entries()) {
+      names.push_back(name);
+    }
+    return names;
+  }();
+  return kNames;
+}
+
+Outcome run_target(std::string_view target, std::string_view data) {
+  const auto it = entries().find(target);
+  if (it == entries().end()) {
+    throw std::invalid_argument("unknown fuzz target " + std::string(target));
+  }
+  try {
+    it->second(data);
+  } catch (const InputError& e) {
+    return Outcome{false, e.what()};
+  } catch (const InfeasibleError& e) {
+    return Outcome{false, e.what()};
+  }
+  return Outcome{true, ""};
+}
+
+}  // namespace meshsim::fuzz

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Builds the seed corpora of the fuzz targets (tests/fuzz) from the repository's own files.
+
+    tools/fuzz_seeds.py REPO_ROOT OUT_DIR
+
+Writes OUT_DIR/<target>/<name> for every target: the tracked presets, fixtures, manifests and
+profiles of its format, and the small hand-written seeds under tests/fuzz/seeds/<target>/ (formats
+the repository has no file of, e.g. Hugging Face config.json). Large traces are trimmed to their
+step ranges and first events, so that each fuzz run stays fast. Run at build time by the fuzz
+build (tests/fuzz/CMakeLists.txt); nothing here is committed twice. Standard library only.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import sys
+from pathlib import Path
+
+# target -> glob patterns relative to the repository root
+SOURCES: dict[str, list[str]] = {
+    "model": ["workloads/models/*.json", "validation/models/*.json", "tests/golden/*/model.json"],
+    "hf_config": [],
+    "cluster": ["topology/clusters/*.json"],
+    "chips": ["topology/chips.json"],
+    "scenario": ["tests/golden/*/scenario.json"],
+    "manifest": ["validation/traces/*/*/manifest.json", "tests/traces/fixtures/*.manifest.json"],
+    "profile": ["validation/profiles/*.json"],
+    "pytorch_trace": ["tests/traces/fixtures/torch_*.trace.json*"],
+    "jax_trace": ["tests/traces/fixtures/jax_*.trace.json*"],
+    "sweep_spec": [],
+    "failure_table": ["studies/data/failures-*.json"],
+}
+
+# Traces larger than this (inflated) are trimmed (see trim_trace).
+MAX_SEED_BYTES = 64 * 1024
+KEEP_EVENTS = 300
+
+
+def read_text(path: Path) -> str:
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return data.decode("utf-8")
+
+
+def trim_trace(text: str) -> str:
+    """The metadata, the step ranges and the first KEEP_EVENTS other events, compact."""
+    doc = json.loads(text)
+    events = doc if isinstance(doc, list) else doc.get("traceEvents", [])
+    kept, others = [], 0
+    for e in events:
+        step = isinstance(e, dict) and str(e.get("name", "")).startswith("ProfilerStep#")
+        if not isinstance(e, dict) or e.get("ph") == "M" or step:
+            kept.append(e)
+        elif others < KEEP_EVENTS:
+            kept.append(e)
+            others += 1
+    if isinstance(doc, list):
+        return json.dumps(kept, separators=(",", ":"))
+    doc["traceEvents"] = kept
+    return json.dumps(doc, separators=(",", ":"))
+
+
+def add_seed(target_dir: Path, name: str, src: Path, is_trace: bool) -> None:
+    if is_trace and len(read_text(src)) > MAX_SEED_BYTES:
+        (target_dir / (name + ".trimmed.json")).write_text(trim_trace(read_text(src)))
+        return
+    shutil.copyfile(src, target_dir / name)
+
+
+def main() -> int:
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    root, out = Path(sys.argv[1]), Path(sys.argv[2])
+    for target, patterns in SOURCES.items():
+        target_dir = out / target
+        if target_dir.exists():
+            shutil.rmtree(target_dir)
+        target_dir.mkdir(parents=True)
+        files = [p for pattern in patterns for p in sorted(root.glob(pattern))]
+        files += sorted((root / "tests/fuzz/seeds" / target).glob("*"))
+        for src in files:
+            # Unique names: the path relative to the root, '/' -> '__'.
+            name = str(src.relative_to(root)).replace("/", "__")
+            add_seed(target_dir, name, src, target.endswith("_trace"))
+        if not any(target_dir.iterdir()):
+            print(f"fuzz_seeds: no seed for {target}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
