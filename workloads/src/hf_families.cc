@@ -30,7 +30,10 @@
 //             noaux_tc (a router bias vector), num_nextn_predict_layers (MTP)
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "hf_reader.h"
+#include "meshsim/sim/checked.h"
 #include "model_loaders.h"
 
 namespace meshsim::workloads::detail {
@@ -249,6 +252,12 @@ ModelConfig parse_hf_gpt_neox(HfReader& r) {
   return m;
 }
 
+// The conventional 4 x d_model MLP width a config leaves unstated, saturating rather than
+// wrapping (validate_model then refuses the width, naming the config's own field).
+int64_t four_times(int64_t d_model) {
+  return try_mul(4, d_model).value_or(std::numeric_limits<int64_t>::max());
+}
+
 ModelConfig parse_hf_falcon(HfReader& r) {
   ModelConfig m;
   m.architecture = A::kFalcon;
@@ -270,7 +279,7 @@ ModelConfig parse_hf_falcon(HfReader& r) {
   const bool parallel = r.boolean_or("parallel_attn", true);
   m.parallel_blocks = new_arch || parallel;
   m.norms_per_layer = new_arch ? r.positive_or("num_ln_in_parallel_attn", 2) : (parallel ? 1 : 2);
-  m.d_ff = r.positive_or("ffn_hidden_size", 4 * m.d_model);
+  m.d_ff = r.positive_or("ffn_hidden_size", four_times(m.d_model));
   m.mlp = MlpKind::kGelu;
   m.norm = NormKind::kLayerNorm;
   m.attention_bias = m.attention_out_bias = m.mlp_bias = r.boolean_or("bias", false);
@@ -292,7 +301,7 @@ ModelConfig parse_hf_gpt2(HfReader& r) {
   m.num_layers = r.positive("n_layer");
   m.num_heads = r.positive("n_head");
   m.num_kv_heads = m.num_heads;
-  m.d_ff = r.positive_or("n_inner", 4 * m.d_model);
+  m.d_ff = r.positive_or("n_inner", four_times(m.d_model));
   m.vocab_size = r.positive("vocab_size");
   m.max_position_embeddings = r.positive("n_positions");
   m.mlp = MlpKind::kGelu;
