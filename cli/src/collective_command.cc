@@ -47,15 +47,11 @@ namespace {
 }
 
 int64_t parse_int(const std::string& text, const std::string& whole) {
-  try {
-    size_t used = 0;
-    const int64_t v = std::stoll(text, &used);
-    if (used == text.size() && v >= 0) {
-      return v;
-    }
-  } catch (const std::exception&) {
+  const std::optional<int64_t> v = parse_integer(text);
+  if (!v || *v < 0) {
+    bad_group(whole, fmt::format("\"{}\" is not a non-negative integer", text));
   }
-  bad_group(whole, fmt::format("\"{}\" is not a non-negative integer", text));
+  return *v;
 }
 
 // "a-b" or "a" -> [a, b], with b < `count` (checked before anything is expanded, so that a range

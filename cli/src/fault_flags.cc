@@ -5,12 +5,36 @@
 #include <cmath>
 
 #include "meshsim/sim/error.h"
+#include "meshsim/sim/unit_parse.h"
 
 namespace meshsim::cli {
 
-using studies::fields;
-using studies::to_index;
-using studies::to_number;
+namespace {
+
+// "a:b:c" split on ':'.
+std::vector<std::string> fields(const std::string& value) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t colon = value.find(':', start);
+    out.push_back(value.substr(start, colon - start));
+    if (colon == std::string::npos) {
+      return out;
+    }
+    start = colon + 1;
+  }
+}
+
+// A rank or device index: an integer in 0..2^32-1.
+std::optional<uint32_t> to_index(const std::string& s) {
+  const std::optional<int64_t> v = parse_integer(s);
+  if (!v || *v < 0 || *v > UINT32_MAX) {
+    return std::nullopt;
+  }
+  return static_cast<uint32_t>(*v);
+}
+
+}  // namespace
 
 void set_slow_ranks_flag(const std::vector<std::string>& values, studies::Faults& f) {
   f.compute.slow_ranks.clear();
@@ -18,7 +42,7 @@ void set_slow_ranks_flag(const std::vector<std::string>& values, studies::Faults
   for (const std::string& v : values) {
     const std::vector<std::string> p = fields(v);
     const std::optional<uint32_t> rank = p.size() == 2 ? to_index(p[0]) : std::nullopt;
-    const std::optional<double> factor = p.size() == 2 ? to_number(p[1]) : std::nullopt;
+    const std::optional<double> factor = p.size() == 2 ? parse_number(p[1]) : std::nullopt;
     const double slowdown = factor.value_or(0.0);
     if (!rank || slowdown <= 0 || slowdown > studies::kMaxSlowdown ||
         rank.value_or(0) >= topology::kMaxDevices) {
@@ -34,7 +58,7 @@ void set_slow_ranks_flag(const std::vector<std::string>& values, studies::Faults
 
 void set_stragglers_flag(const std::string& value, studies::Faults& f) {
   const std::vector<std::string> p = fields(value);
-  const auto n = [&p](size_t i) { return p.size() == 3 ? to_number(p[i]) : std::nullopt; };
+  const auto n = [&p](size_t i) { return p.size() == 3 ? parse_number(p[i]) : std::nullopt; };
   const std::optional<double> fraction = n(0);
   const std::optional<double> lo = n(1);
   const std::optional<double> hi = n(2);
@@ -64,7 +88,7 @@ void set_degrade_flag(const std::vector<std::string>& values, studies::Faults& f
     const std::vector<std::string> p = fields(v);
     const std::optional<uint32_t> device = p.size() == 3 ? to_index(p[0]) : std::nullopt;
     const auto kind = p.size() == 3 ? parse_enum<topology::LinkKind>(p[1]) : std::nullopt;
-    const std::optional<double> factor = p.size() == 3 ? to_number(p[2]) : std::nullopt;
+    const std::optional<double> factor = p.size() == 3 ? parse_number(p[2]) : std::nullopt;
     if (!device || !kind || !factor || *factor <= 0 || *factor > 1 ||
         device.value_or(0) >= topology::kMaxDevices) {
       throw InputError("--degrade", "",

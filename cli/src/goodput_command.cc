@@ -88,11 +88,10 @@ Duration parse_long_duration(const std::string& text, const std::string& flag) {
   try {
     for (const auto& [unit, seconds] : kLong) {
       if (text.size() > unit.size() && text.ends_with(unit)) {
-        size_t used = 0;
-        const std::string number = text.substr(0, text.size() - unit.size());
-        const double v = std::stod(number, &used);
-        if (used == number.size() && v >= 0 && v * seconds < 9e6) {
-          return Seconds(v * seconds);
+        const std::optional<double> v =
+            parse_number(std::string_view(text).substr(0, text.size() - unit.size()));
+        if (v && *v >= 0 && *v * seconds < 9e6) {
+          return Seconds(*v * seconds);
         }
         throw UnitParseError("");
       }

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "meshsim/sim/error.h"
+#include "meshsim/sim/unit_parse.h"
 #include "meshsim/studies/plan_search.h"
 #include "meshsim/studies/plan_table.h"
 #include "progress.h"
@@ -81,13 +82,8 @@ double parse_headroom(const std::string& text) {
     t.pop_back();
     scale = 0.01;
   }
-  try {
-    size_t used = 0;
-    const double v = std::stod(t, &used) * scale;
-    if (used == t.size() && v >= 0.0 && v < 1.0) {
-      return v;
-    }
-  } catch (const std::exception&) {
+  if (const std::optional<double> v = parse_number(t); v && *v * scale >= 0.0 && *v * scale < 1.0) {
+    return *v * scale;
   }
   throw InputError("--min-headroom", "",
                    fmt::format("\"{}\": expected a fraction of memory in [0, 1) such as 0.05 or "

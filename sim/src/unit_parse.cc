@@ -71,6 +71,32 @@ std::optional<std::string> rate_out_of_range(double v, double max, std::string_v
 
 }  // namespace
 
+std::optional<double> parse_number(std::string_view text) {
+  std::string_view s = trim(text);
+  if (!s.empty() && s.front() == '+') {
+    s.remove_prefix(1);
+  }
+  double value = 0.0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || s.empty() || ptr != s.data() + s.size() || !std::isfinite(value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<int64_t> parse_integer(std::string_view text) {
+  std::string_view s = trim(text);
+  if (!s.empty() && s.front() == '+') {
+    s.remove_prefix(1);
+  }
+  int64_t value = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || s.empty() || ptr != s.data() + s.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
 std::optional<std::string> bandwidth_out_of_range(double bytes_per_s) {
   return rate_out_of_range(bytes_per_s, kMaxBandwidth, "B/s", "1 EB/s");
 }

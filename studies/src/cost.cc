@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "meshsim/sim/error.h"
+#include "meshsim/sim/unit_parse.h"
 #include "meshsim/sim/json_input.h"
 #include "meshsim/workloads/analytic.h"
 
@@ -104,16 +105,11 @@ std::optional<double> parse_token_count(const std::string& text) {
   if (scale != 1.0) {
     number.pop_back();
   }
-  try {
-    size_t used = 0;
-    const double v = std::stod(number, &used);
-    if (used != number.size() || !(v > 0) || !(v * scale <= kMaxTokens)) {
-      return std::nullopt;
-    }
-    return v * scale;
-  } catch (const std::exception&) {
+  const std::optional<double> v = parse_number(number);
+  if (!v || !(*v > 0) || !(*v * scale <= kMaxTokens)) {
     return std::nullopt;
   }
+  return *v * scale;
 }
 
 TimeToTrain time_to_train(double tokens, Flops flops_per_token, int64_t devices, FlopsPerSec peak,

@@ -12,44 +12,6 @@
 
 namespace meshsim::studies {
 
-// "a:b:c" split on ':'.
-std::vector<std::string> fields(const std::string& value) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (true) {
-    const size_t colon = value.find(':', start);
-    out.push_back(value.substr(start, colon - start));
-    if (colon == std::string::npos) {
-      return out;
-    }
-    start = colon + 1;
-  }
-}
-
-std::optional<double> to_number(const std::string& s) {
-  try {
-    size_t used = 0;
-    const double v = std::stod(s, &used);
-    if (used == s.size() && std::isfinite(v)) {
-      return v;
-    }
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
-}
-
-std::optional<uint32_t> to_index(const std::string& s) {
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(s, &used);
-    if (used == s.size() && v >= 0 && v <= UINT32_MAX) {
-      return static_cast<uint32_t>(v);
-    }
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
-}
-
 namespace {
 
 // A rank or device index below topology::kMaxDevices, read from `key`.
@@ -203,8 +165,8 @@ FaultEffect fault_effect(const Faults& f, const workloads::StepPlan& plan,
     }
   }
   if (!compute.empty()) {
-    std::nth_element(compute.begin(), compute.begin() + static_cast<std::ptrdiff_t>(compute.size() / 2),
-                     compute.end());
+    const auto middle = compute.begin() + static_cast<std::ptrdiff_t>(compute.size() / 2);
+    std::nth_element(compute.begin(), middle, compute.end());
     e.median_compute = compute[compute.size() / 2];
     e.busiest_rank = plan.ranks[busiest].global_rank.value();
     e.busiest_stage = plan.ranks[busiest].stage;

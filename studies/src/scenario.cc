@@ -238,16 +238,7 @@ std::vector<int64_t> parse_shape(const std::string& text) {
   do {
     const size_t x = rest.find('x');
     const std::string part(rest.substr(0, x));
-    int64_t v = 0;
-    try {
-      size_t used = 0;
-      v = std::stoll(part, &used);
-      if (used != part.size()) {
-        v = 0;
-      }
-    } catch (const std::exception&) {
-      v = 0;
-    }
+    const int64_t v = parse_integer(part).value_or(0);
     if (v <= 0) {
       throw ScenarioError(ScenarioField::kShape,
                           fmt::format("\"{}\": expected positive extents joined by 'x', e.g. "

@@ -87,5 +87,23 @@ TEST(Check, FailureNamesTheState) {
   }
 }
 
+// Plain numbers in flags ("--stragglers 0.01:1.05:1.3", "--min-headroom 5%", "--group 0-7"): the
+// whole string or nothing, finite, integers within int64.
+TEST(UnitParse, PlainNumbersAreReadWholeOrNotAtAll) {
+  EXPECT_EQ(parse_number("1.5"), 1.5);
+  EXPECT_EQ(parse_number(" 2e3 "), 2000.0);
+  EXPECT_EQ(parse_number("-0.25"), -0.25);
+  EXPECT_EQ(parse_number("+4"), 4.0);
+  for (const char* bad : {"", "1.5x", "x1", "inf", "nan", "1e400", "1,5", "+"}) {
+    EXPECT_FALSE(parse_number(bad).has_value()) << bad;
+  }
+  EXPECT_EQ(parse_integer("42"), 42);
+  EXPECT_EQ(parse_integer("-7"), -7);
+  EXPECT_EQ(parse_integer("9223372036854775807"), INT64_MAX);
+  for (const char* bad : {"", "1.5", "7k", "9223372036854775808", "0x10", "--1"}) {
+    EXPECT_FALSE(parse_integer(bad).has_value()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace meshsim

@@ -11,6 +11,7 @@
 // that a typo ("1e308TB/s") is refused instead of printing "inf" or dividing into zero time.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -34,6 +35,13 @@ inline constexpr double kMaxFlopsRate = 1e21;
 // `bytes_per_s` (`flops_per_s`) is finite, >= 0 and within the bound, else the reason.
 std::optional<std::string> bandwidth_out_of_range(double bytes_per_s);
 std::optional<std::string> flops_rate_out_of_range(double flops_per_s);
+
+// The whole of `text` (surrounding spaces allowed) as a finite number, e.g. "1.5", "-2", "1e6";
+// nullopt for anything else ("1.5x", "inf", "", an overflow). Callers check the sign and range.
+std::optional<double> parse_number(std::string_view text);
+// The whole of `text` (surrounding spaces allowed) as a base-10 integer within int64; nullopt
+// otherwise ("1.5", "7k", "", past 2^63).
+std::optional<int64_t> parse_integer(std::string_view text);
 
 Bytes parse_bytes(std::string_view text);
 BytesPerSec parse_bandwidth(std::string_view text);

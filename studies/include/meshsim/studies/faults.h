@@ -51,12 +51,6 @@ struct Faults {
 // Reads the "faults" key of a scenario file, if present, into `f`.
 void read_faults(JsonObject& scenario, Faults& f);
 
-// Text helpers for the flags' values (cli/src/fault_flags.h): "a:b:c" split on ':'; a finite
-// number or an index in 0..2^32-1, the whole string read, else nullopt.
-std::vector<std::string> fields(const std::string& value);
-std::optional<double> to_number(const std::string& s);
-std::optional<uint32_t> to_index(const std::string& s);
-
 // What the faults did to the step, for the report.
 struct FaultEffect {
   Duration nominal_step;       // the same step without faults (representative simulation)
