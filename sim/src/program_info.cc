@@ -1,7 +1,6 @@
 #include "program_info.h"
 
 #include <algorithm>
-#include <map>
 
 #include "meshsim/sim/error.h"
 
@@ -17,7 +16,6 @@ ProgramInfo::ProgramInfo(Program p) : program(std::move(p)) {
   flops.resize(n);
   memory_offsets.assign(n + 1, 0);
   stream_ops.resize(program.num_streams());
-  std::map<uint16_t, uint32_t> next_ordinal;
   for (uint32_t i = 0; i < n; ++i) {
     const OpId id(i);
     const Op& op = program.op(id);
@@ -48,7 +46,6 @@ ProgramInfo::ProgramInfo(Program p) : program(std::move(p)) {
       m.category = static_cast<uint16_t>(op.labels.category->value());
     }
     if (const auto* c = std::get_if<CollectiveWork>(&op.work)) {
-      ordinal[i] = next_ordinal[c->group_slot]++;
       max_group_slot = std::max(max_group_slot, c->group_slot);
       uses_groups = true;
     } else if (const auto* pw = std::get_if<PeerWork>(&op.work)) {

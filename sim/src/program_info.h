@@ -21,7 +21,7 @@ struct OpMeta {
 };
 
 // Flattened, read-only view of a Program for the hot loop: successor lists in CSR form, the ops
-// of each stream in order, each collective's ordinal on its group slot, and per-op metadata. The
+// of each stream in order, each collective's ordinal on its group, and per-op metadata. The
 // mutable per-rank state that depends only on the op (unfinished dependencies) lives here too,
 // op-major across the simulated ranks that run the program: ranks in lockstep touch adjacent
 // counters.
@@ -36,7 +36,8 @@ struct ProgramInfo {
   std::vector<uint32_t> succ;
   std::vector<uint32_t> indegree;
   std::vector<std::vector<uint32_t>> stream_ops;
-  std::vector<uint32_t> ordinal;  // collectives: index among the collectives on the same slot
+  // collectives: index among the collectives on the same group (Impl::number_collectives)
+  std::vector<uint32_t> ordinal;
   uint16_t max_group_slot = 0;
   uint16_t max_peer_slot = 0;
   bool uses_groups = false;

@@ -147,45 +147,49 @@ void Simulation::Impl::validate_ranks() const {
 // Per program, once: its compute ops' times (asked of the cost model for the first rank running
 // it; the cost model's time does not depend on the rank, heterogeneity is the engine's) and its
 // pending counters for all its ranks.
-// A collective's ordinal counts the collectives before it on the same group. ProgramInfo counts
-// per group slot; where two slots of a program name one group (an EP group that is also the DP
-// group, say), their collectives share one count, in program order. Every rank of the program
-// must bind its slots with the same pattern of repeats (a SIM_CHECK otherwise).
-void Simulation::Impl::number_collectives_by_group(ProgramInfo& info, ProgramIndex index,
-                                                   RankId first) {
-  const std::vector<GroupId>& slots = ranks[first.index()].group_slots;
+namespace {
+
+// Which earlier slot each group slot repeats (itself if none), as `slots` bind them.
+std::vector<uint16_t> repeated_slots(const std::vector<GroupId>& slots) {
   std::vector<uint16_t> canon(slots.size());
-  bool aliased = false;
   for (size_t a = 0; a < slots.size(); ++a) {
     canon[a] = static_cast<uint16_t>(a);
     for (size_t b = 0; b < a; ++b) {
       if (slots[b] == slots[a]) {
         canon[a] = canon[b];
-        aliased = true;
         break;
       }
     }
   }
-  if (!aliased) {
-    return;
+  return canon;
+}
+
+}  // namespace
+
+// A collective's ordinal counts the collectives before it, in program order, on the same group.
+// Where two slots of a program name one group (an EP group that is also the DP group, say), their
+// collectives share one count. Every rank of a program must bind its slots with the same pattern
+// of repeats as the program's first rank (a SIM_CHECK otherwise).
+void Simulation::Impl::number_collectives(const std::vector<std::optional<RankId>>& first) {
+  std::vector<std::vector<uint16_t>> canon(programs.size());
+  for (size_t p = 0; p < programs.size(); ++p) {
+    if (first[p]) {
+      canon[p] = repeated_slots(ranks[first[p]->index()].group_slots);
+    }
   }
   for (uint32_t i = 0; i < ranks.size(); ++i) {
-    if (hot[i].program != index) {
-      continue;
-    }
-    const std::vector<GroupId>& mine = ranks[i].group_slots;
-    for (size_t a = 0; a < mine.size() && a < slots.size(); ++a) {
-      for (size_t b = 0; b < a; ++b) {
-        SIM_CHECK((mine[a] == mine[b]) == (canon[a] == canon[b]),
-                  "rank {} binds group slots {} and {} unlike rank {} of the same program", i, b,
-                  a, first.value());
-      }
-    }
+    const size_t p = hot[i].program.index();
+    SIM_CHECK(repeated_slots(ranks[i].group_slots) == canon[p],
+              "rank {} binds its group slots with other repeats than rank {} of the same program",
+              i, first[p]->value());
   }
-  std::vector<uint32_t> next(slots.size(), 0);
-  for (size_t op = 0; op < info.ops.size(); ++op) {
-    if (const auto* c = std::get_if<CollectiveWork>(&info.ops[op]->work)) {
-      info.ordinal[op] = next[canon[c->group_slot]]++;
+  for (size_t p = 0; p < programs.size(); ++p) {
+    ProgramInfo& info = programs[p];
+    std::vector<uint32_t> next(canon[p].size(), 0);
+    for (size_t op = 0; op < info.ops.size(); ++op) {
+      if (const auto* c = std::get_if<CollectiveWork>(&info.ops[op]->work)) {
+        info.ordinal[op] = next[canon[p][c->group_slot]]++;
+      }
     }
   }
 }
@@ -213,11 +217,7 @@ void Simulation::Impl::prepare() {
       }
     }
   }
-  for (size_t p = 0; p < programs.size(); ++p) {
-    if (first[p]) {
-      number_collectives_by_group(programs[p], ProgramIndex(static_cast<uint32_t>(p)), *first[p]);
-    }
-  }
+  number_collectives(first);
   rendezvous.resize(groups.size());
   sweeps.resize(ranks.size());
   collectives_in_flight.assign(ranks.size(), 0);

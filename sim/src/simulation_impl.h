@@ -140,7 +140,7 @@ struct Simulation::Impl {
   void init_rank(RankId id);
   Duration compute_duration(RankId id, uint32_t op) const;
   Duration interfered_time(const RankHot& r, RankId id, uint32_t op, int32_t collectives) const;
-  void number_collectives_by_group(ProgramInfo& info, ProgramIndex index, RankId first);
+  void number_collectives(const std::vector<std::optional<RankId>>& first);
   // Starts the ops at the head of the rank's free streams in `candidates` (a bit per stream) whose
   // dependencies are done, in stream order.
   void try_start(RankId id, uint64_t candidates = ~uint64_t{0});
