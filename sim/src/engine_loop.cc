@@ -65,29 +65,23 @@ void Simulation::Impl::try_start(RankId id, uint64_t candidates) {
   if (n < 64) {
     candidates &= (uint64_t{1} << n) - 1;
   }
-  // Stream 0 rotated to the top bit: the others in index order, then it.
-  const bool compute_ready = (candidates & 1) != 0;
-  candidates &= ~uint64_t{1};
-  bool compute_done = false;
-  while (candidates != 0 || (compute_ready && !compute_done)) {
-    size_t s = 0;
-    if (candidates != 0) {
-      s = static_cast<size_t>(std::countr_zero(candidates));
-      candidates &= candidates - 1;
-    } else {
-      compute_done = true;
+  // The communication streams in index order, then the compute stream (0).
+  for (uint64_t bits : {candidates & ~uint64_t{1}, candidates & uint64_t{1}}) {
+    while (bits != 0) {
+      const auto s = static_cast<size_t>(std::countr_zero(bits));
+      bits &= bits - 1;
+      detail::StreamState& st = streams[r.stream_base + s];
+      if (st.busy || st.head >= p.stream_ops[s].size()) {
+        continue;
+      }
+      const uint32_t op = p.stream_ops[s][st.head];
+      if (p.pending[static_cast<size_t>(op) * p.ranks + r.local] != 0) {
+        continue;
+      }
+      st.busy = true;
+      ++st.head;
+      start_op(id, op, now);
     }
-    detail::StreamState& st = streams[r.stream_base + s];
-    if (st.busy || st.head >= p.stream_ops[s].size()) {
-      continue;
-    }
-    const uint32_t op = p.stream_ops[s][st.head];
-    if (p.pending[static_cast<size_t>(op) * p.ranks + r.local] != 0) {
-      continue;
-    }
-    st.busy = true;
-    ++st.head;
-    start_op(id, op, now);
   }
 }
 
