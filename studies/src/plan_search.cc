@@ -12,6 +12,7 @@
 #include "meshsim/sim/error.h"
 #include "meshsim/topology/network.h"
 #include "meshsim/studies/cost.h"
+#include "meshsim/studies/stack_setup.h"
 #include "report_state.h"
 #include "meshsim/studies/step_bound.h"
 #include "meshsim/workloads/accounting.h"
@@ -164,8 +165,12 @@ std::vector<ParallelPlan> enumerate_plans(const LoadedScenario& l, const Paralle
       ++counts->considered;
     }
     try {
-      check_plan(l, p);
-      out.push_back(p);
+      // The plan as simulate_step runs it: its software stack's kernels for this chip (the
+      // bound, the memory pruning and the table see the same plan).
+      ParallelPlan q = p;
+      apply_stack_for(q, l.cluster.chip);
+      check_plan(l, q);
+      out.push_back(std::move(q));
     } catch (const workloads::PlanError& e) {
       if (counts != nullptr) {
         ++counts->invalid[std::string(to_string(e.field()))];

@@ -1,8 +1,6 @@
 // The plan search's lower bound on the step time (the argument is in step_bound.h).
 #include "meshsim/studies/step_bound.h"
 
-#include "meshsim/studies/stack_setup.h"
-
 #include <algorithm>
 #include <set>
 #include <variant>
@@ -82,7 +80,6 @@ StepLowerBound::StepLowerBound(workloads::ModelConfig model, const topology::Clu
     : model_(std::move(model)),
       comm_(comm),
       probe_model_(model_),
-      chip_(cluster.chip),
       compute_(cluster.chip),
       domain_size_(cluster.scale_up_domain_size()),
       scale_up_bandwidth_(cluster.scale_up_bandwidth()),
@@ -402,10 +399,7 @@ std::optional<Duration> pipeline_makespan(const workloads::PipelineConfig& cfg,
 
 }  // namespace
 
-Duration StepLowerBound::operator()(const ParallelPlan& given) {
-  // The plan as simulate_step runs it: its software stack's kernels for this chip.
-  ParallelPlan plan = given;
-  apply_stack_for(plan, chip_);
+Duration StepLowerBound::operator()(const ParallelPlan& plan) {
   const LayerCosts& c = costs(plan);
   const bool zb = plan.schedule == workloads::PipelineSchedule::kZeroBubble;
   // The communication streams: data parallel, and ring attention's sends on the stage with the

@@ -119,8 +119,9 @@ std::string no_plan_reason(const SearchResult& r);
 // Progress: called with (plans done, plans in the phase) and the phase's name.
 using ProgressFn = std::function<void(std::string_view phase, int64_t done, int64_t total)>;
 
-// The plans of the search space that pass validate_plan and the device count, in enumeration
-// order, with the count of invalid ones by field (exposed for tests).
+// The plans of the search space that pass validate_plan and the device count, each with its
+// software stack applied for the cluster's chip (apply_stack_for, as simulate_step does), in
+// enumeration order, with the count of invalid ones by field (exposed for tests).
 std::vector<workloads::ParallelPlan> enumerate_plans(const LoadedScenario& loaded,
                                                      const workloads::ParallelPlan& base,
                                                      const SearchOptions& options,

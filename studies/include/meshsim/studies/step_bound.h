@@ -60,8 +60,8 @@ class StepLowerBound {
                  collectives::NetworkCommModel* comm = nullptr);
   ~StepLowerBound();
 
-  // The bound for a plan that passed workloads::validate_plan (with its software stack applied
-  // for the cluster's chip, as simulate_step does).
+  // The bound for a plan that passed workloads::validate_plan, its software stack applied for the
+  // cluster's chip (apply_stack_for, as simulate_step and enumerate_plans do).
   Duration operator()(const workloads::ParallelPlan& plan);
   // Probes built so far (each costs one two-layer stage program).
   size_t probes() const { return cache_.size(); }
@@ -93,7 +93,6 @@ class StepLowerBound {
   workloads::ModelConfig model_;
   collectives::NetworkCommModel* comm_ = nullptr;
   workloads::ModelConfig probe_model_;  // model_ with two layers
-  topology::Chip chip_;                 // the software stack picks its kernels by it
   topology::RooflineComputeModel compute_;
   int64_t domain_size_ = 1;
   BytesPerSec scale_up_bandwidth_;  // scale-up links of one device
