@@ -61,8 +61,6 @@ void add_goodput_options(CLI::App* app, GoodputArgs& a) {
 
 namespace {
 
-constexpr double kSecondsPerDay = 86400.0;
-
 std::string flag_of(GoodputField f) {
   switch (f) {
     case GoodputField::kCheckpointInterval:

@@ -17,8 +17,6 @@ const std::vector<std::pair<std::string_view, std::string_view>>& embedded_price
 
 namespace {
 
-constexpr double kSecondsPerDay = 86400.0;
-
 DevicePrice read_device(JsonObject o) {
   DevicePrice d;
   const auto at_most = [&o](const char* key, double v, double most) {

@@ -16,8 +16,6 @@ const std::vector<std::pair<std::string_view, std::string_view>>& embedded_failu
 
 namespace {
 
-constexpr double kSecondsPerDay = 86400.0;
-
 double non_negative(JsonObject& o, const std::string& key) {
   const double v = o.number(key);
   if (!(v >= 0)) {

@@ -12,7 +12,6 @@ namespace meshsim::studies {
 
 namespace {
 
-constexpr double kSecondsPerDay = 86400.0;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 // The most interruptions the Monte Carlo draws over all its runs (tens of ns each: under a minute),
 // and a thousandth of it per run. Llama 3's 405B run saw 419 in 54 days; 10^6 runs of it (the most

@@ -11,8 +11,6 @@ namespace meshsim::workloads {
 
 namespace {
 
-constexpr double kSecondsPerDay = 86400.0;
-
 double to_d(int64_t v) { return static_cast<double>(v); }
 
 Flops matmul_flops(int64_t m, int64_t k, int64_t n) {

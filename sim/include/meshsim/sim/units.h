@@ -24,6 +24,10 @@
 
 namespace meshsim {
 
+// Seconds in a day: whole training runs are counted in days (time to train, goodput), as plain
+// doubles, since they outrun the int64-picosecond clock of Duration.
+inline constexpr double kSecondsPerDay = 86400.0;
+
 namespace detail {
 // Throws LimitError: `what` overflowed int64 (see the file comment). Out of line, so that this
 // header needs no formatting library.
