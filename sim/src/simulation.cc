@@ -61,7 +61,9 @@ void Simulation::set_compute_slowdown(RankId rank, double factor) {
 
 void Simulation::set_kernel_jitter(double cv, uint64_t seed) {
   SIM_CHECK(std::isfinite(cv) && cv >= 0, "kernel jitter cv {} is not >= 0", cv);
-  impl_->jitter_cv = cv;
+  const double sigma2 = std::log1p(cv * cv);
+  impl_->jitter_sigma = std::sqrt(sigma2);
+  impl_->jitter_shift = sigma2 / 2;
   impl_->jitter_seed = seed;
 }
 
@@ -263,10 +265,9 @@ Duration Simulation::Impl::compute_duration(RankId id, uint32_t op) const {
   const Duration base = collectives == 0 ? info(r).compute_time[op]
                                          : interfered_time(r, id, op, collectives);
   double factor = r.slowdown;
-  if (jitter_cv > 0) {
-    const double sigma2 = std::log1p(jitter_cv * jitter_cv);
+  if (jitter_sigma > 0) {
     const double z = standard_normal_at(jitter_seed, ranks[id.index()].global.value(), op);
-    factor *= std::exp(std::sqrt(sigma2) * z - sigma2 / 2);
+    factor *= std::exp(jitter_sigma * z - jitter_shift);
   }
   if (factor == 1.0) {
     return base;

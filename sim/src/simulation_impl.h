@@ -118,7 +118,10 @@ struct Simulation::Impl {
   std::vector<detail::StreamState> streams;  // every rank's streams, rank-major
   std::vector<std::function<void(const OpRecord&)>> op_subscribers;
   std::vector<std::function<void(const MemoryRecord&)>> memory_subscribers;
-  double jitter_cv = 0;
+  // Kernel jitter: a lognormal factor exp(sigma z - sigma^2 / 2) of mean 1 whose coefficient of
+  // variation is set_kernel_jitter's cv (sigma^2 = ln(1 + cv^2)); sigma 0 is none.
+  double jitter_sigma = 0;
+  double jitter_shift = 0;  // sigma^2 / 2
   uint64_t jitter_seed = 0;
 
   EventQueue queue;
