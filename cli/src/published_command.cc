@@ -30,7 +30,7 @@ validation::SimulatedStep simulate_published(const validation::PublishedScenario
   const studies::StepReport r = located(scenario, [&] {
     return studies::simulate_step(scenario, studies::LoadedScenario{s.cluster, s.model}, options);
   });
-  return {r.step_time, r.oom, r.time_by_class, r.exposed_comm};
+  return {r.step_time, r.oom, r.peak_memory, r.memory_capacity, r.time_by_class, r.exposed_comm};
 }
 
 std::string summary_row(const std::string& label, const ErrorSummary& s) {
@@ -47,7 +47,9 @@ void print_report(const PublishedReport& r, const PublishedArgs& args, std::ostr
   for (const validation::PublishedPoint& p : r.points) {
     out << fmt::format("  {:<58} {:>7} {:>11.4f} {:>11.4f} {:>+7.1f}%{}\n", p.id, p.precision_class,
                        p.measured.seconds(), p.simulated.seconds(), 100 * p.error,
-                       p.oom ? "  (meshsim: out of memory)" : "");
+                       p.oom ? fmt::format("  (meshsim: out of memory, {:.1f} of {:.1f} GiB)",
+                                           p.peak_memory / GiB(1), p.memory_capacity / GiB(1))
+                             : "");
     if (args.assumptions) {
       out << fmt::format("      measured: {}\n", p.conversion);
       for (const std::string& a : p.assumptions) {
@@ -94,6 +96,8 @@ nlohmann::json report_json(const PublishedReport& r) {
                       {"simulated_step_s", p.simulated.seconds()},
                       {"error", p.error},
                       {"oom", p.oom},
+                      {"peak_memory_bytes", p.peak_memory.count()},
+                      {"memory_capacity_bytes", p.memory_capacity.count()},
                       {"time_by_op_class_s", by_class},
                       {"exposed_comm_s", p.exposed_comm.seconds()}});
   }

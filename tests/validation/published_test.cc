@@ -147,6 +147,15 @@ TEST(PublishedMap, MultiSliceRunsShardInsideASlice) {
   EXPECT_THAT(s.assumptions, Contains(HasSubstr("2 slices: FSDP inside each slice")));
 }
 
+// MaxText's remat_policy "minimal" is JAX's checkpoint_dots_with_no_batch_dims: meshsim's dots
+// policy (weight matmul outputs kept, the rest re-run), not Megatron's selective recompute.
+TEST(PublishedMap, MaxTextMinimalRematIsTheDotsPolicy) {
+  const topology::Catalogue cat = topology::Catalogue::builtin();
+  const PublishedMapping m = map_published_run(run(dev_set(), "maxtext-v5p-32B-1xv5p-128"), cat);
+  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(m));
+  EXPECT_EQ(std::get<PublishedScenario>(m).plan.recompute, workloads::Recompute::kDots);
+}
+
 TEST(PublishedMap, RefusesWhatItCannotExpressAndSaysWhy) {
   const topology::Catalogue cat = topology::Catalogue::builtin();
   const auto reason = [&](const std::string& id) {

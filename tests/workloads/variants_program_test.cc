@@ -212,13 +212,18 @@ TEST(Variants, RecomputeBlockMethodAndDotsPolicy) {
   const Bytes dots = layer_activations(m, p, Recompute::kDots).total();
   EXPECT_LT(dots, none);
   EXPECT_GT(dots, full);
-  // What dots drops: 2 norm inputs, the QKV and MLP inputs (h each) and the down projection's
-  // input (f); it keeps the layer input and the two projection outputs (3h).
-  EXPECT_EQ(none - dots, Bytes::of(2 * 2048 * (4 * 4096 + 14336 - 3 * 4096)));
+  // What dots drops: 2 norm inputs, the QKV and MLP inputs (h each), the down projection's
+  // input (f), the attention kernel's output (32 heads x 128) and its fp32 statistics (4 bytes
+  // per head and token); it keeps the layer input and the output projection's result (2h): the
+  // down projection's result is no residual of the backward.
+  EXPECT_EQ(none - dots, Bytes::of(2 * 2048 * (4 * 4096 + 14336 + 32 * 128 - 2 * 4096) +
+                                   4 * 32 * 2048));
   const auto dots_bwd = layer_ops(plan_step(m, p).programs[0], "recompute.L0.");
   EXPECT_TRUE(dots_bwd.contains("attn_norm"));
   EXPECT_TRUE(dots_bwd.contains("swiglu"));
-  EXPECT_FALSE(dots_bwd.contains("qkv"));  // matmuls are not re-run
+  EXPECT_TRUE(dots_bwd.contains("attention"));  // the fused kernel's forward is re-run
+  EXPECT_TRUE(dots_bwd.contains("rope"));
+  EXPECT_FALSE(dots_bwd.contains("qkv"));  // weight matmuls are not re-run
 }
 
 // Llama-3-405B's pipeline (Dubey et al. 2024, Sec. 3.3.2): 126 layers on PP 16 with

@@ -75,9 +75,9 @@ workloads::Recompute recompute_of(const PublishedRun& r, Framework f,
   if (text == "minimal" && f == Framework::kJax) {
     // MaxText's remat_policy "minimal" is jax.checkpoint_policies
     // .checkpoint_dots_with_no_batch_dims: every matmul output is saved, only element-wise work
-    // is recomputed, no GEMM runs twice.
-    assumptions.push_back("MaxText remat_policy minimal: matmul outputs saved, as selective");
-    return Recompute::kSelective;
+    // is recomputed, no GEMM runs twice: meshsim's `dots` policy (the plan's "minimal" alias).
+    assumptions.push_back("MaxText remat_policy minimal: matmul outputs saved (recompute dots)");
+    return Recompute::kDots;
   }
   if (text == "none") {
     return Recompute::kNone;

@@ -63,6 +63,8 @@ PublishedReport evaluate_published(const std::vector<PublishedRun>& runs,
     p.measured = scenario.measured_step;
     p.simulated = sim.step;
     p.oom = sim.oom;
+    p.peak_memory = sim.peak_memory;
+    p.memory_capacity = sim.memory_capacity;
     p.time_by_class = sim.time_by_class;
     p.exposed_comm = sim.exposed_comm;
     p.error = sim.step / scenario.measured_step - 1.0;

@@ -119,14 +119,24 @@ LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p, 
   add_attention(m, p, recompute, d, a);
   add_mlp(m, d, layer, a);
   if (recompute == Recompute::kDots) {
-    // Matmul outputs stay (Q, K, V, the attention output, the MLP's up projections, and the
-    // output and down projections' results, kept with the layer input as the checkpoint);
-    // what norms and the activation function produce is recomputed from them.
+    // JAX's checkpoint_dots_with_no_batch_dims (MaxText remat_policy "minimal"): the weight
+    // matmuls' outputs that the backward needs stay (Q, K, V, the MLP's up projections, and the
+    // output projection's result, kept with the layer input as the checkpoint: 2h); what norms,
+    // RoPE and the activation function produce is recomputed from them. The fused attention
+    // kernel's output and statistics are no dot outputs either, so its forward re-runs in the
+    // backward: MaxText's "minimal_flash" policy exists to save that output ("context") as well
+    // (AI-Hypercomputer/maxtext, layers/decoders.py, remat_policy == "minimal_flash":
+    // save_from_both_policies(checkpoint_dots_with_no_batch_dims,
+    // save_only_these_names("context"))). The down projection's result is not a residual of the
+    // backward: nothing in the layer's backward reads it (the residual add passes the gradient
+    // through, and the sum is the next layer's input, saved there), so it is not kept.
+    a.attention_output = Bytes::zero();
+    a.softmax_statistics = Bytes::zero();
     a.norm_inputs = Bytes::zero();
     a.qkv_input = Bytes::zero();
     a.mlp_input = Bytes::zero();
     a.mlp_down_input = Bytes::zero();
-    a.checkpoint = bytes_of({3, d.e, d.sb_rep, d.h});
+    a.checkpoint = bytes_of({2, d.e, d.sb_rep, d.h});
   }
   return a;
 }

@@ -368,9 +368,12 @@ std::vector<LayerItem> layer_forward(const LayerContext& c) {
   return it.take();
 }
 
-std::vector<LayerItem> recompute_elementwise(const LayerContext& c) {
+std::vector<LayerItem> recompute_dots_policy(const LayerContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);
+  rope_items(it, false);
+  qk_norm_items(it, false);
+  attention_items(it, false);
   norm_items(it, "attn_norm", d.sp_tokens, false);
   if (!c.model.parallel_blocks || c.model.norms_per_layer == 2) {
     norm_items(it, "mlp_norm", d.sp_tokens, false);

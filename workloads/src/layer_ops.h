@@ -106,9 +106,10 @@ std::vector<LayerItem> layer_forward(const LayerContext& c);
 std::vector<LayerItem> head_forward(const LayerContext& c);  // final norm, LM head, loss
 std::vector<LayerItem> head_backward(const LayerContext& c);
 std::vector<LayerItem> layer_backward(const LayerContext& c);
-// Recompute::kDots: what the backward re-runs before the layer's backward, the norms and the
-// MLP's activation function (their outputs were not saved).
-std::vector<LayerItem> recompute_elementwise(const LayerContext& c);
+// Recompute::kDots: what the backward re-runs before the layer's backward, everything that is not
+// a weight matmul: RoPE, the fused attention kernel's forward, the norms and the MLP's
+// activation function (their outputs were not saved; see layer_activations).
+std::vector<LayerItem> recompute_dots_policy(const LayerContext& c);
 std::vector<LayerItem> embedding_backward(const LayerContext& c);
 // The per-step work of the plan outside the layers (its stack's StepWork, fp16 loss scaling, FP8
 // weight casts) over the rank's `params` local parameters and `layer_weights` elements of its

@@ -105,6 +105,8 @@ struct PublishedPoint {
   Duration simulated;
   double error = 0;        // simulated / measured - 1
   bool oom = false;        // meshsim's memory model says the configuration does not fit
+  Bytes peak_memory;       // meshsim's peak per device (the ledger's, or the estimate if OOM)
+  Bytes memory_capacity;   // what the chip offers to the run
   // Where the simulated step goes (SimulatedStep's): to find which class an error comes from.
   std::array<Duration, kNumOpClasses> time_by_class{};
   Duration exposed_comm;
@@ -135,6 +137,8 @@ struct PublishedReport {
 struct SimulatedStep {
   Duration step;
   bool oom = false;
+  Bytes peak_memory;
+  Bytes memory_capacity;
   std::array<Duration, kNumOpClasses> time_by_class{};  // one rank's summed kernel times
   Duration exposed_comm;                                  // per rank, not hidden by compute
 };
