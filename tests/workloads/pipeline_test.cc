@@ -355,6 +355,42 @@ TEST(PipelineBubble, UnevenInterleavedMatchesADirectListSchedule) {
   }
 }
 
+// Uneven interleaved stages with a closed form: the first stage lighter than the others, which
+// are equal (a layer taken off the first stage to make room for the embedding, as Llama 3 does,
+// Dubey et al. 2024, Sec. 3.3.2). With t = F + B of a full chunk and t0 = F + B of a first-stage
+// chunk (t0 <= t), the step is
+//     T = (v m + p - 2) t + t0,
+// the equal-stage (v m + p - 1) t with one chunk of the first stage in place of a full one: the
+// critical path starts with the first stage's first forward and ends with its last backward, and
+// runs through the saturated full stages in between. (v = 1 gives the flow-shop makespan
+// sum_s t_s + (m - 1) max_s t_s.) Every full stage then idles ((p - 2) t + t0) / T of the step.
+// Lightening the last stage instead has no such form (the step drops by 19 of 24 units for 1
+// unit of lightening, then saturates): the list-schedule test above covers it.
+TEST(PipelineBubble, LighterFirstStageMatchesItsClosedForm) {
+  for (auto [pp, m, v] : {std::tuple<int64_t, int64_t, int64_t>{4, 8, 2},
+                          {4, 16, 2},
+                          {4, 8, 4},
+                          {8, 16, 2},
+                          {2, 4, 2},
+                          {4, 4, 3}}) {
+    for (int64_t first : {1, 3, 5, 8}) {
+      std::vector<int64_t> layers(static_cast<size_t>(pp), 8);
+      layers[0] = first;
+      const auto c = config(S::kInterleaved, pp, m, v);
+      const PipelineRun r = simulate(c, {}, layers);
+      const int64_t t = 3 * kLayerPs * 8;
+      const int64_t t0 = 3 * kLayerPs * first;
+      const int64_t closed = (v * m + pp - 2) * t + t0;
+      EXPECT_EQ(step_ps(r), closed) << "pp " << pp << " m " << m << " vpp " << v << " first "
+                                    << first;
+      for (int64_t s = 1; s < pp; ++s) {
+        EXPECT_EQ(step_ps(r) - busy_ps(r, s), (pp - 2) * t + t0) << "stage " << s;
+      }
+      EXPECT_EQ(busy_ps(r, 0), v * m * t0);
+    }
+  }
+}
+
 // ZB-H1 with T_F = T_B = T_W: the bubble is (p-1) T_F instead of 1F1B's (p-1)(T_F + T_B + T_W),
 // a third (Qi et al. 2023, Sec. 2.1). Prints the table reported with the change.
 TEST(PipelineBubble, ZeroBubbleH1BeatsOneFOneB) {
