@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "meshsim/sim/error.h"
@@ -154,6 +155,26 @@ TEST(PublishedMap, MaxTextMinimalRematIsTheDotsPolicy) {
   const PublishedMapping m = map_published_run(run(dev_set(), "maxtext-v5p-32B-1xv5p-128"), cat);
   ASSERT_TRUE(std::holds_alternative<PublishedScenario>(m));
   EXPECT_EQ(std::get<PublishedScenario>(m).plan.recompute, workloads::Recompute::kDots);
+}
+
+// Llama 3.1 405B's 126 layers over pp 8 x vpp 8: Megatron-Core counts the embedding and the loss
+// as a layer each, so 64 virtual stages of 2 layers but 1 on the first and the last.
+TEST(PublishedMap, MegatronCountsEmbeddingAndLossInAnUnevenSplit) {
+  const topology::Catalogue cat = topology::Catalogue::builtin();
+  const PublishedMapping m =
+      map_published_run(run(dev_set(), "dgxc2504-llama3.1-405b-1024xH100-bf16"), cat);
+  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(m));
+  const PublishedScenario& s = std::get<PublishedScenario>(m);
+  ASSERT_EQ(s.plan.stage_layers.size(), 64u);
+  EXPECT_EQ(s.plan.stage_layers.front(), 1);
+  EXPECT_EQ(s.plan.stage_layers.back(), 1);
+  EXPECT_EQ(std::count(s.plan.stage_layers.begin(), s.plan.stage_layers.end(), 2), 62);
+  EXPECT_THAT(s.assumptions, Contains(HasSubstr("account_for_embedding/loss_in_pipeline_split")));
+  // 126 layers over pp 9 x vpp 7 divide: no uneven split is assumed.
+  const PublishedMapping even =
+      map_published_run(run(dev_set(), "dgxc2411-llama3.1-405b-576xH100-bf16"), cat);
+  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(even));
+  EXPECT_TRUE(std::get<PublishedScenario>(even).plan.stage_layers.empty());
 }
 
 TEST(PublishedMap, RefusesWhatItCannotExpressAndSaysWhy) {

@@ -85,6 +85,31 @@ workloads::Recompute recompute_of(const PublishedRun& r, Framework f,
   throw Unmappable(fmt::format("activation recompute \"{}\" not recognised", text));
 }
 
+// Megatron-Core splits the layers evenly over the pp x vpp virtual stages and refuses a count
+// that does not divide, unless the embedding and the loss each count as a layer
+// (account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split: the first and
+// the last virtual stage then hold one transformer layer fewer). Llama 3.1 405B's 126 layers over
+// pp 8 x vpp 8 divide only that way, and NVIDIA's NeMo-Run recipe for 405B sets both
+// (NVIDIA/cloudai, src/cloudai/workloads/nemo_run/cloudai_nemorun.py @ 443af4a,
+// cloudai_llama3_405b_recipe).
+void set_uneven_split(ParallelPlan& p, const PublishedRun& r, Framework f,
+                      std::vector<std::string>& assumptions) {
+  const int64_t layers = stated(r.model.layers, "the number of layers");
+  const int64_t chunks = p.pp * p.vpp;
+  if (f != Framework::kMegatronCore || layers % chunks == 0 || (layers + 2) % chunks != 0 ||
+      (layers + 2) / chunks < 2) {
+    return;
+  }
+  p.stage_layers.assign(static_cast<size_t>(chunks), (layers + 2) / chunks);
+  p.stage_layers.front() -= 1;
+  p.stage_layers.back() -= 1;
+  assumptions.push_back(fmt::format(
+      "{} layers over pp {} x vpp {}: the embedding and the loss count as a layer each "
+      "(Megatron-Core's account_for_embedding/loss_in_pipeline_split), {} layers per virtual "
+      "stage and {} on the first and the last",
+      layers, p.pp, p.vpp, (layers + 2) / chunks, (layers + 2) / chunks - 1));
+}
+
 // Degrees: TP and PP as stated, CP 1 unless stated, DP the rest of the devices.
 void set_degrees(ParallelPlan& p, const PublishedRun& r, const topology::ClusterSpec& cluster,
                  Framework f, std::vector<std::string>& assumptions) {
@@ -124,6 +149,7 @@ void set_degrees(ParallelPlan& p, const PublishedRun& r, const topology::Cluster
     p.schedule = vpp > 1 ? workloads::PipelineSchedule::kInterleaved
                          : workloads::PipelineSchedule::kOneFOneB;
     p.vpp = vpp;
+    set_uneven_split(p, r, f, assumptions);
   }
   // Sequence parallelism: as stated; NeMo's recipes turn it on with TP > 1; XLA shards the
   // activations' embedding axis over the tensor axis (MaxText's logical axis rules), which moves
