@@ -207,7 +207,7 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
   bind_plan(app, f, PlanField::kVpp, &ParallelPlan::vpp,
             "Virtual pipeline stages per rank (interleaved)");
   bind_plan_choice(app, f, PlanField::kSchedule, &ParallelPlan::schedule,
-                   "Pipeline schedule: gpipe, 1f1b, interleaved, zb");
+                   "Pipeline schedule: gpipe, 1f1b, interleaved, zb, zbv (with --vpp 2)");
   bind_plan(app, f, PlanField::kEp, &ParallelPlan::ep,
             "Expert-parallel degree (MoE; carved out of DP)");
   bind_plan(app, f, PlanField::kCapacityFactor, &ParallelPlan::capacity_factor,

@@ -46,7 +46,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--zero", a.zero, "Hold the ZeRO stage (0-3)")->check(CLI::Range(0, 3));
   c->add_option("--recompute", a.recompute, "Hold recompute: none, selective, full")
       ->check(CLI::IsMember(enum_choices<workloads::Recompute>()));
-  c->add_option("--schedule", a.schedule, "Hold the schedule: gpipe, 1f1b, interleaved, zb")
+  c->add_option("--schedule", a.schedule, "Hold the schedule: gpipe, 1f1b, interleaved, zb, zbv")
       ->check(CLI::IsMember(enum_choices<workloads::PipelineSchedule>()));
   c->add_option("--overlap-tp", a.overlap_tp, "Hold TP overlap: on or off")
       ->check(CLI::IsMember({"on", "off"}));

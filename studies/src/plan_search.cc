@@ -65,6 +65,9 @@ std::vector<ScheduleChoice> schedules(int64_t pp, int64_t layers_per_stage, cons
       }
     }
     out.push_back({PipelineSchedule::kZeroBubble, 1});
+    if (layers_per_stage % 2 == 0) {
+      out.push_back({PipelineSchedule::kZeroBubbleV, 2});
+    }
   }
   if (f.schedule == PipelineSchedule::kGpipe) {
     out = {{PipelineSchedule::kGpipe, 1}};

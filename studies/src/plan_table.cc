@@ -19,6 +19,9 @@ std::string short_plan(const ParallelPlan& p) {
     case workloads::PipelineSchedule::kZeroBubble:
       s += " zb";
       break;
+    case workloads::PipelineSchedule::kZeroBubbleV:
+      s += " zbv";
+      break;
     case workloads::PipelineSchedule::kGpipe:
       s += " gpipe";
       break;

@@ -401,7 +401,7 @@ std::optional<Duration> pipeline_makespan(const workloads::PipelineConfig& cfg,
 
 Duration StepLowerBound::operator()(const ParallelPlan& plan) {
   const LayerCosts& c = costs(plan);
-  const bool zb = plan.schedule == workloads::PipelineSchedule::kZeroBubble;
+  const bool zb = workloads::splits_backward(plan.schedule);
   // The communication streams: data parallel, and ring attention's sends on the stage with the
   // most layers.
   const int64_t most_layers =
@@ -427,6 +427,8 @@ Duration StepLowerBound::operator()(const ParallelPlan& plan) {
   // microbatch's forward has reached it.
   const Duration per_layer = c.forward + (zb ? c.backward_compute_only : c.backward);
   const int64_t m = plan.microbatches();
+  const int64_t head_stage =
+      workloads::virtual_stage_home(plan.pipeline(), plan.pp * plan.vpp - 1).stage;
   Duration best;
   Duration fill;
   for (int64_t s = 0; s < plan.pp; ++s) {
@@ -437,7 +439,7 @@ Duration StepLowerBound::operator()(const ParallelPlan& plan) {
     if (s == 0) {
       busy += c.embedding_forward;
     }
-    if (s + 1 == plan.pp) {
+    if (s == head_stage) {
       busy += c.head;
     }
     best = std::max(best, fill + busy * m);

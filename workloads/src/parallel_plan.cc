@@ -266,7 +266,7 @@ void check_routing(const ModelConfig& m, const ParallelPlan& p) {
 }
 
 void check_combinations(const ModelConfig& m, const ParallelPlan& p) {
-  if (p.schedule == PipelineSchedule::kZeroBubble && p.recompute == Recompute::kFull) {
+  if (splits_backward(p.schedule) && p.recompute == Recompute::kFull) {
     bad(F::kRecompute, "full recompute with the zero-bubble schedule is not modelled (its "
                        "deferred weight gradients need the re-materialised activations); use "
                        "selective or none");

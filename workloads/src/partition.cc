@@ -24,7 +24,7 @@ std::vector<LayerRange> chunks_of(const ModelConfig& m, const ParallelPlan& p, i
   const int64_t per = m.num_layers / (p.pp * p.vpp);
   std::vector<LayerRange> out;
   for (int64_t chunk = 0; chunk < p.vpp; ++chunk) {
-    const int64_t v = chunk * p.pp + stage;
+    const int64_t v = virtual_stage(p.pipeline(), stage, chunk);
     if (p.stage_layers.empty()) {
       out.push_back(LayerRange{v * per, (v + 1) * per});
       continue;
@@ -144,8 +144,9 @@ StagePartition make_partition(const ModelConfig& m, const ParallelPlan& p, int64
   SIM_CHECK(stage >= 0 && stage < p.pp, "pipeline stage {} outside 0..{}", stage, p.pp - 1);
   StagePartition s;
   s.stage = stage;
-  s.first = stage == 0;
-  s.last = stage == p.pp - 1;
+  // The stages holding the first and the last virtual stage (zbv: both on stage 0).
+  s.first = virtual_stage_home(p.pipeline(), 0).stage == stage;
+  s.last = virtual_stage_home(p.pipeline(), p.pp * p.vpp - 1).stage == stage;
   s.chunks = chunks_of(m, p, stage);
   s.widths = shard_widths(m, p);
   s.tokens = stage_tokens(p);

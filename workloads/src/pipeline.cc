@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "meshsim/sim/error.h"
+#include "pipeline_v.h"
 
 namespace meshsim::workloads {
 namespace {
@@ -173,6 +174,30 @@ void validate_interleaved(const PipelineConfig& c) {
                       c.microbatches, c.stages, suggestion));
 }
 
+void validate_zero_bubble_v(const PipelineConfig& c) {
+  require(c.stages >= 2, PlanField::kPp,
+          fmt::format("the zbv schedule folds the model into a V over at least 2 pipeline stages, "
+                      "got pp {}",
+                      c.stages));
+  require(c.virtual_stages == 2, PlanField::kVpp,
+          fmt::format("the zbv schedule runs exactly 2 model chunks per rank (a V), got vpp {}; "
+                      "set vpp 2",
+                      c.virtual_stages));
+}
+
+// Chunk passes whose F has run and whose W (or whole backward) has not, at most, along `order`.
+int64_t held_until_weights(const std::vector<PipelinePass>& order) {
+  int64_t now = 0;
+  int64_t peak = 0;
+  for (const PipelinePass& p : order) {
+    now += p.kind == PassKind::kForward                                             ? 1
+           : p.kind == PassKind::kBackwardWeight || p.kind == PassKind::kBackward ? -1
+                                                                                   : 0;
+    peak = std::max(peak, now);
+  }
+  return peak;
+}
+
 }  // namespace
 
 void validate(const PipelineConfig& c) {
@@ -181,9 +206,13 @@ void validate(const PipelineConfig& c) {
     validate_interleaved(c);
     return;
   }
+  if (c.schedule == PipelineSchedule::kZeroBubbleV) {
+    validate_zero_bubble_v(c);
+    return;
+  }
   require(c.virtual_stages == 1, PlanField::kSchedule,
           fmt::format("the {} schedule runs one model chunk per rank, but vpp {} asks for {}; "
-                      "model chunks need the interleaved schedule (or vpp 1)",
+                      "model chunks need the interleaved schedule, or zbv for 2 (or vpp 1)",
                       to_string(c.schedule), c.virtual_stages, c.virtual_stages));
 }
 
@@ -199,6 +228,9 @@ std::vector<PipelinePass> pipeline_order(const PipelineConfig& c, int64_t stage)
       return interleaved_order(c, stage);
     case PipelineSchedule::kZeroBubble:
       return zero_bubble_order(c, stage);
+    case PipelineSchedule::kZeroBubbleV:
+      return std::move(
+          detail::zero_bubble_v_orders(c.stages, c.microbatches)[static_cast<size_t>(stage)]);
   }
   SIM_CHECK(false, "unknown pipeline schedule {}", static_cast<int>(c.schedule));
   return {};
@@ -208,7 +240,20 @@ int64_t virtual_stage(const PipelineConfig& c, int64_t stage, int64_t chunk) {
   check_stage(c, stage);
   SIM_CHECK(chunk >= 0 && chunk < c.virtual_stages, "model chunk {} out of range [0, {})", chunk,
             c.virtual_stages);
+  if (c.schedule == PipelineSchedule::kZeroBubbleV && chunk == 1) {
+    return 2 * c.stages - 1 - stage;
+  }
   return chunk * c.stages + stage;
+}
+
+PipelinePeer virtual_stage_home(const PipelineConfig& c, int64_t vs) {
+  SIM_CHECK(vs >= 0 && vs < c.stages * c.virtual_stages, "virtual stage {} out of range [0, {})",
+            vs, c.stages * c.virtual_stages);
+  const int64_t chunk = vs / c.stages;
+  const int64_t stage = c.schedule == PipelineSchedule::kZeroBubbleV && chunk == 1
+                            ? 2 * c.stages - 1 - vs
+                            : vs % c.stages;
+  return PipelinePeer{stage, static_cast<int32_t>(chunk)};
 }
 
 int64_t max_in_flight(const PipelineConfig& c, int64_t stage) {
@@ -224,6 +269,8 @@ int64_t max_in_flight(const PipelineConfig& c, int64_t stage) {
       const int64_t total = c.microbatches * c.virtual_stages;
       return std::min(interleaved_warmup(c, stage) + 1, total);
     }
+    case PipelineSchedule::kZeroBubbleV:
+      return held_until_weights(pipeline_order(c, stage));
   }
   SIM_CHECK(false, "unknown pipeline schedule {}", static_cast<int>(c.schedule));
   return 0;
@@ -234,7 +281,7 @@ std::optional<PipelinePeer> forward_source(const PipelineConfig& c, int64_t stag
   if (vs == 0) {
     return std::nullopt;
   }
-  return PipelinePeer{(vs - 1) % c.stages, static_cast<int32_t>((vs - 1) / c.stages)};
+  return virtual_stage_home(c, vs - 1);
 }
 
 std::optional<PipelinePeer> forward_destination(const PipelineConfig& c, int64_t stage,
@@ -243,7 +290,7 @@ std::optional<PipelinePeer> forward_destination(const PipelineConfig& c, int64_t
   if (vs + 1 == c.stages * c.virtual_stages) {
     return std::nullopt;
   }
-  return PipelinePeer{(vs + 1) % c.stages, static_cast<int32_t>((vs + 1) / c.stages)};
+  return virtual_stage_home(c, vs + 1);
 }
 
 }  // namespace meshsim::workloads

@@ -109,6 +109,12 @@ enum class Stream : uint8_t {
   // FSDP and DeepSpeed issue them (FSDP's all-gather stream; DeepSpeed's prefetch stream), so
   // that a prefetched gather never queues behind the previous layer's reduce-scatter.
   kDataGather,
+  // zbv's return leg (chunk 1 of the V, whose activations flow to rank s-1 and gradients to s+1):
+  // its own channels, so that a send to one neighbour never waits behind one to the other.
+  kPipeSendActivationReturn,
+  kPipeSendGradientReturn,
+  kPipeReceiveActivationReturn,
+  kPipeReceiveGradientReturn,
 };
 constexpr uint8_t index(Stream s) { return static_cast<uint8_t>(s); }
 

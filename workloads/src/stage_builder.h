@@ -126,8 +126,18 @@ class StageBuilder {
   void emit_ring(const Scope& scope, const RingSpec& r);
 
   // Passes.
-  bool first_virtual(int64_t chunk) const { return chunk * p_.pp + stage_ == 0; }
-  bool last_virtual(int64_t chunk) const { return chunk * p_.pp + stage_ == p_.pp * p_.vpp - 1; }
+  bool first_virtual(int64_t chunk) const { return virtual_stage(pipe_, stage_, chunk) == 0; }
+  bool last_virtual(int64_t chunk) const {
+    return virtual_stage(pipe_, stage_, chunk) == p_.pp * p_.vpp - 1;
+  }
+  // The peer slot and stream of a pass's pipeline message (a forward's activation or a
+  // backward's gradient; `send` or receive), or nullopt when there is none: the ends of the
+  // pipeline, and zbv's turn, where chunk 0 of rank p-1 feeds chunk 1 of the same rank.
+  struct PipeChannel {
+    PeerSlot peer;
+    Stream stream;
+  };
+  std::optional<PipeChannel> pipe_channel(int32_t chunk, bool forward, bool send) const;
   Scope pass_scope(const PipelinePass& pass, std::string prefix) const;
   void forward(const PipelinePass& pass);
   void backward(const PipelinePass& pass, bool with_weights, bool last_for_chunk);

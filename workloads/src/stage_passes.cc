@@ -34,6 +34,32 @@ std::vector<LayerItem> only_weight_gradients(std::vector<LayerItem> items) {
 
 }  // namespace
 
+std::optional<StageBuilder::PipeChannel> StageBuilder::pipe_channel(int32_t chunk, bool forward,
+                                                                    bool send) const {
+  const std::optional<PipelinePeer> peer = forward != send
+                                                ? forward_source(pipe_, stage_, chunk)
+                                                : forward_destination(pipe_, stage_, chunk);
+  if (!peer || peer->stage == stage_) {
+    return std::nullopt;
+  }
+  // Along the forward flow (a forward's send, a backward's receive) the peer is the next rank,
+  // except on the V's return leg, which flows to the previous one.
+  const bool returning = pipe_.schedule == PipelineSchedule::kZeroBubbleV && chunk == 1;
+  const bool downstream = forward == send;
+  const PeerSlot slot =
+      downstream != returning ? PeerSlot::kPipelineNext : PeerSlot::kPipelinePrevious;
+  if (forward) {
+    return PipeChannel{slot, send ? (returning ? Stream::kPipeSendActivationReturn
+                                               : Stream::kPipeSendActivation)
+                                  : (returning ? Stream::kPipeReceiveActivationReturn
+                                               : Stream::kPipeReceiveActivation)};
+  }
+  return PipeChannel{slot, send ? (returning ? Stream::kPipeSendGradientReturn
+                                             : Stream::kPipeSendGradient)
+                                : (returning ? Stream::kPipeReceiveGradientReturn
+                                             : Stream::kPipeReceiveGradient)};
+}
+
 Scope StageBuilder::pass_scope(const PipelinePass& pass, std::string prefix) const {
   return Scope{OpLabels{std::nullopt, pass.microbatch, static_cast<int32_t>(stage_), std::nullopt},
                std::move(prefix)};
@@ -65,10 +91,9 @@ void StageBuilder::forward(const PipelinePass& pass) {
   if (first_virtual(chunk)) {
     emit(scope, embedding_forward(ctx_),
          alloc(MemoryCategory::kActivations, part_.activations.embedding), {});
-  } else {
-    stream_.next_waits_for(p2p(scope, fmt::format("c{}.recv_activation", chunk), false,
-                               PeerSlot::kPipelinePrevious, Tag::kActivation, msg,
-                               Stream::kPipeReceiveActivation));
+  } else if (const auto from = pipe_channel(pass.chunk, true, false)) {
+    stream_.next_waits_for(p2p(scope, fmt::format("c{}.recv_activation", chunk), false, from->peer,
+                               Tag::kActivation, msg, from->stream));
   }
   const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
   const bool zero3 = p_.zero == ZeroStage::kParameters;
@@ -97,10 +122,9 @@ void StageBuilder::forward(const PipelinePass& pass) {
   if (last_virtual(chunk)) {
     emit(scope, head_forward(ctx_), alloc(MemoryCategory::kActivations, part_.activations.head),
          {});
-  } else {
-    const OpId send = p2p(scope, fmt::format("c{}.send_activation", chunk), true,
-                          PeerSlot::kPipelineNext, Tag::kActivation, msg,
-                          Stream::kPipeSendActivation);
+  } else if (const auto to = pipe_channel(pass.chunk, true, true)) {
+    const OpId send = p2p(scope, fmt::format("c{}.send_activation", chunk), true, to->peer,
+                          Tag::kActivation, msg, to->stream);
     if (!p_.overlap.pipeline_p2p) {
       stream_.next_waits_for(send);
     }
@@ -124,10 +148,9 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
     if (reduce_grads) {
       grads_ready(scope, part_.params.head, 0);
     }
-  } else {
-    stream_.next_waits_for(p2p(scope, fmt::format("c{}.recv_gradient", chunk), false,
-                               PeerSlot::kPipelineNext, Tag::kGradient, msg,
-                               Stream::kPipeReceiveGradient));
+  } else if (const auto from = pipe_channel(pass.chunk, false, false)) {
+    stream_.next_waits_for(p2p(scope, fmt::format("c{}.recv_gradient", chunk), false, from->peer,
+                               Tag::kGradient, msg, from->stream));
   }
   const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
   const bool zero3 = p_.zero == ZeroStage::kParameters;
@@ -199,10 +222,9 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
     if (reduce_grads) {
       grads_ready(scope, part_.params.embedding, 0);
     }
-  } else {
-    const OpId send = p2p(scope, fmt::format("c{}.send_gradient", chunk), true,
-                          PeerSlot::kPipelinePrevious, Tag::kGradient, msg,
-                          Stream::kPipeSendGradient);
+  } else if (const auto to = pipe_channel(pass.chunk, false, true)) {
+    const OpId send = p2p(scope, fmt::format("c{}.send_gradient", chunk), true, to->peer,
+                          Tag::kGradient, msg, to->stream);
     if (!p_.overlap.pipeline_p2p) {
       stream_.next_waits_for(send);
     }

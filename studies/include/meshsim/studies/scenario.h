@@ -7,7 +7,7 @@
 //     "cluster": "dgx-h100" | "path/to/cluster.json", "nodes": 256, "shape": "8x16x16",
 //     "slices": 4 (TPU slices joined by DCN), "dcn_dp": 4 (replicas across slices: fsdp = dp / 4),
 //     "dp": 64, "zero": 1, "tp": 8, "sp": true, "cp": 1, "pp": 4, "vpp": 5,
-//     "schedule": "gpipe" | "1f1b" | "interleaved" | "zb", "ep": 1, "capacity_factor": 1.0,
+//     "schedule": "gpipe" | "1f1b" | "interleaved" | "zb" | "zbv", "ep": 1, "capacity_factor": 1.0,
 //     "moe_load_skew": 0.0 (absent: balanced), "moe_drop_tokens": false, "moe_seed": 0,
 //     "fsdp": 8 (HSDP shard group; absent: ZeRO over all of dp),
 //     "mbs": 1, "gbs": 512, "seq": 8192, "recompute": "none" | "selective" | "full",

@@ -3,8 +3,8 @@
 // Degrees: data parallel (DP, optionally ZeRO-1/2/3 sharded), tensor parallel (TP, Megatron
 // column/row; with sequence parallelism SP the TP all-reduces become reduce-scatter + all-gather
 // and norms/dropout run on s/TP tokens), context parallel (CP, ring attention over the sequence),
-// pipeline parallel (PP, with virtual stages VPP for the interleaved schedule), expert parallel
-// (EP, carved out of DP as Megatron does: experts split over EP ranks of a DP group).
+// pipeline parallel (PP, with virtual stages VPP for the interleaved and zbv schedules), expert
+// parallel (EP, carved out of DP as Megatron does: experts split over EP ranks of a DP group).
 // World size = TP x CP x DP x PP.
 //
 // Rank layout (Megatron's default order, TP innermost): a rank's coordinates along the axes are
@@ -172,8 +172,8 @@ struct ParallelPlan {
   // the dp / fsdp groups replicate each other, all-reducing the sharded gradients across. 0: ZeRO
   // shards over all of DP x CP. dp stays the total data-parallel degree.
   int64_t fsdp = 0;
-  // Layers per pipeline stage, or with vpp > 1 per virtual stage (chunk-major: v = c * pp + s);
-  // empty = even split.
+  // Layers per pipeline stage, or with vpp > 1 per virtual stage in virtual-stage order
+  // (pipeline.h's virtual_stage: v = c * pp + s, or zbv's V); empty = even split.
   std::vector<int64_t> stage_layers;
   std::array<Axis, kNumAxes> order = {Axis::kTensor, Axis::kContext, Axis::kData, Axis::kPipeline};
   OverlapOptions overlap;
@@ -226,10 +226,11 @@ struct PlanLimits {
 // heads dividing TP, then replicated) and d_ff; SP only with TP > 1 and the tokens of a CP rank
 // divisible by TP; CP with 2*CP dividing the sequence (load-balanced causal chunks); PP dividing
 // the layers unless stage_layers states the split (one positive entry per stage, summing to the
-// layers); VPP only with the interleaved schedule, dividing the layers per stage; EP only on MoE
-// models, dividing DP and the experts; the global batch a multiple of DP x MBS; microbatches x
-// layers within PlanLimits; the pipeline schedule's own rules (pipeline.h). Whether the degrees
-// fit the cluster is the composition root's check (workloads knows no hardware).
+// layers); VPP only with the interleaved schedule (or 2 with zbv), dividing the layers per stage;
+// EP only on MoE models, dividing DP and the experts; the global batch a multiple of DP x MBS;
+// microbatches x layers within PlanLimits; the pipeline schedule's own rules (pipeline.h).
+// Whether the degrees fit the cluster is the composition root's check (workloads knows no
+// hardware).
 void validate_plan(const ModelConfig& model, const ParallelPlan& plan);
 // Combinations meshsim simulates but no framework runs, or runs only with a caveat, each as one
 // sentence naming the frameworks (empty when there is none): reports print them, so that a plan

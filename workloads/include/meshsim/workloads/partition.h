@@ -3,9 +3,10 @@
 // (src/stage_*.cc) all read a stage's facts from its StagePartition; none derives them again.
 //
 // Layers: stage s holds plan.stage_layers[s] consecutive layers when the plan states an uneven
-// split, else L / PP; with VPP > 1 (interleaved) chunk c of stage s is virtual stage
-// v = c * PP + s and holds layers [v * L/(PP*VPP), (v + 1) * L/(PP*VPP)), or with an uneven split
-// plan.stage_layers[v] layers after those of the virtual stages before it.
+// split, else L / PP; with VPP > 1 chunk c of stage s is virtual stage v (interleaved:
+// v = c * PP + s; zbv: s, then 2 PP - 1 - s; pipeline.h's virtual_stage) and holds layers
+// [v * L/(PP*VPP), (v + 1) * L/(PP*VPP)), or with an uneven split plan.stage_layers[v] layers
+// after those of the virtual stages before it.
 //
 // Parameters held by one rank of the stage before ZeRO sharding (Megatron-LM layout, Shoeybi et al.
 // 2019, Narayanan et al. 2021): Q, K, V, gate/up and fc1 are column-parallel (weights and biases
@@ -13,10 +14,11 @@
 // replicated); norms, the router and the position table are replicated; the token embedding and
 // the LM head are split over the vocabulary, ceil(V / TP) rows per rank (Megatron pads the
 // vocabulary to a multiple of TP). Key/value heads split over TP when TP divides them, else each
-// rank holds one (replicated). Stage 0 holds the embeddings; the last stage the final norm and the
-// LM head (with tied embeddings: nothing more on a single stage, whose head is the embedding; a
-// copy of the embedding on the last of several stages, as Megatron keeps). Experts split over EP
-// (E / EP per rank) and over TP inside each expert.
+// rank holds one (replicated). The stage of virtual stage 0 holds the embeddings; that of the last
+// virtual stage (the last stage; zbv: stage 0 again) the final norm and the LM head (with tied
+// embeddings: nothing more on a stage that also holds the embedding, whose head it is; a copy of
+// the embedding on another last stage, as Megatron keeps). Experts split over EP (E / EP per
+// rank) and over TP inside each expert.
 //
 // Activations per microbatch on one rank: the per-layer terms of training_memory.h
 // (layer_activations) under the plan's recompute policy, and the terms outside the layers

@@ -7,7 +7,10 @@
 // (virtual stages) per rank. The model's layers are cut into p*v virtual stages; virtual stage
 // `chunk * p + stage` lives on rank `stage` (Megatron-LM's interleaving, Narayanan et al. 2021,
 // Sec. 2.2), so a microbatch visits ranks 0..p-1 with chunk 0, then 0..p-1 with chunk 1, ...
-// A pass is one (kind, microbatch, chunk). Stage s below is 0-based.
+// zbv places its v = 2 chunks in a V instead: chunk 0 of rank s is virtual stage s, chunk 1 is
+// virtual stage 2p-1-s, so a microbatch goes down ranks 0..p-1 and back up p-1..0, and rank 0
+// holds both the embedding and the loss. A pass is one (kind, microbatch, chunk). Stage s below
+// is 0-based.
 //
 // The orders, exactly (source in brackets):
 //  * gpipe [Huang et al. 2019, GPipe, Fig. 2c; torchgpipe]: F(0..m-1), then B(m-1..0): the
@@ -36,6 +39,29 @@
 //    (p-1)(T_F + T_B - T_W) against 1F1B's (p-1)(T_F + T_B + T_W): a third of it when
 //    T_F = T_B = T_W, with 1F1B's peak of F-but-not-B microbatches. (With m < p the deferred W's
 //    trail at the end; still shorter than 1F1B.)
+//  * zbv [ZB-V: Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024 (arXiv 2401.10241),
+//    Sec. 6; the V-shaped placement of Qi et al. 2024, "Pipeline Parallelism with Controllable
+//    Memory" (arXiv 2405.15362); sail-sg/zero-bubble-pipeline-parallelism, scheduler/zbv.py at
+//    39f2c18]: two chunks per rank in a V (above), backward split into B and W as zb. Not the
+//    repository's heuristic (which tries four W-filling variants and re-runs with per-rank
+//    bubble targets), but the same idea as a deterministic greedy list schedule: every pass costs
+//    one unit, messages are free, and at each unit step every rank starts the first ready pass
+//    among (1) a B, (2) an F, only while the rank holds fewer than 2p chunk passes whose W has not
+//    run (the paper's cap, zbv.py's max_mem = 2p f_mem: 1F1B's peak of p whole-stage
+//    microbatches), (3) its oldest pending W. Among B's, and among F's, the older microbatch
+//    first, chunk 1 on a tie. A pass is ready when its input has been computed by the end of the
+//    previous step: F(c0) after F(c0) of rank s-1; F(c1) after F(c1) of rank s+1, or at the turn
+//    (s = p-1) after its own F(c0); B(c1) after its F(c1) and B(c1) of rank s-1 (rank 0: the
+//    loss); B(c0) after B(c0) of rank s+1, or at the turn after its own B(c1). Warm-up (the
+//    paper's: rank s fills until the V's return leg reaches it): F(c0) is also held back while
+//    the rank has run 2(p-s)-1 more F(c0) than F(c1). The per-rank orders the greedy produces are
+//    the schedule; the engine then runs them at the real costs. At unit costs the step is at
+//    least 6m + p - 1 units (each rank runs 6m passes; rank p-1 cannot start before p-1 F(c0)
+//    upstream), i.e. a bubble of (p-1)/(6m+p-1) with T_F = T_B = T_W, against ZB-H1's
+//    (p-1)/(3m+p-1) and 1F1B's (p-1)/(m+p-1) (the repository's table calls ZB-V's bubble 0,
+//    not counting that warm-up). The greedy reaches the bound for p <= 4 and m >= p, and stays
+//    within (p-1)/2 units of it for p <= 32, m in [2p, 4p]; each rank holds at most
+//    2 min(m, p) chunk passes. Valid for any m >= 1 (fewer than p microbatches leave bubbles).
 // Every order holds each (microbatch, chunk) forward once and its backward (or its B and W)
 // once, a backward after its forward and a W after its B.
 //
@@ -57,19 +83,25 @@ namespace meshsim::workloads {
 
 using meshsim::to_string;
 
-enum class PipelineSchedule { kGpipe, kOneFOneB, kInterleaved, kZeroBubble };
+enum class PipelineSchedule { kGpipe, kOneFOneB, kInterleaved, kZeroBubble, kZeroBubbleV };
 constexpr auto enum_names(PipelineSchedule) {
   return std::to_array<EnumName<PipelineSchedule>>({{PipelineSchedule::kGpipe, "gpipe"},
                                                     {PipelineSchedule::kOneFOneB, "1f1b"},
                                                     {PipelineSchedule::kInterleaved, "interleaved"},
-                                                    {PipelineSchedule::kZeroBubble, "zb"}});
+                                                    {PipelineSchedule::kZeroBubble, "zb"},
+                                                    {PipelineSchedule::kZeroBubbleV, "zbv"}});
+}
+
+// Whether the schedule splits the backward into B and W (zb, zbv).
+constexpr bool splits_backward(PipelineSchedule s) {
+  return s == PipelineSchedule::kZeroBubble || s == PipelineSchedule::kZeroBubbleV;
 }
 
 enum class PassKind {
   kForward,
   kBackward,        // input and weight gradients together (gpipe, 1f1b, interleaved)
-  kBackwardInput,   // zb's B: the input gradient, on the critical path
-  kBackwardWeight,  // zb's W: the weight gradient, deferred to fill bubbles
+  kBackwardInput,   // zb's and zbv's B: the input gradient, on the critical path
+  kBackwardWeight,  // zb's and zbv's W: the weight gradient, deferred to fill bubbles
 };
 constexpr auto enum_names(PassKind) {
   return std::to_array<EnumName<PassKind>>({{PassKind::kForward, "F"},
@@ -94,8 +126,8 @@ struct PipelineConfig {
 
 // Throws PlanError on the plan field at fault (pp, vpp, schedule, or gbs for the microbatches)
 // when the combination is invalid: sizes must be positive (microbatches and virtual_stages at
-// most INT32_MAX); vpp > 1 only with interleaved; interleaved needs vpp >= 2, pp >= 2 and
-// microbatches % pp == 0.
+// most INT32_MAX); vpp > 1 only with interleaved and zbv; interleaved needs vpp >= 2, pp >= 2 and
+// microbatches % pp == 0; zbv needs pp >= 2 and vpp == 2.
 void validate(const PipelineConfig& config);
 
 // The order in which pipeline rank `stage` (0 <= stage < stages, else InternalError) runs its
@@ -103,7 +135,7 @@ void validate(const PipelineConfig& config);
 std::vector<PipelinePass> pipeline_order(const PipelineConfig& config, int64_t stage);
 
 // The virtual stage (0 .. stages*vpp-1) that chunk `chunk` of rank `stage` is:
-// chunk * stages + stage.
+// chunk * stages + stage; zbv: stage for chunk 0, 2 * stages - 1 - stage for chunk 1.
 int64_t virtual_stage(const PipelineConfig& config, int64_t stage, int64_t chunk);
 
 // The most forward passes whose activations rank `stage` holds at once under the schedule: passes
@@ -113,19 +145,31 @@ int64_t virtual_stage(const PipelineConfig& config, int64_t stage, int64_t chunk
 // Megatron's warm-up + 1, i.e. min((p - s - 1) * 2 + (v - 1) * p + 1, m*v), or m*v when every
 // pass is warm-up (on rank 0: p*v + p - 1 chunk passes = p * (1 + (p-1)/(p*v)) microbatches'
 // worth, Korthikanti et al. 2022). zb additionally keeps, after each B until its W, what W needs
-// (layer inputs and output gradients); up to `stage` microbatches wait for their W.
+// (layer inputs and output gradients); up to `stage` microbatches wait for their W. zbv counts
+// chunk passes whose F has started and whose W has not finished (what W keeps included, as the
+// construction's cap does), the most along the rank's order: 2 min(m, p) on every rank, i.e. p
+// whole-stage microbatches when m >= p, 1F1B's first stage.
 int64_t max_in_flight(const PipelineConfig& config, int64_t stage);
 
-// Where a chunk's forward input comes from and its output goes to: the neighbouring virtual
-// stage, or nullopt at the ends of the pipeline (virtual stage 0 reads the data; the last one
-// computes the loss). Backward passes run the other way: a backward receives its output gradient
-// from forward_destination and sends its input gradient to forward_source. The peer's stage is
-// always stage - 1 (resp. stage + 1) modulo `stages`.
+// A chunk of a rank: where a virtual stage lives.
 struct PipelinePeer {
   int64_t stage = 0;
   int32_t chunk = 0;
   bool operator==(const PipelinePeer&) const = default;
 };
+
+// The rank and chunk holding virtual stage `vs` (0 <= vs < stages*vpp, else InternalError): the
+// inverse of virtual_stage.
+PipelinePeer virtual_stage_home(const PipelineConfig& config, int64_t vs);
+
+// Where a chunk's forward input comes from and its output goes to: the neighbouring virtual
+// stage, or nullopt at the ends of the pipeline (virtual stage 0 reads the data; the last one
+// computes the loss). Backward passes run the other way: a backward receives its output gradient
+// from forward_destination and sends its input gradient to forward_source. The peer's stage is
+// stage - 1 (resp. stage + 1) modulo `stages` for gpipe, 1f1b, zb and interleaved (whose chunk
+// boundary wraps from rank p-1 to rank 0). zbv's chunk 1 runs the other way, its source on rank
+// stage + 1 and its destination on stage - 1, and at the V's turn the peer is the same rank
+// (chunk 0 of rank p-1 feeds its chunk 1): no message then.
 std::optional<PipelinePeer> forward_source(const PipelineConfig& config, int64_t stage,
                                            int32_t chunk);
 std::optional<PipelinePeer> forward_destination(const PipelineConfig& config, int64_t stage,
