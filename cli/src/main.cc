@@ -256,7 +256,9 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
                    "AdamW: fused (one pass), foreach (torch multi-tensor) or per-tensor (torch "
                    "foreach=False)");
   bind_plan(app, f, PlanField::kStageLayers, &ParallelPlan::stage_layers,
-            "Layers per pipeline stage (uneven split), e.g. 10,11,11")
+            "Layers per pipeline stage (uneven split), e.g. 10,11,11; with --vpp V, pp x V "
+            "entries, one per virtual stage (chunk-major), 0 for a chunk of only the "
+            "embedding or the head")
       ->delimiter(',');
   bind_plan_flag(app, f, PlanField::kOverlapGradReduce,
                  [](ParallelPlan& p) { p.overlap.grad_reduce = false; },

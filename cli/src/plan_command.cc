@@ -28,6 +28,8 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--gpus", a.gpus, "Resize a GPU cluster to this many devices (whole nodes)")
       ->check(CLI::PositiveNumber);
   c->add_option("--shape", a.shape, "Resize a TPU slice to this torus, e.g. 8x16x16");
+  c->add_option("--slices", a.slices, "TPU: this many identical slices joined by DCN")
+      ->check(CLI::PositiveNumber);
   c->add_option("--hardware-catalogue", a.hardware_catalogue, "Chip catalogue JSON");
   c->add_option("--seq", a.seq, "Sequence length (default 8192)")->check(CLI::PositiveNumber);
   c->add_option("--gbs", a.gbs, "Global batch in sequences (default 512)")
@@ -44,6 +46,14 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--ep", a.ep, "Hold EP at this degree")->check(CLI::PositiveNumber);
   c->add_option("--mbs", a.mbs, "Hold the microbatch at this size")->check(CLI::PositiveNumber);
   c->add_option("--zero", a.zero, "Hold the ZeRO stage (0-3)")->check(CLI::Range(0, 3));
+  c->add_option("--fsdp", a.fsdp,
+                "Hold the HSDP shard group at this many DP ranks (ZeRO 1-3 only; 0: ZeRO over "
+                "all of DP, no HSDP)")
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--dcn-dp", a.dcn_dp,
+                "MaxText dcn_data_parallelism: this many replicas (across slices), ZeRO/FSDP "
+                "over dp / this inside each")
+      ->check(CLI::PositiveNumber);
   c->add_option("--recompute", a.recompute, "Hold recompute: none, selective, full")
       ->check(CLI::IsMember(enum_choices<workloads::Recompute>()));
   c->add_option("--schedule", a.schedule, "Hold the schedule: gpipe, 1f1b, interleaved, zb, zbv")
@@ -113,6 +123,10 @@ studies::Scenario base_scenario(const PlanArgs& a) {
     s.shape = a.shape;
     s.nodes.reset();
     set(ScenarioField::kShape);
+  }
+  if (a.slices > 0) {
+    s.slices = a.slices;
+    set(ScenarioField::kSlices);
   }
   if (a.nodes > 0 && a.gpus > 0) {
     throw InputError("--gpus", "", "give --nodes or --gpus, not both");
@@ -185,6 +199,15 @@ studies::SearchOptions search_options(const PlanArgs& a) {
   f.dp = degree(a.dp);
   f.ep = degree(a.ep);
   f.mbs = degree(a.mbs);
+  f.dcn_dp = degree(a.dcn_dp);
+  if (a.fsdp >= 0) {
+    if (f.dcn_dp) {
+      throw InputError("--dcn-dp", "",
+                       "give --fsdp or --dcn-dp, not both (--dcn-dp K makes the shard group "
+                       "dp / K of each plan)");
+    }
+    f.fsdp = a.fsdp;
+  }
   if (a.zero >= 0) {
     f.zero = static_cast<workloads::ZeroStage>(a.zero);
   }

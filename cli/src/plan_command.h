@@ -18,6 +18,7 @@ struct PlanArgs {
   int64_t nodes = 0;
   int64_t gpus = 0;
   std::string shape;
+  int64_t slices = 0;  // TPU: slices joined by DCN (0: the preset's)
   std::string hardware_catalogue;
   int64_t seq = 0;
   int64_t gbs = 0;
@@ -25,6 +26,8 @@ struct PlanArgs {
   std::string dtype;
   // Degrees and choices the search holds fixed (0 / empty: searched).
   int64_t tp = 0, cp = 0, pp = 0, vpp = 0, dp = 0, ep = 0, mbs = 0, zero = -1;
+  int64_t fsdp = -1;  // the HSDP shard group (0: ZeRO over all of DP; -1: searched)
+  int64_t dcn_dp = 0;  // replicas across slices (0: searched through fsdp)
   std::string recompute, schedule, overlap_tp;
   int64_t top = 20;
   std::string objective = "time";

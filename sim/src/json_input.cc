@@ -249,22 +249,37 @@ std::vector<JsonObject> JsonObject::object_array(const std::string& key) {
   return out;
 }
 
-std::vector<int64_t> JsonObject::positive_integer_array(const std::string& key) {
-  const auto& v = get(key);
+namespace {
+
+// An array of integers of at least `least` (0 or 1), each below 2^63; fails on the entry.
+std::vector<int64_t> integer_array(JsonObject& o, const nlohmann::json& v, const std::string& key,
+                                   int64_t least) {
+  const char* what = least > 0 ? "positive integers" : "integers >= 0";
   if (!v.is_array()) {
-    fail(key, fmt::format("expected an array of positive integers, got {}", describe_json(v)));
+    o.fail(key, fmt::format("expected an array of {}, got {}", what, describe_json(v)));
   }
   std::vector<int64_t> out;
   for (size_t i = 0; i < v.size(); ++i) {
     const std::optional<int64_t> n = as_int64(v[i]);
-    if (!n || *n <= 0) {
-      throw InputError(source_, fmt::format("{}/{}", pointer_of(key), i),
-                       fmt::format("expected a positive integer below 2^63, got {}",
+    if (!n || *n < least) {
+      throw InputError(o.source(), fmt::format("{}/{}", o.pointer_of(key), i),
+                       fmt::format("expected {} below 2^63, got {}",
+                                   least > 0 ? "a positive integer" : "an integer >= 0",
                                    describe_json(v[i])));
     }
     out.push_back(*n);
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<int64_t> JsonObject::positive_integer_array(const std::string& key) {
+  return integer_array(*this, raw(key), key, 1);
+}
+
+std::vector<int64_t> JsonObject::non_negative_integer_array(const std::string& key) {
+  return integer_array(*this, raw(key), key, 0);
 }
 
 std::string JsonObject::one_of(const std::string& key, const std::vector<std::string>& choices) {

@@ -78,9 +78,35 @@ std::vector<ScheduleChoice> schedules(int64_t pp, int64_t layers_per_stage, cons
   return out;
 }
 
-// The innermost loops: ZeRO, EP, microbatch, recompute and TP overlap for fixed degrees.
-void enumerate_inner(const workloads::ModelConfig& model, ParallelPlan p, const Fixed& f,
-                     const std::function<void(const ParallelPlan&)>& visit) {
+// The HSDP shard groups of a plan with these degrees (plan_search.h): 0 (ZeRO over all of DP) and,
+// where DP crosses the scale-up domain, the largest group inside it; or what the flags fix.
+std::vector<int64_t> hsdp_choices(const ParallelPlan& p, int64_t domain, const Fixed& f) {
+  if (f.dcn_dp) {
+    return {p.zero == ZeroStage::kNone ? 0 : p.dp / *f.dcn_dp};
+  }
+  if (f.fsdp) {
+    return *f.fsdp > 0 && p.zero == ZeroStage::kNone ? std::vector<int64_t>{}
+                                                     : std::vector<int64_t>{*f.fsdp};
+  }
+  std::vector<int64_t> out = {0};
+  const int64_t span = p.tp * p.cp;
+  // Without ZeRO there is nothing to shard; with EP HSDP is not modelled; a DP group inside one
+  // domain has nothing to gain from replicas.
+  if (p.zero == ZeroStage::kNone || p.ep > 1 || domain % (span * p.dp) == 0) {
+    return out;
+  }
+  for (int64_t g = p.dp - 1; g > 1; --g) {
+    if (p.dp % g == 0 && domain % (span * g) == 0) {
+      out.push_back(g);
+      break;
+    }
+  }
+  return out;
+}
+
+// The innermost loops: ZeRO, EP, HSDP, microbatch, recompute and TP overlap for fixed degrees.
+void enumerate_inner(const workloads::ModelConfig& model, int64_t domain, ParallelPlan p,
+                     const Fixed& f, const std::function<void(const ParallelPlan&)>& visit) {
   std::vector<ZeroStage> zeros = {ZeroStage::kNone};
   if (p.dp > 1) {
     zeros = {ZeroStage::kNone, ZeroStage::kOptimizerStates, ZeroStage::kGradients,
@@ -98,16 +124,20 @@ void enumerate_inner(const workloads::ModelConfig& model, ParallelPlan p, const 
   const std::vector<bool> overlaps =
       p.tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
   for (const ZeroStage zero : only_or(f.zero, zeros)) {
+    p.zero = zero;
     for (const int64_t ep : only_or(f.ep, eps)) {
-      for (const int64_t mbs : only_or(f.mbs, per_dp > 0 ? divisors(per_dp) : std::vector{p.mbs})) {
-        for (const Recompute rc : only_or(f.recompute, recomputes)) {
-          for (const bool ovl : only_or(f.overlap_tp, overlaps)) {
-            p.zero = zero;
-            p.ep = ep;
-            p.mbs = mbs;
-            p.recompute = rc;
-            p.overlap.tensor_parallel = ovl;
-            visit(p);
+      p.ep = ep;
+      for (const int64_t fsdp : hsdp_choices(p, domain, f)) {
+        p.fsdp = fsdp;
+        for (const int64_t mbs :
+             only_or(f.mbs, per_dp > 0 ? divisors(per_dp) : std::vector{p.mbs})) {
+          for (const Recompute rc : only_or(f.recompute, recomputes)) {
+            for (const bool ovl : only_or(f.overlap_tp, overlaps)) {
+              p.mbs = mbs;
+              p.recompute = rc;
+              p.overlap.tensor_parallel = ovl;
+              visit(p);
+            }
           }
         }
       }
@@ -123,10 +153,11 @@ void enumerate_all(const LoadedScenario& l, const ParallelPlan& base, const Sear
   const Fixed& f = o.fixed;
   ParallelPlan p = base;
   p.stage_layers.clear();
-  // Not searched: HSDP (ZeRO over all of DP) and Megatron's block recompute (full recomputes
-  // every layer), whose settings would not carry over to other degrees and recompute policies.
+  // Not searched: Megatron's block recompute (full recomputes every layer), whose setting would
+  // not carry over to other degrees and recompute policies. HSDP is enumerated per plan.
   p.fsdp = 0;
   p.recompute_num_layers = 0;
+  const int64_t domain = l.cluster.scale_up_domain_size();
   for (const int64_t tp : only_or(f.tp, divisors(world))) {
     if (tp > max_tp && !f.tp) {
       continue;
@@ -138,7 +169,7 @@ void enumerate_all(const LoadedScenario& l, const ParallelPlan& base, const Sear
             continue;
           }
           const int64_t dp = world / (tp * cp * pp);
-          if (f.dp && *f.dp != dp) {
+          if ((f.dp && *f.dp != dp) || (f.dcn_dp && dp % *f.dcn_dp != 0)) {
             continue;
           }
           const int64_t per_stage = l.model.num_layers % pp == 0 ? l.model.num_layers / pp : 1;
@@ -150,7 +181,7 @@ void enumerate_all(const LoadedScenario& l, const ParallelPlan& base, const Sear
             p.dp = dp;
             p.schedule = s.schedule;
             p.vpp = s.vpp;
-            enumerate_inner(l.model, p, f, visit);
+            enumerate_inner(l.model, domain, p, f, visit);
           }
         }
       }

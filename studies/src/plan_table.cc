@@ -32,6 +32,9 @@ std::string short_plan(const ParallelPlan& p) {
   if (p.zero != workloads::ZeroStage::kNone) {
     s += fmt::format(" Z{}", static_cast<int>(p.zero));
   }
+  if (p.fsdp > 0) {  // HSDP: shard groups of fsdp DP ranks, dp / fsdp replicas
+    s += fmt::format(" HSDP{}x{}", p.fsdp, p.zero_replicas());
+  }
   if (p.ep > 1) {
     s += fmt::format(" EP{}", p.ep);
   }
@@ -77,6 +80,9 @@ constexpr Column kColumns[] = {
     {"schedule", [](const PlanRow& r) -> nlohmann::json { return to_string(r.plan.schedule); }},
     {"dp", [](const PlanRow& r) -> nlohmann::json { return r.plan.dp; }},
     {"zero", [](const PlanRow& r) -> nlohmann::json { return static_cast<int>(r.plan.zero); }},
+    {"fsdp", [](const PlanRow& r) -> nlohmann::json { return r.plan.fsdp; }},
+    {"zero_replicas", [](const PlanRow& r) -> nlohmann::json {
+       return r.plan.zero_replicas(); }},
     {"ep", [](const PlanRow& r) -> nlohmann::json { return r.plan.ep; }},
     {"mbs", [](const PlanRow& r) -> nlohmann::json { return r.plan.mbs; }},
     {"gbs", [](const PlanRow& r) -> nlohmann::json { return r.plan.gbs; }},
@@ -85,6 +91,9 @@ constexpr Column kColumns[] = {
     {"overlap_tp", [](const PlanRow& r) -> nlohmann::json {
        return r.plan.overlap.tensor_parallel; }},
     {"devices", [](const PlanRow& r) -> nlohmann::json { return r.report.devices; }},
+    {"slices", [](const PlanRow& r) -> nlohmann::json {
+       return r.report.inputs.is_object() ? r.report.inputs.value("slices", int64_t{1})
+                                          : int64_t{1}; }},
     {"step_time_s", [](const PlanRow& r) -> nlohmann::json {
        return r.report.step_time.seconds(); }},
     {"tokens_per_s", [](const PlanRow& r) -> nlohmann::json { return r.report.tokens_per_s; }},

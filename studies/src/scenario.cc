@@ -106,7 +106,7 @@ void read_plan(JsonObject& o, ParallelPlan& p) {
   r.choice(PlanField::kOptimizerKernels, &ParallelPlan::optimizer_kernels);
   r.choice(PlanField::kStack, &ParallelPlan::stack);
   r.choice(PlanField::kFp8Recipe, &ParallelPlan::fp8_scaling);
-  r.field(PlanField::kStageLayers, &ParallelPlan::stage_layers, &J::positive_integer_array);
+  r.field(PlanField::kStageLayers, &ParallelPlan::stage_layers, &J::non_negative_integer_array);
   const auto overlap = [&](PlanField f, bool workloads::OverlapOptions::*member) {
     r.field(
         f, [&](const std::string& k) { return o.boolean(k); },

@@ -87,6 +87,10 @@ StepReport describe(const Scenario& s, const LoadedScenario& l) {
   r.cluster_description =
       fmt::format("{}: {} node(s) x {} {} = {} devices", l.cluster.name, l.cluster.nodes,
                   l.cluster.devices_per_node, l.cluster.chip.description, r.devices);
+  if (l.cluster.slices > 1) {  // multi-slice TPU: the slices and their torus
+    r.cluster_description += fmt::format(" in {} slices of {} joined by DCN", l.cluster.slices,
+                                         fmt::join(l.cluster.torus_shape, "x"));
+  }
   const workloads::ParallelPlan& p = s.plan;
   r.plan_description = describe_plan(p);
   r.memory_capacity = l.cluster.chip.hbm_capacity;

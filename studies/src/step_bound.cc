@@ -268,47 +268,66 @@ const StepLowerBound::LayerCosts& StepLowerBound::costs(const ParallelPlan& plan
   return cache_.emplace(key, c).first->second;
 }
 
-// The data-parallel stream of a rank runs its collectives one at a time, each for at least the
+// The data-parallel streams of a rank run their collectives one at a time, each for at least the
 // time the communication model gives it alone on the network (it can only be slower beside
-// others): the gradients' reduction (one collective of all the stage's dense gradients: bucketing
-// splits it into pieces that together take no less), ZeRO-1/2's gather of the updated parameters,
-// and ZeRO-3's gather of each layer before its forward and its backward, every microbatch.
+// others). The data stream: the gradients' reduction (one collective of all the stage's dense
+// gradients: bucketing splits it into pieces that together take no less) and ZeRO-1/2's gather of
+// the updated parameters, or with ZeRO-3 each layer's reduce-scatter after every microbatch's
+// backward; under HSDP these run over the shard group, each reduction followed by the all-reduce
+// of its shard across the replicas (on the inter-node fabric). The gather stream: ZeRO-3's gather
+// of each layer before its forward and its backward, every microbatch. The bound is the busier
+// of the two streams.
 Duration StepLowerBound::data_parallel_bound(const ParallelPlan& plan) {
-  const int64_t p = plan.dense_grad_group();
-  // HSDP (fsdp > 0) runs its gathers and reduce-scatters on smaller groups than DP x CP, which
-  // this bound does not model: it claims nothing there (the search does not enumerate HSDP).
-  if (p <= 1 || !comm_ || plan.fsdp > 0) {
+  if (plan.dense_grad_group() <= 1 || !comm_) {
     return Duration::zero();
   }
-  std::vector<RankId> group;
-  for (const int64_t r : workloads::RankLayout(plan).dp_cp_group(0)) {
-    group.emplace_back(static_cast<uint32_t>(r));
-  }
+  const workloads::RankLayout layout(plan);
+  const auto ranks = [](const std::vector<int64_t>& g) {
+    std::vector<RankId> out;
+    for (const int64_t r : g) {
+      out.emplace_back(static_cast<uint32_t>(r));
+    }
+    return out;
+  };
+  const std::vector<RankId> shard = ranks(layout.shard_group(0));
+  const std::vector<RankId> replicas =
+      plan.zero_replicas() > 1 ? ranks(layout.replica_group(0)) : std::vector<RankId>{};
+  const int64_t shard_size = plan.zero_shard_group();
   const bool zero = plan.zero != workloads::ZeroStage::kNone;
-  const auto time = [&](CollectiveKind kind, int64_t bytes) {
-    return bytes > 0 ? comm_->collective_time(kind, Bytes::of(bytes), group) : Duration::zero();
+  const auto time = [&](CollectiveKind kind, int64_t bytes, const std::vector<RankId>& group) {
+    return bytes > 0 && group.size() > 1 ? comm_->collective_time(kind, Bytes::of(bytes), group)
+                                         : Duration::zero();
+  };
+  // The reduction of `params` gradients: over the shard group, then the shard across replicas.
+  const auto reduce = [&](int64_t params) {
+    return time(zero ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+                params * plan.state.gradient, shard) +
+           time(CollectiveKind::kAllReduce,
+                (params + shard_size - 1) / shard_size * plan.state.gradient, replicas);
   };
   Duration worst;
   for (const workloads::StagePartition& st : workloads::partition_stages(model_, plan)) {
-    const int64_t dense = st.params.dense();
-    Duration t = time(zero ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
-                      dense * plan.state.gradient);
-    if (plan.zero == workloads::ZeroStage::kOptimizerStates ||
-        plan.zero == workloads::ZeroStage::kGradients) {
-      t += time(CollectiveKind::kAllGather, dense * plan.state.weight);
-    } else if (plan.zero == workloads::ZeroStage::kParameters) {
-      // Each layer's own gather (layers differ: dense first layers, MoE layers' routers).
-      std::map<int64_t, Duration> by_size;
+    Duration data;
+    Duration gather;
+    if (plan.zero != workloads::ZeroStage::kParameters) {
+      data = reduce(st.params.dense());
+      if (zero) {
+        data += time(CollectiveKind::kAllGather, st.params.dense() * plan.state.weight, shard);
+      }
+    } else {
+      // Each layer's own collectives (layers differ: dense first layers, MoE layers' routers).
+      std::map<int64_t, std::pair<Duration, Duration>> by_size;  // reduce, gather
       for (const workloads::LayerShare& layer : st.params.by_layer) {
-        const int64_t bytes = layer.dense * plan.state.weight;
-        auto [it, fresh] = by_size.try_emplace(bytes);
+        auto [it, fresh] = by_size.try_emplace(layer.dense);
         if (fresh) {
-          it->second = time(CollectiveKind::kAllGather, bytes);
+          it->second = {reduce(layer.dense), time(CollectiveKind::kAllGather,
+                                                  layer.dense * plan.state.weight, shard)};
         }
-        t += it->second * (2 * plan.microbatches());
+        data += it->second.first * plan.microbatches();
+        gather += it->second.second * (2 * plan.microbatches());
       }
     }
-    worst = std::max(worst, t);
+    worst = std::max({worst, data, gather});
   }
   return worst;
 }
@@ -399,15 +418,37 @@ std::optional<Duration> pipeline_makespan(const workloads::PipelineConfig& cfg,
 
 }  // namespace
 
+namespace {
+
+// The layers of pipeline stage `s`, all its chunks (stage_layers is per virtual stage with vpp > 1,
+// v = chunk x pp + s), and of its first chunk (virtual stage s).
+int64_t stage_layers_of(const ParallelPlan& plan, int64_t num_layers, int64_t s) {
+  if (plan.stage_layers.empty()) {
+    return num_layers / plan.pp;
+  }
+  int64_t n = 0;
+  for (int64_t chunk = 0; chunk < plan.vpp; ++chunk) {
+    n += plan.stage_layers[static_cast<size_t>(chunk * plan.pp + s)];
+  }
+  return n;
+}
+
+int64_t first_chunk_layers(const ParallelPlan& plan, int64_t num_layers, int64_t s) {
+  return plan.stage_layers.empty() ? num_layers / (plan.pp * plan.vpp)
+                                   : plan.stage_layers[static_cast<size_t>(s)];
+}
+
+}  // namespace
+
 Duration StepLowerBound::operator()(const ParallelPlan& plan) {
   const LayerCosts& c = costs(plan);
   const bool zb = workloads::splits_backward(plan.schedule);
   // The communication streams: data parallel, and ring attention's sends on the stage with the
   // most layers.
-  const int64_t most_layers =
-      plan.stage_layers.empty()
-          ? model_.num_layers / plan.pp
-          : *std::max_element(plan.stage_layers.begin(), plan.stage_layers.end());
+  int64_t most_layers = 0;
+  for (int64_t s = 0; s < plan.pp; ++s) {
+    most_layers = std::max(most_layers, stage_layers_of(plan, model_.num_layers, s));
+  }
   const Duration dp = std::max(data_parallel_bound(plan),
                                c.context_sends * (most_layers * plan.microbatches()));
   if (plan.stage_layers.empty()) {
@@ -432,10 +473,7 @@ Duration StepLowerBound::operator()(const ParallelPlan& plan) {
   Duration best;
   Duration fill;
   for (int64_t s = 0; s < plan.pp; ++s) {
-    const int64_t layers = plan.stage_layers.empty()
-                               ? model_.num_layers / plan.pp
-                               : plan.stage_layers[static_cast<size_t>(s)];
-    Duration busy = per_layer * layers;
+    Duration busy = per_layer * stage_layers_of(plan, model_.num_layers, s);
     if (s == 0) {
       busy += c.embedding_forward;
     }
@@ -443,7 +481,8 @@ Duration StepLowerBound::operator()(const ParallelPlan& plan) {
       busy += c.head;
     }
     best = std::max(best, fill + busy * m);
-    fill += c.forward * (layers / plan.vpp) + (s == 0 ? c.embedding_forward : Duration::zero());
+    fill += c.forward * first_chunk_layers(plan, model_.num_layers, s) +
+            (s == 0 ? c.embedding_forward : Duration::zero());
   }
   return std::max(best, dp);
 }

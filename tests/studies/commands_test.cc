@@ -58,6 +58,41 @@ TEST_F(StudiesCommandTest, PlanHoldsFixedDegreesAndConstraints) {
   }
 }
 
+// HSDP and multi-slice in `meshsim plan`: --fsdp holds the shard group (the table shows it as
+// HSDPfxr, the JSON as fsdp and zero_replicas), --slices joins TPU slices and --dcn-dp holds the
+// replicas across them; --fsdp with --dcn-dp is refused, naming the flag.
+TEST_F(StudiesCommandTest, PlanHoldsHsdpAndSlices) {
+  const CommandResult r =
+      meshsim({"plan", "--model", "llama3-8b", "--cluster", "dgx-h100", "--nodes", "2", "--seq",
+               "4096", "--gbs", "16", "--top", "2", "--fsdp", "8", "--tp", "1", "--pp", "1",
+               "--cp", "1", "--json", "h.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("HSDP8x2"));
+  const nlohmann::json h = read_json("h.json");
+  ASSERT_FALSE(h.at("plans").empty());
+  for (const nlohmann::json& p : h.at("plans")) {
+    EXPECT_EQ(p.at("fsdp"), 8);
+    EXPECT_EQ(p.at("zero_replicas"), 2);
+    EXPECT_NE(p.at("zero"), 0);
+  }
+  const CommandResult tpu =
+      meshsim({"plan", "--model", "llama3-8b", "--cluster", "tpu-v5p", "--shape", "4x4x4",
+               "--slices", "2", "--dcn-dp", "2", "--zero", "3", "--tp", "1", "--pp", "1",
+               "--seq", "4096", "--gbs", "128", "--top", "1", "--json", "t.json"});
+  ASSERT_EQ(tpu.exit_code, 0) << tpu.output;
+  EXPECT_THAT(tpu.output, HasSubstr("128 devices in 2 slices of 4x4x4 joined by DCN"));
+  EXPECT_THAT(tpu.output, HasSubstr("HSDP64x2"));
+  const nlohmann::json t = read_json("t.json");
+  ASSERT_EQ(t.at("plans").size(), 1u);
+  EXPECT_EQ(t.at("plans")[0].at("slices"), 2);
+  EXPECT_EQ(t.at("plans")[0].at("fsdp").get<int64_t>() * 2,
+            t.at("plans")[0].at("dp").get<int64_t>());
+  const CommandResult both =
+      meshsim({"plan", "--model", "llama3-8b", "--nodes", "2", "--fsdp", "4", "--dcn-dp", "2"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_THAT(both.output, HasSubstr("--dcn-dp"));
+}
+
 // Issue 13 through the studies library: a plan no framework runs prints its caveat and writes
 // it to the JSON; HSDP shows in the plan line and its key is echoed with the inputs.
 TEST_F(StudiesCommandTest, RunReportsCaveatsAndHsdp) {

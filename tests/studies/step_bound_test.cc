@@ -5,6 +5,7 @@
 
 #include "meshsim/collectives/comm_model.h"
 #include "meshsim/studies/plan_search.h"
+#include "meshsim/studies/stack_setup.h"
 #include "meshsim/studies/step.h"
 #include "meshsim/studies/step_bound.h"
 #include "meshsim/topology/network.h"
@@ -72,6 +73,32 @@ TEST(StepLowerBound, NeverExceedsTheSimulatedStepOfLocalAndGlobalLayers) {
 
 TEST(StepLowerBound, NeverExceedsTheSimulatedStepOfMlaWithSharedExperts) {
   check_bound(hf_config("DeepSeek-V2-Lite"), 1, 4096, 16, 13, 20);
+}
+
+// An uneven interleaved split per virtual stage, the last holding only the head (the shape of
+// DeepSeek-V3's "Et|(tt|)*30mL"): the bound sums each stage's chunks, stays below the step and
+// within a factor of two of it.
+TEST(StepLowerBound, NeverExceedsTheSimulatedStepOfAnUnevenInterleavedSplit) {
+  Scenario s;
+  s.model = "llama3-8b";
+  s.cluster = "dgx-h100";
+  s.nodes = 1;
+  s.plan.tp = 2;
+  s.plan.sp = true;
+  s.plan.pp = 4;
+  s.plan.vpp = 2;
+  s.plan.schedule = workloads::PipelineSchedule::kInterleaved;
+  s.plan.seq = 4096;
+  s.plan.gbs = 8;
+  s.plan.stage_layers = {1, 5, 5, 5, 5, 5, 6, 0};
+  const LoadedScenario loaded = load_inputs(s);
+  apply_stack_for(s.plan, loaded.cluster.chip);
+  const StepReport r = simulate_step(s, loaded, StepOptions{});
+  ASSERT_TRUE(r.simulated);
+  StepLowerBound bound(loaded.model, loaded.cluster);
+  const Duration lb = bound(s.plan);
+  EXPECT_LE(lb, r.step_time) << lb.seconds() << " s vs " << r.step_time.seconds() << " s";
+  EXPECT_GT(lb / r.step_time, 0.5);
 }
 
 }  // namespace

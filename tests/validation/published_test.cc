@@ -19,6 +19,7 @@ namespace {
 
 using ::testing::Contains;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::string kRuns = kSource + "/validation/published/published_runs.json";
 
@@ -177,6 +178,31 @@ TEST(PublishedMap, MegatronCountsEmbeddingAndLossInAnUnevenSplit) {
   EXPECT_TRUE(std::get<PublishedScenario>(even).plan.stage_layers.empty());
 }
 
+// DeepSeek-V3 on 1024 H100s (Megatron-Bridge 25.09): its pipeline layout "Et|(tt|)*30mL" is 32
+// virtual stages of 1, 30 x 2 and 0 layers (the last runs the MTP module and the loss), EP 64.
+TEST(PublishedMap, DeepSeekV3RunsWithItsPipelineLayout) {
+  const topology::Catalogue cat = topology::Catalogue::builtin();
+  const PublishedMapping m =
+      map_published_run(run(dev_set(), "mbridge2509-deepseekv3dropless-1024xH100-fp8"), cat);
+  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(m))
+      << std::get<NotExpressible>(m).reason;
+  const PublishedScenario& s = std::get<PublishedScenario>(m);
+  ASSERT_EQ(s.plan.stage_layers.size(), 32U);
+  EXPECT_EQ(s.plan.stage_layers.front(), 1);
+  EXPECT_EQ(s.plan.stage_layers[1], 2);
+  EXPECT_EQ(s.plan.stage_layers[30], 2);
+  EXPECT_EQ(s.plan.stage_layers.back(), 0);
+  EXPECT_EQ(s.plan.ep, 64);
+  EXPECT_EQ(s.plan.dp, 64);
+  ASSERT_TRUE(s.model.moe.has_value());
+  EXPECT_EQ(s.model.moe->num_experts, 256);
+  EXPECT_EQ(s.model.moe->first_dense_layers, 3);
+  EXPECT_TRUE(s.model.mla.has_value());
+  EXPECT_EQ(s.model.mtp_layers, 1);
+  EXPECT_THAT(s.assumptions, Contains(HasSubstr("not expressible and not simulated")));
+  EXPECT_THAT(s.assumptions, Not(Contains(HasSubstr("no activation recompute"))));
+}
+
 TEST(PublishedMap, RefusesWhatItCannotExpressAndSaysWhy) {
   const topology::Catalogue cat = topology::Catalogue::builtin();
   const auto reason = [&](const std::string& id) {
@@ -185,8 +211,6 @@ TEST(PublishedMap, RefusesWhatItCannotExpressAndSaysWhy) {
     return std::holds_alternative<NotExpressible>(m) ? std::get<NotExpressible>(m).reason : "";
   };
   EXPECT_THAT(reason("mlm2021-t2-ptdp-174.6B-768xA100"), HasSubstr("not stated"));
-  EXPECT_THAT(reason("mbridge2509-deepseekv3dropless-1024xH100-fp8"),
-              HasSubstr("61 layers over pp 8 x vpp 4"));
   EXPECT_THAT(reason("torchtitan-llama3-8B-8xH100-cp1-seq32768"), HasSubstr("peak"));
   EXPECT_THAT(reason("nemo-longseq-llama3-8b-8k-8xB200"), HasSubstr("do not multiply"));
 }

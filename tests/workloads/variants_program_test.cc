@@ -252,6 +252,37 @@ TEST(Variants, UnevenFirstAndLastVirtualStagesWithInterleaving) {
   EXPECT_THROW(validate_plan(m, p), PlanError);
 }
 
+// A virtual stage may hold no transformer layer: DeepSeek-V3's Megatron-Bridge layout
+// "Et|(tt|)*30mL" (scripts/performance/configs/deepseek/deepseek_workload_base_configs.py) gives
+// the first virtual stage the embedding and one layer, the last only the MTP module and the loss.
+// The same shape on Llama-3-8B's 32 layers over PP 4 x VP 2: 1, 5 x 5, 6, 0.
+TEST(Variants, AVirtualStageMayHoldOnlyTheHead) {
+  const ModelConfig m = load_model("llama3-8b");
+  ParallelPlan p;
+  p.pp = 4;
+  p.vpp = 2;
+  p.dp = 1;
+  p.schedule = PipelineSchedule::kInterleaved;
+  p.gbs = 8;
+  p.seq = 1024;
+  p.stage_layers = {1, 5, 5, 5, 5, 5, 6, 0};
+  validate_plan(m, p);
+  const std::vector<StagePartition> stages = partition_stages(m, p);
+  EXPECT_EQ(stages[0].chunks[0].size(), 1);
+  EXPECT_EQ(stages[3].chunks[1].size(), 0);  // virtual stage 7: the head alone
+  EXPECT_EQ(stages[3].chunks[1].first, 32);
+  EXPECT_EQ(stages[3].params.layers, 5);
+  EXPECT_EQ(plan_step(m, p).programs.size(), 4U);
+  p.stage_layers = {1, 5, 5, 5, 5, 5, 7, -1};
+  try {
+    validate_plan(m, p);
+    ADD_FAILURE() << "a negative layer count was accepted";
+  } catch (const PlanError& e) {
+    EXPECT_EQ(e.field(), PlanField::kStageLayers);
+    EXPECT_NE(std::string(e.what()).find("expected a layer count >= 0"), std::string::npos);
+  }
+}
+
 // A window W < s leaves 2sW - W^2 of the s^2 query-key pairs (times 2) to FlashAttention.
 TEST(Variants, SlidingWindowLayersCostTheirWindow) {
   const ModelConfig m = from_json("mini-gemma2", std::string(R"({"architecture": "gemma2",

@@ -51,6 +51,13 @@ PublishedRun::Model read_model(JsonObject o) {
   m.vocab = stated_count(o, "vocab");
   m.seq_len = stated_count(o, "seq_len");
   m.moe = o.has("moe") && !o.raw("moe").is_null();
+  if (m.moe) {
+    JsonObject e(o.raw("moe"), o.source(), o.pointer_of("moe"));
+    m.experts = stated_count(e, "experts_routed");
+    m.top_k = stated_count(e, "top_k");
+    m.expert_ffn = stated_count(e, "expert_ffn");
+    e.finish();
+  }
   ignore_text(o, {"params_b", "shape_source"});
   o.finish();
   return m;

@@ -39,19 +39,17 @@ using workloads::NormKind;
 using workloads::PositionKind;
 
 // The model family a record describes, from its name, architecture notes and framework.
-enum class Family { kGpt, kLlama, kMpt, kNemotron, kMaxTextSynthetic };
+enum class Family { kGpt, kLlama, kMpt, kNemotron, kMaxTextSynthetic, kDeepSeekV3 };
 
 Family family_of(const PublishedRun& r) {
   const std::string& name = r.model.name;
   const std::string& notes = r.model.arch_notes;
+  if (contains(name, "DeepSeek-V3") && contains(notes, "MLA")) {
+    return Family::kDeepSeekV3;
+  }
   if (r.model.moe || contains(notes, "MLA") || contains(notes, "experts")) {
-    // MLA and shared experts are modelled (issue 13; tests/workloads/hf_configs/DeepSeek-V3.json),
-    // but the one such record's pipeline is not: see the message.
-    throw Unmappable(
-        "MLA and a routed mixture of experts with a shared expert (DeepSeek-V3) are modelled, "
-        "but this run's 61 layers over pp 8 x vpp 4 need model chunks of unequal sizes "
-        "(Megatron-Bridge's pipeline layout), while meshsim's stage_layers splits each stage "
-        "into vpp equal chunks: no 8 stages of multiples of 4 layers sum to 61");
+    throw Unmappable("a mixture of experts or MLA other than DeepSeek-V3's: its shape (shared "
+                     "experts, dense layers, latent ranks) is not in the record");
   }
   if (contains(name, "MPT")) {
     return Family::kMpt;
@@ -84,6 +82,41 @@ ModelConfig base_model(const PublishedRun& r) {
   m.max_position_embeddings = seq;
   m.head_dim = m.d_model / m.num_heads;
   return m;
+}
+
+// DeepSeek-V3 (Liu et al. 2024): the record states the layers, widths, heads, vocabulary and the
+// routed experts; the rest is deepseek-ai/DeepSeek-V3's config.json (huggingface.co, as
+// tests/workloads/hf_configs/DeepSeek-V3.json): MLA with q_lora_rank 1536, kv_lora_rank 512,
+// qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128; one shared expert of the routed
+// experts' width; the first 3 layers dense (first_k_dense_replace); the noaux_tc router's bias;
+// untied embeddings; one MTP module (num_nextn_predict_layers, which Megatron-Bridge's recipe
+// sets as mtp_num_layers = 1: recipes/deepseek/deepseek_v3.py).
+void deepseek_v3(const PublishedRun& r, ModelConfig& m, std::vector<std::string>& assumptions) {
+  m.architecture = Architecture::kDeepseekV3;
+  m.d_ff = stated(r.model.ffn, "the dense layers' MLP size");
+  workloads::MlaConfig a;
+  a.q_lora_rank = 1536;
+  a.kv_lora_rank = 512;
+  a.qk_nope_head_dim = 128;
+  a.qk_rope_head_dim = 64;
+  a.v_head_dim = 128;
+  m.mla = a;
+  m.head_dim = a.qk_head_dim();
+  m.num_kv_heads = m.num_heads;
+  m.tied_embeddings = false;
+  workloads::MoeConfig e;
+  e.num_experts = stated(r.model.experts, "the routed experts");
+  e.experts_per_token = stated(r.model.top_k, "the experts per token");
+  e.expert_d_ff = stated(r.model.expert_ffn, "the experts' width");
+  e.num_shared_experts = 1;
+  e.shared_expert_d_ff = e.expert_d_ff;
+  e.first_dense_layers = 3;
+  e.router_bias = true;
+  m.moe = e;
+  m.mtp_layers = 1;
+  assumptions.push_back(
+      "DeepSeek-V3's MLA ranks, 1 shared expert, 3 dense first layers and 1 MTP module from "
+      "deepseek-ai/DeepSeek-V3 config.json (the record states the rest)");
 }
 
 ModelConfig model_of(const PublishedRun& r, std::vector<std::string>& assumptions) {
@@ -142,6 +175,9 @@ ModelConfig model_of(const PublishedRun& r, std::vector<std::string>& assumption
       assumptions.push_back(
           "Nemotron's squared-ReLU MLP costed as the non-gated MLP (the same GEMMs; the "
           "activation's element-wise kernel moves the same bytes)");
+      break;
+    case Family::kDeepSeekV3:
+      deepseek_v3(r, m, assumptions);
       break;
     case Family::kMaxTextSynthetic:
       // MaxText's default decoder at 76bd53b0f (base.yml): head_dim 256 whatever d_model, one
@@ -264,6 +300,35 @@ topology::ClusterSpec cluster_of(const PublishedRun& r, const topology::Catalogu
   throw Unmappable(fmt::format("hardware \"{}\" has no cluster preset", key));
 }
 
+// The layers per virtual stage of Megatron-Bridge's DeepSeek-V3 runs on 1024 H100s: TP 2, PP 8,
+// VP 4, EP 64, global batch 8192 with pp_layout "Et|(tt|)*30mL" (scripts/performance/configs/
+// deepseek/deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_H100_V1, at
+// 042641823051ce167c52b0ae289941a227c11535): the embedding and one layer, 30 virtual stages of two
+// layers, then the MTP module and the loss alone. The same config recomputes the modules
+// "mla_up_proj" and "mlp", which meshsim cannot state (its recompute is none, selective, full or
+// dots over whole layers): run without recompute, the simulation leaves out that recompute's time.
+void deepseek_v3_pipeline(const PublishedRun& r, workloads::ParallelPlan& p,
+                          std::vector<std::string>& assumptions) {
+  if (p.pp != 8 || p.vpp != 4 || r.model.layers != 61) {
+    throw Unmappable(fmt::format("no pipeline layout is known for DeepSeek-V3 on pp {} x vpp {}",
+                                 p.pp, p.vpp));
+  }
+  p.stage_layers.assign(32, 2);
+  p.stage_layers.front() = 1;
+  p.stage_layers.back() = 0;
+  p.origins.set(workloads::PlanField::kStageLayers, Origin::file(r.id, "/parallelism"));
+  p.ep = stated(r.parallelism.ep, "the expert-parallel degree");
+  p.origins.set(workloads::PlanField::kEp, Origin::file(r.id, "/parallelism/ep"));
+  p.recompute = workloads::Recompute::kNone;
+  std::erase_if(assumptions, [](const std::string& a) {
+    return a.rfind("no activation recompute", 0) == 0;
+  });
+  assumptions.push_back(
+      "Megatron-Bridge's DeepSeek-V3 H100 config (deepseek_workload_base_configs.py @ 0426418): "
+      "pp_layout Et|(tt|)*30mL (1, 30 x 2, 0 layers per virtual stage), EP 64; its recompute of "
+      "mla_up_proj and mlp is not expressible and not simulated (no recompute)");
+}
+
 }  // namespace
 
 PublishedMapping map_published_run(const PublishedRun& run, const topology::Catalogue& catalogue) {
@@ -272,6 +337,9 @@ PublishedMapping map_published_run(const PublishedRun& run, const topology::Cata
     s.model = model_of(run, s.assumptions);
     s.cluster = cluster_of(run, catalogue, s.assumptions);
     s.plan = detail::plan_of(run, s.cluster, s.assumptions);
+    if (family_of(run) == Family::kDeepSeekV3) {
+      deepseek_v3_pipeline(run, s.plan, s.assumptions);
+    }
     if (s.cluster.slices > 1 && s.plan.zero == workloads::ZeroStage::kParameters &&
         s.plan.dp % s.cluster.slices == 0) {
       s.plan.fsdp = s.plan.dp / s.cluster.slices;

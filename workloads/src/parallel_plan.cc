@@ -145,7 +145,9 @@ void check_pipeline(const ModelConfig& m, const ParallelPlan& p) {
   if (!p.stage_layers.empty()) {
     // With virtual stages the entries are per virtual stage (v = chunk * pp + stage), as
     // Megatron-Core's pipeline layout states them: the first and last can be lighter
-    // (Llama 3's 126 layers, Dubey et al. 2024, Sec. 3.3.2).
+    // (Llama 3's 126 layers, Dubey et al. 2024, Sec. 3.3.2), or hold no transformer layer at all
+    // (the embedding or the head alone: DeepSeek-V3's "Et|(tt|)*30mL", whose last virtual stage
+    // runs only the MTP module and the loss).
     const int64_t entries = p.pp * p.vpp;
     if (static_cast<int64_t>(p.stage_layers.size()) != entries) {
       bad(F::kStageLayers,
@@ -156,8 +158,8 @@ void check_pipeline(const ModelConfig& m, const ParallelPlan& p) {
               : fmt::format("{} entries for {} pipeline stages", p.stage_layers.size(), p.pp));
     }
     for (const int64_t l : p.stage_layers) {
-      if (l <= 0) {
-        bad(F::kStageLayers, fmt::format("every stage needs at least one layer, got {}", l));
+      if (l < 0) {
+        bad(F::kStageLayers, fmt::format("expected a layer count >= 0 per stage, got {}", l));
       }
     }
     std::optional<int64_t> sum = 0;

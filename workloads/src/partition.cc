@@ -110,9 +110,11 @@ StageParameters parameters_of(const ModelConfig& m, const ParallelPlan& p,
     // stage): enorm, hnorm, eh_proj (column-parallel), a final norm and one MoE block.
     if (m.mtp_layers > 0) {
       const int64_t last = m.num_layers - 1;
-      out.mtp = m.mtp_layers *
-                (3 * norm_parameters(m) + 2 * m.d_model * m.d_model / p.tp +
-                 dense_layer_params(m, s.widths, last) + expert_layer_params(m, p, s.widths, last));
+      out.mtp_block = LayerShare{
+          last, dense_layer_params(m, s.widths, last), expert_layer_params(m, p, s.widths, last),
+          m.is_moe_layer(last) ? std::optional(expert_load(m, p, last)) : std::nullopt};
+      out.mtp = m.mtp_layers * (3 * norm_parameters(m) + 2 * m.d_model * m.d_model / p.tp +
+                                out.mtp_block->total());
     }
   }
   return out;
@@ -162,6 +164,9 @@ const LayerShare& StageParameters::of(int64_t layer) const {
     if (l.layer == layer) {
       return l;
     }
+  }
+  if (mtp_block && mtp_block->layer == layer) {
+    return *mtp_block;
   }
   SIM_CHECK(false, "layer {} is not on the stage", layer);
   return by_layer.front();

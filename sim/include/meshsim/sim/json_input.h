@@ -79,6 +79,7 @@ class JsonObject {
   JsonObject object(const std::string& key);
   std::vector<JsonObject> object_array(const std::string& key);
   std::vector<int64_t> positive_integer_array(const std::string& key);
+  std::vector<int64_t> non_negative_integer_array(const std::string& key);
   // One of a closed set of strings.
   std::string one_of(const std::string& key, const std::vector<std::string>& choices);
   // A named enum (sim/enum_names.h): its canonical names or aliases; anything else fails, listing

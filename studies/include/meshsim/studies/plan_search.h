@@ -4,7 +4,11 @@
 // Enumeration (deterministic order): TP (divisors of the device count up to max_tp), SP (on with
 // TP > 1), CP, PP (divisors of the layers), the schedule with its virtual stages (1F1B; for PP > 1
 // also interleaved with every VPP > 1 dividing the layers per stage, and ZB-H1), DP (the rest of
-// the devices), ZeRO 0-3 (with DP > 1), EP (MoE models: divisors of DP and the experts), the
+// the devices), ZeRO 0-3 (with DP > 1), EP (MoE models: divisors of DP and the experts), HSDP
+// (with ZeRO 1-3 and EP 1, where the DP group crosses the scale-up domain (a node, an NVLink
+// domain, a TPU slice): besides ZeRO over all of DP, shard groups of the largest f dividing DP
+// whose TP x CP x f ranks fill a divisor of the domain, replicated across: smaller groups only add
+// memory and move more bytes over the slower fabric, so they are not enumerated unless fixed), the
 // microbatch (divisors of the global batch per DP rank), recompute none / selective / full
 // (selective only with naive attention: with flash attention it saves and recomputes what none
 // does), and TP overlap off / on (with TP > 1). Dominated choices are not enumerated unless
@@ -51,9 +55,12 @@ constexpr auto enum_names(Objective) {
       {{Objective::kTime, "time"}, {Objective::kCost, "cost"}, {Objective::kMfu, "mfu"}});
 }
 
-// Fields the search holds at one value (the flags --tp 8, --zero 1, ...).
+// Fields the search holds at one value (the flags --tp 8, --zero 1, ...). fsdp: the HSDP shard
+// group (0: ZeRO over all of DP; N > 0: plans with ZeRO 1-3 only). dcn_dp K (MaxText's
+// dcn_data_parallelism): DP a multiple of K, and plans with ZeRO 1-3 shard over dp / K ranks with
+// K replicas (fsdp = dp / K), those without ZeRO replicate everywhere.
 struct Fixed {
-  std::optional<int64_t> tp, cp, pp, vpp, dp, ep, mbs;
+  std::optional<int64_t> tp, cp, pp, vpp, dp, ep, mbs, fsdp, dcn_dp;
   std::optional<bool> sp, overlap_tp;
   std::optional<workloads::ZeroStage> zero;
   std::optional<workloads::Recompute> recompute;

@@ -16,8 +16,9 @@
 
 namespace meshsim::studies {
 
-// "TP8 SP PP4 i5 DP64 Z1 mbs1" (+ " CP2", " EP8", " rc-full", " tp-overlap", " zb", "1f1b"
-// only where they are not the default of a plan with those degrees).
+// "TP8 SP PP4 i5 DP64 Z1 mbs1" (+ " CP2", " EP8", " HSDP8x8" (shard groups of 8 DP ranks x 8
+// replicas), " rc-full", " tp-overlap", " zb", "1f1b" only where they are not the default of a plan
+// with those degrees).
 std::string short_plan(const workloads::ParallelPlan& p);
 
 // One row: the plan's fields and the step's results (step time, tokens/s, MFU, peak memory,

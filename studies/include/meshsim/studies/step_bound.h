@@ -12,14 +12,16 @@
 // reduce-scatter's and an all-reduce's rank sends its contribution to the p - 1 others' results,
 // also through a switch that reduces; an all-to-all's rank sends the p - 1 parts that are not its
 // own), and a device cannot move bytes faster than all its links together: its scale-up links
-// plus its NICs. (c) The data-parallel stream also runs its collectives one at a time, each for at
-// least its time alone on the network by the communication model (contention only slows it): the
-// gradients' reduction (one collective of the stage's dense gradients; the buckets that split it
-// take no less together), ZeRO-1/2's parameter gather, and ZeRO-3's gather of each layer before
-// its forward and its backward for every microbatch (unpadded bytes). Pipeline transfers, other
-// traffic, the optimizer and contention only add time, and are left out. The bound is the larger
-// of the compute stream's and the data-parallel stream's; (d) likewise ring attention's sends,
-// which run one at a time on the context-parallel send stream.
+// plus its NICs. (c) Each data-parallel stream also runs its collectives one at a time, each for
+// at least its time alone on the network by the communication model (contention only slows it).
+// The data stream: the gradients' reduction (one collective of the stage's dense gradients; the
+// buckets that split it take no less together) and ZeRO-1/2's parameter gather, or ZeRO-3's
+// reduce-scatter of each layer after every microbatch; under HSDP over the shard group, each
+// followed by the all-reduce of its shard across the replicas. The gather stream: ZeRO-3's gather
+// of each layer before its forward and its backward for every microbatch (unpadded bytes).
+// Pipeline transfers, other traffic, the optimizer and contention only add time, and are left
+// out. The bound is the largest of the compute stream's and the data-parallel streams'; (d)
+// likewise ring attention's sends, which run one at a time on the context-parallel send stream.
 //
 // How it is computed. A probe (the plan's TP, SP, CP, EP, microbatch, recompute, precision,
 // kernels and TP overlap on two layers, one stage, one microbatch) is planned by workloads' own

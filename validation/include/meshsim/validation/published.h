@@ -49,6 +49,7 @@ struct PublishedRun {
     std::string arch_notes;
     bool moe = false;  // the record describes a mixture of experts
     std::optional<int64_t> layers, hidden, heads, kv_heads, ffn, vocab, seq_len;
+    std::optional<int64_t> experts, top_k, expert_ffn;  // MoE: routed experts, top-k, their width
   } model;
   struct Parallelism {
     std::optional<int64_t> tp, pp, dp, cp, ep, zero_stage, vpp;

@@ -173,7 +173,8 @@ struct ParallelPlan {
   // shards over all of DP x CP. dp stays the total data-parallel degree.
   int64_t fsdp = 0;
   // Layers per pipeline stage, or with vpp > 1 per virtual stage in virtual-stage order
-  // (pipeline.h's virtual_stage: v = c * pp + s, or zbv's V); empty = even split.
+  // (pipeline.h's virtual_stage: v = c * pp + s, or zbv's V), each >= 0 (a virtual stage may
+  // hold only the embedding or the head); empty = even split.
   std::vector<int64_t> stage_layers;
   std::array<Axis, kNumAxes> order = {Axis::kTensor, Axis::kContext, Axis::kData, Axis::kPipeline};
   OverlapOptions overlap;
@@ -225,12 +226,12 @@ struct PlanLimits {
 // expected: sizes positive and within PlanLimits; TP dividing the query heads, the KV heads (or KV
 // heads dividing TP, then replicated) and d_ff; SP only with TP > 1 and the tokens of a CP rank
 // divisible by TP; CP with 2*CP dividing the sequence (load-balanced causal chunks); PP dividing
-// the layers unless stage_layers states the split (one positive entry per stage, summing to the
-// layers); VPP only with the interleaved schedule (or 2 with zbv), dividing the layers per stage;
-// EP only on MoE models, dividing DP and the experts; the global batch a multiple of DP x MBS;
-// microbatches x layers within PlanLimits; the pipeline schedule's own rules (pipeline.h).
-// Whether the degrees fit the cluster is the composition root's check (workloads knows no
-// hardware).
+// the layers unless stage_layers states the split (one entry >= 0 per stage, or with VPP > 1 per
+// virtual stage, summing to the layers); VPP only with the interleaved schedule (or 2 with zbv),
+// dividing the layers per stage unless stage_layers states them; EP only on MoE models, dividing
+// DP and the experts; the global batch a multiple of DP x MBS; microbatches x layers within
+// PlanLimits; the pipeline schedule's own rules (pipeline.h). Whether the degrees fit the cluster
+// is the composition root's check (workloads knows no hardware).
 void validate_plan(const ModelConfig& model, const ParallelPlan& plan);
 // Combinations meshsim simulates but no framework runs, or runs only with a caveat, each as one
 // sentence naming the frameworks (empty when there is none): reports print them, so that a plan

@@ -75,8 +75,12 @@ struct StageParameters {
   int64_t head = 0;              // final norm and LM head or its tied copy (last stage)
   int64_t mtp = 0;               // multi-token prediction modules (last stage)
   int64_t layers = 0;            // layers on the stage (all chunks)
+  // The MoE block of the MTP modules (last stage): the last layer's shape and expert load, which
+  // the stage need not hold (a last virtual stage of only the head).
+  std::optional<LayerShare> mtp_block;
 
-  // Layer `layer` of the stage (InternalError if the stage does not hold it).
+  // Layer `layer` of the stage, or the MTP modules' block of the last layer's shape
+  // (InternalError if the stage holds neither).
   const LayerShare& of(int64_t layer) const;
   int64_t dense() const;  // all non-expert parameters of the stage, embedding, head and MTP too
   int64_t expert() const;
