@@ -145,6 +145,17 @@ TEST_F(FaultsCli, FailedNicIsReroutedAndReported) {
   EXPECT_EQ(read_file("f.json"), read_file("g.json"));
 }
 
+// A model with no plan runs the plan the search picks, with the faults still on it (they were
+// dropped with the rest of the scenario when the default plan was swapped for the search's).
+TEST_F(FaultsCli, FaultsApplyToTheSearchedPlan) {
+  const CommandResult r =
+      meshsim({"run", "--model", "llama3.2-1b", "--nodes", "2", "--no-trace", "--fail",
+               "0:network", "--slow-rank", "3:1.5"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("no plan given"));
+  EXPECT_THAT(r.output, HasSubstr("1 slow rank, up to x1.50; 1 link down, rerouted"));
+}
+
 TEST_F(FaultsCli, UnroutableFailuresAreRefusedWhereTheyWereGiven) {
   nlohmann::json s = scenario();
   s["faults"] = {{"failed_links", {{{"device", 3}, {"link", "nvlink"}}}}};
