@@ -129,6 +129,8 @@ void set_fail_flag(const std::vector<std::string>& values, studies::Faults& f) {
       if (const auto dir = studies::parse_ici_direction(p[2])) {
         fault.ici_axis = dir->first;
         fault.ici_direction = dir->second;
+      } else if (p[2].starts_with("spine") && to_index(p[2].substr(5))) {
+        fault.spine = *to_index(p[2].substr(5));
       } else if (const std::optional<uint32_t> nic = to_index(p[2])) {
         fault.nic = *nic;
       } else {
@@ -138,9 +140,10 @@ void set_fail_flag(const std::vector<std::string>& values, studies::Faults& f) {
     if (!ok) {
       throw InputError("--fail", "",
                        fmt::format("\"{}\": expected DEVICE:LINK[:WHICH] with LINK one of {} and "
-                                   "WHICH a NIC index (network, pcie) or a torus direction x+, "
-                                   "x-, y+, y-, z+, z- (ici), e.g. 12:network (all of device "
-                                   "12's NICs down) or 5:ici:x+",
+                                   "WHICH a NIC index (network, pcie), spineJ (network: the "
+                                   "uplinks of the device's leaf to spine J) or a torus "
+                                   "direction x+, x-, y+, y-, z+, z- (ici), e.g. 12:network (all "
+                                   "of device 12's NICs down), 0:network:spine1 or 5:ici:x+",
                                    v, describe_choices<topology::LinkKind>()));
     }
     f.links.push_back(fault);

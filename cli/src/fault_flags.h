@@ -1,8 +1,9 @@
 // The fault flags of `meshsim run` (studies/faults.h has the scenario block they override):
 // --slow-rank RANK:FACTOR (repeatable), --stragglers FRACTION:MIN:MAX, --kernel-jitter CV,
 // --degrade DEVICE:LINK:FACTOR (repeatable; LINK is network, nvlink, ici or pcie),
-// --fail DEVICE:LINK[:WHICH] (repeatable; WHICH a NIC index for network and pcie, a torus
-// direction x+, x-, y+, y-, z+ or z- for ici), --fault-seed N. --degrade and --fail each replace
+// --fail DEVICE:LINK[:WHICH] (repeatable; WHICH a NIC index for network and pcie, spineJ for
+// network (the device's leaf's uplinks to spine J), a torus direction x+, x-, y+, y-, z+ or z-
+// for ici), --fault-seed N. --degrade and --fail each replace
 // their own part of the block (degraded_links, failed_links).
 #pragma once
 

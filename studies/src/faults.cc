@@ -41,6 +41,9 @@ topology::LinkFault read_failed_link(JsonObject& l) {
   if (l.has("nic")) {
     fault.nic = l.non_negative_integer("nic");
   }
+  if (l.has("spine")) {
+    fault.spine = l.non_negative_integer("spine");
+  }
   if (l.has("direction")) {
     const std::string d = l.string("direction");
     const auto dir = parse_ici_direction(d);
@@ -180,6 +183,9 @@ nlohmann::json faults_json(const Faults& f) {
     nlohmann::json x = {{"device", l.device.value()}, {"link", to_string(l.kind)}};
     if (l.nic) {
       x["nic"] = *l.nic;
+    }
+    if (l.spine) {
+      x["spine"] = *l.spine;
     }
     if (l.ici_axis) {
       x["direction"] = fmt::format("{}{}", "xyz"[*l.ici_axis], l.ici_direction > 0 ? '+' : '-');

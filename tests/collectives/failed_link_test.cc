@@ -56,6 +56,17 @@ std::vector<Duration> run_together(NetworkCommModel& m,
   return end;
 }
 
+void expect_refused(topology::Network net, const std::vector<LinkFault>& faults, size_t index,
+                    const std::string& why) {
+  try {
+    net.apply_faults(faults);
+    ADD_FAILURE() << "expected a LinkFaultError: " << why;
+  } catch (const topology::LinkFaultError& e) {
+    EXPECT_EQ(e.index(), index);
+    EXPECT_NE(e.message().find(why), std::string::npos) << e.message();
+  }
+}
+
 TEST(FailedLink, NicDownSendsOverNvlinkToAPeerOfTheNode) {
   auto net = topology::Network::build(dgx_h100(2));
   const std::vector<std::string> how =
@@ -146,6 +157,40 @@ TEST(FailedLink, OneOfSeveralNicsDownLeavesTheOthers) {
   }
 }
 
+// A leaf's uplinks to one spine down: traffic between rails (leaf -> spine -> leaf) keeps ECMP
+// over the other spines; traffic that never climbs to that spine is untouched.
+TEST(FailedLink, LeafUplinkDownLeavesTheOtherSpines) {
+  auto net = topology::Network::build(dgx_h100(2));
+  const topology::VertexId a = net.device_vertex(DeviceId(0));
+  const topology::VertexId b = net.device_vertex(DeviceId(9));  // node 1, rail 1
+  ASSERT_EQ(net.path_count(a, b), 4);                          // 4 spines
+  LinkFault f = LinkFault::failed(DeviceId(0), LinkKind::kNetwork);
+  f.spine = 1;
+  const auto how = net.apply_faults({f});
+  EXPECT_NE(how[0].find("leaf rail0 #0 through the spines takes ECMP over its other spines "
+                        "(0, 2, 3)"),
+            std::string::npos)
+      << how[0];
+  const topology::VertexId spine1 = vertex_named(net, "spine 1");
+  EXPECT_EQ(net.path_count(a, b), 3);
+  EXPECT_EQ(net.path_count(b, a), 3);
+  for (const topology::Path& p : net.paths(a, b)) {
+    EXPECT_FALSE(crosses(net, p, spine1));
+  }
+  const topology::VertexId c = net.device_vertex(DeviceId(1));  // rail 1 to rail 2: untouched
+  EXPECT_EQ(net.path_count(c, net.device_vertex(DeviceId(10))), 4);
+  EXPECT_EQ(net.detour_links(f).size(), 6u);  // the leaf's 3 other uplinks, both directions
+  // Every spine of a leaf down: it reaches no other leaf.
+  std::vector<LinkFault> all;
+  for (int64_t j = 0; j < 4; ++j) {
+    all.push_back(f);
+    all.back().spine = j;
+  }
+  expect_refused(topology::Network::build(dgx_h100(2)), all, 3, "no longer reach a common spine");
+  f.spine = 4;
+  expect_refused(topology::Network::build(dgx_h100(2)), {f}, 0, "below the 4 spines");
+}
+
 // A 4x4x4 TPU v5p torus: chip 0's +x link (to chip 1) down; 0 -> 1 goes the long way round the x
 // ring (0 -> 3 -> 2 -> 1), sharing link 3 -> 2 with a send from 3 to 2: both at half the ICI rate.
 TEST(FailedLink, TorusRingGoesTheOtherWayRound) {
@@ -173,17 +218,6 @@ TEST(FailedLink, TorusRingGoesTheOtherWayRound) {
   EXPECT_LT(relative_error(end[1], latency + n / (ici * 0.5)), 1e-3);
   EXPECT_GT(end[0], end[1]);  // and it pays two more hops' latency
   EXPECT_EQ(end[2], alone);   // 1 -> 2 (+x) shares nothing with the detour (-x)
-}
-
-void expect_refused(topology::Network net, const std::vector<LinkFault>& faults, size_t index,
-                    const std::string& why) {
-  try {
-    net.apply_faults(faults);
-    ADD_FAILURE() << "expected a LinkFaultError: " << why;
-  } catch (const topology::LinkFaultError& e) {
-    EXPECT_EQ(e.index(), index);
-    EXPECT_NE(e.message().find(why), std::string::npos) << e.message();
-  }
 }
 
 TEST(FailedLink, NoAlternativeIsRefusedSayingWhy) {

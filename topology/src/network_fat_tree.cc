@@ -327,17 +327,58 @@ int64_t best_leaf_distance(const GpuLayout& g, int64_t a, int64_t b) {
 
 }  // namespace
 
-int64_t leaf_width(const FatTreeLayout& t, int64_t la, int64_t lb) {
+bool uplink_works(const NetworkData& impl, const FatTreeLayout& t, int64_t leaf, int64_t j) {
+  if (impl.down.empty()) {
+    return true;
+  }
+  const VertexId l(t.first_leaf + static_cast<uint32_t>(leaf));
+  const VertexId sp(t.first_spine +
+                    static_cast<uint32_t>(t.pod_of_leaf(leaf) * t.spines_per_pod + j));
+  return !impl.link_down(impl.link_or_die(l, sp));
+}
+
+namespace {
+
+// Spine index (within a pod) of the k-th spine both leaves still reach; -1 past the last.
+int64_t nth_common_spine(const NetworkData& impl, const FatTreeLayout& t, int64_t la, int64_t lb,
+                         int64_t k) {
+  if (impl.down.empty()) {
+    return k < t.spines_per_pod ? k : -1;
+  }
+  for (int64_t j = 0; j < t.spines_per_pod; ++j) {
+    if (uplink_works(impl, t, la, j) && uplink_works(impl, t, lb, j) && k-- == 0) {
+      return j;
+    }
+  }
+  return -1;
+}
+
+int64_t common_spines(const NetworkData& impl, const FatTreeLayout& t, int64_t la, int64_t lb) {
+  if (impl.down.empty()) {
+    return t.spines_per_pod;
+  }
+  int64_t n = 0;
+  for (int64_t j = 0; j < t.spines_per_pod; ++j) {
+    n += uplink_works(impl, t, la, j) && uplink_works(impl, t, lb, j) ? 1 : 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+int64_t leaf_width(const NetworkData& impl, const FatTreeLayout& t, int64_t la, int64_t lb) {
   switch (t.leaf_distance(la, lb)) {
     case 0:
       return 1;
     case 2:
-      return t.spines_per_pod;
+      return common_spines(impl, t, la, lb);
     default:
-      return t.spines_per_pod * t.cores_per_group;
+      return common_spines(impl, t, la, lb) * t.cores_per_group;
   }
 }
 
+// Path i between leaves la and lb: the (i mod spines)-th spine both still reach, and core
+// i / spines of that spine's group (ECMP over spines first, as without failures).
 void append_leaf_segment(const NetworkData& impl, const FatTreeLayout& t, int64_t la, int64_t lb,
                          int64_t i, Path& path) {
   const auto v = [](uint32_t first, int64_t k) {
@@ -347,12 +388,14 @@ void append_leaf_segment(const NetworkData& impl, const FatTreeLayout& t, int64_
   if (distance == 0) {
     return;
   }
-  const int64_t j = i % t.spines_per_pod;
+  const int64_t spines = common_spines(impl, t, la, lb);
+  const int64_t j = nth_common_spine(impl, t, la, lb, i % spines);
+  SIM_CHECK(j >= 0, "no spine common to leaves {} and {}", la, lb);
   const VertexId up = v(t.first_spine, t.pod_of_leaf(la) * t.spines_per_pod + j);
   const VertexId down = v(t.first_spine, t.pod_of_leaf(lb) * t.spines_per_pod + j);
   path.push_back(impl.link_or_die(v(t.first_leaf, la), up));
   if (distance == 4) {
-    const VertexId core = v(t.first_core, j * t.cores_per_group + i / t.spines_per_pod);
+    const VertexId core = v(t.first_core, j * t.cores_per_group + i / spines);
     path.push_back(impl.link_or_die(up, core));
     path.push_back(impl.link_or_die(core, down));
   }
@@ -394,7 +437,7 @@ int64_t gpu_path_count(const NetworkData& impl, DeviceId a, DeviceId b) {
       const int64_t la = g.leaf_of(pa, ka);
       const int64_t lb = g.leaf_of(pb, kb);
       if (g.tree.leaf_distance(la, lb) == best) {
-        count += leaf_width(g.tree, la, lb);
+        count += leaf_width(impl, g.tree, la, lb);
       }
     });
   });
@@ -421,8 +464,8 @@ Path gpu_nth_path(const NetworkData& impl, DeviceId a, DeviceId b, int64_t i) {
       if (!path.empty() || t.leaf_distance(la, lb) != best) {
         return;
       }
-      if (i >= leaf_width(t, la, lb)) {
-        i -= leaf_width(t, la, lb);
+      if (i >= leaf_width(impl, t, la, lb)) {
+        i -= leaf_width(impl, t, la, lb);
         return;
       }
       const VertexId via_a(static_cast<uint32_t>(pa));

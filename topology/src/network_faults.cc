@@ -52,10 +52,34 @@ std::optional<LinkId> ici_step(const TorusLayout& t, int64_t d, int64_t axis, in
 }
 
 // The links a fault names, both directions; LinkFaultError where the device has none.
+// The leaf of device d's NIC k, and the vertex of spine j of its pod.
+std::pair<VertexId, VertexId> leaf_and_spine(const GpuLayout& g, int64_t d, int64_t k,
+                                             int64_t j) {
+  const FatTreeLayout& t = g.tree;
+  const int64_t leaf = g.leaf_of(d, k);
+  return {VertexId(t.first_leaf + static_cast<uint32_t>(leaf)),
+          VertexId(t.first_spine +
+                   static_cast<uint32_t>(t.pod_of_leaf(leaf) * t.spines_per_pod + j))};
+}
+
 std::vector<LinkId> selected_links(const Network& net, const detail::NetworkData& impl,
                                    const LinkFault& f, size_t index) {
   const auto d = static_cast<int64_t>(f.device.value());
   std::vector<LinkId> out;
+  if (f.spine) {
+    const bool ok = f.kind == LinkKind::kNetwork && impl.gpu && impl.gpu->tree.tiers >= 2 &&
+                    *f.spine >= 0 && *f.spine < impl.gpu->tree.spines_per_pod &&
+                    f.nic.value_or(0) >= 0 && f.nic.value_or(0) < impl.gpu->tree.nics_per_device;
+    if (!ok) {
+      throw LinkFaultError(
+          index, fmt::format("{}: expected a spine index below the {} spines of a leaf's pod, "
+                             "on the network links of a fat tree of 2 or 3 tiers",
+                             describe(f), impl.gpu ? impl.gpu->tree.spines_per_pod : 0));
+    }
+    const auto [leaf, spine] = leaf_and_spine(*impl.gpu, d, f.nic.value_or(0), *f.spine);
+    add_both(impl, leaf, spine, out);
+    return out;
+  }
   if (f.nic) {
     const bool nic_kind = f.kind == LinkKind::kNetwork || f.kind == LinkKind::kPcie;
     if (!nic_kind || !impl.gpu || *f.nic < 0 || *f.nic >= impl.gpu->tree.nics_per_device) {
@@ -204,8 +228,41 @@ std::string fail_ici(detail::NetworkData& impl, const Network& net, const LinkFa
                      t.shape[axis]);
 }
 
+// A leaf's uplinks to one spine: every other leaf must still share a working spine with it.
+std::string fail_uplink(detail::NetworkData& impl, const Network& net, const LinkFault& f,
+                        size_t index) {
+  mark_down(impl, selected_links(net, impl, f, index));
+  const FatTreeLayout& t = impl.gpu->tree;
+  const int64_t la = impl.gpu->leaf_of(static_cast<int64_t>(f.device.value()), f.nic.value_or(0));
+  const auto name = [&](int64_t leaf) {
+    return net.vertex(VertexId(t.first_leaf + static_cast<uint32_t>(leaf))).name;
+  };
+  std::vector<int64_t> left;
+  for (int64_t j = 0; j < t.spines_per_pod; ++j) {
+    if (detail::uplink_works(impl, t, la, j)) {
+      left.push_back(j);
+    }
+  }
+  for (int64_t lb = 0; lb < t.leaves; ++lb) {
+    const bool shared = lb == la || std::any_of(left.begin(), left.end(), [&](int64_t j) {
+                          return detail::uplink_works(impl, t, lb, j);
+                        });
+    if (!shared) {
+      throw LinkFaultError(index, fmt::format("{} down: {} and {} no longer reach a common "
+                                              "spine, so no route is left between them",
+                                              describe(f), name(la), name(lb)));
+    }
+  }
+  return fmt::format("{} down: the traffic of {} through the spines takes ECMP over its other "
+                     "spine{} ({})",
+                     describe(f), name(la), left.size() == 1 ? "" : "s", fmt::join(left, ", "));
+}
+
 std::string fail_one(detail::NetworkData& impl, const Network& net, const LinkFault& f,
                      size_t index) {
+  if (f.spine) {
+    return fail_uplink(impl, net, f, index);
+  }
   if (impl.gpu && (f.kind == LinkKind::kNetwork || f.kind == LinkKind::kPcie)) {
     selected_links(net, impl, f, index);  // checks the NIC index
     return fail_nic(impl, f, index);
@@ -236,6 +293,9 @@ std::string describe(const LinkFault& f) {
   std::string s = fmt::format("device {} {}", f.device.value(), to_string(f.kind));
   if (f.nic) {
     s += fmt::format(" (NIC {})", *f.nic);
+  }
+  if (f.spine) {
+    s += fmt::format(" uplink to spine {}", *f.spine);
   }
   if (f.ici_axis && *f.ici_axis >= 0 && *f.ici_axis < 3) {
     s += fmt::format(" {}{}", kAxes[static_cast<size_t>(*f.ici_axis)],
@@ -314,7 +374,15 @@ bool Network::is_down(LinkId link) const { return impl_->link_down(link); }
 std::vector<LinkId> Network::detour_links(const LinkFault& f) const {
   std::vector<LinkId> out;
   const auto d = static_cast<int64_t>(f.device.value());
-  if (impl_->gpu && (f.kind == LinkKind::kNetwork || f.kind == LinkKind::kPcie)) {
+  if (impl_->gpu && f.spine) {  // the leaf's other uplinks
+    const GpuLayout& g = *impl_->gpu;
+    for (int64_t j = 0; j < g.tree.spines_per_pod; ++j) {
+      const auto [leaf, spine] = leaf_and_spine(g, d, f.nic.value_or(0), j);
+      if (j != *f.spine) {
+        add_both(*impl_, leaf, spine, out);
+      }
+    }
+  } else if (impl_->gpu && (f.kind == LinkKind::kNetwork || f.kind == LinkKind::kPcie)) {
     const GpuLayout& g = *impl_->gpu;
     const Ports p = ports_of(g, d);
     for (const int64_t k : p.own) {

@@ -140,9 +140,11 @@ int64_t gpu_path_count(const NetworkData& impl, DeviceId a, DeviceId b);
 Path gpu_nth_path(const NetworkData& impl, DeviceId a, DeviceId b, int64_t i);
 int64_t gpu_hops(const NetworkData& impl, DeviceId a, DeviceId b);
 Path torus_path(const NetworkData& impl, DeviceId a, DeviceId b);
-// ECMP paths between leaves la and lb, and path i's links from leaf la to leaf lb
-// (network_fat_tree.cc).
-int64_t leaf_width(const FatTreeLayout& t, int64_t la, int64_t lb);
+// ECMP paths between leaves la and lb (over the spines both still reach), and path i's links
+// from leaf la to leaf lb (network_fat_tree.cc). Whether leaf's uplinks to spine j of its pod
+// work.
+int64_t leaf_width(const NetworkData& impl, const FatTreeLayout& t, int64_t la, int64_t lb);
+bool uplink_works(const NetworkData& impl, const FatTreeLayout& t, int64_t leaf, int64_t j);
 void append_leaf_segment(const NetworkData& impl, const FatTreeLayout& t, int64_t la, int64_t lb,
                          int64_t i, Path& path);
 int64_t torus_hops(const NetworkData& impl, DeviceId a, DeviceId b);

@@ -12,7 +12,8 @@
 // A failed link is down (topology::LinkFault with factor 0): its traffic is rerouted where the
 // fabric allows (Network::apply_faults), and the run stops with an error naming the entry where
 // it does not. "nic" (network, pcie) and "direction" (ici: x+, x-, y+, y-, z+, z-) are optional
-// and name one of the device's links of that kind; without them every one is down.
+// and name one of the device's links of that kind; without them every one is down. "spine"
+// (network) takes down instead the uplinks from the leaf of the device's NIC to that spine.
 // The command line sets the same (cli/src/fault_flags.h), each flag replacing that part of the
 // file's block.
 // A factor multiplies kernel times (slow ranks, >= 1) or keeps that fraction of a link's

@@ -83,14 +83,17 @@ using Path = std::vector<LinkId>;
 // A degraded or failed part (issue 16): the links of `kind` that attach `device`
 // (Network::device_links) keep `factor` of their bandwidth; factor 0 means down (no traffic
 // crosses them, routes go around: Network::apply_faults). A failure may name one of them:
-// `nic` (network, pcie: NIC k of the device, 0-based) or `ici_axis` and `ici_direction` (ici: the
-// link to the +1 or -1 neighbour along torus axis 0, 1 or 2).
+// `nic` (network, pcie: NIC k of the device, 0-based), `ici_axis` and `ici_direction` (ici: the
+// link to the +1 or -1 neighbour along torus axis 0, 1 or 2), or `spine` (network: instead of
+// the NIC's cable, the uplinks from the leaf of the device's NIC (`nic`, default 0) to spine
+// `spine` of its pod, 0-based; fat trees of 2 or 3 tiers).
 struct LinkFault {
   DeviceId device;
   LinkKind kind = LinkKind::kNetwork;
   double factor = 1.0;
   std::optional<int64_t> nic;
   std::optional<int64_t> ici_axis;
+  std::optional<int64_t> spine;
   int ici_direction = 1;  // +1 or -1
 
   static LinkFault degraded(DeviceId d, LinkKind kind, double factor) {
@@ -226,7 +229,8 @@ class Network {
   // paths, path_count, hops, search_paths) then avoid the down links.
   //  * GPU fat trees: a NIC down (network or pcie; one NIC, or all of the device's) moves the
   //    device's traffic to its other NICs, or, with none left, over NVLink to the other devices
-  //    of its node and out through their NICs (NCCL's PXN path), spread over them by ECMP.
+  //    of its node and out through their NICs (NCCL's PXN path), spread over them by ECMP. A
+  //    leaf's uplinks to one spine down leave ECMP the spines both ends still reach.
   //  * TPU tori: an ICI link down (one link, named by axis and direction) sends the traffic of
   //    its ring the other way round; the axis must wrap and the ring have no other down link.
   //  * No alternative (a device's NVLink, all NICs of a node, a chip's every ICI link, a
