@@ -81,9 +81,22 @@ void set_kernel_jitter_flag(double cv, studies::Faults& f) {
   f.compute.jitter_cv = cv;
 }
 
+// Drops the links that are down (`down`) or degraded (`!down`), with their origins.
+void drop_links(studies::Faults& f, bool down) {
+  std::vector<topology::LinkFault> links;
+  std::vector<Origin> origins;
+  for (size_t i = 0; i < f.links.size(); ++i) {
+    if (f.links[i].down() != down) {
+      links.push_back(f.links[i]);
+      origins.push_back(f.link_origins[i]);
+    }
+  }
+  f.links = std::move(links);
+  f.link_origins = std::move(origins);
+}
+
 void set_degrade_flag(const std::vector<std::string>& values, studies::Faults& f) {
-  f.links.clear();
-  f.link_origins.clear();
+  drop_links(f, false);
   for (const std::string& v : values) {
     const std::vector<std::string> p = fields(v);
     const std::optional<uint32_t> device = p.size() == 3 ? to_index(p[0]) : std::nullopt;
@@ -94,11 +107,47 @@ void set_degrade_flag(const std::vector<std::string>& values, studies::Faults& f
       throw InputError("--degrade", "",
                        fmt::format("\"{}\": expected DEVICE:LINK:FACTOR with LINK one of {} and "
                                    "0 < FACTOR <= 1, e.g. 12:network:0.5 (device 12's NIC at "
-                                   "half its bandwidth)",
+                                   "half its bandwidth; a link that is down is --fail)",
                                    v, describe_choices<topology::LinkKind>()));
     }
-    f.links.push_back({DeviceId(*device), *kind, *factor});
+    f.links.push_back(topology::LinkFault::degraded(DeviceId(*device), *kind, *factor));
     f.link_origins.push_back(Origin::flag("--degrade"));
+  }
+}
+
+void set_fail_flag(const std::vector<std::string>& values, studies::Faults& f) {
+  drop_links(f, true);
+  for (const std::string& v : values) {
+    const std::vector<std::string> p = fields(v);
+    const bool shape = p.size() == 2 || p.size() == 3;
+    const std::optional<uint32_t> device = shape ? to_index(p[0]) : std::nullopt;
+    const auto kind = shape ? parse_enum<topology::LinkKind>(p[1]) : std::nullopt;
+    bool ok = device && kind && *device < topology::kMaxDevices;
+    topology::LinkFault fault = topology::LinkFault::failed(DeviceId(device.value_or(0)),
+                                                            kind.value_or(topology::LinkKind{}));
+    if (ok && p.size() == 3) {
+      if (const auto dir = studies::parse_ici_direction(p[2])) {
+        fault.ici_axis = dir->first;
+        fault.ici_direction = dir->second;
+      } else if (p[2].starts_with("spine") && to_index(p[2].substr(5))) {
+        fault.spine = *to_index(p[2].substr(5));
+      } else if (const std::optional<uint32_t> nic = to_index(p[2])) {
+        fault.nic = *nic;
+      } else {
+        ok = false;
+      }
+    }
+    if (!ok) {
+      throw InputError("--fail", "",
+                       fmt::format("\"{}\": expected DEVICE:LINK[:WHICH] with LINK one of {} and "
+                                   "WHICH a NIC index (network, pcie), spineJ (network: the "
+                                   "uplinks of the device's leaf to spine J) or a torus "
+                                   "direction x+, x-, y+, y-, z+, z- (ici), e.g. 12:network (all "
+                                   "of device 12's NICs down), 0:network:spine1 or 5:ici:x+",
+                                   v, describe_choices<topology::LinkKind>()));
+    }
+    f.links.push_back(fault);
+    f.link_origins.push_back(Origin::flag("--fail"));
   }
 }
 

@@ -1,6 +1,10 @@
 // The fault flags of `meshsim run` (studies/faults.h has the scenario block they override):
 // --slow-rank RANK:FACTOR (repeatable), --stragglers FRACTION:MIN:MAX, --kernel-jitter CV,
-// --degrade DEVICE:LINK:FACTOR (repeatable; LINK is network, nvlink, ici or pcie), --fault-seed N.
+// --degrade DEVICE:LINK:FACTOR (repeatable; LINK is network, nvlink, ici or pcie),
+// --fail DEVICE:LINK[:WHICH] (repeatable; WHICH a NIC index for network and pcie, spineJ for
+// network (the device's leaf's uplinks to spine J), a torus direction x+, x-, y+, y-, z+ or z-
+// for ici), --fault-seed N. --degrade and --fail each replace
+// their own part of the block (degraded_links, failed_links).
 #pragma once
 
 #include <string>
@@ -15,5 +19,6 @@ void set_slow_ranks_flag(const std::vector<std::string>& values, studies::Faults
 void set_stragglers_flag(const std::string& value, studies::Faults& f);
 void set_kernel_jitter_flag(double cv, studies::Faults& f);
 void set_degrade_flag(const std::vector<std::string>& values, studies::Faults& f);
+void set_fail_flag(const std::vector<std::string>& values, studies::Faults& f);
 
 }  // namespace meshsim::cli

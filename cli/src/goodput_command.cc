@@ -30,6 +30,24 @@ void add_goodput_options(CLI::App* app, GoodputArgs& a) {
                   "Work between checkpoints: auto (the interval that maximises goodput) or a "
                   "duration, e.g. 30min, 1.5h, 600s")
       ->capture_default_str();
+  add_checkpoint_options(app, a);
+  app->add_option("--runs", a.runs, "Monte Carlo runs (1 to 1000000)")->capture_default_str();
+  app->add_option("--seed", a.seed, "Monte Carlo seed (0 to 2^64 - 1)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            return !v.empty() && v.front() == '-'
+                       ? std::string("expected a seed from 0 to 2^64 - 1, got ") + v
+                       : std::string();
+          },
+          "SEED"))
+      ->capture_default_str();
+}
+
+void add_checkpoint_options(CLI::App* app, GoodputArgs& a) {
+  app->add_option("--node-storage-bandwidth", a.node_storage_bandwidth,
+                  "Each node's checkpoint write and read bandwidth (default: no limit but the "
+                  "aggregate); with it, who writes the checkpoint matters: replicated state by "
+                  "one DP replica's nodes, sharded state by all");
   app->add_option("--storage-bandwidth", a.storage_bandwidth,
                   "Aggregate checkpoint write and read bandwidth (default: Llama 3's Tectonic, "
                   "2 TB/s sustained)")
@@ -44,16 +62,6 @@ void add_goodput_options(CLI::App* app, GoodputArgs& a) {
   app->add_option("--restart-time", a.restart_time,
                   "Relaunch and warm-up after an interruption, besides loading the checkpoint "
                   "(default 10min: an assumption)")
-      ->capture_default_str();
-  app->add_option("--runs", a.runs, "Monte Carlo runs (1 to 1000000)")->capture_default_str();
-  app->add_option("--seed", a.seed, "Monte Carlo seed (0 to 2^64 - 1)")
-      ->check(CLI::Validator(
-          [](std::string& v) {
-            return !v.empty() && v.front() == '-'
-                       ? std::string("expected a seed from 0 to 2^64 - 1, got ") + v
-                       : std::string();
-          },
-          "SEED"))
       ->capture_default_str();
   app->add_option("--failure-table", a.failure_table,
                   "Interruption table JSON (schema of studies/data/failures-llama3.json)");
@@ -75,6 +83,8 @@ std::string flag_of(GoodputField f) {
       return "--runs";
     case GoodputField::kWork:
       return "--tokens";
+    case GoodputField::kNodeStorageBandwidth:
+      return "--node-storage-bandwidth";
   }
   return "";
 }
@@ -135,15 +145,26 @@ void check_args(const GoodputArgs& a, const RunOutputs& o) {
   }
   parse_rate(a.storage_bandwidth, "--storage-bandwidth");
   parse_rate(a.snapshot_bandwidth, "--snapshot-bandwidth");
+  if (!a.node_storage_bandwidth.empty()) {
+    parse_rate(a.node_storage_bandwidth, "--node-storage-bandwidth");
+  }
   parse_long_duration(a.restart_time, "--restart-time");
 }
 
-studies::GoodputModel build_model(const studies::StepReport& r, const Scenario& s,
-                                  const GoodputArgs& a, const studies::FailureTable& table,
-                                  const studies::ComponentCounts& counts, double tokens) {
+}  // namespace
+
+studies::GoodputModel goodput_model(const studies::StepReport& r,
+                                    const workloads::ParallelPlan& plan, const GoodputArgs& a,
+                                    const studies::FailureTable& table,
+                                    const studies::ComponentCounts& counts, double tokens) {
   studies::CheckpointSetup setup;
-  setup.state =
-      studies::checkpoint_bytes(r.parameters, s.plan.state.weight, s.plan.state.optimizer);
+  setup.state = studies::checkpoint_bytes(r.parameters, plan.state.weight, plan.state.optimizer);
+  if (!a.node_storage_bandwidth.empty()) {
+    setup.node_bandwidth = parse_rate(a.node_storage_bandwidth, "--node-storage-bandwidth");
+    const int64_t nodes = std::max<int64_t>(counts.nodes, 1);
+    setup.writers =
+        studies::checkpoint_writers(r.parameters, plan, counts.gpus / nodes, counts.nodes);
+  }
   setup.devices = r.devices;
   setup.storage_bandwidth = parse_rate(a.storage_bandwidth, "--storage-bandwidth");
   setup.async = a.async_checkpoint;
@@ -151,11 +172,17 @@ studies::GoodputModel build_model(const studies::StepReport& r, const Scenario& 
   setup.relaunch = parse_long_duration(a.restart_time, "--restart-time");
   studies::GoodputModel m;
   m.work_s = tokens / r.tokens_per_s;
-  m.costs = studies::checkpoint_costs(setup);
   m.categories = table.categories;
   m.rates = studies::failure_rates(table, counts);
+  try {
+    m.costs = studies::checkpoint_costs(setup);
+  } catch (const studies::GoodputError& e) {
+    throw InputError(flag_of(e.field()), "", e.message());
+  }
   return m;
 }
+
+namespace {
 
 std::string span(double seconds) {
   if (!std::isfinite(seconds)) {
@@ -269,7 +296,7 @@ int goodput_command(const Scenario& s, const RunOutputs& outputs, const GoodputA
   studies::MonteCarloResult mc;
   double wall = 0;
   try {
-    m = build_model(report, s, a, table, counts, tokens);
+    m = goodput_model(report, s.plan, a, table, counts, tokens);
     interval = a.checkpoint_interval == "auto"
                    ? studies::optimal_interval_s(m)
                    : parse_long_duration(a.checkpoint_interval, "--checkpoint-interval").seconds();

@@ -10,6 +10,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "meshsim/studies/failures.h"
+#include "meshsim/studies/goodput.h"
 #include "run_command.h"
 
 namespace meshsim::cli {
@@ -23,10 +25,22 @@ struct GoodputArgs {
   int64_t runs = 1000;
   uint64_t seed = 1;
   std::string failure_table;  // empty: the builtin (Llama 3)
+  std::string node_storage_bandwidth;  // empty: no per-node limit
 };
 
 // The goodput flags on `app` (the scenario flags are the run's, added by main).
 void add_goodput_options(CLI::App* app, GoodputArgs& a);
+// The checkpoint and failure flags alone (--storage-bandwidth, --node-storage-bandwidth,
+// --async-checkpoint, --snapshot-bandwidth, --restart-time, --failure-table), which `meshsim
+// plan --rank-by goodput` shares.
+void add_checkpoint_options(CLI::App* app, GoodputArgs& a);
+
+// The goodput model of a simulated step of `plan` (InputError naming the flag on a bad value).
+// `counts`: the cluster's components (failure rates, and nodes for the checkpoint's writers).
+studies::GoodputModel goodput_model(const studies::StepReport& r,
+                                    const workloads::ParallelPlan& plan, const GoodputArgs& a,
+                                    const studies::FailureTable& table,
+                                    const studies::ComponentCounts& counts, double tokens);
 
 // Simulates the step, then the run. Returns the exit code: 0, or 3 when the plan does not fit.
 int goodput_command(const Scenario& s, const RunOutputs& outputs, const GoodputArgs& a,

@@ -61,6 +61,7 @@ struct RunFlags {
   std::string stragglers;
   double kernel_jitter = 0;
   std::vector<std::string> degrade;
+  std::vector<std::string> fail;
   int64_t fault_seed = 0;
 };
 
@@ -82,6 +83,11 @@ void add_fault_options(CLI::App* app, RunFlags& f) {
                       "DEVICE:LINK:FACTOR: the device's LINK (network, nvlink, ici, pcie) keeps "
                       "FACTOR of its bandwidth (repeatable)"),
       [&f](Scenario& s) { meshsim::cli::set_degrade_flag(f.degrade, s.faults); });
+  add(app->add_option("--fail", f.fail,
+                      "DEVICE:LINK[:WHICH]: the device's LINK (network, pcie: all its NICs, or "
+                      "NIC WHICH; ici: the link WHICH, e.g. x+) is down and its traffic "
+                      "rerouted where the fabric allows (repeatable)"),
+      [&f](Scenario& s) { meshsim::cli::set_fail_flag(f.fail, s.faults); });
   add(app->add_option("--fault-seed", f.fault_seed, "Seed of the stragglers and the jitter")
           ->check(CLI::NonNegativeNumber),
       [&f](Scenario& s) { s.faults.compute.seed = static_cast<uint64_t>(f.fault_seed); });

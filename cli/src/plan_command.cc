@@ -9,6 +9,7 @@
 #include "meshsim/sim/unit_parse.h"
 #include "meshsim/studies/plan_search.h"
 #include "meshsim/studies/plan_table.h"
+#include "plan_goodput.h"
 #include "progress.h"
 #include "report.h"
 #include "scenario_flags.h"
@@ -79,6 +80,11 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--csv", a.csv_path, "Write the ranked plans as CSV to FILE");
   c->add_option("--json", a.json_path, "Write the search and the ranked plans as JSON to FILE");
   add_budget_options(c, a.budget);
+  c->add_option("--rank-by", a.rank_by,
+                "time (the search's objective) or goodput: the top plans re-ranked by expected "
+                "days to train under failures and checkpoints (needs --tokens)")
+      ->check(CLI::IsMember({"time", "goodput"}));
+  add_checkpoint_options(c, a.goodput);
   c->add_flag("--no-mpi", a.no_mpi, "Run in one process even under mpirun");
   return c;
 }
@@ -296,6 +302,9 @@ void print_table(const std::vector<studies::PlanRow>& rows, std::ostream& out) {
 
 int plan_command(const PlanArgs& a, std::ostream& out) {
   check_budget(a.budget);
+  if (a.rank_by == "goodput" && a.budget.tokens.empty()) {
+    throw InputError("--rank-by", "", "goodput ranking needs the tokens to train, e.g. --tokens 15T");
+  }
   const studies::Scenario base = base_scenario(a);
   studies::SearchOptions o = search_options(a);
   // Under mpirun every process follows the same search, sharing its simulations; rank 0 reports.
@@ -320,6 +329,9 @@ int plan_command(const PlanArgs& a, std::ostream& out) {
   for (const studies::RankedPlan& p : r.top) {
     rows.push_back({p.plan, p.report, p.lower_bound, time_to_train(a.budget, p.report)});
   }
+  const std::vector<studies::PlanGoodput> goodput =
+      a.rank_by == "goodput" ? rank_by_goodput(base, a.goodput, a.budget, rows)
+                             : std::vector<studies::PlanGoodput>{};
   out << "meshsim: plan search\n";
   if (!rows.empty()) {
     const studies::StepReport& best = rows.front().report;
@@ -329,7 +341,10 @@ int plan_command(const PlanArgs& a, std::ostream& out) {
   out << fmt::format("  problem     sequence {}, global batch {} sequences ({} tokens per step), "
                      "{}; objective {}\n",
                      base.plan.seq, base.plan.gbs, base.plan.seq * base.plan.gbs,
-                     to_string(base.plan.matmul_dtype), to_string(o.objective));
+                     to_string(base.plan.matmul_dtype),
+                     a.rank_by == "goodput"
+                         ? fmt::format("{}, re-ranked by goodput", to_string(o.objective))
+                         : std::string(to_string(o.objective)));
   if (dist->size() > 1) {
     out << fmt::format("  run on      {}\n", dist->describe());
   }
@@ -338,6 +353,9 @@ int plan_command(const PlanArgs& a, std::ostream& out) {
     out << "\n  " << studies::no_plan_reason(r) << "\n";
   } else {
     print_table(rows, out);
+    if (!goodput.empty()) {
+      print_goodput_table(rows, goodput, out);
+    }
     if (rows.front().time_to_train) {
       out << fmt::format("\n  the best plan, {}:\n", studies::short_plan(rows.front().plan));
       print_time_to_train(*rows.front().time_to_train, out);
@@ -351,8 +369,11 @@ int plan_command(const PlanArgs& a, std::ostream& out) {
   if (!a.json_path.empty()) {
     nlohmann::json j = {{"search", studies::search_counts_json(r)},
                         {"plans", nlohmann::json::array()}};
-    for (const studies::PlanRow& row : rows) {
-      j["plans"].push_back(row_json(row));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      j["plans"].push_back(row_json(rows[i]));
+      if (!goodput.empty()) {
+        j["plans"].back()["goodput"] = goodput_json(goodput[i]);
+      }
     }
     write_json_file(a.json_path, j, "--json");
   }

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "budget.h"
+#include "goodput_command.h"
 
 namespace meshsim::cli {
 
@@ -40,6 +41,8 @@ struct PlanArgs {
   std::string csv_path;
   std::string json_path;
   BudgetArgs budget;
+  std::string rank_by = "time";  // or "goodput" (plan_goodput.h)
+  GoodputArgs goodput;           // its checkpoint and failure flags
 };
 
 CLI::App* add_plan_command(CLI::App& app, PlanArgs& a);

@@ -143,6 +143,14 @@ void TraceSetup::watch_degraded(collectives::NetworkCommModel& comm, const topol
   }
   std::vector<std::vector<LinkId>> sets;
   for (const topology::LinkFault& f : faults) {
+    if (f.down()) {  // the links that carry its traffic now
+      sets.push_back(net.detour_links(f));
+      degraded_.emplace_back(
+          fmt::format("failed: {} down, utilization % of its detour",
+                      topology::describe(f)),
+          std::vector<std::pair<SimTime, double>>{});
+      continue;
+    }
     sets.push_back(net.device_links(f.device, f.kind));
     degraded_.emplace_back(fmt::format("degraded: device {} {} at x{:.2f}, utilization %",
                                        f.device.value(), to_string(f.kind), f.factor),

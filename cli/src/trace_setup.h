@@ -52,7 +52,8 @@ class TraceSetup {
   void attach(Simulation& sim, collectives::NetworkCommModel& comm,
               std::vector<std::pair<std::string, std::string>> metadata);
   // Adds a utilisation counter per degraded NIC or link (what the network model assigned on its
-  // links over their degraded capacity); after attach, before Simulation::run.
+  // links over their degraded capacity), and per failed one over the links its traffic was
+  // rerouted to (Network::detour_links); after attach, before Simulation::run.
   void watch_degraded(collectives::NetworkCommModel& comm, const topology::Network& net,
                       const std::vector<topology::LinkFault>& faults);
   // Adds the link-utilisation counters (what the network model assigned, per link kind, averaged

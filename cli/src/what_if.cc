@@ -38,6 +38,7 @@ Scenario swapped_default(const Scenario& s) {
   }
   d.model = s.model;
   d.cluster = s.cluster;
+  d.faults = s.faults;  // the faults apply to whichever plan runs
   d.hardware_catalogue = s.hardware_catalogue;
   d.slices = s.slices;
   const bool sized = s.origins[ScenarioField::kNodes].given() ||

@@ -34,6 +34,28 @@ double slowdown_of(JsonObject& o, const std::string& key) {
   return v;
 }
 
+topology::LinkFault read_failed_link(JsonObject& l) {
+  const DeviceId device(index_of(l, "device", "device"));
+  topology::LinkFault fault =
+      topology::LinkFault::failed(device, l.choice<topology::LinkKind>("link"));
+  if (l.has("nic")) {
+    fault.nic = l.non_negative_integer("nic");
+  }
+  if (l.has("spine")) {
+    fault.spine = l.non_negative_integer("spine");
+  }
+  if (l.has("direction")) {
+    const std::string d = l.string("direction");
+    const auto dir = parse_ici_direction(d);
+    if (!dir) {
+      l.fail("direction", fmt::format("\"{}\": expected one of x+, x-, y+, y-, z+, z-", d));
+    }
+    fault.ici_axis = dir->first;
+    fault.ici_direction = dir->second;
+  }
+  return fault;
+}
+
 void read_block(JsonObject& o, Faults& f) {
   if (auto seed = opt(o, "seed", &JsonObject::non_negative_integer)) {
     f.compute.seed = static_cast<uint64_t>(*seed);
@@ -70,7 +92,15 @@ void read_block(JsonObject& o, Faults& f) {
     for (JsonObject& l : o.object_array("degraded_links")) {
       const uint32_t device = index_of(l, "device", "device");
       const auto kind = l.choice<topology::LinkKind>("link");
-      f.links.push_back({DeviceId(device), kind, l.fraction("factor")});
+      f.links.push_back(
+          topology::LinkFault::degraded(DeviceId(device), kind, l.fraction("factor")));
+      f.link_origins.push_back(Origin::file(l.source(), l.pointer_of("device")));
+      l.finish();
+    }
+  }
+  if (o.has("failed_links")) {
+    for (JsonObject& l : o.object_array("failed_links")) {
+      f.links.push_back(read_failed_link(l));
       f.link_origins.push_back(Origin::file(l.source(), l.pointer_of("device")));
       l.finish();
     }
@@ -79,6 +109,14 @@ void read_block(JsonObject& o, Faults& f) {
 }
 
 }  // namespace
+
+std::optional<std::pair<int64_t, int>> parse_ici_direction(const std::string& s) {
+  static constexpr std::string_view kAxes = "xyz";
+  if (s.size() != 2 || kAxes.find(s[0]) == std::string_view::npos || (s[1] != '+' && s[1] != '-')) {
+    return std::nullopt;
+  }
+  return std::make_pair(static_cast<int64_t>(kAxes.find(s[0])), s[1] == '+' ? 1 : -1);
+}
 
 void read_faults(JsonObject& scenario, Faults& f) {
   if (!scenario.has("faults")) {
@@ -135,11 +173,29 @@ nlohmann::json faults_json(const Faults& f) {
   }
   j["kernel_jitter"] = f.compute.jitter_cv;
   nlohmann::json links = nlohmann::json::array();
+  nlohmann::json failed = nlohmann::json::array();
   for (const topology::LinkFault& l : f.links) {
-    links.push_back(
-        {{"device", l.device.value()}, {"link", to_string(l.kind)}, {"factor", l.factor}});
+    if (!l.down()) {
+      links.push_back(
+          {{"device", l.device.value()}, {"link", to_string(l.kind)}, {"factor", l.factor}});
+      continue;
+    }
+    nlohmann::json x = {{"device", l.device.value()}, {"link", to_string(l.kind)}};
+    if (l.nic) {
+      x["nic"] = *l.nic;
+    }
+    if (l.spine) {
+      x["spine"] = *l.spine;
+    }
+    if (l.ici_axis) {
+      x["direction"] = fmt::format("{}{}", "xyz"[*l.ici_axis], l.ici_direction > 0 ? '+' : '-');
+    }
+    failed.push_back(x);
   }
   j["degraded_links"] = links;
+  if (!failed.empty()) {
+    j["failed_links"] = failed;
+  }
   return j;
 }
 
@@ -154,7 +210,8 @@ FaultEffect fault_effect(const Faults& f, const workloads::StepPlan& plan,
   }
   e.jitter = f.compute.jitter_cv > 0;
   for (const topology::LinkFault& l : f.links) {
-    e.degraded_links += l.factor < 1.0 ? 1 : 0;
+    e.degraded_links += l.factor < 1.0 && !l.down() ? 1 : 0;
+    e.failed_links += l.down() ? 1 : 0;
   }
   std::vector<Duration> compute;
   size_t busiest = 0;
@@ -176,7 +233,7 @@ FaultEffect fault_effect(const Faults& f, const workloads::StepPlan& plan,
   return e;
 }
 
-nlohmann::json fault_effect_json(const FaultEffect& e, Duration step_time) {
+static nlohmann::json fault_effect_core_json(const FaultEffect& e, Duration step_time) {
   return {{"nominal_step_time_s", e.nominal_step.seconds()},
           {"step_growth", step_time / e.nominal_step - 1.0},
           {"slow_ranks", e.slow_ranks},
@@ -192,7 +249,7 @@ nlohmann::json fault_effect_json(const FaultEffect& e, Duration step_time) {
           {"median_rank_compute_s", e.median_compute.seconds()}};
 }
 
-void print_fault_effect(const FaultEffect& e, Duration step_time, std::ostream& out) {
+static void print_fault_summary(const FaultEffect& e, Duration step_time, std::ostream& out) {
   std::string what;
   if (e.slow_ranks > 0) {
     what = fmt::format("{} slow rank{}, up to x{:.2f}", e.slow_ranks, e.slow_ranks == 1 ? "" : "s",
@@ -205,6 +262,10 @@ void print_fault_effect(const FaultEffect& e, Duration step_time, std::ostream& 
     what += fmt::format("{}{} degraded link{}", what.empty() ? "" : "; ", e.degraded_links,
                         e.degraded_links == 1 ? "" : "s");
   }
+  if (e.failed_links > 0) {
+    what += fmt::format("{}{} link{} down, rerouted", what.empty() ? "" : "; ", e.failed_links,
+                        e.failed_links == 1 ? "" : "s");
+  }
   out << fmt::format("  faults                step {:+.1f} % over the fault-free {} ({})\n",
                      100.0 * (step_time / e.nominal_step - 1.0),
                      format_duration(e.nominal_step), what);
@@ -216,6 +277,22 @@ void print_fault_effect(const FaultEffect& e, Duration step_time, std::ostream& 
   if (e.switched_to_full) {
     out << "                        every rank simulated: the faults make ranks differ "
            "(representative mode is exact only on symmetric inputs)\n";
+  }
+}
+
+nlohmann::json fault_effect_json(const FaultEffect& e, Duration step_time) {
+  nlohmann::json j = fault_effect_core_json(e, step_time);
+  if (e.failed_links > 0) {
+    j["failed_links"] = e.failed_links;
+    j["reroutes"] = e.reroutes;
+  }
+  return j;
+}
+
+void print_fault_effect(const FaultEffect& e, Duration step_time, std::ostream& out) {
+  print_fault_summary(e, step_time, out);
+  for (const std::string& r : e.reroutes) {
+    out << fmt::format("                        {}\n", r);
   }
 }
 

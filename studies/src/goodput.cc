@@ -191,6 +191,12 @@ CheckpointCosts checkpoint_costs(const CheckpointSetup& s) {
   }
   CheckpointCosts c;
   c.write = s.state / s.storage_bandwidth;
+  if (s.node_bandwidth && s.writers) {
+    if (!(s.node_bandwidth->value() > 0)) {
+      throw GoodputError(GoodputField::kNodeStorageBandwidth, "expected a positive bandwidth");
+    }
+    c.write = std::max(c.write, s.writers->busiest_node() / *s.node_bandwidth);
+  }
   c.load = c.write;
   if (s.async) {
     if (!(s.snapshot_bandwidth.value() > 0)) {
@@ -205,6 +211,41 @@ CheckpointCosts checkpoint_costs(const CheckpointSetup& s) {
   }
   c.restart = s.relaunch + c.load;
   return c;
+}
+
+Bytes CheckpointWriters::busiest_node() const {
+  const auto share = [](Bytes b, int64_t n) {
+    return Bytes::of((b.count() + std::max<int64_t>(n, 1) - 1) / std::max<int64_t>(n, 1));
+  };
+  return share(replicated, replica_nodes) + share(sharded, nodes);
+}
+
+CheckpointWriters checkpoint_writers(int64_t parameters, const workloads::ParallelPlan& plan,
+                                     int64_t devices_per_node, int64_t nodes) {
+  using workloads::ZeroStage;
+  const Bytes weights = Bytes::of(parameters * plan.state.weight);
+  const Bytes optimizer = Bytes::of(parameters * plan.state.optimizer);
+  CheckpointWriters w;
+  const bool weights_sharded = plan.zero == ZeroStage::kParameters;
+  const bool optimizer_sharded = plan.zero != ZeroStage::kNone;
+  w.replicated = (weights_sharded ? Bytes::of(0) : weights) +
+                 (optimizer_sharded ? Bytes::of(0) : optimizer);
+  w.sharded = (weights_sharded ? weights : Bytes::of(0)) +
+              (optimizer_sharded ? optimizer : Bytes::of(0));
+  w.nodes = std::max<int64_t>(nodes, 1);
+  const int64_t per_node = std::max<int64_t>(devices_per_node, 1);
+  w.replica_nodes =
+      std::min(w.nodes, plan.pp * ((plan.tp * plan.cp + per_node - 1) / per_node));
+  return w;
+}
+
+PlanGoodput plan_goodput(const GoodputModel& m) {
+  PlanGoodput g;
+  g.costs = m.costs;
+  g.interval_s = optimal_interval_s(m);
+  g.goodput = expected_goodput(m, g.interval_s);
+  g.days = m.work_s / kSecondsPerDay / g.goodput;
+  return g;
 }
 
 Bytes checkpoint_bytes(int64_t parameters, int64_t weight_bytes, int64_t optimizer_bytes) {

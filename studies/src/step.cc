@@ -215,6 +215,18 @@ namespace {
 StepReport simulate(const Scenario& given, const LoadedScenario& l, const StepOptions& options,
                     StepObserver* observer);
 
+// The communication model with the faults' links degraded or down; a fault the network cannot
+// take is an InputError where it was given.
+std::unique_ptr<CommSetup> comm_setup(const topology::ClusterSpec& cluster,
+                                      const workloads::StepPlan& plan, const CommOptions& options,
+                                      const Faults& faults) {
+  try {
+    return std::make_unique<CommSetup>(cluster, plan, options, faults.links);
+  } catch (const topology::LinkFaultError& e) {
+    throw faults.link_origins.at(e.index()).error(e.message());
+  }
+}
+
 // What the faults of `s` did: its step against the same step without them, simulated in
 // representative mode (exact on symmetric inputs).
 FaultEffect compare_with_nominal(const Scenario& s, const LoadedScenario& l,
@@ -253,12 +265,12 @@ StepReport simulate(const Scenario& given, const LoadedScenario& l, const StepOp
     return report;
   }
   topology::RooflineComputeModel compute(l.cluster.chip);
-  CommSetup comm(l.cluster, plan, options.comm, s.faults.links);
-  Simulation sim(compute, comm.model());
+  const std::unique_ptr<CommSetup> comm = comm_setup(l.cluster, plan, options.comm, s.faults);
+  Simulation sim(compute, comm->model());
   workloads::load_plan(sim, plan);
   apply_compute_faults(s.faults, plan, sim);
   if (observer != nullptr) {
-    observer->attach(sim, comm, report);
+    observer->attach(sim, *comm, report);
   }
   const RunResult run = sim.run();
   if (observer != nullptr) {
@@ -272,6 +284,7 @@ StepReport simulate(const Scenario& given, const LoadedScenario& l, const StepOp
   fill_results(report, run, breakdown, plan);
   if (faulty) {
     report.faults = compare_with_nominal(s, l, options, plan, breakdown);
+    report.faults->reroutes = comm->reroutes();
   }
   return report;
 }

@@ -102,4 +102,75 @@ TEST_F(FaultsCli, BadFaultsAreNamedWhereTheyWereGiven) {
                      {"--degrade", "device 9 is outside"});
 }
 
+// A failed NIC: two nodes, so the data-parallel all-reduce crosses the NICs. The step grows, the
+// report says where the traffic went, the trace's counter for the failed NIC shows the load on
+// the links it was rerouted over, the flag and the file agree, and the bytes repeat.
+TEST_F(FaultsCli, FailedNicIsReroutedAndReported) {
+  nlohmann::json s = scenario();
+  s["nodes"] = 2;
+  s["dp"] = 16;
+  s["gbs"] = 32;
+  write_json("n.json", s);
+  const CommandResult n = meshsim({"run", "n.json", "--no-trace", "--json", "n.out.json"});
+  ASSERT_EQ(n.exit_code, 0) << n.output;
+  s["faults"] = {{"failed_links", {{{"device", 0}, {"link", "network"}}}}};
+  write_json("s.json", s);
+  const CommandResult r = meshsim({"run", "s.json", "--json", "out.json", "--trace", "t.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("1 link down, rerouted"));
+  EXPECT_THAT(r.output, HasSubstr("device 0 network down: rerouted over NVLink to devices 1, 2"));
+  const nlohmann::json j = read_json("out.json");
+  EXPECT_GT(j["step_time_s"].get<double>(), read_json("n.out.json")["step_time_s"].get<double>());
+  EXPECT_EQ(j["faults"]["failed_links"], 1);
+  EXPECT_EQ(j["inputs"]["faults"]["failed_links"][0]["device"], 0);
+  double peak = 0;
+  const nlohmann::json trace = read_json("t.json");
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("ph", "") == "C" &&
+        e.value("name", "").rfind("failed: device 0 network down", 0) == 0) {
+      for (const auto& kv : e["args"].items()) {
+        peak = std::max(peak, kv.value().get<double>());
+      }
+    }
+  }
+  EXPECT_GT(peak, 0.0) << "no load on the links the failed NIC's traffic took";
+  const CommandResult f = meshsim(
+      {"run", "n.json", "--no-trace", "--json", "f.json", "--fail", "0:network"});
+  ASSERT_EQ(f.exit_code, 0) << f.output;
+  EXPECT_EQ(read_json("f.json")["step_time_s"], j["step_time_s"]);
+  EXPECT_EQ(read_json("f.json")["inputs"]["faults"], j["inputs"]["faults"]);
+  ASSERT_EQ(meshsim({"run", "n.json", "--no-trace", "--json", "g.json", "--fail", "0:network"})
+                .exit_code,
+            0);
+  EXPECT_EQ(read_file("f.json"), read_file("g.json"));
+}
+
+// A model with no plan runs the plan the search picks, with the faults still on it (they were
+// dropped with the rest of the scenario when the default plan was swapped for the search's).
+TEST_F(FaultsCli, FaultsApplyToTheSearchedPlan) {
+  const CommandResult r =
+      meshsim({"run", "--model", "llama3.2-1b", "--nodes", "2", "--no-trace", "--fail",
+               "0:network", "--slow-rank", "3:1.5"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("no plan given"));
+  EXPECT_THAT(r.output, HasSubstr("1 slow rank, up to x1.50; 1 link down, rerouted"));
+}
+
+TEST_F(FaultsCli, UnroutableFailuresAreRefusedWhereTheyWereGiven) {
+  nlohmann::json s = scenario();
+  s["faults"] = {{"failed_links", {{{"device", 3}, {"link", "nvlink"}}}}};
+  write_json("s.json", s);
+  expect_input_error(meshsim({"run", "s.json", "--no-trace"}),
+                     {"s.json", "/faults/failed_links/0/device", "no route is left"});
+  s["faults"] = {{"failed_links", {{{"device", 3}, {"link", "ici"}, {"direction", "w+"}}}}};
+  write_json("s.json", s);
+  expect_input_error(meshsim({"run", "s.json", "--no-trace"}),
+                     {"s.json", "/faults/failed_links/0/direction", "x+, x-"});
+  write_json("s.json", scenario());
+  expect_input_error(meshsim({"run", "s.json", "--no-trace", "--fail", "3:nvlink"}),
+                     {"--fail", "only path to the other GPUs"});
+  expect_input_error(meshsim({"run", "s.json", "--no-trace", "--fail", "3"}),
+                     {"--fail", "DEVICE:LINK[:WHICH]"});
+}
+
 }  // namespace

@@ -16,6 +16,11 @@ NetworkCommModel model(const topology::Network& net) {
                           NetworkBackend::kAnalytical);
 }
 
+topology::LinkFault deg(DeviceId d, topology::LinkKind kind, double factor) {
+  return topology::LinkFault::degraded(d, kind, factor);
+}
+using topology::LinkKind;
+
 std::vector<RankId> ranks(uint32_t first, uint32_t count) {
   std::vector<RankId> out;
   for (uint32_t i = 0; i < count; ++i) {
@@ -26,22 +31,23 @@ std::vector<RankId> ranks(uint32_t first, uint32_t count) {
 
 TEST(DegradedLink, DeviceLinksNameTheNicCablesAndTheNvlink) {
   const auto net = topology::Network::build(dgx_h100(2));
-  const auto nic = net.device_links(DeviceId(0), topology::LinkKind::kNetwork);
+  const auto nic = net.device_links(DeviceId(0), LinkKind::kNetwork);
   ASSERT_EQ(nic.size(), 2u);  // one NIC per GPU: its cable to the leaf, both directions
   for (const LinkId l : nic) {
-    EXPECT_EQ(net.link(l).kind, topology::LinkKind::kNetwork);
+    EXPECT_EQ(net.link(l).kind, LinkKind::kNetwork);
   }
-  EXPECT_EQ(net.device_links(DeviceId(0), topology::LinkKind::kNvlink).size(), 2u);
-  EXPECT_TRUE(net.device_links(DeviceId(0), topology::LinkKind::kIci).empty());
+  EXPECT_EQ(net.device_links(DeviceId(0), LinkKind::kNvlink).size(), 2u);
+  EXPECT_TRUE(net.device_links(DeviceId(0), LinkKind::kIci).empty());
   auto bad = topology::Network::build(dgx_h100(2));
-  EXPECT_THROW(bad.degrade({{DeviceId(0), topology::LinkKind::kIci, 0.5}}), InternalError);
-  EXPECT_THROW(bad.degrade({{DeviceId(0), topology::LinkKind::kNetwork, 0.0}}), InternalError);
+  EXPECT_THROW(bad.degrade({deg(DeviceId(0), LinkKind::kIci, 0.5)}),
+               topology::LinkFaultError);
+  EXPECT_THROW(bad.degrade({deg(DeviceId(0), LinkKind::kNetwork, 0.0)}), InternalError);
 }
 
 TEST(DegradedLink, SlowsOnlyTheSendsThatCrossIt) {
   const auto healthy_net = topology::Network::build(dgx_h100(2));
   auto degraded_net = topology::Network::build(dgx_h100(2));
-  degraded_net.degrade({{DeviceId(0), topology::LinkKind::kNetwork, 0.5}});
+  degraded_net.degrade({deg(DeviceId(0), LinkKind::kNetwork, 0.5)});
   auto healthy = model(healthy_net);
   auto degraded = model(degraded_net);
   const Bytes n = MB(100);
@@ -63,7 +69,7 @@ TEST(DegradedLink, SlowsOnlyTheSendsThatCrossIt) {
 // when it would alone.
 TEST(DegradedLink, ConcurrentTrafficOnOtherLinksIsUnaffected) {
   auto net = topology::Network::build(dgx_h100(2));
-  net.degrade({{DeviceId(0), topology::LinkKind::kNetwork, 0.25}});
+  net.degrade({deg(DeviceId(0), LinkKind::kNetwork, 0.25)});
   const Bytes n = MB(100);
   auto alone = model(net);  // timings alone advance this model's clock, so a second one runs both
   const Duration slow_alone = alone.p2p_time(RankId(0), RankId(8), n);
@@ -84,10 +90,10 @@ TEST(DegradedLink, ConcurrentTrafficOnOtherLinksIsUnaffected) {
 // the two directions' capacity); a send elsewhere does not touch it.
 TEST(DegradedLink, WatchedLinksReportTheirUtilisation) {
   auto net = topology::Network::build(dgx_h100(2));
-  net.degrade({{DeviceId(0), topology::LinkKind::kNetwork, 0.5}});
+  net.degrade({deg(DeviceId(0), LinkKind::kNetwork, 0.5)});
   auto m = model(net);
   std::vector<WatchedUtilisation> seen;
-  m.watch_links({net.device_links(DeviceId(0), topology::LinkKind::kNetwork)},
+  m.watch_links({net.device_links(DeviceId(0), LinkKind::kNetwork)},
                 [&seen](const WatchedUtilisation& u) { seen.push_back(u); });
   m.start_p2p(SimTime::zero(), RankId(1), RankId(9), MB(100));
   const SimTime first_done = m.advance(SimTime::max()).time;

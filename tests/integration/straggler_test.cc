@@ -96,7 +96,8 @@ TEST(DegradedNic, SlowsOnlyStepsWhoseTrafficCrossesIt) {
   // One node: data parallelism runs over NVLink, so a degraded NIC carries nothing.
   studies::Scenario one = llama1b(1, 8, 1);
   const Duration one_nominal = run(one).step_time;
-  one.faults.links = {{DeviceId(3), topology::LinkKind::kNetwork, 0.25}};
+  one.faults.links = {
+      topology::LinkFault::degraded(DeviceId(3), topology::LinkKind::kNetwork, 0.25)};
   one.faults.link_origins = {Origin::flag("--degrade")};
   const studies::StepReport one_degraded = run(one);
   EXPECT_EQ(one_degraded.simulation_mode, "full");
@@ -112,7 +113,8 @@ TEST(DegradedNic, SlowsOnlyStepsWhoseTrafficCrossesIt) {
   EXPECT_EQ(two_degraded.faults->degraded_links, 1);
   // NVLink degraded instead: the intra-node traffic slows too.
   studies::Scenario nv = llama1b(1, 8, 1);
-  nv.faults.links = {{DeviceId(3), topology::LinkKind::kNvlink, 0.25}};
+  nv.faults.links = {
+      topology::LinkFault::degraded(DeviceId(3), topology::LinkKind::kNvlink, 0.25)};
   nv.faults.link_origins = {Origin::flag("--degrade")};
   EXPECT_GT(run(nv).step_time, one_nominal);
 }

@@ -173,7 +173,7 @@ int64_t Network::path_count(VertexId a, VertexId b) const {
   if (a == b) {
     return 0;
   }
-  if (impl_->find_link(a, b)) {
+  if (const std::optional<LinkId> l = impl_->find_link(a, b); l && !impl_->link_down(*l)) {
     return 1;
   }
   if (impl_->is_device(a) && impl_->is_device(b)) {
@@ -193,7 +193,7 @@ std::vector<Path> Network::paths(VertexId a, VertexId b) const {
   if (a == b) {
     return {};
   }
-  if (const std::optional<LinkId> l = impl_->find_link(a, b)) {
+  if (const std::optional<LinkId> l = impl_->find_link(a, b); l && !impl_->link_down(*l)) {
     return {Path{*l}};
   }
   if (impl_->is_device(a) && impl_->is_device(b) && (impl_->torus || impl_->gpu)) {
@@ -214,7 +214,7 @@ Path Network::route(VertexId a, VertexId b, uint64_t salt) const {
   if (a == b) {
     return {};
   }
-  if (const std::optional<LinkId> l = impl_->find_link(a, b)) {
+  if (const std::optional<LinkId> l = impl_->find_link(a, b); l && !impl_->link_down(*l)) {
     return {*l};
   }
   if (impl_->is_device(a) && impl_->is_device(b)) {
@@ -238,6 +238,9 @@ int64_t Network::hops(DeviceId a, DeviceId b) const {
             b.value(), num_devices());
   if (a == b) {
     return 0;
+  }
+  if (!impl_->down.empty()) {  // around failed links: count the detour
+    return static_cast<int64_t>(route(device_vertex(a), device_vertex(b)).size());
   }
   if (impl_->torus) {
     return detail::torus_hops(*impl_, a, b);

@@ -288,28 +288,97 @@ void build_upper_tiers(NetworkData& impl, FatTreeLayout& t) {
   }
 }
 
-int64_t leaf_width(const FatTreeLayout& t, int64_t la, int64_t lb) {
+// The ports through which a device's traffic leaves or enters the fabric: each is a NIC k of a
+// device `via`. Normally the device's own working NICs; if all of them are down, the working NICs
+// of the other devices of its node, reached over NVLink (NCCL's PXN path: a GPU hands its data to
+// a peer of its node, which posts it on its NIC). Calls fn(via, k) in a stable order.
+template <typename Fn>
+void for_each_port(const GpuLayout& g, int64_t d, Fn&& fn) {
+  bool own = false;
+  for (int64_t k = 0; k < g.tree.nics_per_device; ++k) {
+    if (g.nic_works(d, k)) {
+      own = true;
+      fn(d, k);
+    }
+  }
+  if (own) {
+    return;
+  }
+  const int64_t first = d / g.devices_per_node * g.devices_per_node;
+  for (int64_t p = first; p < first + g.devices_per_node; ++p) {
+    for (int64_t k = 0; k < g.tree.nics_per_device && p != d; ++k) {
+      if (g.nic_works(p, k)) {
+        fn(p, k);
+      }
+    }
+  }
+}
+
+// The fewest leaf-to-leaf hops over the port pairs of two devices.
+int64_t best_leaf_distance(const GpuLayout& g, int64_t a, int64_t b) {
+  int64_t best = 4;
+  for_each_port(g, a, [&](int64_t pa, int64_t ka) {
+    for_each_port(g, b, [&](int64_t pb, int64_t kb) {
+      best = std::min(best, g.tree.leaf_distance(g.leaf_of(pa, ka), g.leaf_of(pb, kb)));
+    });
+  });
+  return best;
+}
+
+}  // namespace
+
+bool uplink_works(const NetworkData& impl, const FatTreeLayout& t, int64_t leaf, int64_t j) {
+  if (impl.down.empty()) {
+    return true;
+  }
+  const VertexId l(t.first_leaf + static_cast<uint32_t>(leaf));
+  const VertexId sp(t.first_spine +
+                    static_cast<uint32_t>(t.pod_of_leaf(leaf) * t.spines_per_pod + j));
+  return !impl.link_down(impl.link_or_die(l, sp));
+}
+
+namespace {
+
+// Spine index (within a pod) of the k-th spine both leaves still reach; -1 past the last.
+int64_t nth_common_spine(const NetworkData& impl, const FatTreeLayout& t, int64_t la, int64_t lb,
+                         int64_t k) {
+  if (impl.down.empty()) {
+    return k < t.spines_per_pod ? k : -1;
+  }
+  for (int64_t j = 0; j < t.spines_per_pod; ++j) {
+    if (uplink_works(impl, t, la, j) && uplink_works(impl, t, lb, j) && k-- == 0) {
+      return j;
+    }
+  }
+  return -1;
+}
+
+int64_t common_spines(const NetworkData& impl, const FatTreeLayout& t, int64_t la, int64_t lb) {
+  if (impl.down.empty()) {
+    return t.spines_per_pod;
+  }
+  int64_t n = 0;
+  for (int64_t j = 0; j < t.spines_per_pod; ++j) {
+    n += uplink_works(impl, t, la, j) && uplink_works(impl, t, lb, j) ? 1 : 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+int64_t leaf_width(const NetworkData& impl, const FatTreeLayout& t, int64_t la, int64_t lb) {
   switch (t.leaf_distance(la, lb)) {
     case 0:
       return 1;
     case 2:
-      return t.spines_per_pod;
+      return common_spines(impl, t, la, lb);
     default:
-      return t.spines_per_pod * t.cores_per_group;
+      return common_spines(impl, t, la, lb) * t.cores_per_group;
   }
 }
 
-// The fewest leaf-to-leaf hops over the NIC pairs of two devices.
-int64_t best_leaf_distance(const GpuLayout& g, int64_t a, int64_t b) {
-  int64_t best = 4;
-  for (int64_t ka = 0; ka < g.tree.nics_per_device; ++ka) {
-    for (int64_t kb = 0; kb < g.tree.nics_per_device; ++kb) {
-      best = std::min(best, g.tree.leaf_distance(g.leaf_of(a, ka), g.leaf_of(b, kb)));
-    }
-  }
-  return best;
-}
-
+// Path i between leaves la and lb: the (i mod spines)-th spine both still reach, and core
+// i / spines of that spine's group (ECMP over spines first, as without failures).
 void append_leaf_segment(const NetworkData& impl, const FatTreeLayout& t, int64_t la, int64_t lb,
                          int64_t i, Path& path) {
   const auto v = [](uint32_t first, int64_t k) {
@@ -319,19 +388,19 @@ void append_leaf_segment(const NetworkData& impl, const FatTreeLayout& t, int64_
   if (distance == 0) {
     return;
   }
-  const int64_t j = i % t.spines_per_pod;
+  const int64_t spines = common_spines(impl, t, la, lb);
+  const int64_t j = nth_common_spine(impl, t, la, lb, i % spines);
+  SIM_CHECK(j >= 0, "no spine common to leaves {} and {}", la, lb);
   const VertexId up = v(t.first_spine, t.pod_of_leaf(la) * t.spines_per_pod + j);
   const VertexId down = v(t.first_spine, t.pod_of_leaf(lb) * t.spines_per_pod + j);
   path.push_back(impl.link_or_die(v(t.first_leaf, la), up));
   if (distance == 4) {
-    const VertexId core = v(t.first_core, j * t.cores_per_group + i / t.spines_per_pod);
+    const VertexId core = v(t.first_core, j * t.cores_per_group + i / spines);
     path.push_back(impl.link_or_die(up, core));
     path.push_back(impl.link_or_die(core, down));
   }
   path.push_back(impl.link_or_die(down, v(t.first_leaf, lb)));
 }
-
-}  // namespace
 
 void build_gpu_cluster(NetworkData& impl) {
   GpuLayout g;
@@ -363,15 +432,15 @@ int64_t gpu_path_count(const NetworkData& impl, DeviceId a, DeviceId b) {
   }
   const int64_t best = best_leaf_distance(g, da, db);
   int64_t count = 0;
-  for (int64_t ka = 0; ka < g.tree.nics_per_device; ++ka) {
-    for (int64_t kb = 0; kb < g.tree.nics_per_device; ++kb) {
-      const int64_t la = g.leaf_of(da, ka);
-      const int64_t lb = g.leaf_of(db, kb);
+  for_each_port(g, da, [&](int64_t pa, int64_t ka) {
+    for_each_port(g, db, [&](int64_t pb, int64_t kb) {
+      const int64_t la = g.leaf_of(pa, ka);
+      const int64_t lb = g.leaf_of(pb, kb);
       if (g.tree.leaf_distance(la, lb) == best) {
-        count += leaf_width(g.tree, la, lb);
+        count += leaf_width(impl, g.tree, la, lb);
       }
-    }
-  }
+    });
+  });
   return count;
 }
 
@@ -387,29 +456,39 @@ Path gpu_nth_path(const NetworkData& impl, DeviceId a, DeviceId b, int64_t i) {
     return {impl.link_or_die(va, sw), impl.link_or_die(sw, vb)};
   }
   const int64_t best = best_leaf_distance(g, da, db);
-  for (int64_t ka = 0; ka < t.nics_per_device; ++ka) {
-    for (int64_t kb = 0; kb < t.nics_per_device; ++kb) {
-      const int64_t la = g.leaf_of(da, ka);
-      const int64_t lb = g.leaf_of(db, kb);
-      if (t.leaf_distance(la, lb) != best) {
-        continue;
+  Path path;
+  for_each_port(g, da, [&](int64_t pa, int64_t ka) {
+    for_each_port(g, db, [&](int64_t pb, int64_t kb) {
+      const int64_t la = g.leaf_of(pa, ka);
+      const int64_t lb = g.leaf_of(pb, kb);
+      if (!path.empty() || t.leaf_distance(la, lb) != best) {
+        return;
       }
-      if (i >= leaf_width(t, la, lb)) {
-        i -= leaf_width(t, la, lb);
-        continue;
+      if (i >= leaf_width(impl, t, la, lb)) {
+        i -= leaf_width(impl, t, la, lb);
+        return;
       }
-      const VertexId nic_a(t.first_nic + static_cast<uint32_t>(da * t.nics_per_device + ka));
-      const VertexId nic_b(t.first_nic + static_cast<uint32_t>(db * t.nics_per_device + kb));
-      Path path{impl.link_or_die(va, nic_a),
-                impl.link_or_die(nic_a, VertexId(t.first_leaf + static_cast<uint32_t>(la)))};
+      const VertexId via_a(static_cast<uint32_t>(pa));
+      const VertexId via_b(static_cast<uint32_t>(pb));
+      const VertexId nic_a(t.first_nic + static_cast<uint32_t>(pa * t.nics_per_device + ka));
+      const VertexId nic_b(t.first_nic + static_cast<uint32_t>(pb * t.nics_per_device + kb));
+      if (via_a != va) {  // over NVLink to the peer whose NIC carries it
+        path.push_back(impl.link_or_die(va, *impl.nvswitch[a.index()]));
+        path.push_back(impl.link_or_die(*impl.nvswitch[a.index()], via_a));
+      }
+      path.push_back(impl.link_or_die(via_a, nic_a));
+      path.push_back(impl.link_or_die(nic_a, VertexId(t.first_leaf + static_cast<uint32_t>(la))));
       append_leaf_segment(impl, t, la, lb, i, path);
       path.push_back(impl.link_or_die(VertexId(t.first_leaf + static_cast<uint32_t>(lb)), nic_b));
-      path.push_back(impl.link_or_die(nic_b, vb));
-      return path;
-    }
-  }
-  SIM_CHECK(false, "path {} from device {} to {} is beyond the ECMP width", i, da, db);
-  return {};
+      path.push_back(impl.link_or_die(nic_b, via_b));
+      if (via_b != vb) {
+        path.push_back(impl.link_or_die(via_b, *impl.nvswitch[b.index()]));
+        path.push_back(impl.link_or_die(*impl.nvswitch[b.index()], vb));
+      }
+    });
+  });
+  SIM_CHECK(!path.empty(), "path {} from device {} to {} is beyond the ECMP width", i, da, db);
+  return path;
 }
 
 }  // namespace detail

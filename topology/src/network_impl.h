@@ -62,10 +62,17 @@ struct GpuLayout {
   int64_t domain_devices = 8;  // devices per NVSwitch vertex
   uint32_t first_nvswitch = 0;
   FatTreeLayout tree;
+  // Per NIC (device * nics_per_device + k): 1 where the NIC is down (its PCIe link or its cable
+  // failed, Network::apply_faults). Empty while every NIC works.
+  std::vector<uint8_t> nic_down;
 
   int64_t domain_of(int64_t device) const { return device / domain_devices; }
   // Leaf index of NIC k of device d.
   int64_t leaf_of(int64_t device, int64_t k) const;
+  bool nic_works(int64_t device, int64_t k) const {
+    return nic_down.empty() ||
+           nic_down[static_cast<size_t>(device * tree.nics_per_device + k)] == 0;
+  }
 };
 
 // TPU slices: tori with wraparound where the axis wraps; DCN between slices.
@@ -106,6 +113,11 @@ struct NetworkData {
   std::optional<GpuLayout> gpu;
   std::optional<TorusLayout> torus;
   bool devices_forward = false;  // routes may pass through devices (tori, meshes of devices)
+  // Per link: 1 where the link is down (Network::apply_faults); routes avoid it. Empty while
+  // every link works.
+  std::vector<uint8_t> down;
+
+  bool link_down(LinkId l) const { return !down.empty() && down[l.index()] != 0; }
 
   VertexId add_vertex(Vertex v);
   // Adds the cable a <-> b as two directed links (a->b, then b->a); returns the a->b link.
@@ -128,6 +140,13 @@ int64_t gpu_path_count(const NetworkData& impl, DeviceId a, DeviceId b);
 Path gpu_nth_path(const NetworkData& impl, DeviceId a, DeviceId b, int64_t i);
 int64_t gpu_hops(const NetworkData& impl, DeviceId a, DeviceId b);
 Path torus_path(const NetworkData& impl, DeviceId a, DeviceId b);
+// ECMP paths between leaves la and lb (over the spines both still reach), and path i's links
+// from leaf la to leaf lb (network_fat_tree.cc). Whether leaf's uplinks to spine j of its pod
+// work.
+int64_t leaf_width(const NetworkData& impl, const FatTreeLayout& t, int64_t la, int64_t lb);
+bool uplink_works(const NetworkData& impl, const FatTreeLayout& t, int64_t leaf, int64_t j);
+void append_leaf_segment(const NetworkData& impl, const FatTreeLayout& t, int64_t la, int64_t lb,
+                         int64_t i, Path& path);
 int64_t torus_hops(const NetworkData& impl, DeviceId a, DeviceId b);
 
 // Search-based routing (network_search.cc).

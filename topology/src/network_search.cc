@@ -5,7 +5,7 @@
 // hop closer each time, enumerated depth-first in link order (a stable order) and capped. The
 // search first forbids devices as intermediate vertices (traffic between GPUs does not forward
 // through a third GPU); only where that leaves no path does it allow them (chips that forward,
-// as on a torus or a mesh of devices).
+// as on a torus or a mesh of devices). Links that are down (Network::apply_faults) are skipped.
 #include <boost/graph/breadth_first_search.hpp>
 #include <boost/graph/push_relabel_max_flow.hpp>
 #include <cmath>
@@ -38,7 +38,8 @@ struct PathEnumerator {
       }
       const auto next = VertexId(static_cast<uint32_t>(boost::target(e, impl.graph)));
       const bool may_pass = next == b || through_devices || !impl.is_device(next);
-      if (!may_pass || dist[next.index()] != dist[at.index()] - 1) {
+      if (!may_pass || dist[next.index()] != dist[at.index()] - 1 ||
+          impl.link_down(LinkId(impl.graph[e].link))) {
         continue;
       }
       current.push_back(LinkId(impl.graph[e].link));
@@ -62,7 +63,7 @@ std::vector<int32_t> distances_to(const NetworkData& impl, VertexId b, bool thro
     }
     for (const auto e : boost::make_iterator_range(boost::in_edges(v.index(), impl.graph))) {
       const auto u = VertexId(static_cast<uint32_t>(boost::source(e, impl.graph)));
-      if (dist[u.index()] < 0) {
+      if (dist[u.index()] < 0 && !impl.link_down(LinkId(impl.graph[e].link))) {
         dist[u.index()] = dist[v.index()] + 1;
         queue.push_back(u);
       }

@@ -17,7 +17,10 @@
 //
 // Routing: inside a slice the single dimension-order path (x, then y, then z), the shorter way
 // around each wrapping ring, ties in the positive direction; hops = sum over axes of the ring
-// distance. Between slices chip -> slice DCN -> DCN core -> slice DCN -> chip (4 hops).
+// distance. Between slices chip -> slice DCN -> DCN core -> slice DCN -> chip (4 hops). Where
+// an ICI link is down (Network::apply_faults), a ring segment that would cross it goes the other
+// way round its ring instead (apply_faults allows at most one down link per ring, on wrapping
+// axes only, so the other way is always open).
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -177,6 +180,27 @@ int64_t torus_hops(const NetworkData& impl, DeviceId a, DeviceId b) {
   return hops;
 }
 
+namespace {
+
+// Whether the `delta` steps along `axis` from vertex `at` cross a link that is down.
+bool blocked(const NetworkData& impl, const TorusLayout& t, uint32_t at, size_t axis,
+             int64_t delta) {
+  const size_t dir = delta > 0 ? 0 : 1;
+  for (int64_t k = 0; k < std::abs(delta); ++k) {
+    const std::optional<LinkId> l = t.step[(size_t{at} * t.dims() + axis) * 2 + dir];
+    if (!l) {
+      return false;
+    }
+    if (impl.link_down(*l)) {
+      return true;
+    }
+    at = impl.links[l->index()].dst.value();
+  }
+  return false;
+}
+
+}  // namespace
+
 Path torus_path(const NetworkData& impl, DeviceId a, DeviceId b) {
   const TorusLayout& t = *impl.torus;
   const auto da = static_cast<int64_t>(a.value());
@@ -195,7 +219,10 @@ Path torus_path(const NetworkData& impl, DeviceId a, DeviceId b) {
   Path path;
   uint32_t at = a.value();
   for (size_t axis = 0; axis < t.dims(); ++axis) {
-    const int64_t delta = t.ring_delta(axis, ca[axis], cb[axis]);
+    int64_t delta = t.ring_delta(axis, ca[axis], cb[axis]);
+    if (!impl.down.empty() && blocked(impl, t, at, axis, delta)) {
+      delta += delta > 0 ? -t.shape[axis] : t.shape[axis];  // the long way round
+    }
     const size_t dir = delta > 0 ? 0 : 1;
     for (int64_t k = 0; k < std::abs(delta); ++k) {
       const std::optional<LinkId> l = t.step[(size_t{at} * t.dims() + axis) * 2 + dir];

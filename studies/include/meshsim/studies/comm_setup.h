@@ -24,12 +24,15 @@ struct CommOptions {
 // plan's simulated groups and ranks (representative mode) declared so that they load the links.
 class CommSetup {
  public:
-  // `faults`: NICs and links degraded before the model is built on the network.
+  // `faults`: NICs and links degraded or taken down before the model is built on the network
+  // (Network::apply_faults; topology::LinkFaultError where one cannot be applied).
   CommSetup(const topology::ClusterSpec& cluster, const workloads::StepPlan& plan,
             const CommOptions& options, const std::vector<topology::LinkFault>& faults = {});
   ~CommSetup();
   collectives::NetworkCommModel& model();
   const topology::Network& network() const;
+  // How the traffic of each failed link is rerouted, in the order of the faults.
+  const std::vector<std::string>& reroutes() const;
 
  private:
   struct Impl;

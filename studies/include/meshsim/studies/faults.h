@@ -6,7 +6,14 @@
 //               "slow_ranks": [ { "rank": 5, "factor": 1.5 } ],
 //               "stragglers": { "fraction": 0.01, "min_factor": 1.05, "max_factor": 1.3 },
 //               "kernel_jitter": 0.03,
-//               "degraded_links": [ { "device": 12, "link": "network", "factor": 0.5 } ] }
+//               "degraded_links": [ { "device": 12, "link": "network", "factor": 0.5 } ],
+//               "failed_links": [ { "device": 3, "link": "network", "nic": 0 },
+//                                 { "device": 5, "link": "ici", "direction": "x+" } ] }
+// A failed link is down (topology::LinkFault with factor 0): its traffic is rerouted where the
+// fabric allows (Network::apply_faults), and the run stops with an error naming the entry where
+// it does not. "nic" (network, pcie) and "direction" (ici: x+, x-, y+, y-, z+, z-) are optional
+// and name one of the device's links of that kind; without them every one is down. "spine"
+// (network) takes down instead the uplinks from the leaf of the device's NIC to that spine.
 // The command line sets the same (cli/src/fault_flags.h), each flag replacing that part of the
 // file's block.
 // A factor multiplies kernel times (slow ranks, >= 1) or keeps that fraction of a link's
@@ -18,6 +25,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -48,6 +56,9 @@ struct Faults {
   bool empty() const { return compute.is_uniform() && links.empty(); }
 };
 
+// "x+" -> (axis 0, +1) ... "z-" -> (axis 2, -1); nullopt for anything else.
+std::optional<std::pair<int64_t, int>> parse_ici_direction(const std::string& s);
+
 // Reads the "faults" key of a scenario file, if present, into `f`.
 void read_faults(JsonObject& scenario, Faults& f);
 
@@ -57,6 +68,8 @@ struct FaultEffect {
   int64_t slow_ranks = 0;      // ranks whose kernels run slower (factor > 1)
   double max_slowdown = 1.0;   // the largest factor
   int64_t degraded_links = 0;  // degraded NICs or links, as given (each both directions)
+  int64_t failed_links = 0;    // NICs or links down, as given
+  std::vector<std::string> reroutes;  // per failed link: where its traffic went
   bool jitter = false;
   bool switched_to_full = false;  // the run asked for representative mode
   // The rank the others wait on: the one with the most compute (busiest), its pipeline stage,

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@
 #include "meshsim/sim/provenance.h"
 #include "meshsim/sim/units.h"
 #include "meshsim/studies/failures.h"
+#include "meshsim/workloads/parallel.h"
 
 namespace meshsim::studies {
 
@@ -46,7 +48,8 @@ enum class GoodputField : uint8_t {
   kSnapshotBandwidth,
   kRestartTime,
   kRuns,
-  kWork
+  kWork,
+  kNodeStorageBandwidth
 };
 constexpr auto enum_names(GoodputField) {
   using F = GoodputField;
@@ -55,9 +58,32 @@ constexpr auto enum_names(GoodputField) {
                                      {F::kSnapshotBandwidth, "snapshot_bandwidth"},
                                      {F::kRestartTime, "restart_time"},
                                      {F::kRuns, "runs"},
-                                     {F::kWork, "work"}});
+                                     {F::kWork, "work"},
+                                     {F::kNodeStorageBandwidth, "node_storage_bandwidth"}});
 }
 using GoodputError = FieldError<GoodputField>;
+
+// Who writes a plan's checkpoint, for goodput-aware plan ranking. State replicated over the DP
+// ranks (weights below ZeRO-3; optimizer state without ZeRO) is written by one DP replica only:
+// Megatron-LM's legacy torch format saves on data-parallel rank 0 (checkpointing.py,
+// save_checkpoint), and PyTorch DCP before its load-balanced dedup kept a replicated item on the
+// lowest rank holding it (torch/distributed/checkpoint/_dedup_tensors.py, dedup_tensors). State
+// sharded over DP (ZeRO's optimizer shards, ZeRO-3 / FSDP parameters) is written by every rank,
+// each its own shard, in parallel. One replica's TP x CP x PP ranks sit on PP x ceil(TP x CP /
+// devices per node) nodes (Megatron's tp-cp-dp-pp rank order), at most all of them. Reading the
+// checkpoint back moves the same bytes through the same nodes (the replicated part then goes to
+// the other replicas over the fabric, not charged). Gradients are not saved.
+struct CheckpointWriters {
+  Bytes replicated;
+  Bytes sharded;
+  int64_t nodes = 1;          // nodes of the job (write the sharded state)
+  int64_t replica_nodes = 1;  // nodes of one DP replica (write the replicated state)
+
+  // The bytes the busiest node writes: its share of the replicated and of the sharded state.
+  Bytes busiest_node() const;
+};
+CheckpointWriters checkpoint_writers(int64_t parameters, const workloads::ParallelPlan& plan,
+                                     int64_t devices_per_node, int64_t nodes);
 
 // How checkpoints are written.
 struct CheckpointSetup {
@@ -67,16 +93,21 @@ struct CheckpointSetup {
   bool async = false;
   BytesPerSec snapshot_bandwidth;  // per device, device -> host memory (async only)
   Duration relaunch;               // after an interruption: rescheduling, init, warm-up
+  // Per node, each node's write (and read) bandwidth to the storage; with `writers`, the
+  // checkpoint also takes the busiest node's bytes over it. Absent: only the aggregate binds.
+  std::optional<BytesPerSec> node_bandwidth;
+  std::optional<CheckpointWriters> writers;
 };
 
 struct CheckpointCosts {
-  Duration write;       // state / storage bandwidth
+  Duration write;       // max(state / storage bandwidth, busiest node's bytes / node bandwidth)
   Duration blocking;    // training stops for: write (sync) or state / devices / snapshot bw
   Duration commit_lag;  // after blocking until durable: 0 (sync) or write (async)
   Duration load;        // reading the checkpoint back: state / storage bandwidth
   Duration restart;     // relaunch + load
 };
-// GoodputError (kStorageBandwidth, kSnapshotBandwidth) on a non-positive bandwidth.
+// GoodputError (kStorageBandwidth, kSnapshotBandwidth, kNodeStorageBandwidth) on a non-positive
+// bandwidth.
 CheckpointCosts checkpoint_costs(const CheckpointSetup& setup);
 
 // Bytes of a checkpoint: every parameter's weight and optimizer state (workloads'
@@ -128,5 +159,15 @@ struct MonteCarloResult {
 MonteCarloResult monte_carlo(const GoodputModel& m, double interval_s, int64_t runs, uint64_t seed);
 
 nlohmann::json to_json(const MonteCarloResult& r, const GoodputModel& m);
+
+// One plan's run under failures, for goodput-aware ranking: the model's expected goodput at its
+// optimal interval (closed form) and the expected days to train (work / goodput).
+struct PlanGoodput {
+  CheckpointCosts costs;
+  double interval_s = 0;
+  double goodput = 0;
+  double days = 0;
+};
+PlanGoodput plan_goodput(const GoodputModel& m);
 
 }  // namespace meshsim::studies

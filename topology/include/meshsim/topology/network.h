@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -79,12 +80,48 @@ struct Link {
 
 using Path = std::vector<LinkId>;
 
-// A degraded part (issue 16): the links of `kind` that attach `device` (Network::device_links)
-// keep `factor` of their bandwidth.
+// A degraded or failed part (issue 16): the links of `kind` that attach `device`
+// (Network::device_links) keep `factor` of their bandwidth; factor 0 means down (no traffic
+// crosses them, routes go around: Network::apply_faults). A failure may name one of them:
+// `nic` (network, pcie: NIC k of the device, 0-based), `ici_axis` and `ici_direction` (ici: the
+// link to the +1 or -1 neighbour along torus axis 0, 1 or 2), or `spine` (network: instead of
+// the NIC's cable, the uplinks from the leaf of the device's NIC (`nic`, default 0) to spine
+// `spine` of its pod, 0-based; fat trees of 2 or 3 tiers).
 struct LinkFault {
   DeviceId device;
   LinkKind kind = LinkKind::kNetwork;
   double factor = 1.0;
+  std::optional<int64_t> nic;
+  std::optional<int64_t> ici_axis;
+  std::optional<int64_t> spine;
+  int ici_direction = 1;  // +1 or -1
+
+  static LinkFault degraded(DeviceId d, LinkKind kind, double factor) {
+    LinkFault f;
+    f.device = d;
+    f.kind = kind;
+    f.factor = factor;
+    return f;
+  }
+  static LinkFault failed(DeviceId d, LinkKind kind) { return degraded(d, kind, 0.0); }
+  bool down() const { return factor == 0.0; }
+};
+// "device 3 network", "device 3 network (NIC 1)", "device 5 ici x+".
+std::string describe(const LinkFault& f);
+
+// A fault the network cannot take: the device has no such link, or no route is left around a
+// failed one. `index` is the fault's position in the list given to apply_faults (the edge names
+// where it was given); message() says why.
+class LinkFaultError : public std::runtime_error {
+ public:
+  LinkFaultError(size_t index, std::string message)
+      : std::runtime_error(message), index_(index), message_(std::move(message)) {}
+  size_t index() const { return index_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  size_t index_;
+  std::string message_;
 };
 
 struct LinkKindSummary {
@@ -179,15 +216,33 @@ class Network {
   // Degraded hardware (issue 16): `link` keeps `factor` (0 < factor <= 1) of its bandwidth, as
   // a NIC or cable trained down to a lower rate, or a flapping one averaged over the step. Call
   // before a model is built on the network: planners and the shared network read the bandwidth
-  // then. A link that is down altogether (traffic rerouted) is not modelled.
+  // then.
   void scale_bandwidth(LinkId link, double factor);
   // The links, both directions, that attach device `d` to the fabric of `kind`: kNetwork the
   // cables from its NICs to their leaves, kNvlink or kIci its scale-up links, kPcie its links
   // to its NICs. Empty if it has none of that kind.
   std::vector<LinkId> device_links(DeviceId d, LinkKind kind) const;
   // scale_bandwidth on the links of each fault (factors of one link multiply). Throws
-  // InternalError for a device without links of the fault's kind.
+  // LinkFaultError for a device without links of the fault's kind.
   void degrade(const std::vector<LinkFault>& faults);
+  // Degrades the faults with factor > 0 and takes down those with factor 0: routes (route,
+  // paths, path_count, hops, search_paths) then avoid the down links.
+  //  * GPU fat trees: a NIC down (network or pcie; one NIC, or all of the device's) moves the
+  //    device's traffic to its other NICs, or, with none left, over NVLink to the other devices
+  //    of its node and out through their NICs (NCCL's PXN path), spread over them by ECMP. A
+  //    leaf's uplinks to one spine down leave ECMP the spines both ends still reach.
+  //  * TPU tori: an ICI link down (one link, named by axis and direction) sends the traffic of
+  //    its ring the other way round; the axis must wrap and the ring have no other down link.
+  //  * No alternative (a device's NVLink, all NICs of a node, a chip's every ICI link, a
+  //    non-wrapping axis, DCN, explicit graphs): LinkFaultError saying why.
+  // Returns, per failed fault in order, how its traffic is rerouted (for the report). Call once,
+  // before a model is built on the network. Bandwidths of down links are kept (summary() and
+  // cut_bandwidth() describe the healthy fabric).
+  std::vector<std::string> apply_faults(const std::vector<LinkFault>& faults);
+  bool is_down(LinkId link) const;
+  // The links that carry a failed fault's rerouted traffic (the surviving NICs' cables, the
+  // rest of the ring), both directions; for the trace's utilisation counters.
+  std::vector<LinkId> detour_links(const LinkFault& fault) const;
 
  private:
   struct Impl;
