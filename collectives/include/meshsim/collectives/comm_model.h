@@ -124,7 +124,9 @@ class NetworkCommModel final : public CommModel {
     using is_transparent = void;
     bool operator()(const CollectiveKey& a, const CollectiveKey& b) const;
     bool operator()(const CollectiveQuery& a, const CollectiveKey& b) const;
-    bool operator()(const CollectiveKey& a, const CollectiveQuery& b) const { return (*this)(b, a); }
+    bool operator()(const CollectiveKey& a, const CollectiveQuery& b) const {
+      return (*this)(b, a);
+    }
   };
   struct P2pKey {
     uint32_t src = 0;
