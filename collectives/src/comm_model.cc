@@ -1,9 +1,9 @@
 // NetworkCommModel: the engine's CommModel on a network graph (comm_model.h).
 //
-// Memo keys: (kind, bytes, group ranks) for collectives, (source device, destination device,
-// bytes) for sends; a group's images are fixed once declared, so they are part of what the key
+// Memo keys: (kind, bytes, group ranks) for collectives, (source rank, destination rank, bytes)
+// for sends; a group's images are fixed once declared, so they are part of what the key
 // stands for. Planning a shape costs routing every flow of its pattern (and of its images); a
-// start costs a map lookup and the network's own start.
+// start costs a hash lookup (of the group it is given, in place) and the network's own start.
 #include "meshsim/collectives/comm_model.h"
 
 #include <algorithm>
@@ -155,13 +155,62 @@ DeviceId NetworkCommModel::device_of(RankId r) const {
   return placement_.device_of_rank[r.index()];
 }
 
+namespace {
+
+// FNV-1a over 64-bit words: the memo's hash of a collective's kind, size and ranks.
+struct Fnv {
+  uint64_t h = 1469598103934665603ULL;
+  void add(uint64_t x) { h = (h ^ x) * 1099511628211ULL; }
+};
+
+}  // namespace
+
+size_t NetworkCommModel::CollectiveHash::operator()(const CollectiveKey& k) const {
+  Fnv f;
+  f.add(static_cast<uint64_t>(k.kind));
+  f.add(static_cast<uint64_t>(k.bytes));
+  for (const uint32_t r : k.ranks) {
+    f.add(r);
+  }
+  return static_cast<size_t>(f.h);
+}
+
+size_t NetworkCommModel::CollectiveHash::operator()(const CollectiveQuery& q) const {
+  Fnv f;
+  f.add(static_cast<uint64_t>(q.kind));
+  f.add(static_cast<uint64_t>(q.bytes));
+  for (const RankId r : q.ranks) {
+    f.add(r.value());
+  }
+  return static_cast<size_t>(f.h);
+}
+
+bool NetworkCommModel::CollectiveEqual::operator()(const CollectiveKey& a,
+                                                   const CollectiveKey& b) const {
+  return a.kind == b.kind && a.bytes == b.bytes && a.ranks == b.ranks;
+}
+
+bool NetworkCommModel::CollectiveEqual::operator()(const CollectiveQuery& a,
+                                                   const CollectiveKey& b) const {
+  return a.kind == b.kind && a.bytes == b.bytes &&
+         std::equal(a.ranks.begin(), a.ranks.end(), b.ranks.begin(), b.ranks.end(),
+                    [](RankId x, uint32_t y) { return x.value() == y; });
+}
+
+size_t NetworkCommModel::P2pHash::operator()(const P2pKey& k) const {
+  Fnv f;
+  f.add(k.src);
+  f.add(k.dst);
+  f.add(static_cast<uint64_t>(k.bytes));
+  return static_cast<size_t>(f.h);
+}
+
 const NetworkCommModel::Planned& NetworkCommModel::plan_collective(CollectiveKind kind, Bytes bytes,
                                                                    std::span<const RankId> group) {
-  std::vector<uint32_t> ids = rank_ids(group);
-  auto key = std::make_tuple(kind, bytes.count(), ids);
-  if (const auto it = memo_.find(key); it != memo_.end()) {
+  if (const auto it = memo_.find(CollectiveQuery{kind, bytes.count(), group}); it != memo_.end()) {
     return it->second;
   }
+  std::vector<uint32_t> ids = rank_ids(group);
   auto devices = [this](std::span<const RankId> g) {
     std::vector<DeviceId> out;
     out.reserve(g.size());
@@ -176,12 +225,13 @@ const NetworkCommModel::Planned& NetworkCommModel::plan_collective(CollectiveKin
       groups.push_back(devices(image));
     }
   }
-  return memo_.emplace(std::move(key), add_shape(planner_.collective(kind, bytes, groups)))
+  Planned planned = add_shape(planner_.collective(kind, bytes, groups));
+  return memo_.emplace(CollectiveKey{kind, bytes.count(), std::move(ids)}, std::move(planned))
       .first->second;
 }
 
 const NetworkCommModel::Planned& NetworkCommModel::plan_p2p(RankId src, RankId dst, Bytes bytes) {
-  auto key = std::make_tuple(src.value(), dst.value(), bytes.count());
+  const P2pKey key{src.value(), dst.value(), bytes.count()};
   if (const auto it = p2p_memo_.find(key); it != p2p_memo_.end()) {
     return it->second;
   }
@@ -201,7 +251,7 @@ const NetworkCommModel::Planned& NetworkCommModel::plan_p2p(RankId src, RankId d
 
 TransferId NetworkCommModel::start(SimTime now, const Planned& p) {
   ++started_;
-  last_shape_ = p.shape;
+  last_shape_ = &p.shape;
   return network_->start(now, p.id, p.shape.bytes, p.shape.latency, p.shape.floor);
 }
 
@@ -222,7 +272,7 @@ CommAdvance NetworkCommModel::advance(SimTime limit) {
 Duration NetworkCommModel::collective_time(CollectiveKind kind, Bytes bytes,
                                            std::span<const RankId> group) {
   const Planned& p = plan_collective(kind, bytes, group);
-  last_shape_ = p.shape;
+  last_shape_ = &p.shape;
   return run_alone(*network_, p.shape);
 }
 

@@ -16,9 +16,9 @@
 // collective across nodes, or with its images, crossing up to thousands of links) are kept in a
 // short list instead and tested pairwise, and from a wide shape every transfer is tested
 // pairwise. A pairwise test (do two shapes share a link) is computed once per pair of shapes and
-// remembered. So a re-share never walks the links of a wide shape: representative simulation
-// (few transfers, all wide) tests a few pairs; full simulation (hundreds of narrow transfers
-// at once, a few wide) walks the narrow ones' links.
+// remembered, in a dense row per wide shape. So a re-share never walks the links of a wide
+// shape: representative simulation (few transfers, all wide) tests a few pairs; full simulation
+// (hundreds of narrow transfers at once, a few wide) walks the narrow ones' links.
 // Memo: max-min rates depend only on the capacities and on the multiset of shapes in the
 // component, and equal shapes get equal rates, so solutions are memoized by the sorted list of
 // the component's shape ids (training repeats the same overlaps thousands of times); on a miss,
@@ -132,7 +132,11 @@ class FluidNetwork final : public SharedNetwork {
   SimTime clock_;
   size_t active_ = 0;
   std::vector<uint32_t> dirty_shapes_;  // of transfers that entered or left sharing_
-  std::unordered_map<uint64_t, bool> overlap_;  // (shape a << 32 | shape b), a < b: share a link
+  // Per wide shape (empty for the others), by the other shape's id: whether the two share a link
+  // (kUnknown until asked). Every pair tested has a wide shape in it (reshare), and a wide shape
+  // meets most shapes in flight beside it, so a dense row is smaller than a map of pairs.
+  enum Overlap : uint8_t { kUnknown, kDisjoint, kShared };
+  std::vector<std::vector<Overlap>> overlap_rows_;
   std::unordered_map<std::vector<uint32_t>, std::vector<double>, VectorHash> memo_;
   std::vector<std::function<void(const TransferRate&)>> rate_subscribers_;
   std::vector<bool> transfer_seen_;  // scratch for re-sharing, all-false between uses
@@ -168,6 +172,7 @@ ShapeId FluidNetwork::add_shape(const CommShape& shape) {
   }
   const auto id = static_cast<uint32_t>(shapes_.size());
   shapes_.push_back(std::move(s));
+  overlap_rows_.emplace_back();
   shape_index_.emplace(std::move(key), id);
   return ShapeId(id);
 }
@@ -342,14 +347,22 @@ NetworkAdvance FluidNetwork::advance(SimTime limit) {
   }
 }
 
-// Whether shapes a and b share a link (both lists sorted), computed once per pair.
+// Whether shapes a and b share a link (both lists sorted), computed once per pair; one of them is
+// wide.
 bool FluidNetwork::overlap(uint32_t a, uint32_t b) {
   if (a == b) {
     return true;  // a shape in sharing_ crosses at least one link
   }
-  const uint64_t key = (uint64_t{std::min(a, b)} << 32) | std::max(a, b);
-  if (const auto it = overlap_.find(key); it != overlap_.end()) {
-    return it->second;
+  if (!shapes_[a].wide()) {
+    std::swap(a, b);
+  }
+  SIM_CHECK(shapes_[a].wide(), "overlap of shapes {} and {}, neither wide", a, b);
+  std::vector<Overlap>& row = overlap_rows_[a];
+  if (row.size() <= b) {
+    row.resize(shapes_.size(), kUnknown);
+  }
+  if (row[b] != kUnknown) {
+    return row[b] == kShared;
   }
   const auto* small = &shapes_[a].links;
   const auto* large = &shapes_[b].links;
@@ -359,7 +372,7 @@ bool FluidNetwork::overlap(uint32_t a, uint32_t b) {
   const bool shared = std::any_of(small->begin(), small->end(), [large](uint32_t l) {
     return std::binary_search(large->begin(), large->end(), l);
   });
-  overlap_.emplace(key, shared);
+  row[b] = shared ? kShared : kDisjoint;
   return shared;
 }
 

@@ -119,6 +119,10 @@ void Simulation::Impl::arrive_collective(RankId id, uint32_t op, const Collectiv
   if (pc.arrivals.empty()) {
     pc.kind = w.kind;
     pc.bytes = w.bytes;
+    if (pc.arrivals.capacity() == 0 && !spare_arrivals.empty()) {
+      pc.arrivals = std::move(spare_arrivals.back());
+      spare_arrivals.pop_back();
+    }
   }
   SIM_CHECK(pc.kind == w.kind && pc.bytes == w.bytes,
             "collective #{} on group {}: rank {} issues {} of {} B, others {} of {} B", ordinal,
@@ -128,15 +132,15 @@ void Simulation::Impl::arrive_collective(RankId id, uint32_t op, const Collectiv
   if (pc.arrivals.size() < groups[g.index()].size()) {
     return;
   }
-  const std::vector<Arrival> arrivals = std::move(pc.arrivals);
-  pc.arrivals = {};
+  const TransferId t = comm.start_collective(now, w.kind, w.bytes, cost_groups[g.index()]);
+  await(t, pc.arrivals, next_match++);  // touches no rendezvous: `pc` stays valid
+  pc.arrivals.clear();
+  spare_arrivals.push_back(std::move(pc.arrivals));
   pc.done = true;
   while (!rv.window.empty() && rv.window.front().done) {
     rv.window.pop_front();
     ++rv.base;
   }
-  const TransferId t = comm.start_collective(now, w.kind, w.bytes, cost_groups[g.index()]);
-  await(t, arrivals, next_match++);
 }
 
 namespace {

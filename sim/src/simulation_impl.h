@@ -128,6 +128,9 @@ struct Simulation::Impl {
   SimTime now;
   std::vector<detail::Running> running;  // by stream (Impl::streams): the op it runs
   std::vector<detail::GroupRendezvous> rendezvous;  // by group
+  // Arrival lists of completed collectives, emptied with their capacity kept: a collective's list
+  // is taken from here, so that the steady state allocates none.
+  std::vector<std::vector<Arrival>> spare_arrivals;
   // The running ops (slots into `running`) each communication in flight will end, by its id.
   std::vector<std::vector<uint32_t>> in_flight;
   std::vector<uint32_t> finishing;  // scratch: the slots of the transfer being finished

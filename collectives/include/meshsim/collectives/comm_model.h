@@ -19,7 +19,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "meshsim/collectives/collective_planner.h"
@@ -82,7 +84,7 @@ class NetworkCommModel final : public CommModel {
   Duration p2p_time(RankId src, RankId dst, Bytes bytes);
 
   // The shape of the last collective started or timed (what ran: algorithm, protocol, channels).
-  const CommShape& last_shape() const { return last_shape_; }
+  const CommShape& last_shape() const { return last_shape_ ? *last_shape_ : no_shape_; }
   // Distinct collectives and sends planned (memo misses), and communications started.
   int64_t planned() const { return planned_; }
   int64_t started() const { return started_; }
@@ -100,9 +102,46 @@ class NetworkCommModel final : public CommModel {
   std::unique_ptr<SharedNetwork> network_;
   std::map<std::vector<uint32_t>, std::vector<std::vector<RankId>>> images_;
   std::map<uint32_t, std::vector<RankId>> rank_images_;
-  std::map<std::tuple<CollectiveKind, int64_t, std::vector<uint32_t>>, Planned> memo_;
-  std::map<std::tuple<uint32_t, uint32_t, int64_t>, Planned> p2p_memo_;
-  CommShape last_shape_;
+  // Memo keys. Every start looks its plan up, so a collective's is found from the group it is given
+  // (a CollectiveQuery: hashed and compared in place) without building a key; looked up only,
+  // never iterated (STYLE C.9).
+  struct CollectiveKey {
+    CollectiveKind kind = CollectiveKind::kAllReduce;
+    int64_t bytes = 0;
+    std::vector<uint32_t> ranks;
+  };
+  struct CollectiveQuery {
+    CollectiveKind kind = CollectiveKind::kAllReduce;
+    int64_t bytes = 0;
+    std::span<const RankId> ranks;
+  };
+  struct CollectiveHash {
+    using is_transparent = void;
+    size_t operator()(const CollectiveKey& k) const;
+    size_t operator()(const CollectiveQuery& q) const;
+  };
+  struct CollectiveEqual {
+    using is_transparent = void;
+    bool operator()(const CollectiveKey& a, const CollectiveKey& b) const;
+    bool operator()(const CollectiveQuery& a, const CollectiveKey& b) const;
+    bool operator()(const CollectiveKey& a, const CollectiveQuery& b) const {
+      return (*this)(b, a);
+    }
+  };
+  struct P2pKey {
+    uint32_t src = 0;
+    uint32_t dst = 0;
+    int64_t bytes = 0;
+    bool operator==(const P2pKey&) const = default;
+  };
+  struct P2pHash {
+    size_t operator()(const P2pKey& k) const;
+  };
+  std::unordered_map<CollectiveKey, Planned, CollectiveHash, CollectiveEqual> memo_;
+  std::unordered_map<P2pKey, Planned, P2pHash> p2p_memo_;
+  // Into memo_ or p2p_memo_ (their nodes do not move): a start must not copy a shape's loads.
+  const CommShape* last_shape_ = nullptr;
+  CommShape no_shape_;  // last_shape() before anything started
   int64_t planned_ = 0;
   int64_t started_ = 0;
   std::vector<std::function<void(const LinkUtilisation&)>> utilisation_subscribers_;
