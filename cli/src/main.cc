@@ -48,6 +48,7 @@ struct RunFlags {
   std::map<PlanField, std::string> choices;   // values of the enum-valued plan flags
   int64_t zero = 0;
   double moe_load_skew = 0.0;
+  std::vector<std::string> recompute_modules;
   std::vector<Override> overrides;
   meshsim::cli::RunOutputs outputs;
   std::string json_path;
@@ -230,6 +231,20 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
   bind_plan(app, f, PlanField::kRecomputeNumLayers, &ParallelPlan::recompute_num_layers,
             "With --recompute full: recompute only the first N layers of each model chunk "
             "(Megatron's block method); the others keep their activations");
+  add_override(
+      f,
+      app->add_option(flag_of(PlanField::kRecomputeModules), f.recompute_modules,
+                      "With --recompute selective: the modules recomputed, as Megatron-Core "
+                      "lists them (core_attn, mla_up_proj, mlp, moe_act), e.g. mla_up_proj,mlp; "
+                      "default core_attn")
+          ->delimiter(',')
+          ->check(CLI::IsMember(meshsim::enum_choices<meshsim::workloads::RecomputeModule>())),
+      PlanField::kRecomputeModules, [&f](ParallelPlan& p) {
+        p.recompute_modules.clear();
+        for (const std::string& m : f.recompute_modules) {
+          p.recompute_modules.push_back(*meshsim::parse_enum<meshsim::workloads::RecomputeModule>(m));
+        }
+      });
   bind_plan(app, f, PlanField::kFsdp, &ParallelPlan::fsdp,
             "HSDP: ZeRO shards over groups of this many DP ranks, replicated across dp / fsdp "
             "(PyTorch HSDP, MaxText ici_fsdp x dcn_data_parallelism); --dp stays the total");

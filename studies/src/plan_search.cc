@@ -157,6 +157,7 @@ void enumerate_all(const LoadedScenario& l, const ParallelPlan& base, const Sear
   // not carry over to other degrees and recompute policies. HSDP is enumerated per plan.
   p.fsdp = 0;
   p.recompute_num_layers = 0;
+  p.recompute_modules.clear();
   const int64_t domain = l.cluster.scale_up_domain_size();
   for (const int64_t tp : only_or(f.tp, divisors(world))) {
     if (tp > max_tp && !f.tp) {

@@ -71,6 +71,26 @@ class PlanReader {
   ParallelPlan& p_;
 };
 
+// "recompute_modules": ["mla_up_proj", "mlp"], as Megatron-Core lists them.
+std::vector<workloads::RecomputeModule> recompute_modules(JsonObject& o, const std::string& key) {
+  const nlohmann::json& v = o.raw(key);
+  if (!v.is_array()) {
+    o.fail(key, "expected an array of module names, e.g. [\"mla_up_proj\", \"mlp\"]");
+  }
+  std::vector<workloads::RecomputeModule> out;
+  for (const nlohmann::json& e : v) {
+    const std::optional<workloads::RecomputeModule> m =
+        e.is_string() ? parse_enum<workloads::RecomputeModule>(e.get<std::string>())
+                      : std::nullopt;
+    if (!m) {
+      o.fail(key, fmt::format("{} is not one of: {}", describe_json(e),
+                              describe_choices<workloads::RecomputeModule>()));
+    }
+    out.push_back(*m);
+  }
+  return out;
+}
+
 void read_plan(JsonObject& o, ParallelPlan& p) {
   using J = JsonObject;
   PlanReader r(o, p);
@@ -94,6 +114,10 @@ void read_plan(JsonObject& o, ParallelPlan& p) {
   r.field(PlanField::kFsdp, &ParallelPlan::fsdp, &J::positive_integer);
   r.field(PlanField::kRecomputeNumLayers, &ParallelPlan::recompute_num_layers,
           &J::positive_integer);
+  r.field(
+      PlanField::kRecomputeModules,
+      [&](const std::string& k) { return recompute_modules(o, k); },
+      [&](std::vector<workloads::RecomputeModule> v) { p.recompute_modules = std::move(v); });
   r.field(PlanField::kMbs, &ParallelPlan::mbs, &J::positive_integer);
   r.field(PlanField::kGbs, &ParallelPlan::gbs, &J::positive_integer);
   r.field(PlanField::kSeq, &ParallelPlan::seq, &J::positive_integer);
@@ -369,6 +393,13 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
   }
   if (p.recompute_num_layers > 0) {
     j["recompute_num_layers"] = p.recompute_num_layers;
+  }
+  if (!p.recompute_modules.empty()) {
+    std::vector<std::string> names;
+    for (const workloads::RecomputeModule m : p.recompute_modules) {
+      names.emplace_back(to_string(m));
+    }
+    j["recompute_modules"] = names;
   }
   if (p.moe_load_skew) {  // echoed only when set: balanced routing reports as before
     j["moe_load_skew"] = *p.moe_load_skew;

@@ -51,6 +51,22 @@ LoadedScenario load_and_check(const Scenario& s) {
   return l;
 }
 
+namespace {
+
+// "selective (mla_up_proj, mlp)" when modules are listed, else the recompute's name.
+std::string describe_recompute(const workloads::ParallelPlan& p) {
+  if (p.recompute_modules.empty()) {
+    return std::string(to_string(p.recompute));
+  }
+  std::vector<std::string> names;
+  for (const workloads::RecomputeModule m : p.recompute_modules) {
+    names.emplace_back(to_string(m));
+  }
+  return fmt::format("{} ({})", to_string(p.recompute), fmt::join(names, ", "));
+}
+
+}  // namespace
+
 std::string describe_plan(const workloads::ParallelPlan& p) {
   const bool default_kernels = p.kernels == workloads::Kernels::kFused &&
                                p.optimizer_kernels == workloads::OptimizerKernels::kFused;
@@ -66,7 +82,7 @@ std::string describe_plan(const workloads::ParallelPlan& p) {
                                    : "")
           : "",
       p.ep > 1 ? fmt::format(", EP {}", p.ep) : "", p.mbs, p.seq, p.gbs, p.microbatches(),
-      to_string(p.matmul_dtype), to_string(p.attention), to_string(p.recompute), to_string(p.stack),
+      to_string(p.matmul_dtype), to_string(p.attention), describe_recompute(p), to_string(p.stack),
       p.overlap.tensor_parallel ? ", TP overlap" : "",
       default_kernels ? ""
                       : fmt::format("; {} kernels, {} optimizer", to_string(p.kernels),

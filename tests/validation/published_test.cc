@@ -199,7 +199,11 @@ TEST(PublishedMap, DeepSeekV3RunsWithItsPipelineLayout) {
   EXPECT_EQ(s.model.moe->first_dense_layers, 3);
   EXPECT_TRUE(s.model.mla.has_value());
   EXPECT_EQ(s.model.mtp_layers, 1);
-  EXPECT_THAT(s.assumptions, Contains(HasSubstr("not expressible and not simulated")));
+  EXPECT_EQ(s.plan.recompute, workloads::Recompute::kSelective);
+  EXPECT_THAT(s.plan.recompute_modules,
+              ::testing::ElementsAre(workloads::RecomputeModule::kMlaUpProj,
+                                     workloads::RecomputeModule::kMlp));
+  EXPECT_THAT(s.assumptions, Contains(HasSubstr("selective recompute of the modules")));
   EXPECT_THAT(s.assumptions, Not(Contains(HasSubstr("no activation recompute"))));
 }
 

@@ -323,3 +323,89 @@ TEST(Variants, ParallelBlocksReduceOncePerLayer) {
 
 }  // namespace
 }  // namespace meshsim::workloads
+
+namespace meshsim::workloads {
+namespace {
+
+// Megatron-Core's selective recompute_modules on the miniature DeepSeek (layer 0 dense, layers
+// 1-3 MoE; TP 1): each module drops what its forward would keep and re-runs that forward before
+// the layer's backward; core_attn alone is the default selective recompute.
+TEST(Variants, RecomputeModulesDropAndReRunTheirForward) {
+  const ModelConfig m = mini_deepseek();
+  ParallelPlan p;
+  p.gbs = 2;
+  p.dp = 1;
+  p.seq = 256;
+  p.recompute = Recompute::kSelective;
+  const LayerActivations base0 = layer_activations(m, p, Recompute::kSelective, 0);
+  const LayerActivations base1 = layer_activations(m, p, Recompute::kSelective, 1);
+  p.recompute_modules = {RecomputeModule::kCoreAttn};
+  EXPECT_EQ(layer_activations(m, p, Recompute::kSelective, 1).total(), base1.total());
+  EXPECT_TRUE(layer_ops(plan_step(m, p).programs[0], "recompute.L1.").empty());
+
+  // mla_up_proj: Q (4 heads x 48), K (4 x 48) and V (4 x 32) of 256 tokens in bf16 go.
+  p.recompute_modules = {RecomputeModule::kMlaUpProj};
+  EXPECT_EQ(base1.total() - layer_activations(m, p, Recompute::kSelective, 1).total(),
+            Bytes::of(2 * 256 * (4 * 48 + 4 * 48 + 4 * 32)));
+  const auto up = layer_ops(plan_step(m, p).programs[0], "recompute.L1.");
+  for (const char* k : {"q_up", "kv_up", "q_latent_norm", "kv_latent_norm", "rope"}) {
+    EXPECT_TRUE(up.contains(k)) << k;
+  }
+  EXPECT_FALSE(up.contains("q_down"));  // the latents were kept
+  EXPECT_FALSE(up.contains("attention"));
+
+  // mlp: the dense layer's SwiGLU hidden (2 x 512) and its product (512) go; MoE layers keep.
+  p.recompute_modules = {RecomputeModule::kMlp};
+  EXPECT_EQ(base0.total() - layer_activations(m, p, Recompute::kSelective, 0).total(),
+            Bytes::of(2 * 256 * (2 * 512 + 512)));
+  EXPECT_EQ(layer_activations(m, p, Recompute::kSelective, 1).total(), base1.total());
+  const StepPlan mlp = plan_step(m, p);
+  EXPECT_TRUE(layer_ops(mlp.programs[0], "recompute.L0.").contains("mlp_up"));
+  EXPECT_TRUE(layer_ops(mlp.programs[0], "recompute.L0.").contains("mlp_down"));
+  EXPECT_TRUE(layer_ops(mlp.programs[0], "recompute.L1.").empty());
+
+  // moe_act: the routed experts' activation output (top-2 copies of 256 tokens x 64) goes; the
+  // shared expert's stays.
+  p.recompute_modules = {RecomputeModule::kMoeAct};
+  EXPECT_EQ(base1.total() - layer_activations(m, p, Recompute::kSelective, 1).total(),
+            Bytes::of(2 * 2 * 256 * 64));
+  const auto act = layer_ops(plan_step(m, p).programs[0], "recompute.L1.");
+  EXPECT_TRUE(act.contains("swiglu"));
+  EXPECT_FALSE(act.contains("mlp_up"));
+
+  // Both of Megatron-Bridge's DeepSeek-V3 modules: the dense layer re-runs its MLP and its
+  // up-projections, an MoE layer its up-projections only.
+  p.recompute_modules = {RecomputeModule::kMlaUpProj, RecomputeModule::kMlp};
+  const StepPlan both = plan_step(m, p);
+  EXPECT_TRUE(layer_ops(both.programs[0], "recompute.L0.").contains("mlp_up"));
+  EXPECT_TRUE(layer_ops(both.programs[0], "recompute.L0.").contains("kv_up"));
+  EXPECT_TRUE(layer_ops(both.programs[0], "recompute.L1.").contains("kv_up"));
+  EXPECT_FALSE(layer_ops(both.programs[0], "recompute.L1.").contains("mlp_up"));
+}
+
+TEST(Variants, RecomputeModulesAreCheckedAgainstThePlanAndModel) {
+  const auto field_of = [](const ModelConfig& m, const ParallelPlan& p) {
+    try {
+      validate_plan(m, p);
+    } catch (const PlanError& e) {
+      return std::string(to_string(e.field()));
+    }
+    return std::string("none");
+  };
+  ParallelPlan p;
+  p.gbs = 2;
+  p.seq = 256;
+  p.recompute_modules = {RecomputeModule::kMlp};
+  EXPECT_EQ(field_of(mini_deepseek(), p), "recompute_modules");  // recompute none
+  p.recompute = Recompute::kSelective;
+  EXPECT_EQ(field_of(mini_deepseek(), p), "none");
+  p.recompute_modules = {RecomputeModule::kMlp, RecomputeModule::kMlp};
+  EXPECT_EQ(field_of(mini_deepseek(), p), "recompute_modules");  // listed twice
+  p.recompute_modules = {RecomputeModule::kMlaUpProj};
+  EXPECT_EQ(field_of(load_model("llama3-8b"), p), "recompute_modules");  // no MLA
+  p.recompute_modules = {RecomputeModule::kMoeAct};
+  EXPECT_EQ(field_of(load_model("llama3-8b"), p), "recompute_modules");  // no MoE
+}
+
+}  // namespace
+}  // namespace meshsim::workloads

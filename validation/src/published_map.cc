@@ -305,8 +305,7 @@ topology::ClusterSpec cluster_of(const PublishedRun& r, const topology::Catalogu
 // deepseek/deepseek_workload_base_configs.py, DEEPSEEK_V3_PRETRAIN_CONFIG_H100_V1, at
 // 042641823051ce167c52b0ae289941a227c11535): the embedding and one layer, 30 virtual stages of two
 // layers, then the MTP module and the loss alone. The same config recomputes the modules
-// "mla_up_proj" and "mlp", which meshsim cannot state (its recompute is none, selective, full or
-// dots over whole layers): run without recompute, the simulation leaves out that recompute's time.
+// "mla_up_proj" and "mlp" (recompute_granularity selective; "mlp" covers the 3 dense layers).
 void deepseek_v3_pipeline(const PublishedRun& r, workloads::ParallelPlan& p,
                           std::vector<std::string>& assumptions) {
   if (p.pp != 8 || p.vpp != 4 || r.model.layers != 61) {
@@ -319,14 +318,15 @@ void deepseek_v3_pipeline(const PublishedRun& r, workloads::ParallelPlan& p,
   p.origins.set(workloads::PlanField::kStageLayers, Origin::file(r.id, "/parallelism"));
   p.ep = stated(r.parallelism.ep, "the expert-parallel degree");
   p.origins.set(workloads::PlanField::kEp, Origin::file(r.id, "/parallelism/ep"));
-  p.recompute = workloads::Recompute::kNone;
+  p.recompute = workloads::Recompute::kSelective;
+  p.recompute_modules = {workloads::RecomputeModule::kMlaUpProj, workloads::RecomputeModule::kMlp};
   std::erase_if(assumptions, [](const std::string& a) {
     return a.rfind("no activation recompute", 0) == 0;
   });
   assumptions.push_back(
       "Megatron-Bridge's DeepSeek-V3 H100 config (deepseek_workload_base_configs.py @ 0426418): "
-      "pp_layout Et|(tt|)*30mL (1, 30 x 2, 0 layers per virtual stage), EP 64; its recompute of "
-      "mla_up_proj and mlp is not expressible and not simulated (no recompute)");
+      "pp_layout Et|(tt|)*30mL (1, 30 x 2, 0 layers per virtual stage), EP 64, selective "
+      "recompute of the modules mla_up_proj and mlp");
 }
 
 }  // namespace

@@ -62,7 +62,7 @@ void add_attention(const ModelConfig& m, const ParallelPlan& p, Recompute recomp
   }
   const int64_t scores = checked_product({d.w.q_heads, d.s, d.s, d.b},
                                          "attention scores of one layer");  // a*s^2*b elements
-  if (recompute == Recompute::kSelective) {
+  if (recomputes(p, recompute, RecomputeModule::kCoreAttn)) {
     return;  // the attention core is recomputed in the backward pass
   }
   a.softmax_output = bytes_of({d.e, scores});
@@ -97,6 +97,27 @@ LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p) 
   return layer_activations(m, p, p.recompute);
 }
 
+namespace {
+
+// Megatron-Core's selective recompute_modules (parallel.h): what the listed modules do not keep.
+void drop_recomputed_modules(const ModelConfig& m, const ParallelPlan& p, Recompute recompute,
+                             const Dims& d, int64_t layer, LayerActivations& a) {
+  if (m.mla && recomputes(p, recompute, RecomputeModule::kMlaUpProj)) {
+    a.q = Bytes::zero();  // re-made from the kept latents before core attention's backward
+    a.k = Bytes::zero();
+    a.v = Bytes::zero();
+  }
+  if (!m.is_moe_layer(layer) && recomputes(p, recompute, RecomputeModule::kMlp)) {
+    a.mlp_hidden = Bytes::zero();  // the MLP keeps only its input (mlp_input)
+    a.mlp_down_input = Bytes::zero();
+  }
+  if (m.is_moe_layer(layer) && recomputes(p, recompute, RecomputeModule::kMoeAct)) {
+    a.mlp_down_input = bytes_of({d.e, d.sb, d.w.shared_d_ff});  // the routed experts' part goes
+  }
+}
+
+}  // namespace
+
 LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p,
                                    Recompute recompute) {
   return layer_activations(m, p, recompute, m.num_layers - 1);
@@ -118,6 +139,7 @@ LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p, 
   a.dropout_masks = m.dropout ? bytes_of({2, d.sb_rep, d.h}) : Bytes::zero();
   add_attention(m, p, recompute, d, a);
   add_mlp(m, d, layer, a);
+  drop_recomputed_modules(m, p, recompute, d, layer, a);
   if (recompute == Recompute::kDots) {
     // JAX's checkpoint_dots_with_no_batch_dims (MaxText remat_policy "minimal"): the weight
     // matmuls' outputs that the backward needs stay (Q, K, V, the MLP's up projections, and the

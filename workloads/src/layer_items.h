@@ -225,6 +225,8 @@ void parallel_mlp_items(Items& it, bool backward);
 // The forward activation function of the context's layer over its MLP width (the dots policy's
 // recompute).
 void mlp_activation_recompute(Items& it);
+// The forward activation function of the routed experts only (the moe_act recompute module).
+void moe_activation_recompute(Items& it);
 // The activation function between the MLP's up and down projections, on `elements`.
 void activation_items(Items& it, int64_t elements, bool backward);
 

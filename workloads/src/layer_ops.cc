@@ -157,29 +157,45 @@ void latent_norm(Items& it, const std::string& name, int64_t width, bool backwar
 // MLA's projections (Megatron-Core MLASelfAttention): the down-projections to the Q latent and to
 // the KV latent + shared RoPE key are replicated over TP ("duplicated") and read the (gathered)
 // layer input; the up-projections are column-parallel by heads.
+// An MLA up-projection from its latent of `width` (normed first) to `n` columns. FP8: the latents'
+// norms are fused into the up-projections as the layer norm is into QKV (Megatron-Core's MLA
+// spec: TELayerNormColumnParallelLinear for linear_q_up_proj and linear_kv_up_proj), so their
+// casts follow the same rule.
+void latent_up(Items& it, const std::string& name, int64_t width, int64_t n) {
+  const Dims& d = it.dims();
+  latent_norm(it, name == "q_up" ? "q_latent_norm" : "kv_latent_norm", width, false);
+  if (!it.norm_casts_fp8()) {
+    it.fp8_cast(name + ".input", d.tokens * width);
+  }
+  it.gemm(name, d.tokens, width, n);
+}
+
 void mla_forward(Items& it) {
   const Dims& d = it.dims();
   const MlaConfig& a = *it.context().model.mla;
-  // FP8: the latents' norms are fused into the up-projections as the layer norm is into QKV
-  // (Megatron-Core's MLA spec: TELayerNormColumnParallelLinear for linear_q_up_proj and
-  // linear_kv_up_proj), so their casts follow the same rule.
-  const bool norm_casts = it.norm_casts_fp8();
   if (a.q_lora_rank > 0) {
     it.column_gemm("qkv", "q_down", d.tokens, d.h, a.q_lora_rank);
-    latent_norm(it, "q_latent_norm", a.q_lora_rank, false);
-    if (!norm_casts) {
-      it.fp8_cast("q_up.input", d.tokens * a.q_lora_rank);
-    }
-    it.gemm("q_up", d.tokens, a.q_lora_rank, d.q);
+    latent_up(it, "q_up", a.q_lora_rank, d.q);
   } else {
     it.column_gemm("qkv", "q_proj", d.tokens, d.h, d.q);
   }
   it.gemm("kv_down", d.tokens, d.h, a.kv_lora_rank + a.qk_rope_head_dim);
-  latent_norm(it, "kv_latent_norm", a.kv_lora_rank, false);
-  if (!norm_casts) {
-    it.fp8_cast("kv_up.input", d.tokens * a.kv_lora_rank);
+  latent_up(it, "kv_up", a.kv_lora_rank, d.heads * a.qk_nope_head_dim + d.v);
+}
+
+// Megatron-Core's mla_up_proj recompute (MultiLatentAttention's qkv_up_proj_and_rope_apply under
+// CheckpointWithoutOutput): the Q and KV up-projections and RoPE re-run from the kept latents
+// (without a Q latent, the Q projection from the layer input, gathered again under SP).
+void mla_up_recompute(Items& it) {
+  const Dims& d = it.dims();
+  const MlaConfig& a = *it.context().model.mla;
+  if (a.q_lora_rank > 0) {
+    latent_up(it, "q_up", a.q_lora_rank, d.q);
+  } else {
+    it.column_gemm("qkv", "q_proj", d.tokens, d.h, d.q);
   }
-  it.gemm("kv_up", d.tokens, a.kv_lora_rank, d.heads * a.qk_nope_head_dim + d.v);
+  latent_up(it, "kv_up", a.kv_lora_rank, d.heads * a.qk_nope_head_dim + d.v);
+  rope_items(it, false);
 }
 
 // The backward of a column-parallel up-projection whose input is a replicated latent of `width`:
@@ -365,6 +381,26 @@ std::vector<LayerItem> layer_forward(const LayerContext& c) {
     norm_items(it, "post_mlp_norm", d.sp_tokens, false);
   }
   residual_items(it, "residual_mlp", 1);
+  return it.take();
+}
+
+std::vector<LayerItem> recompute_selected_modules(const LayerContext& c) {
+  const Dims d = dims_of(c);
+  Items it(c, d);
+  const Recompute r = c.plan.recompute;
+  if (c.model.mla && recomputes(c.plan, r, RecomputeModule::kMlaUpProj)) {
+    mla_up_recompute(it);
+  }
+  if (!c.model.is_moe_layer(c.layer) && recomputes(c.plan, r, RecomputeModule::kMlp)) {
+    if (c.model.parallel_blocks) {
+      parallel_mlp_items(it, false);
+    } else {
+      mlp_items(it, false);
+    }
+  }
+  if (c.model.is_moe_layer(c.layer) && recomputes(c.plan, r, RecomputeModule::kMoeAct)) {
+    moe_activation_recompute(it);
+  }
   return it.take();
 }
 

@@ -110,6 +110,10 @@ std::vector<LayerItem> layer_backward(const LayerContext& c);
 // a weight matmul: RoPE, the fused attention kernel's forward, the norms and the MLP's
 // activation function (their outputs were not saved; see layer_activations).
 std::vector<LayerItem> recompute_dots_policy(const LayerContext& c);
+// Selective recompute's modules beyond the attention core (ParallelPlan::recompute_modules): the
+// forward of MLA's up-projections, a dense MLP, or the experts' activation, re-run before the
+// layer's backward.
+std::vector<LayerItem> recompute_selected_modules(const LayerContext& c);
 std::vector<LayerItem> embedding_backward(const LayerContext& c);
 // The per-step work of the plan outside the layers (its stack's StepWork, fp16 loss scaling, FP8
 // weight casts) over the rank's `params` local parameters and `layer_weights` elements of its

@@ -148,6 +148,11 @@ void mlp_items(Items& it, bool backward) {
   }
 }
 
+void moe_activation_recompute(Items& it) {
+  const MoeDims md = moe_dims(it.context(), it.dims());
+  activation_items(it, md.rows * md.batch * md.f, false);
+}
+
 void mlp_activation_recompute(Items& it) {
   const LayerContext& c = it.context();
   const MoeDims md = moe_dims(c, it.dims());

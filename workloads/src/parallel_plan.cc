@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -208,7 +209,41 @@ void check_experts(const ModelConfig& m, const ParallelPlan& p) {
   }
 }
 
-void check_recompute(const ParallelPlan& p) {
+// Megatron-Core checks its recompute_modules against the model the same way (a module the layers
+// lack is refused), and takes them only with selective granularity.
+void check_recompute_modules(const ModelConfig& m, const ParallelPlan& p) {
+  const std::vector<RecomputeModule>& modules = p.recompute_modules;
+  if (modules.empty()) {
+    return;
+  }
+  if (p.recompute != Recompute::kSelective) {
+    bad(F::kRecomputeModules,
+        fmt::format("recompute modules apply to selective recompute (Megatron-Core's "
+                    "recompute_granularity selective); expected recompute selective, got {}",
+                    to_string(p.recompute)));
+  }
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const RecomputeModule r = modules[i];
+    if (std::find(modules.begin(), modules.begin() + static_cast<std::ptrdiff_t>(i), r) !=
+        modules.begin() + static_cast<std::ptrdiff_t>(i)) {
+      bad(F::kRecomputeModules, fmt::format("{} is listed twice", to_string(r)));
+    }
+    if (r == RecomputeModule::kMlaUpProj && !m.mla) {
+      bad(F::kRecomputeModules, "mla_up_proj recomputes MLA's up-projections; the model has no "
+                                "multi-head latent attention");
+    }
+    if (r == RecomputeModule::kMoeAct && !m.moe) {
+      bad(F::kRecomputeModules, "moe_act recomputes the experts' activation; the model has no "
+                                "mixture of experts");
+    }
+    if (r == RecomputeModule::kMlp && m.moe && m.moe->first_dense_layers == 0) {
+      bad(F::kRecomputeModules, "mlp recomputes a dense layer's MLP; every layer of the model is "
+                                "a mixture of experts (Megatron-Core's \"moe\" module, not modelled)");
+    }
+  }
+}
+
+void check_recompute(const ModelConfig& m, const ParallelPlan& p) {
   if (p.recompute_num_layers < 0 ||
       (p.recompute_num_layers > 0 && p.recompute != Recompute::kFull)) {
     bad(F::kRecomputeNumLayers,
@@ -216,6 +251,7 @@ void check_recompute(const ParallelPlan& p) {
                     "full recompute applies to; expected a positive count with recompute full",
                     p.recompute_num_layers));
   }
+  check_recompute_modules(m, p);
   if (p.recompute == Recompute::kDots && p.attention == AttentionKernel::kNaive) {
     bad(F::kRecompute,
         "the dots policy saves matmul outputs, which with naive attention include "
@@ -304,7 +340,7 @@ void validate_split(const ModelConfig& model, const ParallelPlan& plan) {
   check_experts(model, plan);
   check_routing(model, plan);
   check_hsdp(plan);
-  check_recompute(plan);
+  check_recompute(model, plan);
 }
 
 void validate_plan(const ModelConfig& model, const ParallelPlan& plan) {
@@ -440,4 +476,16 @@ std::vector<int64_t> RankLayout::replica_group(int64_t r) const {
   return out;
 }
 
+bool recomputes(const ParallelPlan& plan, Recompute recompute, RecomputeModule module) {
+  if (recompute != Recompute::kSelective) {
+    return false;
+  }
+  if (plan.recompute_modules.empty()) {
+    return module == RecomputeModule::kCoreAttn;
+  }
+  return std::find(plan.recompute_modules.begin(), plan.recompute_modules.end(), module) !=
+         plan.recompute_modules.end();
+}
+
 }  // namespace meshsim::workloads
+

@@ -82,6 +82,20 @@ constexpr auto enum_names(Recompute) {
                                              {Recompute::kDots, "dots"},
                                              {Recompute::kDots, "minimal"}});
 }
+// Megatron-Core's recompute_modules under recompute_granularity "selective"
+// (megatron/core/transformer/transformer_config.py; its default is {core_attn}): each listed
+// module keeps its input and re-runs its forward in the backward. core_attn: the attention core
+// (materialised scores; a fused kernel recomputes them itself); mla_up_proj: MLA's Q and KV
+// up-projections, whose outputs core attention would otherwise keep (the latents stay); mlp: a
+// dense layer's MLP (MoE layers are the "moe" module); moe_act: the routed experts' activation
+// function (its output is dropped, the up-projections' output stays).
+enum class RecomputeModule { kCoreAttn, kMlaUpProj, kMlp, kMoeAct };
+constexpr auto enum_names(RecomputeModule) {
+  return std::to_array<EnumName<RecomputeModule>>({{RecomputeModule::kCoreAttn, "core_attn"},
+                                                   {RecomputeModule::kMlaUpProj, "mla_up_proj"},
+                                                   {RecomputeModule::kMlp, "mlp"},
+                                                   {RecomputeModule::kMoeAct, "moe_act"}});
+}
 enum class ZeroStage { kNone = 0, kOptimizerStates = 1, kGradients = 2, kParameters = 3 };
 
 // Bytes of model state per parameter (see training_memory.h).
@@ -148,6 +162,8 @@ struct ParallelPlan {
   // Full recompute only for the first N layers of each model chunk (Megatron's
   // --recompute-method block --recompute-num-layers N); the others keep their activations. 0: all.
   int64_t recompute_num_layers = 0;
+  // With selective recompute, the modules recomputed (empty: Megatron-Core's default, core_attn).
+  std::vector<RecomputeModule> recompute_modules;
   Dtype matmul_dtype = Dtype::kBf16;
   // Bytes per activation element: 2 in bf16 mixed precision (also with fp8 GEMMs), 4 when
   // training in fp32 or tf32. set_training_dtype keeps it consistent with matmul_dtype and state.
@@ -232,6 +248,9 @@ struct PlanLimits {
 // DP and the experts; the global batch a multiple of DP x MBS; microbatches x layers within
 // PlanLimits; the pipeline schedule's own rules (pipeline.h). Whether the degrees fit the cluster
 // is the composition root's check (workloads knows no hardware).
+// Whether selective recompute `recompute` under `plan` re-runs `module`'s forward (false for any
+// other recompute).
+bool recomputes(const ParallelPlan& plan, Recompute recompute, RecomputeModule module);
 void validate_plan(const ModelConfig& model, const ParallelPlan& plan);
 // Combinations meshsim simulates but no framework runs, or runs only with a caveat, each as one
 // sentence naming the frameworks (empty when there is none): reports print them, so that a plan
