@@ -217,6 +217,13 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
                    "Pipeline schedule: gpipe, 1f1b, interleaved, zb, zbv (with --vpp 2)");
   bind_plan(app, f, PlanField::kEp, &ParallelPlan::ep,
             "Expert-parallel degree (MoE; carved out of DP)");
+  bind_plan(app, f, PlanField::kEtp, &ParallelPlan::etp,
+            "Expert tensor-parallel degree, 1 or tp (MoE; default tp, as Megatron-Core); with 1, "
+            "EP is carved out of TP x CP x DP");
+  bind_plan_choice(app, f, PlanField::kMoeDispatcher, &ParallelPlan::moe_dispatcher,
+                   "MoE token dispatcher: alltoall (a copy per token and expert over the EP "
+                   "group), flex (Megatron's DeepEP/HybridEP: once per node over the network, "
+                   "then NVLink)");
   bind_plan(app, f, PlanField::kCapacityFactor, &ParallelPlan::capacity_factor,
             "MoE expert capacity factor");
   add_override(f,

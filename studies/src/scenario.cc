@@ -105,6 +105,8 @@ void read_plan(JsonObject& o, ParallelPlan& p) {
   r.field(PlanField::kVpp, &ParallelPlan::vpp, &J::positive_integer);
   r.choice(PlanField::kSchedule, &ParallelPlan::schedule);
   r.field(PlanField::kEp, &ParallelPlan::ep, &J::positive_integer);
+  r.field(PlanField::kEtp, &ParallelPlan::etp, &J::positive_integer);
+  r.choice(PlanField::kMoeDispatcher, &ParallelPlan::moe_dispatcher);
   r.field(PlanField::kCapacityFactor, &ParallelPlan::capacity_factor, &J::positive_number);
   r.field(
       PlanField::kMoeLoadSkew, [&](const std::string& k) { return o.number(k); },
@@ -378,6 +380,12 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
                       {"overlap_tp", p.overlap.tensor_parallel}};
   if (!cluster.torus_shape.empty()) {
     j["shape"] = cluster.torus_shape;
+  }
+  if (p.etp > 0) {  // echoed only when set: unset is tp
+    j["etp"] = p.etp;
+  }
+  if (p.moe_dispatcher != workloads::MoeDispatcher::kAllToAll) {
+    j["moe_dispatcher"] = to_string(p.moe_dispatcher);
   }
   if (cluster.slices > 1) {  // echoed only when set, as the keys below
     j["slices"] = cluster.slices;

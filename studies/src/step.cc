@@ -18,7 +18,9 @@
 
 namespace meshsim::studies {
 
-void check_plan(const LoadedScenario& l, const workloads::ParallelPlan& p) {
+void check_plan(const LoadedScenario& l, const workloads::ParallelPlan& given) {
+  workloads::ParallelPlan p = given;
+  p.node_ranks = l.cluster.scale_up_domain_size();  // what the flex dispatcher's hops need
   workloads::validate_plan(l.model, p);
   if (p.world() != l.cluster.device_count()) {
     throw workloads::PlanError(
@@ -263,6 +265,7 @@ StepReport simulate(const Scenario& given, const LoadedScenario& l, const StepOp
                     StepObserver* observer) {
   Scenario s = given;
   apply_stack_for(s.plan, l.cluster.chip);
+  s.plan.node_ranks = l.cluster.scale_up_domain_size();
   check_plan(l, s.plan);
   StepReport report = describe(s, l);
   const bool faulty = !s.faults.empty();

@@ -263,6 +263,25 @@ TEST(Symmetry, RepresentativeEqualsFullOnTheSharedNetwork) {
   }
 }
 
+// The flex dispatcher's two hops (issue 13): the rail groups across nodes and the EP ranks of a
+// node, on the shared network, load the links in representative mode as in full mode.
+TEST(Symmetry, FlexDispatcherRepresentativeEqualsFull) {
+  ParallelPlan p;
+  p.tp = 2;
+  p.sp = true;
+  p.dp = 8;
+  p.ep = 8;
+  p.gbs = 8;
+  p.seq = 1024;
+  p.moe_dispatcher = workloads::MoeDispatcher::kFlex;
+  p.node_ranks = 8;
+  const studies::CommOptions o;
+  const Outcome rep = simulate("mixtral-8x7b", p, SimulationMode::kRepresentative, o);
+  const Outcome full = simulate("mixtral-8x7b", p, SimulationMode::kFull, o);
+  EXPECT_LT(rep.plan.ranks.size(), full.plan.ranks.size());
+  EXPECT_EQ(rep.run.end, full.run.end);
+}
+
 TEST(Symmetry, ContextParallelRingRepresentativeEqualsFull) {
   ParallelPlan p;
   p.tp = 2;

@@ -194,6 +194,15 @@ TEST(PublishedMap, DeepSeekV3RunsWithItsPipelineLayout) {
   EXPECT_EQ(s.plan.stage_layers.back(), 0);
   EXPECT_EQ(s.plan.ep, 64);
   EXPECT_EQ(s.plan.dp, 64);
+  // expert_tensor_parallel_size=1 (BASE_DEEPSEEK_V3_CONFIG): EP 64 x ETP 1 x EDP 2 x PP 8.
+  EXPECT_EQ(s.plan.expert_tp(), 1);
+  EXPECT_EQ(s.plan.expert_grad_group(), 2);
+  EXPECT_EQ(s.plan.moe_tokens(), 4096 / 2);
+  // moe_flex_dispatcher_backend="hybridep" over DGX H100 nodes of 8; n_group 8, topk_group 4.
+  EXPECT_EQ(s.plan.moe_dispatcher, workloads::MoeDispatcher::kFlex);
+  EXPECT_EQ(s.plan.node_ranks, 8);
+  EXPECT_EQ(s.model.moe->routing_groups, 8);
+  EXPECT_EQ(s.model.moe->routing_group_topk, 4);
   ASSERT_TRUE(s.model.moe.has_value());
   EXPECT_EQ(s.model.moe->num_experts, 256);
   EXPECT_EQ(s.model.moe->first_dense_layers, 3);

@@ -112,11 +112,14 @@ void deepseek_v3(const PublishedRun& r, ModelConfig& m, std::vector<std::string>
   e.shared_expert_d_ff = e.expert_d_ff;
   e.first_dense_layers = 3;
   e.router_bias = true;
+  e.routing_groups = 8;      // n_group; Megatron-Bridge's provider: moe_router_num_groups 8
+  e.routing_group_topk = 4;  // topk_group; moe_router_group_topk 4
   m.moe = e;
   m.mtp_layers = 1;
   assumptions.push_back(
-      "DeepSeek-V3's MLA ranks, 1 shared expert, 3 dense first layers and 1 MTP module from "
-      "deepseek-ai/DeepSeek-V3 config.json (the record states the rest)");
+      "DeepSeek-V3's MLA ranks, 1 shared expert, 3 dense first layers, 1 MTP module and "
+      "group-limited routing (8 groups, 4 per token) from deepseek-ai/DeepSeek-V3 config.json "
+      "(the record states the rest)");
 }
 
 ModelConfig model_of(const PublishedRun& r, std::vector<std::string>& assumptions) {
@@ -306,6 +309,8 @@ topology::ClusterSpec cluster_of(const PublishedRun& r, const topology::Catalogu
 // 042641823051ce167c52b0ae289941a227c11535): the embedding and one layer, 30 virtual stages of two
 // layers, then the MTP module and the loss alone. The same config recomputes the modules
 // "mla_up_proj" and "mlp" (recompute_granularity selective; "mlp" covers the 3 dense layers).
+// Its base, BASE_DEEPSEEK_V3_CONFIG, sets expert_tensor_parallel_size=1; it dispatches with
+// moe_flex_dispatcher_backend "hybridep" and moe_a2a_overlap=False (no EP overlap).
 void deepseek_v3_pipeline(const PublishedRun& r, workloads::ParallelPlan& p,
                           std::vector<std::string>& assumptions) {
   if (p.pp != 8 || p.vpp != 4 || r.model.layers != 61) {
@@ -318,6 +323,8 @@ void deepseek_v3_pipeline(const PublishedRun& r, workloads::ParallelPlan& p,
   p.origins.set(workloads::PlanField::kStageLayers, Origin::file(r.id, "/parallelism"));
   p.ep = stated(r.parallelism.ep, "the expert-parallel degree");
   p.origins.set(workloads::PlanField::kEp, Origin::file(r.id, "/parallelism/ep"));
+  p.etp = 1;  // BASE_DEEPSEEK_V3_CONFIG: expert_tensor_parallel_size=1
+  p.moe_dispatcher = workloads::MoeDispatcher::kFlex;  // moe_flex_dispatcher_backend="hybridep"
   p.recompute = workloads::Recompute::kSelective;
   p.recompute_modules = {workloads::RecomputeModule::kMlaUpProj, workloads::RecomputeModule::kMlp};
   std::erase_if(assumptions, [](const std::string& a) {
@@ -325,7 +332,9 @@ void deepseek_v3_pipeline(const PublishedRun& r, workloads::ParallelPlan& p,
   });
   assumptions.push_back(
       "Megatron-Bridge's DeepSeek-V3 H100 config (deepseek_workload_base_configs.py @ 0426418): "
-      "pp_layout Et|(tt|)*30mL (1, 30 x 2, 0 layers per virtual stage), EP 64, selective "
+      "pp_layout Et|(tt|)*30mL (1, 30 x 2, 0 layers per virtual stage), EP 64, expert TP 1 (EP "
+      "carved out of TP x DP: 64 consecutive ranks), the flex dispatcher (HybridEP: once per "
+      "node over InfiniBand, then NVLink; no EP overlap, moe_a2a_overlap=False), selective "
       "recompute of the modules mla_up_proj and mlp");
 }
 
@@ -354,6 +363,7 @@ PublishedMapping map_published_run(const PublishedRun& run, const topology::Cata
           "attention and hidden dropout 0.1: Megatron-LM's defaults (megatron/arguments.py "
           "--attention-dropout, --hidden-dropout @ 6985e589), which examples/sc21 does not set");
     }
+    s.plan.node_ranks = s.cluster.scale_up_domain_size();  // the flex dispatcher's nodes
     workloads::validate_plan(s.model, s.plan);
     if (s.plan.world() != s.cluster.device_count()) {
       throw Unmappable(fmt::format("tp x cp x dp x pp = {} but the run used {} devices",

@@ -24,6 +24,7 @@ struct Dims {
   int64_t sb = 0;      // tokens of the rank's share of the microbatch, s/CP * b
   int64_t sb_rep = 0;  // tokens held by the rank for replicated-over-TP tensors (/t with SP)
   int64_t s = 0;       // sequence of a context-parallel rank, s/CP
+  int64_t sb_moe = 0;  // tokens the rank routes to experts (ParallelPlan::moe_tokens)
   int64_t b = 0;
   int64_t h = 0;
   int64_t head_dim = 0;
@@ -39,6 +40,7 @@ Dims make_dims(const ModelConfig& m, const ParallelPlan& p) {
   d.b = p.mbs;
   d.sb = tokens.per_rank;
   d.sb_rep = tokens.sequence;
+  d.sb_moe = p.moe_tokens();
   d.h = m.d_model;
   d.head_dim = m.head_dim;
   return d;
@@ -77,9 +79,11 @@ void add_mlp(const ModelConfig& m, const Dims& d, int64_t layer, LayerActivation
     return;
   }
   const int64_t copies = m.moe->experts_per_token;
-  const int64_t width = copies * d.w.expert_d_ff + d.w.shared_d_ff;
-  a.mlp_hidden = bytes_of({hidden_tensors, d.e, d.sb, width});
-  a.mlp_down_input = bytes_of({d.e, d.sb, width});
+  // Routed experts: k copies of the routed tokens at the expert's local width (the same product
+  // under etp == tp, s x f/TP, and etp 1, s/TP x f); shared experts: every token, split over TP.
+  const int64_t elements = copies * d.sb_moe * d.w.expert_d_ff + d.sb * d.w.shared_d_ff;
+  a.mlp_hidden = bytes_of({hidden_tensors, d.e, elements});
+  a.mlp_down_input = bytes_of({d.e, elements});
   a.router_logits = bytes_of({4, d.sb_rep, m.moe->num_experts});
   a.expert_inputs = bytes_of({copies, d.e, d.sb_rep, d.h});
   a.expert_outputs = a.expert_inputs;

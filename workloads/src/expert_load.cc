@@ -67,7 +67,7 @@ ExpertLoad expert_load(const ModelConfig& m, const ParallelPlan& plan, int64_t l
   SIM_CHECK(m.is_moe_layer(layer), "layer {} of {} is not an MoE layer", layer, m.name);
   const int64_t e = m.moe->num_experts;
   const int64_t k = m.moe->experts_per_token;
-  const int64_t tokens = plan.mbs * plan.seq / plan.cp;  // per rank per microbatch
+  const int64_t tokens = plan.moe_tokens();  // per rank per microbatch
   const int64_t local = e / plan.ep;
   ExpertLoad out;
   if (!plan.moe_load_skew) {

@@ -358,10 +358,23 @@ ModelConfig parse_hf_deepseek(HfReader& r, Architecture family) {
   r.read("topk_method");
   const bool noaux = r.obj().has("topk_method") && r.obj().raw("topk_method") == "noaux_tc";
   e.router_bias = noaux || (family == A::kDeepseekV3 && !r.obj().has("topk_method"));
+  // Group-limited routing: V2's group_limited_greedy and V3's noaux_tc (its default) pick the
+  // top-k inside the topk_group best of n_group groups (modeling_deepseek.py MoEGate); greedy
+  // (V2-Lite) ignores the groups.
+  const bool grouped = noaux || (family == A::kDeepseekV3 && !r.obj().has("topk_method")) ||
+                       (r.obj().has("topk_method") &&
+                        r.obj().raw("topk_method") == "group_limited_greedy");
+  const int64_t groups = r.positive_or("n_group", 1);
+  const int64_t group_topk = r.positive_or("topk_group", groups);
+  if (grouped) {
+    e.routing_groups = groups;
+    e.routing_group_topk = group_topk;
+  }
   m.moe = e;
   m.mtp_layers = r.non_negative_or("num_nextn_predict_layers", 0);
   ModelFieldNames f = hf_fields(r.obj());
   f.num_experts = r.obj().pointer() + "/n_routed_experts";
+  f.routing_groups = r.obj().pointer() + "/n_group";
   finish_model(r, m, true, f);
   return m;
 }
@@ -371,10 +384,7 @@ std::vector<std::string> hf_family_ignored(Architecture family) {
     case A::kDeepseekV2:
     case A::kDeepseekV3:
       return {"num_key_value_heads: MLA has one latent K/V per token",
-              "ep_size: an inference hint of the remote code; EP is the plan's",
-              "n_group: node-limited routing is not modelled; the all-to-all is sized as "
-              "unrestricted top-k",
-              "topk_group: node-limited routing is not modelled"};
+              "ep_size: an inference hint of the remote code; EP is the plan's"};
     case A::kGpt2:
       return {"n_ctx",
               "summary_activation",

@@ -102,8 +102,9 @@ class Items {
     gemm(name + ".dgrad", m, n, k, batch);
     wgrad(name, m, k, n, batch);
   }
-  void comm(std::string name, CommKind kind, CollectiveKind op, Bytes bytes, bool async = false) {
-    items_.push_back(CommSpec{std::move(name), kind, op, bytes, async});
+  void comm(std::string name, CommKind kind, CollectiveKind op, Bytes bytes, bool async = false,
+            std::optional<GroupSlot> slot = std::nullopt) {
+    items_.push_back(CommSpec{std::move(name), kind, op, bytes, async, slot});
   }
   void ring(RingSpec r) { items_.push_back(std::move(r)); }
   // FP8 runs (the linear layers' GEMMs in FP8): the recipe's cast of `elements` bf16 values to
@@ -220,6 +221,19 @@ ComputeWork attention_work(const LayerContext& c, const Dims& d, bool backward);
 // The MLP of the context's layer (layer_ops_mlp.cc): dense or MoE (router, shared experts,
 // dispatch, experts, combine), forward or backward, with its TP and EP communication.
 void mlp_items(Items& it, bool backward);
+// The flex dispatcher's route (moe_dispatch.cc): the EP group's ranks per node and nodes, and the
+// nodes one token's copies reach: the routing groups' bound, or uniform routing's expectation
+// when that is fewer.
+struct FlexRoute {
+  int64_t per_node = 1;
+  int64_t nodes = 1;
+  double node_copies = 1.0;
+};
+FlexRoute flex_route(const ModelConfig& model, const ParallelPlan& plan);
+// The EP exchange of `tokens` routed tokens (moe_dispatch.cc), towards the experts (dispatch and
+// the combine's gradient) or back; nothing without EP.
+void ep_exchange(Items& it, const std::string& name, bool to_experts, int64_t tokens,
+                 double exchange);
 // The dense MLP of a parallel block, without communication of its own.
 void parallel_mlp_items(Items& it, bool backward);
 // The forward activation function of the context's layer over its MLP width (the dots policy's

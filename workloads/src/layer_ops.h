@@ -36,6 +36,7 @@
 //    times the capacity factor.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -44,6 +45,7 @@
 #include "meshsim/workloads/model.h"
 #include "meshsim/workloads/parallel.h"
 #include "meshsim/workloads/partition.h"
+#include "slots.h"
 
 namespace meshsim::workloads::detail {
 
@@ -67,6 +69,8 @@ struct CommSpec {
   CollectiveKind op = CollectiveKind::kAllReduce;
   Bytes bytes;
   bool async = false;
+  // The group, when not the kind's own (the flex dispatcher's two hops).
+  std::optional<GroupSlot> slot = std::nullopt;
 };
 
 // Ring attention over the CP group: `chunk` runs `steps` times; before every chunk but the first,

@@ -11,6 +11,7 @@ namespace {
 bool eager(const LayerContext& c) { return c.plan.kernels == Kernels::kEager; }
 
 struct MoeDims {
+  int64_t tokens;   // tokens the rank routes (ParallelPlan::moe_tokens)
   int64_t rows;     // tokens per local expert GEMM
   int64_t batch;    // local experts
   int64_t routed;   // token-expert pairs on the rank
@@ -20,19 +21,25 @@ struct MoeDims {
 
 MoeDims moe_dims(const LayerContext& c, const Dims& d) {
   if (!c.model.is_moe_layer(c.layer)) {
-    return {d.tokens, 1, d.tokens, d.f, 1.0};
+    return {d.tokens, d.tokens, 1, d.tokens, d.f, 1.0};
   }
   // The partition's expert load (expert_load.h): rows of each local expert on the busiest EP
   // rank, and how much more than its balanced share that rank exchanges.
   const ExpertLoad& load = *c.stage.params.of(c.layer).load;
-  return {load.rows_per_expert, c.model.moe->num_experts / c.plan.ep,
-          d.tokens * c.model.moe->experts_per_token, c.stage.widths.expert_d_ff,
+  const int64_t tokens = c.plan.moe_tokens();
+  return {tokens,
+          load.rows_per_expert,
+          c.model.moe->num_experts / c.plan.ep,
+          tokens * c.model.moe->experts_per_token,
+          c.stage.widths.expert_d_ff,
           load.busiest_over_mean};
 }
 
 // The shared experts of an MoE layer: every token, the summed width of the shared experts split
-// over TP like a dense MLP; their partial outputs join the layer's TP reduction.
-void shared_expert_items(Items& it, bool backward) {
+// over TP like a dense MLP; their partial outputs join the layer's TP reduction. `gather`: the
+// routed experts do not gather the TP group's tokens (expert TP 1), so the shared experts do,
+// as Megatron-Core's SharedExpertMLP, a TP-parallel MLP, does under SP.
+void shared_expert_items(Items& it, bool backward, bool gather) {
   const LayerContext& c = it.context();
   const Dims& d = it.dims();
   const int64_t f = c.stage.widths.shared_d_ff;
@@ -43,7 +50,11 @@ void shared_expert_items(Items& it, bool backward) {
   // FP8: their input is the router's (cast once), the output gradient the routed experts' (cast
   // once); their own activations are cast as the dense MLP's.
   if (!backward) {
-    it.gemm("shared_up", d.tokens, d.h, up_n);
+    if (gather) {
+      it.column_gemm("mlp", "shared_up", d.tokens, d.h, up_n);
+    } else {
+      it.gemm("shared_up", d.tokens, d.h, up_n);
+    }
     activation_items(it, d.tokens * f, false);
     it.fp8_cast("shared_down.input", d.tokens * f);
     it.gemm("shared_down", d.tokens, f, d.h);
@@ -52,12 +63,30 @@ void shared_expert_items(Items& it, bool backward) {
   it.gemm_bwd("shared_down", d.tokens, f, d.h);
   activation_items(it, d.tokens * f, true);
   it.fp8_cast("shared_up.grad_output", d.tokens * up_n);
-  it.gemm_bwd("shared_up", d.tokens, d.h, up_n);
+  if (gather) {
+    it.column_bwd("shared_up", d.tokens, d.h, up_n);
+  } else {
+    it.gemm_bwd("shared_up", d.tokens, d.h, up_n);
+  }
 }
 
 // Router outputs: one score per expert, and Qwen2-MoE's shared-expert gate.
 int64_t router_outputs(const ModelConfig& m) {
   return m.moe->num_experts + (m.moe->num_shared_experts > 0 && m.moe->shared_expert_gate ? 1 : 0);
+}
+
+// The MoE layer's entry: the router, on the TP group's gathered tokens (experts split over TP) or
+// the rank's own `tokens` (expert TP 1), and the shared experts.
+void moe_entry(Items& it, int64_t tokens) {
+  const LayerContext& c = it.context();
+  const Dims& d = it.dims();
+  const bool tp_split = c.plan.experts_tp_split();
+  if (tp_split) {
+    it.column_gemm("mlp", "router", d.tokens, d.h, router_outputs(c.model));
+  } else {
+    it.gemm("router", tokens, d.h, router_outputs(c.model));
+  }
+  shared_expert_items(it, false, !tp_split);
 }
 
 }  // namespace
@@ -83,6 +112,8 @@ void mlp_items(Items& it, bool backward) {
   const bool moe = m.is_moe_layer(c.layer);
   const bool gated = is_gated(m.mlp);
   const MoeDims md = moe_dims(c, d);
+  // Expert TP 1: only the shared experts (if any) enter and leave the TP group.
+  const bool tp_moe = c.plan.experts_tp_split() || c.stage.widths.shared_d_ff > 0;
   const int64_t up_n = gated ? 2 * md.f : md.f;
   const int64_t act_el = md.rows * md.batch * md.f;
   // The all-to-all finishes with its busiest receiver: sized by its share (1 when balanced).
@@ -91,9 +122,9 @@ void mlp_items(Items& it, bool backward) {
   const Bytes routed_bytes = Bytes::of(routed * d.h * c.plan.activation_bytes);
   const ComputeWork permute =
       memory_bound(OpClass::kCopy, 0.0, routed * d.h, 2 * routed_bytes.count());
-  auto a2a = [&](const std::string& name) {
+  auto a2a = [&](const std::string& name, bool to_experts) {
     if (moe && c.plan.ep > 1) {
-      it.comm(name, CommKind::kExpert, CollectiveKind::kAllToAll, routed_bytes);
+      ep_exchange(it, name, to_experts, md.tokens, md.exchange);
     }
   };
   const char* up = gated ? "mlp_up" : "fc1";
@@ -105,10 +136,9 @@ void mlp_items(Items& it, bool backward) {
       it.fp8_cast(std::string(up) + ".input", d.sp_tokens * d.h);
     }
     if (moe) {
-      it.column_gemm("mlp", "router", d.tokens, d.h, router_outputs(m));
-      shared_expert_items(it, false);
+      moe_entry(it, md.tokens);
       it.kernel("dispatch", permute);
-      a2a("dispatch.ep_alltoall");
+      a2a("dispatch", true);
       it.gemm(up, md.rows, d.h, up_n, md.batch);
     } else {
       it.column_gemm("mlp", up, md.rows, d.h, up_n, md.batch);
@@ -117,9 +147,11 @@ void mlp_items(Items& it, bool backward) {
     it.fp8_cast(std::string(down) + ".input", act_el);
     if (moe) {
       it.gemm(down, md.rows, md.f, d.h, md.batch);
-      a2a("combine.ep_alltoall");
+      a2a("combine", false);
       it.kernel("combine", permute);
-      it.tp_exit("mlp");
+      if (tp_moe) {
+        it.tp_exit("mlp");
+      }
     } else {
       it.row_gemm(down, "mlp", md.rows, md.f, d.h, md.batch);
     }
@@ -127,10 +159,12 @@ void mlp_items(Items& it, bool backward) {
   }
   it.fp8_cast(std::string(down) + ".grad_output", d.sp_tokens * d.h);
   if (moe) {
-    it.tp_gather_grad("mlp.bwd");
-    shared_expert_items(it, true);
+    if (tp_moe) {
+      it.tp_gather_grad("mlp.bwd");
+    }
+    shared_expert_items(it, true, !c.plan.experts_tp_split());
     it.kernel("combine.bwd", permute);
-    a2a("combine.bwd.ep_alltoall");
+    a2a("combine.bwd", true);
     it.gemm_bwd(down, md.rows, md.f, d.h, md.batch);
   } else {
     it.row_gemm_bwd("mlp.bwd", down, md.rows, md.f, d.h, md.batch);
@@ -142,9 +176,9 @@ void mlp_items(Items& it, bool backward) {
   it.fp8_cast(std::string(up) + ".grad_output", md.rows * md.batch * up_n);
   it.column_bwd(up, md.rows, d.h, up_n, md.batch);
   if (moe) {
-    a2a("dispatch.bwd.ep_alltoall");
+    a2a("dispatch.bwd", false);
     it.kernel("dispatch.bwd", permute);
-    it.gemm_bwd("router", d.tokens, d.h, router_outputs(m));
+    it.gemm_bwd("router", md.tokens, d.h, router_outputs(m));
   }
 }
 

@@ -68,6 +68,15 @@ void validate_moe(const ModelConfig& m, const std::string& source, const ModelFi
                                  e.num_shared_experts, e.shared_expert_d_ff, ModelLimits::kExperts,
                                  ModelLimits::kDff));
   }
+  const int64_t g = e.routing_groups;
+  const int64_t per_token = e.routing_group_topk;
+  if (g < 1 || g > e.num_experts || e.num_experts % g != 0 || per_token < 1 || per_token > g ||
+      per_token * (e.num_experts / g) < e.experts_per_token) {
+    throw InputError(source, f.routing_groups,
+                     fmt::format("{} routing groups, {} per token: expected groups dividing the {} "
+                                 "experts and 1 <= per token <= groups, with room for the top-{}",
+                                 g, per_token, e.num_experts, e.experts_per_token));
+  }
   if (e.first_dense_layers < 0 || e.first_dense_layers >= m.num_layers) {
     throw InputError(source, f.first_dense_layers,
                      fmt::format("{} dense layers first of {}; expected 0 <= k < num_layers",
@@ -309,6 +318,9 @@ MoeConfig parse_moe(JsonObject& moe, int64_t d_ff) {
   e.router_bias = opt_bool(moe, "router_bias").value_or(false);
   e.first_dense_layers =
       opt(moe, "first_dense_layers", &JsonObject::non_negative_integer).value_or(0);
+  e.routing_groups = opt(moe, "routing_groups", &JsonObject::positive_integer).value_or(1);
+  e.routing_group_topk =
+      opt(moe, "routing_group_topk", &JsonObject::positive_integer).value_or(e.routing_groups);
   moe.finish();
   return e;
 }

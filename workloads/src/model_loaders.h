@@ -31,6 +31,7 @@ struct ModelFieldNames {
   std::string expert_d_ff = "/moe/expert_d_ff";
   std::string shared_experts = "/moe/num_shared_experts";
   std::string first_dense_layers = "/moe/first_dense_layers";
+  std::string routing_groups = "/moe/routing_groups";
   std::string mla = "/mla";
   std::string sliding_window = "/sliding_window";
   std::string norms_per_layer = "/norms_per_layer";

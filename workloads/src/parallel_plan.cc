@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 #include <string>
 
@@ -191,7 +192,52 @@ void check_pipeline(const ModelConfig& m, const ParallelPlan& p) {
   }
 }
 
+// Expert TP (Megatron-Core's expert_tensor_parallel_size): 1 or tp. Megatron-LM asserts SP
+// when TP and EP are combined (training/arguments.py: "When using expert parallelism and tensor
+// parallelism, sequence parallelism must be used"); with etp 1 the router sees each rank's s/TP
+// tokens, which only SP gives.
+void check_expert_tp(const ModelConfig& m, const ParallelPlan& p) {
+  if (p.etp == 0) {
+    return;
+  }
+  if (p.etp != 1 && p.etp != p.tp) {
+    bad(F::kEtp, fmt::format("expert tensor parallel {} is neither 1 nor tp {}: only those are "
+                             "modelled", p.etp, p.tp));
+  }
+  if (!m.moe) {
+    bad(F::kEtp, fmt::format("expert tensor parallelism needs a mixture-of-experts model; {} is "
+                             "dense", m.name));
+  }
+  if (!p.experts_tp_split() && !p.sp) {
+    bad(F::kEtp, fmt::format("expert TP 1 under tp {} routes each rank's s/TP tokens, which needs "
+                             "sequence parallelism (as Megatron-LM asserts); expected sp",
+                             p.tp));
+  }
+}
+
+// The flex dispatcher sends a token once per node: it needs the node size, and nodes holding
+// the same number of the EP group's ranks (as every layout meshsim builds on whole nodes does).
+void check_dispatcher(const ParallelPlan& p) {
+  if (p.moe_dispatcher != MoeDispatcher::kFlex || p.ep == 1) {
+    return;
+  }
+  if (p.node_ranks <= 0) {
+    bad(F::kMoeDispatcher, "the flex dispatcher needs the ranks per node, which the cluster "
+                           "gives; none was set");
+  }
+  const RankLayout layout(p);
+  const auto ep = static_cast<int64_t>(layout.expert_group(0).size());
+  const auto per_node = static_cast<int64_t>(layout.expert_node_group(0).size());
+  if (ep % per_node != 0 ||
+      static_cast<int64_t>(layout.expert_rail_group(0).size()) != ep / per_node) {
+    bad(F::kMoeDispatcher, fmt::format("the EP group of {} ranks does not spread evenly over "
+                                       "nodes of {} ranks; the flex dispatcher is not modelled "
+                                       "there", ep, p.node_ranks));
+  }
+}
+
 void check_experts(const ModelConfig& m, const ParallelPlan& p) {
+  check_expert_tp(m, p);
   if (p.ep == 1) {
     return;
   }
@@ -199,14 +245,19 @@ void check_experts(const ModelConfig& m, const ParallelPlan& p) {
     bad(F::kEp, fmt::format("expert parallelism needs a mixture-of-experts model; {} is dense",
                             m.name));
   }
-  if (p.dp % p.ep != 0) {
+  if (p.experts_tp_split() && p.dp % p.ep != 0) {
     bad(F::kEp, fmt::format("expert parallel {} is carved out of data parallel {}; it must "
                             "divide it", p.ep, p.dp));
+  }
+  if (!p.experts_tp_split() && (p.tp * p.cp * p.dp) % p.ep != 0) {
+    bad(F::kEp, fmt::format("with expert TP 1, expert parallel {} is carved out of tp {} x cp {} "
+                            "x dp {}; it must divide it", p.ep, p.tp, p.cp, p.dp));
   }
   if (m.moe->num_experts % p.ep != 0) {
     bad(F::kEp, fmt::format("expert parallel {} does not divide the {} experts", p.ep,
                             m.moe->num_experts));
   }
+  check_dispatcher(p);
 }
 
 // Megatron-Core checks its recompute_modules against the model the same way (a module the layers
@@ -382,7 +433,11 @@ std::vector<std::string> plan_caveats(const ModelConfig& m, const ParallelPlan& 
 }
 
 RankLayout::RankLayout(const ParallelPlan& plan)
-    : ep_(plan.ep), fsdp_(plan.fsdp), world_(plan.world()) {
+    : ep_(plan.ep),
+      experts_tp_split_(plan.experts_tp_split()),
+      node_ranks_(plan.moe_dispatcher == MoeDispatcher::kFlex ? plan.node_ranks : 0),
+      fsdp_(plan.fsdp),
+      world_(plan.world()) {
   std::array<int64_t, kNumAxes> degree{};
   degree[static_cast<size_t>(Axis::kTensor)] = plan.tp;
   degree[static_cast<size_t>(Axis::kContext)] = plan.cp;
@@ -429,22 +484,6 @@ std::vector<int64_t> RankLayout::dp_cp_group(int64_t r) const {
     out.insert(out.end(), cps.begin(), cps.end());
   }
   std::sort(out.begin(), out.end());
-  return out;
-}
-
-std::vector<int64_t> RankLayout::expert_group(int64_t r) const {
-  const std::vector<int64_t> dp = group_along(r, Axis::kData);
-  const int64_t block = coords(r).dp / ep_;
-  return {dp.begin() + block * ep_, dp.begin() + (block + 1) * ep_};
-}
-
-std::vector<int64_t> RankLayout::expert_dp_group(int64_t r) const {
-  const std::vector<int64_t> dp = group_along(r, Axis::kData);
-  const int64_t pos = coords(r).dp % ep_;
-  std::vector<int64_t> out;
-  for (size_t k = static_cast<size_t>(pos); k < dp.size(); k += static_cast<size_t>(ep_)) {
-    out.push_back(dp[k]);
-  }
   return out;
 }
 

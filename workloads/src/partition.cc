@@ -224,7 +224,7 @@ ShardWidths shard_widths(const ModelConfig& m, const ParallelPlan& p) {
   w.kv_heads = m.num_kv_heads % t == 0 ? m.num_kv_heads / t : 1;
   w.d_ff = m.d_ff / t;
   if (m.moe) {
-    w.expert_d_ff = m.moe->expert_d_ff / t;
+    w.expert_d_ff = m.moe->expert_d_ff / p.expert_tp();
     w.shared_d_ff = m.moe->num_shared_experts * m.moe->shared_expert_d_ff / t;
   }
   w.vocab = (m.vocab_size + t - 1) / t;

@@ -15,8 +15,17 @@
 
 namespace meshsim::workloads::detail {
 
-enum class GroupSlot : uint16_t { kTensor, kData, kExpert, kExpertData, kShard, kReplica };
-inline constexpr size_t kNumGroupSlots = 6;
+enum class GroupSlot : uint16_t {
+  kTensor,
+  kData,
+  kExpert,
+  kExpertData,
+  kShard,
+  kReplica,
+  kExpertRail,
+  kExpertNode
+};
+inline constexpr size_t kNumGroupSlots = 8;
 
 struct GroupSlotInfo {
   GroupSlot slot;
@@ -40,6 +49,12 @@ inline constexpr std::array<GroupSlotInfo, kNumGroupSlots> kGroupSlots = {{
      [](const RankLayout& l, int64_t r) { return l.shard_group(r); }},
     {GroupSlot::kReplica, CommKind::kData,
      [](const RankLayout& l, int64_t r) { return l.replica_group(r); }},
+    // The flex dispatcher's network and NVLink hops (the EP group itself otherwise, so that they
+    // add no groups).
+    {GroupSlot::kExpertRail, CommKind::kExpert,
+     [](const RankLayout& l, int64_t r) { return l.expert_rail_group(r); }},
+    {GroupSlot::kExpertNode, CommKind::kExpert,
+     [](const RankLayout& l, int64_t r) { return l.expert_node_group(r); }},
 }};
 
 enum class PeerSlot : uint16_t { kPipelineNext, kPipelinePrevious, kContextNext, kContextPrevious };

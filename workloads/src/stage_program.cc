@@ -91,7 +91,7 @@ OpId StageBuilder::p2p(const Scope& scope, const std::string& name, bool send, P
 }
 
 void StageBuilder::emit_comm(const Scope& scope, const CommSpec& c) {
-  const OpId id = collective(scope, c.name, c.kind, c.op, c.bytes, !c.async);
+  const OpId id = collective(scope, c.name, c.kind, c.op, c.bytes, !c.async, c.slot);
   if (c.async) {
     stream_.second_waits_for(id);
   }

@@ -23,7 +23,8 @@ TrainingMemory training_memory(const StagePartition& s, const ParallelPlan& plan
   }
   const StageParameters& p = s.params;
   const int64_t dp = plan.zero_shard_group();
-  const int64_t expert_dp = plan.dense_grad_group() / plan.ep;
+  const int64_t expert_dp =
+      plan.experts_tp_split() ? plan.dense_grad_group() / plan.ep : plan.expert_grad_group();
   const int zero = static_cast<int>(plan.zero);
   const auto state = [&](int64_t bytes_per_param, int from_stage) {
     const bool sharded = zero >= from_stage;

@@ -38,7 +38,7 @@
 //   v_head_dim}, mtp_layers (0),
 //   moe: {num_experts, experts_per_token, expert_d_ff (= d_ff), num_shared_experts (0),
 //   shared_expert_d_ff (each shared expert's width; = expert_d_ff), shared_expert_gate (false),
-//   router_bias (false), first_dense_layers (0)}.
+//   router_bias (false), first_dense_layers (0), routing_groups (1), routing_group_topk (1)}.
 #pragma once
 
 #include <cstdint>
@@ -135,6 +135,13 @@ struct MoeConfig {
   bool shared_expert_gate = false;  // Qwen2-MoE: sigmoid(Linear(d, 1)) scales the shared expert
   bool router_bias = false;         // DeepSeek-V3 noaux_tc: an E-vector added to the scores
   int64_t first_dense_layers = 0;   // layers [0, k) have a dense MLP of width d_ff
+  // Group-limited routing (DeepSeek-V2 group_limited_greedy, V3 noaux_tc; HF n_group and
+  // topk_group; Megatron-Core moe_router_num_groups, moe_router_group_topk): the experts fall in
+  // `routing_groups` equal groups and a token's top-k lie in `routing_group_topk` of them. With
+  // groups placed on nodes (DeepSeek-V3: 8 groups, 4 per token, "each token will be sent to at most
+  // 4 nodes", Liu et al. 2024, Sec. 2.1.2) it bounds the nodes a token's copies cross to.
+  int64_t routing_groups = 1;
+  int64_t routing_group_topk = 1;
 };
 
 // Multi-head latent attention (DeepSeek-V2, Liu et al. 2024, Sec. 2.1): Q through a rank

@@ -12,7 +12,10 @@
 // tp, cp, dp, pp: ranks 0..TP-1 form the first TP group (one node), consecutive TP groups form a
 // CP group, and so on; DP groups then stride over nodes and PP stages are the outermost blocks.
 // The EP group of a rank is EP consecutive DP indices; the expert-data-parallel group the DP
-// indices with the same position in their EP block.
+// indices with the same position in their EP block. With expert TP 1 (etp, below) the EP group
+// is EP consecutive ranks of the rank's pipeline stage (Megatron-Core's expert rank generator,
+// order tp-ep-dp-pp with tp = etp = 1), the expert-data-parallel group the stage's ranks with the
+// same position in their EP block.
 #pragma once
 
 #include <array>
@@ -98,6 +101,21 @@ constexpr auto enum_names(RecomputeModule) {
 }
 enum class ZeroStage { kNone = 0, kOptimizerStates = 1, kGradients = 2, kParameters = 3 };
 
+// How MoE tokens reach their experts. kAllToAll: one all-to-all over the EP group, a copy per
+// (token, expert) pair (Megatron-Core's alltoall dispatcher). kFlex: Megatron-Core's flex
+// dispatcher (moe_token_dispatcher_type "flex", backends DeepEP and HybridEP): a token crosses
+// the network once per destination node, to the GPU of the same local index (DeepEP's internode
+// kernels: one RDMA copy per node, then NVLink forwarding to the GPUs of its experts), so the
+// network carries at most min(k, nodes, the routing groups' bound) copies of it and NVLink the
+// k. Both dispatch in 16 bits: Megatron-Core's HybridEP path has "fp8_dispatch = False # Currently,
+// we do not support fp8 dispatch" and its DeepEP path sends the bf16 hidden states
+// (megatron/core/transformer/moe/fused_a2a.py @ 02ad939b).
+enum class MoeDispatcher : uint8_t { kAllToAll, kFlex };
+constexpr auto enum_names(MoeDispatcher) {
+  return std::to_array<EnumName<MoeDispatcher>>(
+      {{MoeDispatcher::kAllToAll, "alltoall"}, {MoeDispatcher::kFlex, "flex"}});
+}
+
 // Bytes of model state per parameter (see training_memory.h).
 struct ModelStateBytes {
   int64_t weight = 2;
@@ -155,6 +173,18 @@ struct ParallelPlan {
   int64_t vpp = 1;
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   int64_t ep = 1;
+  // Expert tensor parallelism (Megatron-Core's expert_tensor_parallel_size): the TP degree of the
+  // routed experts, 1 or tp. 0 (unset) is tp, Megatron-Core's default (ModelParallelConfig:
+  // "If None, will be set to tensor_model_parallel_size"). With etp == tp the experts are split
+  // over the TP group and see its gathered tokens, and EP is carved out of DP; with etp 1 (and
+  // SP) each rank routes its own s/TP tokens to whole experts, and EP is carved out of
+  // TP x CP x DP (EP x ETP x EDP x PP = world, parallel_state.py's expert rank generator).
+  int64_t etp = 0;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
+  // Ranks per node (the scale-up domain: NVSwitch box, NVL72 rack), rank r on node r / node_ranks:
+  // set by the composition root from the cluster (workloads knows no hardware); the flex
+  // dispatcher needs it. 0: unknown.
+  int64_t node_ranks = 0;
   int64_t mbs = 1;
   int64_t gbs = 1;
   int64_t seq = 0;
@@ -218,7 +248,17 @@ struct ParallelPlan {
   int64_t zero_shard_group() const { return (fsdp > 0 ? fsdp : dp) * cp; }
   // Replicas of the sharded state (HSDP), whose gradients are all-reduced across: dp / fsdp.
   int64_t zero_replicas() const { return fsdp > 0 ? dp / fsdp : 1; }
-  int64_t expert_grad_group() const { return dp / ep; }
+  int64_t expert_tp() const { return etp > 0 ? etp : tp; }
+  // Tokens one rank routes per microbatch: its CP chunk (gathered over TP when etp == tp), or
+  // with etp 1 its s/TP sequence-parallel share.
+  int64_t moe_tokens() const {
+    const int64_t chunk = mbs * seq / cp;
+    return experts_tp_split() ? chunk : chunk / tp;
+  }
+  // Whether the routed experts are split over TP (etp == tp) rather than whole on each rank.
+  bool experts_tp_split() const { return expert_tp() == tp; }
+  // Ranks holding the same experts: DP / EP, or with etp 1 (and TP > 1) TP x CP x DP / EP.
+  int64_t expert_grad_group() const { return experts_tp_split() ? dp / ep : tp * cp * dp / ep; }
 };
 
 // Upper bounds on a plan, checked with its other rules (validate_plan, validate_sharding); each
@@ -285,6 +325,11 @@ class RankLayout {
   std::vector<int64_t> dp_cp_group(int64_t rank) const;
   std::vector<int64_t> expert_group(int64_t rank) const;       // EP consecutive DP indices
   std::vector<int64_t> expert_dp_group(int64_t rank) const;    // same EP position, other blocks
+  // The flex dispatcher's two hops (plan.node_ranks nodes; the EP group itself under the
+  // all-to-all dispatcher or without node_ranks): the EP group's ranks of the same local index
+  // on every node it spans (the network hop), and its ranks on the rank's node (NVLink).
+  std::vector<int64_t> expert_rail_group(int64_t rank) const;
+  std::vector<int64_t> expert_node_group(int64_t rank) const;
   // HSDP (plan.fsdp > 0): the ZeRO shard group, fsdp consecutive DP indices (x CP), and the
   // replica group, the ranks at the same position of the other shard groups. Without HSDP both
   // are the DP x CP group (ZeRO shards over all of it, and there is no replica group).
@@ -294,7 +339,11 @@ class RankLayout {
  private:
   std::array<int64_t, kNumAxes> size_{};
   std::array<int64_t, kNumAxes> stride_{};
+  // The ranks an EP group is carved from, in order: the DP group, or with etp 1 the stage's.
+  std::vector<int64_t> expert_pool(int64_t rank) const;
   int64_t ep_ = 1;
+  bool experts_tp_split_ = true;
+  int64_t node_ranks_ = 0;  // 0: the flex hops are the EP group
   int64_t fsdp_ = 0;
   int64_t world_ = 1;
 };
