@@ -203,8 +203,7 @@ std::vector<ParallelPlan> enumerate_plans(const LoadedScenario& l, const Paralle
       // The plan as simulate_step runs it: its software stack's kernels for this chip (the
       // bound, the memory pruning and the table see the same plan).
       ParallelPlan q = p;
-      apply_stack_for(q, l.cluster.chip);
-      q.node_ranks = l.cluster.scale_up_domain_size();
+      bind_to_cluster(q, l.cluster);
       check_plan(l, q);
       out.push_back(std::move(q));
     } catch (const workloads::PlanError& e) {

@@ -348,6 +348,14 @@ topology::ClusterSpec load_cluster(const Scenario& s) {
   return topology::override_fabric(std::move(c), fabric_overrides(s.fabric));
 }
 
+std::vector<std::string> recompute_module_names(const workloads::ParallelPlan& p) {
+  std::vector<std::string> names;
+  for (const workloads::RecomputeModule m : p.recompute_modules) {
+    names.emplace_back(to_string(m));
+  }
+  return names;
+}
+
 nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& cluster) {
   const workloads::ParallelPlan& p = s.plan;
   nlohmann::json j = {{"model", s.model},
@@ -403,11 +411,7 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
     j["recompute_num_layers"] = p.recompute_num_layers;
   }
   if (!p.recompute_modules.empty()) {
-    std::vector<std::string> names;
-    for (const workloads::RecomputeModule m : p.recompute_modules) {
-      names.emplace_back(to_string(m));
-    }
-    j["recompute_modules"] = names;
+    j["recompute_modules"] = recompute_module_names(p);
   }
   if (p.moe_load_skew) {  // echoed only when set: balanced routing reports as before
     j["moe_load_skew"] = *p.moe_load_skew;

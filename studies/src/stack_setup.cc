@@ -67,4 +67,9 @@ void apply_stack_for(workloads::ParallelPlan& plan, const topology::Chip& chip) 
   }
 }
 
+void bind_to_cluster(workloads::ParallelPlan& plan, const topology::ClusterSpec& cluster) {
+  apply_stack_for(plan, cluster.chip);
+  plan.node_ranks = cluster.scale_up_domain_size();
+}
+
 }  // namespace meshsim::studies

@@ -60,11 +60,8 @@ std::string describe_recompute(const workloads::ParallelPlan& p) {
   if (p.recompute_modules.empty()) {
     return std::string(to_string(p.recompute));
   }
-  std::vector<std::string> names;
-  for (const workloads::RecomputeModule m : p.recompute_modules) {
-    names.emplace_back(to_string(m));
-  }
-  return fmt::format("{} ({})", to_string(p.recompute), fmt::join(names, ", "));
+  return fmt::format("{} ({})", to_string(p.recompute),
+                     fmt::join(recompute_module_names(p), ", "));
 }
 
 }  // namespace
@@ -264,8 +261,7 @@ FaultEffect compare_with_nominal(const Scenario& s, const LoadedScenario& l,
 StepReport simulate(const Scenario& given, const LoadedScenario& l, const StepOptions& options,
                     StepObserver* observer) {
   Scenario s = given;
-  apply_stack_for(s.plan, l.cluster.chip);
-  s.plan.node_ranks = l.cluster.scale_up_domain_size();
+  bind_to_cluster(s.plan, l.cluster);
   check_plan(l, s.plan);
   StepReport report = describe(s, l);
   const bool faulty = !s.faults.empty();

@@ -161,9 +161,10 @@ void latent_norm(Items& it, const std::string& name, int64_t width, bool backwar
 // norms are fused into the up-projections as the layer norm is into QKV (Megatron-Core's MLA
 // spec: TELayerNormColumnParallelLinear for linear_q_up_proj and linear_kv_up_proj), so their
 // casts follow the same rule.
-void latent_up(Items& it, const std::string& name, int64_t width, int64_t n) {
+void latent_up(Items& it, const std::string& norm, const std::string& name, int64_t width,
+               int64_t n) {
   const Dims& d = it.dims();
-  latent_norm(it, name == "q_up" ? "q_latent_norm" : "kv_latent_norm", width, false);
+  latent_norm(it, norm, width, false);
   if (!it.norm_casts_fp8()) {
     it.fp8_cast(name + ".input", d.tokens * width);
   }
@@ -175,12 +176,12 @@ void mla_forward(Items& it) {
   const MlaConfig& a = *it.context().model.mla;
   if (a.q_lora_rank > 0) {
     it.column_gemm("qkv", "q_down", d.tokens, d.h, a.q_lora_rank);
-    latent_up(it, "q_up", a.q_lora_rank, d.q);
+    latent_up(it, "q_latent_norm", "q_up", a.q_lora_rank, d.q);
   } else {
     it.column_gemm("qkv", "q_proj", d.tokens, d.h, d.q);
   }
   it.gemm("kv_down", d.tokens, d.h, a.kv_lora_rank + a.qk_rope_head_dim);
-  latent_up(it, "kv_up", a.kv_lora_rank, d.heads * a.qk_nope_head_dim + d.v);
+  latent_up(it, "kv_latent_norm", "kv_up", a.kv_lora_rank, d.heads * a.qk_nope_head_dim + d.v);
 }
 
 // Megatron-Core's mla_up_proj recompute (MultiLatentAttention's qkv_up_proj_and_rope_apply under
@@ -190,11 +191,11 @@ void mla_up_recompute(Items& it) {
   const Dims& d = it.dims();
   const MlaConfig& a = *it.context().model.mla;
   if (a.q_lora_rank > 0) {
-    latent_up(it, "q_up", a.q_lora_rank, d.q);
+    latent_up(it, "q_latent_norm", "q_up", a.q_lora_rank, d.q);
   } else {
     it.column_gemm("qkv", "q_proj", d.tokens, d.h, d.q);
   }
-  latent_up(it, "kv_up", a.kv_lora_rank, d.heads * a.qk_nope_head_dim + d.v);
+  latent_up(it, "kv_latent_norm", "kv_up", a.kv_lora_rank, d.heads * a.qk_nope_head_dim + d.v);
   rope_items(it, false);
 }
 

@@ -127,7 +127,7 @@ std::string no_plan_reason(const SearchResult& r);
 using ProgressFn = std::function<void(std::string_view phase, int64_t done, int64_t total)>;
 
 // The plans of the search space that pass validate_plan and the device count, each with its
-// software stack applied for the cluster's chip (apply_stack_for, as simulate_step does), in
+// plan bound to the cluster (bind_to_cluster: its stack and ranks per node, as simulate_step), in
 // enumeration order, with the count of invalid ones by field (exposed for tests).
 std::vector<workloads::ParallelPlan> enumerate_plans(const LoadedScenario& loaded,
                                                      const workloads::ParallelPlan& base,

@@ -139,4 +139,8 @@ std::vector<int64_t> parse_shape(const std::string& text);
 // The scenario as echoed in reports and trace metadata.
 nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& cluster);
 
+// The plan's recompute modules by their Megatron-Core names, in the plan's order (as the scenario
+// JSON and the report's plan line write them).
+std::vector<std::string> recompute_module_names(const workloads::ParallelPlan& p);
+
 }  // namespace meshsim::studies

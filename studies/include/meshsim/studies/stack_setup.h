@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "meshsim/topology/chip.h"
+#include "meshsim/topology/cluster.h"
 #include "meshsim/workloads/parallel.h"
 #include "meshsim/workloads/stack.h"
 
@@ -22,5 +23,10 @@ std::optional<workloads::DeviceFamily> device_family(const topology::Chip& chip)
 // the plan as given (no stack; naming one is an error). Throws workloads::PlanError on kStack or
 // kAttention; the edge locates it where the field came from.
 void apply_stack_for(workloads::ParallelPlan& plan, const topology::Chip& chip);
+
+// The plan as `cluster` runs it: the stack applied for its chip (apply_stack_for) and its ranks
+// per node (node_ranks: the scale-up domain, which the flex MoE dispatcher's hops follow).
+// simulate_step and the plan search both run plans through this one function.
+void bind_to_cluster(workloads::ParallelPlan& plan, const topology::ClusterSpec& cluster);
 
 }  // namespace meshsim::studies

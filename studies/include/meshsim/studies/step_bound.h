@@ -62,8 +62,8 @@ class StepLowerBound {
                  collectives::NetworkCommModel* comm = nullptr);
   ~StepLowerBound();
 
-  // The bound for a plan that passed workloads::validate_plan, its software stack applied for the
-  // cluster's chip (apply_stack_for, as simulate_step and enumerate_plans do).
+  // The bound for a plan that passed workloads::validate_plan, bound to the cluster
+  // (bind_to_cluster: its stack and ranks per node, as simulate_step and enumerate_plans do).
   Duration operator()(const workloads::ParallelPlan& plan);
   // Probes built so far (each costs one two-layer stage program).
   size_t probes() const { return cache_.size(); }
