@@ -182,9 +182,7 @@ studies::GoodputModel goodput_model(const studies::StepReport& r,
   return m;
 }
 
-namespace {
-
-std::string span(double seconds) {
+std::string format_span(double seconds) {
   if (!std::isfinite(seconds)) {
     return "infinite (no failures)";
   }
@@ -200,6 +198,8 @@ std::string span(double seconds) {
   return fmt::format("{:.1f} ms", seconds * 1e3);
 }
 
+namespace {
+
 void print_inputs(const studies::GoodputModel& m, const studies::StepReport& r, const Scenario& s,
                   const GoodputArgs& a, const std::string& tokens, std::ostream& out) {
   out << fmt::format("  work            {} tokens at {:.0f} tokens/s: {:.2f} days failure-free\n",
@@ -209,12 +209,12 @@ void print_inputs(const studies::GoodputModel& m, const studies::StepReport& r, 
   out << fmt::format(
       "  checkpoint      {:.2f} TB (weights and optimizer state); write {} at {}, {}; restart {} "
       "(relaunch {} + load {})\n",
-      state.as_double() * 1e-12, span(m.costs.write.seconds()), a.storage_bandwidth,
+      state.as_double() * 1e-12, format_span(m.costs.write.seconds()), a.storage_bandwidth,
       a.async_checkpoint ? fmt::format("asynchronous: training stops {} for the snapshot",
-                                       span(m.costs.blocking.seconds()))
+                                       format_span(m.costs.blocking.seconds()))
                          : std::string("synchronous"),
-      span(m.costs.restart.seconds()), span((m.costs.restart - m.costs.load).seconds()),
-      span(m.costs.load.seconds()));
+      format_span(m.costs.restart.seconds()),
+      format_span((m.costs.restart - m.costs.load).seconds()), format_span(m.costs.load.seconds()));
 }
 
 void print_failures(const studies::GoodputModel& m, const studies::FailureTable& table,
@@ -223,7 +223,7 @@ void print_failures(const studies::GoodputModel& m, const studies::FailureTable&
       "  failures        {:.2f} unexpected + {:.2f} planned interruptions per day on "
       "{} GPUs, {} nodes, {} switches: MTBF {}\n",
       m.rates.unexpected_per_day, m.rates.planned_per_day, c.gpus, c.nodes, c.switches,
-      span(m.rates.mtbf_s()));
+      format_span(m.rates.mtbf_s()));
   std::vector<size_t> order(m.categories.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
@@ -244,8 +244,10 @@ void print_result(const studies::GoodputModel& m, const studies::MonteCarloResul
   out << fmt::format(
       "  interval        {}{} of work between checkpoints (optimum {}; Young "
       "sqrt(2 delta M) {}, Daly {})\n",
-      automatic ? "auto: " : "", span(mc.interval_s), span(studies::optimal_interval_s(m)),
-      span(studies::young_interval_s(delta, mtbf)), span(studies::daly_interval_s(delta, mtbf)));
+      automatic ? "auto: " : "", format_span(mc.interval_s),
+      format_span(studies::optimal_interval_s(m)),
+      format_span(studies::young_interval_s(delta, mtbf)),
+      format_span(studies::daly_interval_s(delta, mtbf)));
   out << fmt::format(
       "  expected        goodput {:.2f} % (closed form, exponential failures), "
       "{:.1f} days\n",

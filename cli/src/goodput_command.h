@@ -42,6 +42,10 @@ studies::GoodputModel goodput_model(const studies::StepReport& r,
                                     const studies::FailureTable& table,
                                     const studies::ComponentCounts& counts, double tokens);
 
+// A span of a run for people: "850.0 ms", "56.2 s", "69.9 min", "2.50 h", or infinite (no
+// failures).
+std::string format_span(double seconds);
+
 // Simulates the step, then the run. Returns the exit code: 0, or 3 when the plan does not fit.
 int goodput_command(const Scenario& s, const RunOutputs& outputs, const GoodputArgs& a,
                     std::ostream& out);

@@ -44,20 +44,6 @@ std::vector<studies::PlanGoodput> rank_by_goodput(const studies::Scenario& base,
   return ranked_goodput;
 }
 
-namespace {
-
-// "56.2 s", "69.9 min", "2.50 h".
-std::string span(double seconds) {
-  if (seconds >= 2 * 3600.0) {
-    return fmt::format("{:.2f} h", seconds / 3600.0);
-  }
-  if (seconds >= 120.0) {
-    return fmt::format("{:.1f} min", seconds / 60.0);
-  }
-  return fmt::format("{:.1f} s", seconds);
-}
-
-}  // namespace
 
 void print_goodput_table(const std::vector<studies::PlanRow>& rows,
                          const std::vector<studies::PlanGoodput>& goodput, std::ostream& out) {
@@ -67,8 +53,8 @@ void print_goodput_table(const std::vector<studies::PlanRow>& rows,
     const studies::PlanGoodput& g = goodput[i];
     out << fmt::format("  {:>4}  {:<46} {:>9} {:>11} {:>11} {:>10} {:>7.2f}% {:>8.2f}\n", i + 1,
                        studies::short_plan(rows[i].plan), format_duration(rows[i].report.step_time),
-                       span(g.costs.write.seconds()), span(g.costs.restart.seconds()),
-                       span(g.interval_s), 100.0 * g.goodput, g.days);
+                       format_span(g.costs.write.seconds()), format_span(g.costs.restart.seconds()),
+                       format_span(g.interval_s), 100.0 * g.goodput, g.days);
   }
   out << "  (ranked by expected days to train under failures, each plan at its optimal checkpoint "
          "interval; closed form, meshsim goodput for the Monte Carlo)\n";
