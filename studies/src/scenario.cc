@@ -78,13 +78,14 @@ std::vector<workloads::RecomputeModule> recompute_modules(JsonObject& o, const s
     o.fail(key, "expected an array of module names, e.g. [\"mla_up_proj\", \"mlp\"]");
   }
   std::vector<workloads::RecomputeModule> out;
-  for (const nlohmann::json& e : v) {
+  for (size_t i = 0; i < v.size(); ++i) {
     const std::optional<workloads::RecomputeModule> m =
-        e.is_string() ? parse_enum<workloads::RecomputeModule>(e.get<std::string>())
-                      : std::nullopt;
-    if (!m) {
-      o.fail(key, fmt::format("{} is not one of: {}", describe_json(e),
-                              describe_choices<workloads::RecomputeModule>()));
+        v[i].is_string() ? parse_enum<workloads::RecomputeModule>(v[i].get<std::string>())
+                         : std::nullopt;
+    if (!m) {  // the entry at fault, as the integer arrays name theirs
+      throw InputError(o.source(), fmt::format("{}/{}", o.pointer_of(key), i),
+                       fmt::format("{} is not one of: {}", describe_json(v[i]),
+                                   describe_choices<workloads::RecomputeModule>()));
     }
     out.push_back(*m);
   }

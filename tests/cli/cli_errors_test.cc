@@ -159,6 +159,20 @@ TEST_F(CliTest, ScenarioWrongTypeNamesFieldAndExpectation) {
   expect_input_error(r, {"scenario.json", "/dp", "integer", "eight"});
 }
 
+// Megatron-Core's recompute modules: a list of names, the entry at fault named by its pointer; a
+// module the plan or model cannot take is blamed on the key.
+TEST_F(CliTest, ScenarioRecomputeModulesNameTheEntryAtFault) {
+  write_file("scenario.json", R"({"recompute": "selective", "recompute_modules": ["mlp", 3]})");
+  expect_input_error(run({"scenario.json"}),
+                     {"scenario.json", "/recompute_modules/1", "core_attn, mla_up_proj"});
+  write_file("scenario.json", R"({"recompute": "selective", "recompute_modules": "mlp"})");
+  expect_input_error(run({"scenario.json"}), {"scenario.json", "/recompute_modules", "array"});
+  write_file("scenario.json",
+             R"({"recompute": "selective", "recompute_modules": ["mla_up_proj"]})");
+  expect_input_error(run({"scenario.json"}),
+                     {"scenario.json", "/recompute_modules", "no multi-head latent attention"});
+}
+
 TEST_F(CliTest, ScenarioNotJsonNamesFileAndByteOffset) {
   write_file("scenario.json", "{\"dp\": 8,\n \"mbs\": }\n");
   const CommandResult r = run({"scenario.json"});
