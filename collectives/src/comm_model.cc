@@ -7,6 +7,8 @@
 #include "meshsim/collectives/comm_model.h"
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "meshsim/sim/error.h"
@@ -165,22 +167,31 @@ struct Fnv {
 
 }  // namespace
 
+// The hash reads the kind, the size, the group's size and at most four of its ranks (the first, the
+// last and two between): every start of a collective looks its plan up, and hashing all 64 ranks of
+// a DP group was most of that lookup's cost. Groups that share those samples differ elsewhere and
+// are told apart by the comparison, which reads every rank.
 size_t NetworkCommModel::CollectiveHash::operator()(const CollectiveKey& k) const {
-  Fnv f;
-  f.add(static_cast<uint64_t>(k.kind));
-  f.add(static_cast<uint64_t>(k.bytes));
-  for (const uint32_t r : k.ranks) {
-    f.add(r);
-  }
-  return static_cast<size_t>(f.h);
+  return hash_of(k.kind, k.bytes, k.ranks.data(), k.ranks.size());
 }
 
 size_t NetworkCommModel::CollectiveHash::operator()(const CollectiveQuery& q) const {
+  static_assert(sizeof(RankId) == sizeof(uint32_t) && std::is_trivially_copyable_v<RankId>);
+  return hash_of(q.kind, q.bytes, reinterpret_cast<const uint32_t*>(q.ranks.data()),
+                 q.ranks.size());
+}
+
+size_t NetworkCommModel::CollectiveHash::hash_of(CollectiveKind kind, int64_t bytes,
+                                                 const uint32_t* ranks, size_t n) {
   Fnv f;
-  f.add(static_cast<uint64_t>(q.kind));
-  f.add(static_cast<uint64_t>(q.bytes));
-  for (const RankId r : q.ranks) {
-    f.add(r.value());
+  f.add(static_cast<uint64_t>(kind));
+  f.add(static_cast<uint64_t>(bytes));
+  f.add(n);
+  if (n > 0) {
+    f.add(ranks[0]);
+    f.add(ranks[n / 3]);
+    f.add(ranks[2 * n / 3]);
+    f.add(ranks[n - 1]);
   }
   return static_cast<size_t>(f.h);
 }
@@ -192,9 +203,8 @@ bool NetworkCommModel::CollectiveEqual::operator()(const CollectiveKey& a,
 
 bool NetworkCommModel::CollectiveEqual::operator()(const CollectiveQuery& a,
                                                    const CollectiveKey& b) const {
-  return a.kind == b.kind && a.bytes == b.bytes &&
-         std::equal(a.ranks.begin(), a.ranks.end(), b.ranks.begin(), b.ranks.end(),
-                    [](RankId x, uint32_t y) { return x.value() == y; });
+  return a.kind == b.kind && a.bytes == b.bytes && a.ranks.size() == b.ranks.size() &&
+         std::memcmp(a.ranks.data(), b.ranks.data(), b.ranks.size() * sizeof(uint32_t)) == 0;
 }
 
 size_t NetworkCommModel::P2pHash::operator()(const P2pKey& k) const {
@@ -205,8 +215,8 @@ size_t NetworkCommModel::P2pHash::operator()(const P2pKey& k) const {
   return static_cast<size_t>(f.h);
 }
 
-const NetworkCommModel::Planned& NetworkCommModel::plan_collective(CollectiveKind kind, Bytes bytes,
-                                                                   std::span<const RankId> group) {
+const NetworkCommModel::Planned& NetworkCommModel::find_collective(
+    CollectiveKind kind, Bytes bytes, std::span<const RankId> group) {
   if (const auto it = memo_.find(CollectiveQuery{kind, bytes.count(), group}); it != memo_.end()) {
     return it->second;
   }
@@ -230,7 +240,7 @@ const NetworkCommModel::Planned& NetworkCommModel::plan_collective(CollectiveKin
       .first->second;
 }
 
-const NetworkCommModel::Planned& NetworkCommModel::plan_p2p(RankId src, RankId dst, Bytes bytes) {
+const NetworkCommModel::Planned& NetworkCommModel::find_p2p(RankId src, RankId dst, Bytes bytes) {
   const P2pKey key{src.value(), dst.value(), bytes.count()};
   if (const auto it = p2p_memo_.find(key); it != p2p_memo_.end()) {
     return it->second;
@@ -257,11 +267,27 @@ TransferId NetworkCommModel::start(SimTime now, const Planned& p) {
 
 TransferId NetworkCommModel::start_collective(SimTime now, CollectiveKind kind, Bytes bytes,
                                               std::span<const RankId> group) {
-  return start(now, plan_collective(kind, bytes, group));
+  return start(now, find_collective(kind, bytes, group));
 }
 
 TransferId NetworkCommModel::start_p2p(SimTime now, RankId src, RankId dst, Bytes bytes) {
-  return start(now, plan_p2p(src, dst, bytes));
+  return start(now, find_p2p(src, dst, bytes));
+}
+
+CommPlan NetworkCommModel::plan_collective(CollectiveKind kind, Bytes bytes,
+                                           std::span<const RankId> group) {
+  plans_.push_back(&find_collective(kind, bytes, group));
+  return CommPlan{static_cast<uint32_t>(plans_.size() - 1)};
+}
+
+CommPlan NetworkCommModel::plan_p2p(RankId src, RankId dst, Bytes bytes) {
+  plans_.push_back(&find_p2p(src, dst, bytes));
+  return CommPlan{static_cast<uint32_t>(plans_.size() - 1)};
+}
+
+TransferId NetworkCommModel::start_planned(SimTime now, CommPlan plan) {
+  SIM_CHECK(plan.id < plans_.size(), "unknown communication plan {}", plan.id);
+  return start(now, *plans_[plan.id]);
 }
 
 CommAdvance NetworkCommModel::advance(SimTime limit) {
@@ -271,13 +297,13 @@ CommAdvance NetworkCommModel::advance(SimTime limit) {
 
 Duration NetworkCommModel::collective_time(CollectiveKind kind, Bytes bytes,
                                            std::span<const RankId> group) {
-  const Planned& p = plan_collective(kind, bytes, group);
+  const Planned& p = find_collective(kind, bytes, group);
   last_shape_ = &p.shape;
   return run_alone(*network_, p.shape);
 }
 
 Duration NetworkCommModel::p2p_time(RankId src, RankId dst, Bytes bytes) {
-  return run_alone(*network_, plan_p2p(src, dst, bytes).shape);
+  return run_alone(*network_, find_p2p(src, dst, bytes).shape);
 }
 
 }  // namespace meshsim::collectives

@@ -1,10 +1,11 @@
 // The fluid network model: coupled transfers sharing links by generalised max-min fairness.
 //
 // State: every transfer in flight is in its latency phase (no bytes move), its bandwidth phase
-// (bytes move at the rate the solver gave it), or waiting out its floor. A min-heap holds the
-// next event of every transfer (end of latency, last byte, end of floor), keyed by (time,
-// insertion sequence) for determinism; superseded events are cancelled lazily: each transfer
-// carries a generation, bumped whenever its rate changes, and a popped event of an older
+// (bytes move at the rate the solver gave it), or waiting out its floor. A queue holds the next
+// event of every transfer (end of latency, last byte, end of floor), ordered by (time, insertion
+// sequence) for determinism: the engine's time-bucketed queue (sim/event_queue.h), as lockstep
+// groups' transfers share their event times. Superseded events are cancelled lazily: each
+// transfer carries a generation, bumped whenever its rate changes, and a popped event of an older
 // generation is dropped.
 // Re-sharing: when a transfer enters or leaves its bandwidth phase, its shape is marked; before
 // the clock moves on, the connected component of transfers reachable from the marked shapes
@@ -29,11 +30,11 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <queue>
 #include <unordered_map>
 
 #include "fluid_solver.h"
 #include "meshsim/collectives/shared_network.h"
+#include "meshsim/sim/event_queue.h"
 #include "meshsim/sim/error.h"
 
 namespace meshsim::collectives {
@@ -69,13 +70,10 @@ struct Transfer {
 
 struct Event {
   SimTime time;
-  uint64_t seq = 0;
+  uint64_t seq = 0;  // set by the queue
   uint32_t transfer = 0;
   uint32_t generation = 0;
   EventKind kind = EventKind::kLatencyOver;
-  bool operator>(const Event& o) const {
-    return time != o.time ? time > o.time : seq > o.seq;
-  }
 };
 
 struct VectorHash {
@@ -127,8 +125,7 @@ class FluidNetwork final : public SharedNetwork {
   std::vector<uint32_t> sharing_;  // transfers in their bandwidth phase that cross links
   std::vector<uint32_t> wide_;     // those of them with wide shapes
   std::vector<std::vector<uint32_t>> narrow_users_;  // per link: those with narrow shapes on it
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
-  uint64_t seq_ = 0;
+  BucketQueue<Event> events_;  // by (time, push order)
   SimTime clock_;
   size_t active_ = 0;
   std::vector<uint32_t> dirty_shapes_;  // of transfers that entered or left sharing_
@@ -142,7 +139,7 @@ class FluidNetwork final : public SharedNetwork {
   std::vector<bool> transfer_seen_;  // scratch for re-sharing, all-false between uses
 
   void push(SimTime t, uint32_t id, EventKind kind) {
-    events_.push(Event{t, seq_++, id, transfers_[id].generation, kind});
+    events_.push(Event{t, 0, id, transfers_[id].generation, kind});
   }
   void enter_bandwidth(uint32_t id);
   void bytes_done(uint32_t id, std::vector<TransferId>& finished);
@@ -314,8 +311,7 @@ NetworkAdvance FluidNetwork::advance(SimTime limit) {
     }
     clock_ = events_.top().time;
     while (!events_.empty() && events_.top().time == clock_) {
-      const Event e = events_.top();
-      events_.pop();
+      const Event e = events_.pop();
       Transfer& t = transfers_[e.transfer];
       if (e.generation != t.generation) {
         continue;

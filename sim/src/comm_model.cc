@@ -7,6 +7,25 @@
 
 namespace meshsim {
 
+CommPlan CommModel::plan_collective(CollectiveKind kind, Bytes bytes,
+                                    std::span<const RankId> group) {
+  SIM_CHECK(!group.empty(), "a collective planned over no rank");
+  remembered_.push_back(Remembered{kind, bytes, {group.begin(), group.end()}, {}, {}});
+  return CommPlan{static_cast<uint32_t>(remembered_.size() - 1)};
+}
+
+CommPlan CommModel::plan_p2p(RankId src, RankId dst, Bytes bytes) {
+  remembered_.push_back(Remembered{CollectiveKind::kAllReduce, bytes, {}, src, dst});
+  return CommPlan{static_cast<uint32_t>(remembered_.size() - 1)};
+}
+
+TransferId CommModel::start_planned(SimTime now, CommPlan plan) {
+  SIM_CHECK(plan.id < remembered_.size(), "unknown communication plan {}", plan.id);
+  const Remembered& r = remembered_[plan.id];
+  return r.group.empty() ? start_p2p(now, r.src, r.dst, r.bytes)
+                         : start_collective(now, r.kind, r.bytes, r.group);
+}
+
 IsolatedCommModel::IsolatedCommModel(CollectiveTime collective, P2pTime p2p)
     : collective_(std::move(collective)), p2p_(std::move(p2p)) {}
 

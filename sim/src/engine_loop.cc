@@ -132,7 +132,7 @@ void Simulation::Impl::arrive_collective(RankId id, uint32_t op, const Collectiv
   if (pc.arrivals.size() < groups[g.index()].size()) {
     return;
   }
-  const TransferId t = comm.start_collective(now, w.kind, w.bytes, cost_groups[g.index()]);
+  const TransferId t = comm.start_planned(now, collective_plan(g, w.kind, w.bytes));
   await(t, pc.arrivals, next_match++);  // touches no rendezvous: `pc` stays valid
   pc.arrivals.clear();
   spare_arrivals.push_back(std::move(pc.arrivals));
@@ -143,6 +143,31 @@ void Simulation::Impl::arrive_collective(RankId id, uint32_t op, const Collectiv
   }
 }
 
+CommPlan Simulation::Impl::collective_plan(GroupId g, CollectiveKind kind, Bytes bytes) {
+  std::vector<detail::GroupRendezvous::Planned>& plans = rendezvous[g.index()].plans;
+  for (const auto& p : plans) {
+    if (p.kind == kind && p.bytes == bytes) {
+      return p.plan;
+    }
+  }
+  plans.push_back({kind, bytes, comm.plan_collective(kind, bytes, cost_groups[g.index()])});
+  return plans.back().plan;
+}
+
+CommPlan Simulation::Impl::p2p_plan(RankId src, RankId dst, uint16_t tag, Bytes bytes) {
+  std::vector<ChannelCount>& sent = ranks[src.index()].sends_issued;
+  const auto c = std::find_if(sent.begin(), sent.end(), [&](const ChannelCount& x) {
+    return x.peer == dst.value() && x.tag == tag;
+  });
+  SIM_CHECK(c != sent.end(), "send {}->{} tag {} matched before it was issued", src.value(),
+            dst.value(), tag);
+  if (!c->plan || c->plan->first != bytes) {
+    c->plan.emplace(bytes,
+                    comm.plan_p2p(ranks[src.index()].global, ranks[dst.index()].global, bytes));
+  }
+  return c->plan->second;
+}
+
 namespace {
 // The count of messages issued so far on (peer, tag), incremented.
 uint32_t next_on_channel(std::vector<ChannelCount>& channels, uint32_t peer, uint16_t tag) {
@@ -151,7 +176,7 @@ uint32_t next_on_channel(std::vector<ChannelCount>& channels, uint32_t peer, uin
       return c.count++;
     }
   }
-  channels.push_back(ChannelCount{peer, tag, 1});
+  channels.push_back(ChannelCount{peer, tag, 1, std::nullopt});
   return 0;
 }
 }  // namespace
@@ -185,8 +210,7 @@ void Simulation::Impl::arrive_p2p(RankId id, uint32_t op, const PeerWork& w, boo
   const Bytes bytes = it->bytes;
   *it = pending.back();
   pending.pop_back();
-  const TransferId t =
-      comm.start_p2p(now, ranks[src.index()].global, ranks[dst.index()].global, bytes);
+  const TransferId t = comm.start_planned(now, p2p_plan(src, dst, w.tag, bytes));
   await(t, both, next_match++);
 }
 

@@ -25,11 +25,13 @@ struct StreamState {
   bool busy = false;
 };
 
-// Sends or receives issued on one channel (this rank and a peer, a tag): their count so far.
+// Sends or receives issued on one channel (this rank and a peer, a tag): their count so far, and
+// for sends the plan of the last size sent (a channel carries the same size again and again).
 struct ChannelCount {
   uint32_t peer = 0;
   uint16_t tag = 0;
   uint32_t count = 0;
+  std::optional<std::pair<Bytes, CommPlan>> plan;
 };
 
 struct Arrival {
@@ -87,10 +89,17 @@ struct PendingCollective {
   bool done = false;
 };
 
-// The collectives of one group from ordinal `base` on that some member has reached.
+// The collectives of one group from ordinal `base` on that some member has reached, and the plans
+// of those it has run (by kind and size: a group runs a few distinct ones many times).
 struct GroupRendezvous {
+  struct Planned {
+    CollectiveKind kind = CollectiveKind::kAllReduce;
+    Bytes bytes;
+    CommPlan plan;
+  };
   uint32_t base = 0;
   std::deque<PendingCollective> window;  // window[k] is ordinal base + k
+  std::vector<Planned> plans;
 };
 
 }  // namespace meshsim::detail
@@ -153,6 +162,8 @@ struct Simulation::Impl {
   void start_op(RankId id, uint32_t op, SimTime ready);
   void arrive_collective(RankId id, uint32_t op, const CollectiveWork& w, SimTime ready);
   void arrive_p2p(RankId id, uint32_t op, const PeerWork& w, bool is_send, SimTime ready);
+  CommPlan collective_plan(GroupId g, CollectiveKind kind, Bytes bytes);
+  CommPlan p2p_plan(RankId src, RankId dst, uint16_t tag, Bytes bytes);
   uint32_t begin(const Arrival& a, uint64_t match);
   void launch(const Arrival& a, Duration d);
   void await(TransferId t, std::span<const Arrival> arrivals, uint64_t match);

@@ -43,6 +43,34 @@ TEST(NetworkCommModel, RepeatedQueriesAreAnsweredFromTheMemo) {
   EXPECT_EQ(m.collective_time(CollectiveKind::kAllReduce, MiB(64), ranks(0, 1)), Duration::zero());
 }
 
+// A plan is looked up once and started many times, at the cost of its arguments' start.
+TEST(NetworkCommModel, PlansAreLookedUpOnceAndStartAsTheirArguments) {
+  const auto net = topology::Network::build(dgx_h100(2));
+  const auto g = ranks(0, 16);
+  auto timer = model(net);
+  const Duration alone = timer.collective_time(CollectiveKind::kAllGather, MiB(8), g);
+  const Algorithm algorithm = algorithm_of(timer);
+  const Duration send = timer.p2p_time(RankId(0), RankId(8), MiB(1));
+  auto m = model(net);
+  const CommPlan ag = m.plan_collective(CollectiveKind::kAllGather, MiB(8), g);
+  const CommPlan p2p = m.plan_p2p(RankId(0), RankId(8), MiB(1));
+  EXPECT_EQ(m.plan_collective(CollectiveKind::kAllGather, MiB(8), g).id, 2u);  // a third handle
+  EXPECT_EQ(m.planned(), 2);  // the third from the memo
+  SimTime t;
+  for (int i = 0; i < 3; ++i) {
+    m.start_planned(t, ag);
+    const CommAdvance a = m.advance(SimTime::max());
+    ASSERT_EQ(a.finished.size(), 1u);
+    EXPECT_EQ(a.time - t, alone);
+    EXPECT_EQ(algorithm_of(m), algorithm);
+    t = a.time;
+  }
+  m.start_planned(t, p2p);
+  EXPECT_EQ(m.advance(SimTime::max()).time - t, send);
+  EXPECT_EQ(m.started(), 4);
+  EXPECT_THROW(m.start_planned(t, CommPlan{99}), InternalError);
+}
+
 TEST(NetworkCommModel, AutoPicksWhatNcclsTunerPicks) {
   const auto net = topology::Network::build(dgx_h100(4));
   auto m = model(net);

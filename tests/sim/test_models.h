@@ -29,7 +29,17 @@ class PsCommModel : public CommModel {
   }
   CommAdvance advance(SimTime limit) override { return model_.advance(limit); }
   size_t in_flight() const override { return model_.in_flight(); }
+  CommPlan plan_collective(CollectiveKind kind, Bytes bytes,
+                           std::span<const RankId> group) override {
+    ++plan_calls;
+    return CommModel::plan_collective(kind, bytes, group);
+  }
+  CommPlan plan_p2p(RankId src, RankId dst, Bytes bytes) override {
+    ++plan_calls;
+    return CommModel::plan_p2p(src, dst, bytes);
+  }
   int collective_calls = 0;
+  int plan_calls = 0;
 
  private:
   IsolatedCommModel model_{

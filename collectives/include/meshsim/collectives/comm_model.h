@@ -76,6 +76,10 @@ class NetworkCommModel final : public CommModel {
   TransferId start_p2p(SimTime now, RankId src, RankId dst, Bytes bytes) override;
   CommAdvance advance(SimTime limit) override;
   size_t in_flight() const override { return network_->active(); }
+  CommPlan plan_collective(CollectiveKind kind, Bytes bytes,
+                           std::span<const RankId> group) override;
+  CommPlan plan_p2p(RankId src, RankId dst, Bytes bytes) override;
+  TransferId start_planned(SimTime now, CommPlan plan) override;
 
   // The time a collective over `group` (with its images) takes alone on the network: what the
   // engine gives it when nothing overlaps. Runs it on the model's network, which must be idle
@@ -119,6 +123,7 @@ class NetworkCommModel final : public CommModel {
     using is_transparent = void;
     size_t operator()(const CollectiveKey& k) const;
     size_t operator()(const CollectiveQuery& q) const;
+    static size_t hash_of(CollectiveKind kind, int64_t bytes, const uint32_t* ranks, size_t n);
   };
   struct CollectiveEqual {
     using is_transparent = void;
@@ -139,6 +144,7 @@ class NetworkCommModel final : public CommModel {
   };
   std::unordered_map<CollectiveKey, Planned, CollectiveHash, CollectiveEqual> memo_;
   std::unordered_map<P2pKey, Planned, P2pHash> p2p_memo_;
+  std::vector<const Planned*> plans_;  // by CommPlan id: into memo_ or p2p_memo_
   // Into memo_ or p2p_memo_ (their nodes do not move): a start must not copy a shape's loads.
   const CommShape* last_shape_ = nullptr;
   CommShape no_shape_;  // last_shape() before anything started
@@ -158,8 +164,8 @@ class NetworkCommModel final : public CommModel {
   std::function<void(const WatchedUtilisation&)> watched_subscriber_;
 
   DeviceId device_of(RankId r) const;
-  const Planned& plan_collective(CollectiveKind kind, Bytes bytes, std::span<const RankId> group);
-  const Planned& plan_p2p(RankId src, RankId dst, Bytes bytes);
+  const Planned& find_collective(CollectiveKind kind, Bytes bytes, std::span<const RankId> group);
+  const Planned& find_p2p(RankId src, RankId dst, Bytes bytes);
   TransferId start(SimTime now, const Planned& p);
   Planned add_shape(CommShape shape);
   void transfer_rate(const TransferRate& r);

@@ -28,6 +28,11 @@
 
 namespace meshsim {
 
+// A communication planned once and started many times (CommModel::plan_collective, plan_p2p).
+struct CommPlan {
+  uint32_t id = 0;
+};
+
 struct CommAdvance {
   SimTime time;
   std::vector<TransferId> finished;
@@ -44,6 +49,26 @@ class CommModel {
   virtual CommAdvance advance(SimTime limit) = 0;
   // Transfers started and not yet reported finished.
   virtual size_t in_flight() const = 0;
+
+  // For a caller that starts the same communication many times (the engine: a group's
+  // collectives, a channel's sends): a plan stands for its arguments for the model's lifetime,
+  // and start_planned(now, plan) is start_collective or start_p2p with them. These defaults
+  // remember the arguments; a model that looks its costs up per start (NetworkCommModel)
+  // overrides them to look up once.
+  virtual CommPlan plan_collective(CollectiveKind kind, Bytes bytes,
+                                   std::span<const RankId> group);
+  virtual CommPlan plan_p2p(RankId src, RankId dst, Bytes bytes);
+  virtual TransferId start_planned(SimTime now, CommPlan plan);
+
+ private:
+  struct Remembered {
+    CollectiveKind kind = CollectiveKind::kAllReduce;
+    Bytes bytes;
+    std::vector<RankId> group;  // empty for a send
+    RankId src;
+    RankId dst;
+  };
+  std::vector<Remembered> remembered_;
 };
 
 class IsolatedCommModel final : public CommModel {

@@ -1,11 +1,13 @@
-// The event queue of the discrete-event loop (STYLE C.9, C.11).
+// The event queues of the discrete-event loops (STYLE C.9, C.11): the engine's, and the fluid
+// network's (collectives/), one template.
 //
 // Events are small trivially copyable structs ordered by (time, seq), where seq is a counter
 // incremented on every push: events at the same time pop in the order they were pushed, so the
 // loop is deterministic by construction. Nothing is ever compared by address.
 //
 // Time-bucketed FIFO: lockstep ranks make most events share their time (99.8 % of the pops of the
-// full default step share the previous pop's time), so the queue keeps one FIFO bucket per
+// full default step share the previous pop's time; the network's transfers of lockstep groups
+// start, leave their latency and drain together likewise), so the queue keeps one FIFO bucket per
 // distinct pending time and a binary heap of those buckets by time. Because seq grows with every
 // push, appending to a bucket keeps it sorted by seq, and the (time, seq) order is exactly that of
 // a heap over all events. push: O(1) when the time is the last push's (the lockstep case), else
@@ -13,14 +15,105 @@
 // bucket, O(log b) when it empties. Emptied buckets are recycled with their capacity.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
 
+#include "meshsim/sim/error.h"
 #include "meshsim/sim/units.h"
 
 namespace meshsim {
+
+// E: a trivially copyable event with members `SimTime time` and `uint64_t seq`; push sets seq.
+template <typename E>
+class BucketQueue {
+  static_assert(std::is_trivially_copyable_v<E>);
+
+ public:
+  void push(E e) {
+    if (last_ == kNone || buckets_[last_].time != e.time) {
+      const auto it = by_time_.find(e.time.ps());
+      last_ = it != by_time_.end() ? it->second : open_bucket(e.time);
+    }
+    e.seq = next_seq_++;
+    buckets_[last_].events.push_back(e);
+    ++size_;
+  }
+  E pop() {
+    SIM_CHECK(size_ > 0, "pop from an empty event queue");
+    Bucket& b = buckets_[heap_.front()];
+    const E e = b.events[b.head++];
+    --size_;
+    if (b.head == b.events.size()) {
+      close_front();
+    }
+    return e;
+  }
+  // The next event to pop. The queue must not be empty.
+  const E& top() const {
+    SIM_CHECK(size_ > 0, "top of an empty event queue");
+    const Bucket& b = buckets_[heap_.front()];
+    return b.events[b.head];
+  }
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  uint64_t pushed() const { return next_seq_; }
+
+ private:
+  struct Bucket {
+    SimTime time;
+    std::vector<E> events;  // in seq order; [head, size) are pending
+    size_t head = 0;
+  };
+  static constexpr uint32_t kNone = UINT32_MAX;
+
+  // std::push_heap builds a max-heap: "less" means "later".
+  bool later(uint32_t x, uint32_t y) const { return buckets_[x].time > buckets_[y].time; }
+
+  // A new bucket for `time` (which has none), placed in the heap.
+  uint32_t open_bucket(SimTime time) {
+    uint32_t b = 0;
+    if (free_.empty()) {
+      b = static_cast<uint32_t>(buckets_.size());
+      buckets_.emplace_back();
+    } else {
+      b = free_.back();
+      free_.pop_back();
+    }
+    buckets_[b].time = time;
+    by_time_.emplace(time.ps(), b);
+    heap_.push_back(b);
+    std::push_heap(heap_.begin(), heap_.end(),
+                   [this](uint32_t x, uint32_t y) { return later(x, y); });
+    return b;
+  }
+
+  // The earliest bucket is empty: out of the heap and the index, back to the pool.
+  void close_front() {
+    const uint32_t b = heap_.front();
+    std::pop_heap(heap_.begin(), heap_.end(),
+                  [this](uint32_t x, uint32_t y) { return later(x, y); });
+    heap_.pop_back();
+    by_time_.erase(buckets_[b].time.ps());
+    buckets_[b].events.clear();
+    buckets_[b].head = 0;
+    free_.push_back(b);
+    if (last_ == b) {
+      last_ = kNone;
+    }
+  }
+
+  std::vector<Bucket> buckets_;  // the pool: open buckets and recycled ones
+  std::vector<uint32_t> free_;   // recycled bucket indices
+  std::vector<uint32_t> heap_;   // open buckets, a min-heap by time (their times are distinct)
+  // Open bucket by time in ps: looked up only, never iterated (STYLE C.9).
+  std::unordered_map<int64_t, uint32_t> by_time_;
+  uint32_t last_ = kNone;  // the bucket of the last push, if still open
+  size_t size_ = 0;
+  uint64_t next_seq_ = 0;
+};
 
 enum class EventKind : uint32_t { kOpEnd };
 
@@ -33,35 +126,20 @@ struct Event {
 static_assert(std::is_trivially_copyable_v<Event>);
 static_assert(sizeof(Event) == 24);
 
+// The engine's queue.
 class EventQueue {
  public:
-  void push(SimTime time, EventKind kind, uint32_t payload);
-  Event pop();
-  // The next event to pop. The queue must not be empty.
-  const Event& top() const;
-  bool empty() const { return size_ == 0; }
-  size_t size() const { return size_; }
-  uint64_t pushed() const { return next_seq_; }
+  void push(SimTime time, EventKind kind, uint32_t payload) {
+    queue_.push(Event{time, 0, kind, payload});
+  }
+  Event pop() { return queue_.pop(); }
+  const Event& top() const { return queue_.top(); }
+  bool empty() const { return queue_.empty(); }
+  size_t size() const { return queue_.size(); }
+  uint64_t pushed() const { return queue_.pushed(); }
 
  private:
-  struct Bucket {
-    SimTime time;
-    std::vector<Event> events;  // in seq order; [head, size) are pending
-    size_t head = 0;
-  };
-  static constexpr uint32_t kNone = UINT32_MAX;
-
-  uint32_t open_bucket(SimTime time);
-  void close_front();
-
-  std::vector<Bucket> buckets_;  // the pool: open buckets and recycled ones
-  std::vector<uint32_t> free_;   // recycled bucket indices
-  std::vector<uint32_t> heap_;   // open buckets, a min-heap by time (their times are distinct)
-  // Open bucket by time in ps: looked up only, never iterated (STYLE C.9).
-  std::unordered_map<int64_t, uint32_t> by_time_;
-  uint32_t last_ = kNone;  // the bucket of the last push, if still open
-  size_t size_ = 0;
-  uint64_t next_seq_ = 0;
+  BucketQueue<Event> queue_;
 };
 
 }  // namespace meshsim
