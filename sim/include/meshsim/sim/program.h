@@ -114,7 +114,7 @@ struct MatmulShape {
 // FlashAttention-3 (Hopper), cuDNN's fused flash attention (Transformer Engine's FusedAttention,
 // MaxText's cudnn_flash_te), the Pallas flash/splash kernels of JAX on TPU, and FlashAttention's
 // Triton port (flash_attn_triton.py: the FlashAttention-1 algorithm; llm-foundry's attn_impl
-// triton).
+// triton; no measurement of it was found: costed from the FlashAttention-1 CUDA kernel's).
 enum class AttentionImpl : uint8_t { kFlash2, kFlash3, kCudnn, kSplash, kTriton };
 constexpr auto enum_names(AttentionImpl) {
   return std::to_array<EnumName<AttentionImpl>>(
