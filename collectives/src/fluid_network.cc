@@ -137,6 +137,8 @@ class FluidNetwork final : public SharedNetwork {
   std::unordered_map<std::vector<uint32_t>, std::vector<double>, VectorHash> memo_;
   std::vector<std::function<void(const TransferRate&)>> rate_subscribers_;
   std::vector<bool> transfer_seen_;  // scratch for re-sharing, all-false between uses
+  std::vector<uint32_t> members_;    // scratch for re-sharing: the component
+  std::vector<uint32_t> key_;        // scratch for re-sharing: its shapes, the memo's key
 
   void push(SimTime t, uint32_t id, EventKind kind) {
     events_.push(Event{t, 0, id, transfers_[id].generation, kind});
@@ -378,7 +380,8 @@ void FluidNetwork::reshare() {
   }
   // The component: every transfer in sharing_ reachable from the marked shapes through shapes
   // that share a link.
-  std::vector<uint32_t> members;
+  std::vector<uint32_t>& members = members_;
+  members.clear();
   auto add = [&](uint32_t id) {
     if (!transfer_seen_[id]) {
       transfer_seen_[id] = true;
@@ -414,19 +417,22 @@ void FluidNetwork::reshare() {
   for (const uint32_t id : members) {
     transfer_seen_[id] = false;
   }
+  if (members.empty()) {  // what left shared no link with anything still in flight
+    return;
+  }
   std::sort(members.begin(), members.end(), [this](uint32_t a, uint32_t b) {
     const uint32_t sa = transfers_[a].shape;
     const uint32_t sb = transfers_[b].shape;
     return sa != sb ? sa < sb : a < b;
   });
-  std::vector<uint32_t> key;
-  key.reserve(members.size());
+  std::vector<uint32_t>& key = key_;
+  key.clear();
   for (const uint32_t id : members) {
     key.push_back(transfers_[id].shape);
   }
   auto it = memo_.find(key);
   if (it == memo_.end()) {
-    it = memo_.emplace(std::move(key), solve(members)).first;
+    it = memo_.emplace(key, solve(members)).first;
   }
   for (size_t i = 0; i < members.size(); ++i) {
     if (transfers_[members[i]].rate != it->second[i]) {

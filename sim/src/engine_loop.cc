@@ -65,8 +65,7 @@ void Simulation::Impl::try_start(RankId id, uint64_t candidates) {
   if (n < 64) {
     candidates &= (uint64_t{1} << n) - 1;
   }
-  // The communication streams in index order, then the compute stream (0).
-  for (uint64_t bits : {candidates & ~uint64_t{1}, candidates & uint64_t{1}}) {
+  const auto start_ready = [&](uint64_t bits) {
     while (bits != 0) {
       const auto s = static_cast<size_t>(std::countr_zero(bits));
       bits &= bits - 1;
@@ -82,7 +81,10 @@ void Simulation::Impl::try_start(RankId id, uint64_t candidates) {
       ++st.head;
       start_op(id, op, now);
     }
-  }
+  };
+  // The communication streams in index order, then the compute stream (0).
+  start_ready(candidates & ~uint64_t{1});
+  start_ready(candidates & uint64_t{1});
 }
 
 void Simulation::Impl::start_op(RankId id, uint32_t op_index, SimTime ready) {
