@@ -303,6 +303,7 @@ topology::ClusterSpec load_cluster(const Scenario& s) {
                                             ? topology::Catalogue::load(*s.hardware_catalogue)
                                             : topology::Catalogue::builtin();
   topology::ClusterSpec c = topology::load_cluster(s.cluster, catalogue);
+  const topology::FabricOverrides fabric = fabric_overrides(s.fabric);
   const bool torus = c.scale_up == topology::ScaleUpFabric::kIciTorus;
   if (s.nodes && s.shape) {
     throw ScenarioError(ScenarioField::kShape,
@@ -321,7 +322,7 @@ topology::ClusterSpec load_cluster(const Scenario& s) {
                           fmt::format("expected a positive integer, got {}", *s.nodes));
     }
     c = resized(std::move(c), ScenarioField::kNodes, [&](topology::ClusterSpec spec) {
-      return topology::resize_nodes(std::move(spec), *s.nodes);
+      return topology::resize_nodes(std::move(spec), *s.nodes, fabric);
     });
   }
   if (s.shape) {
@@ -346,7 +347,7 @@ topology::ClusterSpec load_cluster(const Scenario& s) {
     }
     c = topology::join_slices(std::move(c), *s.slices);
   }
-  return topology::override_fabric(std::move(c), fabric_overrides(s.fabric));
+  return topology::override_fabric(std::move(c), fabric);
 }
 
 std::vector<std::string> recompute_module_names(const workloads::ParallelPlan& p) {

@@ -84,5 +84,29 @@ TEST(MultiSlice, SlicesApplyToTpuClustersOnly) {
   EXPECT_EQ(four.nodes, 64);
 }
 
+// The GPU side of sizing a cluster from a scenario: `nodes` is checked with the fabric knobs given
+// beside it, whatever their order. 12,288 DGX nodes (98,304 NICs) fit three tiers of radix-64
+// switches only at 3:1 oversubscription; the resize used to be checked against the preset's 1:1
+// tree before the knobs were applied, refusing the README's 98,304-GPU command.
+TEST(ScenarioCluster, NodesAreCheckedWithTheFabricKnobs) {
+  nlohmann::json doc = {{"model", "llama3-8b"}, {"cluster", "dgx-h100"}, {"nodes", 12288},
+                        {"tp", 8},              {"dp", 12288},           {"gbs", 12288}};
+  doc["oversubscription"] = 3;
+  doc["tiers"] = 3;
+  Scenario s = apply_scenario_json(doc, "s.json", "", Scenario{});
+  const topology::ClusterSpec c = load_cluster(s);
+  EXPECT_EQ(c.device_count(), 98304);
+  EXPECT_EQ(c.fat_tree->oversubscription, 3.0);
+  EXPECT_EQ(c.fat_tree->tiers, 3);
+  doc["oversubscription"] = 1;
+  s = apply_scenario_json(doc, "s.json", "", Scenario{});
+  try {
+    load_cluster(s);
+    ADD_FAILURE() << "98,304 NICs on a non-blocking 3-tier tree accepted";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(e.field(), ScenarioField::kNodes);
+  }
+}
+
 }  // namespace
 }  // namespace meshsim::studies

@@ -1,5 +1,6 @@
 #include "meshsim/topology/cluster.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -15,6 +16,7 @@ namespace {
 using testing::capture_input_error;
 using testing::expect_error;
 using testing::read_source_json;
+using ::testing::HasSubstr;
 using testing::write_temp;
 
 class ClusterTest : public ::testing::Test {
@@ -178,6 +180,33 @@ TEST_F(ClusterTest, FabricOverrides) {
   FabricOverrides tpu;
   tpu.tiers = 2;
   EXPECT_THROW(override_fabric(load("tpu-v5p"), tpu), FabricError);  // no fat tree
+}
+
+// A resize is checked with the fabric knobs given beside it: 12,288 DGX nodes fit three tiers of
+// radix-64 switches only at 3:1 oversubscription (98,304 NICs), and the order in which the knobs
+// and the node count are given must not matter. Tiers given are kept, not grown.
+TEST_F(ClusterTest, ResizeIsCheckedWithTheFabricKnobs) {
+  FabricOverrides o;
+  o.oversubscription = 3.0;
+  o.tiers = 3;
+  EXPECT_THAT(capture_input_error([&] { resize_nodes(load("dgx-h100"), 12288); }).message(),
+              HasSubstr("attaches at most 65536 NICs"));
+  const ClusterSpec big = override_fabric(resize_nodes(load("dgx-h100"), 12288, o), o);
+  EXPECT_EQ(big.device_count(), 98304);
+  EXPECT_EQ(big.fat_tree->oversubscription, 3.0);
+  EXPECT_EQ(big.fat_tree->tiers, 3);
+  FabricOverrides two_tiers = o;
+  two_tiers.tiers = 2;  // 3,072 NICs at 3:1: refused, not grown to 3
+  EXPECT_THAT(
+      capture_input_error([&] { resize_nodes(load("dgx-h100"), 12288, two_tiers); }).message(),
+      HasSubstr("2-tier fat tree"));
+  FabricOverrides one_tier;
+  one_tier.tiers = 1;  // 32 NICs on one switch: fine at 4 nodes, although not at the preset's 256
+  EXPECT_EQ(override_fabric(resize_nodes(load("dgx-h100"), 4, one_tier), one_tier).fat_tree->tiers,
+            1);
+  FabricOverrides under;
+  under.oversubscription = 0.5;  // checked before it sizes anything
+  EXPECT_THROW(resize_nodes(load("dgx-h100"), 64, under), FabricError);
 }
 
 TEST_F(ClusterTest, ResizeTorus) {

@@ -241,43 +241,11 @@ void require_torus(const ClusterSpec& spec, const std::string& pointer, const st
 
 }  // namespace
 
-ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes) {
-  forbid_graph(spec);
-  if (spec.scale_up == ScaleUpFabric::kIciTorus) {
-    fail(spec, "/nodes",
-         fmt::format("cannot set nodes of TPU cluster \"{}\": a TPU slice is sized by its torus "
-                     "shape, e.g. 8x16x16",
-                     spec.name));
-  }
-  if (nodes <= 0) {
-    fail(spec, "/nodes",
-         fmt::format("cannot resize \"{}\" to {} nodes: expected a positive number of nodes",
-                     spec.name, nodes));
-  }
-  if (nodes != spec.nodes) {
-    spec.description += fmt::format(" (preset resized to {} nodes)", nodes);
-  }
-  spec.nodes = nodes;
-  detail::check_device_count(spec);  // before the NIC count multiplies it
-  if (spec.fat_tree) {
-    FatTreeSpec& ft = *spec.fat_tree;
-    const int64_t nics = spec.device_count() * ft.nics_per_device;
-    const int64_t tiers = ft.tiers;
-    while (ft.tiers < kMaxNetworkTiers && nics > ft.max_endpoints()) {
-      ++ft.tiers;
-    }
-    if (ft.tiers != tiers) {
-      spec.description += fmt::format(" ({} switch tiers for {} NICs)", ft.tiers, nics);
-    }
-  }
-  detail::finalize_cluster(spec);
-  return spec;
-}
+namespace {
 
-ClusterSpec override_fabric(ClusterSpec spec, const FabricOverrides& o) {
-  if (o.empty()) {
-    return spec;
-  }
+// Sets the fat tree's knobs that `o` gives, each checked for its range; what changed, in words.
+// Throws FabricError on the offending field (a GPU cluster without a fat tree included).
+std::vector<std::string> set_fabric_knobs(ClusterSpec& spec, const FabricOverrides& o) {
   auto need = [](bool ok, FabricField f, std::string why) {
     if (!ok) {
       throw FabricError(f, std::move(why));
@@ -329,12 +297,62 @@ ClusterSpec override_fabric(ClusterSpec spec, const FabricOverrides& o) {
     ft.sharp = *o.sharp;
     changes.push_back(ft.sharp ? "SHARP" : "no SHARP");
   }
+  return changes;
+}
+
+}  // namespace
+
+ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes, const FabricOverrides& fabric) {
+  forbid_graph(spec);
+  if (spec.scale_up == ScaleUpFabric::kIciTorus) {
+    fail(spec, "/nodes",
+         fmt::format("cannot set nodes of TPU cluster \"{}\": a TPU slice is sized by its torus "
+                     "shape, e.g. 8x16x16",
+                     spec.name));
+  }
+  if (nodes <= 0) {
+    fail(spec, "/nodes",
+         fmt::format("cannot resize \"{}\" to {} nodes: expected a positive number of nodes",
+                     spec.name, nodes));
+  }
+  if (nodes != spec.nodes) {
+    spec.description += fmt::format(" (preset resized to {} nodes)", nodes);
+  }
+  spec.nodes = nodes;
+  detail::check_device_count(spec);  // before the NIC count multiplies it
+  if (!fabric.empty()) {
+    set_fabric_knobs(spec, fabric);
+  }
+  if (spec.fat_tree && !fabric.tiers) {
+    FatTreeSpec& ft = *spec.fat_tree;
+    const int64_t nics = spec.device_count() * ft.nics_per_device;
+    const int64_t tiers = ft.tiers;
+    while (ft.tiers < kMaxNetworkTiers && nics > ft.max_endpoints()) {
+      ++ft.tiers;
+    }
+    if (ft.tiers != tiers) {
+      spec.description += fmt::format(" ({} switch tiers for {} NICs)", ft.tiers, nics);
+    }
+  }
+  detail::finalize_cluster(spec);
+  return spec;
+}
+
+ClusterSpec override_fabric(ClusterSpec spec, const FabricOverrides& o) {
+  if (o.empty()) {
+    return spec;
+  }
+  const std::vector<std::string> changes = set_fabric_knobs(spec, o);
+  const FatTreeSpec& ft = *spec.fat_tree;
   const int64_t nics = spec.device_count() * ft.nics_per_device;
-  need(nics <= ft.max_endpoints(), FabricField::kTiers,
-       fmt::format("a {}-tier fat tree of radix-{} switches (oversubscription {}) attaches at "
-                   "most {} NICs, but {} devices x {} NICs = {} (expected more tiers)",
-                   ft.tiers, ft.switch_radix, ft.oversubscription, ft.max_endpoints(),
-                   spec.device_count(), ft.nics_per_device, nics));
+  if (nics > ft.max_endpoints()) {
+    throw FabricError(
+        FabricField::kTiers,
+        fmt::format("a {}-tier fat tree of radix-{} switches (oversubscription {}) attaches at "
+                    "most {} NICs, but {} devices x {} NICs = {} (expected more tiers)",
+                    ft.tiers, ft.switch_radix, ft.oversubscription, ft.max_endpoints(),
+                    spec.device_count(), ft.nics_per_device, nics));
+  }
   spec.description += fmt::format(" ({})", fmt::join(changes, ", "));
   detail::finalize_cluster(spec);
   return spec;

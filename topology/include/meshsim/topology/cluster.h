@@ -212,13 +212,6 @@ ClusterSpec parse_cluster(const nlohmann::json& document, const std::string& sou
 // The preset names, sorted.
 std::vector<std::string> cluster_presets();
 
-// The same cluster with `nodes` hosts. GPU clusters only (a TPU slice is resized by its torus).
-// Checks: nodes > 0; an NVLink domain stays whole; no explicit graph (its devices are wired by
-// name). A fat tree too small for the new NIC count gets switch tiers added (up to
-// kMaxNetworkTiers) until it attaches them all, as a larger cluster of the same switches would be
-// built; the description says so. Past that, an InputError on /nodes.
-ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes);
-
 // Fabric knobs a user may set without editing the cluster file (flags, scenario keys).
 struct FabricOverrides {
   std::optional<double> oversubscription;  // 1 to switch radix - 1 (a leaf keeps an uplink)
@@ -249,6 +242,16 @@ constexpr auto enum_names(FabricField) {
                                                {FabricField::kSharp, "sharp"}});
 }
 using FabricError = FieldError<FabricField>;
+
+// The same cluster with `nodes` hosts. GPU clusters only (a TPU slice is resized by its torus).
+// Checks: nodes > 0; an NVLink domain stays whole; no explicit graph (its devices are wired by
+// name). A fat tree too small for the new NIC count gets switch tiers added (up to
+// kMaxNetworkTiers) until it attaches them all, as a larger cluster of the same switches would be
+// built; the description says so. Past that, an InputError on /nodes.
+// `fabric`: the fat-tree knobs the caller will set with override_fabric (which then says what
+// changed), set here first, so that the resized tree is grown and checked with them (an
+// oversubscribed tree attaches more NICs); tiers given there are not grown. FabricError as there.
+ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes, const FabricOverrides& fabric = {});
 
 // The same cluster with its fat tree changed by `o`; the description says what changed. Throws
 // FabricError on the offending field (a value out of range, a GPU cluster without a fat tree, or
