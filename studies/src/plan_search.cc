@@ -282,8 +282,9 @@ ObjectiveScale objective_scale(const LoadedScenario& l, const ParallelPlan& base
 
 Bytes memory_lower_bound(const workloads::ModelConfig& model, const ParallelPlan& plan) {
   Bytes worst;
+  const std::vector<int64_t> in_flight = workloads::max_in_flight_per_stage(plan.pipeline());
   for (const workloads::StagePartition& st : workloads::partition_stages(model, plan)) {
-    const int64_t chunks = workloads::max_in_flight(plan.pipeline(), st.stage);
+    const int64_t chunks = in_flight[static_cast<size_t>(st.stage)];
     const int64_t chunk_layers = st.params.layers / plan.vpp;
     const workloads::TrainingMemory state = workloads::training_memory(st, plan, 1);
     // Layers differ (dense first layers, windows, recompute_num_layers): the least of them.

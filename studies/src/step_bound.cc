@@ -356,10 +356,7 @@ std::optional<Duration> pipeline_makespan(const workloads::PipelineConfig& cfg,
   if (p * v * m * 3 > max_passes) {
     return std::nullopt;
   }
-  std::vector<std::vector<workloads::PipelinePass>> order(p);
-  for (size_t s = 0; s < p; ++s) {
-    order[s] = workloads::pipeline_order(cfg, static_cast<int64_t>(s));
-  }
+  const std::vector<std::vector<workloads::PipelinePass>> order = workloads::pipeline_orders(cfg);
   // End times of forward and backward (B) passes by (virtual stage, microbatch); -1: not yet.
   const size_t vs = p * v;
   std::vector<int64_t> fwd_end(vs * m, -1);

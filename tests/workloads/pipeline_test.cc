@@ -321,6 +321,15 @@ void expect_messages_match(const PipelineConfig& c) {
 
 TEST(PipelineGrid, OrdersAreCompleteAndMessagesMatchInOrder) {
   for (const PipelineConfig& c : grid()) {
+    // The all-ranks forms (the plan search's memory bound, the step bound) are the per-rank ones.
+    const std::vector<std::vector<PipelinePass>> orders = pipeline_orders(c);
+    const std::vector<int64_t> held = max_in_flight_per_stage(c);
+    ASSERT_EQ(orders.size(), static_cast<size_t>(c.stages)) << label(c);
+    ASSERT_EQ(held.size(), static_cast<size_t>(c.stages)) << label(c);
+    for (int64_t s = 0; s < c.stages; ++s) {
+      EXPECT_TRUE(orders[static_cast<size_t>(s)] == pipeline_order(c, s)) << label(c, s);
+      EXPECT_EQ(held[static_cast<size_t>(s)], max_in_flight(c, s)) << label(c, s);
+    }
     for (int64_t s = 0; s < c.stages; ++s) {
       expect_complete(c, s);
       const bool v = c.schedule == S::kZeroBubbleV;

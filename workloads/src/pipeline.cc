@@ -236,6 +236,19 @@ std::vector<PipelinePass> pipeline_order(const PipelineConfig& c, int64_t stage)
   return {};
 }
 
+std::vector<std::vector<PipelinePass>> pipeline_orders(const PipelineConfig& c) {
+  validate(c);
+  if (c.schedule == PipelineSchedule::kZeroBubbleV) {
+    return detail::zero_bubble_v_orders(c.stages, c.microbatches);
+  }
+  std::vector<std::vector<PipelinePass>> out;
+  out.reserve(static_cast<size_t>(c.stages));
+  for (int64_t s = 0; s < c.stages; ++s) {
+    out.push_back(pipeline_order(c, s));
+  }
+  return out;
+}
+
 int64_t virtual_stage(const PipelineConfig& c, int64_t stage, int64_t chunk) {
   check_stage(c, stage);
   SIM_CHECK(chunk >= 0 && chunk < c.virtual_stages, "model chunk {} out of range [0, {})", chunk,
@@ -274,6 +287,22 @@ int64_t max_in_flight(const PipelineConfig& c, int64_t stage) {
   }
   SIM_CHECK(false, "unknown pipeline schedule {}", static_cast<int>(c.schedule));
   return 0;
+}
+
+std::vector<int64_t> max_in_flight_per_stage(const PipelineConfig& c) {
+  validate(c);
+  std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(c.stages));
+  if (c.schedule == PipelineSchedule::kZeroBubbleV) {
+    for (const std::vector<PipelinePass>& order : pipeline_orders(c)) {
+      out.push_back(held_until_weights(order));
+    }
+    return out;
+  }
+  for (int64_t s = 0; s < c.stages; ++s) {
+    out.push_back(max_in_flight(c, s));
+  }
+  return out;
 }
 
 std::optional<PipelinePeer> forward_source(const PipelineConfig& c, int64_t stage, int32_t chunk) {

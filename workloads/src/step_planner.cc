@@ -208,9 +208,10 @@ std::vector<int64_t> simulated_ranks(const RankLayout& layout, SimulationMode mo
 
 // One rank of `stage` at its peak: the chunk passes in flight, in whole microbatches' worth of the
 // stage's activations.
-TrainingMemory stage_memory(const StagePartition& stage, const ParallelPlan& plan) {
-  const int64_t in_flight = (max_in_flight(plan.pipeline(), stage.stage) + plan.vpp - 1) / plan.vpp;
-  return training_memory(stage, plan, in_flight);
+TrainingMemory stage_memory(const StagePartition& stage, const ParallelPlan& plan,
+                            const std::vector<int64_t>& held_per_stage) {
+  const int64_t held = held_per_stage[static_cast<size_t>(stage.stage)];
+  return training_memory(stage, plan, (held + plan.vpp - 1) / plan.vpp);
 }
 
 }  // namespace
@@ -218,8 +219,9 @@ TrainingMemory stage_memory(const StagePartition& stage, const ParallelPlan& pla
 std::vector<TrainingMemory> estimate_step_memory(const ModelConfig& model,
                                                  const ParallelPlan& plan) {
   std::vector<TrainingMemory> out;
+  const std::vector<int64_t> in_flight = max_in_flight_per_stage(plan.pipeline());
   for (const StagePartition& stage : partition_stages(model, plan)) {
-    out.push_back(stage_memory(stage, plan));
+    out.push_back(stage_memory(stage, plan, in_flight));
   }
   return out;
 }
@@ -234,9 +236,10 @@ StepPlan plan_step(const ModelConfig& model, const ParallelPlan& plan, Simulatio
   out.tokens_per_step = plan.gbs * plan.seq;
   out.model_flops_per_step =
       training_flops_per_token(model, plan.seq) * static_cast<double>(out.tokens_per_step);
+  const std::vector<int64_t> in_flight = max_in_flight_per_stage(plan.pipeline());
   for (const StagePartition& stage : stages) {
     out.programs.push_back(detail::build_stage_program(model, plan, stage));
-    out.memory_estimate.push_back(stage_memory(stage, plan));
+    out.memory_estimate.push_back(stage_memory(stage, plan, in_flight));
   }
   const RankLayout layout(plan);
   GroupTable groups(layout);

@@ -133,6 +133,9 @@ void validate(const PipelineConfig& config);
 // The order in which pipeline rank `stage` (0 <= stage < stages, else InternalError) runs its
 // passes in one step. Validates `config` (InputError). Cost: O(microbatches * virtual_stages).
 std::vector<PipelinePass> pipeline_order(const PipelineConfig& config, int64_t stage);
+// Every rank's order, stage by stage: pipeline_order of each, with a schedule that is built for
+// all ranks at once (zbv's list schedule) built once instead of once per rank.
+std::vector<std::vector<PipelinePass>> pipeline_orders(const PipelineConfig& config);
 
 // The virtual stage (0 .. stages*vpp-1) that chunk `chunk` of rank `stage` is:
 // chunk * stages + stage; zbv: stage for chunk 0, 2 * stages - 1 - stage for chunk 1.
@@ -150,6 +153,8 @@ int64_t virtual_stage(const PipelineConfig& config, int64_t stage, int64_t chunk
 // construction's cap does), the most along the rank's order: 2 min(m, p) on every rank, i.e. p
 // whole-stage microbatches when m >= p, 1F1B's first stage.
 int64_t max_in_flight(const PipelineConfig& config, int64_t stage);
+// max_in_flight of every rank, stage by stage (zbv's schedule built once).
+std::vector<int64_t> max_in_flight_per_stage(const PipelineConfig& config);
 
 // A chunk of a rank: where a virtual stage lives.
 struct PipelinePeer {
