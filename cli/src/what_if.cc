@@ -28,7 +28,7 @@ bool gives_a_plan_field(const Scenario& s) {
   return false;
 }
 
-// The default scenario with the named model, cluster and size.
+// The default scenario with the named model, cluster, size, fabric knobs and faults.
 Scenario swapped_default(const Scenario& s) {
   Scenario d = studies::default_scenario();
   for (const ScenarioField f : {ScenarioField::kModel, ScenarioField::kCluster,
@@ -39,6 +39,7 @@ Scenario swapped_default(const Scenario& s) {
   d.model = s.model;
   d.cluster = s.cluster;
   d.faults = s.faults;  // the faults apply to whichever plan runs
+  d.fabric = s.fabric;  // and the fabric knobs to whichever cluster (with their origins)
   d.hardware_catalogue = s.hardware_catalogue;
   d.slices = s.slices;
   const bool sized = s.origins[ScenarioField::kNodes].given() ||

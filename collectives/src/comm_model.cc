@@ -171,29 +171,32 @@ struct Fnv {
 // last and two between): every start of a collective looks its plan up, and hashing all 64 ranks of
 // a DP group was most of that lookup's cost. Groups that share those samples differ elsewhere and
 // are told apart by the comparison, which reads every rank.
-size_t NetworkCommModel::CollectiveHash::operator()(const CollectiveKey& k) const {
-  return hash_of(k.kind, k.bytes, k.ranks.data(), k.ranks.size());
-}
+namespace {
 
-size_t NetworkCommModel::CollectiveHash::operator()(const CollectiveQuery& q) const {
-  static_assert(sizeof(RankId) == sizeof(uint32_t) && std::is_trivially_copyable_v<RankId>);
-  return hash_of(q.kind, q.bytes, reinterpret_cast<const uint32_t*>(q.ranks.data()),
-                 q.ranks.size());
-}
-
-size_t NetworkCommModel::CollectiveHash::hash_of(CollectiveKind kind, int64_t bytes,
-                                                 const uint32_t* ranks, size_t n) {
+// The memo's hash of a collective: its kind, size, group size and four of its ranks.
+template <typename Ranks, typename Value>
+size_t sampled_hash(CollectiveKind kind, int64_t bytes, const Ranks& ranks, Value value) {
   Fnv f;
   f.add(static_cast<uint64_t>(kind));
   f.add(static_cast<uint64_t>(bytes));
+  const size_t n = ranks.size();
   f.add(n);
   if (n > 0) {
-    f.add(ranks[0]);
-    f.add(ranks[n / 3]);
-    f.add(ranks[2 * n / 3]);
-    f.add(ranks[n - 1]);
+    for (const size_t i : {size_t{0}, n / 3, 2 * n / 3, n - 1}) {
+      f.add(value(ranks[i]));
+    }
   }
   return static_cast<size_t>(f.h);
+}
+
+}  // namespace
+
+size_t NetworkCommModel::CollectiveHash::operator()(const CollectiveKey& k) const {
+  return sampled_hash(k.kind, k.bytes, k.ranks, [](uint32_t r) { return r; });
+}
+
+size_t NetworkCommModel::CollectiveHash::operator()(const CollectiveQuery& q) const {
+  return sampled_hash(q.kind, q.bytes, q.ranks, [](RankId r) { return r.value(); });
 }
 
 bool NetworkCommModel::CollectiveEqual::operator()(const CollectiveKey& a,
@@ -203,6 +206,9 @@ bool NetworkCommModel::CollectiveEqual::operator()(const CollectiveKey& a,
 
 bool NetworkCommModel::CollectiveEqual::operator()(const CollectiveQuery& a,
                                                    const CollectiveKey& b) const {
+  // A RankId is its uint32_t and nothing else, so the two arrays compare bytewise.
+  static_assert(sizeof(RankId) == sizeof(uint32_t) &&
+                std::has_unique_object_representations_v<RankId>);
   return a.kind == b.kind && a.bytes == b.bytes && a.ranks.size() == b.ranks.size() &&
          std::memcmp(a.ranks.data(), b.ranks.data(), b.ranks.size() * sizeof(uint32_t)) == 0;
 }
@@ -274,15 +280,22 @@ TransferId NetworkCommModel::start_p2p(SimTime now, RankId src, RankId dst, Byte
   return start(now, find_p2p(src, dst, bytes));
 }
 
+// A memo entry gets its plan id the first time it is planned, and keeps it.
+CommPlan NetworkCommModel::plan_of(const Planned& p) {
+  const auto [it, added] = plan_ids_.emplace(&p, static_cast<uint32_t>(plans_.size()));
+  if (added) {
+    plans_.push_back(&p);
+  }
+  return CommPlan{it->second};
+}
+
 CommPlan NetworkCommModel::plan_collective(CollectiveKind kind, Bytes bytes,
                                            std::span<const RankId> group) {
-  plans_.push_back(&find_collective(kind, bytes, group));
-  return CommPlan{static_cast<uint32_t>(plans_.size() - 1)};
+  return plan_of(find_collective(kind, bytes, group));
 }
 
 CommPlan NetworkCommModel::plan_p2p(RankId src, RankId dst, Bytes bytes) {
-  plans_.push_back(&find_p2p(src, dst, bytes));
-  return CommPlan{static_cast<uint32_t>(plans_.size() - 1)};
+  return plan_of(find_p2p(src, dst, bytes));
 }
 
 TransferId NetworkCommModel::start_planned(SimTime now, CommPlan plan) {

@@ -53,7 +53,7 @@ struct Shape {
 };
 
 enum class Phase : uint8_t { kLatency, kBandwidth, kFloor, kFree };
-enum class EventKind : uint8_t { kLatencyOver, kBytesDone, kFloorOver };
+enum class TransferEventKind : uint8_t { kLatencyOver, kBytesDone, kFloorOver };
 
 constexpr uint32_t kNotSharing = std::numeric_limits<uint32_t>::max();
 
@@ -68,12 +68,12 @@ struct Transfer {
   uint32_t sharing_pos = kNotSharing;  // its index in sharing_ while it is there
 };
 
-struct Event {
+struct TransferEvent {
   SimTime time;
   uint64_t seq = 0;  // set by the queue
   uint32_t transfer = 0;
   uint32_t generation = 0;
-  EventKind kind = EventKind::kLatencyOver;
+  TransferEventKind kind = TransferEventKind::kLatencyOver;
 };
 
 struct VectorHash {
@@ -125,7 +125,7 @@ class FluidNetwork final : public SharedNetwork {
   std::vector<uint32_t> sharing_;  // transfers in their bandwidth phase that cross links
   std::vector<uint32_t> wide_;     // those of them with wide shapes
   std::vector<std::vector<uint32_t>> narrow_users_;  // per link: those with narrow shapes on it
-  BucketQueue<Event> events_;  // by (time, push order)
+  BucketQueue<TransferEvent> events_;  // by (time, push order)
   SimTime clock_;
   size_t active_ = 0;
   std::vector<uint32_t> dirty_shapes_;  // of transfers that entered or left sharing_
@@ -140,8 +140,8 @@ class FluidNetwork final : public SharedNetwork {
   std::vector<uint32_t> members_;    // scratch for re-sharing: the component
   std::vector<uint32_t> key_;        // scratch for re-sharing: its shapes, the memo's key
 
-  void push(SimTime t, uint32_t id, EventKind kind) {
-    events_.push(Event{t, 0, id, transfers_[id].generation, kind});
+  void push(SimTime t, uint32_t id, TransferEventKind kind) {
+    events_.push(TransferEvent{t, 0, id, transfers_[id].generation, kind});
   }
   void enter_bandwidth(uint32_t id);
   void bytes_done(uint32_t id, std::vector<TransferId>& finished);
@@ -150,6 +150,7 @@ class FluidNetwork final : public SharedNetwork {
   void join(uint32_t id);
   void leave(uint32_t id);
   void reshare();
+  void find_component();
   std::vector<double> solve(const std::vector<uint32_t>& members) const;
 };
 
@@ -196,7 +197,7 @@ TransferId FluidNetwork::start(SimTime now, ShapeId shape, Bytes bytes, Duration
   t = Transfer{shape.value(), Phase::kLatency, bytes.as_double(), 0, now, now + floor, generation,
                kNotSharing};
   ++active_;
-  push(now + latency, id, EventKind::kLatencyOver);
+  push(now + latency, id, TransferEventKind::kLatencyOver);
   return TransferId(id);
 }
 
@@ -206,7 +207,7 @@ void FluidNetwork::enter_bandwidth(uint32_t id) {
   if (t.remaining <= 0 || (s.links.empty() && s.cap <= 0)) {
     t.phase = Phase::kBandwidth;
     t.rate = kInf;
-    push(clock_, id, EventKind::kBytesDone);
+    push(clock_, id, TransferEventKind::kBytesDone);
     return;
   }
   t.phase = Phase::kBandwidth;
@@ -264,7 +265,7 @@ void FluidNetwork::set_rate(uint32_t id, double rate) {
   t.last = clock_;
   t.rate = rate;
   ++t.generation;
-  push(clock_ + drain_time(t.remaining, t.rate), id, EventKind::kBytesDone);
+  push(clock_ + drain_time(t.remaining, t.rate), id, TransferEventKind::kBytesDone);
   for (const auto& cb : rate_subscribers_) {
     cb(TransferRate{clock_, TransferId(id), ShapeId(t.shape), rate});
   }
@@ -284,7 +285,7 @@ void FluidNetwork::bytes_done(uint32_t id, std::vector<TransferId>& finished) {
   t.remaining = 0;
   if (t.not_before > clock_) {
     t.phase = Phase::kFloor;
-    push(t.not_before, id, EventKind::kFloorOver);
+    push(t.not_before, id, TransferEventKind::kFloorOver);
     return;
   }
   t.phase = Phase::kFree;
@@ -313,19 +314,19 @@ NetworkAdvance FluidNetwork::advance(SimTime limit) {
     }
     clock_ = events_.top().time;
     while (!events_.empty() && events_.top().time == clock_) {
-      const Event e = events_.pop();
+      const TransferEvent e = events_.pop();
       Transfer& t = transfers_[e.transfer];
       if (e.generation != t.generation) {
         continue;
       }
       switch (e.kind) {
-        case EventKind::kLatencyOver:
+        case TransferEventKind::kLatencyOver:
           enter_bandwidth(e.transfer);
           break;
-        case EventKind::kBytesDone:
+        case TransferEventKind::kBytesDone:
           bytes_done(e.transfer, out.finished);
           break;
-        case EventKind::kFloorOver:
+        case TransferEventKind::kFloorOver:
           t.phase = Phase::kFree;
           out.finished.push_back(TransferId(e.transfer));
           break;
@@ -374,12 +375,9 @@ bool FluidNetwork::overlap(uint32_t a, uint32_t b) {
   return shared;
 }
 
-void FluidNetwork::reshare() {
-  if (dirty_shapes_.empty()) {
-    return;
-  }
-  // The component: every transfer in sharing_ reachable from the marked shapes through shapes
-  // that share a link.
+// The component to re-share, into members_: every transfer in sharing_ reachable from the marked
+// shapes through shapes that share a link; the marks are cleared.
+void FluidNetwork::find_component() {
   std::vector<uint32_t>& members = members_;
   members.clear();
   auto add = [&](uint32_t id) {
@@ -417,6 +415,14 @@ void FluidNetwork::reshare() {
   for (const uint32_t id : members) {
     transfer_seen_[id] = false;
   }
+}
+
+void FluidNetwork::reshare() {
+  if (dirty_shapes_.empty()) {
+    return;
+  }
+  find_component();
+  std::vector<uint32_t>& members = members_;
   if (members.empty()) {  // what left shared no link with anything still in flight
     return;
   }

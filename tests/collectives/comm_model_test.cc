@@ -54,8 +54,10 @@ TEST(NetworkCommModel, PlansAreLookedUpOnceAndStartAsTheirArguments) {
   auto m = model(net);
   const CommPlan ag = m.plan_collective(CollectiveKind::kAllGather, MiB(8), g);
   const CommPlan p2p = m.plan_p2p(RankId(0), RankId(8), MiB(1));
-  EXPECT_EQ(m.plan_collective(CollectiveKind::kAllGather, MiB(8), g).id, 2u);  // a third handle
-  EXPECT_EQ(m.planned(), 2);  // the third from the memo
+  // Planned again: the same plan (a caller asking per start does not grow the table).
+  EXPECT_EQ(m.plan_collective(CollectiveKind::kAllGather, MiB(8), g).id, ag.id);
+  EXPECT_NE(p2p.id, ag.id);
+  EXPECT_EQ(m.planned(), 2);
   SimTime t;
   for (int i = 0; i < 3; ++i) {
     m.start_planned(t, ag);
@@ -69,6 +71,25 @@ TEST(NetworkCommModel, PlansAreLookedUpOnceAndStartAsTheirArguments) {
   EXPECT_EQ(m.advance(SimTime::max()).time - t, send);
   EXPECT_EQ(m.started(), 4);
   EXPECT_THROW(m.start_planned(t, CommPlan{99}), InternalError);
+}
+
+// The memo's hash reads four ranks of a group (the first, the last, two between): two groups that
+// share those differ elsewhere and must still be two entries.
+TEST(NetworkCommModel, GroupsThatShareTheHashedRanksAreStillTwo) {
+  const auto net = topology::Network::build(dgx_h100(2));
+  auto m = model(net);
+  // 8 ranks: indices 0, 2, 5 and 7 are hashed; the groups differ at index 1.
+  const std::vector<RankId> a = {RankId(0), RankId(1), RankId(2), RankId(3),
+                                 RankId(4), RankId(5), RankId(6), RankId(7)};
+  std::vector<RankId> b = a;
+  b[1] = RankId(9);
+  const CommPlan pa = m.plan_collective(CollectiveKind::kAllReduce, MiB(1), a);
+  const CommPlan pb = m.plan_collective(CollectiveKind::kAllReduce, MiB(1), b);
+  EXPECT_EQ(m.planned(), 2);
+  EXPECT_NE(pa.id, pb.id);
+  // b crosses nodes (rank 9 is on node 1), a does not: their plans are not the same collective.
+  EXPECT_NE(m.collective_time(CollectiveKind::kAllReduce, MiB(1), a),
+            m.collective_time(CollectiveKind::kAllReduce, MiB(1), b));
 }
 
 TEST(NetworkCommModel, AutoPicksWhatNcclsTunerPicks) {

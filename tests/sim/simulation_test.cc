@@ -22,81 +22,6 @@ using testing::peer_op;
 using testing::PsCommModel;
 using testing::PsComputeModel;
 
-TEST(EventQueue, OrdersByTimeThenInsertion) {
-  EventQueue q;
-  q.push(SimTime::from_ps(5), EventKind::kOpEnd, 1);
-  q.push(SimTime::from_ps(3), EventKind::kOpEnd, 2);
-  q.push(SimTime::from_ps(5), EventKind::kOpEnd, 3);
-  q.push(SimTime::from_ps(3), EventKind::kOpEnd, 4);
-  std::vector<uint32_t> order;
-  while (!q.empty()) {
-    order.push_back(q.pop().payload);
-  }
-  EXPECT_EQ(order, (std::vector<uint32_t>{2, 4, 1, 3}));
-}
-
-// Issue 16: the time-bucketed queue must pop in exactly the (time, seq) order of a heap over all
-// events, also when pushes at the current time (zero-duration ops) and at earlier pending times
-// interleave with pops, and when an emptied bucket's time comes back.
-TEST(EventQueue, BucketsKeepTimeThenSeqOrderUnderInterleaving) {
-  EventQueue q;
-  std::vector<Event> reference;  // every pending event, popped by (time, seq) from this copy
-  Rng rng(7, "event-queue-test");
-  uint32_t payload = 0;
-  SimTime now;
-  for (int round = 0; round < 2000; ++round) {
-    const int pushes = static_cast<int>(rng.below(4));
-    for (int i = 0; i < pushes; ++i) {
-      // Few distinct offsets, so that buckets fill, empty and reopen.
-      const SimTime t = now + Duration::from_ps(static_cast<int64_t>(rng.below(3)) * 10);
-      reference.push_back(Event{t, q.pushed(), EventKind::kOpEnd, payload});
-      q.push(t, EventKind::kOpEnd, payload++);
-    }
-    const int pops = static_cast<int>(rng.below(4));
-    for (int i = 0; i < pops && !q.empty(); ++i) {
-      const auto it = std::min_element(reference.begin(), reference.end(),
-                                       [](const Event& a, const Event& b) {
-                                         return a.time != b.time ? a.time < b.time : a.seq < b.seq;
-                                       });
-      ASSERT_EQ(q.top().payload, it->payload);
-      const Event e = q.pop();
-      EXPECT_EQ(e.payload, it->payload);
-      EXPECT_EQ(e.seq, it->seq);
-      EXPECT_EQ(e.time, it->time);
-      now = e.time;
-      reference.erase(it);
-    }
-    ASSERT_EQ(q.size(), reference.size());
-  }
-}
-
-// The fluid network (collectives/) queues its own events, with a transfer and a generation: the
-// same template, in the same (time, push order).
-TEST(EventQueue, AnyEventTypeKeepsTimeThenPushOrder) {
-  struct NetEvent {
-    SimTime time;
-    uint64_t seq = 0;
-    uint32_t transfer = 0;
-    uint32_t generation = 0;
-  };
-  BucketQueue<NetEvent> q;
-  for (uint32_t i = 0; i < 6; ++i) {
-    q.push(NetEvent{SimTime::from_ps(10 - 3 * (i % 2)), 0, i, 2 * i});
-  }
-  std::vector<uint32_t> order;
-  uint64_t last_seq = 0;
-  while (!q.empty()) {
-    const NetEvent e = q.pop();
-    EXPECT_EQ(e.generation, 2 * e.transfer);
-    if (!order.empty() && e.time.ps() == 10 && order.back() % 2 == 0) {
-      EXPECT_GT(e.seq, last_seq);
-    }
-    last_seq = e.seq;
-    order.push_back(e.transfer);
-  }
-  EXPECT_EQ(order, (std::vector<uint32_t>{1, 3, 5, 0, 2, 4}));
-}
-
 TEST(Program, RejectsBackwardDependencies) {
   Program p;
   const OpId a = p.add(compute_op("a", 1));
@@ -284,55 +209,6 @@ TEST(Simulation, CollectiveRendezvous) {
   }
   EXPECT_EQ(collectives, 3);
   EXPECT_EQ(nm.collective_calls, 1);  // one question per collective, not per rank
-}
-
-// A group runs the same few collectives over and over, and a channel sends the same size: the
-// engine plans each once and starts the plan (CommModel::plan_collective, start_planned).
-TEST(Simulation, PlansEachGroupsCollectiveAndEachChannelsSendOnce) {
-  PsComputeModel cm;
-  PsCommModel nm;
-  Simulation sim(cm, nm);
-  const GroupId grp = sim.add_group({RankId(0), RankId(1)});
-  for (uint32_t i = 0; i < 2; ++i) {
-    Program p;
-    OpId prev = p.add(collective_op("ar0", 2));
-    for (int k = 1; k < 4; ++k) {
-      const OpId next = p.add(collective_op(fmt::format("ar{}", k), k == 3 ? 5 : 2));
-      p.add_dependency(prev, next);
-      prev = next;
-    }
-    for (int k = 0; k < 3; ++k) {
-      const OpId msg = p.add(peer_op(fmt::format("p2p{}", k), i == 0, 7, 0, 2));
-      p.add_dependency(prev, msg);
-      prev = msg;
-    }
-    sim.add_rank(sim.add_program(std::move(p)), {grp}, {RankId(1 - i)});
-  }
-  const RunResult r = sim.run();
-  // 2 B x 2 ranks three times, then 5 B x 2, then three sends of 7 B, back to back.
-  EXPECT_EQ(r.end.ps(), 3 * 4 + 10 + 3 * 7);
-  EXPECT_EQ(nm.collective_calls, 4);
-  EXPECT_EQ(nm.plan_calls, 3);  // all-reduce of 2 B, of 5 B; the send of 7 B
-}
-
-// The default plans remember their arguments: starting one is starting them.
-TEST(CommModel, DefaultPlansStartWhatTheirArgumentsStart) {
-  IsolatedCommModel m([](CollectiveKind, Bytes b, std::span<const RankId> g) {
-    return Duration::from_ps(b.count() * static_cast<int64_t>(g.size()));
-  },
-                      [](RankId src, RankId, Bytes b) {
-                        return Duration::from_ps(b.count() + src.value());
-                      });
-  const std::vector<RankId> g = {RankId(0), RankId(1), RankId(2)};
-  const CommPlan ar = m.plan_collective(CollectiveKind::kAllReduce, Bytes::of(4), g);
-  const CommPlan send = m.plan_p2p(RankId(5), RankId(6), Bytes::of(10));
-  m.start_planned(SimTime::zero(), ar);
-  CommAdvance a = m.advance(SimTime::max());
-  EXPECT_EQ(a.time.ps(), 12);
-  m.start_planned(a.time, send);
-  a = m.advance(SimTime::max());
-  EXPECT_EQ(a.time.ps(), 12 + 15);
-  EXPECT_THROW(m.start_planned(a.time, CommPlan{7}), InternalError);
 }
 
 TEST(Simulation, SendMatchesReceive) {

@@ -98,11 +98,19 @@ TEST(ScenarioCluster, NodesAreCheckedWithTheFabricKnobs) {
   EXPECT_EQ(c.device_count(), 98304);
   EXPECT_EQ(c.fat_tree->oversubscription, 3.0);
   EXPECT_EQ(c.fat_tree->tiers, 3);
-  doc["oversubscription"] = 1;
+  doc["oversubscription"] = 1;  // the tiers given are too few: their fault, not the size's
   s = apply_scenario_json(doc, "s.json", "", Scenario{});
   try {
     load_cluster(s);
     ADD_FAILURE() << "98,304 NICs on a non-blocking 3-tier tree accepted";
+  } catch (const topology::FabricError& e) {
+    EXPECT_EQ(e.field(), topology::FabricField::kTiers);
+  }
+  doc.erase("tiers");  // without them the preset's tree grows to its 3 tiers and no further
+  s = apply_scenario_json(doc, "s.json", "", Scenario{});
+  try {
+    load_cluster(s);
+    ADD_FAILURE() << "98,304 NICs on a non-blocking tree accepted";
   } catch (const ScenarioError& e) {
     EXPECT_EQ(e.field(), ScenarioField::kNodes);
   }

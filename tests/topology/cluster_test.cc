@@ -196,10 +196,14 @@ TEST_F(ClusterTest, ResizeIsCheckedWithTheFabricKnobs) {
   EXPECT_EQ(big.fat_tree->oversubscription, 3.0);
   EXPECT_EQ(big.fat_tree->tiers, 3);
   FabricOverrides two_tiers = o;
-  two_tiers.tiers = 2;  // 3,072 NICs at 3:1: refused, not grown to 3
-  EXPECT_THAT(
-      capture_input_error([&] { resize_nodes(load("dgx-h100"), 12288, two_tiers); }).message(),
-      HasSubstr("2-tier fat tree"));
+  two_tiers.tiers = 2;  // 3,072 NICs at 3:1: refused on the tiers given, not grown to 3
+  try {
+    resize_nodes(load("dgx-h100"), 12288, two_tiers);
+    ADD_FAILURE() << "2 tiers accepted for 98,304 NICs";
+  } catch (const FabricError& e) {
+    EXPECT_EQ(e.field(), FabricField::kTiers);
+    EXPECT_THAT(e.what(), HasSubstr("2-tier fat tree"));
+  }
   FabricOverrides one_tier;
   one_tier.tiers = 1;  // 32 NICs on one switch: fine at 4 nodes, although not at the preset's 256
   EXPECT_EQ(override_fabric(resize_nodes(load("dgx-h100"), 4, one_tier), one_tier).fat_tree->tiers,

@@ -300,6 +300,20 @@ std::vector<std::string> set_fabric_knobs(ClusterSpec& spec, const FabricOverrid
   return changes;
 }
 
+// The tree attaches every NIC, or a FabricError on the tiers given (the knob that can fix it).
+void require_attaches_every_nic(const ClusterSpec& spec) {
+  const FatTreeSpec& ft = *spec.fat_tree;
+  const int64_t nics = spec.device_count() * ft.nics_per_device;
+  if (nics > ft.max_endpoints()) {
+    throw FabricError(
+        FabricField::kTiers,
+        fmt::format("a {}-tier fat tree of radix-{} switches (oversubscription {}) attaches at "
+                    "most {} NICs, but {} devices x {} NICs = {} (expected more tiers)",
+                    ft.tiers, ft.switch_radix, ft.oversubscription, ft.max_endpoints(),
+                    spec.device_count(), ft.nics_per_device, nics));
+  }
+}
+
 }  // namespace
 
 ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes, const FabricOverrides& fabric) {
@@ -323,7 +337,9 @@ ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes, const FabricOverrides&
   if (!fabric.empty()) {
     set_fabric_knobs(spec, fabric);
   }
-  if (spec.fat_tree && !fabric.tiers) {
+  if (fabric.tiers) {
+    require_attaches_every_nic(spec);  // tiers given are kept: too few is that knob's fault
+  } else if (spec.fat_tree) {
     FatTreeSpec& ft = *spec.fat_tree;
     const int64_t nics = spec.device_count() * ft.nics_per_device;
     const int64_t tiers = ft.tiers;
@@ -343,16 +359,7 @@ ClusterSpec override_fabric(ClusterSpec spec, const FabricOverrides& o) {
     return spec;
   }
   const std::vector<std::string> changes = set_fabric_knobs(spec, o);
-  const FatTreeSpec& ft = *spec.fat_tree;
-  const int64_t nics = spec.device_count() * ft.nics_per_device;
-  if (nics > ft.max_endpoints()) {
-    throw FabricError(
-        FabricField::kTiers,
-        fmt::format("a {}-tier fat tree of radix-{} switches (oversubscription {}) attaches at "
-                    "most {} NICs, but {} devices x {} NICs = {} (expected more tiers)",
-                    ft.tiers, ft.switch_radix, ft.oversubscription, ft.max_endpoints(),
-                    spec.device_count(), ft.nics_per_device, nics));
-  }
+  require_attaches_every_nic(spec);
   spec.description += fmt::format(" ({})", fmt::join(changes, ", "));
   detail::finalize_cluster(spec);
   return spec;

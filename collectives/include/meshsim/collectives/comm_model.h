@@ -123,7 +123,6 @@ class NetworkCommModel final : public CommModel {
     using is_transparent = void;
     size_t operator()(const CollectiveKey& k) const;
     size_t operator()(const CollectiveQuery& q) const;
-    static size_t hash_of(CollectiveKind kind, int64_t bytes, const uint32_t* ranks, size_t n);
   };
   struct CollectiveEqual {
     using is_transparent = void;
@@ -145,6 +144,7 @@ class NetworkCommModel final : public CommModel {
   std::unordered_map<CollectiveKey, Planned, CollectiveHash, CollectiveEqual> memo_;
   std::unordered_map<P2pKey, Planned, P2pHash> p2p_memo_;
   std::vector<const Planned*> plans_;  // by CommPlan id: into memo_ or p2p_memo_
+  std::unordered_map<const Planned*, uint32_t> plan_ids_;  // its id, by entry; looked up only
   // Into memo_ or p2p_memo_ (their nodes do not move): a start must not copy a shape's loads.
   const CommShape* last_shape_ = nullptr;
   CommShape no_shape_;  // last_shape() before anything started
@@ -166,6 +166,7 @@ class NetworkCommModel final : public CommModel {
   DeviceId device_of(RankId r) const;
   const Planned& find_collective(CollectiveKind kind, Bytes bytes, std::span<const RankId> group);
   const Planned& find_p2p(RankId src, RankId dst, Bytes bytes);
+  CommPlan plan_of(const Planned& p);
   TransferId start(SimTime now, const Planned& p);
   Planned add_shape(CommShape shape);
   void transfer_rate(const TransferRate& r);

@@ -54,7 +54,7 @@ class CommModel {
   // collectives, a channel's sends): a plan stands for its arguments for the model's lifetime,
   // and start_planned(now, plan) is start_collective or start_p2p with them. These defaults
   // remember the arguments; a model that looks its costs up per start (NetworkCommModel)
-  // overrides them to look up once.
+  // overrides them to look up once. A model overrides all three or none: plan ids are its own.
   virtual CommPlan plan_collective(CollectiveKind kind, Bytes bytes,
                                    std::span<const RankId> group);
   virtual CommPlan plan_p2p(RankId src, RankId dst, Bytes bytes);

@@ -250,7 +250,8 @@ using FabricError = FieldError<FabricField>;
 // built; the description says so. Past that, an InputError on /nodes.
 // `fabric`: the fat-tree knobs the caller will set with override_fabric (which then says what
 // changed), set here first, so that the resized tree is grown and checked with them (an
-// oversubscribed tree attaches more NICs); tiers given there are not grown. FabricError as there.
+// oversubscribed tree attaches more NICs); tiers given there are not grown, and too few of them is
+// a FabricError on kTiers. FabricError as there.
 ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes, const FabricOverrides& fabric = {});
 
 // The same cluster with its fat tree changed by `o`; the description says what changed. Throws
