@@ -221,15 +221,6 @@ ComputeWork attention_work(const LayerContext& c, const Dims& d, bool backward);
 // The MLP of the context's layer (layer_ops_mlp.cc): dense or MoE (router, shared experts,
 // dispatch, experts, combine), forward or backward, with its TP and EP communication.
 void mlp_items(Items& it, bool backward);
-// The flex dispatcher's route (moe_dispatch.cc): the EP group's ranks per node and nodes, and the
-// nodes one token's copies reach: the routing groups' bound, or uniform routing's expectation
-// when that is fewer.
-struct FlexRoute {
-  int64_t per_node = 1;
-  int64_t nodes = 1;
-  double node_copies = 1.0;
-};
-FlexRoute flex_route(const ModelConfig& model, const ParallelPlan& plan);
 // The EP exchange of `tokens` routed tokens (moe_dispatch.cc), towards the experts (dispatch and
 // the combine's gradient) or back; nothing without EP.
 void ep_exchange(Items& it, const std::string& name, bool to_experts, int64_t tokens,

@@ -154,6 +154,9 @@ StagePartition make_partition(const ModelConfig& m, const ParallelPlan& p, int64
   s.tokens = stage_tokens(p);
   s.params = parameters_of(m, p, s);
   s.activations = activations_of(m, p, s);
+  if (m.moe && p.ep > 1 && p.moe_dispatcher == MoeDispatcher::kFlex) {
+    s.flex = flex_route(m, p);
+  }
   return s;
 }
 

@@ -109,6 +109,17 @@ struct StageActivations {
   Bytes outside() const { return embedding + head; }
 };
 
+// The flex dispatcher's route (parallel.h MoeDispatcher::kFlex): the EP group's ranks per node
+// and its nodes, and the nodes one token's copies reach: the routing groups' bound, or uniform
+// routing's expectation when that is fewer.
+struct FlexRoute {
+  int64_t per_node = 1;
+  int64_t nodes = 1;
+  double node_copies = 1.0;
+};
+// Of a plan that passed validate_split with an MoE model, EP > 1 and the flex dispatcher.
+FlexRoute flex_route(const ModelConfig& model, const ParallelPlan& plan);
+
 struct StagePartition {
   int64_t stage = 0;
   bool first = false;  // holds the embedding
@@ -118,6 +129,7 @@ struct StagePartition {
   StageTokens tokens;
   StageParameters params;
   StageActivations activations;
+  std::optional<FlexRoute> flex;  // MoE under the flex dispatcher with EP > 1
 };
 
 // Every stage of a plan. Checks that the plan splits the model (validate_split: PlanError).
