@@ -249,7 +249,8 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
       PlanField::kRecomputeModules, [&f](ParallelPlan& p) {
         p.recompute_modules.clear();
         for (const std::string& m : f.recompute_modules) {
-          p.recompute_modules.push_back(*meshsim::parse_enum<meshsim::workloads::RecomputeModule>(m));
+          using meshsim::workloads::RecomputeModule;
+          p.recompute_modules.push_back(*meshsim::parse_enum<RecomputeModule>(m));
         }
       });
   bind_plan(app, f, PlanField::kFsdp, &ParallelPlan::fsdp,

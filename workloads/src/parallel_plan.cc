@@ -288,8 +288,9 @@ void check_recompute_modules(const ModelConfig& m, const ParallelPlan& p) {
                                 "mixture of experts");
     }
     if (r == RecomputeModule::kMlp && m.moe && m.moe->first_dense_layers == 0) {
-      bad(F::kRecomputeModules, "mlp recomputes a dense layer's MLP; every layer of the model is "
-                                "a mixture of experts (Megatron-Core's \"moe\" module, not modelled)");
+      bad(F::kRecomputeModules,
+          "mlp recomputes a dense layer's MLP; every layer of the model is a mixture of experts "
+          "(Megatron-Core's \"moe\" module, not modelled)");
     }
   }
 }
