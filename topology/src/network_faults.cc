@@ -51,7 +51,6 @@ std::optional<LinkId> ici_step(const TorusLayout& t, int64_t d, int64_t axis, in
                 (direction > 0 ? 0 : 1)];
 }
 
-// The links a fault names, both directions; LinkFaultError where the device has none.
 // The leaf of device d's NIC k, and the vertex of spine j of its pod.
 std::pair<VertexId, VertexId> leaf_and_spine(const GpuLayout& g, int64_t d, int64_t k,
                                              int64_t j) {
@@ -62,6 +61,7 @@ std::pair<VertexId, VertexId> leaf_and_spine(const GpuLayout& g, int64_t d, int6
                    static_cast<uint32_t>(t.pod_of_leaf(leaf) * t.spines_per_pod + j))};
 }
 
+// The links a fault names, both directions; LinkFaultError (at `index`) where the device has none.
 std::vector<LinkId> selected_links(const Network& net, const detail::NetworkData& impl,
                                    const LinkFault& f, size_t index) {
   const auto d = static_cast<int64_t>(f.device.value());
@@ -110,6 +110,19 @@ std::vector<LinkId> selected_links(const Network& net, const detail::NetworkData
                                             describe(f), to_string(f.kind)));
   }
   return out;
+}
+
+// scale_bandwidth on the links of each fault, but the failed ones when `skip_failed`.
+void scale_faults(Network& net, const detail::NetworkData& impl,
+                  const std::vector<LinkFault>& faults, bool skip_failed) {
+  for (size_t i = 0; i < faults.size(); ++i) {
+    if (skip_failed && faults[i].down()) {
+      continue;
+    }
+    for (const LinkId l : selected_links(net, impl, faults[i], i)) {
+      net.scale_bandwidth(l, faults[i].factor);
+    }
+  }
 }
 
 void mark_down(detail::NetworkData& impl, const std::vector<LinkId>& links) {
@@ -345,22 +358,12 @@ std::vector<LinkId> Network::device_links(DeviceId d, LinkKind kind) const {
 }
 
 void Network::degrade(const std::vector<LinkFault>& faults) {
-  for (size_t i = 0; i < faults.size(); ++i) {
-    for (const LinkId l : selected_links(*this, *impl_, faults[i], i)) {
-      scale_bandwidth(l, faults[i].factor);
-    }
-  }
+  scale_faults(*this, *impl_, faults, false);
 }
 
 std::vector<std::string> Network::apply_faults(const std::vector<LinkFault>& faults) {
+  scale_faults(*this, *impl_, faults, true);
   std::vector<std::string> reroutes;
-  for (size_t i = 0; i < faults.size(); ++i) {
-    if (!faults[i].down()) {
-      for (const LinkId l : selected_links(*this, *impl_, faults[i], i)) {
-        scale_bandwidth(l, faults[i].factor);
-      }
-    }
-  }
   for (size_t i = 0; i < faults.size(); ++i) {
     if (faults[i].down()) {
       reroutes.push_back(fail_one(*impl_, *this, faults[i], i));
