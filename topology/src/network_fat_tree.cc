@@ -288,37 +288,11 @@ void build_upper_tiers(NetworkData& impl, FatTreeLayout& t) {
   }
 }
 
-// The ports through which a device's traffic leaves or enters the fabric: each is a NIC k of a
-// device `via`. Normally the device's own working NICs; if all of them are down, the working NICs
-// of the other devices of its node, reached over NVLink (NCCL's PXN path: a GPU hands its data to
-// a peer of its node, which posts it on its NIC). Calls fn(via, k) in a stable order.
-template <typename Fn>
-void for_each_port(const GpuLayout& g, int64_t d, Fn&& fn) {
-  bool own = false;
-  for (int64_t k = 0; k < g.tree.nics_per_device; ++k) {
-    if (g.nic_works(d, k)) {
-      own = true;
-      fn(d, k);
-    }
-  }
-  if (own) {
-    return;
-  }
-  const int64_t first = d / g.devices_per_node * g.devices_per_node;
-  for (int64_t p = first; p < first + g.devices_per_node; ++p) {
-    for (int64_t k = 0; k < g.tree.nics_per_device && p != d; ++k) {
-      if (g.nic_works(p, k)) {
-        fn(p, k);
-      }
-    }
-  }
-}
-
 // The fewest leaf-to-leaf hops over the port pairs of two devices.
 int64_t best_leaf_distance(const GpuLayout& g, int64_t a, int64_t b) {
   int64_t best = 4;
-  for_each_port(g, a, [&](int64_t pa, int64_t ka) {
-    for_each_port(g, b, [&](int64_t pb, int64_t kb) {
+  g.for_each_port(a, [&](int64_t pa, int64_t ka) {
+    g.for_each_port(b, [&](int64_t pb, int64_t kb) {
       best = std::min(best, g.tree.leaf_distance(g.leaf_of(pa, ka), g.leaf_of(pb, kb)));
     });
   });
@@ -432,8 +406,8 @@ int64_t gpu_path_count(const NetworkData& impl, DeviceId a, DeviceId b) {
   }
   const int64_t best = best_leaf_distance(g, da, db);
   int64_t count = 0;
-  for_each_port(g, da, [&](int64_t pa, int64_t ka) {
-    for_each_port(g, db, [&](int64_t pb, int64_t kb) {
+  g.for_each_port(da, [&](int64_t pa, int64_t ka) {
+    g.for_each_port(db, [&](int64_t pb, int64_t kb) {
       const int64_t la = g.leaf_of(pa, ka);
       const int64_t lb = g.leaf_of(pb, kb);
       if (g.tree.leaf_distance(la, lb) == best) {
@@ -457,8 +431,8 @@ Path gpu_nth_path(const NetworkData& impl, DeviceId a, DeviceId b, int64_t i) {
   }
   const int64_t best = best_leaf_distance(g, da, db);
   Path path;
-  for_each_port(g, da, [&](int64_t pa, int64_t ka) {
-    for_each_port(g, db, [&](int64_t pb, int64_t kb) {
+  g.for_each_port(da, [&](int64_t pa, int64_t ka) {
+    g.for_each_port(db, [&](int64_t pb, int64_t kb) {
       const int64_t la = g.leaf_of(pa, ka);
       const int64_t lb = g.leaf_of(pb, kb);
       if (!path.empty() || t.leaf_distance(la, lb) != best) {

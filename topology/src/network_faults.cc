@@ -45,12 +45,6 @@ void nic_links(const detail::NetworkData& impl, int64_t d, int64_t k, LinkKind k
   }
 }
 
-// The ICI link from device d along `axis` in `direction`, if it exists.
-std::optional<LinkId> ici_step(const TorusLayout& t, int64_t d, int64_t axis, int direction) {
-  return t.step[(static_cast<size_t>(d) * t.dims() + static_cast<size_t>(axis)) * 2 +
-                (direction > 0 ? 0 : 1)];
-}
-
 // The leaf of device d's NIC k, and the vertex of spine j of its pod.
 std::pair<VertexId, VertexId> leaf_and_spine(const GpuLayout& g, int64_t d, int64_t k,
                                              int64_t j) {
@@ -93,7 +87,7 @@ std::vector<LinkId> selected_links(const Network& net, const detail::NetworkData
     const std::optional<LinkId> l =
         f.kind == LinkKind::kIci && impl.torus && *f.ici_axis >= 0 &&
                 static_cast<size_t>(*f.ici_axis) < impl.torus->dims()
-            ? ici_step(*impl.torus, d, *f.ici_axis, f.ici_direction)
+            ? impl.torus->link_from(d, static_cast<size_t>(*f.ici_axis), f.ici_direction)
             : std::nullopt;
     if (!l) {
       throw LinkFaultError(index, fmt::format("{}: the device has no such ICI link (expected an "
@@ -141,20 +135,13 @@ struct Ports {
 };
 Ports ports_of(const GpuLayout& g, int64_t d) {
   Ports p;
-  for (int64_t k = 0; k < g.tree.nics_per_device; ++k) {
-    if (g.nic_works(d, k)) {
+  g.for_each_port(d, [&](int64_t via, int64_t k) {
+    if (via == d) {
       p.own.push_back(k);
+    } else if (p.peers.empty() || p.peers.back() != via) {
+      p.peers.push_back(via);
     }
-  }
-  const int64_t first = d / g.devices_per_node * g.devices_per_node;
-  for (int64_t q = first; q < first + g.devices_per_node && p.own.empty(); ++q) {
-    for (int64_t k = 0; k < g.tree.nics_per_device && q != d; ++k) {
-      if (g.nic_works(q, k)) {
-        p.peers.push_back(q);
-        break;
-      }
-    }
-  }
+  });
   return p;
 }
 
@@ -198,7 +185,7 @@ std::vector<LinkId> ring_links(const detail::NetworkData& impl, const TorusLayou
   std::vector<LinkId> out;
   int64_t at = d;
   for (int64_t k = 0; k < t.shape[static_cast<size_t>(axis)]; ++k) {
-    const std::optional<LinkId> l = ici_step(t, at, axis, 1);
+    const std::optional<LinkId> l = t.link_from(at, static_cast<size_t>(axis), 1);
     if (!l) {
       break;
     }
@@ -386,18 +373,8 @@ std::vector<LinkId> Network::detour_links(const LinkFault& f) const {
       }
     }
   } else if (impl_->gpu && (f.kind == LinkKind::kNetwork || f.kind == LinkKind::kPcie)) {
-    const GpuLayout& g = *impl_->gpu;
-    const Ports p = ports_of(g, d);
-    for (const int64_t k : p.own) {
-      nic_links(*impl_, d, k, LinkKind::kNetwork, out);
-    }
-    for (const int64_t q : p.peers) {
-      for (int64_t k = 0; k < g.tree.nics_per_device; ++k) {
-        if (g.nic_works(q, k)) {
-          nic_links(*impl_, q, k, LinkKind::kNetwork, out);
-        }
-      }
-    }
+    impl_->gpu->for_each_port(
+        d, [&](int64_t via, int64_t k) { nic_links(*impl_, via, k, LinkKind::kNetwork, out); });
   } else if (impl_->torus && f.ici_axis) {
     for (const LinkId l : ring_links(*impl_, *impl_->torus, d, *f.ici_axis)) {
       if (!impl_->link_down(l)) {

@@ -73,6 +73,31 @@ struct GpuLayout {
     return nic_down.empty() ||
            nic_down[static_cast<size_t>(device * tree.nics_per_device + k)] == 0;
   }
+  // The ports through which device d's traffic leaves or enters the fabric, each a NIC k of a
+  // device `via`: its own working NICs, or, if all are down, the working NICs of the other
+  // devices of its node, reached over NVLink (NCCL's PXN path: a GPU hands its data to a peer of
+  // its node, which posts it on its NIC). Calls fn(via, k) in a stable order.
+  template <typename Fn>
+  void for_each_port(int64_t d, Fn&& fn) const {
+    bool own = false;
+    for (int64_t k = 0; k < tree.nics_per_device; ++k) {
+      if (nic_works(d, k)) {
+        own = true;
+        fn(d, k);
+      }
+    }
+    if (own) {
+      return;
+    }
+    const int64_t first = d / devices_per_node * devices_per_node;
+    for (int64_t p = first; p < first + devices_per_node; ++p) {
+      for (int64_t k = 0; k < tree.nics_per_device && p != d; ++k) {
+        if (nic_works(p, k)) {
+          fn(p, k);
+        }
+      }
+    }
+  }
 };
 
 // TPU slices: tori with wraparound where the axis wraps; DCN between slices.
@@ -87,6 +112,13 @@ struct TorusLayout {
   uint32_t dcn_core = 0;
 
   size_t dims() const { return shape.size(); }
+  // The link from `device` to its neighbour along `axis` in `direction` (> 0: +1, else -1).
+  std::optional<LinkId>& link_from(int64_t device, size_t axis, int64_t direction) {
+    return step[(static_cast<size_t>(device) * dims() + axis) * 2 + (direction > 0 ? 0 : 1)];
+  }
+  const std::optional<LinkId>& link_from(int64_t device, size_t axis, int64_t direction) const {
+    return step[(static_cast<size_t>(device) * dims() + axis) * 2 + (direction > 0 ? 0 : 1)];
+  }
   std::vector<int64_t> coords(int64_t local) const;  // x fastest
   int64_t local_index(const std::vector<int64_t>& coords) const;
   // Signed number of steps along `axis` from coordinate a to b (shorter way; ties positive).

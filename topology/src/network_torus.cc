@@ -123,8 +123,8 @@ void add_ici(NetworkData& impl, TorusLayout& t) {
       const LinkId forward =
           impl.add_cable(VertexId(static_cast<uint32_t>(d)), VertexId(static_cast<uint32_t>(n)),
                          LinkKind::kIci, spec.scale_up_link_bandwidth, spec.scale_up_latency);
-      t.step[(static_cast<size_t>(d) * dims + axis) * 2] = forward;
-      t.step[(static_cast<size_t>(n) * dims + axis) * 2 + 1] = LinkId(forward.value() + 1);
+      t.link_from(d, axis, 1) = forward;
+      t.link_from(n, axis, -1) = LinkId(forward.value() + 1);
     }
   }
 }
@@ -185,9 +185,8 @@ namespace {
 // Whether the `delta` steps along `axis` from vertex `at` cross a link that is down.
 bool blocked(const NetworkData& impl, const TorusLayout& t, uint32_t at, size_t axis,
              int64_t delta) {
-  const size_t dir = delta > 0 ? 0 : 1;
   for (int64_t k = 0; k < std::abs(delta); ++k) {
-    const std::optional<LinkId> l = t.step[(size_t{at} * t.dims() + axis) * 2 + dir];
+    const std::optional<LinkId> l = t.link_from(at, axis, delta);
     if (!l) {
       return false;
     }
@@ -223,9 +222,8 @@ Path torus_path(const NetworkData& impl, DeviceId a, DeviceId b) {
     if (!impl.down.empty() && blocked(impl, t, at, axis, delta)) {
       delta += delta > 0 ? -t.shape[axis] : t.shape[axis];  // the long way round
     }
-    const size_t dir = delta > 0 ? 0 : 1;
     for (int64_t k = 0; k < std::abs(delta); ++k) {
-      const std::optional<LinkId> l = t.step[(size_t{at} * t.dims() + axis) * 2 + dir];
+      const std::optional<LinkId> l = t.link_from(at, axis, delta);
       SIM_CHECK(l.has_value(), "no ICI link from {} along axis {}", impl.vertices[at].name, axis);
       path.push_back(*l);
       at = impl.links[l->index()].dst.value();
