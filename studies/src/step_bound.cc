@@ -418,14 +418,16 @@ std::optional<Duration> pipeline_makespan(const workloads::PipelineConfig& cfg,
 namespace {
 
 // The layers of pipeline stage `s`, all its chunks (stage_layers is per virtual stage with vpp > 1,
-// v = chunk x pp + s), and of its first chunk (virtual stage s).
+// in pipeline.h's virtual_stage order: interleaved chunk x pp + s, zbv's V), and of its first
+// chunk (virtual stage s under both).
 int64_t stage_layers_of(const ParallelPlan& plan, int64_t num_layers, int64_t s) {
   if (plan.stage_layers.empty()) {
     return num_layers / plan.pp;
   }
   int64_t n = 0;
   for (int64_t chunk = 0; chunk < plan.vpp; ++chunk) {
-    n += plan.stage_layers[static_cast<size_t>(chunk * plan.pp + s)];
+    n += plan.stage_layers[static_cast<size_t>(
+        workloads::virtual_stage(plan.pipeline(), s, chunk))];
   }
   return n;
 }
