@@ -126,7 +126,7 @@ void set_fail_flag(const std::vector<std::string>& values, studies::Faults& f) {
     topology::LinkFault fault = topology::LinkFault::failed(DeviceId(device.value_or(0)),
                                                             kind.value_or(topology::LinkKind{}));
     if (ok && p.size() == 3) {
-      if (const auto dir = studies::parse_ici_direction(p[2])) {
+      if (const auto dir = topology::parse_ici_link(p[2])) {
         fault.ici_axis = dir->first;
         fault.ici_direction = dir->second;
       } else if (p[2].starts_with("spine") && to_index(p[2].substr(5))) {

@@ -46,7 +46,7 @@ topology::LinkFault read_failed_link(JsonObject& l) {
   }
   if (l.has("direction")) {
     const std::string d = l.string("direction");
-    const auto dir = parse_ici_direction(d);
+    const auto dir = topology::parse_ici_link(d);
     if (!dir) {
       l.fail("direction", fmt::format("\"{}\": expected one of x+, x-, y+, y-, z+, z-", d));
     }
@@ -109,14 +109,6 @@ void read_block(JsonObject& o, Faults& f) {
 }
 
 }  // namespace
-
-std::optional<std::pair<int64_t, int>> parse_ici_direction(const std::string& s) {
-  static constexpr std::string_view kAxes = "xyz";
-  if (s.size() != 2 || kAxes.find(s[0]) == std::string_view::npos || (s[1] != '+' && s[1] != '-')) {
-    return std::nullopt;
-  }
-  return std::make_pair(static_cast<int64_t>(kAxes.find(s[0])), s[1] == '+' ? 1 : -1);
-}
 
 void read_faults(JsonObject& scenario, Faults& f) {
   if (!scenario.has("faults")) {
@@ -188,7 +180,7 @@ nlohmann::json faults_json(const Faults& f) {
       x["spine"] = *l.spine;
     }
     if (l.ici_axis) {
-      x["direction"] = fmt::format("{}{}", "xyz"[*l.ici_axis], l.ici_direction > 0 ? '+' : '-');
+      x["direction"] = topology::ici_link_name(*l.ici_axis, l.ici_direction);
     }
     failed.push_back(x);
   }

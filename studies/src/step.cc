@@ -20,7 +20,7 @@ namespace meshsim::studies {
 
 void check_plan(const LoadedScenario& l, const workloads::ParallelPlan& given) {
   workloads::ParallelPlan p = given;
-  p.node_ranks = l.cluster.scale_up_domain_size();  // what the flex dispatcher's hops need
+  bind_to_cluster(p, l.cluster);  // the plan as it runs there (stack, the flex dispatcher's nodes)
   workloads::validate_plan(l.model, p);
   if (p.world() != l.cluster.device_count()) {
     throw workloads::PlanError(

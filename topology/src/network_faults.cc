@@ -298,10 +298,22 @@ std::string describe(const LinkFault& f) {
     s += fmt::format(" uplink to spine {}", *f.spine);
   }
   if (f.ici_axis && *f.ici_axis >= 0 && *f.ici_axis < 3) {
-    s += fmt::format(" {}{}", kAxes[static_cast<size_t>(*f.ici_axis)],
-                     f.ici_direction > 0 ? '+' : '-');
+    s += fmt::format(" {}", ici_link_name(*f.ici_axis, f.ici_direction));
   }
   return s;
+}
+
+std::string ici_link_name(int64_t axis, int direction) {
+  SIM_CHECK(axis >= 0 && static_cast<size_t>(axis) < kAxes.size(), "ICI axis {}", axis);
+  return fmt::format("{}{}", kAxes[static_cast<size_t>(axis)], direction > 0 ? '+' : '-');
+}
+
+std::optional<std::pair<int64_t, int>> parse_ici_link(std::string_view name) {
+  if (name.size() != 2 || kAxes.find(name[0]) == std::string_view::npos ||
+      (name[1] != '+' && name[1] != '-')) {
+    return std::nullopt;
+  }
+  return std::make_pair(static_cast<int64_t>(kAxes.find(name[0])), name[1] == '+' ? 1 : -1);
 }
 
 void Network::scale_bandwidth(LinkId link, double factor) {

@@ -56,9 +56,6 @@ struct Faults {
   bool empty() const { return compute.is_uniform() && links.empty(); }
 };
 
-// "x+" -> (axis 0, +1) ... "z-" -> (axis 2, -1); nullopt for anything else.
-std::optional<std::pair<int64_t, int>> parse_ici_direction(const std::string& s);
-
 // Reads the "faults" key of a scenario file, if present, into `f`.
 void read_faults(JsonObject& scenario, Faults& f);
 

@@ -47,7 +47,8 @@ struct LoadedScenario {
 LoadedScenario load_and_check(const Scenario& s);
 // The model and the cluster alone (the plan search checks each plan itself).
 LoadedScenario load_inputs(const Scenario& s);
-// The plan against an already loaded model and cluster (the checks of load_and_check).
+// The plan, bound to the cluster as it will run (bind_to_cluster), against an already loaded
+// model and cluster (the checks of load_and_check).
 void check_plan(const LoadedScenario& l, const workloads::ParallelPlan& p);
 
 // "llama3-70b (70.55 B parameters, 80 layers)", "val-10m (10.1 M parameters, 8 layers)".

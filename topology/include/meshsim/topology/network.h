@@ -28,6 +28,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "meshsim/sim/ids.h"
@@ -108,6 +110,10 @@ struct LinkFault {
 };
 // "device 3 network", "device 3 network (NIC 1)", "device 5 ici x+".
 std::string describe(const LinkFault& f);
+// An ICI link of a chip by its torus axis (0, 1, 2) and direction (+1, -1), named as "x+" ...
+// "z-" in flags, scenario files and reports; parse_ici_link is nullopt for any other text.
+std::string ici_link_name(int64_t axis, int direction);
+std::optional<std::pair<int64_t, int>> parse_ici_link(std::string_view name);
 
 // A fault the network cannot take: the device has no such link, or no route is left around a
 // failed one. `index` is the fault's position in the list given to apply_faults (the edge names
