@@ -302,9 +302,8 @@ void print_table(const std::vector<studies::PlanRow>& rows, std::ostream& out) {
 
 int plan_command(const PlanArgs& a, std::ostream& out) {
   check_budget(a.budget);
-  if (a.rank_by == "goodput" && a.budget.tokens.empty()) {
-    throw InputError("--rank-by", "",
-                     "goodput ranking needs the tokens to train, e.g. --tokens 15T");
+  if (a.rank_by == "goodput") {
+    goodput_tokens(a.budget);  // before the search: it cannot rank without them
   }
   const studies::Scenario base = base_scenario(a);
   studies::SearchOptions o = search_options(a);

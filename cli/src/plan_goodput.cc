@@ -11,15 +11,20 @@
 
 namespace meshsim::cli {
 
-std::vector<studies::PlanGoodput> rank_by_goodput(const studies::Scenario& base,
-                                                  const GoodputArgs& a, const BudgetArgs& budget,
-                                                  std::vector<studies::PlanRow>& rows) {
+double goodput_tokens(const BudgetArgs& budget) {
   const std::optional<double> tokens =
       budget.tokens.empty() ? std::nullopt : studies::parse_token_count(budget.tokens);
   if (!tokens || *tokens <= 0) {
     throw InputError("--rank-by", "",
                      "goodput ranking needs the tokens to train, e.g. --tokens 15T");
   }
+  return *tokens;
+}
+
+std::vector<studies::PlanGoodput> rank_by_goodput(const studies::Scenario& base,
+                                                  const GoodputArgs& a, const BudgetArgs& budget,
+                                                  std::vector<studies::PlanRow>& rows) {
+  const double tokens = goodput_tokens(budget);
   const studies::FailureTable table = a.failure_table.empty()
                                           ? studies::FailureTable::builtin()
                                           : studies::FailureTable::load(a.failure_table);
@@ -28,7 +33,7 @@ std::vector<studies::PlanGoodput> rank_by_goodput(const studies::Scenario& base,
   std::vector<studies::PlanGoodput> goodput;
   for (const studies::PlanRow& row : rows) {
     goodput.push_back(
-        studies::plan_goodput(goodput_model(row.report, row.plan, a, table, counts, *tokens)));
+        studies::plan_goodput(goodput_model(row.report, row.plan, a, table, counts, tokens)));
   }
   std::vector<size_t> order(rows.size());
   std::iota(order.begin(), order.end(), 0);
@@ -43,7 +48,6 @@ std::vector<studies::PlanGoodput> rank_by_goodput(const studies::Scenario& base,
   rows = std::move(ranked);
   return ranked_goodput;
 }
-
 
 void print_goodput_table(const std::vector<studies::PlanRow>& rows,
                          const std::vector<studies::PlanGoodput>& goodput, std::ostream& out) {

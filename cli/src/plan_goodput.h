@@ -15,6 +15,9 @@
 
 namespace meshsim::cli {
 
+// The tokens to train that goodput ranking needs (--tokens); InputError on --rank-by without them.
+double goodput_tokens(const BudgetArgs& budget);
+
 // Re-ranks `rows` (stably) by expected days to train at each plan's optimal checkpoint interval;
 // returns each row's goodput in the new order. InputError without --tokens.
 std::vector<studies::PlanGoodput> rank_by_goodput(const studies::Scenario& base,
