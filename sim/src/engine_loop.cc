@@ -69,7 +69,7 @@ void Simulation::Impl::try_start(RankId id, uint64_t candidates) {
     while (bits != 0) {
       const auto s = static_cast<size_t>(std::countr_zero(bits));
       bits &= bits - 1;
-      detail::StreamState& st = streams[r.stream_base + s];
+      detail::StreamState& st = streams[r.stream_base + s * p.ranks];
       if (st.busy || st.head >= p.stream_ops[s].size()) {
         continue;
       }
@@ -108,8 +108,10 @@ void Simulation::Impl::start_op(RankId id, uint32_t op_index, SimTime ready) {
 
 void Simulation::Impl::arrive_collective(RankId id, uint32_t op, const CollectiveWork& w,
                                          SimTime ready) {
-  const GroupId g = ranks[id.index()].group_slots[w.group_slot];
-  const uint32_t ordinal = info(hot[id.index()]).ordinal[op];
+  const RankHot& h = hot[id.index()];
+  const ProgramInfo& p = info(h);
+  const GroupId g = p.groups[size_t{w.group_slot} * p.ranks + h.local];
+  const uint32_t ordinal = p.ordinal[op];
   detail::GroupRendezvous& rv = rendezvous[g.index()];
   SIM_CHECK(ordinal >= rv.base, "rank {} reaches collective #{} on group {} again", id.value(),
             ordinal, g.value());
@@ -185,7 +187,9 @@ uint32_t next_on_channel(std::vector<ChannelCount>& channels, uint32_t peer, uin
 
 void Simulation::Impl::arrive_p2p(RankId id, uint32_t op, const PeerWork& w, bool is_send,
                                   SimTime ready) {
-  const RankId peer = ranks[id.index()].peer_slots[w.peer_slot];
+  const RankHot& h = hot[id.index()];
+  const ProgramInfo& p = info(h);
+  const RankId peer = p.peers[size_t{w.peer_slot} * p.ranks + h.local];
   const RankId src = is_send ? id : peer;
   const RankId dst = is_send ? peer : id;
   RankState& me = ranks[id.index()];
@@ -239,8 +243,11 @@ uint32_t Simulation::Impl::begin(const Arrival& a, uint64_t match) {
   const RankHot& h = hot[a.rank.index()];
   const ProgramInfo& p = info(h);
   const detail::OpMeta& m = p.meta[a.op];
-  const uint32_t slot = h.stream_base + m.stream;
-  running[slot] = detail::Running{a.rank, a.op, a.ready, now, match};
+  const uint32_t slot = h.stream_base + m.stream * p.ranks;
+  running[slot] = detail::Running{a.rank, a.op, now};
+  if (!op_subscribers.empty()) {
+    running_records[slot] = detail::RunningRecord{a.ready, match};
+  }
   sweeps[a.rank.index()].on_start(now, m);
   if (m.memory_at_start) {
     apply_memory(a.rank, p, a.op, false);
@@ -257,7 +264,7 @@ void Simulation::Impl::finish(uint32_t running_index) {
     apply_memory(run.rank, p, run.op, true);
   }
   sweeps[run.rank.index()].on_end(now, m, now - run.start, p.flops[run.op]);
-  streams[r.stream_base + m.stream].busy = false;
+  streams[r.stream_base + m.stream * p.ranks].busy = false;
   if (m.kind == OpKind::kCollective) {
     --collectives_in_flight[run.rank.index()];
   }
@@ -271,7 +278,8 @@ void Simulation::Impl::finish(uint32_t running_index) {
     }
   }
   if (!op_subscribers.empty()) {
-    const OpRecord rec{run.rank, OpId(run.op), m.stream, run.ready, run.start, now, run.match};
+    const detail::RunningRecord& more = running_records[running_index];
+    const OpRecord rec{run.rank, OpId(run.op), m.stream, more.ready, run.start, now, more.match};
     for (const auto& cb : op_subscribers) {
       cb(rec);
     }

@@ -51,6 +51,12 @@ struct ProgramInfo {
   mutable std::vector<Duration> interfered;
   uint32_t ranks = 0;                  // simulated ranks running the program
   std::vector<uint16_t> pending;       // unfinished dependencies, [op * ranks + local rank]
+  // The same stream-major and slot-major: a rank's stream s is Impl::streams[stream_base + s *
+  // ranks] (stream_base: RankHot's), its group slot g groups[g * ranks + local], peer slot k
+  // peers[k * ranks + local].
+  uint32_t stream_base = 0;  // the first of the program's streams in Impl::streams
+  std::vector<GroupId> groups;
+  std::vector<RankId> peers;
 
   explicit ProgramInfo(Program p);
   // Sizes `pending` for `ranks` ranks, every op at its in-degree.

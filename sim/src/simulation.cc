@@ -68,6 +68,7 @@ void Simulation::set_kernel_jitter(double cv, uint64_t seed) {
 }
 
 void Simulation::on_op_end(std::function<void(const OpRecord&)> callback) {
+  SIM_CHECK(!impl_->ran, "on_op_end after Simulation::run");
   impl_->op_subscribers.push_back(std::move(callback));
 }
 
@@ -219,6 +220,26 @@ void Simulation::Impl::prepare() {
       }
     }
   }
+  // The streams, group slots and peer slots of the ranks, laid out per program (ProgramInfo).
+  size_t stream_slots = 0;
+  for (ProgramInfo& info : programs) {
+    info.stream_base = static_cast<uint32_t>(stream_slots);
+    stream_slots += info.stream_ops.size() * info.ranks;
+    info.groups.assign(info.uses_groups ? (info.max_group_slot + size_t{1}) * info.ranks : 0,
+                       GroupId());
+    info.peers.assign(info.uses_peers ? (info.max_peer_slot + size_t{1}) * info.ranks : 0,
+                      RankId());
+  }
+  streams.resize(stream_slots);
+  for (uint32_t i = 0; i < ranks.size(); ++i) {
+    ProgramInfo& info = this->info(hot[i]);
+    for (size_t g = 0; g * info.ranks < info.groups.size(); ++g) {
+      info.groups[g * info.ranks + hot[i].local] = ranks[i].group_slots[g];
+    }
+    for (size_t k = 0; k * info.ranks < info.peers.size(); ++k) {
+      info.peers[k * info.ranks + hot[i].local] = ranks[i].peer_slots[k];
+    }
+  }
   number_collectives(first);
   rendezvous.resize(groups.size());
   sweeps.resize(ranks.size());
@@ -228,8 +249,7 @@ void Simulation::Impl::prepare() {
 void Simulation::Impl::init_rank(RankId id) {
   RankHot& r = hot[id.index()];
   const ProgramInfo& p = info(r);
-  r.stream_base = static_cast<uint32_t>(streams.size());
-  streams.resize(streams.size() + p.stream_ops.size());
+  r.stream_base = p.stream_base + r.local;
   r.remaining = static_cast<uint32_t>(p.program.size());
   for (const auto& [category, bytes] : p.program.initial_memory()) {
     change_memory(id, category, bytes);
@@ -285,6 +305,9 @@ RunResult Simulation::run() {
     s.init_rank(RankId(i));
   }
   s.running.resize(s.streams.size());
+  if (!s.op_subscribers.empty()) {
+    s.running_records.resize(s.streams.size());
+  }
   for (uint32_t i = 0; i < s.ranks.size(); ++i) {
     s.try_start(RankId(i));
   }
@@ -337,7 +360,7 @@ void Simulation::Impl::report_deadlock() const {
     ++shown;
     const ProgramInfo& p = info(r);
     for (size_t s = 0; s < p.stream_ops.size(); ++s) {
-      const detail::StreamState& st = streams[r.stream_base + s];
+      const detail::StreamState& st = streams[r.stream_base + s * p.ranks];
       if (st.head == 0 || !st.busy) {
         continue;
       }

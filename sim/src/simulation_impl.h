@@ -54,7 +54,7 @@ struct PendingP2P {
 struct RankHot {
   ProgramIndex program;
   uint32_t local = 0;        // index among the simulated ranks running the same program
-  uint32_t stream_base = 0;  // first of its streams in Impl::streams
+  uint32_t stream_base = 0;  // its stream 0 in Impl::streams; stream s is program.ranks further
   uint32_t remaining = 0;    // ops not finished
   SimTime end;
   double slowdown = 1.0;  // compute-time factor (set_compute_slowdown)
@@ -74,11 +74,15 @@ struct RankState {
   std::vector<PendingP2P> p2p;             // pending pairs whose source is this rank
 };
 
+// An op running on a stream: what finishing it needs (16 bytes), and apart, what only its record
+// needs (written only when someone subscribed to op records).
 struct Running {
   RankId rank;
   uint32_t op = 0;
-  SimTime ready;
   SimTime start;
+};
+struct RunningRecord {
+  SimTime ready;
   uint64_t match = 0;
 };
 
@@ -124,7 +128,8 @@ struct Simulation::Impl {
   // By rank: collectives started (arrived or running) and not finished. An NCCL kernel holds its
   // SMs from launch to completion, so compute started meanwhile may run slower (ComputeContext).
   std::vector<int32_t> collectives_in_flight;
-  std::vector<detail::StreamState> streams;  // every rank's streams, rank-major
+  // Every rank's streams: by program, then stream-major over its ranks (lockstep ranks adjacent).
+  std::vector<detail::StreamState> streams;
   std::vector<std::function<void(const OpRecord&)>> op_subscribers;
   std::vector<std::function<void(const MemoryRecord&)>> memory_subscribers;
   // Kernel jitter: a lognormal factor exp(sigma z - sigma^2 / 2) of mean 1 whose coefficient of
@@ -136,6 +141,7 @@ struct Simulation::Impl {
   EventQueue queue;
   SimTime now;
   std::vector<detail::Running> running;  // by stream (Impl::streams): the op it runs
+  std::vector<detail::RunningRecord> running_records;  // likewise, with op_subscribers only
   std::vector<detail::GroupRendezvous> rendezvous;  // by group
   // Arrival lists of completed collectives, emptied with their capacity kept: a collective's list
   // is taken from here, so that the steady state allocates none.
