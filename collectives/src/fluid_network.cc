@@ -137,6 +137,8 @@ class FluidNetwork final : public SharedNetwork {
   std::unordered_map<std::vector<uint32_t>, std::vector<double>, VectorHash> memo_;
   std::vector<std::function<void(const TransferRate&)>> rate_subscribers_;
   std::vector<bool> transfer_seen_;  // scratch for re-sharing, all-false between uses
+  std::vector<bool> shape_reached_;  // scratch for re-sharing, all-false between uses
+  std::vector<uint32_t> reached_;    // scratch for re-sharing: the shapes marked in it
   std::vector<uint32_t> members_;    // scratch for re-sharing: the component
   std::vector<uint32_t> key_;        // scratch for re-sharing: its shapes, the memo's key
 
@@ -172,6 +174,7 @@ ShapeId FluidNetwork::add_shape(const CommShape& shape) {
   }
   const auto id = static_cast<uint32_t>(shapes_.size());
   shapes_.push_back(std::move(s));
+  shape_reached_.push_back(false);
   overlap_rows_.emplace_back();
   shape_index_.emplace(std::move(key), id);
   return ShapeId(id);
@@ -376,7 +379,9 @@ bool FluidNetwork::overlap(uint32_t a, uint32_t b) {
 }
 
 // The component to re-share, into members_: every transfer in sharing_ reachable from the marked
-// shapes through shapes that share a link; the marks are cleared.
+// shapes through shapes that share a link; the marks are cleared. What a shape reaches depends on
+// the shape alone (sharing_ does not change meanwhile), so each is searched from once: lockstep
+// transfers of one shape, and the marked shapes of members, are not searched again.
 void FluidNetwork::find_component() {
   std::vector<uint32_t>& members = members_;
   members.clear();
@@ -387,6 +392,11 @@ void FluidNetwork::find_component() {
     }
   };
   auto reach = [&](uint32_t from_shape) {
+    if (shape_reached_[from_shape]) {
+      return;
+    }
+    shape_reached_[from_shape] = true;
+    reached_.push_back(from_shape);
     const Shape& from = shapes_[from_shape];
     const auto& candidates = from.wide() ? sharing_ : wide_;
     for (const uint32_t id : candidates) {
@@ -402,9 +412,6 @@ void FluidNetwork::find_component() {
       }
     }
   };
-  std::sort(dirty_shapes_.begin(), dirty_shapes_.end());
-  dirty_shapes_.erase(std::unique(dirty_shapes_.begin(), dirty_shapes_.end()),
-                      dirty_shapes_.end());
   for (const uint32_t shape : dirty_shapes_) {
     reach(shape);
   }
@@ -415,6 +422,10 @@ void FluidNetwork::find_component() {
   for (const uint32_t id : members) {
     transfer_seen_[id] = false;
   }
+  for (const uint32_t shape : reached_) {
+    shape_reached_[shape] = false;
+  }
+  reached_.clear();
 }
 
 void FluidNetwork::reshare() {
