@@ -48,7 +48,8 @@ constexpr size_t kWideLinks = 256;
 struct Shape {
   std::vector<uint32_t> links;
   std::vector<double> weights;
-  double cap = 0;  // <= 0: none
+  double cap = 0;        // <= 0: none
+  uint32_t link_set = 0;  // shapes over the same links share it (FluidNetwork::link_sets_)
   bool wide() const { return links.size() > kWideLinks; }
 };
 
@@ -66,6 +67,14 @@ struct Transfer {
   SimTime not_before;    // start + floor
   uint32_t generation = 0;
   uint32_t sharing_pos = kNotSharing;  // its index in sharing_ while it is there
+  uint32_t first_membership = 0;       // narrow, in sharing_: its nodes in the link lists
+};
+
+// A narrow transfer's place in one link's list of the narrow transfers on it.
+struct LinkMembership {
+  uint32_t transfer = 0;
+  uint32_t prev = kNotSharing;  // kNotSharing: none
+  uint32_t next = kNotSharing;
 };
 
 struct TransferEvent {
@@ -102,7 +111,10 @@ Duration drain_time(double bytes, double rate) {
 
 class FluidNetwork final : public SharedNetwork {
  public:
-  explicit FluidNetwork(std::vector<double> capacities) : capacities_(std::move(capacities)) {}
+  explicit FluidNetwork(std::vector<double> capacities)
+      : capacities_(std::move(capacities)),
+        link_set_of_link_(capacities_.size(), kUnused),
+        link_head_(capacities_.size(), kNotSharing) {}
 
   std::string_view name() const override { return "analytical"; }
   ShapeId add_shape(const CommShape& shape) override;
@@ -118,13 +130,28 @@ class FluidNetwork final : public SharedNetwork {
  private:
   std::vector<double> capacities_;
   std::vector<Shape> shapes_;
+  // Link sets: the distinct lists of links of the shapes. A set is closed while no shape over
+  // other links uses any of its links (a node's tensor-parallel collectives, of whatever size,
+  // are alone on its NVLink): then the transfers sharing a link with a narrow shape of a closed
+  // set are exactly those on its first link, and no wide shape can reach them.
+  std::map<std::vector<uint32_t>, uint32_t> link_set_index_;
+  std::vector<bool> link_set_closed_;
+  std::vector<uint32_t> link_set_of_link_;  // per link: the set using it, kUnused or kMixed
+  static constexpr uint32_t kUnused = std::numeric_limits<uint32_t>::max();
+  static constexpr uint32_t kMixed = kUnused - 1;
   std::map<std::pair<std::vector<LinkLoad>, double>, uint32_t> shape_index_;
   std::vector<Transfer> transfers_;
   std::vector<uint32_t> free_;
   std::vector<uint32_t> reported_;  // finished at the last advance: free from the next one on
   std::vector<uint32_t> sharing_;  // transfers in their bandwidth phase that cross links
   std::vector<uint32_t> wide_;     // those of them with wide shapes
-  std::vector<std::vector<uint32_t>> narrow_users_;  // per link: those with narrow shapes on it
+  // Per link, the narrow transfers in sharing_ on it: an intrusive doubly-linked list through
+  // memberships_, where such a transfer holds one node per link of its shape, consecutive from
+  // its first_membership. Joining and leaving touch those nodes and the heads alone, and a search
+  // walks short lists (a link carries no narrow transfer or one most of the time).
+  std::vector<uint32_t> link_head_;  // per link: its first node, or kNotSharing
+  std::vector<LinkMembership> memberships_;
+  std::vector<std::pair<uint32_t, std::vector<uint32_t>>> free_memberships_;  // by size: bases
   BucketQueue<TransferEvent> events_;  // by (time, push order)
   SimTime clock_;
   size_t active_ = 0;
@@ -149,8 +176,11 @@ class FluidNetwork final : public SharedNetwork {
   void bytes_done(uint32_t id, std::vector<TransferId>& finished);
   void set_rate(uint32_t id, double rate);
   bool overlap(uint32_t a, uint32_t b);
+  uint32_t add_link_set(const std::vector<uint32_t>& links);
   void join(uint32_t id);
   void leave(uint32_t id);
+  uint32_t take_memberships(uint32_t n);
+  void give_memberships(uint32_t first, uint32_t n);
   void reshare();
   void find_component();
   std::vector<double> solve(const std::vector<uint32_t>& members) const;
@@ -172,12 +202,37 @@ ShapeId FluidNetwork::add_shape(const CommShape& shape) {
     s.links.push_back(l.link.value());
     s.weights.push_back(l.weight);
   }
+  s.link_set = add_link_set(s.links);
   const auto id = static_cast<uint32_t>(shapes_.size());
   shapes_.push_back(std::move(s));
   shape_reached_.push_back(false);
   overlap_rows_.emplace_back();
   shape_index_.emplace(std::move(key), id);
   return ShapeId(id);
+}
+
+// The id of this list of links' set, new or not; a new one opens the sets it meets on a link.
+uint32_t FluidNetwork::add_link_set(const std::vector<uint32_t>& links) {
+  const auto [it, added] =
+      link_set_index_.emplace(links, static_cast<uint32_t>(link_set_closed_.size()));
+  const uint32_t set = it->second;
+  if (!added) {
+    return set;
+  }
+  link_set_closed_.push_back(true);
+  for (const uint32_t l : links) {
+    uint32_t& on_link = link_set_of_link_[l];
+    if (on_link == kUnused) {
+      on_link = set;
+      continue;
+    }
+    if (on_link != kMixed) {
+      link_set_closed_[on_link] = false;
+      on_link = kMixed;
+    }
+    link_set_closed_[set] = false;
+  }
+  return set;
 }
 
 TransferId FluidNetwork::start(SimTime now, ShapeId shape, Bytes bytes, Duration latency,
@@ -231,12 +286,43 @@ void FluidNetwork::join(uint32_t id) {
   if (s.wide()) {
     wide_.push_back(id);
   } else {
-    narrow_users_.resize(capacities_.size());
-    for (const uint32_t l : s.links) {
-      narrow_users_[l].push_back(id);
+    const auto n = static_cast<uint32_t>(s.links.size());
+    t.first_membership = take_memberships(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint32_t node = t.first_membership + i;
+      uint32_t& head = link_head_[s.links[i]];
+      memberships_[node] = LinkMembership{id, kNotSharing, head};
+      if (head != kNotSharing) {
+        memberships_[head].prev = node;
+      }
+      head = node;
     }
   }
   dirty_shapes_.push_back(t.shape);
+}
+
+uint32_t FluidNetwork::take_memberships(uint32_t n) {
+  for (auto& [size, firsts] : free_memberships_) {
+    if (size == n && !firsts.empty()) {
+      const uint32_t first = firsts.back();
+      firsts.pop_back();
+      return first;
+    }
+  }
+  const auto first = static_cast<uint32_t>(memberships_.size());
+  SIM_CHECK(memberships_.size() + n < kNotSharing, "{} link memberships", memberships_.size());
+  memberships_.resize(memberships_.size() + n);
+  return first;
+}
+
+void FluidNetwork::give_memberships(uint32_t first, uint32_t n) {
+  for (auto& [size, firsts] : free_memberships_) {
+    if (size == n) {
+      firsts.push_back(first);
+      return;
+    }
+  }
+  free_memberships_.emplace_back(n, std::vector<uint32_t>{first});
 }
 
 void FluidNetwork::leave(uint32_t id) {
@@ -246,17 +332,20 @@ void FluidNetwork::leave(uint32_t id) {
   transfers_[sharing_.back()].sharing_pos = t.sharing_pos;
   sharing_.pop_back();
   t.sharing_pos = kNotSharing;
-  auto erase = [id](std::vector<uint32_t>& v) {
-    const auto it = std::find(v.begin(), v.end(), id);
-    *it = v.back();
-    v.pop_back();
-  };
   if (s.wide()) {
-    erase(wide_);
+    const auto it = std::find(wide_.begin(), wide_.end(), id);
+    *it = wide_.back();
+    wide_.pop_back();
   } else {
-    for (const uint32_t l : s.links) {
-      erase(narrow_users_[l]);
+    const auto n = static_cast<uint32_t>(s.links.size());
+    for (uint32_t i = 0; i < n; ++i) {
+      const LinkMembership& m = memberships_[t.first_membership + i];
+      (m.prev != kNotSharing ? memberships_[m.prev].next : link_head_[s.links[i]]) = m.next;
+      if (m.next != kNotSharing) {
+        memberships_[m.next].prev = m.prev;
+      }
     }
+    give_memberships(t.first_membership, n);
   }
   dirty_shapes_.push_back(t.shape);
 }
@@ -398,6 +487,13 @@ void FluidNetwork::find_component() {
     shape_reached_[from_shape] = true;
     reached_.push_back(from_shape);
     const Shape& from = shapes_[from_shape];
+    if (!from.wide() && link_set_closed_[from.link_set]) {
+      for (uint32_t node = link_head_[from.links.front()]; node != kNotSharing;
+           node = memberships_[node].next) {
+        add(memberships_[node].transfer);
+      }
+      return;
+    }
     const auto& candidates = from.wide() ? sharing_ : wide_;
     for (const uint32_t id : candidates) {
       if (!transfer_seen_[id] && overlap(from_shape, transfers_[id].shape)) {
@@ -406,8 +502,9 @@ void FluidNetwork::find_component() {
     }
     if (!from.wide()) {
       for (const uint32_t l : from.links) {
-        for (const uint32_t id : narrow_users_[l]) {
-          add(id);
+        for (uint32_t node = link_head_[l]; node != kNotSharing;
+             node = memberships_[node].next) {
+          add(memberships_[node].transfer);
         }
       }
     }

@@ -107,6 +107,39 @@ TEST_P(SharedNetworkTest, WeightsCapsAndOtherLinks) {
   expect_time(second.time, Milliseconds(4), "C at its cap");
 }
 
+TEST_P(SharedNetworkTest, ShapesOverTheSameLinksAndShapesThatLaterCrossThem) {
+  // C and D cross links 0 and 1 alone (of whatever size, as a node's tensor-parallel collectives
+  // on its NVLink); C is capped at 2 GB/s, D takes the other 8 GB/s of both links.
+  auto n = make();
+  const std::vector<LinkLoad> both = {{LinkId(0), 1.0}, {LinkId(1), 1.0}};
+  const TransferId c = start(*n, SimTime::zero(), shape(both, MB(8), {}, 2e9));
+  const TransferId d = start(*n, SimTime::zero(), shape(both, MB(8)));
+  const NetworkAdvance first = n->advance(SimTime::max());
+  EXPECT_EQ(first.finished, std::vector<TransferId>{d});
+  expect_time(first.time, Milliseconds(1), "D at 8 GB/s");
+  const NetworkAdvance second = n->advance(SimTime::max());
+  EXPECT_EQ(second.finished, std::vector<TransferId>{c});
+  expect_time(second.time, Milliseconds(4), "C at its cap");
+  // A crosses links 0 and 1 alone and ends at 1 ms. B, over link 1 alone (a shape first seen
+  // then), starts at 1 ms with 20 MB; at 1.5 ms (5 MB moved) A2, of A's shape, starts with 10 MB:
+  // it must find B on link 1, and they share it at 5 GB/s each. A2 ends at 3.5 ms, and B, with
+  // 5 MB left alone, at 4 ms.
+  auto m = make();
+  const CommShape a_shape = shape(both, MB(10));
+  start(*m, SimTime::zero(), a_shape);
+  expect_time(m->advance(SimTime::max()).time, Milliseconds(1), "A alone");
+  const TransferId b =
+      start(*m, SimTime::zero() + Milliseconds(1), shape({{LinkId(1), 1.0}}, MB(20)));
+  EXPECT_TRUE(m->advance(SimTime::zero() + Microseconds(1500)).finished.empty());
+  const TransferId a2 = start(*m, SimTime::zero() + Microseconds(1500), a_shape);
+  const NetworkAdvance a2_end = m->advance(SimTime::max());
+  EXPECT_EQ(a2_end.finished, std::vector<TransferId>{a2});
+  expect_time(a2_end.time, Microseconds(3500), "A2");
+  const NetworkAdvance b_end = m->advance(SimTime::max());
+  EXPECT_EQ(b_end.finished, std::vector<TransferId>{b});
+  expect_time(b_end.time, Milliseconds(4), "B");
+}
+
 TEST_P(SharedNetworkTest, LatencyPhasesLimitsAndLateStarts) {
   auto n = make();
   // A: 1 ms of latency, then 10 MB on link 0 alone: ends at 2 ms unless B interferes.
