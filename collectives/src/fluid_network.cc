@@ -19,7 +19,8 @@
 // pairwise. A pairwise test (do two shapes share a link) is computed once per pair of shapes and
 // remembered, in a dense row per wide shape. So a re-share never walks the links of a wide
 // shape: representative simulation (few transfers, all wide) tests a few pairs; full simulation
-// (hundreds of narrow transfers at once, a few wide) walks the narrow ones' links.
+// (hundreds of narrow transfers at once, a few wide) walks the narrow ones' links, or one of them
+// where the shape's set of links is closed (no shape over other links touches it).
 // Memo: max-min rates depend only on the capacities and on the multiset of shapes in the
 // component, and equal shapes get equal rates, so solutions are memoized by the sorted list of
 // the component's shape ids (training repeats the same overlaps thousands of times); on a miss,
