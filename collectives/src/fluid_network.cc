@@ -80,7 +80,6 @@ struct LinkMembership {
 
 struct TransferEvent {
   SimTime time;
-  uint64_t seq = 0;  // set by the queue
   uint32_t transfer = 0;
   uint32_t generation = 0;
   TransferEventKind kind = TransferEventKind::kLatencyOver;
@@ -171,7 +170,7 @@ class FluidNetwork final : public SharedNetwork {
   std::vector<uint32_t> key_;        // scratch for re-sharing: its shapes, the memo's key
 
   void push(SimTime t, uint32_t id, TransferEventKind kind) {
-    events_.push(TransferEvent{t, 0, id, transfers_[id].generation, kind});
+    events_.push(TransferEvent{t, id, transfers_[id].generation, kind});
   }
   void enter_bandwidth(uint32_t id);
   void bytes_done(uint32_t id, std::vector<TransferId>& finished);

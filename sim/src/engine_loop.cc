@@ -20,8 +20,8 @@ using detail::RankState;
 // next event, then that event. Returns the events handled (communications completed count as
 // one each), 0 when there is nothing left.
 uint64_t Simulation::Impl::step() {
-  if (!queue.empty() && queue.top().time == now) {
-    finish(queue.pop().payload);  // the only kind: EventKind::kOpEnd
+  if (Event due; queue.pop_at(now, due)) {
+    finish(due.payload);  // the only kind: EventKind::kOpEnd
     return 1;
   }
   if (comm.in_flight() > 0) {

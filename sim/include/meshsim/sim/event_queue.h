@@ -1,16 +1,16 @@
 // The event queues of the discrete-event loops (STYLE C.9, C.11): the engine's, and the fluid
 // network's (collectives/), one template.
 //
-// Events are small trivially copyable structs ordered by (time, seq), where seq is a counter
-// incremented on every push: events at the same time pop in the order they were pushed, so the
-// loop is deterministic by construction. Nothing is ever compared by address.
+// Events are small trivially copyable structs ordered by (time, push order): events at the same
+// time pop in the order they were pushed, so the loop is deterministic by construction. Nothing is
+// ever compared by address.
 //
 // Time-bucketed FIFO: lockstep ranks make most events share their time (99.8 % of the pops of the
 // full default step share the previous pop's time; the network's transfers of lockstep groups
 // start, leave their latency and drain together likewise), so the queue keeps one FIFO bucket per
-// distinct pending time and a binary heap of those buckets by time. Because seq grows with every
-// push, appending to a bucket keeps it sorted by seq, and the (time, seq) order is exactly that of
-// a heap over all events. push: O(1) when the time is the last push's (the lockstep case), else
+// distinct pending time and a binary heap of those buckets by time. Appending to a bucket keeps
+// it in push order, so the (time, push order) order is exactly that of a heap over all events
+// keyed by (time, a push counter). push: O(1) when the time is the last push's (the lockstep case), else
 // a hash lookup and O(log b) for a new bucket (b = distinct pending times); pop: O(1) within a
 // bucket, O(log b) when it empties. Emptied buckets are recycled with their capacity.
 #pragma once
@@ -26,7 +26,7 @@
 
 namespace meshsim {
 
-// E: a trivially copyable event with members `SimTime time` and `uint64_t seq`; push sets seq.
+// E: a trivially copyable event with a member `SimTime time`.
 template <typename E>
 class BucketQueue {
   static_assert(std::is_trivially_copyable_v<E>);
@@ -37,19 +37,25 @@ class BucketQueue {
       const auto it = by_time_.find(e.time.ps());
       last_ = it != by_time_.end() ? it->second : open_bucket(e.time);
     }
-    e.seq = next_seq_++;
+    ++pushed_;
     buckets_[last_].events.push_back(e);
     ++size_;
   }
   E pop() {
     SIM_CHECK(size_ > 0, "pop from an empty event queue");
-    Bucket& b = buckets_[heap_.front()];
-    const E e = b.events[b.head++];
-    --size_;
-    if (b.head == b.events.size()) {
-      close_front();
+    return take(buckets_[heap_.front()]);
+  }
+  // Pops the next event into `out` if it is due at `time`; false (nothing popped) otherwise.
+  bool pop_at(SimTime time, E& out) {
+    if (size_ == 0) {
+      return false;
     }
-    return e;
+    Bucket& b = buckets_[heap_.front()];
+    if (b.time != time) {
+      return false;
+    }
+    out = take(b);
+    return true;
   }
   // The next event to pop. The queue must not be empty.
   const E& top() const {
@@ -59,7 +65,7 @@ class BucketQueue {
   }
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
-  uint64_t pushed() const { return next_seq_; }
+  uint64_t pushed() const { return pushed_; }
 
  private:
   struct Bucket {
@@ -68,6 +74,16 @@ class BucketQueue {
     size_t head = 0;
   };
   static constexpr uint32_t kNone = UINT32_MAX;
+
+  // The next event of `b`, the earliest bucket.
+  E take(Bucket& b) {
+    const E e = b.events[b.head++];
+    --size_;
+    if (b.head == b.events.size()) {
+      close_front();
+    }
+    return e;
+  }
 
   // std::push_heap builds a max-heap: "less" means "later".
   bool later(uint32_t x, uint32_t y) const { return buckets_[x].time > buckets_[y].time; }
@@ -112,27 +128,27 @@ class BucketQueue {
   std::unordered_map<int64_t, uint32_t> by_time_;
   uint32_t last_ = kNone;  // the bucket of the last push, if still open
   size_t size_ = 0;
-  uint64_t next_seq_ = 0;
+  uint64_t pushed_ = 0;
 };
 
 enum class EventKind : uint32_t { kOpEnd };
 
 struct Event {
   SimTime time;
-  uint64_t seq = 0;
   EventKind kind = EventKind::kOpEnd;
   uint32_t payload = 0;  // index into the per-kind payload table
 };
 static_assert(std::is_trivially_copyable_v<Event>);
-static_assert(sizeof(Event) == 24);
+static_assert(sizeof(Event) == 16);
 
 // The engine's queue.
 class EventQueue {
  public:
   void push(SimTime time, EventKind kind, uint32_t payload) {
-    queue_.push(Event{time, 0, kind, payload});
+    queue_.push(Event{time, kind, payload});
   }
   Event pop() { return queue_.pop(); }
+  bool pop_at(SimTime time, Event& out) { return queue_.pop_at(time, out); }
   const Event& top() const { return queue_.top(); }
   bool empty() const { return queue_.empty(); }
   size_t size() const { return queue_.size(); }
