@@ -115,11 +115,7 @@ void Simulation::Impl::arrive_collective(RankId id, uint32_t op, const Collectiv
   detail::GroupRendezvous& rv = rendezvous[g.index()];
   SIM_CHECK(ordinal >= rv.base, "rank {} reaches collective #{} on group {} again", id.value(),
             ordinal, g.value());
-  const size_t k = ordinal - rv.base;
-  if (rv.window.size() <= k) {
-    rv.window.resize(k + 1);
-  }
-  detail::PendingCollective& pc = rv.window[k];
+  detail::PendingCollective& pc = rv.at(ordinal - rv.base);
   if (pc.arrivals.empty()) {
     pc.kind = w.kind;
     pc.bytes = w.bytes;
@@ -133,7 +129,7 @@ void Simulation::Impl::arrive_collective(RankId id, uint32_t op, const Collectiv
             g.value(), id.value(), to_string(w.kind), w.bytes.count(), to_string(pc.kind),
             pc.bytes.count());
   pc.arrivals.push_back(Arrival{id, op, ready});
-  if (pc.arrivals.size() < groups[g.index()].size()) {
+  if (pc.arrivals.size() < rv.members) {
     return;
   }
   const TransferId t = comm.start_planned(now, collective_plan(g, w.kind, w.bytes));
@@ -141,10 +137,7 @@ void Simulation::Impl::arrive_collective(RankId id, uint32_t op, const Collectiv
   pc.arrivals.clear();
   spare_arrivals.push_back(std::move(pc.arrivals));
   pc.done = true;
-  while (!rv.window.empty() && rv.window.front().done) {
-    rv.window.pop_front();
-    ++rv.base;
-  }
+  rv.drop_done();
 }
 
 CommPlan Simulation::Impl::collective_plan(GroupId g, CollectiveKind kind, Bytes bytes) {

@@ -242,6 +242,9 @@ void Simulation::Impl::prepare() {
   }
   number_collectives(first);
   rendezvous.resize(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    rendezvous[g].members = static_cast<uint32_t>(groups[g].size());
+  }
   sweeps.resize(ranks.size());
   collectives_in_flight.assign(ranks.size(), 0);
 }
@@ -334,7 +337,7 @@ RunResult Simulation::run() {
 size_t Simulation::Impl::pending_collectives() const {
   size_t n = 0;
   for (const detail::GroupRendezvous& g : rendezvous) {
-    for (const detail::PendingCollective& pc : g.window) {
+    for (const detail::PendingCollective& pc : g.window()) {
       n += !pc.done && !pc.arrivals.empty() ? 1u : 0u;
     }
   }

@@ -7,7 +7,6 @@
 // computed online (RankSweep) and op records are built only when someone subscribed.
 #pragma once
 
-#include <deque>
 #include <functional>
 #include <optional>
 #include <span>
@@ -94,7 +93,9 @@ struct PendingCollective {
 };
 
 // The collectives of one group from ordinal `base` on that some member has reached, and the plans
-// of those it has run (by kind and size: a group runs a few distinct ones many times).
+// of those it has run (by kind and size: a group runs a few distinct ones many times). The window
+// is a vector and the index of its first live entry rather than a deque (one lookup, no chunk
+// map): emptied whenever every entry is done, compacted when its done head outgrows the rest.
 struct GroupRendezvous {
   struct Planned {
     CollectiveKind kind = CollectiveKind::kAllReduce;
@@ -102,8 +103,35 @@ struct GroupRendezvous {
     CommPlan plan;
   };
   uint32_t base = 0;
-  std::deque<PendingCollective> window;  // window[k] is ordinal base + k
+  uint32_t first = 0;    // entries[first + k] is ordinal base + k
+  uint32_t members = 0;  // the group's simulated ranks
+  std::vector<PendingCollective> entries;
   std::vector<Planned> plans;
+
+  // The entry of ordinal base + k, added if absent.
+  PendingCollective& at(size_t k) {
+    if (entries.size() <= first + k) {
+      entries.resize(first + k + 1);
+    }
+    return entries[first + k];
+  }
+  // Moves base past the done entries at the front.
+  void drop_done() {
+    while (first < entries.size() && entries[first].done) {
+      ++first;
+      ++base;
+    }
+    if (first == entries.size()) {
+      entries.clear();
+      first = 0;
+    } else if (2 * size_t{first} > entries.size()) {
+      entries.erase(entries.begin(), entries.begin() + first);
+      first = 0;
+    }
+  }
+  std::span<const PendingCollective> window() const {
+    return std::span(entries).subspan(first);
+  }
 };
 
 }  // namespace meshsim::detail
