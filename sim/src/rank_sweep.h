@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -37,7 +38,9 @@ class RankSweep {
           more_exposed_.resize(categories_ - kInline);
         }
       }
-      ++active(m.category);
+      if (++active(m.category) == 1 && m.category < kInline) {
+        inline_active_ |= static_cast<uint8_t>(1u << m.category);
+      }
     }
   }
 
@@ -51,7 +54,9 @@ class RankSweep {
     }
     --comm_active_;
     if (m.category != kNoCategory) {
-      --active(m.category);
+      if (--active(m.category) == 0 && m.category < kInline) {
+        inline_active_ &= static_cast<uint8_t>(~(1u << m.category));
+      }
     }
   }
 
@@ -89,11 +94,8 @@ class RankSweep {
       return;
     }
     exposed_comm_ += dt;
-    const size_t inline_categories = std::min<size_t>(categories_, kInline);
-    for (size_t c = 0; c < inline_categories; ++c) {
-      if (active_[c] > 0) {
-        exposed_[c] += dt;
-      }
+    for (unsigned bits = inline_active_; bits != 0; bits &= bits - 1) {
+      exposed_[static_cast<size_t>(std::countr_zero(bits))] += dt;
     }
     for (size_t c = 0; c < more_active_.size(); ++c) {
       if (more_active_[c] > 0) {
@@ -115,6 +117,7 @@ class RankSweep {
   // pointer to chase per event), any further ones in the vectors.
   static constexpr uint16_t kInline = 8;
   uint16_t categories_ = 0;  // 1 + the largest category seen
+  uint8_t inline_active_ = 0;  // bit c: active_[c] > 0
   std::array<uint32_t, kInline> active_{};
   std::array<Duration, kInline> exposed_{};
   std::vector<uint32_t> more_active_;
