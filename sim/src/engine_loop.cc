@@ -61,7 +61,7 @@ uint64_t Simulation::Impl::step() {
 void Simulation::Impl::try_start(RankId id, uint64_t candidates) {
   const RankHot& r = hot[id.index()];
   const ProgramInfo& p = info(r);
-  const size_t n = p.stream_ops.size();
+  const size_t n = p.num_streams;
   if (n < 64) {
     candidates &= (uint64_t{1} << n) - 1;
   }
@@ -70,16 +70,17 @@ void Simulation::Impl::try_start(RankId id, uint64_t candidates) {
       const auto s = static_cast<size_t>(std::countr_zero(bits));
       bits &= bits - 1;
       detail::StreamState& st = streams[r.stream_base + s * p.ranks];
-      if (st.busy || st.head >= p.stream_ops[s].size()) {
+      if (st.busy) {
         continue;
       }
-      const uint32_t op = p.stream_ops[s][st.head];
-      if (p.pending[static_cast<size_t>(op) * p.ranks + r.local] != 0) {
+      const uint32_t op = p.stream_seq[st.head];
+      if (op == ProgramInfo::kStreamEnd ||
+          p.pending[static_cast<size_t>(op) * p.ranks + r.local] != 0) {
         continue;
       }
       st.busy = true;
       ++st.head;
-      start_op(id, op, now);
+      start_op(id, r, p, op);
     }
   };
   // The communication streams in index order, then the compute stream (0).
@@ -87,12 +88,17 @@ void Simulation::Impl::try_start(RankId id, uint64_t candidates) {
   start_ready(candidates & uint64_t{1});
 }
 
-void Simulation::Impl::start_op(RankId id, uint32_t op_index, SimTime ready) {
-  const ProgramInfo& p = info(hot[id.index()]);
+void Simulation::Impl::start_op(RankId id, const RankHot& r, const ProgramInfo& p,
+                                uint32_t op_index) {
+  const SimTime ready = now;
   switch (p.meta[op_index].kind) {
-    case OpKind::kCompute:
-      launch(Arrival{id, op_index, ready}, compute_duration(id, op_index));
+    case OpKind::kCompute: {
+      const Duration d = compute_duration(r, id, op_index);
+      SIM_CHECK(d >= Duration::zero(), "negative duration {} ps for op {} of rank {}", d.ps(),
+                op_index, id.value());
+      queue.push(now + d, EventKind::kOpEnd, begin(r, p, Arrival{id, op_index, ready}, 0));
       break;
+    }
     case OpKind::kCollective:
       ++collectives_in_flight[id.index()];
       arrive_collective(id, op_index, std::get<CollectiveWork>(p.ops[op_index]->work), ready);
@@ -220,21 +226,15 @@ void Simulation::Impl::await(TransferId t, std::span<const Arrival> arrivals, ui
   SIM_CHECK(in_flight[t.index()].empty(), "the communication model reused transfer {} in flight",
             t.value());
   for (const Arrival& a : arrivals) {
-    in_flight[t.index()].push_back(begin(a, match));
+    const RankHot& h = hot[a.rank.index()];
+    in_flight[t.index()].push_back(begin(h, info(h), a, match));
   }
-}
-
-void Simulation::Impl::launch(const Arrival& a, Duration d) {
-  SIM_CHECK(d >= Duration::zero(), "negative duration {} ps for op {} of rank {}", d.ps(), a.op,
-            a.rank.value());
-  queue.push(now + d, EventKind::kOpEnd, begin(a, 0));
 }
 
 // Records `a` as running from now (its memory effects at start applied); its running slot, which is
 // its stream's (a stream runs one op at a time), so that lockstep ranks touch adjacent slots.
-uint32_t Simulation::Impl::begin(const Arrival& a, uint64_t match) {
-  const RankHot& h = hot[a.rank.index()];
-  const ProgramInfo& p = info(h);
+uint32_t Simulation::Impl::begin(const RankHot& h, const ProgramInfo& p, const Arrival& a,
+                                 uint64_t match) {
   const detail::OpMeta& m = p.meta[a.op];
   const uint32_t slot = h.stream_base + m.stream * p.ranks;
   running[slot] = detail::Running{a.rank, a.op, now};

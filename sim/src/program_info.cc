@@ -15,7 +15,8 @@ ProgramInfo::ProgramInfo(Program p) : program(std::move(p)) {
   meta.resize(n);
   flops.resize(n);
   memory_offsets.assign(n + 1, 0);
-  stream_ops.resize(program.num_streams());
+  num_streams = program.num_streams();
+  std::vector<std::vector<uint32_t>> stream_ops(num_streams);
   for (uint32_t i = 0; i < n; ++i) {
     const OpId id(i);
     const Op& op = program.op(id);
@@ -52,6 +53,11 @@ ProgramInfo::ProgramInfo(Program p) : program(std::move(p)) {
       max_peer_slot = std::max(max_peer_slot, pw->peer_slot);
       uses_peers = true;
     }
+  }
+  for (const std::vector<uint32_t>& ops_of_stream : stream_ops) {
+    stream_first.push_back(static_cast<uint32_t>(stream_seq.size()));
+    stream_seq.insert(stream_seq.end(), ops_of_stream.begin(), ops_of_stream.end());
+    stream_seq.push_back(kStreamEnd);
   }
   for (uint32_t i = 0; i < n; ++i) {
     SIM_CHECK(indegree[i] <= UINT16_MAX, "op '{}' has {} dependencies; at most {}",

@@ -35,7 +35,12 @@ struct ProgramInfo {
   std::vector<uint32_t> succ_offsets;  // size ops + 1
   std::vector<uint32_t> succ;
   std::vector<uint32_t> indegree;
-  std::vector<std::vector<uint32_t>> stream_ops;
+  // The ops of each stream in order, streams one after the other, each followed by kStreamEnd;
+  // stream s starts at stream_first[s] (a stream's state holds its position in stream_seq).
+  static constexpr uint32_t kStreamEnd = UINT32_MAX;
+  uint32_t num_streams = 0;
+  std::vector<uint32_t> stream_seq;
+  std::vector<uint32_t> stream_first;
   // collectives: index among the collectives on the same group (Impl::number_collectives)
   std::vector<uint32_t> ordinal;
   uint16_t max_group_slot = 0;

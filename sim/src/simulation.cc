@@ -224,7 +224,7 @@ void Simulation::Impl::prepare() {
   size_t stream_slots = 0;
   for (ProgramInfo& info : programs) {
     info.stream_base = static_cast<uint32_t>(stream_slots);
-    stream_slots += info.stream_ops.size() * info.ranks;
+    stream_slots += size_t{info.num_streams} * info.ranks;
     info.groups.assign(info.uses_groups ? (info.max_group_slot + size_t{1}) * info.ranks : 0,
                        GroupId());
     info.peers.assign(info.uses_peers ? (info.max_peer_slot + size_t{1}) * info.ranks : 0,
@@ -253,6 +253,9 @@ void Simulation::Impl::init_rank(RankId id) {
   RankHot& r = hot[id.index()];
   const ProgramInfo& p = info(r);
   r.stream_base = p.stream_base + r.local;
+  for (uint32_t s = 0; s < p.num_streams; ++s) {
+    streams[r.stream_base + s * p.ranks].head = p.stream_first[s];
+  }
   r.remaining = static_cast<uint32_t>(p.program.size());
   for (const auto& [category, bytes] : p.program.initial_memory()) {
     change_memory(id, category, bytes);
@@ -281,8 +284,7 @@ Duration Simulation::Impl::interfered_time(const RankHot& r, RankId id, uint32_t
 
 // The rank's time for a compute op: the program's (or the cost model's, with the collectives in
 // flight that slow it), times its slowdown and jitter draw.
-Duration Simulation::Impl::compute_duration(RankId id, uint32_t op) const {
-  const RankHot& r = hot[id.index()];
+Duration Simulation::Impl::compute_duration(const RankHot& r, RankId id, uint32_t op) const {
   const int32_t collectives = collectives_in_flight[id.index()];
   // Without collectives in flight the program's time; with them, the cost model's interference.
   const Duration base = collectives == 0 ? info(r).compute_time[op]
@@ -362,12 +364,12 @@ void Simulation::Impl::report_deadlock() const {
     }
     ++shown;
     const ProgramInfo& p = info(r);
-    for (size_t s = 0; s < p.stream_ops.size(); ++s) {
+    for (uint32_t s = 0; s < p.num_streams; ++s) {
       const detail::StreamState& st = streams[r.stream_base + s * p.ranks];
-      if (st.head == 0 || !st.busy) {
+      if (st.head == p.stream_first[s] || !st.busy) {
         continue;
       }
-      const Op& op = *p.ops[p.stream_ops[s][st.head - 1]];
+      const Op& op = *p.ops[p.stream_seq[st.head - 1]];
       detail += fmt::format("; rank {} stream {} waits in '{}' ({})", i, s, op.name,
                             to_string(op.kind()));
     }

@@ -20,7 +20,7 @@
 namespace meshsim::detail {
 
 struct StreamState {
-  uint32_t head = 0;  // position in ProgramInfo::stream_ops
+  uint32_t head = 0;  // position of its next op in ProgramInfo::stream_seq
   bool busy = false;
 };
 
@@ -187,19 +187,19 @@ struct Simulation::Impl {
   void validate_ranks() const;
   void prepare();
   void init_rank(RankId id);
-  Duration compute_duration(RankId id, uint32_t op) const;
+  Duration compute_duration(const RankHot& r, RankId id, uint32_t op) const;
   Duration interfered_time(const RankHot& r, RankId id, uint32_t op, int32_t collectives) const;
   void number_collectives(const std::vector<std::optional<RankId>>& first);
   // Starts the ops at the head of the rank's free streams in `candidates` (a bit per stream) whose
   // dependencies are done, in stream order.
   void try_start(RankId id, uint64_t candidates = ~uint64_t{0});
-  void start_op(RankId id, uint32_t op, SimTime ready);
+  // Starts `op` of rank `id` (r, p: its hot state and program) now.
+  void start_op(RankId id, const RankHot& r, const ProgramInfo& p, uint32_t op);
   void arrive_collective(RankId id, uint32_t op, const CollectiveWork& w, SimTime ready);
   void arrive_p2p(RankId id, uint32_t op, const PeerWork& w, bool is_send, SimTime ready);
   CommPlan collective_plan(GroupId g, CollectiveKind kind, Bytes bytes);
   CommPlan p2p_plan(RankId src, RankId dst, uint16_t tag, Bytes bytes);
-  uint32_t begin(const Arrival& a, uint64_t match);
-  void launch(const Arrival& a, Duration d);
+  uint32_t begin(const RankHot& h, const ProgramInfo& p, const Arrival& a, uint64_t match);
   void await(TransferId t, std::span<const Arrival> arrivals, uint64_t match);
   void finish(uint32_t running_index);
   uint64_t step();
