@@ -10,9 +10,9 @@
 // start, leave their latency and drain together likewise), so the queue keeps one FIFO bucket per
 // distinct pending time and a binary heap of those buckets by time. Appending to a bucket keeps
 // it in push order, so the (time, push order) order is exactly that of a heap over all events
-// keyed by (time, a push counter). push: O(1) when the time is the last push's (the lockstep case), else
-// a hash lookup and O(log b) for a new bucket (b = distinct pending times); pop: O(1) within a
-// bucket, O(log b) when it empties. Emptied buckets are recycled with their capacity.
+// keyed by (time, a push counter). push: O(1) when the time is the last push's (the lockstep
+// case), else a hash lookup and O(log b) for a new bucket (b = distinct pending times); pop: O(1)
+// within a bucket, O(log b) when it empties. Emptied buckets are recycled with their capacity.
 #pragma once
 
 #include <algorithm>
