@@ -30,6 +30,12 @@ class SharedNetworkTest : public ::testing::TestWithParam<Backend> {
     EXPECT_NEAR(got.seconds(), want.seconds(), GetParam().tolerance * want.seconds() + 1e-12)
         << what;
   }
+  // The network's next completion is `t` alone, at `at`.
+  void expect_next_end(SharedNetwork& n, TransferId t, Duration at, const std::string& what) {
+    const NetworkAdvance end = n.advance(SimTime::max());
+    EXPECT_EQ(end.finished, std::vector<TransferId>{t}) << what;
+    expect_time(end.time, at, what);
+  }
 };
 
 CommShape shape(std::vector<LinkLoad> loads, Bytes bytes, Duration latency = Duration::zero(),
@@ -72,12 +78,8 @@ TEST_P(SharedNetworkTest, TwoTransfersOnASharedLinkEachGetHalfThenTheRest) {
   auto n = make();
   const TransferId a = start(*n, SimTime::zero(), shape({{LinkId(0), 1.0}}, MB(10)));
   const TransferId b = start(*n, SimTime::zero(), shape({{LinkId(0), 1.0}}, MB(30)));
-  NetworkAdvance first = n->advance(SimTime::max());
-  ASSERT_EQ(first.finished, std::vector<TransferId>{a});
-  expect_time(first.time, Milliseconds(2), "A");
-  NetworkAdvance second = n->advance(SimTime::max());
-  ASSERT_EQ(second.finished, std::vector<TransferId>{b});
-  expect_time(second.time, Milliseconds(4), "B");
+  expect_next_end(*n, a, Milliseconds(2), "A");
+  expect_next_end(*n, b, Milliseconds(4), "B");
   EXPECT_EQ(n->active(), 0u);
 }
 
@@ -89,22 +91,14 @@ TEST_P(SharedNetworkTest, WeightsCapsAndOtherLinks) {
   const TransferId a =
       start(*n, SimTime::zero(), shape({{LinkId(0), 2.0}, {LinkId(2), 1.0}}, MB(10)));
   const TransferId b = start(*n, SimTime::zero(), shape({{LinkId(0), 1.0}}, MB(10)));
-  const NetworkAdvance first_end = n->advance(SimTime::max());
-  EXPECT_EQ(first_end.finished, std::vector<TransferId>{b});
-  expect_time(first_end.time, Milliseconds(2), "B");
-  const NetworkAdvance second_end = n->advance(SimTime::max());
-  EXPECT_EQ(second_end.finished, std::vector<TransferId>{a});
-  expect_time(second_end.time, Milliseconds(3), "A");
+  expect_next_end(*n, b, Milliseconds(2), "B");
+  expect_next_end(*n, a, Milliseconds(3), "A");
   // A cap: C is capped at 2 GB/s on link 1, D shares the link and takes the other 8 GB/s.
   auto m = make();
   const TransferId c = start(*m, SimTime::zero(), shape({{LinkId(1), 1.0}}, MB(8), {}, 2e9));
   const TransferId d = start(*m, SimTime::zero(), shape({{LinkId(1), 1.0}}, MB(8)));
-  const NetworkAdvance first = m->advance(SimTime::max());
-  EXPECT_EQ(first.finished, std::vector<TransferId>{d});
-  expect_time(first.time, Milliseconds(1), "D at 8 GB/s");
-  const NetworkAdvance second = m->advance(SimTime::max());
-  EXPECT_EQ(second.finished, std::vector<TransferId>{c});
-  expect_time(second.time, Milliseconds(4), "C at its cap");
+  expect_next_end(*m, d, Milliseconds(1), "D at 8 GB/s");
+  expect_next_end(*m, c, Milliseconds(4), "C at its cap");
 }
 
 TEST_P(SharedNetworkTest, ShapesOverTheSameLinksAndShapesThatLaterCrossThem) {
@@ -114,12 +108,8 @@ TEST_P(SharedNetworkTest, ShapesOverTheSameLinksAndShapesThatLaterCrossThem) {
   const std::vector<LinkLoad> both = {{LinkId(0), 1.0}, {LinkId(1), 1.0}};
   const TransferId c = start(*n, SimTime::zero(), shape(both, MB(8), {}, 2e9));
   const TransferId d = start(*n, SimTime::zero(), shape(both, MB(8)));
-  const NetworkAdvance first = n->advance(SimTime::max());
-  EXPECT_EQ(first.finished, std::vector<TransferId>{d});
-  expect_time(first.time, Milliseconds(1), "D at 8 GB/s");
-  const NetworkAdvance second = n->advance(SimTime::max());
-  EXPECT_EQ(second.finished, std::vector<TransferId>{c});
-  expect_time(second.time, Milliseconds(4), "C at its cap");
+  expect_next_end(*n, d, Milliseconds(1), "D at 8 GB/s");
+  expect_next_end(*n, c, Milliseconds(4), "C at its cap");
   // A crosses links 0 and 1 alone and ends at 1 ms. B, over link 1 alone (a shape first seen
   // then), starts at 1 ms with 20 MB; at 1.5 ms (5 MB moved) A2, of A's shape, starts with 10 MB:
   // it must find B on link 1, and they share it at 5 GB/s each. A2 ends at 3.5 ms, and B, with
@@ -132,12 +122,8 @@ TEST_P(SharedNetworkTest, ShapesOverTheSameLinksAndShapesThatLaterCrossThem) {
       start(*m, SimTime::zero() + Milliseconds(1), shape({{LinkId(1), 1.0}}, MB(20)));
   EXPECT_TRUE(m->advance(SimTime::zero() + Microseconds(1500)).finished.empty());
   const TransferId a2 = start(*m, SimTime::zero() + Microseconds(1500), a_shape);
-  const NetworkAdvance a2_end = m->advance(SimTime::max());
-  EXPECT_EQ(a2_end.finished, std::vector<TransferId>{a2});
-  expect_time(a2_end.time, Microseconds(3500), "A2");
-  const NetworkAdvance b_end = m->advance(SimTime::max());
-  EXPECT_EQ(b_end.finished, std::vector<TransferId>{b});
-  expect_time(b_end.time, Milliseconds(4), "B");
+  expect_next_end(*m, a2, Microseconds(3500), "A2");
+  expect_next_end(*m, b, Milliseconds(4), "B");
 }
 
 TEST_P(SharedNetworkTest, LatencyPhasesLimitsAndLateStarts) {
