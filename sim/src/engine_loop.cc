@@ -58,9 +58,8 @@ uint64_t Simulation::Impl::step() {
 // scanning every stream would. The communication streams go first and the compute stream (0)
 // last, so that a kernel that becomes ready at the instant a collective does sees it in flight
 // (ComputeContext).
-void Simulation::Impl::try_start(RankId id, uint64_t candidates) {
-  const RankHot& r = hot[id.index()];
-  const ProgramInfo& p = info(r);
+void Simulation::Impl::try_start(RankId id, const RankHot& r, const ProgramInfo& p,
+                                 uint64_t candidates) {
   const size_t n = p.num_streams;
   if (n < 64) {
     candidates &= (uint64_t{1} << n) - 1;
@@ -69,13 +68,13 @@ void Simulation::Impl::try_start(RankId id, uint64_t candidates) {
     while (bits != 0) {
       const auto s = static_cast<size_t>(std::countr_zero(bits));
       bits &= bits - 1;
-      detail::StreamState& st = streams[r.stream_base + s * p.ranks];
+      detail::StreamState& st = streams[stream_slot(r, p, s)];
       if (st.busy) {
         continue;
       }
       const uint32_t op = p.stream_seq[st.head];
       if (op == ProgramInfo::kStreamEnd ||
-          p.pending[static_cast<size_t>(op) * p.ranks + r.local] != 0) {
+          p.pending[p.at(op, r.local)] != 0) {
         continue;
       }
       st.busy = true;
@@ -90,33 +89,30 @@ void Simulation::Impl::try_start(RankId id, uint64_t candidates) {
 
 void Simulation::Impl::start_op(RankId id, const RankHot& r, const ProgramInfo& p,
                                 uint32_t op_index) {
-  const SimTime ready = now;
   switch (p.meta[op_index].kind) {
     case OpKind::kCompute: {
       const Duration d = compute_duration(r, id, op_index);
       SIM_CHECK(d >= Duration::zero(), "negative duration {} ps for op {} of rank {}", d.ps(),
                 op_index, id.value());
-      queue.push(now + d, EventKind::kOpEnd, begin(r, p, Arrival{id, op_index, ready}, 0));
+      queue.push(now + d, EventKind::kOpEnd, begin(r, p, Arrival{id, op_index, now}, 0));
       break;
     }
     case OpKind::kCollective:
       ++collectives_in_flight[id.index()];
-      arrive_collective(id, op_index, std::get<CollectiveWork>(p.ops[op_index]->work), ready);
+      arrive_collective(id, r, p, op_index, std::get<CollectiveWork>(p.ops[op_index]->work));
       break;
     case OpKind::kSend:
     case OpKind::kRecv: {
       const Op& op = *p.ops[op_index];
-      arrive_p2p(id, op_index, std::get<PeerWork>(op.work), op.is_send, ready);
+      arrive_p2p(id, r, p, op_index, std::get<PeerWork>(op.work), op.is_send);
       break;
     }
   }
 }
 
-void Simulation::Impl::arrive_collective(RankId id, uint32_t op, const CollectiveWork& w,
-                                         SimTime ready) {
-  const RankHot& h = hot[id.index()];
-  const ProgramInfo& p = info(h);
-  const GroupId g = p.groups[size_t{w.group_slot} * p.ranks + h.local];
+void Simulation::Impl::arrive_collective(RankId id, const RankHot& r, const ProgramInfo& p,
+                                         uint32_t op, const CollectiveWork& w) {
+  const GroupId g = p.groups[p.at(w.group_slot, r.local)];
   const uint32_t ordinal = p.ordinal[op];
   detail::GroupRendezvous& rv = rendezvous[g.index()];
   SIM_CHECK(ordinal >= rv.base, "rank {} reaches collective #{} on group {} again", id.value(),
@@ -134,7 +130,7 @@ void Simulation::Impl::arrive_collective(RankId id, uint32_t op, const Collectiv
             "collective #{} on group {}: rank {} issues {} of {} B, others {} of {} B", ordinal,
             g.value(), id.value(), to_string(w.kind), w.bytes.count(), to_string(pc.kind),
             pc.bytes.count());
-  pc.arrivals.push_back(Arrival{id, op, ready});
+  pc.arrivals.push_back(Arrival{id, op, now});
   if (pc.arrivals.size() < rv.members) {
     return;
   }
@@ -184,11 +180,9 @@ uint32_t next_on_channel(std::vector<ChannelCount>& channels, uint32_t peer, uin
 }
 }  // namespace
 
-void Simulation::Impl::arrive_p2p(RankId id, uint32_t op, const PeerWork& w, bool is_send,
-                                  SimTime ready) {
-  const RankHot& h = hot[id.index()];
-  const ProgramInfo& p = info(h);
-  const RankId peer = p.peers[size_t{w.peer_slot} * p.ranks + h.local];
+void Simulation::Impl::arrive_p2p(RankId id, const RankHot& r, const ProgramInfo& p, uint32_t op,
+                                  const PeerWork& w, bool is_send) {
+  const RankId peer = p.peers[p.at(w.peer_slot, r.local)];
   const RankId src = is_send ? id : peer;
   const RankId dst = is_send ? peer : id;
   RankState& me = ranks[id.index()];
@@ -202,7 +196,7 @@ void Simulation::Impl::arrive_p2p(RankId id, uint32_t op, const PeerWork& w, boo
     pending.push_back(detail::PendingP2P{dst.value(), w.tag, ordinal, {}, {}, Bytes()});
     it = pending.end() - 1;
   }
-  (is_send ? it->send : it->recv) = Arrival{id, op, ready};
+  (is_send ? it->send : it->recv) = Arrival{id, op, now};
   if (is_send) {
     it->bytes = w.bytes;
   }
@@ -236,7 +230,7 @@ void Simulation::Impl::await(TransferId t, std::span<const Arrival> arrivals, ui
 uint32_t Simulation::Impl::begin(const RankHot& h, const ProgramInfo& p, const Arrival& a,
                                  uint64_t match) {
   const detail::OpMeta& m = p.meta[a.op];
-  const uint32_t slot = h.stream_base + m.stream * p.ranks;
+  const auto slot = static_cast<uint32_t>(stream_slot(h, p, m.stream));
   running[slot] = detail::Running{a.rank, a.op, now};
   if (!op_subscribers.empty()) {
     running_records[slot] = detail::RunningRecord{a.ready, match};
@@ -257,7 +251,7 @@ void Simulation::Impl::finish(uint32_t running_index) {
     apply_memory(run.rank, p, run.op, true);
   }
   sweeps[run.rank.index()].on_end(now, m, now - run.start, p.flops[run.op]);
-  streams[r.stream_base + m.stream * p.ranks].busy = false;
+  streams[stream_slot(r, p, m.stream)].busy = false;
   if (m.kind == OpKind::kCollective) {
     --collectives_in_flight[run.rank.index()];
   }
@@ -266,7 +260,7 @@ void Simulation::Impl::finish(uint32_t running_index) {
   uint64_t candidates = uint64_t{1} << m.stream;
   for (uint32_t i = p.succ_offsets[run.op]; i < p.succ_offsets[run.op + 1]; ++i) {
     const uint32_t succ = p.succ[i];
-    if (--p.pending[static_cast<size_t>(succ) * p.ranks + r.local] == 0) {
+    if (--p.pending[p.at(succ, r.local)] == 0) {
       candidates |= uint64_t{1} << p.meta[succ].stream;
     }
   }
@@ -277,7 +271,7 @@ void Simulation::Impl::finish(uint32_t running_index) {
       cb(rec);
     }
   }
-  try_start(run.rank, candidates);
+  try_start(run.rank, r, p, candidates);
 }
 
 void Simulation::Impl::apply_memory(RankId id, const ProgramInfo& p, uint32_t op, bool at_end) {

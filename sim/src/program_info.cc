@@ -69,7 +69,7 @@ void ProgramInfo::reset_pending() {
   const size_t n = indegree.size();
   pending.resize(n * ranks);
   for (size_t op = 0; op < n; ++op) {
-    std::fill_n(pending.begin() + static_cast<std::ptrdiff_t>(op * ranks), ranks,
+    std::fill_n(pending.begin() + static_cast<std::ptrdiff_t>(at(op, 0)), ranks,
                 static_cast<uint16_t>(indegree[op]));
   }
 }

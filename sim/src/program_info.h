@@ -55,13 +55,15 @@ struct ProgramInfo {
   static constexpr int32_t kInterferenceCached = 4;
   mutable std::vector<Duration> interfered;
   uint32_t ranks = 0;                  // simulated ranks running the program
-  std::vector<uint16_t> pending;       // unfinished dependencies, [op * ranks + local rank]
-  // The same stream-major and slot-major: a rank's stream s is Impl::streams[stream_base + s *
-  // ranks] (stream_base: RankHot's), its group slot g groups[g * ranks + local], peer slot k
-  // peers[k * ranks + local].
-  uint32_t stream_base = 0;  // the first of the program's streams in Impl::streams
+  // Tables by (row, local rank), laid out row by row over the program's ranks so that ranks in
+  // lockstep touch adjacent entries; at(row, local) indexes them: the unfinished dependencies
+  // (rows: ops), each rank's group and peer slots, and the program's block of Impl::streams
+  // (rows: streams; the block starts at stream_base).
+  size_t at(size_t row, uint32_t local) const { return row * ranks + local; }
+  std::vector<uint16_t> pending;
   std::vector<GroupId> groups;
   std::vector<RankId> peers;
+  uint32_t stream_base = 0;
 
   explicit ProgramInfo(Program p);
   // Sizes `pending` for `ranks` ranks, every op at its in-degree.

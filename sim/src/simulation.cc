@@ -233,11 +233,11 @@ void Simulation::Impl::prepare() {
   streams.resize(stream_slots);
   for (uint32_t i = 0; i < ranks.size(); ++i) {
     ProgramInfo& info = this->info(hot[i]);
-    for (size_t g = 0; g * info.ranks < info.groups.size(); ++g) {
-      info.groups[g * info.ranks + hot[i].local] = ranks[i].group_slots[g];
+    for (size_t g = 0; g < info.groups.size() / info.ranks; ++g) {
+      info.groups[info.at(g, hot[i].local)] = ranks[i].group_slots[g];
     }
-    for (size_t k = 0; k * info.ranks < info.peers.size(); ++k) {
-      info.peers[k * info.ranks + hot[i].local] = ranks[i].peer_slots[k];
+    for (size_t k = 0; k < info.peers.size() / info.ranks; ++k) {
+      info.peers[info.at(k, hot[i].local)] = ranks[i].peer_slots[k];
     }
   }
   number_collectives(first);
@@ -254,7 +254,7 @@ void Simulation::Impl::init_rank(RankId id) {
   const ProgramInfo& p = info(r);
   r.stream_base = p.stream_base + r.local;
   for (uint32_t s = 0; s < p.num_streams; ++s) {
-    streams[r.stream_base + s * p.ranks].head = p.stream_first[s];
+    streams[stream_slot(r, p, s)].head = p.stream_first[s];
   }
   r.remaining = static_cast<uint32_t>(p.program.size());
   for (const auto& [category, bytes] : p.program.initial_memory()) {
@@ -314,7 +314,7 @@ RunResult Simulation::run() {
     s.running_records.resize(s.streams.size());
   }
   for (uint32_t i = 0; i < s.ranks.size(); ++i) {
-    s.try_start(RankId(i));
+    s.try_start(RankId(i), s.hot[i], s.info(s.hot[i]));
   }
   uint64_t events = 0;
   while (const uint64_t n = s.step()) {
@@ -365,7 +365,7 @@ void Simulation::Impl::report_deadlock() const {
     ++shown;
     const ProgramInfo& p = info(r);
     for (uint32_t s = 0; s < p.num_streams; ++s) {
-      const detail::StreamState& st = streams[r.stream_base + s * p.ranks];
+      const detail::StreamState& st = streams[stream_slot(r, p, s)];
       if (st.head == p.stream_first[s] || !st.busy) {
         continue;
       }

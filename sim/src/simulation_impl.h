@@ -55,8 +55,8 @@ struct PendingP2P {
 struct RankHot {
   ProgramIndex program;
   uint32_t local = 0;        // index among the simulated ranks running the same program
-  uint32_t stream_base = 0;  // its stream 0 in Impl::streams; stream s is program.ranks further
   uint32_t remaining = 0;    // ops not finished
+  uint32_t stream_base = 0;  // its program's stream_base + local: its stream 0 in Impl::streams
   SimTime end;
   double slowdown = 1.0;  // compute-time factor (set_compute_slowdown)
 };
@@ -185,6 +185,10 @@ struct Simulation::Impl {
   Impl(const ComputeCostModel& c, CommModel& m) : compute(c), comm(m) {}
 
   ProgramInfo& info(const RankHot& r) { return programs[r.program.index()]; }
+  // The index in `streams` of stream s of rank r (running p): p.stream_base + p.at(s, r.local).
+  static size_t stream_slot(const RankHot& r, const ProgramInfo& p, size_t s) {
+    return r.stream_base + s * p.ranks;
+  }
   const ProgramInfo& info(const RankHot& r) const { return programs[r.program.index()]; }
   void validate_ranks() const;
   void prepare();
@@ -194,11 +198,14 @@ struct Simulation::Impl {
   void number_collectives(const std::vector<std::optional<RankId>>& first);
   // Starts the ops at the head of the rank's free streams in `candidates` (a bit per stream) whose
   // dependencies are done, in stream order.
-  void try_start(RankId id, uint64_t candidates = ~uint64_t{0});
+  void try_start(RankId id, const RankHot& r, const ProgramInfo& p,
+                 uint64_t candidates = ~uint64_t{0});
   // Starts `op` of rank `id` (r, p: its hot state and program) now.
   void start_op(RankId id, const RankHot& r, const ProgramInfo& p, uint32_t op);
-  void arrive_collective(RankId id, uint32_t op, const CollectiveWork& w, SimTime ready);
-  void arrive_p2p(RankId id, uint32_t op, const PeerWork& w, bool is_send, SimTime ready);
+  void arrive_collective(RankId id, const RankHot& r, const ProgramInfo& p, uint32_t op,
+                         const CollectiveWork& w);
+  void arrive_p2p(RankId id, const RankHot& r, const ProgramInfo& p, uint32_t op,
+                  const PeerWork& w, bool is_send);
   CommPlan collective_plan(GroupId g, CollectiveKind kind, Bytes bytes);
   CommPlan p2p_plan(RankId src, RankId dst, uint16_t tag, Bytes bytes);
   uint32_t begin(const RankHot& h, const ProgramInfo& p, const Arrival& a, uint64_t match);
