@@ -37,7 +37,6 @@ class BucketQueue {
       const auto it = by_time_.find(e.time.ps());
       last_ = it != by_time_.end() ? it->second : open_bucket(e.time);
     }
-    ++pushed_;
     buckets_[last_].events.push_back(e);
     ++size_;
   }
@@ -65,7 +64,6 @@ class BucketQueue {
   }
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
-  uint64_t pushed() const { return pushed_; }
 
  private:
   struct Bucket {
@@ -128,7 +126,6 @@ class BucketQueue {
   std::unordered_map<int64_t, uint32_t> by_time_;
   uint32_t last_ = kNone;  // the bucket of the last push, if still open
   size_t size_ = 0;
-  uint64_t pushed_ = 0;
 };
 
 enum class EventKind : uint32_t { kOpEnd };
@@ -152,7 +149,6 @@ class EventQueue {
   const Event& top() const { return queue_.top(); }
   bool empty() const { return queue_.empty(); }
   size_t size() const { return queue_.size(); }
-  uint64_t pushed() const { return queue_.pushed(); }
 
  private:
   BucketQueue<Event> queue_;
