@@ -58,6 +58,7 @@ enum class Phase : uint8_t { kLatency, kBandwidth, kFloor, kFree };
 enum class TransferEventKind : uint8_t { kLatencyOver, kBytesDone, kFloorOver };
 
 constexpr uint32_t kNotSharing = std::numeric_limits<uint32_t>::max();
+constexpr uint32_t kNoNode = std::numeric_limits<uint32_t>::max();  // the end of a link's list
 
 struct Transfer {
   uint32_t shape = 0;
@@ -74,8 +75,8 @@ struct Transfer {
 // A narrow transfer's place in one link's list of the narrow transfers on it.
 struct LinkMembership {
   uint32_t transfer = 0;
-  uint32_t prev = kNotSharing;  // kNotSharing: none
-  uint32_t next = kNotSharing;
+  uint32_t prev = kNoNode;
+  uint32_t next = kNoNode;
 };
 
 struct TransferEvent {
@@ -114,7 +115,7 @@ class FluidNetwork final : public SharedNetwork {
   explicit FluidNetwork(std::vector<double> capacities)
       : capacities_(std::move(capacities)),
         link_set_of_link_(capacities_.size(), kUnused),
-        link_head_(capacities_.size(), kNotSharing) {}
+        link_head_(capacities_.size(), kNoNode) {}
 
   std::string_view name() const override { return "analytical"; }
   ShapeId add_shape(const CommShape& shape) override;
@@ -149,7 +150,7 @@ class FluidNetwork final : public SharedNetwork {
   // memberships_, where such a transfer holds one node per link of its shape, consecutive from
   // its first_membership. Joining and leaving touch those nodes and the heads alone, and a search
   // walks short lists (a link carries no narrow transfer or one most of the time).
-  std::vector<uint32_t> link_head_;  // per link: its first node, or kNotSharing
+  std::vector<uint32_t> link_head_;  // per link: its first node, or kNoNode
   std::vector<LinkMembership> memberships_;
   std::vector<std::pair<uint32_t, std::vector<uint32_t>>> free_memberships_;  // by size: bases
   BucketQueue<TransferEvent> events_;  // by (time, push order)
@@ -291,8 +292,8 @@ void FluidNetwork::join(uint32_t id) {
     for (uint32_t i = 0; i < n; ++i) {
       const uint32_t node = t.first_membership + i;
       uint32_t& head = link_head_[s.links[i]];
-      memberships_[node] = LinkMembership{id, kNotSharing, head};
-      if (head != kNotSharing) {
+      memberships_[node] = LinkMembership{id, kNoNode, head};
+      if (head != kNoNode) {
         memberships_[head].prev = node;
       }
       head = node;
@@ -310,7 +311,7 @@ uint32_t FluidNetwork::take_memberships(uint32_t n) {
     }
   }
   const auto first = static_cast<uint32_t>(memberships_.size());
-  SIM_CHECK(memberships_.size() + n < kNotSharing, "{} link memberships", memberships_.size());
+  SIM_CHECK(memberships_.size() + n < kNoNode, "{} link memberships", memberships_.size());
   memberships_.resize(memberships_.size() + n);
   return first;
 }
@@ -340,8 +341,8 @@ void FluidNetwork::leave(uint32_t id) {
     const auto n = static_cast<uint32_t>(s.links.size());
     for (uint32_t i = 0; i < n; ++i) {
       const LinkMembership& m = memberships_[t.first_membership + i];
-      (m.prev != kNotSharing ? memberships_[m.prev].next : link_head_[s.links[i]]) = m.next;
-      if (m.next != kNotSharing) {
+      (m.prev != kNoNode ? memberships_[m.prev].next : link_head_[s.links[i]]) = m.next;
+      if (m.next != kNoNode) {
         memberships_[m.next].prev = m.prev;
       }
     }
@@ -487,25 +488,26 @@ void FluidNetwork::find_component() {
     shape_reached_[from_shape] = true;
     reached_.push_back(from_shape);
     const Shape& from = shapes_[from_shape];
-    if (!from.wide() && link_set_closed_[from.link_set]) {
-      for (uint32_t node = link_head_[from.links.front()]; node != kNotSharing;
-           node = memberships_[node].next) {
+    const auto add_tested = [&](const std::vector<uint32_t>& candidates) {
+      for (const uint32_t id : candidates) {
+        if (!transfer_seen_[id] && overlap(from_shape, transfers_[id].shape)) {
+          add(id);
+        }
+      }
+    };
+    const auto add_on_link = [&](uint32_t l) {
+      for (uint32_t node = link_head_[l]; node != kNoNode; node = memberships_[node].next) {
         add(memberships_[node].transfer);
       }
-      return;
-    }
-    const auto& candidates = from.wide() ? sharing_ : wide_;
-    for (const uint32_t id : candidates) {
-      if (!transfer_seen_[id] && overlap(from_shape, transfers_[id].shape)) {
-        add(id);
-      }
-    }
-    if (!from.wide()) {
+    };
+    if (from.wide()) {
+      add_tested(sharing_);
+    } else if (link_set_closed_[from.link_set]) {
+      add_on_link(from.links.front());
+    } else {
+      add_tested(wide_);
       for (const uint32_t l : from.links) {
-        for (uint32_t node = link_head_[l]; node != kNotSharing;
-             node = memberships_[node].next) {
-          add(memberships_[node].transfer);
-        }
+        add_on_link(l);
       }
     }
   };
