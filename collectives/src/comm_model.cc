@@ -148,7 +148,7 @@ NetworkCommModel::Planned NetworkCommModel::add_shape(CommShape shape) {
       }
     }
   }
-  return Planned{id, std::move(shape)};
+  return Planned{id, std::move(shape), std::nullopt};
 }
 
 DeviceId NetworkCommModel::device_of(RankId r) const {
@@ -221,7 +221,7 @@ size_t NetworkCommModel::P2pHash::operator()(const P2pKey& k) const {
   return static_cast<size_t>(f.h);
 }
 
-const NetworkCommModel::Planned& NetworkCommModel::find_collective(
+NetworkCommModel::Planned& NetworkCommModel::find_collective(
     CollectiveKind kind, Bytes bytes, std::span<const RankId> group) {
   if (const auto it = memo_.find(CollectiveQuery{kind, bytes.count(), group}); it != memo_.end()) {
     return it->second;
@@ -246,7 +246,7 @@ const NetworkCommModel::Planned& NetworkCommModel::find_collective(
       .first->second;
 }
 
-const NetworkCommModel::Planned& NetworkCommModel::find_p2p(RankId src, RankId dst, Bytes bytes) {
+NetworkCommModel::Planned& NetworkCommModel::find_p2p(RankId src, RankId dst, Bytes bytes) {
   const P2pKey key{src.value(), dst.value(), bytes.count()};
   if (const auto it = p2p_memo_.find(key); it != p2p_memo_.end()) {
     return it->second;
@@ -281,12 +281,12 @@ TransferId NetworkCommModel::start_p2p(SimTime now, RankId src, RankId dst, Byte
 }
 
 // A memo entry gets its plan id the first time it is planned, and keeps it.
-CommPlan NetworkCommModel::plan_of(const Planned& p) {
-  const auto [it, added] = plan_ids_.emplace(&p, static_cast<uint32_t>(plans_.size()));
-  if (added) {
+CommPlan NetworkCommModel::plan_of(Planned& p) {
+  if (!p.plan) {
+    p.plan = static_cast<uint32_t>(plans_.size());
     plans_.push_back(&p);
   }
-  return CommPlan{it->second};
+  return CommPlan{*p.plan};
 }
 
 CommPlan NetworkCommModel::plan_collective(CollectiveKind kind, Bytes bytes,

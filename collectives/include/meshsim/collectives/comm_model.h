@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <tuple>
 #include <unordered_map>
@@ -99,6 +100,7 @@ class NetworkCommModel final : public CommModel {
   struct Planned {
     ShapeId id;
     CommShape shape;
+    std::optional<uint32_t> plan;  // its CommPlan id, once planned
   };
   const topology::Network& net_;
   topology::Placement placement_;
@@ -144,7 +146,6 @@ class NetworkCommModel final : public CommModel {
   std::unordered_map<CollectiveKey, Planned, CollectiveHash, CollectiveEqual> memo_;
   std::unordered_map<P2pKey, Planned, P2pHash> p2p_memo_;
   std::vector<const Planned*> plans_;  // by CommPlan id: into memo_ or p2p_memo_
-  std::unordered_map<const Planned*, uint32_t> plan_ids_;  // its id, by entry; looked up only
   // Into memo_ or p2p_memo_ (their nodes do not move): a start must not copy a shape's loads.
   const CommShape* last_shape_ = nullptr;
   CommShape no_shape_;  // last_shape() before anything started
@@ -164,9 +165,9 @@ class NetworkCommModel final : public CommModel {
   std::function<void(const WatchedUtilisation&)> watched_subscriber_;
 
   DeviceId device_of(RankId r) const;
-  const Planned& find_collective(CollectiveKind kind, Bytes bytes, std::span<const RankId> group);
-  const Planned& find_p2p(RankId src, RankId dst, Bytes bytes);
-  CommPlan plan_of(const Planned& p);
+  Planned& find_collective(CollectiveKind kind, Bytes bytes, std::span<const RankId> group);
+  Planned& find_p2p(RankId src, RankId dst, Bytes bytes);
+  CommPlan plan_of(Planned& p);
   TransferId start(SimTime now, const Planned& p);
   Planned add_shape(CommShape shape);
   void transfer_rate(const TransferRate& r);
