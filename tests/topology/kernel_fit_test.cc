@@ -28,13 +28,15 @@ struct Tolerance {
 // rounded up with a little headroom. GEMM on H200 and GB200: the largest error is the MAMF FP8
 // maximum (the best shape of a sweep), which the FP8 model, fitted to the sweeps' training-regime
 // rows, runs 35% (H200) and 29% (GB200) slower than: a ceiling it stays under
-// (Fp8GemmModelStaysUnderTheBestOfSweepMaxima), not a typical value of its shape.
+// (GemmModelStaysUnderTheBestOfSweepMaxima), not a typical value of its shape. B200's table holds
+// no training-regime FP8 row (small-M vLLM CUTLASS rows and a MAMF maximum): its FP8 model is the
+// Blackwell family's training-regime fit (from GB200's sweep), 9-33% slower than those rows.
 const std::map<std::string, std::map<std::string, Tolerance>> kTolerances = {
     {"gemm",
      {{"a100-80gb", {0.07, 0.22}},
       {"h100-sxm", {0.11, 0.35}},
       {"h200", {0.12, 0.36}},
-      {"b200", {0.14, 0.16}},
+      {"b200", {0.21, 0.34}},
       {"gb200", {0.11, 0.30}},
       {"tpu-v5e", {0.02, 0.03}}}},
     {"attention",
@@ -95,21 +97,24 @@ std::vector<MeasuredKernel> gemm_rows(bool best_of_sweep) {
 
 TEST(KernelFit, GemmModelHoldsToTheGemmTable) { check_table("gemm", testing::gemm_kernels()); }
 
-// The MAMF FP8 maxima are the fastest shape of a brute-force sweep: fitted to the sweeps'
-// training-regime rows, the FP8 model is slower there (its wave quantization is coarser than
-// cuBLAS's stream-K kernels), never faster than the maximum.
-TEST(KernelFit, Fp8GemmModelStaysUnderTheBestOfSweepMaxima) {
+// The MAMF maxima are the fastest shape of a brute-force sweep: the model is never faster there,
+// in any dtype (tools/fit_kernels.py considers no e_max that is). FP8, fitted to the sweeps'
+// training-regime rows, is slower there (its wave quantization is coarser than cuBLAS's stream-K
+// kernels); 16-bit B200, fitted to small-M vLLM rows, would run 13% above its maximum without
+// the ceiling.
+TEST(KernelFit, GemmModelStaysUnderTheBestOfSweepMaxima) {
   const Catalogue cat = Catalogue::builtin();
-  int checked = 0;
+  std::map<Dtype, int> checked;
   for (const MeasuredKernel& k : gemm_rows(true)) {
-    if (!cat.contains(k.chip) || k.work.front().dtype != Dtype::kFp8) {
+    if (!cat.contains(k.chip)) {
       continue;
     }
-    ++checked;
+    ++checked[k.work.front().dtype];
     const RooflineComputeModel model(cat.chip(k.chip));
     EXPECT_GE(model_seconds(model, k), k.measured.seconds()) << k.chip << " " << k.label;
   }
-  EXPECT_EQ(checked, 4);  // H100, H200, B200, GB200
+  EXPECT_EQ(checked[Dtype::kFp8], 4);   // H100, H200, B200, GB200
+  EXPECT_EQ(checked[Dtype::kBf16], 4);  // A100, H100, B200, GB200
 }
 
 // FP8's e_max is fitted to the sweeps' training-regime rows (M, N, K >= 4096; tools/
@@ -158,6 +163,26 @@ ComputeWork gemm(int64_t m, int64_t n, int64_t k, Dtype dtype) {
   w.bytes = Bytes::of((m * k + k * n) * in + m * n * 2);
   w.shape = MatmulShape{m, k, n, 1};
   return w;
+}
+
+// B200 and GB200 are the same die; GB200 runs at 1200 W against B200's 1000 W and its datasheet
+// peaks are 11% higher. At the shapes of a transformer layer the model never makes B200 the
+// faster one, in BF16 or FP8 (fitted to B200's own small-M rows alone, its FP8 e_max put it at
+// 3339 TFLOP/s, above GB200's measured 2877-2907 plateau).
+TEST(KernelFit, B200IsNeverFasterThanGb200AtLayerShapes) {
+  const Catalogue cat = Catalogue::builtin();
+  const RooflineComputeModel b200(cat.chip("b200"));
+  const RooflineComputeModel gb200(cat.chip("gb200"));
+  for (const Dtype d : {Dtype::kBf16, Dtype::kFp8}) {
+    for (const int64_t m : {4096, 16384, 65536}) {
+      for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{
+               {6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}, {128256, 4096}}) {
+        const ComputeWork w = gemm(m, n, k, d);
+        EXPECT_GE(b200.kernel_time(w).total(), gb200.kernel_time(w).total())
+            << to_string(d) << " " << m << "x" << n << "x" << k;
+      }
+    }
+  }
 }
 
 double fp8_speedup(const RooflineComputeModel& m, int64_t rows, int64_t n, int64_t k) {
