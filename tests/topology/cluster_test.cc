@@ -103,6 +103,12 @@ TEST_F(ClusterTest, ResizeNodes) {
   const ClusterSpec gb = resize_nodes(load("gb200-nvl72"), 36);
   EXPECT_EQ(gb.device_count(), 144);
   EXPECT_EQ(gb.scale_up_domains(), 2);
+  // 16 of an NVL72 rack's 18 trays: one NVLink domain of the 64 GPUs, no network between them.
+  const ClusterSpec part = resize_nodes(load("gb200-nvl72"), 16);
+  EXPECT_EQ(part.device_count(), 64);
+  EXPECT_EQ(part.scale_up_domain_size(), 64);
+  EXPECT_EQ(part.scale_up_domains(), 1);
+  EXPECT_NE(part.description.find("64 of one 72-GPU NVLink domain"), std::string::npos);
 }
 
 TEST_F(ClusterTest, ResizeNodesValidates) {

@@ -228,6 +228,37 @@ TEST(PublishedMap, RefusesWhatItCannotExpressAndSaysWhy) {
   EXPECT_THAT(reason("nemo-longseq-llama3-8b-8k-8xB200"), HasSubstr("do not multiply"));
 }
 
+// NVIDIA's GB200 tables run 64 GPUs: 16 trays of one NVL72 rack, one NVLink domain of 64. More
+// than a rack maps only as whole racks (how 128 GPUs split between two racks is unstated).
+TEST(PublishedMap, Gb200RunsOfPartOfARackAreOneNvlinkDomain) {
+  const topology::Catalogue cat = topology::Catalogue::builtin();
+  PublishedRun r = run(dev_set(), "mbridge2509-llama3-70b-64xGB200-fp8");
+  EXPECT_THAT(std::get<NotExpressible>(map_published_run(r, cat)).reason,
+              HasSubstr("does not model activation offloading"));
+  r.model.layers = 32;  // an 8B-deep model fits without the recipe's offloading
+  r.model.hidden = 4096;
+  r.model.ffn = 14336;
+  r.model.heads = 32;
+  const PublishedMapping m = map_published_run(r, cat);
+  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(m))
+      << std::get<NotExpressible>(m).reason;
+  const PublishedScenario& s = std::get<PublishedScenario>(m);
+  EXPECT_EQ(s.cluster.device_count(), 64);
+  EXPECT_EQ(s.cluster.scale_up_domain_size(), 64);
+  EXPECT_EQ(s.cluster.scale_up_domains(), 1);
+  EXPECT_THAT(s.assumptions, Contains(HasSubstr("16 trays of one NVL72 rack")));
+  r.devices = 128;
+  EXPECT_THAT(std::get<NotExpressible>(map_published_run(r, cat)).reason,
+              HasSubstr("how they split between the racks is not stated"));
+  r.devices = 144;
+  r.parallelism.dp = 144;
+  r.batch.sequences = 288;
+  const PublishedMapping racks = map_published_run(r, cat);
+  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(racks))
+      << std::get<NotExpressible>(racks).reason;
+  EXPECT_EQ(std::get<PublishedScenario>(racks).cluster.scale_up_domains(), 2);
+}
+
 TEST(PublishedReport, SummariesUseNearestRankPercentiles) {
   const ErrorSummary s = summarize({-0.3, 0.1, -0.05, 0.2, -0.1, 0.0, 0.05, -0.02, 0.01, 0.5});
   EXPECT_EQ(s.points, 10u);

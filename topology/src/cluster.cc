@@ -334,6 +334,15 @@ ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes, const FabricOverrides&
   }
   spec.nodes = nodes;
   detail::check_device_count(spec);  // before the NIC count multiplies it
+  // Fewer nodes than one NVLink domain holds are part of one domain (e.g. 16 of an NVL72 rack's
+  // 18 trays, the 64 GPUs NVIDIA's GB200 benchmarks run on): every GPU still reaches every other
+  // through the NVLink switches, and nothing else shares the domain.
+  if (spec.scale_up == ScaleUpFabric::kNvlinkDomain &&
+      spec.device_count() < spec.nvlink_domain_devices) {
+    spec.description += fmt::format(" ({} of one {}-GPU NVLink domain)", spec.device_count(),
+                                    spec.nvlink_domain_devices);
+    spec.nvlink_domain_devices = spec.device_count();
+  }
   if (!fabric.empty()) {
     set_fabric_knobs(spec, fabric);
   }

@@ -297,8 +297,19 @@ topology::ClusterSpec cluster_of(const PublishedRun& r, const topology::Catalogu
         "SXM and NVL, the source says) and the chip is not in the catalogue");
   }
   if (contains(key, "GB200")) {
-    throw Unmappable(fmt::format(
-        "{} GPUs of a 72-GPU NVLink domain: meshsim's NVL72 clusters hold whole domains", devices));
+    // NVIDIA's GB200 tables run powers of two: up to 72 GPUs they are trays of one NVL72 rack,
+    // one NVLink domain; beyond, how the GPUs split between racks is unstated unless whole racks.
+    constexpr int64_t kRack = 72;
+    if (devices > kRack && devices % kRack != 0) {
+      throw Unmappable(fmt::format(
+          "{} GPUs over 72-GPU NVL72 racks: how they split between the racks is not stated",
+          devices));
+    }
+    if (devices < kRack) {
+      assumptions.push_back(fmt::format(
+          "{} GPUs are {} trays of one NVL72 rack: one NVLink domain", devices, devices / 4));
+    }
+    return gpu_cluster("gb200-nvl72", std::nullopt, catalogue, devices, assumptions);
   }
   throw Unmappable(fmt::format("hardware \"{}\" has no cluster preset", key));
 }
@@ -338,6 +349,20 @@ void deepseek_v3_pipeline(const PublishedRun& r, workloads::ParallelPlan& p,
       "recompute of the modules mla_up_proj and mlp");
 }
 
+// Megatron-Bridge's Llama 3 70B recipes for 64 GB200s (Megatron-FSDP, no recompute) keep their
+// activations in memory only by offloading those of 20 (BF16) or 40 (FP8) of the 80 layers to
+// the Grace CPUs (cpu_offloading_num_layers in src/megatron/bridge/perf_recipes/llama/gb200/
+// llama3.py @ 067f987df); without it they need about twice the GPU's memory.
+void refuse_activation_offload(const PublishedRun& r) {
+  if (contains(r.hardware_key, "GB200") && contains(r.framework, "Megatron-Bridge") &&
+      r.model.layers == 80) {
+    throw Unmappable(
+        "Megatron-Bridge's 70B GB200 recipe offloads the activations of 20-40 of the 80 layers "
+        "to the Grace CPUs (cpu_offloading_num_layers, perf_recipes/llama/gb200/llama3.py @ "
+        "067f987df): meshsim does not model activation offloading");
+  }
+}
+
 }  // namespace
 
 PublishedMapping map_published_run(const PublishedRun& run, const topology::Catalogue& catalogue) {
@@ -345,6 +370,7 @@ PublishedMapping map_published_run(const PublishedRun& run, const topology::Cata
     PublishedScenario s;
     s.model = model_of(run, s.assumptions);
     s.cluster = cluster_of(run, catalogue, s.assumptions);
+    refuse_activation_offload(run);
     s.plan = detail::plan_of(run, s.cluster, s.assumptions);
     if (family_of(run) == Family::kDeepSeekV3) {
       deepseek_v3_pipeline(run, s.plan, s.assumptions);
