@@ -238,6 +238,10 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
   bind_plan(app, f, PlanField::kRecomputeNumLayers, &ParallelPlan::recompute_num_layers,
             "With --recompute full: recompute only the first N layers of each model chunk "
             "(Megatron's block method); the others keep their activations");
+  bind_plan(app, f, PlanField::kOffloadLayers, &ParallelPlan::offload_layers,
+            "Offload the saved activations of the first N layers of each model chunk to host "
+            "memory between their forward and backward (Megatron-Core's "
+            "cpu_offloading_num_layers), over the chip's host link");
   add_override(
       f,
       app->add_option(flag_of(PlanField::kRecomputeModules), f.recompute_modules,

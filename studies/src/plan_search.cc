@@ -158,6 +158,7 @@ void enumerate_all(const LoadedScenario& l, const ParallelPlan& base, const Sear
   p.fsdp = 0;
   p.recompute_num_layers = 0;
   p.recompute_modules.clear();
+  p.offload_layers = 0;  // nor activation offloading (Megatron-Core refuses it with recompute)
   const int64_t domain = l.cluster.scale_up_domain_size();
   for (const int64_t tp : only_or(f.tp, divisors(world))) {
     if (tp > max_tp && !f.tp) {

@@ -117,6 +117,7 @@ void read_plan(JsonObject& o, ParallelPlan& p) {
   r.field(PlanField::kFsdp, &ParallelPlan::fsdp, &J::positive_integer);
   r.field(PlanField::kRecomputeNumLayers, &ParallelPlan::recompute_num_layers,
           &J::positive_integer);
+  r.field(PlanField::kOffloadLayers, &ParallelPlan::offload_layers, &J::positive_integer);
   r.field(
       PlanField::kRecomputeModules,
       [&](const std::string& k) { return recompute_modules(o, k); },
@@ -411,6 +412,9 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
   }
   if (p.recompute_num_layers > 0) {
     j["recompute_num_layers"] = p.recompute_num_layers;
+  }
+  if (p.offload_layers > 0) {
+    j["offload_layers"] = p.offload_layers;
   }
   if (!p.recompute_modules.empty()) {
     j["recompute_modules"] = recompute_module_names(p);

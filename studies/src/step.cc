@@ -41,6 +41,14 @@ void check_plan(const LoadedScenario& l, const workloads::ParallelPlan& given) {
         fmt::format("{} matmuls: {} has no {} rate in the catalogue (expected one of {})", dtype,
                     l.cluster.chip.description, dtype, fmt::join(have, ", ")));
   }
+  if (p.offload_layers > 0 &&
+      !(l.cluster.chip.host_to_device && l.cluster.chip.device_to_host)) {
+    throw workloads::PlanError(
+        workloads::PlanField::kOffloadLayers,
+        fmt::format("activation offloading: {} has no host_link rates in the catalogue "
+                    "(expected host_link/to_device and host_link/to_host)",
+                    l.cluster.chip.description));
+  }
 }
 
 LoadedScenario load_inputs(const Scenario& s) {
@@ -55,13 +63,17 @@ LoadedScenario load_and_check(const Scenario& s) {
 
 namespace {
 
-// "selective (mla_up_proj, mlp)" when modules are listed, else the recompute's name.
+// "selective (mla_up_proj, mlp)" when modules are listed, else the recompute's name; then the
+// layers whose activations are offloaded, if any.
 std::string describe_recompute(const workloads::ParallelPlan& p) {
-  if (p.recompute_modules.empty()) {
-    return std::string(to_string(p.recompute));
+  std::string out = p.recompute_modules.empty()
+                        ? std::string(to_string(p.recompute))
+                        : fmt::format("{} ({})", to_string(p.recompute),
+                                      fmt::join(recompute_module_names(p), ", "));
+  if (p.offload_layers > 0) {
+    out += fmt::format(", activations of {} layers per chunk offloaded", p.offload_layers);
   }
-  return fmt::format("{} ({})", to_string(p.recompute),
-                     fmt::join(recompute_module_names(p), ", "));
+  return out;
 }
 
 }  // namespace

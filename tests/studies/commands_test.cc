@@ -1,6 +1,9 @@
 // `meshsim plan` and the time to train of `meshsim run` end to end (the real binary).
 #include "command_test.h"
 
+#include <algorithm>
+#include <set>
+
 namespace meshsim::testing {
 namespace {
 
@@ -43,6 +46,35 @@ TEST_F(StudiesCommandTest, PlanRanksAndWritesCsvAndJson) {
                 .exit_code,
             0);
   EXPECT_EQ(read_file("q.csv").substr(0, 200), csv.substr(0, 200));
+}
+
+// --offload-layers end to end: the plan line says so, the JSON echoes it, the copies are the copy
+// class, and the timeline puts them on two tracks of their own named as host copies.
+TEST_F(StudiesCommandTest, OffloadedActivationsRunOnHostCopyTracks) {
+  const CommandResult r =
+      meshsim({"--model", "llama3-8b", "--cluster", "dgx-h100", "--nodes", "1", "--dp", "8",
+               "--zero", "3", "--mbs", "2", "--gbs", "16", "--seq", "8192", "--offload-layers",
+               "8", "--json", "o.json", "--trace", "o.trace.json", "--trace-ranks", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("activations of 8 layers per chunk offloaded"));
+  const nlohmann::json j = read_json("o.json");
+  EXPECT_EQ(j.at("inputs").at("offload_layers"), 8);
+  EXPECT_GT(j.at("time_by_op_class_s").at("copy").get<double>(), 0.0);
+  const nlohmann::json t = read_json("o.trace.json");
+  std::set<std::string> tracks;
+  int copies = 0;
+  for (const nlohmann::json& e : t.at("traceEvents")) {
+    if (e.value("ph", "") == "M" && e.value("name", "") == "thread_name") {
+      tracks.insert(e.at("args").at("name").get<std::string>());
+    }
+    const std::string name = e.value("name", "");
+    copies += e.value("ph", "") == "X" && (name.ends_with(".offload_activations") ||
+                                           name.ends_with(".reload_activations"));
+  }
+  EXPECT_EQ(copies, 16);  // 8 layers out and back, one microbatch
+  EXPECT_EQ(std::count_if(tracks.begin(), tracks.end(),
+                          [](const std::string& n) { return n.find("host copy") != n.npos; }),
+            2);
 }
 
 TEST_F(StudiesCommandTest, PlanHoldsFixedDegreesAndConstraints) {

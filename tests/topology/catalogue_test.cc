@@ -58,6 +58,8 @@ std::vector<std::string> required_fields(const Chip& chip) {
       f.emplace_back("/gpu/boost_clock");
     }
     f.emplace_back("/gpu/architecture");  // every builtin GPU: frameworks key kernels on it
+    f.emplace_back("/host_link/to_device");  // every builtin GPU: activation offloading
+    f.emplace_back("/host_link/to_host");
   } else {
     for (const char* p :
          {"/ici/links", "/ici/link_bandwidth", "/ici/torus_dims", "/ici/chips_per_host",
@@ -106,6 +108,9 @@ TEST(Catalogue, EveryFigureIsPositiveAndSourced) {
       EXPECT_GT(chip.nvlink->total_bandwidth().value(), 0.0);
       EXPECT_GT(chip.nic_bandwidth->value(), 0.0);
       EXPECT_GT(chip.gpu->sm_count, 0);
+      ASSERT_TRUE(chip.host_to_device && chip.device_to_host);
+      EXPECT_GT(chip.host_to_device->value(), 0.0);
+      EXPECT_GT(chip.device_to_host->value(), 0.0);
     } else {
       ASSERT_TRUE(chip.ici && chip.dcn_bandwidth && chip.tpu);
       EXPECT_FALSE(chip.nvlink || chip.nic_bandwidth || chip.gpu);

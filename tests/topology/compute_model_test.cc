@@ -131,6 +131,28 @@ TEST(ComputeModel, TrafficThatFitsTheCacheStreamsAtCacheBandwidth) {
   EXPECT_EQ(model.memory_bandwidth(streaming(MiB(32) + Bytes::of(1))).value(), 10e9);
 }
 
+// A host copy (activation offloading) moves its bytes over the host link at the catalogue's
+// rate in its direction, plus the per-op overhead; it holds no SMs, so collectives in flight do
+// not slow it, and HBM's bandwidth and efficiency play no part.
+TEST(ComputeModel, HostCopiesRunAtTheHostLinkRate) {
+  const Chip h100 = Catalogue::builtin().chip("h100-sxm");
+  const RooflineComputeModel model(h100);
+  ComputeWork out;
+  out.op_class = OpClass::kCopy;
+  out.bytes = GiB(2);
+  out.host = HostCopy::kToHost;
+  ComputeWork back = out;
+  back.host = HostCopy::kToDevice;
+  const Duration launch = h100.efficiency.launch_overhead;
+  EXPECT_EQ(model.kernel_time(out).total(), GiB(2) / *h100.device_to_host + launch);
+  EXPECT_EQ(model.kernel_time(back).total(), GiB(2) / *h100.host_to_device + launch);
+  EXPECT_NE(model.kernel_time(out).total(), model.kernel_time(back).total());  // 52 vs 51 GB/s
+  EXPECT_EQ(model.kernel_time(out, ComputeContext{2}).total(), model.kernel_time(out).total());
+  ComputeWork on_device = out;
+  on_device.host = HostCopy::kNone;  // the same bytes through HBM: far faster
+  EXPECT_LT(model.kernel_time(on_device).total() * int64_t{10}, model.kernel_time(out).total());
+}
+
 TEST(ChipCatalogue, MatmulShapeAndCacheCarryTheirSources) {
   const Chip chip = test_chip("per_matrix");
   ASSERT_TRUE(chip.efficiency.matmul_shape && chip.cache);

@@ -134,7 +134,7 @@ void read_gpu_parts(JsonObject& obj, Chip& chip, SourceSink& sink) {
     if (obj.has(key)) {
       obj.fail(key,
                "not allowed for a gpu chip (\"ici\", \"dcn\" and \"tpu\" describe TPUs; a gpu "
-               "takes \"nvlink\", \"nic\" and \"gpu\")");
+               "takes \"nvlink\", \"nic\", \"host_link\" and \"gpu\")");
     }
   }
   JsonObject nvlink = obj.object("nvlink");
@@ -157,6 +157,13 @@ void read_gpu_parts(JsonObject& obj, Chip& chip, SourceSink& sink) {
     chip.nic_efficiency = detail::sourced_fraction(nic, "efficiency", sink);
   }
   nic.finish();
+
+  if (obj.has("host_link")) {
+    JsonObject host = obj.object("host_link");
+    chip.host_to_device = detail::sourced_bandwidth(host, "to_device", sink);
+    chip.device_to_host = detail::sourced_bandwidth(host, "to_host", sink);
+    host.finish();
+  }
 
   JsonObject gpu = obj.object("gpu");
   GpuMicroarch g{};

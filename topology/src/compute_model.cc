@@ -177,6 +177,14 @@ BytesPerSec RooflineComputeModel::memory_bandwidth(const ComputeWork& work) cons
 KernelTime RooflineComputeModel::kernel_time(const ComputeWork& work,
                                              const ComputeContext& context) const {
   KernelTime t;
+  if (work.host != HostCopy::kNone) {  // a copy engine's transfer: the host link's measured rate
+    const std::optional<BytesPerSec>& rate =
+        work.host == HostCopy::kToHost ? chip_.device_to_host : chip_.host_to_device;
+    SIM_CHECK(rate.has_value(), "chip {} has no host_link rate", chip_.name);
+    t.memory_bound = work.bytes / *rate;
+    t.overhead = chip_.efficiency.launch_overhead;
+    return t;
+  }
   t.flops_bound = work.flops / (flop_rate(work) * flop_efficiency(work, context));
   t.memory_bound =
       work.bytes / (memory_bandwidth(work) * chip_.efficiency.memory_for(work.op_class));

@@ -64,7 +64,7 @@ const ProcessTrack& TraceBuilder::process(int32_t pid, const std::string& name) 
   return it->second;
 }
 
-const ThreadTrack& TraceBuilder::thread(RankId rank, uint8_t stream) {
+const ThreadTrack& TraceBuilder::thread(RankId rank, uint8_t stream, bool host_copies) {
   RankTracks& t = rank_tracks(rank);
   if (!t.placed) {
     t.placement = options_.placement ? options_.placement(rank) : default_placement(rank);
@@ -83,7 +83,7 @@ const ThreadTrack& TraceBuilder::thread(RankId rank, uint8_t stream) {
                      p.pid,
                      thread_tid(rank, stream),
                      thread_sort_rank(rank, stream),
-                     t.placement.track_prefix + " " + stream_label(stream)};
+                     t.placement.track_prefix + " " + stream_label(stream, host_copies)};
     sink_.add_thread(th);
   }
   return th;
@@ -106,7 +106,9 @@ void TraceBuilder::write_op(const OpRecord& record, FlowRole role) {
   describe_op(op, record, slice_, scratch_);
   slice_.flow = role;
   slice_.flow_id = role == FlowRole::kNone ? 0 : record.match;
-  sink_.write_slice(thread(record.rank, record.stream), slice_);
+  const auto* compute = std::get_if<ComputeWork>(&op.work);
+  const bool host_copy = compute != nullptr && compute->host != HostCopy::kNone;
+  sink_.write_slice(thread(record.rank, record.stream, host_copy), slice_);
 }
 
 void TraceBuilder::subscribe_to(Simulation& sim) {

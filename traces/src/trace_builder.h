@@ -77,7 +77,9 @@ class TraceBuilder {
   bool included(RankId rank);
   RankPlacement default_placement(RankId rank);
   const ProcessTrack& process(int32_t pid, const std::string& name);
-  const ThreadTrack& thread(RankId rank, uint8_t stream);
+  // The rank's track of `stream`, made (and named) by its first op; `host_copies`: a stream of
+  // copies to and from host memory.
+  const ThreadTrack& thread(RankId rank, uint8_t stream, bool host_copies = false);
   const CounterTrack& memory_track(RankId rank);
   void write_op(const OpRecord& record, FlowRole role);
   void flush_group();

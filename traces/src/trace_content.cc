@@ -167,7 +167,10 @@ RankPlacementFn node_placement(int64_t ranks_per_node, int64_t max_global_rank,
   };
 }
 
-std::string stream_label(uint8_t stream) {
+std::string stream_label(uint8_t stream, bool host_copies) {
+  if (host_copies) {
+    return fmt::format("host copy {}", stream);
+  }
   return stream == 0 ? std::string("compute") : fmt::format("comm {}", stream);
 }
 

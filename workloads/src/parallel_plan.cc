@@ -311,6 +311,40 @@ void check_recompute(const ModelConfig& m, const ParallelPlan& p) {
   }
 }
 
+// Transformer Engine's offload context needs a layer left on the device after the offloaded ones
+// (get_cpu_offload_context: num_layers <= model_layers - 1); Megatron-Core refuses it with
+// activation recompute (TransformerConfig: "CPU offloading does not work when activation
+// recomputation is enabled"), and meshsim models it with whole backward passes.
+void check_offload(const ModelConfig& m, const ParallelPlan& p) {
+  if (p.offload_layers == 0) {
+    return;
+  }
+  if (p.offload_layers < 0) {
+    bad(F::kOffloadLayers,
+        fmt::format("expected a layer count >= 0, got {}", p.offload_layers));
+  }
+  if (p.recompute != Recompute::kNone) {
+    bad(F::kOffloadLayers, "activation offloading with activation recompute: Megatron-Core "
+                           "refuses the combination; expected recompute none");
+  }
+  if (splits_backward(p.schedule)) {
+    bad(F::kOffloadLayers, "activation offloading is modelled with whole backward passes; "
+                           "expected a schedule other than zb or zbv");
+  }
+  std::vector<int64_t> chunks = p.stage_layers;
+  if (chunks.empty()) {
+    chunks.assign(1, m.num_layers / (p.pp * p.vpp));
+  }
+  for (const int64_t layers : chunks) {
+    if (layers > 0 && p.offload_layers >= layers) {
+      bad(F::kOffloadLayers,
+          fmt::format("{} offloaded layers of a model chunk of {}: expected fewer than the "
+                      "layers of every chunk (Transformer Engine keeps the last on the device)",
+                      p.offload_layers, layers));
+    }
+  }
+}
+
 void check_hsdp(const ParallelPlan& p) {
   if (p.fsdp == 0) {
     return;
@@ -393,6 +427,7 @@ void validate_split(const ModelConfig& model, const ParallelPlan& plan) {
   check_routing(model, plan);
   check_hsdp(plan);
   check_recompute(model, plan);
+  check_offload(model, plan);
 }
 
 void validate_plan(const ModelConfig& model, const ParallelPlan& plan) {

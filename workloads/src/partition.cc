@@ -133,7 +133,7 @@ StageActivations activations_of(const ModelConfig& m, const ParallelPlan& p,
           full || p.recompute != Recompute::kFull ? p.recompute : Recompute::kNone;
       out.by_layer.push_back(LayerSaved{layer, layer_activations(m, p, policy, layer).total(),
                                         layer_activations(m, p, materialised, layer).total(),
-                                        full});
+                                        full, layer - c.first < p.offload_layers});
     }
   }
   const OutsideLayerActivations outside = outside_layer_activations(m, p, s.first, s.last);
@@ -207,6 +207,22 @@ Bytes StageActivations::saved_layers() const {
     sum += l.saved;
   }
   return sum;
+}
+
+Bytes StageActivations::offloaded_layers() const {
+  Bytes sum = Bytes::zero();
+  for (const LayerSaved& l : by_layer) {
+    sum += l.offloaded ? l.saved : Bytes::zero();
+  }
+  return sum;
+}
+
+Bytes StageActivations::max_offloaded() const {
+  Bytes most = Bytes::zero();
+  for (const LayerSaved& l : by_layer) {
+    most = l.offloaded ? std::max(most, l.saved) : most;
+  }
+  return most;
 }
 
 Bytes StageActivations::max_materialised() const {

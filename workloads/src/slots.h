@@ -130,6 +130,10 @@ enum class Stream : uint8_t {
   kPipeSendGradientReturn,
   kPipeReceiveActivationReturn,
   kPipeReceiveGradientReturn,
+  // Activation offloading's copies to and from host memory (Transformer Engine's d2h and h2d
+  // streams; copy engines, apart from the compute stream).
+  kHostOffload,
+  kHostReload,
 };
 constexpr uint8_t index(Stream s) { return static_cast<uint8_t>(s); }
 

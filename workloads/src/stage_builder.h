@@ -118,6 +118,9 @@ class StageBuilder {
                   std::vector<MemoryEffect> memory = {}, std::optional<Stream> stream = {});
   OpId p2p(const Scope& scope, const std::string& name, bool send, PeerSlot peer, Tag tag,
            Bytes bytes, Stream stream);
+  // Activation offloading: layer `layer`'s saved activations copied to host memory (releasing
+  // them when done) or back (allocating them as it starts), after the last kernel issued.
+  OpId host_copy(const Scope& scope, int64_t layer, bool to_host);
   // A layer's items; `first_alloc` goes to its first kernel, `last_release` to its last.
   void emit(const Scope& scope, const std::vector<LayerItem>& items,
             std::optional<MemoryEffect> first_alloc, std::optional<MemoryEffect> last_release);

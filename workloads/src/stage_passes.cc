@@ -2,6 +2,7 @@
 // schedules), weight gradients, gradient buckets, ZeRO gathers and the optimizer.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "meshsim/sim/error.h"
@@ -31,6 +32,21 @@ std::vector<LayerItem> only_weight_gradients(std::vector<LayerItem> items) {
   std::erase_if(items, [](const LayerItem& i) { return !weight_gradient(i); });
   return items;
 }
+
+// Transformer Engine's offload window (cpu_offload.py, AsyncDoubleBufferGroupOffloadHandler): n
+// of a chunk's `layers` offloaded, spread over the chunk's forward. The copy of layer k starts
+// once the compute stream has passed layer k and the previous copy's window (layer 0's right after
+// it), and the compute stream waits for it at the end of layer sync(k) = (k + 1) * (layers / n)
+// - 1. In the backward, layer k's reload starts as layer sync(k)'s backward begins and layer k's
+// backward waits for it. Layers counted from the chunk's first.
+struct OffloadWindow {
+  int64_t n = 0;
+  int64_t per = 1;
+  OffloadWindow(int64_t offloaded, int64_t layers)
+      : n(offloaded), per(offloaded > 0 ? layers / offloaded : 1) {}
+  int64_t sync(int64_t k) const { return (k + 1) * per - 1; }
+  int64_t issue(int64_t k) const { return k == 0 ? 0 : std::max(k, sync(k - 1)); }
+};
 
 }  // namespace
 
@@ -98,6 +114,8 @@ void StageBuilder::forward(const PipelinePass& pass) {
   const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
   const bool zero3 = p_.zero == ZeroStage::kParameters;
   std::optional<OpId> prefetched;  // ZeRO-3: the next layer's gather, issued one layer ahead
+  const OffloadWindow window(p_.offload_layers, end - first);
+  std::vector<OpId> offloads;  // by offloaded layer, from the chunk's first
   for (int64_t layer = first; layer < end; ++layer) {
     const Scope in_layer = scope.in_layer(layer, fmt::format("fwd.L{}.", layer));
     std::optional<MemoryEffect> drop;
@@ -118,6 +136,16 @@ void StageBuilder::forward(const PipelinePass& pass) {
     }
     emit(in_layer, layer_forward(layer_ctx(layer)),
          alloc(MemoryCategory::kActivations, part_.activations.of(layer).saved), drop);
+    for (int64_t k = 0; k < window.n; ++k) {
+      if (window.issue(k) == layer - first) {
+        offloads.push_back(
+            host_copy(scope.in_layer(first + k, fmt::format("fwd.L{}.", first + k)), first + k,
+                      true));
+      }
+      if (window.sync(k) == layer - first) {
+        stream_.next_waits_for(offloads[static_cast<size_t>(k)]);
+      }
+    }
   }
   if (last_virtual(chunk)) {
     emit(scope, head_forward(ctx_), alloc(MemoryCategory::kActivations, part_.activations.head),
@@ -160,11 +188,22 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
   // reduce-scatter. The first gather of the chunk blocks.
   const bool prefetch_pre = p_.backward_prefetch == BackwardPrefetch::kPre;
   std::optional<OpId> prefetched;
+  const OffloadWindow window(p_.offload_layers, end - first);
+  std::map<int64_t, OpId> reloads;  // by offloaded layer, from the chunk's first
   for (int64_t layer = end - 1; layer >= first; --layer) {
     const Bytes saved = part_.activations.of(layer).saved;
     const Bytes materialised = part_.activations.of(layer).materialised;
     const bool full_recompute = part_.activations.of(layer).full_recompute;
     const Scope in_layer = scope.in_layer(layer, fmt::format("bwd.L{}.", layer));
+    for (int64_t k = 0; k < window.n; ++k) {
+      if (window.sync(k) == layer - first) {
+        reloads[k] = host_copy(scope.in_layer(first + k, fmt::format("bwd.L{}.", first + k)),
+                               first + k, false);
+      }
+    }
+    if (const auto it = reloads.find(layer - first); it != reloads.end()) {
+      stream_.next_waits_for(it->second);
+    }
     if (zero3) {
       if (prefetched) {
         stream_.next_waits_for(*prefetched);

@@ -50,6 +50,26 @@ OpId StageBuilder::compute(const Scope& scope, const KernelSpec& k,
   return id;
 }
 
+OpId StageBuilder::host_copy(const Scope& scope, int64_t layer, bool to_host) {
+  const Bytes saved = part_.activations.of(layer).saved;
+  Op op;
+  op.name = scope.prefix + (to_host ? "offload_activations" : "reload_activations");
+  op.stream = index(to_host ? Stream::kHostOffload : Stream::kHostReload);
+  ComputeWork w;
+  w.op_class = OpClass::kCopy;
+  w.bytes = saved;
+  w.host = to_host ? HostCopy::kToHost : HostCopy::kToDevice;
+  op.work = w;
+  op.labels = scope.labels;
+  op.memory = {to_host ? MemoryEffect{MemoryCategory::kActivations, Bytes::zero() - saved, true}
+                       : MemoryEffect{MemoryCategory::kActivations, saved, false}};
+  std::vector<OpId> deps;
+  if (const std::optional<OpId> last = stream_.last()) {
+    deps.push_back(*last);
+  }
+  return add(std::move(op), deps);
+}
+
 OpId StageBuilder::collective(const Scope& scope, const std::string& name, CommKind kind,
                               CollectiveKind coll, Bytes bytes, bool blocking,
                               std::optional<GroupSlot> slot, std::vector<MemoryEffect> memory,

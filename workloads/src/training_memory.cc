@@ -36,7 +36,9 @@ TrainingMemory training_memory(const StagePartition& s, const ParallelPlan& plan
   mem.gradients = state(plan.state.gradient, 2);
   mem.optimizer_states = state(plan.state.optimizer, 1);
   const StageActivations& a = s.activations;
-  mem.activations = (a.saved_layers() + a.outside()) * in_flight;
+  mem.activations = (a.saved_layers() - a.offloaded_layers() + a.outside()) * in_flight;
+  // Offloading: a layer on its way to the host and one on its way back.
+  mem.activations += a.max_offloaded() * 2;
   if (plan.recompute == Recompute::kFull) {
     mem.activations += a.max_materialised();  // the backward's working set
   }

@@ -137,6 +137,11 @@ struct AttentionShape {
   int64_t head_dim = 0;
 };
 
+// A copy between the device and host memory by a copy engine (activation offloading): it moves
+// `bytes` over the device's host link (PCIe, NVLink-C2C) in one direction, holds no SMs and does
+// no FLOPs. kNone: an ordinary kernel.
+enum class HostCopy : uint8_t { kNone, kToHost, kToDevice };
+
 struct ComputeWork {
   OpClass op_class = OpClass::kElementwise;
   Dtype dtype = Dtype::kBf16;
@@ -146,6 +151,7 @@ struct ComputeWork {
   // Fused attention: costed by its implementation's measurements (the GEMM shape is kept for
   // models without them).
   std::optional<AttentionShape> attention;
+  HostCopy host = HostCopy::kNone;
 };
 
 // `bytes` is the buffer size in nccl-tests' convention: the full buffer for all-reduce, broadcast

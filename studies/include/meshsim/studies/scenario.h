@@ -12,6 +12,7 @@
 //     "fsdp": 8 (HSDP shard group; absent: ZeRO over all of dp),
 //     "mbs": 1, "gbs": 512, "seq": 8192, "recompute": "none" | "selective" | "full",
 //     "recompute_num_layers": 2 (with full: the first N layers of each chunk),
+//     "offload_layers": 20 (activations of the first N layers of each chunk go to host memory),
 //     "dtype": "bf16" | "fp8" | "fp32" | "tf32", "attention": "flash" | "naive",
 //     "kernels": "fused" | "eager", "optimizer_kernels": "fused" | "foreach" | "per-tensor",
 //     "stage_layers": [20, 20, 20, 20],

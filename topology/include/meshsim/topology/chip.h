@@ -176,6 +176,10 @@ struct Chip {
   std::optional<NvlinkSpec> nvlink;
   std::optional<BytesPerSec> nic_bandwidth;  // per NIC, per direction
   double nic_efficiency = 1.0;  // fraction of the NIC line rate collectives achieve, (0, 1]
+  // GPUs: the measured copy rate between the device and pinned host memory, each direction
+  // (host_link in the catalogue; absent: activation offloading is refused on the chip).
+  std::optional<BytesPerSec> host_to_device;
+  std::optional<BytesPerSec> device_to_host;
   // TPUs: ICI and the data-center network share of one chip.
   std::optional<IciSpec> ici;
   std::optional<BytesPerSec> dcn_bandwidth;  // per chip, per direction

@@ -69,8 +69,9 @@ int rank_label_width(int64_t max_rank);
 RankPlacementFn node_placement(int64_t ranks_per_node, int64_t max_global_rank,
                                std::function<RankId(RankId)> global_rank = {});
 
-// "compute" for stream 0, "comm <k>" otherwise.
-std::string stream_label(uint8_t stream);
+// "compute" for stream 0, "comm <k>" otherwise, "host copy <k>" for a stream of copies between
+// the device and host memory (activation offloading).
+std::string stream_label(uint8_t stream, bool host_copies = false);
 
 // Stable identities. uuid = kind << 56 | payload; kinds: 1 process (pid), 2 thread
 // (rank << 8 | stream), 3 memory counter (rank), 4 cluster counter (index in order of first use).

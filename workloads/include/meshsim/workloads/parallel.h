@@ -194,6 +194,11 @@ struct ParallelPlan {
   int64_t recompute_num_layers = 0;
   // With selective recompute, the modules recomputed (empty: Megatron-Core's default, core_attn).
   std::vector<RecomputeModule> recompute_modules;
+  // Activation offloading (Megatron-Core's cpu_offloading_num_layers through Transformer Engine's
+  // CPU offload context): the saved activations of the first N layers of each model chunk go to
+  // host memory after the layer's forward and come back before its backward, on copy streams
+  // over the device's host link. 0: none. Megatron-Core refuses it with activation recompute.
+  int64_t offload_layers = 0;
   Dtype matmul_dtype = Dtype::kBf16;
   // Bytes per activation element: 2 in bf16 mixed precision (also with fp8 GEMMs), 4 when
   // training in fp32 or tf32. set_training_dtype keeps it consistent with matmul_dtype and state.
@@ -207,6 +212,9 @@ struct ParallelPlan {
   Fp8Scaling fp8_scaling = Fp8Scaling::kDelayed;  // FP8 runs: how tensors are scaled
   StepWork step_work;                             // per-step work outside the layers
   BackwardPrefetch backward_prefetch = BackwardPrefetch::kPre;  // ZeRO-3's backward gathers
+  // FP8 runs: the linear layers save their inputs as FP8 casts (Transformer Engine; the stack's
+  // profile sets it, stack_profile.h).
+  bool fp8_saves_quantized_inputs = false;
   double capacity_factor = 1.0;        // MoE: expert capacity / balanced share (>= 1)
   // MoE routing (expert_load.h): absent, every expert gets its balanced share; sigma >= 0, a
   // seeded draw with lognormal(sigma) expert popularity (0: a uniform router's sampling noise).

@@ -97,6 +97,7 @@ struct LayerSaved {
   // whose backward re-materialises it one layer at a time).
   Bytes materialised;
   bool full_recompute = false;  // the layer's backward re-runs its forward first
+  bool offloaded = false;       // `saved` waits in host memory between forward and backward
 };
 
 struct StageActivations {
@@ -104,6 +105,8 @@ struct StageActivations {
   const LayerSaved& of(int64_t layer) const;
   Bytes saved_layers() const;           // sum over the stage's layers
   Bytes max_materialised() const;  // the largest working set of a fully recomputed layer
+  Bytes offloaded_layers() const;  // sum of `saved` over the offloaded layers
+  Bytes max_offloaded() const;     // the largest `saved` of an offloaded layer
   Bytes embedding;  // saved outside the layers on the stage holding the embedding
   Bytes head;       // final norm input, LM head input and logits on the last stage
   Bytes outside() const { return embedding + head; }
