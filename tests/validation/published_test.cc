@@ -233,9 +233,12 @@ TEST(PublishedMap, RefusesWhatItCannotExpressAndSaysWhy) {
 TEST(PublishedMap, Gb200RunsOfPartOfARackAreOneNvlinkDomain) {
   const topology::Catalogue cat = topology::Catalogue::builtin();
   PublishedRun r = run(dev_set(), "mbridge2509-llama3-70b-64xGB200-fp8");
-  EXPECT_THAT(std::get<NotExpressible>(map_published_run(r, cat)).reason,
-              HasSubstr("does not model activation offloading"));
-  r.model.layers = 32;  // an 8B-deep model fits without the recipe's offloading
+  // Megatron-Bridge's 70B GB200 FP8 recipe offloads 40 of the 80 layers' activations.
+  const PublishedMapping seventy = map_published_run(r, cat);
+  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(seventy))
+      << std::get<NotExpressible>(seventy).reason;
+  EXPECT_EQ(std::get<PublishedScenario>(seventy).plan.offload_layers, 40);
+  r.model.layers = 32;  // another model: no recipe, no offloading
   r.model.hidden = 4096;
   r.model.ffn = 14336;
   r.model.heads = 32;
@@ -247,6 +250,7 @@ TEST(PublishedMap, Gb200RunsOfPartOfARackAreOneNvlinkDomain) {
   EXPECT_EQ(s.cluster.scale_up_domain_size(), 64);
   EXPECT_EQ(s.cluster.scale_up_domains(), 1);
   EXPECT_THAT(s.assumptions, Contains(HasSubstr("16 trays of one NVL72 rack")));
+  EXPECT_EQ(s.plan.offload_layers, 0);
   r.devices = 128;
   EXPECT_THAT(std::get<NotExpressible>(map_published_run(r, cat)).reason,
               HasSubstr("how they split between the racks is not stated"));

@@ -85,6 +85,29 @@ TEST(Activations, FlashDropsTheScoreTermAndKeepsSoftmaxStatistics) {
   EXPECT_EQ(layer_activations(m, twice).total(), a.total() * 2);
 }
 
+// FP8 through Transformer Engine: the QKV, up (fc1) and down (fc2) projections save their inputs
+// as FP8 casts, 1 byte per element instead of 2 (h, h and 4h per token for GPT-3's MLP: 12 of the
+// 34 sbh drop to 6); the output projection's FP8 cast of the attention output is saved beside the
+// 16-bit copy the attention's backward reads (+1 sbh): 29 sbh. A stack without TE's FP8 (torchao,
+// XLA) saves 16 bits, and a BF16 run is unchanged.
+TEST(Activations, TransformerEngineSavesFp8InputsOfTheLinearLayers) {
+  const ModelConfig m = load_model("gpt3-175b");
+  ParallelPlan bf16 = gpt3(AttentionKernel::kFlash);
+  bf16.fp8_saves_quantized_inputs = true;
+  ParallelPlan fp8 = bf16;
+  fp8.set_training_dtype(Dtype::kFp8);
+  const LayerActivations a16 = layer_activations(m, bf16);
+  const LayerActivations a8 = layer_activations(m, fp8);
+  EXPECT_EQ(a8.qkv_input, a16.qkv_input / 2);
+  EXPECT_EQ(a8.mlp_input, a16.mlp_input / 2);
+  EXPECT_EQ(a8.mlp_down_input, a16.mlp_down_input / 2);
+  EXPECT_EQ(a8.attention_output, a16.attention_output + a16.attention_output / 2);
+  EXPECT_DOUBLE_EQ(without_norm_stats(a8) - a8.softmax_statistics.as_double(),
+                   kSbh * (34.0 - 6.0 + 1.0));
+  fp8.fp8_saves_quantized_inputs = false;
+  EXPECT_EQ(layer_activations(m, fp8).total(), a16.total());
+}
+
 TEST(Activations, FullRecomputeKeepsOnlyTheLayerInput) {
   const ModelConfig m = load_model("gpt3-175b");
   const auto full = [](int64_t t, bool sp) {

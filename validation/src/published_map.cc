@@ -350,17 +350,24 @@ void deepseek_v3_pipeline(const PublishedRun& r, workloads::ParallelPlan& p,
 }
 
 // Megatron-Bridge's Llama 3 70B recipes for 64 GB200s (Megatron-FSDP, no recompute) keep their
-// activations in memory only by offloading those of 20 (BF16) or 40 (FP8) of the 80 layers to
-// the Grace CPUs (cpu_offloading_num_layers in src/megatron/bridge/perf_recipes/llama/gb200/
-// llama3.py @ 067f987df); without it they need about twice the GPU's memory.
-void refuse_activation_offload(const PublishedRun& r) {
-  if (contains(r.hardware_key, "GB200") && contains(r.framework, "Megatron-Bridge") &&
-      r.model.layers == 80) {
-    throw Unmappable(
-        "Megatron-Bridge's 70B GB200 recipe offloads the activations of 20-40 of the 80 layers "
-        "to the Grace CPUs (cpu_offloading_num_layers, perf_recipes/llama/gb200/llama3.py @ "
-        "067f987df): meshsim does not model activation offloading");
+// activations in memory by offloading those of 20 (BF16) or 40 (FP8) of the 80 layers to the
+// Grace CPUs: cpu_offloading_num_layers in llama3_70b_pretrain_64gpu_gb200_{bf16,fp8cs}_config,
+// src/megatron/bridge/perf_recipes/llama/gb200/llama3.py @ 067f987df (2026-08); without it they
+// need about twice the GPU's memory.
+void megatron_bridge_offload(const PublishedRun& r, workloads::ParallelPlan& p,
+                             std::vector<std::string>& assumptions) {
+  if (!(contains(r.hardware_key, "GB200") && contains(r.framework, "Megatron-Bridge") &&
+        r.model.layers == 80)) {
+    return;
   }
+  const bool fp8 = p.matmul_dtype == Dtype::kFp8;
+  p.offload_layers = fp8 ? 40 : 20;
+  p.origins.set(workloads::PlanField::kOffloadLayers, Origin::file(r.id, "/framework"));
+  assumptions.push_back(fmt::format(
+      "the activations of {} of the 80 layers offloaded to the Grace CPUs "
+      "(cpu_offloading_num_layers of Megatron-Bridge's llama3_70b_pretrain_64gpu_gb200_{}_config, "
+      "perf_recipes/llama/gb200/llama3.py @ 067f987df)",
+      p.offload_layers, fp8 ? "fp8cs" : "bf16"));
 }
 
 }  // namespace
@@ -370,11 +377,11 @@ PublishedMapping map_published_run(const PublishedRun& run, const topology::Cata
     PublishedScenario s;
     s.model = model_of(run, s.assumptions);
     s.cluster = cluster_of(run, catalogue, s.assumptions);
-    refuse_activation_offload(run);
     s.plan = detail::plan_of(run, s.cluster, s.assumptions);
     if (family_of(run) == Family::kDeepSeekV3) {
       deepseek_v3_pipeline(run, s.plan, s.assumptions);
     }
+    megatron_bridge_offload(run, s.plan, s.assumptions);
     if (s.cluster.slices > 1 && s.plan.zero == workloads::ZeroStage::kParameters &&
         s.plan.dp % s.cluster.slices == 0) {
       s.plan.fsdp = s.plan.dp / s.cluster.slices;

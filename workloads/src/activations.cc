@@ -143,6 +143,16 @@ LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p, 
   a.dropout_masks = m.dropout ? bytes_of({2, d.sb_rep, d.h}) : Bytes::zero();
   add_attention(m, p, recompute, d, a);
   add_mlp(m, d, layer, a);
+  if (p.matmul_dtype == Dtype::kFp8 && p.fp8_saves_quantized_inputs) {
+    // Transformer Engine's linear layers save their inputs as the FP8 casts they computed with,
+    // 1 byte per element: the QKV and up projections' (the norms' outputs) and the down
+    // projection's. The attention output stays in 16 bits for the attention's own backward, and
+    // the output projection saves its FP8 cast beside it.
+    a.qkv_input = a.qkv_input / d.e;
+    a.mlp_input = a.mlp_input / d.e;
+    a.mlp_down_input = a.mlp_down_input / d.e;
+    a.attention_output += a.attention_output / d.e;
+  }
   drop_recomputed_modules(m, p, recompute, d, layer, a);
   if (recompute == Recompute::kDots) {
     // JAX's checkpoint_dots_with_no_batch_dims (MaxText remat_policy "minimal"): the weight

@@ -29,6 +29,7 @@ StackProfile megatron(DeviceFamily family) {
   p.attention = transformer_engine_attention(family);
   p.fp8 = Fp8Scaling::kDelayed;
   p.step.grad_norm = true;
+  p.fp8_saves_quantized_inputs = true;
   return p;
 }
 
@@ -62,6 +63,7 @@ StackProfile fsdp() {
   p.attention = AttentionKernel::kFlash;
   p.fp8 = Fp8Scaling::kDelayed;
   p.step.grad_norm = true;
+  p.fp8_saves_quantized_inputs = true;  // te.Linear
   return p;
 }
 
@@ -164,6 +166,7 @@ void apply_stack(ParallelPlan& plan, const StackProfile& profile, const StackOve
   }
   plan.step_work = profile.step;
   plan.backward_prefetch = profile.backward_prefetch;
+  plan.fp8_saves_quantized_inputs = profile.fp8_saves_quantized_inputs;
 }
 
 }  // namespace meshsim::workloads

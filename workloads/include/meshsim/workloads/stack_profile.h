@@ -23,6 +23,11 @@ struct StackProfile {
   Fp8Scaling fp8 = Fp8Scaling::kDelayed;
   StepWork step;
   BackwardPrefetch backward_prefetch = BackwardPrefetch::kPre;  // ZeRO-3 runs
+  // FP8 through Transformer Engine: a linear layer saves its input for the weight gradient as
+  // the FP8 cast it computed with (column-wise data, 1 byte per element), not in 16 bits
+  // (transformer_engine/pytorch/module/linear.py, saved_inputmat = the quantized inputmat, @
+  // d0067d0d). torchao's float8 and XLA's are not assumed to.
+  bool fp8_saves_quantized_inputs = false;
 };
 
 // The profile of `stack` on chips of `family`. Throws PlanError on the stack field for a stack the

@@ -53,6 +53,9 @@
 // dots (JAX checkpoint_dots, MaxText "minimal"): drops norm_inputs, qkv_input, mlp_input and
 // mlp_down_input (outputs of norms and of the activation function, recomputed) and keeps the
 // layer input and the two projection outputs, 3*e*s*b*h (divided by t with SP).
+// FP8 through Transformer Engine (the stack's fp8_saves_quantized_inputs): qkv_input, mlp_input
+// and mlp_down_input are saved as FP8 casts, 1 byte per element; the output projection's FP8 cast
+// of the attention output is saved beside its 16-bit copy (1 more byte per element).
 #pragma once
 
 #include <cstdint>
@@ -122,7 +125,8 @@ struct TrainingMemory {
   Bytes gradients;
   Bytes optimizer_states;
   // in_flight * (layers * layer_activations + outside_layer_activations), plus, with full
-  // recompute, one layer's un-recomputed activations (the backward's working set).
+  // recompute, one layer's un-recomputed activations (the backward's working set); offloaded
+  // layers count as two of them (one being copied out, one back) instead of one per layer.
   Bytes activations;
   Bytes model_state() const { return weights + gradients + optimizer_states; }
   Bytes total() const { return model_state() + activations; }
