@@ -115,7 +115,7 @@ void StageBuilder::forward(const PipelinePass& pass) {
   const bool zero3 = p_.zero == ZeroStage::kParameters;
   std::optional<OpId> prefetched;  // ZeRO-3: the next layer's gather, issued one layer ahead
   const OffloadWindow window(p_.offload_layers, end - first);
-  std::vector<OpId> offloads;  // by offloaded layer, from the chunk's first
+  std::vector<OpId> offloads;  // by offloaded layer, counted from the chunk's first
   for (int64_t layer = first; layer < end; ++layer) {
     const Scope in_layer = scope.in_layer(layer, fmt::format("fwd.L{}.", layer));
     std::optional<MemoryEffect> drop;
@@ -189,7 +189,7 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
   const bool prefetch_pre = p_.backward_prefetch == BackwardPrefetch::kPre;
   std::optional<OpId> prefetched;
   const OffloadWindow window(p_.offload_layers, end - first);
-  std::map<int64_t, OpId> reloads;  // by offloaded layer, from the chunk's first
+  std::vector<std::optional<OpId>> reloads(static_cast<size_t>(window.n));  // by offloaded layer
   for (int64_t layer = end - 1; layer >= first; --layer) {
     const Bytes saved = part_.activations.of(layer).saved;
     const Bytes materialised = part_.activations.of(layer).materialised;
@@ -197,12 +197,12 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
     const Scope in_layer = scope.in_layer(layer, fmt::format("bwd.L{}.", layer));
     for (int64_t k = 0; k < window.n; ++k) {
       if (window.sync(k) == layer - first) {
-        reloads[k] = host_copy(scope.in_layer(first + k, fmt::format("bwd.L{}.", first + k)),
-                               first + k, false);
+        reloads[static_cast<size_t>(k)] = host_copy(
+            scope.in_layer(first + k, fmt::format("bwd.L{}.", first + k)), first + k, false);
       }
     }
-    if (const auto it = reloads.find(layer - first); it != reloads.end()) {
-      stream_.next_waits_for(it->second);
+    if (layer - first < window.n) {
+      stream_.next_waits_for(*reloads[static_cast<size_t>(layer - first)]);
     }
     if (zero3) {
       if (prefetched) {
