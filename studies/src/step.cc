@@ -41,8 +41,7 @@ void check_plan(const LoadedScenario& l, const workloads::ParallelPlan& given) {
         fmt::format("{} matmuls: {} has no {} rate in the catalogue (expected one of {})", dtype,
                     l.cluster.chip.description, dtype, fmt::join(have, ", ")));
   }
-  if (p.offload_layers > 0 &&
-      !(l.cluster.chip.host_to_device && l.cluster.chip.device_to_host)) {
+  if (p.offload_layers > 0 && !l.cluster.chip.host_link) {
     throw workloads::PlanError(
         workloads::PlanField::kOffloadLayers,
         fmt::format("activation offloading: {} has no host_link rates in the catalogue "

@@ -42,8 +42,8 @@ LayerCopy layer_copy(const Scenario& s) {
   const LoadedScenario l = load_and_check(s);
   const Bytes saved = workloads::partition_stage(l.model, s.plan, 0).activations.of(0).saved;
   const topology::Chip& chip = l.cluster.chip;
-  return {saved, saved / *chip.device_to_host + chip.efficiency.launch_overhead,
-          saved / *chip.host_to_device + chip.efficiency.launch_overhead};
+  return {saved, saved / chip.host_link->to_host + chip.efficiency.launch_overhead,
+          saved / chip.host_link->to_device + chip.efficiency.launch_overhead};
 }
 
 // On an H100 the 52 GB/s PCIe link is slower than one layer's compute: with 24 of 32 layers

@@ -108,9 +108,9 @@ TEST(Catalogue, EveryFigureIsPositiveAndSourced) {
       EXPECT_GT(chip.nvlink->total_bandwidth().value(), 0.0);
       EXPECT_GT(chip.nic_bandwidth->value(), 0.0);
       EXPECT_GT(chip.gpu->sm_count, 0);
-      ASSERT_TRUE(chip.host_to_device && chip.device_to_host);
-      EXPECT_GT(chip.host_to_device->value(), 0.0);
-      EXPECT_GT(chip.device_to_host->value(), 0.0);
+      ASSERT_TRUE(chip.host_link);
+      EXPECT_GT(chip.host_link->to_device.value(), 0.0);
+      EXPECT_GT(chip.host_link->to_host.value(), 0.0);
     } else {
       ASSERT_TRUE(chip.ici && chip.dcn_bandwidth && chip.tpu);
       EXPECT_FALSE(chip.nvlink || chip.nic_bandwidth || chip.gpu);

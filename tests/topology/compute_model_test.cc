@@ -144,8 +144,8 @@ TEST(ComputeModel, HostCopiesRunAtTheHostLinkRate) {
   ComputeWork back = out;
   back.host = HostCopy::kToDevice;
   const Duration launch = h100.efficiency.launch_overhead;
-  EXPECT_EQ(model.kernel_time(out).total(), GiB(2) / *h100.device_to_host + launch);
-  EXPECT_EQ(model.kernel_time(back).total(), GiB(2) / *h100.host_to_device + launch);
+  EXPECT_EQ(model.kernel_time(out).total(), GiB(2) / h100.host_link->to_host + launch);
+  EXPECT_EQ(model.kernel_time(back).total(), GiB(2) / h100.host_link->to_device + launch);
   EXPECT_NE(model.kernel_time(out).total(), model.kernel_time(back).total());  // 52 vs 51 GB/s
   EXPECT_EQ(model.kernel_time(out, ComputeContext{2}).total(), model.kernel_time(out).total());
   ComputeWork on_device = out;

@@ -160,8 +160,8 @@ void read_gpu_parts(JsonObject& obj, Chip& chip, SourceSink& sink) {
 
   if (obj.has("host_link")) {
     JsonObject host = obj.object("host_link");
-    chip.host_to_device = detail::sourced_bandwidth(host, "to_device", sink);
-    chip.device_to_host = detail::sourced_bandwidth(host, "to_host", sink);
+    chip.host_link = HostLinkSpec{detail::sourced_bandwidth(host, "to_device", sink),
+                                  detail::sourced_bandwidth(host, "to_host", sink)};
     host.finish();
   }
 

@@ -178,10 +178,9 @@ KernelTime RooflineComputeModel::kernel_time(const ComputeWork& work,
                                              const ComputeContext& context) const {
   KernelTime t;
   if (work.host != HostCopy::kNone) {  // a copy engine's transfer: the host link's measured rate
-    const std::optional<BytesPerSec>& rate =
-        work.host == HostCopy::kToHost ? chip_.device_to_host : chip_.host_to_device;
-    SIM_CHECK(rate.has_value(), "chip {} has no host_link rate", chip_.name);
-    t.memory_bound = work.bytes / *rate;
+    SIM_CHECK(chip_.host_link.has_value(), "chip {} has no host_link rates", chip_.name);
+    t.memory_bound = work.bytes / (work.host == HostCopy::kToHost ? chip_.host_link->to_host
+                                                                   : chip_.host_link->to_device);
     t.overhead = chip_.efficiency.launch_overhead;
     return t;
   }

@@ -126,6 +126,12 @@ struct NvlinkSpec {
   BytesPerSec total_bandwidth() const { return link_bandwidth * static_cast<double>(links); }
 };
 
+// A GPU's link to host memory (PCIe, NVLink-C2C): the copy rate each way.
+struct HostLinkSpec {
+  BytesPerSec to_device;
+  BytesPerSec to_host;
+};
+
 // TPU inter-chip interconnect. Bandwidths per direction.
 struct IciSpec {
   int64_t links;               // ICI ports per chip (4 on a 2D torus, 6 on a 3D torus)
@@ -176,10 +182,9 @@ struct Chip {
   std::optional<NvlinkSpec> nvlink;
   std::optional<BytesPerSec> nic_bandwidth;  // per NIC, per direction
   double nic_efficiency = 1.0;  // fraction of the NIC line rate collectives achieve, (0, 1]
-  // GPUs: the measured copy rate between the device and pinned host memory, each direction
-  // (host_link in the catalogue; absent: activation offloading is refused on the chip).
-  std::optional<BytesPerSec> host_to_device;
-  std::optional<BytesPerSec> device_to_host;
+  // GPUs: the measured copy rates between the device and pinned host memory (host_link in the
+  // catalogue; absent: activation offloading is refused on the chip).
+  std::optional<HostLinkSpec> host_link;
   // TPUs: ICI and the data-center network share of one chip.
   std::optional<IciSpec> ici;
   std::optional<BytesPerSec> dcn_bandwidth;  // per chip, per direction
