@@ -20,6 +20,10 @@ namespace meshsim::workloads::detail {
 
 inline constexpr int kTpOverlapChunks = 4;  // GEMM/communication chunks when TP overlap is on
 
+// Memory an op takes as it starts, or gives back as it ends.
+inline MemoryEffect alloc(MemoryCategory c, Bytes b) { return {c, b, false}; }
+inline MemoryEffect release(MemoryCategory c, Bytes b) { return {c, Bytes::zero() - b, true}; }
+
 class ComputeStream {
  public:
   // The next kernel waits for `op`.

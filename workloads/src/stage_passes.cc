@@ -13,9 +13,6 @@ namespace meshsim::workloads::detail {
 
 namespace {
 
-MemoryEffect alloc(MemoryCategory c, Bytes b) { return {c, b, false}; }
-MemoryEffect release(MemoryCategory c, Bytes b) { return {c, Bytes::zero() - b, true}; }
-
 bool weight_gradient(const LayerItem& item) {
   const auto* k = std::get_if<KernelSpec>(&item);
   return k != nullptr && k->role == KernelRole::kWeightGradient;

@@ -61,8 +61,8 @@ OpId StageBuilder::host_copy(const Scope& scope, int64_t layer, bool to_host) {
   w.host = to_host ? HostCopy::kToHost : HostCopy::kToDevice;
   op.work = w;
   op.labels = scope.labels;
-  op.memory = {to_host ? MemoryEffect{MemoryCategory::kActivations, Bytes::zero() - saved, true}
-                       : MemoryEffect{MemoryCategory::kActivations, saved, false}};
+  op.memory = {to_host ? release(MemoryCategory::kActivations, saved)
+                       : alloc(MemoryCategory::kActivations, saved)};
   std::vector<OpId> deps;
   if (const std::optional<OpId> last = stream_.last()) {
     deps.push_back(*last);
