@@ -109,6 +109,24 @@ def best_of_sweep(r):
     return r['statistic'].startswith('best shape of a brute-force sweep')
 
 
+E_MAX_GRID = [x / 1000 for x in range(500, 1001, 2)]
+
+
+def best_e_max(fitted, ceilings, error):
+    """The e_max of the grid with the least squared error of `error(chip, row, e)` over `fitted`
+    among those that run no row of `ceilings` (best-of-sweep maxima: MAMF) faster than measured;
+    (squared error, e_max, errors, fitted), or None when every e_max breaks a ceiling."""
+    best = None
+    for e in E_MAX_GRID:
+        if any(error(n, r, e) < 0 for n, r in ceilings):
+            continue  # faster than a measured maximum: not achievable
+        errs = [error(n, r, e) for n, r in fitted]
+        sq = sum(x * x for x in errs)
+        if best is None or sq < best[0]:
+            best = (sq, e, errs, fitted)
+    return best
+
+
 def fit_fp8_training_regime(names, cat, launch, k_half):
     """e_max of FP8 at the family's k_half over the training-regime rows of the sweeps; the
     best-of-sweep maxima (MAMF) are a ceiling: the model must not exceed them at their shapes."""
@@ -119,16 +137,8 @@ def fit_fp8_training_regime(names, cat, launch, k_half):
                 if r['dtype'] == 'fp8' and best_of_sweep(r)]
     if not sub:
         return None
-    best = None
-    for e in [x / 1000 for x in range(500, 1001, 2)]:
-        errs = [gemm_error(r, cat[n], e, k_half, launch, GPU_TILES) for n, r in sub]
-        over = [gemm_error(r, cat[n], e, k_half, launch, GPU_TILES) for n, r in ceilings]
-        if any(x < 0 for x in over):  # faster than the measured maximum
-            continue
-        sq = sum(x * x for x in errs)
-        if best is None or sq < best[0]:
-            best = (sq, e, errs, sub)
-    return best
+    return best_e_max(sub, ceilings,
+                      lambda n, r, e: gemm_error(r, cat[n], e, k_half, launch, GPU_TILES))
 
 
 def fit_gemm_family(names, cat, launch, pooled):
@@ -141,23 +151,16 @@ def fit_gemm_family(names, cat, launch, pooled):
                   key=str)
     best = None
     for k_half in [0, 64, 128, 192, 256, 320, 384, 448, 512, 640, 768]:
+        def error(n, r, e):
+            tiles = GPU_TILES if cat[n]['kind'] == 'gpu' else TPU_TILES
+            return gemm_error(r, cat[n], e, k_half, launch, tiles)
         total = 0
         fits = {}
         for key in keys:
             sub = [(n, r) for n in names for r in data[n]
                    if (key[0] in (None, n)) and group_of(r) == key[1]]
-            cand = None
-            for e in [x / 1000 for x in range(500, 1001, 2)]:
-                errs = [gemm_error(r, cat[n], e, k_half, launch,
-                                   GPU_TILES if cat[n]['kind'] == 'gpu' else TPU_TILES)
-                        for n, r in sub]
-                if any(x < 0 for x, (_, r) in zip(errs, sub) if best_of_sweep(r)):
-                    continue  # faster than a measured maximum: not achievable
-                sq = sum(x * x for x in errs)
-                if cand is None or sq < cand[0]:
-                    cand = (sq, e, errs, sub)
-            fits[key] = cand
-            total += cand[0]
+            fits[key] = best_e_max(sub, [(n, r) for n, r in sub if best_of_sweep(r)], error)
+            total += fits[key][0]
         if best is None or total < best[0]:
             best = (total, k_half, fits)
     return best[1], best[2]
