@@ -226,6 +226,10 @@ TEST(PublishedMap, RefusesWhatItCannotExpressAndSaysWhy) {
   EXPECT_THAT(reason("mlm2021-t2-ptdp-174.6B-768xA100"), HasSubstr("not stated"));
   EXPECT_THAT(reason("torchtitan-llama3-8B-8xH100-cp1-seq32768"), HasSubstr("peak"));
   EXPECT_THAT(reason("nemo-longseq-llama3-8b-8k-8xB200"), HasSubstr("do not multiply"));
+  // 64 sequences over dp 8 leave the micro-batch open; 4 over dp 4 leave one per rank, so the
+  // micro-batch is 1 and what stops the run is its metric.
+  EXPECT_THAT(reason("nemo-longseq-llama2-7b-64k-64xH100"), HasSubstr("micro-batch size"));
+  EXPECT_THAT(reason("nemo-longseq-llama2-7b-1024k-1024xH100"), HasSubstr("FLOP convention"));
 }
 
 // NVIDIA's GB200 tables run 64 GPUs: 16 trays of one NVL72 rack, one NVLink domain of 64. More

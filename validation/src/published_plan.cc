@@ -179,6 +179,11 @@ void set_batch(ParallelPlan& p, const PublishedRun& r, Framework f) {
     p.mbs = p.gbs / p.dp;
     return;
   }
+  if (!r.batch.micro_batch && p.gbs == p.dp) {
+    // One sequence per data-parallel rank: no other micro-batch size divides it.
+    p.mbs = 1;
+    return;
+  }
   p.mbs = stated(r.batch.micro_batch, "the micro-batch size");
 }
 
