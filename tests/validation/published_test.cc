@@ -267,6 +267,118 @@ TEST(PublishedMap, Gb200RunsOfPartOfARackAreOneNvlinkDomain) {
   EXPECT_EQ(std::get<PublishedScenario>(racks).cluster.scale_up_domains(), 2);
 }
 
+// Mixtral and Qwen3 MoE records: the routed experts on every layer (their config.json), EP as
+// stated; the dispatcher assumed only while the EP group stays inside one NVLink domain.
+TEST(PublishedMap, MixtralAndQwen3MoeRouteEveryLayer) {
+  const topology::Catalogue cat = topology::Catalogue::builtin();
+  PublishedRun r = run(dev_set(), "dgxc2504-llama3.1-8b-32xH100-bf16");
+  r.model.name = "Mixtral 8x7B";
+  r.model.moe = true;
+  r.model.experts = 8;
+  r.model.top_k = 2;
+  r.model.expert_ffn = 14336;
+  r.model.vocab = 32000;
+  r.model.seq_len = 4096;
+  r.devices = 64;
+  r.parallelism = {};
+  r.parallelism.tp = 1;
+  r.parallelism.pp = 4;
+  r.parallelism.ep = 8;
+  r.parallelism.vpp = 8;
+  r.batch.sequences = 256;
+  const PublishedMapping m = map_published_run(r, cat);
+  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(m)) << std::get<NotExpressible>(m).reason;
+  const PublishedScenario& s = std::get<PublishedScenario>(m);
+  EXPECT_EQ(s.model.architecture, workloads::Architecture::kMixtral);
+  ASSERT_TRUE(s.model.moe.has_value());
+  EXPECT_EQ(s.model.moe->num_experts, 8);
+  EXPECT_EQ(s.model.moe->experts_per_token, 2);
+  EXPECT_EQ(s.model.moe->num_shared_experts, 0);
+  EXPECT_EQ(s.model.moe->first_dense_layers, 0);
+  EXPECT_EQ(s.model.num_kv_heads, 8);
+  EXPECT_EQ(s.plan.ep, 8);
+  EXPECT_EQ(s.plan.moe_dispatcher, workloads::MoeDispatcher::kAllToAll);
+  EXPECT_THAT(s.assumptions, Contains(HasSubstr("one NVLink domain")));
+
+  // With TP 2 the EP group of 8 spans 16 GPUs, leaving the 8-GPU node: the dispatcher must be
+  // stated.
+  r.parallelism.tp = 2;
+  EXPECT_THAT(std::get<NotExpressible>(map_published_run(r, cat)).reason,
+              HasSubstr("dispatcher is not stated"));
+  r.parallelism.notes = "moe_token_dispatcher_type flex (HybridEP)";
+  const PublishedMapping flex = map_published_run(r, cat);
+  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(flex))
+      << std::get<NotExpressible>(flex).reason;
+  EXPECT_EQ(std::get<PublishedScenario>(flex).plan.moe_dispatcher,
+            workloads::MoeDispatcher::kFlex);
+  r.parallelism.ep.reset();
+  EXPECT_THAT(std::get<NotExpressible>(map_published_run(r, cat)).reason,
+              HasSubstr("expert-parallel degree"));
+
+  // Qwen3-30B-A3B: head_dim 128 over a 2048-wide model, QK norm.
+  r.model.name = "Qwen3-30B-A3B";
+  r.model.layers = 48;
+  r.model.hidden = 2048;
+  r.model.heads = 32;
+  r.model.kv_heads = 4;
+  r.model.experts = 128;
+  r.model.top_k = 8;
+  r.model.expert_ffn = 768;
+  r.parallelism.ep = 8;
+  r.parallelism.tp = 1;
+  r.parallelism.pp = 1;
+  r.parallelism.vpp.reset();
+  const PublishedMapping q = map_published_run(r, cat);
+  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(q)) << std::get<NotExpressible>(q).reason;
+  const workloads::ModelConfig& qwen = std::get<PublishedScenario>(q).model;
+  EXPECT_EQ(qwen.architecture, workloads::Architecture::kQwen3Moe);
+  EXPECT_EQ(qwen.head_dim, 128);
+  EXPECT_TRUE(qwen.qk_norm);
+  EXPECT_EQ(qwen.moe->num_experts, 128);
+
+  // Any other MoE stays out, saying why.
+  r.model.name = "Llama 4 Maverick";
+  EXPECT_THAT(std::get<NotExpressible>(map_published_run(r, cat)).reason,
+              HasSubstr("shared experts"));
+}
+
+// Every chip of the collection's hardware.json that has a cluster preset maps to it: H200 to the
+// DGX H200, TPU v6e slices to their torus (Google's slice topologies).
+TEST(PublishedMap, H200AndTpuV6eRunsHaveTheirPresets) {
+  const topology::Catalogue cat = topology::Catalogue::builtin();
+  PublishedRun h = run(dev_set(), "dgxc2504-llama3.1-70b-64xH100-bf16");
+  h.hardware_key = "H200-SXM-141GB";
+  const PublishedMapping gpu = map_published_run(h, cat);
+  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(gpu))
+      << std::get<NotExpressible>(gpu).reason;
+  EXPECT_EQ(std::get<PublishedScenario>(gpu).cluster.chip.name, "h200");
+  EXPECT_EQ(std::get<PublishedScenario>(gpu).cluster.device_count(), 64);
+
+  PublishedRun t = run(dev_set(), "maxtext-v5e-32B-1xv5e-256");
+  t.hardware_key = "TPU-v6e (Trillium)";
+  const PublishedMapping tpu = map_published_run(t, cat);
+  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(tpu))
+      << std::get<NotExpressible>(tpu).reason;
+  EXPECT_EQ(std::get<PublishedScenario>(tpu).cluster.chip.name, "tpu-v6e");
+  EXPECT_EQ(std::get<PublishedScenario>(tpu).cluster.device_count(), 256);
+
+  // A 128-chip v5e slice is 8 x 16; a 512-chip v5p slice 8 x 8 x 8.
+  t.hardware_key = "TPU-v5e";
+  t.intra_slice = "v5litepod-128 = 128 chips";
+  t.devices = 128;
+  t.parallelism.dp = 128;
+  t.batch.sequences = 128;
+  const PublishedMapping half = map_published_run(t, cat);
+  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(half))
+      << std::get<NotExpressible>(half).reason;
+  EXPECT_EQ(std::get<PublishedScenario>(half).cluster.device_count(), 128);
+  EXPECT_EQ(std::get<PublishedScenario>(half).cluster.torus_shape, (std::vector<int64_t>{8, 16}));
+  t.intra_slice = "v5litepod-96 = 96 chips";
+  t.devices = 96;
+  EXPECT_THAT(std::get<NotExpressible>(map_published_run(t, cat)).reason,
+              HasSubstr("no torus for a 96-chip"));
+}
+
 TEST(PublishedReport, SummariesUseNearestRankPercentiles) {
   const ErrorSummary s = summarize({-0.3, 0.1, -0.05, 0.2, -0.1, 0.0, 0.05, -0.02, 0.01, 0.5});
   EXPECT_EQ(s.points, 10u);

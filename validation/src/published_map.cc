@@ -4,6 +4,7 @@
 // the run NotExpressible, with the reason.
 #include <fmt/format.h>
 
+#include <map>
 #include <regex>
 
 #include "meshsim/sim/error.h"
@@ -39,7 +40,16 @@ using workloads::NormKind;
 using workloads::PositionKind;
 
 // The model family a record describes, from its name, architecture notes and framework.
-enum class Family { kGpt, kLlama, kMpt, kNemotron, kMaxTextSynthetic, kDeepSeekV3 };
+enum class Family {
+  kGpt,
+  kLlama,
+  kMpt,
+  kNemotron,
+  kMaxTextSynthetic,
+  kDeepSeekV3,
+  kMixtral,
+  kQwen3Moe
+};
 
 Family family_of(const PublishedRun& r) {
   const std::string& name = r.model.name;
@@ -47,9 +57,18 @@ Family family_of(const PublishedRun& r) {
   if (contains(name, "DeepSeek-V3") && contains(notes, "MLA")) {
     return Family::kDeepSeekV3;
   }
+  // Mixtral and Qwen3's MoE models route every layer's MLP to routed experts alone (no shared
+  // expert, no dense layer): the record's experts, top-k and widths are the whole MoE.
+  if (r.model.moe && !contains(notes, "MLA") && contains(name, "Mixtral")) {
+    return Family::kMixtral;
+  }
+  if (r.model.moe && !contains(notes, "MLA") && contains(name, "Qwen3")) {
+    return Family::kQwen3Moe;
+  }
   if (r.model.moe || contains(notes, "MLA") || contains(notes, "experts")) {
-    throw Unmappable("a mixture of experts or MLA other than DeepSeek-V3's: its shape (shared "
-                     "experts, dense layers, latent ranks) is not in the record");
+    throw Unmappable("a mixture of experts or MLA other than DeepSeek-V3's, Mixtral's or "
+                     "Qwen3's: its shape (shared experts, dense layers, latent ranks) is not in "
+                     "the record");
   }
   if (contains(name, "MPT")) {
     return Family::kMpt;
@@ -122,6 +141,42 @@ void deepseek_v3(const PublishedRun& r, ModelConfig& m, std::vector<std::string>
       "(the record states the rest)");
 }
 
+// The routed experts as the record states them, on every layer.
+workloads::MoeConfig routed_experts(const PublishedRun& r) {
+  workloads::MoeConfig e;
+  e.num_experts = stated(r.model.experts, "the routed experts");
+  e.experts_per_token = stated(r.model.top_k, "the experts per token");
+  e.expert_d_ff = stated(r.model.expert_ffn, "the experts' width");
+  return e;
+}
+
+// Mixtral (Jiang et al. 2024; mistralai/Mixtral-8x7B-v0.1 and -8x22B-v0.1 config.json, as
+// workloads/models/mixtral-8x7b.json): Mistral's decoder (RMSNorm, RoPE, GQA, SwiGLU, untied
+// embeddings, full attention: sliding_window null) with every MLP replaced by the routed experts.
+void mixtral(const PublishedRun& r, ModelConfig& m, std::vector<std::string>& assumptions) {
+  m.architecture = Architecture::kMixtral;
+  m.moe = routed_experts(r);
+  m.d_ff = r.model.ffn.value_or(m.moe->expert_d_ff);
+  m.num_kv_heads = stated(r.model.kv_heads, "the number of KV heads");
+  assumptions.push_back("Mixtral: every layer's MLP is the routed experts (no shared expert, no "
+                        "dense layer), untied embeddings, full attention (Mixtral config.json)");
+}
+
+// Qwen3's MoE models (Qwen/Qwen3-30B-A3B and -235B-A22B config.json, as
+// tests/workloads/hf_configs/Qwen3-30B-A3B.json): head_dim 128 whatever the hidden size, RMSNorm
+// on the queries and keys, untied embeddings, no sliding window, MoE on every layer
+// (decoder_sparse_step 1, mlp_only_layers []) without a shared expert.
+void qwen3_moe(const PublishedRun& r, ModelConfig& m, std::vector<std::string>& assumptions) {
+  m.architecture = Architecture::kQwen3Moe;
+  m.moe = routed_experts(r);
+  m.d_ff = r.model.ffn.value_or(m.moe->expert_d_ff);
+  m.num_kv_heads = stated(r.model.kv_heads, "the number of KV heads");
+  m.head_dim = 128;
+  m.qk_norm = true;
+  assumptions.push_back("Qwen3 MoE: head_dim 128, QK norm, MoE on every layer without a shared "
+                        "expert, untied embeddings (Qwen3 MoE config.json)");
+}
+
 ModelConfig model_of(const PublishedRun& r, std::vector<std::string>& assumptions) {
   const Family family = family_of(r);
   ModelConfig m = base_model(r);
@@ -182,6 +237,12 @@ ModelConfig model_of(const PublishedRun& r, std::vector<std::string>& assumption
     case Family::kDeepSeekV3:
       deepseek_v3(r, m, assumptions);
       break;
+    case Family::kMixtral:
+      mixtral(r, m, assumptions);
+      break;
+    case Family::kQwen3Moe:
+      qwen3_moe(r, m, assumptions);
+      break;
     case Family::kMaxTextSynthetic:
       // MaxText's default decoder at 76bd53b0f (base.yml): head_dim 256 whatever d_model, one
       // ReLU input matrix (non-gated), RMSNorm, RoPE, logits through the embedding.
@@ -208,25 +269,25 @@ int64_t chips_per_slice(const PublishedRun& r) {
   return std::stoll(match[1].str());
 }
 
-// The torus of a slice of `chips` (Google Cloud TPU docs' topologies for these slice sizes).
+// The torus of a slice of `chips`: the slice topologies Google Cloud's TPU docs list. 2D (v5e,
+// v6e "Supported configurations"): 4 chips 2x2, 8 2x4, 16 4x4, 32 4x8, 64 8x8, 128 8x16, 256
+// 16x16. 3D (v4 and v5p, whose accelerator types count TensorCores, two per chip: v5p-128 is
+// 4x4x4): 8 chips 2x2x2, 16 2x2x4, 32 2x4x4, 64 4x4x4, 128 4x4x8, 256 4x8x8, 512 8x8x8, 1024
+// 8x8x16, 2048 8x16x16, 4096 16x16x16.
 std::vector<int64_t> torus_of(const topology::Chip& chip, int64_t chips) {
-  const int64_t dims = chip.ici->torus_dims;
-  if (dims == 2 && chips == 256) {
-    return {16, 16};
+  static const std::map<int64_t, std::vector<int64_t>> two_d{
+      {4, {2, 2}},  {8, {2, 4}},  {16, {4, 4}},   {32, {4, 8}},
+      {64, {8, 8}}, {128, {8, 16}}, {256, {16, 16}}};
+  static const std::map<int64_t, std::vector<int64_t>> three_d{
+      {8, {2, 2, 2}},    {16, {2, 2, 4}},    {32, {2, 4, 4}},     {64, {4, 4, 4}},
+      {128, {4, 4, 8}},  {256, {4, 8, 8}},   {512, {8, 8, 8}},    {1024, {8, 8, 16}},
+      {2048, {8, 16, 16}}, {4096, {16, 16, 16}}};
+  const auto& table = chip.ici->torus_dims == 2 ? two_d : three_d;
+  const auto it = table.find(chips);
+  if (it == table.end()) {
+    throw Unmappable(fmt::format("no torus for a {}-chip {} slice", chips, chip.name));
   }
-  if (dims == 3) {
-    switch (chips) {
-      case 64:
-        return {4, 4, 4};
-      case 256:
-        return {4, 8, 8};
-      case 1024:
-        return {8, 8, 16};
-      default:
-        break;
-    }
-  }
-  throw Unmappable(fmt::format("no torus for a {}-chip {} slice", chips, chip.name));
+  return it->second;
 }
 
 topology::ClusterSpec tpu_cluster(const PublishedRun& r, const std::string& preset,
@@ -282,6 +343,9 @@ topology::ClusterSpec cluster_of(const PublishedRun& r, const topology::Catalogu
   if (key == "B200") {
     return gpu_cluster("dgx-b200", std::nullopt, catalogue, devices, assumptions);
   }
+  if (key == "H200-SXM-141GB") {
+    return gpu_cluster("h200", std::nullopt, catalogue, devices, assumptions);
+  }
   if (key == "TPU-v5p") {
     return tpu_cluster(r, "tpu-v5p", catalogue, devices);
   }
@@ -290,6 +354,9 @@ topology::ClusterSpec cluster_of(const PublishedRun& r, const topology::Catalogu
   }
   if (key == "TPU-v4") {
     return tpu_cluster(r, "tpu-v4", catalogue, devices);
+  }
+  if (key.rfind("TPU-v6e", 0) == 0) {  // "TPU-v6e (Trillium)"
+    return tpu_cluster(r, "tpu-v6e", catalogue, devices);
   }
   if (key == "H100-96GB-HBM2e-GrandTeton") {
     throw Unmappable(
@@ -349,6 +416,36 @@ void deepseek_v3_pipeline(const PublishedRun& r, workloads::ParallelPlan& p,
       "recompute of the modules mla_up_proj and mlp");
 }
 
+// Mixtral's and Qwen3's MoE runs: EP as stated, expert TP Megatron-Core's default (the TP
+// degree), and the token dispatcher the record's notes name. Unnamed, it matters only once the EP
+// group leaves the NVLink domain: NeMo's and Megatron-Bridge's MoE recipes set alltoall or flex
+// (perf_recipes/qwen/h100/qwen3_moe.py @ 067f987df has both), which inside one domain move the
+// same bytes over NVLink.
+void routed_moe_plan(const PublishedRun& r, const topology::ClusterSpec& cluster,
+                     workloads::ParallelPlan& p, std::vector<std::string>& assumptions) {
+  p.ep = stated(r.parallelism.ep, "the expert-parallel degree");
+  p.origins.set(workloads::PlanField::kEp, Origin::file(r.id, "/parallelism/ep"));
+  const std::string& notes = r.parallelism.notes;
+  if (contains(notes, "flex") || contains(notes, "DeepEP") || contains(notes, "HybridEP")) {
+    p.moe_dispatcher = workloads::MoeDispatcher::kFlex;
+    return;
+  }
+  if (contains(notes, "alltoall") || contains(notes, "all-to-all")) {
+    return;
+  }
+  const int64_t span = p.ep * p.tp * p.cp;
+  if (span > cluster.scale_up_domain_size()) {
+    throw Unmappable(fmt::format(
+        "the MoE token dispatcher is not stated; with ep {} x tp {} x cp {} its EP group "
+        "leaves the {}-GPU NVLink domain, where alltoall and flex differ",
+        p.ep, p.tp, p.cp, cluster.scale_up_domain_size()));
+  }
+  assumptions.push_back(fmt::format(
+      "the alltoall token dispatcher (unstated; the EP group of {} ranks stays in one NVLink "
+      "domain, where the recipes' alltoall and flex move the same bytes)",
+      span));
+}
+
 // Megatron-Bridge's Llama 3 70B recipes for 64 GB200s (Megatron-FSDP, no recompute) keep their
 // activations in memory by offloading those of 20 (BF16) or 40 (FP8) of the 80 layers to the
 // Grace CPUs: cpu_offloading_num_layers in llama3_70b_pretrain_64gpu_gb200_{bf16,fp8cs}_config,
@@ -378,8 +475,12 @@ PublishedMapping map_published_run(const PublishedRun& run, const topology::Cata
     s.model = model_of(run, s.assumptions);
     s.cluster = cluster_of(run, catalogue, s.assumptions);
     s.plan = detail::plan_of(run, s.cluster, s.assumptions);
-    if (family_of(run) == Family::kDeepSeekV3) {
+    const Family family = family_of(run);
+    if (family == Family::kDeepSeekV3) {
       deepseek_v3_pipeline(run, s.plan, s.assumptions);
+    }
+    if (family == Family::kMixtral || family == Family::kQwen3Moe) {
+      routed_moe_plan(run, s.cluster, s.plan, s.assumptions);
     }
     megatron_bridge_offload(run, s.plan, s.assumptions);
     if (s.cluster.slices > 1 && s.plan.zero == workloads::ZeroStage::kParameters &&
