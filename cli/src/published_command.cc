@@ -20,17 +20,26 @@ using validation::PublishedReport;
 // Simulates one mapped run as `meshsim run` would, without writing anything and without the
 // memory pre-check (a run that was measured did fit; meshsim's memory estimate is reported, not
 // trusted over the measurement).
-validation::SimulatedStep simulate_published(const validation::PublishedScenario& s) {
+// A scenario meshsim refuses (the plan on this chip, the fabric, the collectives) is that run's
+// answer, not the command's: it is reported as not expressible, with the reason.
+std::variant<validation::SimulatedStep, validation::NotExpressible> simulate_published(
+    const validation::PublishedScenario& s) {
   Scenario scenario;
   scenario.model = s.model.name;
   scenario.cluster = s.cluster.name;
   scenario.plan = s.plan;
   studies::StepOptions options;
   options.skip_memory_precheck = true;
-  const studies::StepReport r = located(scenario, [&] {
-    return studies::simulate_step(scenario, studies::LoadedScenario{s.cluster, s.model}, options);
-  });
-  return {r.step_time, r.oom, r.peak_memory, r.memory_capacity, r.time_by_class, r.exposed_comm};
+  try {
+    const studies::StepReport r = located(scenario, [&] {
+      return studies::simulate_step(scenario, studies::LoadedScenario{s.cluster, s.model},
+                                    options);
+    });
+    return validation::SimulatedStep{r.step_time,     r.oom,          r.peak_memory,
+                                     r.memory_capacity, r.time_by_class, r.exposed_comm};
+  } catch (const InputError& e) {
+    return validation::NotExpressible{fmt::format("meshsim refuses the scenario: {}", e.what())};
+  }
 }
 
 std::string summary_row(const std::string& label, const ErrorSummary& s) {

@@ -54,7 +54,12 @@ PublishedReport evaluate_published(const std::vector<PublishedRun>& runs,
       continue;
     }
     const auto& scenario = std::get<PublishedScenario>(mapping);
-    const SimulatedStep sim = simulate(scenario);
+    const std::variant<SimulatedStep, NotExpressible> outcome = simulate(scenario);
+    if (const auto* no = std::get_if<NotExpressible>(&outcome)) {
+      report.not_expressed.emplace_back(run.id, no->reason);
+      continue;
+    }
+    const auto& sim = std::get<SimulatedStep>(outcome);
     PublishedPoint p;
     p.id = run.id;
     p.source_group = run.source_group();

@@ -143,7 +143,11 @@ struct SimulatedStep {
   std::array<Duration, kNumOpClasses> time_by_class{};  // one rank's summed kernel times
   Duration exposed_comm;                                  // per rank, not hidden by compute
 };
-using StepSimulator = std::function<SimulatedStep(const PublishedScenario&)>;
+// Simulates a mapped scenario, or says why meshsim cannot (a plan the chip has no kernel
+// measurements for, a fabric the collectives cannot run on): that run is then reported as not
+// expressible, and the others go on.
+using StepSimulator =
+    std::function<std::variant<SimulatedStep, NotExpressible>(const PublishedScenario&)>;
 
 PublishedReport evaluate_published(const std::vector<PublishedRun>& runs,
                                    const topology::Catalogue& catalogue,
