@@ -233,7 +233,7 @@ TEST(PublishedMap, RefusesWhatItCannotExpressAndSaysWhy) {
 }
 
 // NVIDIA's GB200 tables run 64 GPUs: 16 trays of one NVL72 rack, one NVLink domain of 64. More
-// than a rack maps only as whole racks (how 128 GPUs split between two racks is unstated).
+// than a rack maps as Megatron-Bridge's launcher places it, or else only as whole racks.
 TEST(PublishedMap, Gb200RunsOfPartOfARackAreOneNvlinkDomain) {
   const topology::Catalogue cat = topology::Catalogue::builtin();
   PublishedRun r = run(dev_set(), "mbridge2509-llama3-70b-64xGB200-fp8");
@@ -255,9 +255,23 @@ TEST(PublishedMap, Gb200RunsOfPartOfARackAreOneNvlinkDomain) {
   EXPECT_EQ(s.cluster.scale_up_domains(), 1);
   EXPECT_THAT(s.assumptions, Contains(HasSubstr("16 trays of one NVL72 rack")));
   EXPECT_EQ(s.plan.offload_layers, 0);
+  // 32 trays: Megatron-Bridge's launcher asks Slurm for segments of 16 trays, two NVLink domains
+  // of 64; another framework's split is not stated.
   r.devices = 128;
+  r.parallelism.dp = 128;
+  r.batch.sequences = 256;
+  const PublishedMapping segments = map_published_run(r, cat);
+  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(segments))
+      << std::get<NotExpressible>(segments).reason;
+  EXPECT_EQ(std::get<PublishedScenario>(segments).cluster.scale_up_domain_size(), 64);
+  EXPECT_EQ(std::get<PublishedScenario>(segments).cluster.scale_up_domains(), 2);
+  EXPECT_THAT(std::get<PublishedScenario>(segments).assumptions,
+              Contains(HasSubstr("Slurm segments of 16")));
+  const std::string framework = r.framework;
+  r.framework = "NeMo 24.09";
   EXPECT_THAT(std::get<NotExpressible>(map_published_run(r, cat)).reason,
               HasSubstr("how they split between the racks is not stated"));
+  r.framework = framework;
   r.devices = 144;
   r.parallelism.dp = 144;
   r.batch.sequences = 288;

@@ -308,10 +308,14 @@ topology::ClusterSpec tpu_cluster(const PublishedRun& r, const std::string& pres
 
 topology::ClusterSpec gpu_cluster(const std::string& preset, const std::optional<std::string>& chip,
                                   const topology::Catalogue& catalogue, int64_t devices,
-                                  std::vector<std::string>& assumptions) {
+                                  std::vector<std::string>& assumptions,
+                                  std::optional<int64_t> domain_devices = std::nullopt) {
   topology::ClusterSpec c = topology::load_cluster(preset, catalogue);
   if (chip) {
     c.chip = catalogue.chip(*chip);
+  }
+  if (domain_devices) {
+    c.nvlink_domain_devices = *domain_devices;
   }
   if (devices % c.devices_per_node != 0) {
     throw Unmappable(
@@ -325,6 +329,45 @@ topology::ClusterSpec gpu_cluster(const std::string& preset, const std::optional
     assumptions.push_back(fmt::format("a {}-tier fat tree for {} GPUs", tree.tiers, devices));
   }
   return topology::resize_nodes(c, devices / c.devices_per_node);
+}
+
+// GB200 NVL72 runs, 4 GPUs per tray. Up to a rack (72 GPUs) the trays are one NVLink domain.
+// Beyond, Megatron-Bridge's launcher asks Slurm for segments of trays in one domain: as many trays
+// as the job has up to 18, else the largest divisor of the tray count up to 18
+// (scripts/performance/utils/executors.py slurm_executor, since 568b3a3ef of 2025-08-28: 32 trays
+// run as 2 segments of 16, 64 GPUs per NVLink domain). Other frameworks' splits are unstated
+// unless whole racks.
+topology::ClusterSpec gb200_cluster(const PublishedRun& r, const topology::Catalogue& catalogue,
+                                    int64_t devices, std::vector<std::string>& assumptions) {
+  constexpr int64_t kRack = 72;
+  constexpr int64_t kTray = 4;
+  constexpr int64_t kTraysPerRack = kRack / kTray;
+  if (devices <= kRack) {
+    if (devices < kRack) {
+      assumptions.push_back(fmt::format(
+          "{} GPUs are {} trays of one NVL72 rack: one NVLink domain", devices, devices / kTray));
+    }
+    return gpu_cluster("gb200-nvl72", std::nullopt, catalogue, devices, assumptions);
+  }
+  if (contains(r.framework, "Megatron-Bridge") && devices % kTray == 0) {
+    const int64_t trays = devices / kTray;
+    int64_t segment = kTraysPerRack;
+    while (trays % segment != 0) {
+      --segment;
+    }
+    assumptions.push_back(fmt::format(
+        "{} trays in Slurm segments of {} (Megatron-Bridge's launcher, "
+        "scripts/performance/utils/executors.py): {} NVLink domains of {} GPUs",
+        trays, segment, trays / segment, segment * kTray));
+    return gpu_cluster("gb200-nvl72", std::nullopt, catalogue, devices, assumptions,
+                       segment * kTray);
+  }
+  if (devices % kRack != 0) {
+    throw Unmappable(fmt::format(
+        "{} GPUs over 72-GPU NVL72 racks: how they split between the racks is not stated",
+        devices));
+  }
+  return gpu_cluster("gb200-nvl72", std::nullopt, catalogue, devices, assumptions);
 }
 
 topology::ClusterSpec cluster_of(const PublishedRun& r, const topology::Catalogue& catalogue,
@@ -364,19 +407,7 @@ topology::ClusterSpec cluster_of(const PublishedRun& r, const topology::Catalogu
         "SXM and NVL, the source says) and the chip is not in the catalogue");
   }
   if (contains(key, "GB200")) {
-    // NVIDIA's GB200 tables run powers of two: up to 72 GPUs they are trays of one NVL72 rack,
-    // one NVLink domain; beyond, how the GPUs split between racks is unstated unless whole racks.
-    constexpr int64_t kRack = 72;
-    if (devices > kRack && devices % kRack != 0) {
-      throw Unmappable(fmt::format(
-          "{} GPUs over 72-GPU NVL72 racks: how they split between the racks is not stated",
-          devices));
-    }
-    if (devices < kRack) {
-      assumptions.push_back(fmt::format(
-          "{} GPUs are {} trays of one NVL72 rack: one NVLink domain", devices, devices / 4));
-    }
-    return gpu_cluster("gb200-nvl72", std::nullopt, catalogue, devices, assumptions);
+    return gb200_cluster(r, catalogue, devices, assumptions);
   }
   throw Unmappable(fmt::format("hardware \"{}\" has no cluster preset", key));
 }
