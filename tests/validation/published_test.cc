@@ -37,6 +37,26 @@ const std::vector<PublishedRun>& dev_set() {
   return runs;
 }
 
+// The scenario `r` maps to; a run that does not map fails the test, with its reason.
+PublishedScenario mapped(const PublishedRun& r, const topology::Catalogue& cat) {
+  PublishedMapping m = map_published_run(r, cat);
+  if (const auto* no = std::get_if<NotExpressible>(&m)) {
+    ADD_FAILURE() << r.id << " does not map: " << no->reason;
+    return {};
+  }
+  return std::get<PublishedScenario>(std::move(m));
+}
+
+// Why `r` does not map; a run that maps fails the test.
+std::string refusal(const PublishedRun& r, const topology::Catalogue& cat) {
+  const PublishedMapping m = map_published_run(r, cat);
+  if (const auto* no = std::get_if<NotExpressible>(&m)) {
+    return no->reason;
+  }
+  ADD_FAILURE() << r.id << " maps, but was expected not to";
+  return "";
+}
+
 TEST(PublishedLoad, ReadsTheCommittedDevSetKeepingNullsUnstated) {
   const std::vector<PublishedRun>& runs = dev_set();
   ASSERT_EQ(runs.size(), 120u);
@@ -238,18 +258,12 @@ TEST(PublishedMap, Gb200RunsOfPartOfARackAreOneNvlinkDomain) {
   const topology::Catalogue cat = topology::Catalogue::builtin();
   PublishedRun r = run(dev_set(), "mbridge2509-llama3-70b-64xGB200-fp8");
   // Megatron-Bridge's 70B GB200 FP8 recipe offloads 40 of the 80 layers' activations.
-  const PublishedMapping seventy = map_published_run(r, cat);
-  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(seventy))
-      << std::get<NotExpressible>(seventy).reason;
-  EXPECT_EQ(std::get<PublishedScenario>(seventy).plan.offload_layers, 40);
+  EXPECT_EQ(mapped(r, cat).plan.offload_layers, 40);
   r.model.layers = 32;  // another model: no recipe, no offloading
   r.model.hidden = 4096;
   r.model.ffn = 14336;
   r.model.heads = 32;
-  const PublishedMapping m = map_published_run(r, cat);
-  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(m))
-      << std::get<NotExpressible>(m).reason;
-  const PublishedScenario& s = std::get<PublishedScenario>(m);
+  const PublishedScenario s = mapped(r, cat);
   EXPECT_EQ(s.cluster.device_count(), 64);
   EXPECT_EQ(s.cluster.scale_up_domain_size(), 64);
   EXPECT_EQ(s.cluster.scale_up_domains(), 1);
@@ -260,25 +274,18 @@ TEST(PublishedMap, Gb200RunsOfPartOfARackAreOneNvlinkDomain) {
   r.devices = 128;
   r.parallelism.dp = 128;
   r.batch.sequences = 256;
-  const PublishedMapping segments = map_published_run(r, cat);
-  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(segments))
-      << std::get<NotExpressible>(segments).reason;
-  EXPECT_EQ(std::get<PublishedScenario>(segments).cluster.scale_up_domain_size(), 64);
-  EXPECT_EQ(std::get<PublishedScenario>(segments).cluster.scale_up_domains(), 2);
-  EXPECT_THAT(std::get<PublishedScenario>(segments).assumptions,
-              Contains(HasSubstr("Slurm segments of 16")));
+  const PublishedScenario segments = mapped(r, cat);
+  EXPECT_EQ(segments.cluster.scale_up_domain_size(), 64);
+  EXPECT_EQ(segments.cluster.scale_up_domains(), 2);
+  EXPECT_THAT(segments.assumptions, Contains(HasSubstr("Slurm segments of 16")));
   const std::string framework = r.framework;
   r.framework = "NeMo 24.09";
-  EXPECT_THAT(std::get<NotExpressible>(map_published_run(r, cat)).reason,
-              HasSubstr("how they split between the racks is not stated"));
+  EXPECT_THAT(refusal(r, cat), HasSubstr("how they split between the racks is not stated"));
   r.framework = framework;
   r.devices = 144;
   r.parallelism.dp = 144;
   r.batch.sequences = 288;
-  const PublishedMapping racks = map_published_run(r, cat);
-  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(racks))
-      << std::get<NotExpressible>(racks).reason;
-  EXPECT_EQ(std::get<PublishedScenario>(racks).cluster.scale_up_domains(), 2);
+  EXPECT_EQ(mapped(r, cat).cluster.scale_up_domains(), 2);
 }
 
 // Mixtral and Qwen3 MoE records: the routed experts on every layer (their config.json), EP as
@@ -300,9 +307,7 @@ TEST(PublishedMap, MixtralAndQwen3MoeRouteEveryLayer) {
   r.parallelism.ep = 8;
   r.parallelism.vpp = 8;
   r.batch.sequences = 256;
-  const PublishedMapping m = map_published_run(r, cat);
-  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(m)) << std::get<NotExpressible>(m).reason;
-  const PublishedScenario& s = std::get<PublishedScenario>(m);
+  const PublishedScenario s = mapped(r, cat);
   EXPECT_EQ(s.model.architecture, workloads::Architecture::kMixtral);
   ASSERT_TRUE(s.model.moe.has_value());
   EXPECT_EQ(s.model.moe->num_experts, 8);
@@ -317,17 +322,11 @@ TEST(PublishedMap, MixtralAndQwen3MoeRouteEveryLayer) {
   // With TP 2 the EP group of 8 spans 16 GPUs, leaving the 8-GPU node: the dispatcher must be
   // stated.
   r.parallelism.tp = 2;
-  EXPECT_THAT(std::get<NotExpressible>(map_published_run(r, cat)).reason,
-              HasSubstr("dispatcher is not stated"));
+  EXPECT_THAT(refusal(r, cat), HasSubstr("dispatcher is not stated"));
   r.parallelism.notes = "moe_token_dispatcher_type flex (HybridEP)";
-  const PublishedMapping flex = map_published_run(r, cat);
-  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(flex))
-      << std::get<NotExpressible>(flex).reason;
-  EXPECT_EQ(std::get<PublishedScenario>(flex).plan.moe_dispatcher,
-            workloads::MoeDispatcher::kFlex);
+  EXPECT_EQ(mapped(r, cat).plan.moe_dispatcher, workloads::MoeDispatcher::kFlex);
   r.parallelism.ep.reset();
-  EXPECT_THAT(std::get<NotExpressible>(map_published_run(r, cat)).reason,
-              HasSubstr("expert-parallel degree"));
+  EXPECT_THAT(refusal(r, cat), HasSubstr("expert-parallel degree"));
 
   // Qwen3-30B-A3B: head_dim 128 over a 2048-wide model, QK norm.
   r.model.name = "Qwen3-30B-A3B";
@@ -342,18 +341,16 @@ TEST(PublishedMap, MixtralAndQwen3MoeRouteEveryLayer) {
   r.parallelism.tp = 1;
   r.parallelism.pp = 1;
   r.parallelism.vpp.reset();
-  const PublishedMapping q = map_published_run(r, cat);
-  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(q)) << std::get<NotExpressible>(q).reason;
-  const workloads::ModelConfig& qwen = std::get<PublishedScenario>(q).model;
+  const workloads::ModelConfig qwen = mapped(r, cat).model;
   EXPECT_EQ(qwen.architecture, workloads::Architecture::kQwen3Moe);
   EXPECT_EQ(qwen.head_dim, 128);
   EXPECT_TRUE(qwen.qk_norm);
+  ASSERT_TRUE(qwen.moe.has_value());
   EXPECT_EQ(qwen.moe->num_experts, 128);
 
   // Any other MoE stays out, saying why.
   r.model.name = "Llama 4 Maverick";
-  EXPECT_THAT(std::get<NotExpressible>(map_published_run(r, cat)).reason,
-              HasSubstr("shared experts"));
+  EXPECT_THAT(refusal(r, cat), HasSubstr("shared experts"));
 }
 
 // Every chip of the collection's hardware.json that has a cluster preset maps to it: H200 to the
@@ -362,35 +359,28 @@ TEST(PublishedMap, H200AndTpuV6eRunsHaveTheirPresets) {
   const topology::Catalogue cat = topology::Catalogue::builtin();
   PublishedRun h = run(dev_set(), "dgxc2504-llama3.1-70b-64xH100-bf16");
   h.hardware_key = "H200-SXM-141GB";
-  const PublishedMapping gpu = map_published_run(h, cat);
-  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(gpu))
-      << std::get<NotExpressible>(gpu).reason;
-  EXPECT_EQ(std::get<PublishedScenario>(gpu).cluster.chip.name, "h200");
-  EXPECT_EQ(std::get<PublishedScenario>(gpu).cluster.device_count(), 64);
+  const PublishedScenario gpu = mapped(h, cat);
+  EXPECT_EQ(gpu.cluster.chip.name, "h200");
+  EXPECT_EQ(gpu.cluster.device_count(), 64);
 
   PublishedRun t = run(dev_set(), "maxtext-v5e-32B-1xv5e-256");
   t.hardware_key = "TPU-v6e (Trillium)";
-  const PublishedMapping tpu = map_published_run(t, cat);
-  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(tpu))
-      << std::get<NotExpressible>(tpu).reason;
-  EXPECT_EQ(std::get<PublishedScenario>(tpu).cluster.chip.name, "tpu-v6e");
-  EXPECT_EQ(std::get<PublishedScenario>(tpu).cluster.device_count(), 256);
+  const PublishedScenario tpu = mapped(t, cat);
+  EXPECT_EQ(tpu.cluster.chip.name, "tpu-v6e");
+  EXPECT_EQ(tpu.cluster.device_count(), 256);
 
-  // A 128-chip v5e slice is 8 x 16; a 512-chip v5p slice 8 x 8 x 8.
+  // A 128-chip v5e slice is 8 x 16; no slice has 96 chips.
   t.hardware_key = "TPU-v5e";
   t.intra_slice = "v5litepod-128 = 128 chips";
   t.devices = 128;
   t.parallelism.dp = 128;
   t.batch.sequences = 128;
-  const PublishedMapping half = map_published_run(t, cat);
-  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(half))
-      << std::get<NotExpressible>(half).reason;
-  EXPECT_EQ(std::get<PublishedScenario>(half).cluster.device_count(), 128);
-  EXPECT_EQ(std::get<PublishedScenario>(half).cluster.torus_shape, (std::vector<int64_t>{8, 16}));
+  const PublishedScenario half = mapped(t, cat);
+  EXPECT_EQ(half.cluster.device_count(), 128);
+  EXPECT_EQ(half.cluster.torus_shape, (std::vector<int64_t>{8, 16}));
   t.intra_slice = "v5litepod-96 = 96 chips";
   t.devices = 96;
-  EXPECT_THAT(std::get<NotExpressible>(map_published_run(t, cat)).reason,
-              HasSubstr("no torus for a 96-chip"));
+  EXPECT_THAT(refusal(t, cat), HasSubstr("no torus for a 96-chip"));
 }
 
 TEST(PublishedReport, SummariesUseNearestRankPercentiles) {
