@@ -288,6 +288,22 @@ TEST(PublishedMap, Gb200RunsOfPartOfARackAreOneNvlinkDomain) {
   EXPECT_EQ(mapped(r, cat).cluster.scale_up_domains(), 2);
 }
 
+// The FP8 recipe: current scaling where the record says FP8-CS, MXFP8 costed as one cast pass and
+// said so, otherwise the stack's recipe, said so too.
+TEST(PublishedMap, Fp8RecipeAsStatedOrSaidToBeTheStacks) {
+  const topology::Catalogue cat = topology::Catalogue::builtin();
+  PublishedRun r = run(dev_set(), "mbridge2511-llama3-8b-8xB200-fp8-cs");
+  const PublishedScenario cs = mapped(r, cat);
+  EXPECT_EQ(cs.plan.fp8_scaling, workloads::Fp8Scaling::kCurrent);
+  EXPECT_TRUE(cs.plan.origins[workloads::PlanField::kFp8Recipe].given());
+  r.precision = "MXFP8";
+  const PublishedScenario mx = mapped(r, cat);
+  EXPECT_FALSE(mx.plan.origins[workloads::PlanField::kFp8Recipe].given());
+  EXPECT_THAT(mx.assumptions, Contains(HasSubstr("MXFP8 block scaling")));
+  r.precision = "fp8";
+  EXPECT_THAT(mapped(r, cat).assumptions, Contains(HasSubstr("FP8 recipe of the framework")));
+}
+
 // Mixtral and Qwen3 MoE records: the routed experts on every layer (their config.json), EP as
 // stated; the dispatcher assumed only while the EP group stays inside one NVLink domain.
 TEST(PublishedMap, MixtralAndQwen3MoeRouteEveryLayer) {

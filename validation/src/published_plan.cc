@@ -253,6 +253,16 @@ ParallelPlan plan_of(const PublishedRun& r, const topology::ClusterSpec& cluster
   if (p.matmul_dtype == Dtype::kFp8 && contains(r.precision, "FP8-CS")) {
     p.fp8_scaling = workloads::Fp8Scaling::kCurrent;
     p.origins.set(workloads::PlanField::kFp8Recipe, Origin::file(r.id, "/precision"));
+  } else if (p.matmul_dtype == Dtype::kFp8 &&
+             (contains(r.precision, "MXFP8") || contains(r.precision, "FP8-MX"))) {
+    // Transformer Engine's MXFP8BlockScaling: one quantize pass writes the row- and column-wise
+    // FP8 copies with their per-32-element scales (no amax pass, no history), and Blackwell runs
+    // the block-scaled GEMMs at its FP8 rate (B200 datasheet: 4.5 PFLOP/s dense FP8 and MXFP8).
+    assumptions.push_back(
+        "MXFP8 block scaling costed as the stack's single FP8 cast pass per tensor (the same "
+        "bytes) and its GEMMs at the FP8 rate");
+  } else if (p.matmul_dtype == Dtype::kFp8) {
+    assumptions.push_back("the FP8 recipe of the framework's stack (not stated)");
   }
   return p;
 }
