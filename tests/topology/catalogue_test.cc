@@ -17,8 +17,8 @@ using testing::read_source_json;
 using testing::write_temp;
 
 const std::vector<std::string> kChips = {"a100-40gb", "a100-80gb", "b200",    "gb200",
-                                         "h100-sxm",  "h200",      "tpu-v4",  "tpu-v5e",
-                                         "tpu-v5p",   "tpu-v6e"};
+                                         "h100-sxm",  "h200",      "tpu-v3",  "tpu-v4",
+                                         "tpu-v5e",   "tpu-v5p",   "tpu-v6e"};
 
 // The sourced fields every chip of a kind must have (JSON pointers inside the chip entry). Every
 // chip carries the kernel-class model (issue 11): GEMM shape terms, attention by implementation;
@@ -66,6 +66,9 @@ std::vector<std::string> required_fields(const Chip& chip) {
           "/ici/efficiency", "/dcn/bandwidth", "/dcn/efficiency", "/tpu/mxu_count",
           "/tpu/mxu_rows", "/tpu/mxu_cols", "/tpu/clock"}) {
       f.emplace_back(p);
+    }
+    if (chip.ici->torus_dims == 2) {
+      f.emplace_back("/ici/pod_edge");
     }
   }
   return f;
@@ -181,12 +184,31 @@ TEST(Catalogue, KnownTpuValues) {
   EXPECT_DOUBLE_EQ(v5p.dcn_bandwidth->value(), Gbps(50).value());
 
   EXPECT_EQ(cat.chip("tpu-v4").ici->torus_dims, 3);
+  EXPECT_FALSE(cat.chip("tpu-v4").ici->pod_edge.has_value());  // 3D: sized by cubes
   EXPECT_EQ(cat.chip("tpu-v6e").tpu->mxu_rows, 256);
+  EXPECT_EQ(cat.chip("tpu-v6e").ici->pod_edge, 16);
+
+  // TPU v3: 123 TFLOP/s from 4 MXUs of 128x128 (2 TensorCores x 2), a 32x32 2D torus pod of
+  // 4-link chips at 100 GB/s per link one-way, 4 chips per host.
+  const Chip& v3 = cat.chip("tpu-v3");
+  EXPECT_DOUBLE_EQ(v3.peak(Dtype::kBf16)->tflops(), 123.0);
+  EXPECT_FALSE(v3.peak(Dtype::kFp8).has_value());
+  EXPECT_EQ(v3.hbm_capacity, GiB(32));
+  EXPECT_DOUBLE_EQ(v3.hbm_bandwidth.value(), 900e9);
+  EXPECT_EQ(v3.tpu->mxu_count, 4);
+  EXPECT_EQ(v3.tpu->mxu_rows, 128);
+  EXPECT_EQ(v3.efficiency.matmul_shape->units, 4);
+  EXPECT_EQ(v3.ici->torus_dims, 2);
+  EXPECT_EQ(v3.ici->links, 4);
+  EXPECT_DOUBLE_EQ(v3.ici->link_bandwidth.value(), 100e9);
+  EXPECT_EQ(v3.ici->chips_per_host, 4);
+  EXPECT_EQ(v3.ici->pod_edge, 32);
+  EXPECT_DOUBLE_EQ(v3.dcn_bandwidth->value(), Gbps(50).value());
 }
 
 TEST(Catalogue, MxusAccountForTheTpuPeak) {
   const Catalogue cat = Catalogue::builtin();
-  for (const char* name : {"tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"}) {
+  for (const char* name : {"tpu-v3", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"}) {
     const Chip& c = cat.chip(name);
     const double derived =
         systolic_peak(c.tpu->mxu_rows, c.tpu->mxu_cols, c.tpu->clock_hz).value() *
@@ -202,6 +224,7 @@ TEST(Catalogue, MissingDtypesAreAbsentNotZero) {
   EXPECT_TRUE(cat.chip("b200").peak(Dtype::kFp8).has_value());
   EXPECT_FALSE(cat.chip("tpu-v5e").peak(Dtype::kFp8).has_value());  // int8 is not fp8
   EXPECT_FALSE(cat.chip("tpu-v6e").peak(Dtype::kFp8).has_value());
+  EXPECT_FALSE(cat.chip("tpu-v3").peak(Dtype::kFp8).has_value());
   EXPECT_FALSE(cat.chip("tpu-v4").peak(Dtype::kFp32).has_value());
 }
 
@@ -278,6 +301,10 @@ TEST(CatalogueErrors, EachClassOfBadInputIsNamed) {
        "/chips/tpu-v5e/ici/torus_dims", "expected 2 or 3"},
       {"tpu-v5e", [](auto& c) { c.erase("dcn"); }, "/chips/tpu-v5e/dcn",
        "required field is missing"},
+      {"tpu-v3", [](auto& c) { c["ici"].erase("pod_edge"); }, "/chips/tpu-v3/ici/pod_edge",
+       "required field is missing"},
+      {"tpu-v5p", [](auto& c) { c["ici"]["pod_edge"] = c["ici"]["links"]; },
+       "/chips/tpu-v5p/ici/pod_edge", "only a 2D torus"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(cases[i].pointer);

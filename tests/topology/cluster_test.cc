@@ -27,8 +27,9 @@ class ClusterTest : public ::testing::Test {
 
 TEST_F(ClusterTest, EveryPresetLoadsWithTheRightDeviceCount) {
   const std::vector<std::pair<std::string, int64_t>> expected = {
-      {"dgx-a100", 8}, {"dgx-b200", 8},  {"dgx-h100", 8},  {"gb200-nvl72", 72}, {"h200", 8},
-      {"tpu-v4", 64},  {"tpu-v5e", 256}, {"tpu-v5p", 64}, {"tpu-v6e", 256}};
+      {"dgx-a100", 8},  {"dgx-b200", 8},  {"dgx-h100", 8},  {"gb200-nvl72", 72},
+      {"h200", 8},      {"tpu-v3", 1024}, {"tpu-v4", 64},   {"tpu-v5e", 256},
+      {"tpu-v5p", 64},  {"tpu-v6e", 256}};
   std::vector<std::string> names;
   for (const auto& [name, devices] : expected) {
     SCOPED_TRACE(name);
@@ -95,6 +96,15 @@ TEST_F(ClusterTest, TpuSlices) {
   EXPECT_EQ(v5e.torus_wraparound, (std::vector<bool>{true, true}));
   EXPECT_EQ(v5e.devices_per_node, 8);
   EXPECT_EQ(v5e.nodes, 32);
+
+  const ClusterSpec v3 = load("tpu-v3");  // the whole 1024-chip pod
+  EXPECT_EQ(v3.torus_shape, (std::vector<int64_t>{32, 32}));
+  EXPECT_EQ(v3.torus_wraparound, (std::vector<bool>{true, true}));
+  EXPECT_EQ(v3.devices_per_node, 4);
+  EXPECT_EQ(v3.nodes, 256);
+  EXPECT_DOUBLE_EQ(v3.intra_node_bandwidth().value(), 100e9);  // one ICI link
+  EXPECT_DOUBLE_EQ(v3.scale_up_bandwidth().value(), 400e9);    // four links
+  EXPECT_DOUBLE_EQ(v3.inter_node_bandwidth().value(), Gbps(50).value());
 }
 
 TEST_F(ClusterTest, ResizeNodes) {
@@ -239,6 +249,14 @@ TEST_F(ClusterTest, ResizeTorus) {
   const ClusterSpec tiny = resize_torus(load("tpu-v5e"), {2, 2});
   EXPECT_EQ(tiny.nodes, 1);
   EXPECT_EQ(tiny.devices_per_node, 4);
+
+  // v3's pod edge is 32: a 16x32 half pod wraps only on its 32-chip axis, a 16x16 on neither.
+  const ClusterSpec v3_half = resize_torus(load("tpu-v3"), {16, 32});
+  EXPECT_EQ(v3_half.device_count(), 512);
+  EXPECT_EQ(v3_half.nodes, 128);
+  EXPECT_EQ(v3_half.torus_wraparound, (std::vector<bool>{false, true}));
+  EXPECT_EQ(resize_torus(load("tpu-v3"), {16, 16}).torus_wraparound,
+            (std::vector<bool>{false, false}));
 }
 
 TEST_F(ClusterTest, ResizeTorusValidates) {
@@ -256,6 +274,11 @@ TEST_F(ClusterTest, ResizeTorusValidates) {
                  resize_torus(load("tpu-v6e"), {32, 8});
                }),
                "builtin:topology/clusters/tpu-v6e.json", "/scale_up/shape/0", "at most 16");
+  expect_error(capture_input_error([&] {
+                 resize_torus(load("tpu-v3"), {32, 64});
+               }),
+               "builtin:topology/clusters/tpu-v3.json", "/scale_up/shape/1",
+               "at most 32: a tpu-v3 pod is a 32x32 torus");
   expect_error(capture_input_error([&] {
                  resize_torus(load("dgx-h100"), {4, 4});
                }),

@@ -240,6 +240,10 @@ TEST(NetworkFabrics, TorusBisectionByHand) {
   // 16x4, only the 16-axis wraps: across it 2 x 4 rings (400 GB/s); across the open 4-axis
   // 16 x 1 (800 GB/s).
   EXPECT_EQ(bisection(torus("tpu-v5e", {16, 4})), GBps(2 * 4 * 50));
+  // A v3 pod is 32x32 with both axes wrapping: 6.4 TB/s, the Google Cloud TPU v3 docs' bisection
+  // bandwidth per pod. A 16-chip axis is a full pod edge on v5e but not on v3: no wraparound.
+  EXPECT_EQ(bisection(preset("tpu-v3")), GBps(2 * 32 * 100));
+  EXPECT_EQ(bisection(torus("tpu-v3", {16, 16})), GBps(16 * 100));
 }
 
 }  // namespace

@@ -219,6 +219,12 @@ void read_tpu_parts(JsonObject& obj, Chip& chip, SourceSink& sink) {
                                   2 * spec.torus_dims, spec.links));
   }
   spec.chips_per_host = detail::sourced_count(ici, "chips_per_host", sink);
+  if (spec.torus_dims == 2) {
+    spec.pod_edge = detail::sourced_count(ici, "pod_edge", sink);
+  } else if (ici.has("pod_edge")) {
+    ici.fail("pod_edge",
+             "only a 2D torus takes a pod edge (a 3D slice is sized and wrapped by 4x4x4 cubes)");
+  }
   if (ici.has("efficiency")) {
     spec.efficiency = detail::sourced_fraction(ici, "efficiency", sink);
   }

@@ -56,9 +56,10 @@ void check_torus_size(const ClusterSpec& spec, const std::vector<int64_t>& shape
 //    it on every axis iff it is made of whole cubes (Google Cloud TPU v5p docs: "All 4x4x4 and
 //    larger slices have full 3D torus connectivity. Slices smaller than a full cube ... don't have
 //    wrap-around links").
-//  * 2D (v5e, v6e): an axis wraps iff it spans the whole 16-chip pod edge (JAX scaling book: "a
-//    TPU v5e 8x16 will have a wraparound on the longer axis"; smaller axes have none).
-std::vector<bool> torus_wraparound(const std::vector<int64_t>& shape) {
+//  * 2D (v3, v5e, v6e): an axis wraps iff it spans the whole pod edge, the chip's ici.pod_edge (JAX
+//    scaling book: "a TPU v5e 8x16 will have a wraparound on the longer axis"; smaller axes have
+//    none). v3 (32x32 pod) is assumed to follow the same rule.
+std::vector<bool> torus_wraparound(const std::vector<int64_t>& shape, const IciSpec& ici) {
   std::vector<bool> wrap(shape.size(), false);
   if (shape.size() == 3) {
     const bool cubes =
@@ -66,7 +67,7 @@ std::vector<bool> torus_wraparound(const std::vector<int64_t>& shape) {
     std::fill(wrap.begin(), wrap.end(), cubes);
   } else {
     for (size_t i = 0; i < shape.size(); ++i) {
-      wrap[i] = shape[i] == 16;
+      wrap[i] = shape[i] == ici.pod_edge;
     }
   }
   return wrap;
@@ -84,11 +85,12 @@ void check_torus(ClusterSpec& spec) {
       fail(spec, fmt::format("/scale_up/shape/{}", i),
            fmt::format("expected a positive extent, got {}", spec.torus_shape[i]));
     }
-    if (dims == 2 && spec.torus_shape[i] > 16) {
+    const std::optional<int64_t> edge = spec.chip.ici->pod_edge;
+    if (dims == 2 && edge && spec.torus_shape[i] > *edge) {
       fail(spec, fmt::format("/scale_up/shape/{}", i),
-           fmt::format("expected at most 16: a {} pod is a 16x16 torus (larger jobs use several "
-                       "slices joined by DCN)",
-                       spec.chip.name));
+           fmt::format("expected at most {0}: a {1} pod is a {0}x{0} torus (larger jobs use "
+                       "several slices joined by DCN)",
+                       *edge, spec.chip.name));
     }
   }
   if (spec.slices <= 0) {
@@ -103,7 +105,7 @@ void check_torus(ClusterSpec& spec) {
                      shape_text(spec.torus_shape), spec.slices, chips, spec.nodes,
                      spec.devices_per_node, spec.device_count()));
   }
-  spec.torus_wraparound = torus_wraparound(spec.torus_shape);
+  spec.torus_wraparound = torus_wraparound(spec.torus_shape, *spec.chip.ici);
 }
 
 void check_nvlink_domain(const ClusterSpec& spec) {

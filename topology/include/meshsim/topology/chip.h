@@ -139,6 +139,9 @@ struct IciSpec {
   double efficiency = 1.0;     // fraction of the line rate collectives achieve, (0, 1]
   int64_t torus_dims;          // 2 or 3
   int64_t chips_per_host;
+  // 2D tori: chips along each axis of a full pod (16 on v5e/v6e, 32 on v3). A slice axis is at
+  // most this long and wraps iff it spans it. Absent on 3D tori, whose slices are built of cubes.
+  std::optional<int64_t> pod_edge;
   BytesPerSec total_bandwidth() const { return link_bandwidth * static_cast<double>(links); }
 };
 

@@ -199,9 +199,9 @@ struct ClusterSpec {
 };
 
 // Loads a cluster. `name_or_path` without '/' and not ending in ".json" is a preset compiled in
-// from topology/clusters/ (dgx-h100, dgx-a100, dgx-b200, h200, gb200-nvl72, tpu-v4, tpu-v5e,
-// tpu-v5p, tpu-v6e); anything else is a file path. The chip is looked up in `catalogue`. Every error is an
-// InputError naming the file, the JSON pointer and what was expected.
+// from topology/clusters/ (dgx-h100, dgx-a100, dgx-b200, h200, gb200-nvl72, tpu-v3, tpu-v4,
+// tpu-v5e, tpu-v5p, tpu-v6e); anything else is a file path. The chip is looked up in `catalogue`.
+// Every error is an InputError naming the file, the JSON pointer and what was expected.
 ClusterSpec load_cluster(const std::string& name_or_path, const Catalogue& catalogue);
 
 // The same from a parsed cluster document; `source` names it in errors and its file stem names
@@ -260,8 +260,9 @@ ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes, const FabricOverrides&
 ClusterSpec override_fabric(ClusterSpec spec, const FabricOverrides& o);
 
 // The same TPU cluster with a slice of torus `shape`. Checks: a TPU cluster; one positive extent
-// per torus dimension of the chip; the chips divide into hosts; no explicit graph. Recomputes
-// nodes (a slice smaller than one host keeps one partial host) and the wraparound of each axis.
+// per torus dimension of the chip, on a 2D torus at most the chip's pod edge (ici.pod_edge: 16
+// on v5e/v6e, 32 on v3); the chips divide into hosts; no explicit graph. Recomputes nodes (a
+// slice smaller than one host keeps one partial host) and the wraparound of each axis.
 ClusterSpec resize_torus(ClusterSpec spec, std::vector<int64_t> shape);
 
 // The same TPU cluster as `slices` identical slices of its torus joined by DCN (MaxText
