@@ -370,7 +370,7 @@ TEST(PublishedMap, MixtralAndQwen3MoeRouteEveryLayer) {
 }
 
 // Every chip of the collection's hardware.json that has a cluster preset maps to it: H200 to the
-// DGX H200, TPU v6e slices to their torus (Google's slice topologies).
+// DGX H200, TPU v6e and v3 slices to their torus (Google's slice topologies).
 TEST(PublishedMap, H200AndTpuV6eRunsHaveTheirPresets) {
   const topology::Catalogue cat = topology::Catalogue::builtin();
   PublishedRun h = run(dev_set(), "dgxc2504-llama3.1-70b-64xH100-bf16");
@@ -397,6 +397,17 @@ TEST(PublishedMap, H200AndTpuV6eRunsHaveTheirPresets) {
   t.intra_slice = "v5litepod-96 = 96 chips";
   t.devices = 96;
   EXPECT_THAT(refusal(t, cat), HasSubstr("no torus for a 96-chip"));
+  // 512 chips are a 16 x 32 slice of v3's 32 x 32 pod, more than a v5e pod holds.
+  t.intra_slice = "v5litepod-512 = 512 chips";
+  t.devices = 512;
+  t.parallelism.dp = 512;
+  t.batch.sequences = 512;
+  EXPECT_THAT(refusal(t, cat), HasSubstr("no torus for a 512-chip"));
+  t.hardware_key = "TPU-v3";
+  t.intra_slice = "v3-1024 = 512 chips";
+  const PublishedScenario v3 = mapped(t, cat);
+  EXPECT_EQ(v3.cluster.chip.name, "tpu-v3");
+  EXPECT_EQ(v3.cluster.torus_shape, (std::vector<int64_t>{16, 32}));
 }
 
 TEST(PublishedReport, SummariesUseNearestRankPercentiles) {

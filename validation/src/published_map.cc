@@ -4,6 +4,7 @@
 // the run NotExpressible, with the reason.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <regex>
 
@@ -269,22 +270,24 @@ int64_t chips_per_slice(const PublishedRun& r) {
   return std::stoll(match[1].str());
 }
 
-// The torus of a slice of `chips`: the slice topologies Google Cloud's TPU docs list. 2D (v5e,
-// v6e "Supported configurations"): 4 chips 2x2, 8 2x4, 16 4x4, 32 4x8, 64 8x8, 128 8x16, 256
-// 16x16. 3D (v4 and v5p, whose accelerator types count TensorCores, two per chip: v5p-128 is
-// 4x4x4): 8 chips 2x2x2, 16 2x2x4, 32 2x4x4, 64 4x4x4, 128 4x4x8, 256 4x8x8, 512 8x8x8, 1024
-// 8x8x16, 2048 8x16x16, 4096 16x16x16.
+// The torus of a slice of `chips`: the slice topologies Google Cloud's TPU docs list. 2D (v3,
+// v5e, v6e; v3's accelerator types count TensorCores, two per chip): 4 chips 2x2, 8 2x4, 16 4x4,
+// 32 4x8, 64 8x8, 128 8x16, 256 16x16, and on v3's 32x32 pod 512 16x32, 1024 32x32. 3D (v4 and
+// v5p, whose types count TensorCores too: v5p-128 is 4x4x4): 8 chips 2x2x2, 16 2x2x4, 32 2x4x4,
+// 64 4x4x4, 128 4x4x8, 256 4x8x8, 512 8x8x8, 1024 8x8x16, 2048 8x16x16, 4096 16x16x16.
 std::vector<int64_t> torus_of(const topology::Chip& chip, int64_t chips) {
   static const std::map<int64_t, std::vector<int64_t>> two_d{
-      {4, {2, 2}},  {8, {2, 4}},  {16, {4, 4}},   {32, {4, 8}},
-      {64, {8, 8}}, {128, {8, 16}}, {256, {16, 16}}};
+      {4, {2, 2}},   {8, {2, 4}},    {16, {4, 4}},     {32, {4, 8}},    {64, {8, 8}},
+      {128, {8, 16}}, {256, {16, 16}}, {512, {16, 32}}, {1024, {32, 32}}};
   static const std::map<int64_t, std::vector<int64_t>> three_d{
       {8, {2, 2, 2}},    {16, {2, 2, 4}},    {32, {2, 4, 4}},     {64, {4, 4, 4}},
       {128, {4, 4, 8}},  {256, {4, 8, 8}},   {512, {8, 8, 8}},    {1024, {8, 8, 16}},
       {2048, {8, 16, 16}}, {4096, {16, 16, 16}}};
-  const auto& table = chip.ici->torus_dims == 2 ? two_d : three_d;
+  const topology::IciSpec& ici = *chip.ici;
+  const auto& table = ici.torus_dims == 2 ? two_d : three_d;
   const auto it = table.find(chips);
-  if (it == table.end()) {
+  if (it == table.end() ||
+      (ici.pod_edge && std::ranges::max(it->second) > *ici.pod_edge)) {
     throw Unmappable(fmt::format("no torus for a {}-chip {} slice", chips, chip.name));
   }
   return it->second;
@@ -400,6 +403,9 @@ topology::ClusterSpec cluster_of(const PublishedRun& r, const topology::Catalogu
   }
   if (key.rfind("TPU-v6e", 0) == 0) {  // "TPU-v6e (Trillium)"
     return tpu_cluster(r, "tpu-v6e", catalogue, devices);
+  }
+  if (key == "TPU-v3") {
+    return tpu_cluster(r, "tpu-v3", catalogue, devices);
   }
   if (key == "H100-96GB-HBM2e-GrandTeton") {
     throw Unmappable(
