@@ -364,7 +364,13 @@ TEST(PublishedMap, MixtralAndQwen3MoeRouteEveryLayer) {
   ASSERT_TRUE(qwen.moe.has_value());
   EXPECT_EQ(qwen.moe->num_experts, 128);
 
-  // Any other MoE stays out, saying why.
+  r.model.name = "QWEN3_235B_a22B (tokendrop)";  // as NVIDIA's tables write it
+  EXPECT_EQ(mapped(r, cat).model.architecture, workloads::Architecture::kQwen3Moe);
+
+  // Any other MoE stays out, saying why: Qwen3-Next has linear-attention layers and a shared
+  // expert.
+  r.model.name = "Qwen3-Next-80B-A3B";
+  EXPECT_THAT(refusal(r, cat), HasSubstr("shared experts"));
   r.model.name = "Llama 4 Maverick";
   EXPECT_THAT(refusal(r, cat), HasSubstr("shared experts"));
 }

@@ -58,12 +58,16 @@ Family family_of(const PublishedRun& r) {
   if (contains(name, "DeepSeek-V3") && contains(notes, "MLA")) {
     return Family::kDeepSeekV3;
   }
-  // Mixtral and Qwen3's MoE models route every layer's MLP to routed experts alone (no shared
-  // expert, no dense layer): the record's experts, top-k and widths are the whole MoE.
-  if (r.model.moe && !contains(notes, "MLA") && contains(name, "Mixtral")) {
+  // Mixtral and Qwen3's two MoE models route every layer's MLP to routed experts alone (no
+  // shared expert, no dense layer): the record's experts, top-k and widths are the whole MoE.
+  // Qwen3-Next and Qwen3.5 (linear-attention layers, a shared expert) are other shapes.
+  static const std::regex mixtral(R"(mixtral)", std::regex::icase);
+  static const std::regex qwen3_moe(R"(qwen3[-_ ]?(30b[-_ ]?a3b|235b[-_ ]?a22b))",
+                                    std::regex::icase);
+  if (r.model.moe && !contains(notes, "MLA") && std::regex_search(name, mixtral)) {
     return Family::kMixtral;
   }
-  if (r.model.moe && !contains(notes, "MLA") && contains(name, "Qwen3")) {
+  if (r.model.moe && !contains(notes, "MLA") && std::regex_search(name, qwen3_moe)) {
     return Family::kQwen3Moe;
   }
   if (r.model.moe || contains(notes, "MLA") || contains(notes, "experts")) {
@@ -463,11 +467,13 @@ void routed_moe_plan(const PublishedRun& r, const topology::ClusterSpec& cluster
   p.ep = stated(r.parallelism.ep, "the expert-parallel degree");
   p.origins.set(workloads::PlanField::kEp, Origin::file(r.id, "/parallelism/ep"));
   const std::string& notes = r.parallelism.notes;
-  if (contains(notes, "flex") || contains(notes, "DeepEP") || contains(notes, "HybridEP")) {
+  static const std::regex flex(R"(\bflex\b|DeepEP|HybridEP)", std::regex::icase);
+  static const std::regex alltoall(R"(\ball-?to-?all\b)", std::regex::icase);
+  if (std::regex_search(notes, flex)) {
     p.moe_dispatcher = workloads::MoeDispatcher::kFlex;
     return;
   }
-  if (contains(notes, "alltoall") || contains(notes, "all-to-all")) {
+  if (std::regex_search(notes, alltoall)) {
     return;
   }
   const int64_t span = p.ep * p.tp * p.cp;
