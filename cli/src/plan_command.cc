@@ -55,6 +55,10 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
                 "MaxText dcn_data_parallelism: this many replicas (across slices), ZeRO/FSDP "
                 "over dp / this inside each")
       ->check(CLI::PositiveNumber);
+  c->add_option("--offload-layers", a.offload_layers,
+                "Hold activation offloading at this many layers per model chunk (Megatron-Core's "
+                "cpu_offloading_num_layers; recompute none; chips with a host link)")
+      ->check(CLI::PositiveNumber);
   c->add_option("--recompute", a.recompute, "Hold recompute: none, selective, full")
       ->check(CLI::IsMember(enum_choices<workloads::Recompute>()));
   c->add_option("--schedule", a.schedule, "Hold the schedule: gpipe, 1f1b, interleaved, zb, zbv")
@@ -206,6 +210,7 @@ studies::SearchOptions search_options(const PlanArgs& a) {
   f.ep = degree(a.ep);
   f.mbs = degree(a.mbs);
   f.dcn_dp = degree(a.dcn_dp);
+  f.offload_layers = degree(a.offload_layers);
   if (a.fsdp >= 0) {
     if (f.dcn_dp) {
       throw InputError("--dcn-dp", "",

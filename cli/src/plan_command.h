@@ -29,6 +29,7 @@ struct PlanArgs {
   int64_t tp = 0, cp = 0, pp = 0, vpp = 0, dp = 0, ep = 0, mbs = 0, zero = -1;
   int64_t fsdp = -1;  // the HSDP shard group (0: ZeRO over all of DP; -1: searched)
   int64_t dcn_dp = 0;  // replicas across slices (0: searched through fsdp)
+  int64_t offload_layers = 0;  // held activation offloading (0: none)
   std::string recompute, schedule, overlap_tp;
   int64_t top = 20;
   std::string objective = "time";

@@ -117,8 +117,10 @@ void enumerate_inner(const workloads::ModelConfig& model, int64_t domain, Parall
   // Selective recompute drops the attention scores and their dropout, which a fused attention
   // kernel (FlashAttention-2/3, cuDNN, splash, Triton) never saves: with one, selective is the
   // same plan as none.
+  // Offloaded activations are not recomputed (Megatron-Core refuses the two together).
   const std::vector<Recompute> recomputes =
-      workloads::fused_attention(p.attention).has_value()
+      p.offload_layers > 0 ? std::vector<Recompute>{Recompute::kNone}
+      : workloads::fused_attention(p.attention).has_value()
           ? std::vector<Recompute>{Recompute::kNone, Recompute::kFull}
           : std::vector<Recompute>{Recompute::kNone, Recompute::kSelective, Recompute::kFull};
   const std::vector<bool> overlaps =
@@ -158,7 +160,9 @@ void enumerate_all(const LoadedScenario& l, const ParallelPlan& base, const Sear
   p.fsdp = 0;
   p.recompute_num_layers = 0;
   p.recompute_modules.clear();
-  p.offload_layers = 0;  // nor activation offloading (Megatron-Core refuses it with recompute)
+  // Activation offloading only where held: its count is a memory budget the user picks, and
+  // each count would multiply the plans by the no-recompute share.
+  p.offload_layers = f.offload_layers.value_or(0);
   const int64_t domain = l.cluster.scale_up_domain_size();
   for (const int64_t tp : only_or(f.tp, divisors(world))) {
     if (tp > max_tp && !f.tp) {
@@ -473,6 +477,16 @@ SearchResult search_plans(const Scenario& base, const SearchOptions& o,
   SIM_CHECK(o.top > 0 && o.min_headroom >= 0.0 && o.min_headroom < 1.0,
             "search for the top {} with headroom {}", o.top, o.min_headroom);
   const LoadedScenario l = load_inputs(base);
+  if (o.fixed.offload_layers) {  // what every plan would be refused for
+    require_host_link(l.cluster.chip);
+    if (*o.fixed.offload_layers >= l.model.num_layers) {
+      throw workloads::PlanError(
+          workloads::PlanField::kOffloadLayers,
+          fmt::format("{} offloaded layers per chunk: expected fewer than the model's {} layers "
+                      "(Transformer Engine keeps a chunk's last layer on the device)",
+                      *o.fixed.offload_layers, l.model.num_layers));
+    }
+  }
   SearchResult r;
   r.devices = l.cluster.device_count();
   r.memory_capacity = l.cluster.chip.hbm_capacity;

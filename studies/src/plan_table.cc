@@ -42,6 +42,9 @@ std::string short_plan(const ParallelPlan& p) {
   if (p.recompute != workloads::Recompute::kNone) {
     s += fmt::format(" rc-{}", to_string(p.recompute));
   }
+  if (p.offload_layers > 0) {
+    s += fmt::format(" offload{}", p.offload_layers);
+  }
   if (p.overlap.tensor_parallel) {
     s += " tp-overlap";
   }

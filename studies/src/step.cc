@@ -41,12 +41,18 @@ void check_plan(const LoadedScenario& l, const workloads::ParallelPlan& given) {
         fmt::format("{} matmuls: {} has no {} rate in the catalogue (expected one of {})", dtype,
                     l.cluster.chip.description, dtype, fmt::join(have, ", ")));
   }
-  if (p.offload_layers > 0 && !l.cluster.chip.host_link) {
+  if (p.offload_layers > 0) {
+    require_host_link(l.cluster.chip);
+  }
+}
+
+void require_host_link(const topology::Chip& chip) {
+  if (!chip.host_link) {
     throw workloads::PlanError(
         workloads::PlanField::kOffloadLayers,
         fmt::format("activation offloading: {} has no host_link rates in the catalogue "
                     "(expected host_link/to_device and host_link/to_host)",
-                    l.cluster.chip.description));
+                    chip.description));
   }
 }
 

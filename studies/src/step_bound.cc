@@ -122,6 +122,9 @@ ParallelPlan probe_plan(const ParallelPlan& plan) {
   // (dropless), or exactly the padded capacity (dropping), so the balanced probe is no slower.
   p.moe_load_skew.reset();
   p.moe_drop_tokens = false;
+  // Offloaded activations' host copies run on streams of their own and only add waits (a layer's
+  // backward for its reload): the probe without them is no slower.
+  p.offload_layers = 0;
   p.gbs = p.dp * p.mbs;
   return p;
 }

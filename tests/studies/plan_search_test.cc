@@ -161,5 +161,28 @@ TEST(PlanSearch, FixedFieldsAndConstraintsHold) {
   }
 }
 
+// Offloading held (--offload-layers): every ranked plan offloads that many layers per chunk,
+// without recompute (Megatron-Core refuses the pair); plans whose chunks are not longer are
+// invalid by that field; the bound, which drops the host copies, stays below each step; and the
+// offloaded activations lower the peak against the same plan without offloading.
+TEST(PlanSearch, HeldOffloadingRunsOnEveryRankedPlan) {
+  const Scenario base = small_problem();
+  SearchOptions o = small_options(3);
+  o.fixed.offload_layers = 4;
+  const SearchResult r = search_plans(base, o);
+  ASSERT_FALSE(r.top.empty());
+  EXPECT_GT(r.invalid.at("offload_layers"), 0);  // pp 8: chunks of 4 layers
+  for (const RankedPlan& p : r.top) {
+    EXPECT_EQ(p.plan.offload_layers, 4);
+    EXPECT_EQ(p.plan.recompute, workloads::Recompute::kNone);
+    EXPECT_LE(p.lower_bound, p.report.step_time);
+  }
+  Scenario without = base;
+  without.plan = r.top.front().plan;
+  without.plan.offload_layers = 0;
+  const StepReport kept = simulate_step(without, load_inputs(without), StepOptions{});
+  EXPECT_LT(r.top.front().report.peak_memory, kept.peak_memory);
+}
+
 }  // namespace
 }  // namespace meshsim::studies

@@ -61,6 +61,8 @@ constexpr auto enum_names(Objective) {
 // K replicas (fsdp = dp / K), those without ZeRO replicate everywhere.
 struct Fixed {
   std::optional<int64_t> tp, cp, pp, vpp, dp, ep, mbs, fsdp, dcn_dp;
+  // Activation offloading, layers per model chunk (not searched: absent means none).
+  std::optional<int64_t> offload_layers;
   std::optional<bool> sp, overlap_tp;
   std::optional<workloads::ZeroStage> zero;
   std::optional<workloads::Recompute> recompute;

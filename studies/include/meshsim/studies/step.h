@@ -50,6 +50,9 @@ LoadedScenario load_inputs(const Scenario& s);
 // The plan, bound to the cluster as it will run (bind_to_cluster), against an already loaded
 // model and cluster (the checks of load_and_check).
 void check_plan(const LoadedScenario& l, const workloads::ParallelPlan& p);
+// Activation offloading's copies need the chip's host link rates; PlanError (offload_layers)
+// otherwise.
+void require_host_link(const topology::Chip& chip);
 
 // "llama3-70b (70.55 B parameters, 80 layers)", "val-10m (10.1 M parameters, 8 layers)".
 std::string describe_model(const workloads::ModelConfig& m);
