@@ -437,6 +437,23 @@ def output_cases() -> list[Case]:
     ]
 
 
+def published_run(root: Path, devices=None, hidden=None, slice_chips=None) -> dict:
+    """A run of the committed dev set (DGX Cloud's Llama 3.1 8B), renamed h-run, with one field
+    made hostile."""
+    runs = read(root, "validation/published/published_runs.json")
+    run = next(r for r in runs if r["id"] == "dgxc2504-llama3.1-8b-32xH100-bf16")
+    run["id"] = "h-run"
+    if devices is not None:
+        run["hardware"]["count"] = devices
+        run["parallelism"]["dp"] = None
+    if hidden is not None:
+        run["model"]["hidden"] = hidden
+    if slice_chips is not None:
+        run["hardware"]["hardware_key"] = "TPU-v3"
+        run["hardware"]["interconnect"]["intra_slice"] = f"v3-8 = {slice_chips} chips"
+    return run
+
+
 def studies_cases(root: Path) -> list[Case]:
     """Main's newer inputs: sweep specs, failure and price tables, faults, plan search, goodput,
     compare's reports and validate-published's runs file."""
@@ -531,6 +548,18 @@ def studies_cases(root: Path) -> list[Case]:
              ["/dev/zero", "limit"]),
         Case("validate-published: 100,000 levels of nesting", ["validate-published", "r.json"],
              {"r.json": b'{"runs": ' + deep(100000) + b"}"}, ["r.json", "nested deeper"]),
+        # Well-formed records whose scenario meshsim cannot run: that run is reported as not
+        # expressible, with the reason, and the command goes on (it had aborted the batch, or
+        # thrown out of stoll).
+        Case("validate-published: a run of 10^12 GPUs", ["validate-published", "r.json"],
+             {"r.json": dumps([published_run(root, devices=10**12)])},
+             ["h-run: meshsim refuses the scenario", "131072"], {0}),
+        Case("validate-published: a hidden size of 2^40", ["validate-published", "r.json"],
+             {"r.json": dumps([published_run(root, hidden=1 << 40)])},
+             ["h-run: meshsim refuses the scenario", "meshsim's clock"], {0}),
+        Case("validate-published: a TPU slice of 10^20 chips", ["validate-published", "r.json"],
+             {"r.json": dumps([published_run(root, slice_chips="99999999999999999999")])},
+             ["h-run: the TPU slice size", "not a chip count"], {0}),
     ]
 
 

@@ -39,6 +39,8 @@ std::variant<validation::SimulatedStep, validation::NotExpressible> simulate_pub
                                      r.memory_capacity, r.time_by_class, r.exposed_comm};
   } catch (const InputError& e) {
     return validation::NotExpressible{fmt::format("meshsim refuses the scenario: {}", e.what())};
+  } catch (const InfeasibleError& e) {  // a kernel or step past meshsim's clock
+    return validation::NotExpressible{fmt::format("meshsim refuses the scenario: {}", e.what())};
   }
 }
 

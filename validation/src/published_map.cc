@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <regex>
 
@@ -271,7 +272,13 @@ int64_t chips_per_slice(const PublishedRun& r) {
   if (!std::regex_search(r.intra_slice, match, chips)) {
     throw Unmappable("the TPU slice size is not stated");
   }
-  return std::stoll(match[1].str());
+  const std::string digits = match[1].str();
+  int64_t count = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), count);
+  if (ec != std::errc() || count <= 0) {
+    throw Unmappable(fmt::format("the TPU slice size \"{} chips\" is not a chip count", digits));
+  }
+  return count;
 }
 
 // The torus of a slice of `chips`: the slice topologies Google Cloud's TPU docs list. 2D (v3,
@@ -554,6 +561,10 @@ PublishedMapping map_published_run(const PublishedRun& run, const topology::Cata
     return NotExpressible{e.what()};
   } catch (const workloads::PlanError& e) {
     return NotExpressible{fmt::format("meshsim rejects the plan: {}", e.what())};
+  } catch (const InputError& e) {  // the cluster or model as resized for the run
+    return NotExpressible{fmt::format("meshsim refuses the scenario: {}", e.what())};
+  } catch (const InfeasibleError& e) {
+    return NotExpressible{fmt::format("meshsim refuses the scenario: {}", e.what())};
   }
 }
 
