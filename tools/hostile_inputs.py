@@ -437,12 +437,14 @@ def output_cases() -> list[Case]:
     ]
 
 
-def published_run(root: Path, devices=None, hidden=None, slice_chips=None) -> dict:
-    """A run of the committed dev set (DGX Cloud's Llama 3.1 8B), renamed h-run, with one field
-    made hostile."""
+def published_run(root: Path, devices=None, hidden=None, slice_chips=None, **part) -> dict:
+    """A run of the committed dev set (DGX Cloud's Llama 3.1 8B), renamed h-run, with fields
+    made hostile (part: {"model": {"heads": 10**6}} and the like)."""
     runs = read(root, "validation/published/published_runs.json")
     run = next(r for r in runs if r["id"] == "dgxc2504-llama3.1-8b-32xH100-bf16")
     run["id"] = "h-run"
+    for section, values in part.items():
+        run[section].update(values)
     if devices is not None:
         run["hardware"]["count"] = devices
         run["parallelism"]["dp"] = None
@@ -557,6 +559,14 @@ def studies_cases(root: Path) -> list[Case]:
         Case("validate-published: a hidden size of 2^40", ["validate-published", "r.json"],
              {"r.json": dumps([published_run(root, hidden=1 << 40)])},
              ["h-run: meshsim refuses the scenario", "meshsim's clock"], {0}),
+        Case("validate-published: tp 1000 x pp 2^62 (the product wrapped: SIGFPE)",
+             ["validate-published", "r.json"],
+             {"r.json": dumps([published_run(root, parallelism={"tp": 1000, "pp": 1 << 62})])},
+             ["h-run: the stated tp 1000 is more than the 32 devices"], {0}),
+        Case("validate-published: 8192 heads over 4096 (head_dim 0)",
+             ["validate-published", "r.json"],
+             {"r.json": dumps([published_run(root, model={"heads": 8192, "kv_heads": 8192})])},
+             ["h-run: meshsim refuses the scenario"], {0}),
         Case("validate-published: a TPU slice of 10^20 chips", ["validate-published", "r.json"],
              {"r.json": dumps([published_run(root, slice_chips="99999999999999999999")])},
              ["h-run: the TPU slice size", "not a chip count"], {0}),

@@ -523,6 +523,7 @@ PublishedMapping map_published_run(const PublishedRun& run, const topology::Cata
   try {
     PublishedScenario s;
     s.model = model_of(run, s.assumptions);
+    workloads::validate_model(s.model, run.id);
     s.cluster = cluster_of(run, catalogue, s.assumptions);
     s.plan = detail::plan_of(run, s.cluster, s.assumptions);
     const Family family = family_of(run);

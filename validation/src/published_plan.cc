@@ -126,6 +126,13 @@ void set_degrees(ParallelPlan& p, const PublishedRun& r, const topology::Cluster
   if (!par.cp) {
     assumptions.push_back("context parallel 1 (not stated; off unless configured)");
   }
+  // Each degree at most the devices, so that their product cannot overflow.
+  for (const auto& [name, degree] : {std::pair{"tp", p.tp}, {"pp", p.pp}, {"cp", p.cp}}) {
+    if (degree > cluster.device_count()) {
+      throw Unmappable(fmt::format("the stated {} {} is more than the {} devices", name, degree,
+                                   cluster.device_count()));
+    }
+  }
   const int64_t model_parallel = p.tp * p.pp * p.cp;
   if (cluster.device_count() % model_parallel != 0) {
     throw Unmappable(fmt::format("tp {} x pp {} x cp {} does not divide {} devices", p.tp, p.pp,
