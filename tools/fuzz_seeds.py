@@ -31,7 +31,21 @@ SOURCES: dict[str, list[str]] = {
     "jax_trace": ["tests/traces/fixtures/jax_*.trace.json*"],
     "sweep_spec": [],
     "failure_table": ["studies/data/failures-*.json"],
+    "published_runs": [],  # one seed per source family, split from the dev set (split_runs)
 }
+
+PUBLISHED_RUNS = "validation/published/published_runs.json"
+
+
+def split_runs(root: Path, target_dir: Path) -> None:
+    """The first run of each source family of the committed dev set, each a file of its own (the
+    whole set is past the fuzzers' input length)."""
+    seen: set[str] = set()
+    for run in json.loads((root / PUBLISHED_RUNS).read_text()):
+        family = run["id"].split("-")[0]
+        if family not in seen:
+            seen.add(family)
+            (target_dir / f"published_runs__{family}.json").write_text(json.dumps([run]))
 
 # Traces larger than this (inflated) are trimmed (see trim_trace).
 MAX_SEED_BYTES = 64 * 1024
@@ -80,6 +94,8 @@ def main() -> int:
         if target_dir.exists():
             shutil.rmtree(target_dir)
         target_dir.mkdir(parents=True)
+        if target == "published_runs":
+            split_runs(root, target_dir)
         files = [p for pattern in patterns for p in sorted(root.glob(pattern))]
         files += sorted((root / "tests/fuzz/seeds" / target).glob("*"))
         for src in files:

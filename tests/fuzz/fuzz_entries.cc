@@ -18,6 +18,7 @@
 #include "meshsim/traces/import.h"
 #include "meshsim/validation/manifest.h"
 #include "meshsim/validation/profile.h"
+#include "meshsim/validation/published.h"
 #include "meshsim/workloads/accounting.h"
 #include "meshsim/studies/failures.h"
 #include "meshsim/studies/goodput.h"
@@ -213,6 +214,24 @@ void run_trace(std::string_view data) {
   }
 }
 
+// A published-runs file (meshsim validate-published): every run mapped to a scenario with the
+// builtin catalogue, or refused with its reason (the first refusal is the outcome); nothing is
+// simulated.
+void run_published_runs(std::string_view data) {
+  const fs::path path = write_scratch("runs.json", data);
+  const topology::Catalogue catalogue = topology::Catalogue::builtin();
+  std::string refused;
+  for (const validation::PublishedRun& r : validation::load_published_runs(path.string())) {
+    const validation::PublishedMapping m = validation::map_published_run(r, catalogue);
+    if (const auto* no = std::get_if<validation::NotExpressible>(&m); no && refused.empty()) {
+      refused = r.id + ": " + no->reason;
+    }
+  }
+  if (!refused.empty()) {
+    throw InputError(kSource, "", refused);
+  }
+}
+
 using Entry = std::function<void(std::string_view)>;
 
 const std::map<std::string, Entry, std::less<>>& entries() {
@@ -220,7 +239,8 @@ const std::map<std::string, Entry, std::less<>>& entries() {
       {"model", run_model},     {"hf_config", run_model},     {"cluster", run_cluster},
       {"chips", run_chips},     {"scenario", run_scenario},   {"manifest", run_manifest},
       {"profile", run_profile}, {"pytorch_trace", run_trace}, {"jax_trace", run_trace},
-      {"sweep_spec", run_sweep_spec}, {"failure_table", run_failure_table}};
+      {"sweep_spec", run_sweep_spec}, {"failure_table", run_failure_table},
+      {"published_runs", run_published_runs}};
   return kEntries;
 }
 

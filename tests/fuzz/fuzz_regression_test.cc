@@ -67,6 +67,14 @@ constexpr Expectation kExpected[] = {
      "the Monte Carlo draws at most"},
     {"scenario", "issue15-slow-rank-2to32-wraps-to-0.json",
      "/faults/slow_ranks/0/rank: rank 4294967296 is past"},
+    // Published runs (validate-published): degrees whose product wrapped to zero (SIGFPE), more
+    // heads than the hidden size (a GEMM of k = 0, an internal error), a slice size past
+    // std::stoll (an internal error). Each is now that run's reason.
+    {"published_runs", "degrees-product-wraps-sigfpe.json",
+     "h-run: the stated tp 1000 is more than the 32 devices"},
+    {"published_runs", "heads-past-hidden-gemm-k-0.json", "h-run: meshsim refuses the scenario"},
+    {"published_runs", "slice-chips-past-stoll.json",
+     "h-run: the TPU slice size \"99999999999999999999 chips\" is not a chip count"},
 };
 
 std::string read(const fs::path& p) {
