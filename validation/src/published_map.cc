@@ -5,11 +5,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <regex>
 
 #include "meshsim/sim/error.h"
+#include "meshsim/sim/unit_parse.h"
 #include "meshsim/validation/published.h"
 #include "meshsim/validation/published_flops.h"
 #include "published_internal.h"
@@ -272,13 +272,12 @@ int64_t chips_per_slice(const PublishedRun& r) {
   if (!std::regex_search(r.intra_slice, match, chips)) {
     throw Unmappable("the TPU slice size is not stated");
   }
-  const std::string digits = match[1].str();
-  int64_t count = 0;
-  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), count);
-  if (ec != std::errc() || count <= 0) {
-    throw Unmappable(fmt::format("the TPU slice size \"{} chips\" is not a chip count", digits));
+  const std::optional<int64_t> count = parse_integer(match[1].str());
+  if (!count || *count <= 0) {
+    throw Unmappable(
+        fmt::format("the TPU slice size \"{} chips\" is not a chip count", match[1].str()));
   }
-  return count;
+  return *count;
 }
 
 // The torus of a slice of `chips`: the slice topologies Google Cloud's TPU docs list. 2D (v3,
