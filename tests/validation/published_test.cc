@@ -408,7 +408,7 @@ TEST(PublishedMap, H200AndTpuV6eRunsHaveTheirPresets) {
   t.devices = 512;
   t.parallelism.dp = 512;
   t.batch.sequences = 512;
-  EXPECT_THAT(refusal(t, cat), HasSubstr("no torus for a 512-chip"));
+  EXPECT_THAT(refusal(t, cat), HasSubstr("expected at most 16: a tpu-v5e pod is a 16x16 torus"));
   t.hardware_key = "TPU-v3";
   t.intra_slice = "v3-1024 = 512 chips";
   const PublishedScenario v3 = mapped(t, cat);
