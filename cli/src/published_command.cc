@@ -38,9 +38,9 @@ std::variant<validation::SimulatedStep, validation::NotExpressible> simulate_pub
     return validation::SimulatedStep{r.step_time,     r.oom,          r.peak_memory,
                                      r.memory_capacity, r.time_by_class, r.exposed_comm};
   } catch (const InputError& e) {
-    return validation::NotExpressible{fmt::format("meshsim refuses the scenario: {}", e.what())};
+    return validation::refused_scenario(e);
   } catch (const InfeasibleError& e) {  // a kernel or step past meshsim's clock
-    return validation::NotExpressible{fmt::format("meshsim refuses the scenario: {}", e.what())};
+    return validation::refused_scenario(e);
   }
 }
 

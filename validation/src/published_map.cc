@@ -516,6 +516,10 @@ void megatron_bridge_offload(const PublishedRun& r, workloads::ParallelPlan& p,
 
 }  // namespace
 
+NotExpressible refused_scenario(const std::exception& e) {
+  return NotExpressible{fmt::format("meshsim refuses the scenario: {}", e.what())};
+}
+
 PublishedMapping map_published_run(const PublishedRun& run, const topology::Catalogue& catalogue) {
   try {
     PublishedScenario s;
@@ -560,9 +564,9 @@ PublishedMapping map_published_run(const PublishedRun& run, const topology::Cata
   } catch (const workloads::PlanError& e) {
     return NotExpressible{fmt::format("meshsim rejects the plan: {}", e.what())};
   } catch (const InputError& e) {  // the cluster or model as resized for the run
-    return NotExpressible{fmt::format("meshsim refuses the scenario: {}", e.what())};
+    return refused_scenario(e);
   } catch (const InfeasibleError& e) {
-    return NotExpressible{fmt::format("meshsim refuses the scenario: {}", e.what())};
+    return refused_scenario(e);
   }
 }
 

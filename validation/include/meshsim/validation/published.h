@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <optional>
@@ -91,6 +92,11 @@ struct PublishedScenario {
 struct NotExpressible {
   std::string reason;
 };
+
+// The reason of a run whose scenario meshsim refuses to build or to simulate (its InputError or
+// InfeasibleError: a cluster past the device limit, a kernel past the clock, an attention kernel
+// the chip has no measurements of).
+NotExpressible refused_scenario(const std::exception& e);
 
 using PublishedMapping = std::variant<PublishedScenario, NotExpressible>;
 
