@@ -274,6 +274,30 @@ TEST(NcclTuner, DocumentedBehaviour) {
   }
 }
 
+// Ranks spread unevenly over nodes (60 contiguous ranks on 8 DGX A100 nodes: 7 of 8 and one of 4)
+// are a system NCCL tunes, with ppn the float nRanks / nNodes (src/graph/tuning.cc); the plan
+// search meets such data-parallel groups (it stopped on an internal check before). The ring's
+// latency sits between those of 56 ranks on 7 nodes and 64 on 8, and the planner costs the group.
+TEST(NcclTuner, RanksSpreadUnevenlyOverNodes) {
+  const NcclSystem uneven = system_of("dgx-a100", 8, 0, 60);
+  EXPECT_EQ(uneven.ranks, 60);
+  EXPECT_EQ(uneven.nodes, 8);
+  const NcclTuner t(uneven);
+  const NcclTuner below(system_of("dgx-a100", 8, 0, 56));
+  const NcclTuner above(system_of("dgx-a100", 8, 0, 64));
+  const double lat = lat_us(t, C::kAllReduce, A::kRing, P::kSimple);
+  EXPECT_GT(lat, lat_us(below, C::kAllReduce, A::kRing, P::kSimple));
+  EXPECT_LT(lat, lat_us(above, C::kAllReduce, A::kRing, P::kSimple));
+  ASSERT_TRUE(t.choose(C::kAllReduce, MiB(64)).has_value());
+
+  const topology::Network net =
+      topology::Network::build(topology::resize_nodes(testing::preset("dgx-a100"), 8));
+  const CollectivePlanner planner(net);
+  const std::vector<std::vector<DeviceId>> groups = {devices(0, 60)};
+  const CommShape shape = planner.collective(CollectiveKind::kAllReduce, MiB(64), groups);
+  EXPECT_GT(planner.isolated_time(shape), Duration::zero());
+}
+
 // NVLS across nodes and both CollNets need IB SHARP (nccl_model.md section 3: NCCL enables them
 // only with collnetEnable and the SHARP plugin; without, the multi-node NVSwitch algorithm is
 // NVLSTree): 16 nodes, all-reduce, with and without SHARP in the fabric.
