@@ -526,6 +526,15 @@ int run_main(int argc, char** argv) {
   published->add_flag("--assumptions", pub.assumptions,
                       "Print how each measured metric became a step time and every default "
                       "applied");
+  std::string pub_run, pub_trace, pub_trace_ranks;
+  published->add_option("--run", pub_run,
+                        "Only the run with this id, reported as `meshsim run` reports a step "
+                        "(with --json its report, with --trace its timeline)");
+  published->add_option("--trace", pub_trace,
+                        "With --run: write its timeline, FILE.pftrace (native Perfetto) or "
+                        "FILE.json (Chrome JSON)");
+  published->add_option("--trace-ranks", pub_trace_ranks,
+                        "With --run and --trace: the ranks in the trace, as meshsim run's");
 
   try {
     app.parse(argc, argv);
@@ -557,6 +566,15 @@ int run_main(int argc, char** argv) {
     }
     if (!pub_thresholds.empty()) {
       pub.thresholds = pub_thresholds;
+    }
+    if (!pub_run.empty()) {
+      pub.run_id = pub_run;
+    }
+    if (!pub_trace.empty()) {
+      pub.trace_path = pub_trace;
+    }
+    if (!pub_trace_ranks.empty()) {
+      pub.trace_ranks = pub_trace_ranks;
     }
     return meshsim::cli::published_command(pub, std::cout);
   }

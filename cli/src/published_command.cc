@@ -2,13 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 
 #include "meshsim/sim/enum_names.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/validation/published.h"
 #include "meshsim/studies/step.h"
 #include "output_file.h"
+#include "report.h"
+#include "run_command.h"
 #include "scenario_flags.h"
+#include "trace_setup.h"
 #include "validate_command.h"
 
 namespace meshsim::cli {
@@ -22,19 +26,19 @@ using validation::PublishedReport;
 // trusted over the measurement).
 // A scenario meshsim refuses (the plan on this chip, the fabric, the collectives) is that run's
 // answer, not the command's: it is reported as not expressible, with the reason.
-std::variant<validation::SimulatedStep, validation::NotExpressible> simulate_published(
-    const validation::PublishedScenario& s) {
+studies::StepReport simulate_mapped(const validation::PublishedScenario& s, RunOutputs outputs) {
   Scenario scenario;
   scenario.model = s.model.name;
   scenario.cluster = s.cluster.name;
   scenario.plan = s.plan;
-  studies::StepOptions options;
-  options.skip_memory_precheck = true;
+  outputs.step.skip_memory_precheck = true;
+  return simulate_loaded(scenario, studies::LoadedScenario{s.cluster, s.model}, outputs);
+}
+
+std::variant<validation::SimulatedStep, validation::NotExpressible> simulate_published(
+    const validation::PublishedScenario& s) {
   try {
-    const studies::StepReport r = located(scenario, [&] {
-      return studies::simulate_step(scenario, studies::LoadedScenario{s.cluster, s.model},
-                                    options);
-    });
+    const studies::StepReport r = simulate_mapped(s, RunOutputs{});
     return validation::SimulatedStep{r.step_time,     r.oom,          r.peak_memory,
                                      r.memory_capacity, r.time_by_class, r.exposed_comm};
   } catch (const InputError& e) {
@@ -132,10 +136,94 @@ nlohmann::json report_json(const PublishedReport& r) {
           {"by_precision", by_precision}};
 }
 
+const validation::PublishedRun& run_named(const std::vector<validation::PublishedRun>& runs,
+                                          const std::string& id, const std::string& file) {
+  const auto it = std::find_if(runs.begin(), runs.end(),
+                               [&id](const validation::PublishedRun& r) { return r.id == id; });
+  if (it == runs.end()) {
+    throw InputError("--run", "",
+                     fmt::format("no run \"{}\" in {} (expected the id of one of its {} runs, "
+                                 "e.g. \"{}\")",
+                                 id, file, runs.size(), runs.empty() ? "" : runs.front().id));
+  }
+  return *it;
+}
+
+// `--run ID`: the run's mapping (how its metric became a step, what was assumed), then its step as
+// `meshsim run` prints it, then the error; its report and timeline when asked.
+int one_run(const std::vector<validation::PublishedRun>& runs, const PublishedArgs& args,
+            std::ostream& out) {
+  const validation::PublishedRun& run = run_named(runs, *args.run_id, args.runs);
+  // The outputs are checked before the simulation, whose refusals are the run's answer: a report
+  // or a timeline that cannot be written fails at once, as bad input.
+  if (args.trace_path) {
+    trace_format_of(*args.trace_path, "--trace");
+  }
+  std::optional<OutputFile> json;
+  if (args.json_path) {
+    json.emplace(*args.json_path, "--json");
+  }
+  const validation::PublishedMapping mapping =
+      validation::map_published_run(run, topology::Catalogue::builtin());
+  out << fmt::format("validate-published {}: run {}\n", args.runs, run.id);
+  if (const auto* no = std::get_if<validation::NotExpressible>(&mapping)) {
+    out << fmt::format("  not expressible: {}\n", no->reason);
+    return 0;
+  }
+  const auto& s = std::get<validation::PublishedScenario>(mapping);
+  out << fmt::format("  measured: {}\n", s.conversion);
+  for (const std::string& a : s.assumptions) {
+    out << fmt::format("  assumed:  {}\n", a);
+  }
+  RunOutputs outputs;
+  outputs.trace_path = args.trace_path;
+  outputs.trace_ranks = args.trace_ranks;
+  studies::StepReport report;
+  try {
+    report = simulate_mapped(s, outputs);
+  } catch (const InputError& e) {
+    if (e.source() == "--trace" || e.source() == "--trace-ranks") {
+      throw;  // the command's own flags, not the run
+    }
+    out << fmt::format("  not expressible: {}\n", validation::refused_scenario(e).reason);
+    return 0;
+  } catch (const InfeasibleError& e) {
+    out << fmt::format("  not expressible: {}\n", validation::refused_scenario(e).reason);
+    return 0;
+  }
+  out << "\n";
+  print_summary(report, out);
+  const double error = report.step_time / s.measured_step - 1;
+  out << fmt::format("\n  measured step          {}\n  error                  {:+.1f}% "
+                     "(simulated / measured - 1)\n",
+                     format_duration(s.measured_step), 100 * error);
+  if (json) {
+    nlohmann::json j = to_json(report);
+    j["published"] = {{"id", run.id},
+                      {"measured_step_s", s.measured_step.seconds()},
+                      {"error", error},
+                      {"conversion", s.conversion},
+                      {"assumptions", s.assumptions}};
+    write_json(*json, j);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int published_command(const PublishedArgs& args, std::ostream& out) {
   const std::vector<validation::PublishedRun> runs = validation::load_published_runs(args.runs);
+  if (args.run_id) {
+    if (args.thresholds) {
+      throw InputError("--thresholds", "",
+                       "the thresholds hold the whole set's summaries; not with --run");
+    }
+    return one_run(runs, args, out);
+  }
+  if (args.trace_path || args.trace_ranks) {
+    throw InputError(args.trace_path ? "--trace" : "--trace-ranks", "",
+                     "a timeline is of one run: give --run ID");
+  }
   std::optional<validation::PublishedThresholds> limits;
   if (args.thresholds) {
     limits = validation::load_published_thresholds(*args.thresholds);

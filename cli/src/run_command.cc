@@ -64,15 +64,19 @@ class TraceObserver : public studies::StepObserver {
 
 }  // namespace
 
-StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
+StepReport simulate_loaded(const Scenario& s, const studies::LoadedScenario& loaded,
+                           const RunOutputs& outputs) {
   return located(s, [&] {
-    const studies::LoadedScenario loaded = studies::load_and_check(s);
     std::optional<TraceObserver> trace;
     if (outputs.trace_path) {
       trace.emplace(TraceRequest{*outputs.trace_path, outputs.trace_ranks, {}}, s, loaded.cluster);
     }
     return studies::simulate_step(s, loaded, outputs.step, trace ? &*trace : nullptr);
   });
+}
+
+StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
+  return simulate_loaded(s, located(s, [&] { return studies::load_and_check(s); }), outputs);
 }
 
 int run_command(const Scenario& given, const RunOutputs& outputs, std::ostream& out) {

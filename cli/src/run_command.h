@@ -25,6 +25,10 @@ struct RunOutputs {
 // studies::simulate_step with the trace the outputs ask for; the library's errors located where
 // the scenario's values came from (scenario_flags.h).
 StepReport simulate_step(const Scenario& scenario, const RunOutputs& outputs);
+// The same for a scenario whose model and cluster are already built and checked (a published run
+// as validate-published maps it).
+StepReport simulate_loaded(const Scenario& scenario, const studies::LoadedScenario& loaded,
+                           const RunOutputs& outputs);
 
 // simulate_step + summary on `out` + --json. Returns the process exit code: 0, or 3 for OOM.
 int run_command(const Scenario& scenario, const RunOutputs& outputs, std::ostream& out);

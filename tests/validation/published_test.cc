@@ -492,5 +492,55 @@ TEST_F(PublishedCommandTest, RunsEndToEndOnAFewPoints) {
   EXPECT_THAT(strict.output, HasSubstr("threshold exceeded: median |error|"));
 }
 
+// --run ID: one run reported as `meshsim run` reports a step, its error the same as in the whole
+// set's report, its report and timeline written when asked; an id the file lacks, and the flags
+// that only make sense with or without it, are bad input (exit 2, the flag named).
+TEST_F(PublishedCommandTest, OneRunWithItsReportAndTimeline) {
+  const std::string id = "dgxc2504-llama3.1-8b-32xH100-bf16";
+  const CommandResult all = meshsim({"validate-published", kRuns, "--json", "all.json"});
+  ASSERT_EQ(all.exit_code, 0) << all.output;
+  double expected_error = 0;
+  const nlohmann::json report = read_json("all.json");
+  for (const nlohmann::json& p : report["points"]) {
+    if (p["id"] == id) {
+      expected_error = p["error"].get<double>();
+    }
+  }
+  ASSERT_NE(expected_error, 0);
+
+  const CommandResult one = meshsim({"validate-published", kRuns, "--run", id, "--json",
+                                     "one.json", "--trace", "one.pftrace"});
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_THAT(one.output, HasSubstr("run " + id));
+  EXPECT_THAT(one.output, HasSubstr("measured: "));
+  EXPECT_THAT(one.output, HasSubstr("exposed communication"));
+  EXPECT_THAT(one.output, HasSubstr("trace                 one.pftrace"));
+  EXPECT_THAT(one.output, HasSubstr(fmt::format("{:+.1f}%", 100 * expected_error)));
+  const nlohmann::json j = read_json("one.json");
+  EXPECT_EQ(j["published"]["id"], id);
+  EXPECT_NEAR(j["published"]["error"].get<double>(), expected_error, 1e-12);
+  EXPECT_NEAR(j["step_time_s"].get<double>() / j["published"]["measured_step_s"].get<double>() - 1,
+              expected_error, 1e-12);
+  EXPECT_GT(std::filesystem::file_size(path("one.pftrace")), 0u);
+
+  const CommandResult no = meshsim({"validate-published", kRuns, "--run",
+                                    "mlm2021-t2-ptdp-174.6B-768xA100"});
+  EXPECT_EQ(no.exit_code, 0) << no.output;
+  EXPECT_THAT(no.output, HasSubstr("not expressible: the tensor-parallel degree is not stated"));
+
+  const CommandResult unknown = meshsim({"validate-published", kRuns, "--run", "no-such-run"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_THAT(unknown.output, HasSubstr("--run"));
+  EXPECT_THAT(unknown.output, HasSubstr("no run \"no-such-run\""));
+  const CommandResult trace_alone =
+      meshsim({"validate-published", kRuns, "--trace", "x.pftrace"});
+  EXPECT_EQ(trace_alone.exit_code, 2);
+  EXPECT_THAT(trace_alone.output, HasSubstr("--trace"));
+  const CommandResult thresholds_one =
+      meshsim({"validate-published", kRuns, "--run", id, "--thresholds", "t.json"});
+  EXPECT_EQ(thresholds_one.exit_code, 2);
+  EXPECT_THAT(thresholds_one.output, HasSubstr("--thresholds"));
+}
+
 }  // namespace
 }  // namespace meshsim::validation::test
