@@ -158,6 +158,27 @@ TEST(PublishedMap, Megatron2021RunsTrainWithDropout) {
   EXPECT_FALSE(scenario("mpt-a100_80gb-amp_bf16-7b-seq16384-8gpu-mbs4-ga2").model.dropout);
 }
 
+// Megatron-LM 2021's DDP: torch DDP (overlapped with the last backward) for the PP 1 models of
+// examples/sc21, the local DDP for the pipelined ones, its all-reduce after the whole pass.
+TEST(PublishedMap, Megatron2021PipelinedRunsReduceGradientsAfterTheBackward) {
+  const topology::Catalogue catalogue = topology::Catalogue::builtin();
+  const auto plan = [&](const std::string& id) {
+    const PublishedMapping m = map_published_run(run(dev_set(), id), catalogue);
+    EXPECT_TRUE(std::holds_alternative<PublishedScenario>(m)) << id;
+    return std::get<PublishedScenario>(m);
+  };
+  const PublishedScenario torch_ddp = plan("mlm2021-t1-7.5B-128xA100");
+  EXPECT_EQ(torch_ddp.plan.pp, 1);
+  EXPECT_TRUE(torch_ddp.plan.overlap.grad_reduce);
+  EXPECT_THAT(torch_ddp.assumptions, Not(Contains(HasSubstr("local DDP"))));
+  const PublishedScenario local = plan("mlm2021-t1-310.1B-1920xA100");
+  EXPECT_EQ(local.plan.pp, 16);
+  EXPECT_FALSE(local.plan.overlap.grad_reduce);
+  EXPECT_THAT(local.assumptions, Contains(HasSubstr("local DDP")));
+  // Today's Megatron-Core overlaps it (the DGX Cloud runs).
+  EXPECT_TRUE(plan("dgxc2504-gpt3-175B-128xH100-bf16").plan.overlap.grad_reduce);
+}
+
 // Multi-slice MaxText runs: the slices joined by DCN, FSDP inside each slice, data parallel across.
 TEST(PublishedMap, MultiSliceRunsShardInsideASlice) {
   const topology::Catalogue cat = topology::Catalogue::builtin();

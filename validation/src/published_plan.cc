@@ -256,6 +256,17 @@ ParallelPlan plan_of(const PublishedRun& r, const topology::ClusterSpec& cluster
   if (f == Framework::kComposer) {
     set_llm_foundry_stack(p, r, assumptions);
   }
+  if (f == Framework::kMegatron2021 && p.pp > 1) {
+    // Megatron-LM 2021's default DDP, "local" (megatron/arguments.py --DDP-impl @ de7dc40f),
+    // which examples/sc21/run_table_1.sh runs for every pipelined model (torch DDP only with PP
+    // 1): train_step all-reduces the gradients after the whole forward-backward pass
+    // (megatron/training.py), none of it hidden by the backward.
+    p.overlap.grad_reduce = false;
+    assumptions.push_back(
+        "gradients all-reduced after the backward pass, not overlapped: Megatron-LM 2021's local "
+        "DDP, which examples/sc21 runs for every pipelined model (megatron/training.py "
+        "train_step @ de7dc40f)");
+  }
   p.origins.set(workloads::PlanField::kStack, Origin::file(r.id, "/framework"));
   if (p.matmul_dtype == Dtype::kFp8 && contains(r.precision, "FP8-CS")) {
     p.fp8_scaling = workloads::Fp8Scaling::kCurrent;
