@@ -3,6 +3,7 @@
 // per-step work; and the precisions they run: fp16's loss scaling, FP8's casts and bf16 LM head.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -161,6 +162,45 @@ TEST(Stacks, DropoutIsChargedWhereTheModelTrainsWithIt) {
   EXPECT_EQ(find(with, "bwd.L0.residual.bwd").work.bytes.count() -
                 find(without, "bwd.L0.residual.bwd").work.bytes.count(),
             2 * el);
+}
+
+// The input gradient of a column-parallel layer under TP: reduced beside its weight gradient
+// (Megatron-Core's async all-reduce: the weight-gradient GEMM does not wait for it), or, in
+// Megatron-LM 2021, after both GEMMs with the compute stream waiting for it.
+TEST(Stacks, Megatron2021ReducesTheInputGradientAfterTheWeightGradient) {
+  const auto op_ids = [](const Program& prog, const std::string& name) {
+    for (size_t i = 0; i < prog.size(); ++i) {
+      if (prog.op(OpId(static_cast<uint32_t>(i))).name == name) {
+        return OpId(static_cast<uint32_t>(i));
+      }
+    }
+    ADD_FAILURE() << name;
+    return OpId(0);
+  };
+  const auto depends = [](const Program& prog, OpId after, OpId before) {
+    const std::vector<OpId> pred = prog.predecessors(after);
+    return std::find(pred.begin(), pred.end(), before) != pred.end();
+  };
+  for (const Stack stack : {Stack::kMegatron, Stack::kMegatron2021}) {
+    ParallelPlan p = plan_with(stack, DeviceFamily::kAmpere);
+    p.tp = 2;
+    EXPECT_EQ(p.tp_backward_async, stack == Stack::kMegatron);
+    const StepPlan plan = plan_step(load_model("llama3.2-1b"), p);
+    const Program& prog = plan.programs.at(0);
+    const OpId reduce = op_ids(prog, "bwd.L0.qkv.tp_allreduce");
+    const OpId wgrad = op_ids(prog, "bwd.L0.qkv.wgrad");
+    if (stack == Stack::kMegatron) {
+      EXPECT_LT(reduce.value(), wgrad.value());
+      EXPECT_FALSE(depends(prog, wgrad, reduce));
+    } else {
+      EXPECT_LT(wgrad.value(), reduce.value());
+      EXPECT_TRUE(depends(prog, reduce, wgrad));
+      // The next kernel on the compute stream waits for the reduction.
+      const OpId next(reduce.value() + 1);
+      ASSERT_EQ(prog.op(next).kind(), OpKind::kCompute) << prog.op(next).name;
+      EXPECT_TRUE(depends(prog, next, reduce)) << prog.op(next).name;
+    }
+  }
 }
 
 TEST(Stacks, Fp16RunsScaleTheirLoss) {

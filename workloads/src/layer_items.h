@@ -189,10 +189,18 @@ class Items {
            activation_bytes(), true);
     }
     gemm(name + ".dgrad", m, n, k, batch);
-    comm(name + (c_.plan.sp ? ".tp_reducescatter" : ".tp_allreduce"), CommKind::kTensor,
-         c_.plan.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, activation_bytes(),
-         true);
-    wgrad(name, m, k, n, batch);
+    const auto reduce_input_grad = [&](bool async) {
+      comm(name + (c_.plan.sp ? ".tp_reducescatter" : ".tp_allreduce"), CommKind::kTensor,
+           c_.plan.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+           activation_bytes(), async);
+    };
+    if (c_.plan.tp_backward_async) {
+      reduce_input_grad(true);
+      wgrad(name, m, k, n, batch);
+    } else {
+      wgrad(name, m, k, n, batch);
+      reduce_input_grad(false);
+    }
   }
 
  private:

@@ -206,11 +206,17 @@ void latent_up_bwd(Items& it, const std::string& name, int64_t width, int64_t n)
   const Dims& d = it.dims();
   it.fp8_cast(name + ".grad_output", d.tokens * n);
   it.gemm(name + ".dgrad", d.tokens, n, width);
+  const bool async = it.context().plan.tp_backward_async;
+  if (!async) {  // the stack reduces after both GEMMs (ParallelPlan::tp_backward_async)
+    it.wgrad(name, d.tokens, width, n);
+  }
   if (it.tensor_parallel()) {
     it.comm(name + ".tp_allreduce", CommKind::kTensor, CollectiveKind::kAllReduce,
-            Bytes::of(d.tokens * width * it.context().plan.activation_bytes), true);
+            Bytes::of(d.tokens * width * it.context().plan.activation_bytes), async);
   }
-  it.wgrad(name, d.tokens, width, n);
+  if (async) {
+    it.wgrad(name, d.tokens, width, n);
+  }
 }
 
 // The down-projections' input gradients are then whole on every rank: no reduction of T x h

@@ -39,12 +39,18 @@ StackProfile megatron_2021() {
   p.basis =
       "Megatron-LM as of Narayanan et al. 2021 (examples/sc21, NVIDIA/Megatron-LM @ f2e72c8a): "
       "Apex fused LayerNorm, fused bias-GeLU and bias-dropout-add, fused scale-mask-softmax over "
-      "materialised scores (no flash attention), Apex FusedAdam, fp16 with dynamic loss "
+      "materialised scores (no flash attention), the TP input-gradient all-reduce after the "
+      "linear layer's backward (no async TP all-reduce), Apex FusedAdam, fp16 with loss "
       "scaling, gradient clipping at 1.0";
   p.kernels = Kernels::kFused;
   p.optimizer = OptimizerKernels::kFused;
   p.attention = AttentionKernel::kNaive;
   p.step.grad_norm = true;
+  // ColumnParallelLinear's input gradient is all-reduced by copy_to_tensor_model_parallel_region's
+  // backward, an autograd node after the linear's (megatron/mpu/layers.py @ de7dc40f, the sc21
+  // scripts' commit): after both GEMMs, blocking. The async all-reduce beside the weight gradient
+  // came in September 2021 (--async-tensor-model-parallel-allreduce, 16c90445e).
+  p.tp_backward_async = false;
   return p;
 }
 
@@ -167,6 +173,7 @@ void apply_stack(ParallelPlan& plan, const StackProfile& profile, const StackOve
   plan.step_work = profile.step;
   plan.backward_prefetch = profile.backward_prefetch;
   plan.fp8_saves_quantized_inputs = profile.fp8_saves_quantized_inputs;
+  plan.tp_backward_async = profile.tp_backward_async;
 }
 
 }  // namespace meshsim::workloads

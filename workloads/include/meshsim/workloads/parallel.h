@@ -212,6 +212,10 @@ struct ParallelPlan {
   Fp8Scaling fp8_scaling = Fp8Scaling::kDelayed;  // FP8 runs: how tensors are scaled
   StepWork step_work;                             // per-step work outside the layers
   BackwardPrefetch backward_prefetch = BackwardPrefetch::kPre;  // ZeRO-3's backward gathers
+  // TP: a column-parallel layer's input gradient is reduced while its weight gradient is computed
+  // (Megatron's async TP all-reduce, Megatron-Core's default); false: after both GEMMs, blocking
+  // the compute stream (Megatron-LM 2021). The stack's profile sets it (stack_profile.h).
+  bool tp_backward_async = true;
   // FP8 runs: the linear layers save their inputs as FP8 casts (Transformer Engine; the stack's
   // profile sets it, stack_profile.h).
   bool fp8_saves_quantized_inputs = false;

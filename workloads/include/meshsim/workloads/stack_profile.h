@@ -28,6 +28,9 @@ struct StackProfile {
   // (transformer_engine/pytorch/module/linear.py, saved_inputmat = the quantized inputmat, @
   // d0067d0d). torchao's float8 and XLA's are not assumed to.
   bool fp8_saves_quantized_inputs = false;
+  // A column-parallel layer's input-gradient reduction overlaps its weight-gradient GEMM
+  // (ParallelPlan::tp_backward_async).
+  bool tp_backward_async = true;
 };
 
 // The profile of `stack` on chips of `family`. Throws PlanError on the stack field for a stack the
