@@ -203,6 +203,36 @@ TEST(Stacks, Megatron2021ReducesTheInputGradientAfterTheWeightGradient) {
   }
 }
 
+// llm-foundry's flash path (the fsdp stack's FlashAttention): flash-attn's bert_padding gathers
+// Q, K and V into the varlen layout and puts the output back around the kernel, and the backward
+// undoes both: each a read and a write of the tensor (the zero fills a write). Llama 3.2 1B, one
+// sequence of 1024: Q and the output 1024 x 2048, K and V 1024 x 512 (GQA), bf16. Megatron's TE
+// attention and the 2023 stack's Triton port take the padded layout: no copies.
+TEST(Stacks, LlmFoundrysFlashPathUnpadsAndPadsAroundTheKernel) {
+  const ParallelPlan fsdp = plan_with(Stack::kFsdp, DeviceFamily::kHopper);
+  EXPECT_TRUE(fsdp.attention_unpads);
+  EXPECT_EQ(fsdp.attention, AttentionKernel::kFlash);
+  const auto ks = kernels(fsdp);
+  const int64_t q = 1024 * 2048 * 2;
+  const int64_t kv = 1024 * 512 * 2;
+  EXPECT_EQ(find(ks, "fwd.L0.attention.unpad_q").work.bytes.count(), 2 * q);
+  EXPECT_EQ(find(ks, "fwd.L0.attention.unpad_k").work.bytes.count(), 2 * kv);
+  EXPECT_EQ(find(ks, "fwd.L0.attention.pad_output.zeros").work.bytes.count(), q);
+  EXPECT_EQ(find(ks, "fwd.L0.attention.pad_output.index_put").work.bytes.count(), 2 * q);
+  EXPECT_EQ(find(ks, "bwd.L0.attention.bwd.pad_output.bwd").work.bytes.count(), 2 * q);
+  EXPECT_EQ(find(ks, "bwd.L0.attention.bwd.unpad_v.bwd.zeros").work.bytes.count(), kv);
+  EXPECT_EQ(find(ks, "bwd.L0.attention.bwd.unpad_v.bwd.scatter").work.bytes.count(), 2 * kv);
+  // The kernel itself is the same FlashAttention-2 work as without the copies.
+  ParallelPlan padded = fsdp;
+  padded.attention_unpads = false;
+  const auto plain = kernels(padded);
+  EXPECT_EQ(count(plain, "unpad"), 0);
+  EXPECT_EQ(find(ks, "fwd.L0.attention.varlen").work.flops,
+            find(plain, "fwd.L0.attention.sdpa").work.flops);
+  EXPECT_EQ(count(kernels(plan_with(Stack::kMegatron, DeviceFamily::kHopper)), "unpad"), 0);
+  EXPECT_EQ(count(kernels(plan_with(Stack::kLlmFoundry2023, DeviceFamily::kHopper)), "unpad"), 0);
+}
+
 TEST(Stacks, Fp16RunsScaleTheirLoss) {
   EXPECT_EQ(count(kernels(plan_with(Stack::kMegatron, DeviceFamily::kHopper, Dtype::kFp16)),
                   "loss_scale"),

@@ -10,7 +10,9 @@
 // are not listed. Classes are those the trace importer gives the operators: the class of the
 // record_function range they run in ("rmsnorm", "attention", "loss", "embedding", the optimizer)
 // or, outside any, the class of their name (cat and slice_backward are copies).
+#include <array>
 #include <cstdint>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -130,6 +132,38 @@ void eager_rope(Items& it, bool backward) {
   }
 }
 
+// FlashAttention's varlen kernel as llm-foundry calls it (flash_attn_fn), with flash-attn's
+// bert_padding around it (flash_attn/bert_padding.py @ v2.4.2): unpad_input gathers the rows of
+// Q, K and V (index_first_axis: torch.gather, each read and written once); pad_input writes a
+// zeroed output and puts the rows back (index_put_first_axis). Backward: pad_input's backward
+// gathers the output gradient's rows; index_first_axis's backward zero-fills each of dQ, dK and dV
+// and scatters the rows into it. (unpad_input also syncs with the host twice, nonzero and
+// .item(), which is not modelled.)
+void flash_varlen(Items& it, const std::string& p, bool backward) {
+  const LayerContext& c = it.context();
+  const Dims& d = it.dims();
+  const int64_t e = c.plan.activation_bytes;
+  const OpClass a = OpClass::kAttention;
+  const int64_t o = d.tokens * d.o * e;
+  const std::array<std::pair<const char*, int64_t>, 3> qkv = {
+      {{"q", d.tokens * d.q * e}, {"k", d.tokens * d.kv * e}, {"v", d.tokens * d.v * e}}};
+  if (!backward) {
+    for (const auto& [t, x] : qkv) {
+      op(it, p + ".unpad_" + t, a, 0, x, x);
+    }
+    it.kernel(p + ".varlen", attention_work(c, d, false));
+    op(it, p + ".pad_output.zeros", a, 0, 0, o);
+    op(it, p + ".pad_output.index_put", a, 0, o, o);
+    return;
+  }
+  op(it, p + ".pad_output.bwd", a, 0, o, o);
+  it.kernel(p + ".varlen", attention_work(c, d, true));
+  for (const auto& [t, x] : qkv) {
+    op(it, p + ".unpad_" + t + ".bwd.zeros", a, 0, 0, x);
+    op(it, p + ".unpad_" + t + ".bwd.scatter", a, 0, x, x);
+  }
+}
+
 // Attention. GQA: repeat_interleave of K and V to the query heads (a contiguous copy and an
 // index_select each). "eager" (AttentionKernel::kNaive): softmax(Q K^T / sqrt(d_h) + causal mask)
 // V over the full s x s scores: the copy of the non-contiguous Q that matmul makes, a batched
@@ -155,7 +189,9 @@ void eager_attention(Items& it, bool backward) {
       op(it, p + t + ".index_select", a, 0, d.tokens * d.kv * e, d.tokens * d.q * e);
     }
   }
-  if (c.plan.attention != AttentionKernel::kNaive) {
+  if (c.plan.attention == AttentionKernel::kFlash && c.plan.attention_unpads) {
+    flash_varlen(it, p, backward);
+  } else if (c.plan.attention != AttentionKernel::kNaive) {
     it.kernel(p + ".sdpa", attention_work(c, d, backward));
   } else if (!backward) {
     op(it, p + ".q_contiguous", a, 0, d.tokens * d.q * e, d.tokens * d.q * e);

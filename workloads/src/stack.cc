@@ -70,6 +70,10 @@ StackProfile fsdp() {
   p.fp8 = Fp8Scaling::kDelayed;
   p.step.grad_norm = true;
   p.fp8_saves_quantized_inputs = true;  // te.Linear
+  // llm-foundry's flash_attn_fn (llmfoundry/models/layers/attention.py @ 5e85bd62d, and v0.3.0's)
+  // unpads Q, K and V with flash-attn's bert_padding.unpad_input for flash_attn_varlen_func, and
+  // pads the output back with pad_input, even when no token is padding.
+  p.attention_unpads = true;
   return p;
 }
 
@@ -174,6 +178,7 @@ void apply_stack(ParallelPlan& plan, const StackProfile& profile, const StackOve
   plan.backward_prefetch = profile.backward_prefetch;
   plan.fp8_saves_quantized_inputs = profile.fp8_saves_quantized_inputs;
   plan.tp_backward_async = profile.tp_backward_async;
+  plan.attention_unpads = profile.attention_unpads;
 }
 
 }  // namespace meshsim::workloads

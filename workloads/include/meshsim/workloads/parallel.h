@@ -216,6 +216,9 @@ struct ParallelPlan {
   // (Megatron's async TP all-reduce, Megatron-Core's default); false: after both GEMMs, blocking
   // the compute stream (Megatron-LM 2021). The stack's profile sets it (stack_profile.h).
   bool tp_backward_async = true;
+  // FlashAttention through llm-foundry's flash path (eager kernels): Q, K and V unpadded to
+  // flash-attn's varlen layout and the output padded back, copies each way (stack_profile.h).
+  bool attention_unpads = false;
   // FP8 runs: the linear layers save their inputs as FP8 casts (Transformer Engine; the stack's
   // profile sets it, stack_profile.h).
   bool fp8_saves_quantized_inputs = false;

@@ -31,6 +31,8 @@ struct StackProfile {
   // A column-parallel layer's input-gradient reduction overlaps its weight-gradient GEMM
   // (ParallelPlan::tp_backward_async).
   bool tp_backward_async = true;
+  // llm-foundry calls FlashAttention through its varlen interface (ParallelPlan::attention_unpads).
+  bool attention_unpads = false;
 };
 
 // The profile of `stack` on chips of `family`. Throws PlanError on the stack field for a stack the
