@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "meshsim/sim/enum_names.h"
 #include "meshsim/sim/error.h"
@@ -21,31 +22,39 @@ namespace {
 using validation::ErrorSummary;
 using validation::PublishedReport;
 
-// Simulates one mapped run as `meshsim run` would, without writing anything and without the
-// memory pre-check (a run that was measured did fit; meshsim's memory estimate is reported, not
-// trusted over the measurement).
+// Simulates one mapped run as `meshsim run` would (writing only the timeline --run asks for),
+// without the memory pre-check (a run that was measured did fit; meshsim's memory estimate is
+// reported, not trusted over the measurement).
 // A scenario meshsim refuses (the plan on this chip, the fabric, the collectives) is that run's
 // answer, not the command's: it is reported as not expressible, with the reason.
-studies::StepReport simulate_mapped(const validation::PublishedScenario& s, RunOutputs outputs) {
+std::variant<studies::StepReport, validation::NotExpressible> simulate_mapped(
+    const validation::PublishedScenario& s, RunOutputs outputs) {
   Scenario scenario;
   scenario.model = s.model.name;
   scenario.cluster = s.cluster.name;
   scenario.plan = s.plan;
   outputs.step.skip_memory_precheck = true;
-  return simulate_loaded(scenario, studies::LoadedScenario{s.cluster, s.model}, outputs);
-}
-
-std::variant<validation::SimulatedStep, validation::NotExpressible> simulate_published(
-    const validation::PublishedScenario& s) {
   try {
-    const studies::StepReport r = simulate_mapped(s, RunOutputs{});
-    return validation::SimulatedStep{r.step_time,     r.oom,          r.peak_memory,
-                                     r.memory_capacity, r.time_by_class, r.exposed_comm};
+    return simulate_loaded(scenario, studies::LoadedScenario{s.cluster, s.model}, outputs);
   } catch (const InputError& e) {
+    if (e.source() == "--trace" || e.source() == "--trace-ranks") {
+      throw;  // the command's own flags (--run's timeline), not the run
+    }
     return validation::refused_scenario(e);
   } catch (const InfeasibleError& e) {  // a kernel or step past meshsim's clock
     return validation::refused_scenario(e);
   }
+}
+
+std::variant<validation::SimulatedStep, validation::NotExpressible> simulate_published(
+    const validation::PublishedScenario& s) {
+  auto simulated = simulate_mapped(s, RunOutputs{});
+  if (auto* no = std::get_if<validation::NotExpressible>(&simulated)) {
+    return std::move(*no);
+  }
+  const auto& r = std::get<studies::StepReport>(simulated);
+  return validation::SimulatedStep{r.step_time,       r.oom,           r.peak_memory,
+                                   r.memory_capacity, r.time_by_class, r.exposed_comm};
 }
 
 std::string summary_row(const std::string& label, const ErrorSummary& s) {
@@ -178,19 +187,12 @@ int one_run(const std::vector<validation::PublishedRun>& runs, const PublishedAr
   RunOutputs outputs;
   outputs.trace_path = args.trace_path;
   outputs.trace_ranks = args.trace_ranks;
-  studies::StepReport report;
-  try {
-    report = simulate_mapped(s, outputs);
-  } catch (const InputError& e) {
-    if (e.source() == "--trace" || e.source() == "--trace-ranks") {
-      throw;  // the command's own flags, not the run
-    }
-    out << fmt::format("  not expressible: {}\n", validation::refused_scenario(e).reason);
-    return 0;
-  } catch (const InfeasibleError& e) {
-    out << fmt::format("  not expressible: {}\n", validation::refused_scenario(e).reason);
+  const auto simulated = simulate_mapped(s, outputs);
+  if (const auto* no = std::get_if<validation::NotExpressible>(&simulated)) {
+    out << fmt::format("  not expressible: {}\n", no->reason);
     return 0;
   }
+  const auto& report = std::get<studies::StepReport>(simulated);
   out << "\n";
   print_summary(report, out);
   const double error = report.step_time / s.measured_step - 1;
