@@ -178,7 +178,8 @@ class Items {
     }
   }
   // Backward of a column-parallel GEMM: with SP the saved (sharded) input is re-gathered while
-  // the data gradient runs; the input gradient is reduced across TP while the weight gradient runs.
+  // the data gradient runs; then the weight gradient and the input gradient's sum across TP
+  // (wgrad_and_reduce).
   void column_bwd(const std::string& name, int64_t m, int64_t k, int64_t n, int64_t batch = 1) {
     if (!tensor_parallel()) {
       gemm_bwd(name, m, k, n, batch);
@@ -189,17 +190,20 @@ class Items {
            activation_bytes(), true);
     }
     gemm(name + ".dgrad", m, n, k, batch);
-    const auto reduce_input_grad = [&](bool async) {
-      comm(name + (c_.plan.sp ? ".tp_reducescatter" : ".tp_allreduce"), CommKind::kTensor,
-           c_.plan.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
-           activation_bytes(), async);
-    };
-    if (c_.plan.tp_backward_async) {
-      reduce_input_grad(true);
+    wgrad_and_reduce(tp_sum(name), name, m, k, n, batch);
+  }
+  // A column-parallel layer's weight gradient and `reduce`, the reduction of its input gradient
+  // across TP: beside the GEMM (Megatron's async TP all-reduce), or after it with the compute
+  // stream waiting (ParallelPlan::tp_backward_async).
+  void wgrad_and_reduce(CommSpec reduce, const std::string& name, int64_t m, int64_t k, int64_t n,
+                        int64_t batch = 1) {
+    reduce.async = c_.plan.tp_backward_async;
+    if (reduce.async) {
+      items_.push_back(std::move(reduce));
       wgrad(name, m, k, n, batch);
     } else {
       wgrad(name, m, k, n, batch);
-      reduce_input_grad(false);
+      items_.push_back(std::move(reduce));
     }
   }
 

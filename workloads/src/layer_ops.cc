@@ -200,23 +200,19 @@ void mla_up_recompute(Items& it) {
 }
 
 // The backward of a column-parallel up-projection whose input is a replicated latent of `width`:
-// its input gradient is partial over TP and is all-reduced (T x width) while the weight gradient
-// runs.
+// its input gradient is partial over TP and is all-reduced (T x width) beside the weight gradient,
+// or after it (Items::wgrad_and_reduce).
 void latent_up_bwd(Items& it, const std::string& name, int64_t width, int64_t n) {
   const Dims& d = it.dims();
   it.fp8_cast(name + ".grad_output", d.tokens * n);
   it.gemm(name + ".dgrad", d.tokens, n, width);
-  const bool async = it.context().plan.tp_backward_async;
-  if (!async) {  // the stack reduces after both GEMMs (ParallelPlan::tp_backward_async)
+  if (!it.tensor_parallel()) {
     it.wgrad(name, d.tokens, width, n);
+    return;
   }
-  if (it.tensor_parallel()) {
-    it.comm(name + ".tp_allreduce", CommKind::kTensor, CollectiveKind::kAllReduce,
-            Bytes::of(d.tokens * width * it.context().plan.activation_bytes), async);
-  }
-  if (async) {
-    it.wgrad(name, d.tokens, width, n);
-  }
+  it.wgrad_and_reduce({name + ".tp_allreduce", CommKind::kTensor, CollectiveKind::kAllReduce,
+                       Bytes::of(d.tokens * width * it.context().plan.activation_bytes)},
+                      name, d.tokens, width, n);
 }
 
 // The down-projections' input gradients are then whole on every rank: no reduction of T x h

@@ -12,8 +12,8 @@
 // or, outside any, the class of their name (cat and slice_backward are copies).
 #include <array>
 #include <cstdint>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "layer_items.h"
