@@ -257,6 +257,26 @@ TEST(PublishedMap, DeepSeekV3RunsWithItsPipelineLayout) {
   EXPECT_THAT(s.assumptions, Not(Contains(HasSubstr("no activation recompute"))));
 }
 
+// DGX Cloud Benchmarking v25.04 lists Nemotron-4 340B's VP as "NA", but its launch.sh passes
+// -vp 12: the run maps interleaved, 96 layers over pp 8 x vpp 12, saying where 12 comes from.
+// The same record cited at another commit is not covered by that script and is refused.
+TEST(PublishedMap, VirtualPipelineSizeFromTheLaunchScriptOfTheCitedCommit) {
+  const topology::Catalogue cat = topology::Catalogue::builtin();
+  const PublishedRun& r = run(dev_set(), "dgxc2504-nemotron4-340b-256xH100-bf16");
+  ASSERT_FALSE(r.parallelism.vpp.has_value());
+  const PublishedScenario s = mapped(r, cat);
+  EXPECT_EQ(s.plan.pp, 8);
+  EXPECT_EQ(s.plan.vpp, 12);
+  EXPECT_EQ(s.plan.schedule, workloads::PipelineSchedule::kInterleaved);
+  EXPECT_THAT(s.assumptions,
+              Contains(HasSubstr("virtual pipeline size 12: not in the table, but "
+                                 "nemotron/launch.sh @ 741c886")));
+
+  PublishedRun elsewhere = r;
+  elsewhere.citation = "NVIDIA/dgxc-benchmarking nemotron/README.md @ 68eaf7e (release v25.05)";
+  EXPECT_THAT(refusal(elsewhere, cat), HasSubstr("virtual pipeline size is not stated"));
+}
+
 TEST(PublishedMap, RefusesWhatItCannotExpressAndSaysWhy) {
   const topology::Catalogue cat = topology::Catalogue::builtin();
   const auto reason = [&](const std::string& id) {

@@ -110,6 +110,33 @@ void set_uneven_split(ParallelPlan& p, const PublishedRun& r, Framework f,
       layers, p.pp, p.vpp, (layers + 2) / chunks, (layers + 2) / chunks - 1));
 }
 
+// A virtual pipeline size a source's table leaves out ("NA") but the script that produced the
+// table passes, read at the cited commit.
+struct ScriptedVpp {
+  std::string_view citation;  // a prefix of the run's citation: the file and its commit
+  std::string_view model;     // the run's model name
+  int64_t vpp;
+  std::string_view script;
+};
+
+constexpr ScriptedVpp kScriptedVpp[] = {
+    // DGX Cloud Benchmarking v25.04 (and v25.04.01, 85380ff): nemotron/launch.sh sets VP=12 for
+    // MODEL_SIZE 340b and passes it to NeMo's pretrain_nemotron4_340b as -vp 12.
+    {"NVIDIA/dgxc-benchmarking nemotron/README.md @ 741c886", "Nemotron-4 340B", 12,
+     "nemotron/launch.sh @ 741c886 (release v25.04) passes -vp 12 for 340b"},
+    {"NVIDIA/dgxc-benchmarking nemotron/README.md @ 85380ff", "Nemotron-4 340B", 12,
+     "nemotron/launch.sh @ 85380ff (release v25.04.01) passes -vp 12 for 340b"},
+};
+
+const ScriptedVpp* scripted_vpp(const PublishedRun& r) {
+  for (const ScriptedVpp& s : kScriptedVpp) {
+    if (r.citation.starts_with(s.citation) && r.model.name == s.model) {
+      return &s;
+    }
+  }
+  return nullptr;
+}
+
 // Degrees: TP and PP as stated, CP 1 unless stated, DP the rest of the devices.
 void set_degrees(ParallelPlan& p, const PublishedRun& r, const topology::ClusterSpec& cluster,
                  Framework f, std::vector<std::string>& assumptions) {
@@ -145,13 +172,20 @@ void set_degrees(ParallelPlan& p, const PublishedRun& r, const topology::Cluster
                     "to the {} devices",
                     p.tp, p.pp, p.cp, *par.dp, cluster.device_count()));
   }
-  if (p.pp > 1 && !par.vpp && contains(par.notes, "VP")) {
-    throw Unmappable(
-        fmt::format("the virtual pipeline size is not stated (\"{}\"); with pp {} "
-                    "it decides the pipeline bubble",
-                    par.notes, p.pp));
+  std::optional<int64_t> stated_vpp = par.vpp;
+  if (p.pp > 1 && !stated_vpp && contains(par.notes, "VP")) {
+    const ScriptedVpp* s = scripted_vpp(r);
+    if (s == nullptr) {
+      throw Unmappable(
+          fmt::format("the virtual pipeline size is not stated (\"{}\"); with pp {} "
+                      "it decides the pipeline bubble",
+                      par.notes, p.pp));
+    }
+    stated_vpp = s->vpp;
+    assumptions.push_back(
+        fmt::format("virtual pipeline size {}: not in the table, but {}", s->vpp, s->script));
   }
-  const int64_t vpp = par.vpp.value_or(1);
+  const int64_t vpp = stated_vpp.value_or(1);
   if (p.pp > 1) {
     p.schedule = vpp > 1 ? workloads::PipelineSchedule::kInterleaved
                          : workloads::PipelineSchedule::kOneFOneB;
