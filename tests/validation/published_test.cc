@@ -277,6 +277,36 @@ TEST(PublishedMap, VirtualPipelineSizeFromTheLaunchScriptOfTheCitedCommit) {
   EXPECT_THAT(refusal(elsewhere, cat), HasSubstr("virtual pipeline size is not stated"));
 }
 
+// DGX Cloud Benchmarking v24.11.1's PaxML tables say only "FSDP + DP"; its configure.sh sets
+// DCN_MESH_SHAPE [nodes / FSDP, FSDP, 1] over ICI [1, 8, 1] (FSDP 1 for 5B, 16 for 175B) and its
+// paxml_mod_configs.py the remat policy: HSDP over 8 and 128 devices, dots and selective.
+TEST(PublishedMap, PaxmlShardGroupAndRematFromItsScripts) {
+  const topology::Catalogue cat = topology::Catalogue::builtin();
+  const PublishedScenario small = mapped(run(dev_set(), "dgxc2411-paxml-gpt5B-16xH100-fp8"), cat);
+  EXPECT_EQ(small.plan.dp, 16);
+  EXPECT_EQ(small.plan.fsdp, 8);
+  EXPECT_EQ(small.plan.zero_replicas(), 2);
+  EXPECT_EQ(small.plan.recompute, workloads::Recompute::kDots);
+  EXPECT_THAT(small.assumptions, Contains(HasSubstr("SAVE_DOT_ONLY")));
+  EXPECT_THAT(small.assumptions, Contains(HasSubstr("PaxML costed as the maxtext stack")));
+  EXPECT_THAT(small.assumptions, Not(Contains(HasSubstr("MaxText's default remat_policy"))));
+
+  const PublishedScenario large =
+      mapped(run(dev_set(), "dgxc2411-paxml-gpt175B-512xH100-fp8"), cat);
+  EXPECT_EQ(large.plan.fsdp, 128);
+  EXPECT_EQ(large.plan.zero_replicas(), 4);
+  EXPECT_EQ(large.plan.recompute, workloads::Recompute::kSelective);
+  EXPECT_THAT(large.plan.recompute_modules,
+              ::testing::ElementsAre(workloads::RecomputeModule::kCoreAttn,
+                                     workloads::RecomputeModule::kMlp));
+  EXPECT_THAT(large.assumptions, Contains(HasSubstr("SAVE_QKV_OUT_PROJ")));
+
+  // Without a script at the cited commit the split stays unknown.
+  PublishedRun elsewhere = run(dev_set(), "dgxc2411-paxml-gpt5B-16xH100-fp8");
+  elsewhere.citation = "NVIDIA/dgxc-benchmarking paxml/README_5b.md @ 8f5cbb3 (release v25.02)";
+  EXPECT_THAT(refusal(elsewhere, cat), HasSubstr("split between FSDP and data parallelism"));
+}
+
 TEST(PublishedMap, RefusesWhatItCannotExpressAndSaysWhy) {
   const topology::Catalogue cat = topology::Catalogue::builtin();
   const auto reason = [&](const std::string& id) {

@@ -53,9 +53,71 @@ Dtype training_dtype(const PublishedRun& r) {
   throw Unmappable("the training precision is not stated");
 }
 
+// What a source's table leaves out ("NA", "not stated") but the script that produced the table
+// sets, read at the cited commit: the virtual pipeline size, the FSDP shard group of an FSDP + DP
+// run, the remat policy; each with where it is set.
+struct ScriptFact {
+  std::string_view citation;  // a prefix of the run's citation: the file and its commit
+  std::string_view model;     // the run's model name
+  std::optional<int64_t> vpp;
+  std::optional<int64_t> fsdp;  // devices per ZeRO-3 shard group; the rest replicate (HSDP)
+  std::optional<workloads::Recompute> recompute;
+  std::vector<workloads::RecomputeModule> recompute_modules;  // with kSelective
+  std::string_view parallel_source;   // where vpp or fsdp is set
+  std::string_view recompute_source;  // where the remat policy is set
+};
+
+const std::vector<ScriptFact>& script_facts() {
+  using workloads::Recompute;
+  using workloads::RecomputeModule;
+  static const std::vector<ScriptFact> facts = {
+      // DGX Cloud Benchmarking v25.04 (and v25.04.01): nemotron/launch.sh sets VP=12 for
+      // MODEL_SIZE 340b and passes it to NeMo's pretrain_nemotron4_340b as -vp 12.
+      {"NVIDIA/dgxc-benchmarking nemotron/README.md @ 741c886", "Nemotron-4 340B", 12, {}, {}, {},
+       "nemotron/launch.sh @ 741c886 (release v25.04) passes -vp 12 for 340b", ""},
+      {"NVIDIA/dgxc-benchmarking nemotron/README.md @ 85380ff", "Nemotron-4 340B", 12, {}, {}, {},
+       "nemotron/launch.sh @ 85380ff (release v25.04.01) passes -vp 12 for 340b", ""},
+      // DGX Cloud Benchmarking v24.11.1, PaxML: paxml/configure.sh runs paxml.main with
+      // DCN_MESH_SHAPE [nodes / FSDP, FSDP, 1] (FSDP=1 for 5b, 16 for 175b) over the GPU
+      // configs' ICI_MESH_SHAPE [1, 8, 1] (axes replica, data, mdl; weights sharded over data):
+      // the shard group is 8 x FSDP devices. paxml_mod_configs.py sets the remat policy.
+      {"NVIDIA/dgxc-benchmarking paxml/README_5b.md @ 35a9aec", "GPT-3 5B (PaxML)", {}, 8,
+       Recompute::kDots, {},
+       "paxml/configure.sh @ 35a9aec sets DCN_MESH_SHAPE [nodes, 1, 1] over GPT5B's "
+       "ICI_MESH_SHAPE [1, 8, 1] (paxml/contrib/gpu/scripts_gpu/configs.py): FSDP over the 8 "
+       "GPUs of a node, data parallel across nodes",
+       "paxml_mod_configs.py @ 35a9aec sets Synthetic5BCkpt's CHECKPOINT_POLICY SAVE_DOT_ONLY: "
+       "every matmul output kept"},
+      {"NVIDIA/dgxc-benchmarking paxml/README_175b.md @ 35a9aec", "GPT-3 175B", {}, 128,
+       Recompute::kSelective, {RecomputeModule::kCoreAttn, RecomputeModule::kMlp},
+       "paxml/configure.sh @ 35a9aec sets DCN_MESH_SHAPE [nodes / 16, 16, 1] over GPT175B's "
+       "ICI_MESH_SHAPE [1, 8, 1] (paxml/contrib/gpu/scripts_gpu/configs.py): FSDP over 128 "
+       "GPUs, data parallel across",
+       "paxml_mod_configs.py @ 35a9aec sets Synthetic175BCkpt's CHECKPOINT_POLICY "
+       "SAVE_QKV_OUT_PROJ: the QKV and output projections kept, the attention core and the MLP "
+       "recomputed (costed as Megatron's modules core_attn and mlp)"},
+  };
+  return facts;
+}
+
+const ScriptFact* script_fact(const PublishedRun& r) {
+  for (const ScriptFact& s : script_facts()) {
+    if (r.citation.starts_with(s.citation) && r.model.name == s.model) {
+      return &s;
+    }
+  }
+  return nullptr;
+}
+
 workloads::Recompute recompute_of(const PublishedRun& r, Framework f,
                                   std::vector<std::string>& assumptions) {
   using workloads::Recompute;
+  const ScriptFact* script = script_fact(r);
+  if (!r.parallelism.recompute && script != nullptr && script->recompute) {
+    assumptions.push_back(fmt::format("recompute {}: not in the table, but {}",
+                                      to_string(*script->recompute), script->recompute_source));
+    return *script->recompute;
+  }
   if (!r.parallelism.recompute) {
     if (f == Framework::kJax) {
       // MaxText's base.yml has remat_policy: 'full' (at 76bd53b0f and still at the 2026 head).
@@ -110,38 +172,13 @@ void set_uneven_split(ParallelPlan& p, const PublishedRun& r, Framework f,
       layers, p.pp, p.vpp, (layers + 2) / chunks, (layers + 2) / chunks - 1));
 }
 
-// A virtual pipeline size a source's table leaves out ("NA") but the script that produced the
-// table passes, read at the cited commit.
-struct ScriptedVpp {
-  std::string_view citation;  // a prefix of the run's citation: the file and its commit
-  std::string_view model;     // the run's model name
-  int64_t vpp;
-  std::string_view script;
-};
-
-constexpr ScriptedVpp kScriptedVpp[] = {
-    // DGX Cloud Benchmarking v25.04 (and v25.04.01, 85380ff): nemotron/launch.sh sets VP=12 for
-    // MODEL_SIZE 340b and passes it to NeMo's pretrain_nemotron4_340b as -vp 12.
-    {"NVIDIA/dgxc-benchmarking nemotron/README.md @ 741c886", "Nemotron-4 340B", 12,
-     "nemotron/launch.sh @ 741c886 (release v25.04) passes -vp 12 for 340b"},
-    {"NVIDIA/dgxc-benchmarking nemotron/README.md @ 85380ff", "Nemotron-4 340B", 12,
-     "nemotron/launch.sh @ 85380ff (release v25.04.01) passes -vp 12 for 340b"},
-};
-
-const ScriptedVpp* scripted_vpp(const PublishedRun& r) {
-  for (const ScriptedVpp& s : kScriptedVpp) {
-    if (r.citation.starts_with(s.citation) && r.model.name == s.model) {
-      return &s;
-    }
-  }
-  return nullptr;
-}
-
 // Degrees: TP and PP as stated, CP 1 unless stated, DP the rest of the devices.
 void set_degrees(ParallelPlan& p, const PublishedRun& r, const topology::ClusterSpec& cluster,
                  Framework f, std::vector<std::string>& assumptions) {
   const PublishedRun::Parallelism& par = r.parallelism;
-  if (contains(par.notes, "FSDP/DP split not stated")) {
+  const ScriptFact* script = script_fact(r);
+  const bool scripted_fsdp = script != nullptr && script->fsdp;
+  if (contains(par.notes, "FSDP/DP split not stated") && !scripted_fsdp) {
     throw Unmappable(
         fmt::format("how the {} devices split between FSDP and data parallelism is "
                     "not stated (\"{}\")",
@@ -174,16 +211,15 @@ void set_degrees(ParallelPlan& p, const PublishedRun& r, const topology::Cluster
   }
   std::optional<int64_t> stated_vpp = par.vpp;
   if (p.pp > 1 && !stated_vpp && contains(par.notes, "VP")) {
-    const ScriptedVpp* s = scripted_vpp(r);
-    if (s == nullptr) {
+    if (script == nullptr || !script->vpp) {
       throw Unmappable(
           fmt::format("the virtual pipeline size is not stated (\"{}\"); with pp {} "
                       "it decides the pipeline bubble",
                       par.notes, p.pp));
     }
-    stated_vpp = s->vpp;
-    assumptions.push_back(
-        fmt::format("virtual pipeline size {}: not in the table, but {}", s->vpp, s->script));
+    stated_vpp = script->vpp;
+    assumptions.push_back(fmt::format("virtual pipeline size {}: not in the table, but {}",
+                                      *script->vpp, script->parallel_source));
   }
   const int64_t vpp = stated_vpp.value_or(1);
   if (p.pp > 1) {
@@ -201,6 +237,12 @@ void set_degrees(ParallelPlan& p, const PublishedRun& r, const topology::Cluster
   }
   if (par.fsdp.value_or(false)) {
     p.zero = static_cast<workloads::ZeroStage>(par.zero_stage.value_or(3));
+    if (scripted_fsdp) {
+      p.fsdp = *script->fsdp;
+      assumptions.push_back(fmt::format(
+          "FSDP over groups of {} devices, data parallel across them: not in the table, but {}",
+          p.fsdp, script->parallel_source));
+    }
   } else if (f == Framework::kMegatronCore) {
     p.zero = workloads::ZeroStage::kOptimizerStates;
     assumptions.push_back("distributed optimizer (NeMo's and Megatron-Bridge's default)");
@@ -286,6 +328,10 @@ ParallelPlan plan_of(const PublishedRun& r, const topology::ClusterSpec& cluster
   set_degrees(p, r, cluster, f, assumptions);
   set_batch(p, r, f);
   p.recompute = recompute_of(r, f, assumptions);
+  if (const ScriptFact* script = script_fact(r);
+      script != nullptr && script->recompute && !r.parallelism.recompute) {
+    p.recompute_modules = script->recompute_modules;
+  }
   p.stack = stack_of(f);
   if (f == Framework::kComposer) {
     set_llm_foundry_stack(p, r, assumptions);
@@ -300,6 +346,11 @@ ParallelPlan plan_of(const PublishedRun& r, const topology::ClusterSpec& cluster
         "gradients all-reduced after the backward pass, not overlapped: Megatron-LM 2021's local "
         "DDP, which examples/sc21 runs for every pipelined model (megatron/training.py "
         "train_step @ de7dc40f)");
+  }
+  if (contains(r.framework, "PaxML")) {
+    assumptions.push_back(
+        "PaxML costed as the maxtext stack: the same XLA compiler and its fused kernels (no "
+        "measurement of PaxML's own kernels on GPU)");
   }
   p.origins.set(workloads::PlanField::kStack, Origin::file(r.id, "/framework"));
   if (p.matmul_dtype == Dtype::kFp8 && contains(r.precision, "FP8-CS")) {
