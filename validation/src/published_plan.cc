@@ -109,10 +109,11 @@ const ScriptFact* script_fact(const PublishedRun& r) {
   return nullptr;
 }
 
-workloads::Recompute recompute_of(const PublishedRun& r, Framework f,
+// The recompute policy, with its modules where a script names them (`script`: the run's
+// ScriptFact, or null).
+workloads::Recompute recompute_of(const PublishedRun& r, Framework f, const ScriptFact* script,
                                   std::vector<std::string>& assumptions) {
   using workloads::Recompute;
-  const ScriptFact* script = script_fact(r);
   if (!r.parallelism.recompute && script != nullptr && script->recompute) {
     assumptions.push_back(fmt::format("recompute {}: not in the table, but {}",
                                       to_string(*script->recompute), script->recompute_source));
@@ -172,11 +173,12 @@ void set_uneven_split(ParallelPlan& p, const PublishedRun& r, Framework f,
       layers, p.pp, p.vpp, (layers + 2) / chunks, (layers + 2) / chunks - 1));
 }
 
-// Degrees: TP and PP as stated, CP 1 unless stated, DP the rest of the devices.
+// Degrees: TP and PP as stated, CP 1 unless stated, DP the rest of the devices; the virtual
+// pipeline size and the FSDP shard group from `script` (the run's ScriptFact, or null) where the
+// table leaves them out.
 void set_degrees(ParallelPlan& p, const PublishedRun& r, const topology::ClusterSpec& cluster,
-                 Framework f, std::vector<std::string>& assumptions) {
+                 Framework f, const ScriptFact* script, std::vector<std::string>& assumptions) {
   const PublishedRun::Parallelism& par = r.parallelism;
-  const ScriptFact* script = script_fact(r);
   const bool scripted_fsdp = script != nullptr && script->fsdp;
   if (contains(par.notes, "FSDP/DP split not stated") && !scripted_fsdp) {
     throw Unmappable(
@@ -325,11 +327,11 @@ ParallelPlan plan_of(const PublishedRun& r, const topology::ClusterSpec& cluster
   const Framework f = framework_of(r);
   ParallelPlan p;
   p.set_training_dtype(training_dtype(r));
-  set_degrees(p, r, cluster, f, assumptions);
+  const ScriptFact* script = script_fact(r);
+  set_degrees(p, r, cluster, f, script, assumptions);
   set_batch(p, r, f);
-  p.recompute = recompute_of(r, f, assumptions);
-  if (const ScriptFact* script = script_fact(r);
-      script != nullptr && script->recompute && !r.parallelism.recompute) {
+  p.recompute = recompute_of(r, f, script, assumptions);
+  if (script != nullptr && p.recompute == script->recompute) {
     p.recompute_modules = script->recompute_modules;
   }
   p.stack = stack_of(f);
