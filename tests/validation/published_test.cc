@@ -190,6 +190,19 @@ TEST(PublishedMap, MultiSliceRunsShardInsideASlice) {
   EXPECT_THAT(s.assumptions, Contains(HasSubstr("2 slices: FSDP inside each slice")));
 }
 
+// MaxText's default decoder at the cited commit is a parallel block (models.py DecoderLayer):
+// one norm, attention and MLP side by side; with TP its gather and reduction happen once a layer.
+TEST(PublishedMap, MaxTextDecoderIsAParallelBlock) {
+  const topology::Catalogue cat = topology::Catalogue::builtin();
+  const PublishedMapping m = map_published_run(run(dev_set(), "maxtext-v5e-128B-4xv5e-256"), cat);
+  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(m));
+  const PublishedScenario& s = std::get<PublishedScenario>(m);
+  EXPECT_TRUE(s.model.parallel_blocks);
+  EXPECT_EQ(s.model.norms_per_layer, 1);
+  EXPECT_EQ(s.plan.tp, 16);
+  EXPECT_THAT(s.assumptions, Contains(HasSubstr("MaxText's parallel block")));
+}
+
 // MaxText's remat_policy "minimal" is JAX's checkpoint_dots_with_no_batch_dims: meshsim's dots
 // policy (weight matmul outputs kept, the rest re-run), not Megatron's selective recompute.
 TEST(PublishedMap, MaxTextMinimalRematIsTheDotsPolicy) {

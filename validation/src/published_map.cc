@@ -256,9 +256,18 @@ ModelConfig model_of(const PublishedRun& r, std::vector<std::string>& assumption
       m.tied_embeddings = true;
       m.d_ff = stated(r.model.ffn, "the MLP size");
       m.num_kv_heads = kv_or_mha("MaxText's multi-head attention");
+      // MaxText/layers/models.py DecoderLayer @ 76bd53b0f: attention and MLP both read one
+      // RMSNorm's output and their sum joins the layer input in one residual add, i.e. a
+      // parallel block. With TP, meshsim gathers the normed input once for both branches and
+      // reduces their summed partial outputs once; XLA's partitioner reduce-scatters each
+      // branch (each output is constrained embed-sharded) and can hide the first behind the
+      // other branch's GEMMs, which leaves the same one reduction on the critical path.
+      m.parallel_blocks = true;
+      m.norms_per_layer = 1;
       assumptions.push_back(
-          "MaxText's parallel block (attention and MLP from one norm, one residual add) costed "
-          "as a sequential block: one RMSNorm and one add more per layer");
+          "MaxText's parallel block (models.py DecoderLayer @ 76bd53b0f: attention and MLP on "
+          "one RMSNorm's output, one residual add): with TP, one gather of the normed input and "
+          "one reduction of the summed branch outputs on the critical path");
       break;
   }
   return m;
