@@ -172,7 +172,7 @@ TEST(Catalogue, KnownTpuValues) {
   const Chip& v5e = cat.chip("tpu-v5e");
   EXPECT_DOUBLE_EQ(v5e.peak(Dtype::kBf16)->tflops(), 197.0);
   EXPECT_DOUBLE_EQ(v5e.hbm_bandwidth.value(), 819e9);
-  EXPECT_EQ(v5e.hbm_capacity, GB(16));
+  EXPECT_EQ(v5e.hbm_capacity, GiB(16));
   EXPECT_EQ(v5e.ici->torus_dims, 2);
   EXPECT_EQ(v5e.ici->links, 4);
   EXPECT_DOUBLE_EQ(v5e.ici->link_bandwidth.value(), 50e9);
@@ -186,6 +186,8 @@ TEST(Catalogue, KnownTpuValues) {
   EXPECT_EQ(cat.chip("tpu-v4").ici->torus_dims, 3);
   EXPECT_FALSE(cat.chip("tpu-v4").ici->pod_edge.has_value());  // 3D: sized by cubes
   EXPECT_EQ(cat.chip("tpu-v6e").tpu->mxu_rows, 256);
+  // The runtime's bytes_limit on a v6e (vLLM pull request #16211): Google's "32 GB" are GiB.
+  EXPECT_EQ(cat.chip("tpu-v6e").hbm_capacity, MiB(31996));
   EXPECT_EQ(cat.chip("tpu-v6e").ici->pod_edge, 16);
 
   // TPU v3: 123 TFLOP/s from 4 MXUs of 128x128 (2 TensorCores x 2), a 32x32 2D torus pod of
