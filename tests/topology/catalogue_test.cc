@@ -157,6 +157,9 @@ TEST(Catalogue, KnownGpuValues) {
   EXPECT_DOUBLE_EQ(a100.nic_bandwidth->value(), Gbps(200).value());
   EXPECT_EQ(a100.gpu->smem_per_sm, KiB(164));
 
+  // A device reading (39.586 GiB), not the datasheet's 40 GB read as 1e9 bytes.
+  EXPECT_EQ(cat.chip("a100-40gb").hbm_capacity, MiB(40536));
+
   const Chip& h200 = cat.chip("h200");
   EXPECT_DOUBLE_EQ(h200.hbm_bandwidth.value(), 4.8e12);
   EXPECT_NEAR(h200.peak(Dtype::kBf16)->tflops(), 989.4, 1.0);
