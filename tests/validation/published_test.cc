@@ -203,6 +203,31 @@ TEST(PublishedMap, MaxTextDecoderIsAParallelBlock) {
   EXPECT_THAT(s.assumptions, Contains(HasSubstr("MaxText's parallel block")));
 }
 
+// NeMo 24.07's performance table does not state GPT-3's vocabulary; the launcher's gpt3 configs
+// (launcher_scripts/conf/training/gpt3/*.yaml @ 24.07) set the GPT2BPETokenizer, padded to
+// 128 x TP, and dropout 0.1. Another framework's GPT-3 without a vocabulary stays refused.
+TEST(PublishedMap, NeMoLauncherGpt3TakesItsConfigsVocabularyAndDropout) {
+  const topology::Catalogue cat = topology::Catalogue::builtin();
+  PublishedRun r = run(dev_set(), "nemo2407-gpt3-5b-64xH100-fp8");
+  ASSERT_FALSE(r.model.vocab.has_value());
+  const PublishedMapping m = map_published_run(r, cat);
+  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(m));
+  const PublishedScenario& s = std::get<PublishedScenario>(m);
+  EXPECT_EQ(s.model.vocab_size, 50304);  // 50257 up to a multiple of 128
+  EXPECT_TRUE(s.model.dropout);
+  EXPECT_THAT(s.assumptions, Contains(HasSubstr("GPT2BPETokenizer")));
+  // At TP 4 the padding multiple is 512: 50688.
+  r.parallelism.tp = 4;
+  r.parallelism.dp = 16;
+  const PublishedMapping tp4 = map_published_run(r, cat);
+  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(tp4));
+  EXPECT_EQ(std::get<PublishedScenario>(tp4).model.vocab_size, 50688);
+  r.framework = "Megatron-LM";
+  const PublishedMapping other = map_published_run(r, cat);
+  ASSERT_TRUE(std::holds_alternative<NotExpressible>(other));
+  EXPECT_THAT(std::get<NotExpressible>(other).reason, HasSubstr("vocabulary"));
+}
+
 // MaxText's remat_policy "minimal" is JAX's checkpoint_dots_with_no_batch_dims: meshsim's dots
 // policy (weight matmul outputs kept, the rest re-run), not Megatron's selective recompute.
 TEST(PublishedMap, MaxTextMinimalRematIsTheDotsPolicy) {

@@ -93,15 +93,45 @@ Family family_of(const PublishedRun& r) {
   throw Unmappable(fmt::format("model family of \"{}\" not recognised", name));
 }
 
+// GPT-3 in NeMo 24.0x, whose performance tables came from NeMo-Framework-Launcher's training
+// configs (launcher_scripts/conf/training/gpt3/{126m,5b,20b,40b,175b}.yaml at tag 24.07). Where
+// a table is silent, those configs set: tokenizer library megatron, type GPT2BPETokenizer
+// (GPT-2's 50257 BPE tokens) with make_vocab_size_divisible_by 128, which Megatron multiplies by
+// the tensor-parallel degree (_vocab_size_with_padding); hidden_dropout and attention_dropout
+// 0.1.
+bool nemo_launcher_gpt3(const PublishedRun& r, Family family) {
+  static const std::regex gpt3(R"(^GPT-?3)");
+  return family == Family::kGpt && contains(r.framework, "NeMo 24.0") &&
+         std::regex_search(r.model.name, gpt3);
+}
+
+int64_t nemo_launcher_gpt3_vocab(const PublishedRun& r) {
+  constexpr int64_t kGpt2BpeTokens = 50257;
+  const int64_t multiple = 128 * r.parallelism.tp.value_or(1);
+  return (kGpt2BpeTokens + multiple - 1) / multiple * multiple;
+}
+
 // The common shape; the family sets the rest.
-ModelConfig base_model(const PublishedRun& r) {
+ModelConfig base_model(const PublishedRun& r, Family family,
+                       std::vector<std::string>& assumptions) {
   ModelConfig m;
   m.name = r.id;
   m.source = r.citation;
   m.num_layers = stated(r.model.layers, "the number of layers");
   m.d_model = stated(r.model.hidden, "the hidden size");
   m.num_heads = stated(r.model.heads, "the number of attention heads");
-  m.vocab_size = stated(r.model.vocab, "the vocabulary size");
+  if (r.model.vocab) {
+    m.vocab_size = *r.model.vocab;
+  } else if (nemo_launcher_gpt3(r, family)) {
+    m.vocab_size = nemo_launcher_gpt3_vocab(r);
+    assumptions.push_back(fmt::format(
+        "vocabulary {}: not in the table, but NeMo-Framework-Launcher's gpt3 training configs "
+        "(launcher_scripts/conf/training/gpt3/*.yaml @ 24.07) use the GPT2BPETokenizer (50257 "
+        "tokens) padded to a multiple of 128 x TP",
+        m.vocab_size));
+  } else {
+    m.vocab_size = stated(r.model.vocab, "the vocabulary size");
+  }
   const int64_t seq = stated(r.model.seq_len, "the sequence length");
   m.max_position_embeddings = seq;
   m.head_dim = m.d_model / m.num_heads;
@@ -184,7 +214,7 @@ void qwen3_moe(const PublishedRun& r, ModelConfig& m, std::vector<std::string>& 
 
 ModelConfig model_of(const PublishedRun& r, std::vector<std::string>& assumptions) {
   const Family family = family_of(r);
-  ModelConfig m = base_model(r);
+  ModelConfig m = base_model(r, family, assumptions);
   const auto ffn_or = [&](int64_t framework_default, const char* source) {
     if (r.model.ffn) {
       return *r.model.ffn;
@@ -221,6 +251,14 @@ ModelConfig model_of(const PublishedRun& r, std::vector<std::string>& assumption
                                          : "Megatron's default ffn_hidden_size = 4 h");
       m.num_kv_heads = kv_or_mha(mpt ? "MPT's multi-head attention"
                                      : "multi-head attention, Megatron's default");
+      if (nemo_launcher_gpt3(r, family)) {
+        m.dropout = true;
+        assumptions.push_back(
+            "attention and hidden dropout 0.1: NeMo-Framework-Launcher's gpt3 training configs "
+            "(launcher_scripts/conf/training/gpt3/*.yaml @ 24.07); the masks of the residual "
+            "dropouts are costed, the dropout inside the fused attention kernel is not (no "
+            "measurement of it)");
+      }
       break;
     }
     case Family::kLlama:
