@@ -437,11 +437,12 @@ def output_cases() -> list[Case]:
     ]
 
 
-def published_run(root: Path, devices=None, hidden=None, slice_chips=None, **part) -> dict:
-    """A run of the committed dev set (DGX Cloud's Llama 3.1 8B), renamed h-run, with fields
-    made hostile (part: {"model": {"heads": 10**6}} and the like)."""
+def published_run(root: Path, devices=None, hidden=None, slice_chips=None,
+                  base="dgxc2504-llama3.1-8b-32xH100-bf16", **part) -> dict:
+    """A run of the committed dev set (by default DGX Cloud's Llama 3.1 8B), renamed h-run, with
+    fields made hostile (part: {"model": {"heads": 10**6}} and the like)."""
     runs = read(root, "validation/published/published_runs.json")
-    run = next(r for r in runs if r["id"] == "dgxc2504-llama3.1-8b-32xH100-bf16")
+    run = next(r for r in runs if r["id"] == base)
     run["id"] = "h-run"
     for section, values in part.items():
         run[section].update(values)
@@ -563,6 +564,31 @@ def studies_cases(root: Path) -> list[Case]:
              ["validate-published", "r.json"],
              {"r.json": dumps([published_run(root, parallelism={"tp": 1000, "pp": 1 << 62})])},
              ["h-run: the stated tp 1000 is more than the 32 devices"], {0}),
+        Case("validate-published: tp 0 (tp x pp x cp was 0: SIGFPE)",
+             ["validate-published", "r.json"],
+             {"r.json": dumps([published_run(root, parallelism={"tp": 0})])},
+             ["h-run: the stated tp 0 is not a degree"], {0}),
+        Case("validate-published: 0 attention heads (head_dim divided by 0: SIGFPE)",
+             ["validate-published", "r.json"],
+             {"r.json": dumps([published_run(root, model={"heads": 0})])},
+             ["h-run: the number of attention heads is 0"], {0}),
+        Case("validate-published: a virtual pipeline size of 0 on pp 8 (SIGFPE)",
+             ["validate-published", "r.json"],
+             {"r.json": dumps([published_run(
+                 root, base="dgxc2504-nemotron4-340b-512xH100-bf16",
+                 parallelism={"virtual_pipeline_stages": 0})])},
+             ["h-run: the virtual pipeline size 0"], {0}),
+        Case("validate-published: DeepSeek-V3 with d_model 1 over tp 2 (MTP's projection: "
+             "internal error)",
+             ["validate-published", "r.json"],
+             {"r.json": dumps([published_run(
+                 root, base="mbridge2509-deepseekv3dropless-1024xH100-fp8", hidden=1)])},
+             ["h-run: meshsim rejects the plan", "multi-token-prediction"], {0}),
+        Case("validate-published: NeMo GPT-3 padding its vocabulary to 128 x tp 2^62 (SIGFPE)",
+             ["validate-published", "r.json"],
+             {"r.json": dumps([published_run(
+                 root, base="nemo2407-gpt3-5b-64xH100-fp8", parallelism={"tp": 1 << 62})])},
+             ["h-run: the tensor-parallel degree"], {0}),
         Case("validate-published: 8192 heads over 4096 (head_dim 0)",
              ["validate-published", "r.json"],
              {"r.json": dumps([published_run(root, model={"heads": 8192, "kv_heads": 8192})])},

@@ -176,6 +176,26 @@ TEST(Activations, LayoutsThatCannotSplitAreRejected) {
   }
 }
 
+// DeepSeek-V3's multi-token-prediction projection (eh_proj, 2h -> h) is column-parallel: TP
+// must divide d_model (with d_model 1 over TP 2 it had reached the GEMM model as an empty shape).
+TEST(Activations, MtpNeedsTpToDivideDModel) {
+  ModelConfig m =
+      load_model(std::string(MESHSIM_SOURCE_DIR) + "/tests/workloads/hf_configs/DeepSeek-V3.json");
+  ASSERT_GT(m.mtp_layers, 0);
+  m.d_model = 7169;
+  ParallelPlan p = plan_of(4096);
+  p.tp = 2;
+  try {
+    (void)layer_activations(m, p);
+    ADD_FAILURE() << "MTP over tp 2 of d_model 7169";
+  } catch (const PlanError& e) {
+    EXPECT_EQ(e.field(), PlanField::kTp);
+    EXPECT_NE(std::string(e.what()).find("multi-token-prediction"), std::string::npos);
+  }
+  m.mtp_layers = 0;
+  EXPECT_NO_THROW((void)layer_activations(m, p));
+}
+
 TEST(ModelState, Zero3IsSixteenBytesPerParamOverDp) {
   const ModelConfig m = load_model("llama3-70b");
   const int64_t n = total_parameters(m);

@@ -107,7 +107,14 @@ bool nemo_launcher_gpt3(const PublishedRun& r, Family family) {
 
 int64_t nemo_launcher_gpt3_vocab(const PublishedRun& r) {
   constexpr int64_t kGpt2BpeTokens = 50257;
-  const int64_t multiple = 128 * r.parallelism.tp.value_or(1);
+  constexpr int64_t kPadding = 128;
+  const int64_t tp = r.parallelism.tp.value_or(1);
+  if (tp < 1 || tp > kGpt2BpeTokens) {  // the plan's own check names the field; pad only sane TP
+    throw Unmappable(fmt::format("the tensor-parallel degree {} is not a positive count of at "
+                                 "most {} (the vocabulary it would pad)",
+                                 tp, kGpt2BpeTokens));
+  }
+  const int64_t multiple = kPadding * tp;
   return (kGpt2BpeTokens + multiple - 1) / multiple * multiple;
 }
 
@@ -120,6 +127,9 @@ ModelConfig base_model(const PublishedRun& r, Family family,
   m.num_layers = stated(r.model.layers, "the number of layers");
   m.d_model = stated(r.model.hidden, "the hidden size");
   m.num_heads = stated(r.model.heads, "the number of attention heads");
+  if (m.num_heads < 1) {  // head_dim below divides by it
+    throw Unmappable(fmt::format("the number of attention heads is {}", m.num_heads));
+  }
   if (r.model.vocab) {
     m.vocab_size = *r.model.vocab;
   } else if (nemo_launcher_gpt3(r, family)) {

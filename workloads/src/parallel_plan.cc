@@ -126,6 +126,11 @@ void validate_sharding(const ModelConfig& m, const ParallelPlan& p) {
                             "{}) of {}",
                             p.tp, m.moe->expert_d_ff, m.moe->shared_expert_d_ff, m.name));
   }
+  if (m.mtp_layers > 0 && m.d_model % p.tp != 0) {  // MTP's eh_proj: column-parallel 2h -> h
+    bad(F::kTp, fmt::format("tensor parallel {} does not divide d_model {} of {}, which the "
+                            "multi-token-prediction projection splits",
+                            p.tp, m.d_model, m.name));
+  }
   if (p.sp && p.tp == 1) {
     bad(F::kSp, "sequence parallelism splits the TP group's activations; it needs tp > 1");
   }
