@@ -30,13 +30,20 @@ using workloads::ZeroStage;
 
 namespace {
 
+// In ascending order, in O(sqrt n): a global batch of 2^30 sequences has per-rank batches near
+// 2^30, whose divisors a linear scan took minutes to list for every plan.
 std::vector<int64_t> divisors(int64_t n) {
   std::vector<int64_t> out;
-  for (int64_t d = 1; d <= n; ++d) {
+  std::vector<int64_t> above;  // n / d for each d below sqrt(n), descending
+  for (int64_t d = 1; d <= n / d; ++d) {
     if (n % d == 0) {
       out.push_back(d);
+      if (d != n / d) {
+        above.push_back(n / d);
+      }
     }
   }
+  out.insert(out.end(), above.rbegin(), above.rend());
   return out;
 }
 
@@ -199,6 +206,21 @@ void enumerate_all(const LoadedScenario& l, const ParallelPlan& base, const Sear
 
 std::vector<ParallelPlan> enumerate_plans(const LoadedScenario& l, const ParallelPlan& base,
                                           const SearchOptions& options, SearchResult* counts) {
+  // The batch and each held degree within the plan's bounds before any plan is formed from them:
+  // a held pp of 2^62 had wrapped tp x cp x pp to 0 (SIGFPE), a global batch of 2^62 sequences
+  // had run for minutes.
+  using workloads::PlanField;
+  workloads::check_plan_size(PlanField::kGbs, base.gbs);
+  workloads::check_plan_size(PlanField::kSeq, base.seq);
+  const Fixed& f = options.fixed;
+  for (const auto& [field, held] :
+       {std::pair{PlanField::kTp, f.tp}, {PlanField::kCp, f.cp}, {PlanField::kPp, f.pp},
+        {PlanField::kVpp, f.vpp}, {PlanField::kDp, f.dp}, {PlanField::kEp, f.ep},
+        {PlanField::kMbs, f.mbs}}) {
+    if (held) {
+      workloads::check_plan_size(field, *held);
+    }
+  }
   std::vector<ParallelPlan> out;
   enumerate_all(l, base, options, [&](const ParallelPlan& p) {
     if (counts != nullptr) {

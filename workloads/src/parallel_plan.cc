@@ -104,6 +104,8 @@ void check_sizes(const ParallelPlan& p) {
 
 }  // namespace
 
+void check_plan_size(PlanField field, int64_t value) { check_size(field, value); }
+
 void validate_sharding(const ModelConfig& m, const ParallelPlan& p) {
   for (const auto& [field, v] :
        {std::pair{F::kTp, p.tp}, {F::kCp, p.cp}, {F::kMbs, p.mbs}, {F::kSeq, p.seq}}) {

@@ -293,6 +293,10 @@ struct PlanLimits {
   static constexpr int64_t kMicrobatchLayers = int64_t{1} << 20;
 };
 
+// One size of a plan, alone: positive and within its PlanLimits bound (kRanks for the degrees),
+// or PlanError naming `field`. For values a search holds before it forms any plan from them.
+void check_plan_size(PlanField field, int64_t value);
+
 // Checks the plan against the model; throws PlanError naming the field at fault and what was
 // expected: sizes positive and within PlanLimits; TP dividing the query heads, the KV heads (or KV
 // heads dividing TP, then replicated) and d_ff; SP only with TP > 1 and the tokens of a CP rank
