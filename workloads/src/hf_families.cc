@@ -203,6 +203,11 @@ ModelConfig parse_hf_gemma(HfReader& r, Architecture family) {
     if (v3) {
       m.qk_norm = true;
       const int64_t period = r.positive_or("sliding_window_pattern", 6);
+      if (period > ModelLimits::kLayers) {  // one flag per layer of the period is built below
+        r.fail("sliding_window_pattern",
+               fmt::format("a period of {} layers; expected at most {} (meshsim's layer limit)",
+                           period, ModelLimits::kLayers));
+      }
       w.pattern.assign(static_cast<size_t>(period), true);
       w.pattern.back() = false;  // layer i global iff (i + 1) % period == 0
     }

@@ -132,12 +132,12 @@ void validate_attention(const ModelConfig& m, const std::string& source, const M
                      "parallel attention and MLP blocks are modelled for dense pre-norm models "
                      "(GPT-NeoX, Falcon); expected no experts and 1 or 2 norms per layer");
   }
-  if (m.mtp_layers < 0 || (m.mtp_layers > 0 && !m.moe)) {
+  if (m.mtp_layers < 0 || (m.mtp_layers > 0 && !m.moe) || m.mtp_layers > ModelLimits::kLayers) {
     throw InputError(
         source, f.mtp_layers,
-        fmt::format("{} multi-token prediction layers; expected 0, or a positive depth "
-                    "in an MoE model (DeepSeek-V3)",
-                    m.mtp_layers));
+        fmt::format("{} multi-token prediction layers; expected 0, or a positive depth of at "
+                    "most {} in an MoE model (DeepSeek-V3)",
+                    m.mtp_layers, ModelLimits::kLayers));
   }
 }
 
