@@ -94,28 +94,37 @@ Family family_of(const PublishedRun& r) {
 }
 
 // GPT-3 in NeMo 24.0x, whose performance tables came from NeMo-Framework-Launcher's training
-// configs (launcher_scripts/conf/training/gpt3/{126m,5b,20b,40b,175b}.yaml at tag 24.07). Where
-// a table is silent, those configs set: tokenizer library megatron, type GPT2BPETokenizer
-// (GPT-2's 50257 BPE tokens) with make_vocab_size_divisible_by 128, which Megatron multiplies by
-// the tensor-parallel degree (_vocab_size_with_padding); hidden_dropout and attention_dropout
-// 0.1.
+// configs: a framework-wide default rather than a ScriptFact (published_plan.cc), which holds one
+// run's setting read from the script beside its table. Where a table is silent, every
+// launcher_scripts/conf/training/gpt3/{126m,5b,20b,40b,175b}.yaml at tag 24.07 sets tokenizer
+// library megatron, type GPT2BPETokenizer (GPT-2's 50257 BPE tokens) with
+// make_vocab_size_divisible_by 128, which Megatron multiplies by the tensor-parallel degree
+// (_vocab_size_with_padding), and hidden_dropout and attention_dropout 0.1.
+constexpr const char* kLauncherGpt3 =
+    "NeMo-Framework-Launcher's gpt3 training configs (launcher_scripts/conf/training/gpt3/*.yaml "
+    "@ 24.07)";
+
 bool nemo_launcher_gpt3(const PublishedRun& r, Family family) {
   static const std::regex gpt3(R"(^GPT-?3)");
   return family == Family::kGpt && contains(r.framework, "NeMo 24.0") &&
          std::regex_search(r.model.name, gpt3);
 }
 
-int64_t nemo_launcher_gpt3_vocab(const PublishedRun& r) {
-  constexpr int64_t kGpt2BpeTokens = 50257;
-  constexpr int64_t kPadding = 128;
-  const int64_t tp = r.parallelism.tp.value_or(1);
-  if (tp < 1 || tp > kGpt2BpeTokens) {  // the plan's own check names the field; pad only sane TP
-    throw Unmappable(fmt::format("the tensor-parallel degree {} is not a positive count of at "
-                                 "most {} (the vocabulary it would pad)",
-                                 tp, kGpt2BpeTokens));
+// The vocabulary as stated, else the launcher's padded GPT-2 BPE for NeMo 24.0x GPT-3.
+int64_t vocab_of(const PublishedRun& r, Family family, std::vector<std::string>& assumptions) {
+  if (r.model.vocab || !nemo_launcher_gpt3(r, family)) {
+    return stated(r.model.vocab, "the vocabulary size");
   }
-  const int64_t multiple = kPadding * tp;
-  return (kGpt2BpeTokens + multiple - 1) / multiple * multiple;
+  constexpr int64_t kGpt2BpeTokens = 50257;
+  const int64_t tp = r.parallelism.tp.value_or(1);
+  workloads::check_plan_size(workloads::PlanField::kTp, tp);  // 128 x tp stays in 64 bits
+  const int64_t multiple = 128 * tp;
+  const int64_t vocab = (kGpt2BpeTokens + multiple - 1) / multiple * multiple;
+  assumptions.push_back(fmt::format("vocabulary {}: not in the table, but {} use the "
+                                    "GPT2BPETokenizer (50257 tokens) padded to a multiple of "
+                                    "128 x TP",
+                                    vocab, kLauncherGpt3));
+  return vocab;
 }
 
 // The common shape; the family sets the rest.
@@ -130,18 +139,7 @@ ModelConfig base_model(const PublishedRun& r, Family family,
   if (m.num_heads < 1) {  // head_dim below divides by it
     throw Unmappable(fmt::format("the number of attention heads is {}", m.num_heads));
   }
-  if (r.model.vocab) {
-    m.vocab_size = *r.model.vocab;
-  } else if (nemo_launcher_gpt3(r, family)) {
-    m.vocab_size = nemo_launcher_gpt3_vocab(r);
-    assumptions.push_back(fmt::format(
-        "vocabulary {}: not in the table, but NeMo-Framework-Launcher's gpt3 training configs "
-        "(launcher_scripts/conf/training/gpt3/*.yaml @ 24.07) use the GPT2BPETokenizer (50257 "
-        "tokens) padded to a multiple of 128 x TP",
-        m.vocab_size));
-  } else {
-    m.vocab_size = stated(r.model.vocab, "the vocabulary size");
-  }
+  m.vocab_size = vocab_of(r, family, assumptions);
   const int64_t seq = stated(r.model.seq_len, "the sequence length");
   m.max_position_embeddings = seq;
   m.head_dim = m.d_model / m.num_heads;
@@ -263,11 +261,10 @@ ModelConfig model_of(const PublishedRun& r, std::vector<std::string>& assumption
                                      : "multi-head attention, Megatron's default");
       if (nemo_launcher_gpt3(r, family)) {
         m.dropout = true;
-        assumptions.push_back(
-            "attention and hidden dropout 0.1: NeMo-Framework-Launcher's gpt3 training configs "
-            "(launcher_scripts/conf/training/gpt3/*.yaml @ 24.07); the masks of the residual "
-            "dropouts are costed, the dropout inside the fused attention kernel is not (no "
-            "measurement of it)");
+        assumptions.push_back(fmt::format(
+            "attention and hidden dropout 0.1: {}; the masks of the residual dropouts are "
+            "costed, the dropout inside the fused attention kernel is not (no measurement of it)",
+            kLauncherGpt3));
       }
       break;
     }

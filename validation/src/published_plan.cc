@@ -192,16 +192,18 @@ void set_degrees(ParallelPlan& p, const PublishedRun& r, const topology::Cluster
   if (!par.cp) {
     assumptions.push_back("context parallel 1 (not stated; off unless configured)");
   }
-  // Each degree at least 1 (their product divides the devices) and at most the devices, so
-  // that their product cannot overflow.
+  // Each degree at most the devices, so that their product cannot overflow, and positive (the
+  // plan's own size check), so that it divides the devices.
   for (const auto& [name, degree] : {std::pair{"tp", p.tp}, {"pp", p.pp}, {"cp", p.cp}}) {
-    if (degree < 1) {
-      throw Unmappable(fmt::format("the stated {} {} is not a degree (at least 1)", name, degree));
-    }
     if (degree > cluster.device_count()) {
       throw Unmappable(fmt::format("the stated {} {} is more than the {} devices", name, degree,
                                    cluster.device_count()));
     }
+  }
+  for (const auto& [field, degree] : {std::pair{workloads::PlanField::kTp, p.tp},
+                                      {workloads::PlanField::kPp, p.pp},
+                                      {workloads::PlanField::kCp, p.cp}}) {
+    workloads::check_plan_size(field, degree);
   }
   const int64_t model_parallel = p.tp * p.pp * p.cp;
   if (cluster.device_count() % model_parallel != 0) {
@@ -228,10 +230,7 @@ void set_degrees(ParallelPlan& p, const PublishedRun& r, const topology::Cluster
                                       *script->vpp, script->parallel_source));
   }
   const int64_t vpp = stated_vpp.value_or(1);
-  if (vpp < 1 || vpp > workloads::ModelLimits::kLayers) {  // pp x vpp must not overflow
-    throw Unmappable(fmt::format("the virtual pipeline size {} is not between 1 and {}", vpp,
-                                 workloads::ModelLimits::kLayers));
-  }
+  workloads::check_plan_size(workloads::PlanField::kVpp, vpp);  // pp x vpp must not overflow
   if (p.pp > 1) {
     p.schedule = vpp > 1 ? workloads::PipelineSchedule::kInterleaved
                          : workloads::PipelineSchedule::kOneFOneB;
