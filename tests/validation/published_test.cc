@@ -484,6 +484,26 @@ TEST(PublishedMap, MixtralAndQwen3MoeRouteEveryLayer) {
   EXPECT_THAT(refusal(r, cat), HasSubstr("shared experts"));
 }
 
+// A Llama record without its KV heads takes those of Meta's config.json for the model it names;
+// a Llama whose attention no config gives is refused, not assumed multi-head.
+TEST(PublishedMap, LlamaKvHeadsFromMetasConfigsWhenUnstated) {
+  const topology::Catalogue cat = topology::Catalogue::builtin();
+  PublishedRun r = run(dev_set(), "dgxc2504-llama3.1-70b-64xH100-bf16");
+  r.model.kv_heads.reset();
+  EXPECT_EQ(mapped(r, cat).model.num_kv_heads, 8);
+  r.model.name = "Llama 2 70B";
+  EXPECT_EQ(mapped(r, cat).model.num_kv_heads, 8);
+  r.model.name = "Llama-2-13b";
+  const PublishedScenario mha = mapped(r, cat);
+  EXPECT_EQ(mha.model.num_kv_heads, mha.model.num_heads);
+  EXPECT_THAT(mha.assumptions, Contains(HasSubstr("multi-head")));
+  r.model.name = "LLaMA 30B";  // the first Llama, and "3" is not Llama 3
+  r.model.arch_notes = "SwiGLU";
+  EXPECT_THAT(refusal(r, cat), HasSubstr("KV heads is not stated"));
+  r.model.kv_heads = 4;  // stated: taken as it is
+  EXPECT_EQ(mapped(r, cat).model.num_kv_heads, 4);
+}
+
 // Every chip of the collection's hardware.json that has a cluster preset maps to it: H200 to the
 // DGX H200, TPU v6e and v3 slices to their torus (Google's slice topologies).
 TEST(PublishedMap, H200AndTpuV6eRunsHaveTheirPresets) {

@@ -220,6 +220,34 @@ void qwen3_moe(const PublishedRun& r, ModelConfig& m, std::vector<std::string>& 
                         "expert, untied embeddings (Qwen3 MoE config.json)");
 }
 
+// The KV heads of a Llama record: as stated, else those of Meta's config.json for the model the
+// name gives (num_key_value_heads of meta-llama/Llama-2-{7b,13b,70b}-hf and of every Llama 3,
+// 3.1, 3.2 and 3.3 model on huggingface.co): Llama 2 7B and 13B are multi-head, Llama 2 70B and
+// all of Llama 3 group the queries over 8 KV heads. Another Llama's attention is not guessed.
+int64_t llama_kv_heads(const PublishedRun& r, int64_t query_heads,
+                       std::vector<std::string>& assumptions) {
+  if (r.model.kv_heads) {
+    return *r.model.kv_heads;
+  }
+  static const std::regex llama2_mha(R"(llama[-_ ]?2[-_ ]+(7|13)b)", std::regex::icase);
+  static const std::regex gqa8(R"(llama[-_ ]?(2[-_ ]+70b|3(\.\d+)?([^.\d]|$)))",
+                               std::regex::icase);
+  const std::string& name = r.model.name;
+  if (std::regex_search(name, llama2_mha)) {
+    assumptions.push_back("kv heads = query heads (Llama 2 7B and 13B config.json: multi-head)");
+    return query_heads;
+  }
+  if (std::regex_search(name, gqa8)) {
+    assumptions.push_back("kv heads = 8 (num_key_value_heads of Meta's Llama 2 70B and Llama 3 "
+                          "config.json)");
+    return 8;
+  }
+  throw Unmappable(fmt::format(
+      "the number of KV heads is not stated, and \"{}\" is not a Llama whose config.json gives "
+      "them",
+      name));
+}
+
 ModelConfig model_of(const PublishedRun& r, std::vector<std::string>& assumptions) {
   const Family family = family_of(r);
   ModelConfig m = base_model(r, family, assumptions);
@@ -270,7 +298,7 @@ ModelConfig model_of(const PublishedRun& r, std::vector<std::string>& assumption
     }
     case Family::kLlama:
       m.d_ff = stated(r.model.ffn, "the MLP size");
-      m.num_kv_heads = kv_or_mha("Llama 2 7B's multi-head attention");
+      m.num_kv_heads = llama_kv_heads(r, m.num_heads, assumptions);
       break;
     case Family::kNemotron:
       // Nemotron-4 (NeMo Nemotron4Config): LayerNorm (layernorm1p), RoPE on half the head
