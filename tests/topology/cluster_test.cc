@@ -86,10 +86,10 @@ TEST_F(ClusterTest, TpuSlices) {
   EXPECT_EQ(v5p.torus_shape, (std::vector<int64_t>{4, 4, 4}));
   EXPECT_EQ(v5p.torus_wraparound, (std::vector<bool>{true, true, true}));
   EXPECT_EQ(v5p.nodes, 16);
-  EXPECT_DOUBLE_EQ(v5p.intra_node_bandwidth().value(), 100e9);  // one ICI link
-  EXPECT_DOUBLE_EQ(v5p.scale_up_bandwidth().value(), 600e9);    // six links
+  EXPECT_DOUBLE_EQ(v5p.intra_node_bandwidth().value(), 90e9);  // one ICI link
+  EXPECT_DOUBLE_EQ(v5p.scale_up_bandwidth().value(), 540e9);   // six links
   EXPECT_DOUBLE_EQ(v5p.inter_node_bandwidth().value(), Gbps(50).value());
-  EXPECT_EQ(v5p.intra_node_latency(), Nanoseconds(500));
+  EXPECT_EQ(v5p.intra_node_latency(), Microseconds(1));
 
   const ClusterSpec v5e = load("tpu-v5e");
   EXPECT_EQ(v5e.torus_shape, (std::vector<int64_t>{16, 16}));

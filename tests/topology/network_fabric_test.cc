@@ -234,12 +234,12 @@ TEST(NetworkFabrics, TorusBisectionByHand) {
   const auto bisection = [](const ClusterSpec& spec) {
     return Network::build(spec).summary().bisection_bandwidth;
   };
-  EXPECT_EQ(bisection(preset("tpu-v5p")), GBps(2 * 16 * 100));
-  EXPECT_EQ(bisection(preset("tpu-v5e")), GBps(2 * 16 * 50));  // 16x16, both axes wrap
-  EXPECT_EQ(bisection(torus("tpu-v5e", {8, 8})), GBps(8 * 50));
-  // 16x4, only the 16-axis wraps: across it 2 x 4 rings (400 GB/s); across the open 4-axis
-  // 16 x 1 (800 GB/s).
-  EXPECT_EQ(bisection(torus("tpu-v5e", {16, 4})), GBps(2 * 4 * 50));
+  EXPECT_EQ(bisection(preset("tpu-v5p")), GBps(2 * 16 * 90));
+  EXPECT_EQ(bisection(preset("tpu-v5e")), GBps(2 * 16 * 45));  // 16x16, both axes wrap
+  EXPECT_EQ(bisection(torus("tpu-v5e", {8, 8})), GBps(8 * 45));
+  // 16x4, only the 16-axis wraps: across it 2 x 4 rings (360 GB/s); across the open 4-axis
+  // 16 x 1 (720 GB/s).
+  EXPECT_EQ(bisection(torus("tpu-v5e", {16, 4})), GBps(2 * 4 * 45));
   // A v3 pod is 32x32 with both axes wrapping: 6.4 TB/s, the Google Cloud TPU v3 docs' bisection
   // bandwidth per pod. A 16-chip axis is a full pod edge on v5e but not on v3: no wraparound.
   EXPECT_EQ(bisection(preset("tpu-v3")), GBps(2 * 32 * 100));

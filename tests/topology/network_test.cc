@@ -70,8 +70,8 @@ TEST(NetworkTorus, RouteIsDimensionOrderShorterWayTiesPositive) {
   ASSERT_EQ(wrap.size(), 1U);
   EXPECT_EQ(net.paths(a, b).size(), 1U);
   EXPECT_EQ(net.path_count(a, b), 1);
-  EXPECT_EQ(net.path_latency(p), Microseconds(0.5) * 6);  // every ICI hop pays the ICI latency
-  EXPECT_EQ(net.path_bandwidth(p), GBps(100));
+  EXPECT_EQ(net.path_latency(p), Microseconds(1) * 6);  // every ICI hop pays the ICI latency
+  EXPECT_EQ(net.path_bandwidth(p), GBps(90));
 }
 
 TEST(NetworkTorus, NoWraparoundOn8x8) {
@@ -229,13 +229,13 @@ TEST(NetworkSummaryText, DgxH100At256NodesAndV5p8x16x16) {
 
   const Network tor = Network::build(torus("tpu-v5p", {8, 16, 16}));
   const NetworkSummary ts = tor.summary();
-  EXPECT_EQ(ts.bisection_bandwidth, GBps(25600));  // 2 x (2048 / 16) x 100 GB/s
+  EXPECT_EQ(ts.bisection_bandwidth, GBps(23040));  // 2 x (2048 / 16) x 90 GB/s
   EXPECT_EQ(ts.diameter_hops, 4 + 8 + 8);
   EXPECT_EQ(ts.links.at(LinkKind::kIci).count, 12288);
-  EXPECT_EQ(ts.links.at(LinkKind::kIci).bandwidth, GBps(100));
+  EXPECT_EQ(ts.links.at(LinkKind::kIci).bandwidth, GBps(90));
   const std::string ttext = format_summary(tor.spec(), ts);
   std::cout << ttext << "\n";
-  EXPECT_NE(ttext.find("bisection  25600 GB/s per direction = 2 x 128 ICI links"),
+  EXPECT_NE(ttext.find("bisection  23040 GB/s per direction = 2 x 128 ICI links"),
             std::string::npos)
       << ttext;
 }
