@@ -368,6 +368,16 @@ TEST(PublishedMap, Gb200RunsOfPartOfARackAreOneNvlinkDomain) {
   PublishedRun r = run(dev_set(), "mbridge2509-llama3-70b-64xGB200-fp8");
   // Megatron-Bridge's 70B GB200 FP8 recipe offloads 40 of the 80 layers' activations.
   EXPECT_EQ(mapped(r, cat).plan.offload_layers, 40);
+  {
+    // The table's other configuration (TP 2, PP 4, VP 5, no FSDP) is not the recipe's plan.
+    PublishedRun other = r;
+    other.parallelism.tp = 2;
+    other.parallelism.pp = 4;
+    other.parallelism.vpp = 5;
+    other.parallelism.dp = 8;
+    other.parallelism.fsdp = false;
+    EXPECT_EQ(mapped(other, cat).plan.offload_layers, 0);
+  }
   r.model.layers = 32;  // another model: no recipe, no offloading
   r.model.hidden = 4096;
   r.model.ffn = 14336;

@@ -575,15 +575,19 @@ void routed_moe_plan(const PublishedRun& r, const topology::ClusterSpec& cluster
       span));
 }
 
-// Megatron-Bridge's Llama 3 70B recipes for 64 GB200s (Megatron-FSDP, no recompute) keep their
-// activations in memory by offloading those of 20 (BF16) or 40 (FP8) of the 80 layers to the
-// Grace CPUs: cpu_offloading_num_layers in llama3_70b_pretrain_64gpu_gb200_{bf16,fp8cs}_config,
+// Megatron-Bridge's Llama 3 70B recipes for 64 GB200s (Megatron-FSDP over all 64, TP 1, PP 1,
+// no recompute) keep their activations in memory by offloading those of 20 (BF16) or 40 (FP8) of
+// the 80 layers to the Grace CPUs: cpu_offloading_num_layers in
+// llama3_70b_pretrain_64gpu_gb200_{bf16,fp8cs}_config,
 // src/megatron/bridge/perf_recipes/llama/gb200/llama3.py @ 067f987df (2026-08); without it they
-// need about twice the GPU's memory.
+// need about twice the GPU's memory. A run of another plan is not that recipe: Megatron's default,
+// no offloading, holds for it.
 void megatron_bridge_offload(const PublishedRun& r, workloads::ParallelPlan& p,
                              std::vector<std::string>& assumptions) {
+  const bool recipe_plan = p.tp == 1 && p.pp == 1 && p.cp == 1 && p.dp == 64 &&
+                           p.zero == workloads::ZeroStage::kParameters;
   if (!(contains(r.hardware_key, "GB200") && contains(r.framework, "Megatron-Bridge") &&
-        r.model.layers == 80)) {
+        r.model.layers == 80 && recipe_plan)) {
     return;
   }
   const bool fp8 = p.matmul_dtype == Dtype::kFp8;
