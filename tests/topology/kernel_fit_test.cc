@@ -31,9 +31,12 @@ struct Tolerance {
 // (GemmModelStaysUnderTheBestOfSweepMaxima), not a typical value of its shape. B200's table holds
 // no training-regime FP8 row (small-M vLLM CUTLASS rows and a MAMF maximum): its FP8 model is the
 // Blackwell family's training-regime fit (from GB200's sweep), 9-33% slower than those rows.
+// GEMM on A100: its 16-bit e_max is fitted to the training-regime rows of its sweep, and the
+// largest errors are the 1k and 2k cubes (24% and 22% slower in the model: cuBLASLt's stream-K
+// kernels beat the wave model there), square shapes far smaller than a training step's layers.
 const std::map<std::string, std::map<std::string, Tolerance>> kTolerances = {
     {"gemm",
-     {{"a100-80gb", {0.07, 0.22}},
+     {{"a100-80gb", {0.09, 0.25}},
       {"h100-sxm", {0.11, 0.35}},
       {"h200", {0.12, 0.36}},
       {"b200", {0.21, 0.34}},
@@ -63,6 +66,10 @@ double model_seconds(const RooflineComputeModel& m, const MeasuredKernel& k) {
   return t.seconds();
 }
 
+double median_of_sorted(const std::vector<double>& e) {
+  return e.size() % 2 == 1 ? e[e.size() / 2] : 0.5 * (e[e.size() / 2 - 1] + e[e.size() / 2]);
+}
+
 void check_table(const std::string& table, const std::vector<MeasuredKernel>& kernels) {
   const Catalogue cat = Catalogue::builtin();
   std::map<std::string, std::vector<double>> errors;
@@ -76,8 +83,7 @@ void check_table(const std::string& table, const std::vector<MeasuredKernel>& ke
     std::vector<double> e = errors[chip];
     ASSERT_FALSE(e.empty()) << "no rows";
     std::sort(e.begin(), e.end());
-    const double median =
-        e.size() % 2 == 1 ? e[e.size() / 2] : 0.5 * (e[e.size() / 2 - 1] + e[e.size() / 2]);
+    const double median = median_of_sorted(e);
     EXPECT_LE(median, tol.median) << e.size() << " rows";
     EXPECT_LE(e.back(), tol.max) << e.size() << " rows";
     ::testing::Test::RecordProperty(table + "." + chip,
@@ -117,25 +123,37 @@ TEST(KernelFit, GemmModelStaysUnderTheBestOfSweepMaxima) {
   EXPECT_EQ(checked[Dtype::kBf16], 4);  // A100, H100, B200, GB200
 }
 
-// FP8's e_max is fitted to the sweeps' training-regime rows (M, N, K >= 4096; tools/
-// fit_kernels.py fit_fp8_training_regime): there the model holds to 1.5% median, 6% at most on
-// Hopper (Azure's cuBLASLt cubes and 6144x12288x12288 on H100 and H200).
-TEST(KernelFit, Fp8GemmsOfTrainingShapesHoldToTheSweeps) {
+// Where a chip family has steady-state sweep rows in the training regime (M, N, K >= 4096: Azure's
+// cuBLASLt sweeps), a dtype's e_max is fitted to them alone (tools/fit_kernels.py
+// fit_training_regime): there the model holds to 1.5% median, 6% at most for FP8 on Hopper (the
+// cubes and 6144x12288x12288 on H100 and H200) and 3.3% at most for 16-bit on A100 (4096^3 to
+// 16384^3 and 6144x12288x12288).
+std::vector<double> training_regime_errors(const std::vector<std::string>& chips, Dtype dtype) {
   const Catalogue cat = Catalogue::builtin();
   std::vector<double> errors;
   for (const MeasuredKernel& k : gemm_rows(false)) {
     const MatmulShape& s = *k.work.front().shape;
-    if ((k.chip != "h100-sxm" && k.chip != "h200") || k.work.front().dtype != Dtype::kFp8 ||
-        std::min({s.m, s.n, s.k}) < 4096) {
+    const bool in_group = (dtype == Dtype::kFp8) == (k.work.front().dtype == Dtype::kFp8);
+    if (std::find(chips.begin(), chips.end(), k.chip) == chips.end() || !in_group ||
+        !k.steady_state_sweep || std::min({s.m, s.n, s.k}) < 4096) {
       continue;
     }
     const RooflineComputeModel model(cat.chip(k.chip));
     errors.push_back(std::fabs(model_seconds(model, k) / k.measured.seconds() - 1.0));
   }
-  ASSERT_EQ(errors.size(), 10U);
   std::sort(errors.begin(), errors.end());
-  EXPECT_LE(0.5 * (errors[4] + errors[5]), 0.025);
-  EXPECT_LE(errors.back(), 0.07);
+  return errors;
+}
+
+TEST(KernelFit, GemmsOfTrainingShapesHoldToTheSteadyStateSweeps) {
+  const std::vector<double> fp8 = training_regime_errors({"h100-sxm", "h200"}, Dtype::kFp8);
+  ASSERT_EQ(fp8.size(), 10U);
+  EXPECT_LE(median_of_sorted(fp8), 0.025);
+  EXPECT_LE(fp8.back(), 0.07);
+  const std::vector<double> a100 = training_regime_errors({"a100-80gb"}, Dtype::kFp16);
+  ASSERT_EQ(a100.size(), 4U);
+  EXPECT_LE(median_of_sorted(a100), 0.02);
+  EXPECT_LE(a100.back(), 0.04);
 }
 
 TEST(KernelFit, AttentionModelHoldsToTheAttentionTable) {

@@ -83,6 +83,10 @@ struct MeasuredKernel {
   // The best shape of a brute-force sweep (MAMF): a maximum, which the model must not exceed at
   // its shape, not a typical value of that shape.
   bool best_of_sweep = false;
+  // A row of a sweep measured at steady state (Azure's superbench cuBLASLt sweeps: random data
+  // after 10,000 warm-up iterations), to whose training-regime rows tools/fit_kernels.py fits a
+  // dtype's e_max where a chip family has them (fit_training_regime).
+  bool steady_state_sweep = false;
 };
 
 inline Dtype dtype_of(const std::string& name) {
@@ -114,7 +118,8 @@ inline std::vector<MeasuredKernel> gemm_kernels(int64_t min_rows = 256) {
                    r.at("dtype") + " " + r.at("m") + "x" + r.at("n") + "x" + r.at("k"),
                    {w},
                    Seconds(flops / (num_of(r, "tflops") * 1e12)),
-                   r.at("statistic").rfind("best shape of a brute-force sweep", 0) == 0});
+                   r.at("statistic").rfind("best shape of a brute-force sweep", 0) == 0,
+                   r.at("library") == "cuBLASLt"});
   }
   return out;
 }
