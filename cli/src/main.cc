@@ -535,6 +535,9 @@ int run_main(int argc, char** argv) {
                         "FILE.json (Chrome JSON)");
   published->add_option("--trace-ranks", pub_trace_ranks,
                         "With --run and --trace: the ranks in the trace, as meshsim run's");
+  published->add_flag("--full-simulation", pub.full_simulation,
+                      "With --run: simulate every rank instead of one per class of identical "
+                      "ranks, as meshsim run --full-simulation");
 
   try {
     app.parse(argc, argv);

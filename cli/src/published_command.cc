@@ -187,6 +187,7 @@ int one_run(const std::vector<validation::PublishedRun>& runs, const PublishedAr
   RunOutputs outputs;
   outputs.trace_path = args.trace_path;
   outputs.trace_ranks = args.trace_ranks;
+  outputs.step.full_simulation = args.full_simulation;
   const auto simulated = simulate_mapped(s, outputs);
   if (const auto* no = std::get_if<validation::NotExpressible>(&simulated)) {
     out << fmt::format("  not expressible: {}\n", no->reason);
@@ -225,6 +226,11 @@ int published_command(const PublishedArgs& args, std::ostream& out) {
   if (args.trace_path || args.trace_ranks) {
     throw InputError(args.trace_path ? "--trace" : "--trace-ranks", "",
                      "a timeline is of one run: give --run ID");
+  }
+  if (args.full_simulation) {
+    throw InputError("--full-simulation", "",
+                     "the whole set is simulated in representative mode, as CI holds it: give "
+                     "--run ID to simulate one run's every rank");
   }
   std::optional<validation::PublishedThresholds> limits;
   if (args.thresholds) {

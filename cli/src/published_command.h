@@ -20,6 +20,7 @@ struct PublishedArgs {
   std::optional<std::string> run_id;
   std::optional<std::string> trace_path;   // with --run: .pftrace or .json
   std::optional<std::string> trace_ranks;  // with --run: --trace-ranks
+  bool full_simulation = false;            // with --run: every rank simulated
 };
 
 // Returns the process exit code: 0, or 4 (kExitThresholdExceeded) when a threshold is exceeded;

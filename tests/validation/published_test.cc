@@ -679,6 +679,26 @@ TEST_F(PublishedCommandTest, OneRunWithItsReportAndTimeline) {
       meshsim({"validate-published", kRuns, "--run", id, "--thresholds", "t.json"});
   EXPECT_EQ(thresholds_one.exit_code, 2);
   EXPECT_THAT(thresholds_one.output, HasSubstr("--thresholds"));
+  const CommandResult full_alone = meshsim({"validate-published", kRuns, "--full-simulation"});
+  EXPECT_EQ(full_alone.exit_code, 2);
+  EXPECT_THAT(full_alone.output, HasSubstr("--full-simulation"));
+}
+
+// --run ID --full-simulation: every rank simulated, the same step as the set's representative
+// simulation (a multi-slice TPU run with TP, where the two once differed by 6 %).
+TEST_F(PublishedCommandTest, OneRunFullySimulatedAgreesWithTheSet) {
+  const std::string id = "maxtext-v5p-128B-2xv5p-512";
+  const CommandResult rep = meshsim({"validate-published", kRuns, "--run", id, "--json", "r.json"});
+  ASSERT_EQ(rep.exit_code, 0) << rep.output;
+  const CommandResult full = meshsim(
+      {"validate-published", kRuns, "--run", id, "--full-simulation", "--json", "f.json"});
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  EXPECT_THAT(full.output, HasSubstr("512 ranks (full mode)"));
+  const nlohmann::json r = read_json("r.json");
+  const nlohmann::json f = read_json("f.json");
+  EXPECT_EQ(r["simulation"]["mode"], "representative");
+  EXPECT_EQ(f["simulation"]["mode"], "full");
+  EXPECT_DOUBLE_EQ(r["step_time_s"].get<double>(), f["step_time_s"].get<double>());
 }
 
 }  // namespace
