@@ -361,6 +361,27 @@ TEST(PublishedMap, RefusesWhatItCannotExpressAndSaysWhy) {
   EXPECT_THAT(reason("nemo-longseq-llama2-7b-1024k-1024xH100"), HasSubstr("FLOP convention"));
 }
 
+// llm-foundry's FSDP columns: a sharding strategy other than the stated ZeRO stage's, a hybrid
+// one, or activation CPU offload is refused with the reason, not simulated as something else.
+TEST(PublishedMap, ComposerFsdpColumnsMustBeWhatIsModelled) {
+  const topology::Catalogue cat = topology::Catalogue::builtin();
+  const PublishedRun base = run(dev_set(), "mpt-a100_40gb-bf16-3b-seq2048-16gpu-mbs5-ga1");
+  ASSERT_EQ(mapped(base, cat).plan.zero, workloads::ZeroStage::kParameters);  // FULL_SHARD
+  const auto with_notes = [&](const std::string& from, const std::string& to) {
+    PublishedRun r = base;
+    const size_t at = r.parallelism.notes.find(from);
+    EXPECT_NE(at, std::string::npos) << r.parallelism.notes;
+    r.parallelism.notes.replace(at, from.size(), to);
+    return r;
+  };
+  EXPECT_THAT(refusal(with_notes("offload=False", "offload=True"), cat),
+              HasSubstr("offloads activations to the CPU"));
+  EXPECT_THAT(refusal(with_notes("FULL_SHARD", "HYBRID_SHARD"), cat),
+              HasSubstr("sharding_strategy HYBRID_SHARD is not modelled"));
+  EXPECT_THAT(refusal(with_notes("FULL_SHARD", "SHARD_GRAD_OP"), cat),
+              HasSubstr("is ZeRO stage 2, but the run states stage 3"));
+}
+
 // NVIDIA's GB200 tables run 64 GPUs: 16 trays of one NVL72 rack, one NVLink domain of 64. More
 // than a rack maps as Megatron-Bridge's launcher places it, or else only as whole racks.
 TEST(PublishedMap, Gb200RunsOfPartOfARackAreOneNvlinkDomain) {

@@ -297,6 +297,50 @@ workloads::Stack stack_of(Framework f) {
   return workloads::Stack::kMegatron;
 }
 
+// The tables' FSDP columns, as the run's notes carry them: the sharding strategy must be the ZeRO
+// stage the run states (FULL_SHARD 3, SHARD_GRAD_OP 2, NO_SHARD none), and activation CPU
+// offload (Composer's activation_cpu_offload: torch's offload_wrapper around each checkpointed
+// block) is not modelled for this framework, whose runs are refused rather than simulated without
+// it.
+void check_composer_fsdp(const ParallelPlan& p, const PublishedRun& r) {
+  const std::string& notes = r.parallelism.notes;
+  if (contains(notes, "activation CPU offload=True")) {
+    throw Unmappable(
+        "the run offloads activations to the CPU (Composer's activation_cpu_offload, the "
+        "table's Activation CPUOffload column), which meshsim does not model for Composer");
+  }
+  const std::string key = "sharding_strategy=";
+  const size_t at = notes.find(key);
+  if (at == std::string::npos) {
+    return;
+  }
+  const size_t from = at + key.size();
+  const std::string strategy = notes.substr(from, notes.find_first_of(", ;", from) - from);
+  const auto stage = [&]() -> std::optional<workloads::ZeroStage> {
+    if (strategy == "FULL_SHARD") {
+      return workloads::ZeroStage::kParameters;
+    }
+    if (strategy == "SHARD_GRAD_OP") {
+      return workloads::ZeroStage::kGradients;
+    }
+    if (strategy == "NO_SHARD") {
+      return workloads::ZeroStage::kNone;
+    }
+    return std::nullopt;
+  }();
+  if (!stage) {
+    throw Unmappable(fmt::format(
+        "FSDP sharding_strategy {} is not modelled for Composer runs (FULL_SHARD, SHARD_GRAD_OP "
+        "and NO_SHARD are; a hybrid strategy's shard group is not stated)",
+        strategy));
+  }
+  if (*stage != p.zero) {
+    throw Unmappable(fmt::format("the notes' sharding_strategy {} is ZeRO stage {}, but the run "
+                                 "states stage {}",
+                                 strategy, static_cast<int>(*stage), static_cast<int>(p.zero)));
+  }
+}
+
 // llm-foundry's benchmark tables come from two sweeps (scripts/train/benchmarking/README.md's
 // history): the tables of 2023 from submit_benchmarks.py @ b2a43a147 on llm-foundry v0.3.0,
 // whose yamls and script run attn_impl: triton (the llm-foundry-2023 stack); the "Large Scale"
@@ -304,6 +348,7 @@ workloads::Stack stack_of(Framework f) {
 // which passes --attn_impl flash for the 1b, 3b, 7b and 70b models and triton for 13b and 30b.
 void set_llm_foundry_stack(ParallelPlan& p, const PublishedRun& r,
                            std::vector<std::string>& assumptions) {
+  check_composer_fsdp(p, r);
   if (contains(r.parallelism.notes, "mixed_precision mode=DEFAULT")) {
     // Composer's DEFAULT FSDP mixed precision (composer/trainer/mosaic_fsdp_utils.py @ v0.16.4,
     // get_mixed_precision): bf16 parameters, gradients reduced and kept in fp32.
