@@ -379,7 +379,7 @@ TEST(PublishedMap, ComposerFsdpColumnsMustBeWhatIsModelled) {
   EXPECT_THAT(refusal(with_notes("FULL_SHARD", "HYBRID_SHARD"), cat),
               HasSubstr("sharding_strategy HYBRID_SHARD is not modelled"));
   EXPECT_THAT(refusal(with_notes("FULL_SHARD", "SHARD_GRAD_OP"), cat),
-              HasSubstr("is ZeRO stage 2, but the run states stage 3"));
+              HasSubstr("is ZeRO stage 2, but the run maps to stage 3"));
 }
 
 // NVIDIA's GB200 tables run 64 GPUs: 16 trays of one NVL72 rack, one NVLink domain of 64. More

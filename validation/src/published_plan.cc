@@ -336,7 +336,7 @@ void check_composer_fsdp(const ParallelPlan& p, const PublishedRun& r) {
   }
   if (*stage != p.zero) {
     throw Unmappable(fmt::format("the notes' sharding_strategy {} is ZeRO stage {}, but the run "
-                                 "states stage {}",
+                                 "maps to stage {}",
                                  strategy, static_cast<int>(*stage), static_cast<int>(p.zero)));
   }
 }
