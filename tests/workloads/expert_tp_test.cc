@@ -3,6 +3,8 @@
 // s/TP tokens to whole experts and EP is carved out of TP x CP x DP (EP x ETP x EDP x PP = world).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <string>
 #include <vector>
 
@@ -60,6 +62,57 @@ TEST(ExpertTp, GroupsFollowMegatronCoresExpertRankGenerator) {
   ParallelPlan piped = plan(1);
   piped.pp = 2;
   EXPECT_EQ(RankLayout(piped).expert_group(17), range(16, 24));
+}
+
+// The groups come from rank arithmetic, not from listing the pool; against the definition (the
+// pool: the ranks sharing every digit outside its axes, in rank order; the EP group: the block of
+// EP consecutive pool members holding the rank; the expert-DP group: the members at the rank's
+// place in every block), under every layout order, both expert splits, CP and PP.
+TEST(ExpertTp, GroupsFromRankArithmeticMatchTheirDefinition) {
+  std::array<Axis, kNumAxes> order = {Axis::kTensor, Axis::kContext, Axis::kData, Axis::kPipeline};
+  std::sort(order.begin(), order.end());
+  int layouts = 0;
+  do {
+    for (const int64_t etp : {1, 2}) {
+      ParallelPlan p = plan(etp);
+      p.cp = 2;
+      p.pp = 3;
+      p.ep = 4;
+      p.order = order;
+      const RankLayout layout(p);
+      const auto digit = [&](int64_t r, Axis a) {
+        const RankCoords c = layout.coords(r);
+        return a == Axis::kTensor    ? c.tp
+               : a == Axis::kContext ? c.cp
+               : a == Axis::kData    ? c.dp
+                                     : c.pp;
+      };
+      const std::vector<Axis> fixed =
+          etp == 1 ? std::vector<Axis>{Axis::kPipeline}
+                   : std::vector<Axis>{Axis::kPipeline, Axis::kTensor, Axis::kContext};
+      for (int64_t r = 0; r < layout.world(); ++r) {
+        std::vector<int64_t> pool;  // ascending: built in rank order
+        for (int64_t q = 0; q < layout.world(); ++q) {
+          if (std::all_of(fixed.begin(), fixed.end(),
+                          [&](Axis a) { return digit(q, a) == digit(r, a); })) {
+            pool.push_back(q);
+          }
+        }
+        const auto at = std::find(pool.begin(), pool.end(), r) - pool.begin();
+        const std::vector<int64_t> block(pool.begin() + at / p.ep * p.ep,
+                                         pool.begin() + (at / p.ep + 1) * p.ep);
+        std::vector<int64_t> same_place;
+        for (size_t k = static_cast<size_t>(at % p.ep); k < pool.size();
+             k += static_cast<size_t>(p.ep)) {
+          same_place.push_back(pool[k]);
+        }
+        ASSERT_EQ(layout.expert_group(r), block) << "rank " << r << ", etp " << etp;
+        ASSERT_EQ(layout.expert_dp_group(r), same_place) << "rank " << r << ", etp " << etp;
+      }
+      ++layouts;
+    }
+  } while (std::next_permutation(order.begin(), order.end()));
+  EXPECT_EQ(layouts, 48);  // 24 orders x 2 expert splits
 }
 
 // Mixtral (top-2 of 8, h 4096, expert width 14336, no shared expert), 4096 tokens per rank

@@ -1,6 +1,7 @@
 // The expert groups of a rank layout (parallel.h): the EP group, the expert-data-parallel group
 // and the flex dispatcher's two hops; and the route a token takes over them (partition.h).
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <vector>
 
@@ -51,41 +52,63 @@ FlexRoute flex_route(const ModelConfig& m, const ParallelPlan& p) {
   return r;
 }
 
-std::vector<int64_t> RankLayout::expert_pool(int64_t r) const {
-  if (experts_tp_split_) {
-    return group_along(r, Axis::kData);
+namespace {
+
+// The pool's axes by increasing stride (every layout order puts its axes at increasing strides,
+// so sorting a pool by rank sorts it by these digits, the last most significant).
+std::vector<Axis> pool_axes(bool data_only, const std::array<int64_t, kNumAxes>& stride) {
+  std::vector<Axis> axes = data_only
+                               ? std::vector<Axis>{Axis::kData}
+                               : std::vector<Axis>{Axis::kTensor, Axis::kContext, Axis::kData};
+  std::sort(axes.begin(), axes.end(), [&](Axis a, Axis b) {
+    return stride[static_cast<size_t>(a)] < stride[static_cast<size_t>(b)];
+  });
+  return axes;
+}
+
+}  // namespace
+
+int64_t RankLayout::pool_size() const {
+  int64_t n = 1;
+  for (const Axis a : pool_axes(experts_tp_split_, stride_)) {
+    n *= size_[static_cast<size_t>(a)];
   }
-  std::vector<int64_t> stage;
-  RankCoords c = coords(r);
-  for (c.dp = 0; c.dp < size_[static_cast<size_t>(Axis::kData)]; ++c.dp) {
-    for (c.cp = 0; c.cp < size_[static_cast<size_t>(Axis::kContext)]; ++c.cp) {
-      for (c.tp = 0; c.tp < size_[static_cast<size_t>(Axis::kTensor)]; ++c.tp) {
-        stage.push_back(rank(c));
-      }
-    }
+  return n;
+}
+
+int64_t RankLayout::pool_position(int64_t r) const {
+  int64_t position = 0;
+  int64_t weight = 1;
+  for (const Axis a : pool_axes(experts_tp_split_, stride_)) {
+    const auto i = static_cast<size_t>(a);
+    position += (r / stride_[i]) % size_[i] * weight;
+    weight *= size_[i];
   }
-  std::sort(stage.begin(), stage.end());  // in rank order, as Megatron-Core enumerates them
-  return stage;
+  return position;
+}
+
+int64_t RankLayout::pool_rank(int64_t r, int64_t position) const {
+  for (const Axis a : pool_axes(experts_tp_split_, stride_)) {
+    const auto i = static_cast<size_t>(a);
+    r += (position % size_[i] - (r / stride_[i]) % size_[i]) * stride_[i];
+    position /= size_[i];
+  }
+  return r;
 }
 
 std::vector<int64_t> RankLayout::expert_group(int64_t r) const {
-  if (ep_ == 1) {
-    // Every rank is its own EP group: no pool to search (building it for each of the world's
-    // ranks was quadratic, 15 s for 32,768 data-parallel ranks).
-    return {r};
+  const int64_t first = pool_position(r) / ep_ * ep_;
+  std::vector<int64_t> out;
+  for (int64_t k = first; k < first + ep_; ++k) {
+    out.push_back(pool_rank(r, k));
   }
-  const std::vector<int64_t> pool = expert_pool(r);
-  const auto at = std::find(pool.begin(), pool.end(), r) - pool.begin();
-  const int64_t block = at / ep_;
-  return {pool.begin() + block * ep_, pool.begin() + (block + 1) * ep_};
+  return out;
 }
 
 std::vector<int64_t> RankLayout::expert_dp_group(int64_t r) const {
-  const std::vector<int64_t> pool = expert_pool(r);
-  const auto at = std::find(pool.begin(), pool.end(), r) - pool.begin();
   std::vector<int64_t> out;
-  for (auto k = static_cast<size_t>(at % ep_); k < pool.size(); k += static_cast<size_t>(ep_)) {
-    out.push_back(pool[k]);
+  for (int64_t k = pool_position(r) % ep_; k < pool_size(); k += ep_) {
+    out.push_back(pool_rank(r, k));
   }
   return out;
 }

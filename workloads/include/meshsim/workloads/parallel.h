@@ -358,8 +358,13 @@ class RankLayout {
  private:
   std::array<int64_t, kNumAxes> size_{};
   std::array<int64_t, kNumAxes> stride_{};
-  // The ranks an EP group is carved from, in order: the DP group, or with etp 1 the stage's.
-  std::vector<int64_t> expert_pool(int64_t rank) const;
+  // The ranks an EP group is carved from, in rank order (as Megatron-Core enumerates them): the
+  // DP group, or with etp 1 the stage's (every DP x CP x TP rank). Members differ from `rank`
+  // only in the pool's axes, so a member's position in that order is a mixed-radix number of
+  // those digits, and the member at a position follows from `rank` without listing the pool.
+  int64_t pool_size() const;
+  int64_t pool_position(int64_t rank) const;
+  int64_t pool_rank(int64_t rank, int64_t position) const;
   int64_t ep_ = 1;
   bool experts_tp_split_ = true;
   int64_t node_ranks_ = 0;  // 0: the flex hops are the EP group
