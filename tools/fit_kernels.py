@@ -188,6 +188,21 @@ def attention_flops(r):
 UNMODELLED_ATTENTION = {'openai-triton'}
 
 
+# Implementations whose causal kernels skip the key blocks above the diagonal at a fixed block
+# size: with n = s / block blocks a side they compute n (n + 1) / 2 blocks of the n^2 that the
+# causal FLOP count halves, so their efficiency against that count is e_inf * s / (s + block)
+# exactly: s_half is the block, not a fitted parameter. splash: the TPU rows of attention.csv run
+# JAX's Pallas flash attention with 512-token blocks (axlearn's benchmark, block_size 4 * 128,
+# and MaxText's default sa_block sizes), all at one length (2048), which could not fit s_half.
+BLOCK_S_HALF = {'splash': 512}
+
+
+def s_half_grid(impl, causal):
+    if causal == 'true' and impl in BLOCK_S_HALF:
+        return [BLOCK_S_HALF[impl]]
+    return range(0, 6001, 25)
+
+
 def attention_rows(name):
     return [r for r in rows('attention.csv')
             if r['chip'] == name and r['impl'] not in UNMODELLED_ATTENTION]
@@ -203,8 +218,8 @@ def fit_attention(name, chip, launch):
     for key in keys:
         sub = [r for r in data if (r['impl'], r['pass'], r['causal'], int(r['head_dim'])) == key]
         best = None
-        for e in [x / 1000 for x in range(100, 1000, 2)]:
-            for sh in range(0, 6001, 25):
+        for e in [x / 1000 for x in range(50, 1000, 2)]:
+            for sh in s_half_grid(key[0], key[2]):
                 errs = []
                 for r in sub:
                     s = int(r['seq'])
@@ -249,7 +264,7 @@ def derive_causal_backward(name, chip, fits):
                 pts.append((s, 2.5 * fwd / ((total - t_fwd) * peak)))
             best = None
             for ee in [x / 1000 for x in range(100, 1000, 2)]:
-                for shh in range(0, 6001, 25):
+                for shh in s_half_grid(impl, causal if causal == 'false' else 'true'):
                     sq = sum((ee * s / (s + shh) / y - 1) ** 2 for s, y in pts)
                     if best is None or sq < best[0]:
                         best = (sq, ee, shh)
@@ -260,6 +275,30 @@ def derive_causal_backward(name, chip, fits):
                                              sh + f_c[1] - f_nc[1],
                                              'derived: non-causal backward, e_inf scaled and '
                                              's_half shifted as the causal forward is')
+    for (impl, ps, causal, d) in [k for k in fits if k[1] == 'fwd+bwd']:
+        bwd_key = (impl, 'bwd', causal, d)
+        f_fwd = fits.get((impl, 'fwd', causal, d))
+        if bwd_key in fits or bwd_key in out or not f_fwd:
+            continue
+        # Forward and forward+backward measured, backward not (TPU: jax.grad times both): the
+        # backward is the combined time less the fitted forward's.
+        pts = []
+        for r in data:
+            if (r['impl'], r['pass'], r['causal'], int(r['head_dim'])) != (impl, ps, causal, d):
+                continue
+            s = int(r['seq'])
+            fwd = attention_flops(dict(r, **{'pass': 'fwd'}))
+            total = 3.5 * fwd / (float(r['tflops']) * 1e12)
+            t_fwd = fwd / (peak * f_fwd[0] * s / (s + f_fwd[1]))
+            pts.append((s, 2.5 * fwd / ((total - t_fwd) * peak)))
+        best = None
+        for ee in [x / 1000 for x in range(50, 1000, 2)]:
+            for shh in s_half_grid(impl, causal):
+                sq = sum((ee * s / (s + shh) / y - 1) ** 2 for s, y in pts)
+                if best is None or sq < best[0]:
+                    best = (sq, ee, shh)
+        out[bwd_key] = (best[1], best[2], 'derived: the forward+backward series less the fitted '
+                                           'forward')
     return out
 
 
@@ -302,7 +341,7 @@ FAMILIES = {
     'ampere': ['a100-80gb'],
     'hopper': ['h100-sxm', 'h200'],
     'blackwell': ['b200', 'gb200'],
-    'tpu': ['tpu-v5e'],
+    'tpu': ['tpu-v5e', 'tpu-v5p'],
 }
 POOLED = {'hopper'}
 

@@ -156,9 +156,10 @@ double RooflineComputeModel::flop_efficiency(const ComputeWork& work,
     return 1.0;
   }
   if (work.attention) {
-    // An attention kernel without measurements (TPU Pallas flash/splash): its FLOPs at the GEMM
-    // model's efficiency for its P V product, which streams the keys through the matrix units
-    // (reduction over the key length); Q K^T reduces over the head dimension only and is as long.
+    // An attention kernel without measurements (Pallas flash/splash on TPU v3, v6e): its FLOPs at
+    // the GEMM model's efficiency for its P V product, which streams the keys through the matrix
+    // units (reduction over the key length); Q K^T reduces over the head dimension only and is as
+    // long.
     ComputeWork pv = work;
     const AttentionShape& a = *work.attention;
     pv.shape = MatmulShape{a.seq_q, a.seq_kv, a.head_dim, a.batch_heads};

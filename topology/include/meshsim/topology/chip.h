@@ -87,7 +87,8 @@ struct AttentionEfficiency {
   int64_t head_dim = 128;
   double e_inf = 0;   // (0, 1]
   double s_half = 0;  // >= 0
-  // No measurement: cost the kernel as its GEMMs on the matmul model (TPU Pallas kernels).
+  // No measurement: cost the kernel as its GEMMs on the matmul model (the Pallas kernels on TPU
+  // v3 and v6e; v4, v5e and v5p cost them from v5p's measurements).
   bool as_matmul = false;
 };
 

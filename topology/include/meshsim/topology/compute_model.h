@@ -30,9 +30,9 @@
 // (the nearest measured one), s its key length, and q_a the wave quantization of its 128-query
 // blocks over the SMs; the FLOPs are counted as the measurements count them (causal halved,
 // backward 2.5 x forward), which is how workloads/ counts them. An implementation the catalogue
-// marks `model: matmul` (no measurement: TPU Pallas kernels) is costed at the GEMM model's
-// efficiency for its P V product ([seq_q x seq_kv] x [seq_kv x head_dim], batch_heads times),
-// the product that reduces over the keys.
+// marks `model: matmul` (no measurement: the Pallas kernels on TPU v3 and v6e) is costed at the
+// GEMM model's efficiency for its P V product ([seq_q x seq_kv] x [seq_kv x head_dim],
+// batch_heads times), the product that reduces over the keys.
 //
 // Interference: a GEMM or attention kernel that starts while its rank has n collectives in
 // flight runs on units - n * comm_units SMs (NCCL's kernels hold one SM per channel): its waves
