@@ -46,6 +46,8 @@ def chips():
         hbm = rate(c['hbm']['bandwidth']['value'])
         units = c['gpu']['sm_count']['value'] if 'gpu' in c else c['tpu']['mxu_count']['value']
         out[name] = {'peak': peaks, 'hbm': hbm, 'units': units, 'kind': c['kind']}
+        if 'tpu' in c:
+            out[name]['tiles'] = [(c['tpu']['mxu_rows']['value'], c['tpu']['mxu_cols']['value'])]
     return out
 
 
@@ -54,7 +56,6 @@ def rows(name):
 
 
 GPU_TILES = [(128, 256), (256, 128), (128, 128)]
-TPU_TILES = [(128, 128)]
 
 
 def quantization(m, n, b, units, tiles):
@@ -150,6 +151,12 @@ def fit_training_regime(names, cat, launch, k_half, group):
                       lambda n, r, e: gemm_error(r, cat[n], e, k_half, launch, GPU_TILES))
 
 
+K_HALF_GRID = [0, 64, 128, 192, 256, 320, 384, 448, 512, 640, 768]
+# Families with too few rows to fit k_half: TPU v6e has one device-timed product (8192^3), which
+# fixes e_max only; its k_half is v5e's fit (ASSUMED, topology/chips.json).
+PINNED_K_HALF = {('tpu-v6e',): [768]}
+
+
 def fit_gemm_family(names, cat, launch, pooled):
     """One k_half for the family (a property of the SM and the library's tiles); one e_max per
     dtype group (16-bit, fp8), per chip or, with `pooled`, for the family's chips together (the
@@ -159,9 +166,9 @@ def fit_gemm_family(names, cat, launch, pooled):
     keys = sorted({(None if pooled else n, group_of(r)) for n in names for r in data[n]},
                   key=str)
     best = None
-    for k_half in [0, 64, 128, 192, 256, 320, 384, 448, 512, 640, 768]:
+    for k_half in PINNED_K_HALF.get(tuple(names), K_HALF_GRID):
         def error(n, r, e):
-            tiles = GPU_TILES if cat[n]['kind'] == 'gpu' else TPU_TILES
+            tiles = GPU_TILES if cat[n]['kind'] == 'gpu' else cat[n]['tiles']
             return gemm_error(r, cat[n], e, k_half, launch, tiles)
         total = 0
         fits = {}
@@ -342,6 +349,7 @@ FAMILIES = {
     'hopper': ['h100-sxm', 'h200'],
     'blackwell': ['b200', 'gb200'],
     'tpu': ['tpu-v5e', 'tpu-v5p'],
+    'tpu-v6e': ['tpu-v6e'],
 }
 POOLED = {'hopper'}
 
@@ -390,7 +398,7 @@ def main():
     for fam, names in FAMILIES.items():
         if args.family and fam != args.family:
             continue
-        launch = fit_launch(names, cat) if fam != 'tpu' else 0.0
+        launch = fit_launch(names, cat) if not fam.startswith('tpu') else 0.0
         print(f'== {fam}: launch {launch * 1e6:.1f} us')
         for n in names:
             data = [r for r in rows('memory_bound.csv') if r['chip'] == n]
