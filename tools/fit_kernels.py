@@ -240,18 +240,42 @@ def fit_attention(name, chip, launch):
     return out
 
 
+def backward_from_combined(combined, f_fwd, peak, impl):
+    """(e_inf, s_half) of a backward series the source did not time alone: each forward+backward
+    row's time less the fitted forward's (f_fwd: its (e_inf, s_half)), fitted again."""
+    pts = []
+    for r in combined:
+        s = int(r['seq'])
+        fwd = attention_flops(dict(r, **{'pass': 'fwd'}))
+        total = 3.5 * fwd / (float(r['tflops']) * 1e12)
+        t_fwd = fwd / (peak * f_fwd[0] * s / (s + f_fwd[1]))
+        pts.append((s, 2.5 * fwd / ((total - t_fwd) * peak)))
+    best = None
+    for ee in [x / 1000 for x in range(50, 1000, 2)]:
+        for shh in s_half_grid(impl, combined[0]['causal']):
+            sq = sum((ee * s / (s + shh) / y - 1) ** 2 for s, y in pts)
+            if best is None or sq < best[0]:
+                best = (sq, ee, shh)
+    return best[1], best[2]
+
+
 def derive_causal_backward(name, chip, fits):
-    """Backward causal series the sources did not measure (the FA3 paper's figure 6 is
-    non-causal). Where the implementation has a measured forward+backward causal series, the
+    """Backward series the sources did not measure. Causal (the FA3 paper's figure 6 is
+    non-causal): where the implementation has a measured forward+backward causal series, the
     backward is that series' time less the fitted causal forward's, fitted again. Otherwise the
     non-causal backward scaled as the forward is: e_inf by the causal / non-causal forward ratio,
     s_half shifted by the forward's shift (the causal mask's diagonal blocks cost about the same
     extra key length either way; the FlashAttention-2 rows, which have both, bear this out:
-    (0.308, 550) by the rule against (0.332, 600) from the data at d 128). Returns
-    {key: (e_inf, s_half, how)}."""
+    (0.308, 550) by the rule against (0.332, 600) from the data at d 128). And any series timed
+    forward and forward+backward but not backward alone (TPU: jax.grad times both): the combined
+    time less the fitted forward's. Returns {key: (e_inf, s_half, how)}."""
     out = {}
     peak = chip['peak']['bf16']
     data = attention_rows(name)
+
+    def rows_of(key):
+        return [r for r in data if (r['impl'], r['pass'], r['causal'], int(r['head_dim'])) == key]
+
     for (impl, ps, causal, d), (e, sh, _) in fits.items():
         if ps != 'bwd' or causal != 'false' or (impl, 'bwd', 'true', d) in fits:
             continue
@@ -259,24 +283,11 @@ def derive_causal_backward(name, chip, fits):
         f_c = fits.get((impl, 'fwd', 'true', d))
         if not (f_nc and f_c):
             continue
-        both = [r for r in data if (r['impl'], r['pass'], r['causal'], int(r['head_dim'])) ==
-                (impl, 'fwd+bwd', 'true', d)]
+        both = rows_of((impl, 'fwd+bwd', 'true', d))
         if both:
-            pts = []
-            for r in both:
-                s = int(r['seq'])
-                fwd = attention_flops(dict(r, **{'pass': 'fwd'}))
-                total = 3.5 * fwd / (float(r['tflops']) * 1e12)
-                t_fwd = fwd / (peak * f_c[0] * s / (s + f_c[1]))
-                pts.append((s, 2.5 * fwd / ((total - t_fwd) * peak)))
-            best = None
-            for ee in [x / 1000 for x in range(100, 1000, 2)]:
-                for shh in s_half_grid(impl, causal if causal == 'false' else 'true'):
-                    sq = sum((ee * s / (s + shh) / y - 1) ** 2 for s, y in pts)
-                    if best is None or sq < best[0]:
-                        best = (sq, ee, shh)
-            out[(impl, 'bwd', 'true', d)] = (best[1], best[2], 'derived: the forward+backward '
-                                             'causal series less the fitted causal forward')
+            out[(impl, 'bwd', 'true', d)] = (*backward_from_combined(both, f_c, peak, impl),
+                                             'derived: the forward+backward causal series less '
+                                             'the fitted causal forward')
         else:
             out[(impl, 'bwd', 'true', d)] = (round(e * f_c[0] / f_nc[0], 3),
                                              sh + f_c[1] - f_nc[1],
@@ -287,25 +298,8 @@ def derive_causal_backward(name, chip, fits):
         f_fwd = fits.get((impl, 'fwd', causal, d))
         if bwd_key in fits or bwd_key in out or not f_fwd:
             continue
-        # Forward and forward+backward measured, backward not (TPU: jax.grad times both): the
-        # backward is the combined time less the fitted forward's.
-        pts = []
-        for r in data:
-            if (r['impl'], r['pass'], r['causal'], int(r['head_dim'])) != (impl, ps, causal, d):
-                continue
-            s = int(r['seq'])
-            fwd = attention_flops(dict(r, **{'pass': 'fwd'}))
-            total = 3.5 * fwd / (float(r['tflops']) * 1e12)
-            t_fwd = fwd / (peak * f_fwd[0] * s / (s + f_fwd[1]))
-            pts.append((s, 2.5 * fwd / ((total - t_fwd) * peak)))
-        best = None
-        for ee in [x / 1000 for x in range(50, 1000, 2)]:
-            for shh in s_half_grid(impl, causal):
-                sq = sum((ee * s / (s + shh) / y - 1) ** 2 for s, y in pts)
-                if best is None or sq < best[0]:
-                    best = (sq, ee, shh)
-        out[bwd_key] = (best[1], best[2], 'derived: the forward+backward series less the fitted '
-                                           'forward')
+        out[bwd_key] = (*backward_from_combined(rows_of((impl, ps, causal, d)), f_fwd, peak, impl),
+                        'derived: the forward+backward series less the fitted forward')
     return out
 
 
