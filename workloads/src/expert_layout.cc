@@ -1,7 +1,6 @@
 // The expert groups of a rank layout (parallel.h): the EP group, the expert-data-parallel group
 // and the flex dispatcher's two hops; and the route a token takes over them (partition.h).
 #include <algorithm>
-#include <array>
 #include <iterator>
 #include <vector>
 
@@ -52,25 +51,9 @@ FlexRoute flex_route(const ModelConfig& m, const ParallelPlan& p) {
   return r;
 }
 
-namespace {
-
-// The pool's axes by increasing stride (every layout order puts its axes at increasing strides,
-// so sorting a pool by rank sorts it by these digits, the last most significant).
-std::vector<Axis> pool_axes(bool data_only, const std::array<int64_t, kNumAxes>& stride) {
-  std::vector<Axis> axes = data_only
-                               ? std::vector<Axis>{Axis::kData}
-                               : std::vector<Axis>{Axis::kTensor, Axis::kContext, Axis::kData};
-  std::sort(axes.begin(), axes.end(), [&](Axis a, Axis b) {
-    return stride[static_cast<size_t>(a)] < stride[static_cast<size_t>(b)];
-  });
-  return axes;
-}
-
-}  // namespace
-
 int64_t RankLayout::pool_size() const {
   int64_t n = 1;
-  for (const Axis a : pool_axes(experts_tp_split_, stride_)) {
+  for (const Axis a : pool_axes_) {
     n *= size_[static_cast<size_t>(a)];
   }
   return n;
@@ -79,21 +62,21 @@ int64_t RankLayout::pool_size() const {
 int64_t RankLayout::pool_position(int64_t r) const {
   int64_t position = 0;
   int64_t weight = 1;
-  for (const Axis a : pool_axes(experts_tp_split_, stride_)) {
-    const auto i = static_cast<size_t>(a);
-    position += (r / stride_[i]) % size_[i] * weight;
-    weight *= size_[i];
+  for (const Axis a : pool_axes_) {
+    position += digit(r, a) * weight;
+    weight *= size_[static_cast<size_t>(a)];
   }
   return position;
 }
 
 int64_t RankLayout::pool_rank(int64_t r, int64_t position) const {
-  for (const Axis a : pool_axes(experts_tp_split_, stride_)) {
+  int64_t out = r;
+  for (const Axis a : pool_axes_) {
     const auto i = static_cast<size_t>(a);
-    r += (position % size_[i] - (r / stride_[i]) % size_[i]) * stride_[i];
+    out += (position % size_[i] - digit(r, a)) * stride_[i];
     position /= size_[i];
   }
-  return r;
+  return out;
 }
 
 std::vector<int64_t> RankLayout::expert_group(int64_t r) const {
@@ -107,7 +90,8 @@ std::vector<int64_t> RankLayout::expert_group(int64_t r) const {
 
 std::vector<int64_t> RankLayout::expert_dp_group(int64_t r) const {
   std::vector<int64_t> out;
-  for (int64_t k = pool_position(r) % ep_; k < pool_size(); k += ep_) {
+  const int64_t size = pool_size();
+  for (int64_t k = pool_position(r) % ep_; k < size; k += ep_) {
     out.push_back(pool_rank(r, k));
   }
   return out;

@@ -495,15 +495,21 @@ RankLayout::RankLayout(const ParallelPlan& plan)
   }
   SIM_CHECK(stride == world_, "layout order {} covers {} ranks of {}", plan.order.size(), stride,
             world_);
+  for (const Axis a : plan.order) {
+    if (a == Axis::kData || (!experts_tp_split_ && a != Axis::kPipeline)) {
+      pool_axes_.push_back(a);
+    }
+  }
+}
+
+int64_t RankLayout::digit(int64_t rank, Axis axis) const {
+  const auto i = static_cast<size_t>(axis);
+  return (rank / stride_[i]) % size_[i];
 }
 
 RankCoords RankLayout::coords(int64_t rank) const {
-  auto digit = [&](Axis a) {
-    const auto i = static_cast<size_t>(a);
-    return (rank / stride_[i]) % size_[i];
-  };
-  return RankCoords{digit(Axis::kTensor), digit(Axis::kContext), digit(Axis::kData),
-                    digit(Axis::kPipeline)};
+  return RankCoords{digit(rank, Axis::kTensor), digit(rank, Axis::kContext),
+                    digit(rank, Axis::kData), digit(rank, Axis::kPipeline)};
 }
 
 int64_t RankLayout::rank(const RankCoords& c) const {
@@ -512,7 +518,7 @@ int64_t RankLayout::rank(const RankCoords& c) const {
 
 std::vector<int64_t> RankLayout::group_along(int64_t r, Axis axis) const {
   const auto i = static_cast<size_t>(axis);
-  const int64_t base = r - ((r / stride_[i]) % size_[i]) * stride_[i];
+  const int64_t base = r - digit(r, axis) * stride_[i];
   std::vector<int64_t> out;
   for (int64_t k = 0; k < size_[i]; ++k) {
     out.push_back(base + k * stride_[i]);

@@ -358,10 +358,12 @@ class RankLayout {
  private:
   std::array<int64_t, kNumAxes> size_{};
   std::array<int64_t, kNumAxes> stride_{};
+  int64_t digit(int64_t rank, Axis axis) const;  // the rank's coordinate along `axis`
   // The ranks an EP group is carved from, in rank order (as Megatron-Core enumerates them): the
   // DP group, or with etp 1 the stage's (every DP x CP x TP rank). Members differ from `rank`
   // only in the pool's axes, so a member's position in that order is a mixed-radix number of
   // those digits, and the member at a position follows from `rank` without listing the pool.
+  std::vector<Axis> pool_axes_;  // the pool's axes in layout order (increasing stride)
   int64_t pool_size() const;
   int64_t pool_position(int64_t rank) const;
   int64_t pool_rank(int64_t rank, int64_t position) const;
