@@ -259,7 +259,7 @@ def backward_from_combined(combined, f_fwd, peak, impl):
     return best[1], best[2]
 
 
-def derive_causal_backward(name, chip, fits):
+def derive_backward(name, chip, fits):
     """Backward series the sources did not measure. Causal (the FA3 paper's figure 6 is
     non-causal): where the implementation has a measured forward+backward causal series, the
     backward is that series' time less the fitted causal forward's, fitted again. Otherwise the
@@ -308,7 +308,7 @@ def print_attention(name, chip, launch):
     for key, (e, sh, errs) in fits.items():
         print(f'  {name} attention {key[0]:7s} {key[1]:8s} causal={key[2]:5s} d={key[3]:3d}: '
               f'e_inf={e:.3f} s_half={sh:5d} {summary(errs)}')
-    for key, (e, sh, how) in derive_causal_backward(name, chip, fits).items():
+    for key, (e, sh, how) in derive_backward(name, chip, fits).items():
         print(f'  {name} attention {key[0]:7s} {key[1]:8s} causal={key[2]:5s} d={key[3]:3d}: '
               f'e_inf={e:.3f} s_half={sh:5d} {how}')
 
