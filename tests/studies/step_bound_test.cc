@@ -64,7 +64,7 @@ TEST(StepLowerBound, NeverExceedsTheSimulatedStepOfAMixtureOfExperts) {
 // so its probe holds one of each kind (a windowed and a global layer; a dense first layer and an
 // MoE layer with MLA and shared experts).
 std::string hf_config(const std::string& stem) {
-  return std::string(MESHSIM_SOURCE_DIR) + "/tests/workloads/hf_configs/" + stem + ".json";
+  return MESHSIM_SOURCE_DIR "/tests/workloads/hf_configs/" + stem + ".json";
 }
 
 TEST(StepLowerBound, NeverExceedsTheSimulatedStepOfLocalAndGlobalLayers) {

@@ -97,8 +97,7 @@ OptimizerTally optimizer_tally(const std::vector<Kernel>& ks) {
 }
 
 const ModelConfig& val10m() {
-  static const ModelConfig m = load_model(std::string(MESHSIM_SOURCE_DIR) +
-                                          "/validation/models/val-10m.json");
+  static const ModelConfig m = load_model(MESHSIM_SOURCE_DIR "/validation/models/val-10m.json");
   return m;
 }
 
