@@ -1,5 +1,6 @@
 #include "budget.h"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "meshsim/sim/error.h"

@@ -1,5 +1,6 @@
 #include "sweep_command.h"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
