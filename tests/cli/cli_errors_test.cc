@@ -408,7 +408,10 @@ TEST_F(CliTest, TwoRunsGiveIdenticalTracesAndReports) {
   EXPECT_FALSE(t1.empty());
   EXPECT_TRUE(t1 == t2) << "traces differ (" << t1.size() << " vs " << t2.size() << " bytes)";
   EXPECT_EQ(read_file("r1.json"), read_file("r2.json"));
-  EXPECT_FALSE(read_json("t1.json")["traceEvents"].empty());
+  // The trace holds events. Read from the text, not parsed: the sanitizer build compiles this
+  // file at -O0, where parsing the default step's trace took most of this test's 40 s; the trace
+  // tests (tests/traces) parse what the Chrome sink writes.
+  EXPECT_NE(t1.find("\"traceEvents\":[\n{\"ph\""), std::string::npos) << t1.substr(0, 200);
 }
 
 // ---- out of memory -----------------------------------------------------------------------------
