@@ -237,11 +237,17 @@ JsonObject JsonObject::object(const std::string& key) {
   return JsonObject(get(key), source_, pointer_of(key));
 }
 
-std::vector<JsonObject> JsonObject::object_array(const std::string& key) {
+size_t JsonObject::object_array_length(const std::string& key) {
   const auto& v = get(key);
   if (!v.is_array()) {
     fail(key, fmt::format("expected an array of objects, got {}", describe_json(v)));
   }
+  return v.size();
+}
+
+std::vector<JsonObject> JsonObject::object_array(const std::string& key) {
+  object_array_length(key);
+  const auto& v = get(key);
   std::vector<JsonObject> out;
   for (size_t i = 0; i < v.size(); ++i) {
     out.emplace_back(v[i], source_, fmt::format("{}/{}", pointer_of(key), i));

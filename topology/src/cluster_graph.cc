@@ -92,14 +92,16 @@ std::string endpoint_key(JsonObject& link, const std::string& key, const Cluster
 void read_links(JsonObject& graph, const ClusterSpec& spec, const NameTable& switches,
                 GraphSpec& out) {
   std::map<std::pair<std::string, std::string>, std::string> cables;  // sorted ends -> pointer
-  const std::vector<JsonObject> entries = graph.object_array("links");
-  if (entries.empty()) {
+  // The count first: a document past the limit is refused before its links are read.
+  const size_t count = graph.object_array_length("links");
+  if (count == 0) {
     graph.fail("links", "expected at least one link");
   }
-  if (static_cast<int64_t>(entries.size()) > kMaxGraphLinks) {
+  if (static_cast<int64_t>(count) > kMaxGraphLinks) {
     graph.fail("links", fmt::format("{} links, above the limit of {} (2^20) for an explicit graph",
-                                    entries.size(), kMaxGraphLinks));
+                                    count, kMaxGraphLinks));
   }
+  const std::vector<JsonObject> entries = graph.object_array("links");
   for (JsonObject entry : entries) {
     GraphLinkSpec link;
     const std::string ka = endpoint_key(entry, "a", spec, switches, link.a);

@@ -78,6 +78,9 @@ class JsonObject {
   FlopsPerSec flops_rate(const std::string& key);
   JsonObject object(const std::string& key);
   std::vector<JsonObject> object_array(const std::string& key);
+  // The length of object_array(key), which fails as it does when the member is missing or not an
+  // array, without reading an entry: a bound on the length is then checked before the entries are.
+  size_t object_array_length(const std::string& key);
   std::vector<int64_t> positive_integer_array(const std::string& key);
   std::vector<int64_t> non_negative_integer_array(const std::string& key);
   // One of a closed set of strings.
