@@ -8,12 +8,7 @@
 #include <ostream>
 #include <string>
 
-// CLI11 is declared, not included: its header costs about 6 s of every file that includes it, and
-// only the files that build options (main.cc and the *_command.cc/budget.cc beside this) need it.
-namespace CLI {
-class App;
-}  // namespace CLI
-
+#include "cli11_fwd.h"
 #include "meshsim/studies/failures.h"
 #include "meshsim/studies/goodput.h"
 #include "run_command.h"

@@ -6,11 +6,7 @@
 #include <ostream>
 #include <string>
 
-// CLI11 is declared, not included: its header costs about 6 s of every file that includes it, and
-// only the files that build options (main.cc and the *_command.cc/budget.cc beside this) need it.
-namespace CLI {
-class App;
-}  // namespace CLI
+#include "cli11_fwd.h"
 
 namespace meshsim::cli {
 

@@ -246,10 +246,11 @@ size_t JsonObject::object_array_length(const std::string& key) {
 }
 
 std::vector<JsonObject> JsonObject::object_array(const std::string& key) {
-  object_array_length(key);
+  const size_t n = object_array_length(key);
   const auto& v = get(key);
   std::vector<JsonObject> out;
-  for (size_t i = 0; i < v.size(); ++i) {
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
     out.emplace_back(v[i], source_, fmt::format("{}/{}", pointer_of(key), i));
   }
   return out;

@@ -125,6 +125,20 @@ TEST(ClusterLimits, AnExplicitGraphHoldsAtMost2To20Links) {
                "g.json", "/graph/links", "above the limit of 1048576");
 }
 
+TEST(ClusterLimits, AnExplicitGraphHoldsAtMost2To17Switches) {
+  nlohmann::json doc = read_source_json("topology/clusters/dgx-h100.json");
+  doc["nodes"] = 1;
+  doc["devices_per_node"] = 2;
+  // Counted before a switch is read, as the links are: only the first entry is a switch.
+  nlohmann::json switches(static_cast<size_t>(kMaxDevices) + 1, nullptr);
+  switches[0] = {{"name", "sw0"}};
+  doc["graph"]["switches"] = std::move(switches);
+  doc["graph"]["links"] = nlohmann::json::array(
+      {{{"a", "gpu0"}, {"b", "gpu1"}, {"bandwidth", "1GB/s"}, {"latency", "1us"}}});
+  expect_error(capture_input_error([&] { parse_cluster(doc, "g.json", Catalogue::builtin()); }),
+               "g.json", "/graph/switches", "above the limit of 131072");
+}
+
 TEST(ClusterLimits, FatTreeCapacitySaturatesInsteadOfWrapping) {
   FatTreeSpec ft;
   ft.tiers = 5;

@@ -35,18 +35,25 @@ bool looks_like_device(const ClusterSpec& spec, std::string_view name) {
 // Names already taken: switch name -> pointer of its entry.
 using NameTable = std::map<std::string, std::string>;
 
+// The explicit graph's array of objects at `key` ("switches" or "links"), refused on its count
+// before an entry is read, so that a document past the limit is not walked.
+std::vector<JsonObject> bounded_entries(JsonObject& graph, const std::string& key, int64_t limit,
+                                        const char* limit_name) {
+  const size_t count = graph.object_array_length(key);
+  if (static_cast<int64_t>(count) > limit) {
+    graph.fail(key, fmt::format("{} {}, above the limit of {} ({}) for an explicit graph", count,
+                                key, limit, limit_name));
+  }
+  return graph.object_array(key);
+}
+
 NameTable read_switches(JsonObject& graph, const ClusterSpec& spec, GraphSpec& out) {
   NameTable names;
   if (!graph.has("switches")) {
     graph.ignore("switches");
     return names;
   }
-  std::vector<JsonObject> entries = graph.object_array("switches");
-  if (static_cast<int64_t>(entries.size()) > kMaxDevices) {
-    graph.fail("switches", fmt::format("{} switches, above the limit of {} (2^17) for an explicit "
-                                       "graph",
-                                       entries.size(), kMaxDevices));
-  }
+  std::vector<JsonObject> entries = bounded_entries(graph, "switches", kMaxDevices, "2^17");
   for (JsonObject& entry : entries) {
     GraphSwitchSpec sw;
     sw.name = entry.string("name");
@@ -92,16 +99,10 @@ std::string endpoint_key(JsonObject& link, const std::string& key, const Cluster
 void read_links(JsonObject& graph, const ClusterSpec& spec, const NameTable& switches,
                 GraphSpec& out) {
   std::map<std::pair<std::string, std::string>, std::string> cables;  // sorted ends -> pointer
-  // The count first: a document past the limit is refused before its links are read.
-  const size_t count = graph.object_array_length("links");
-  if (count == 0) {
+  const std::vector<JsonObject> entries = bounded_entries(graph, "links", kMaxGraphLinks, "2^20");
+  if (entries.empty()) {
     graph.fail("links", "expected at least one link");
   }
-  if (static_cast<int64_t>(count) > kMaxGraphLinks) {
-    graph.fail("links", fmt::format("{} links, above the limit of {} (2^20) for an explicit graph",
-                                    count, kMaxGraphLinks));
-  }
-  const std::vector<JsonObject> entries = graph.object_array("links");
   for (JsonObject entry : entries) {
     GraphLinkSpec link;
     const std::string ka = endpoint_key(entry, "a", spec, switches, link.a);
