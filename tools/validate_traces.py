@@ -14,6 +14,11 @@ recalibrates from the base profile on all of that hardware's traces and checks t
 committed calibrated profile (the same parameters to 1e-6: calibration is deterministic, so a
 difference means the model or the data changed without a recalibration).
 
+Where the hardware's entry names a `catalogue_chip` (a chip of topology/chips.json whose entry
+the base profile copies), the base profile must still equal that entry, and every case is also
+validated with the base profile against `max_abs_base_step_time_error`: the catalogue's own model,
+uncalibrated, against measured steps.
+
 Exits 1 when a case exceeds its threshold, when meshsim fails, when a committed trace's hardware
 has no entry in the thresholds file (a trace nobody checks is a trace nobody trusts), or when the
 calibration no longer reproduces. Thresholds are set from what was measured, with headroom; they
@@ -95,6 +100,38 @@ def check_calibration(meshsim: str, hw: str, entry: dict, manifests: list, tmp: 
     return failures
 
 
+def check_base(meshsim: str, hw: str, entry: dict, manifests: list, tmp: Path) -> list:
+    """The catalogue's chip, uncalibrated: the base profile is its entry, and every case is within
+    max_abs_base_step_time_error with it."""
+    chip = entry.get("catalogue_chip")
+    if chip is None:
+        return []
+    base = json.loads((REPO / entry["base_profile"]).read_text())
+    catalogue = json.loads((REPO / "topology" / "chips.json").read_text())["chips"]
+    (profile_chip,) = base["chips"].values()
+    if profile_chip != catalogue.get(chip):
+        return [f"{hw}: {entry['base_profile']} no longer equals topology/chips.json's {chip!r} entry; "
+                f"copy the entry again (validation/README.md, GPU traces) and recalibrate"]
+    failures = []
+    limit = entry["max_abs_base_step_time_error"]
+    for i, manifest in enumerate(manifests):
+        out = tmp / f"{hw}.base.{i}.json"
+        run = subprocess.run([meshsim, "validate", str(manifest), "--hardware-profile",
+                              str(REPO / entry["base_profile"]), "--json", str(out)],
+                             capture_output=True, text=True)
+        if run.returncode != 0 or not out.exists():
+            failures.append(f"{hw}/{manifest.parent.name}: meshsim validate (base profile) exited "
+                            f"{run.returncode}:\n{run.stdout}{run.stderr}")
+            continue
+        e = json.loads(out.read_text())["step_time_error"]
+        print(f"{hw}/{manifest.parent.name}: with the catalogue's {chip!r} uncalibrated "
+              f"{100 * e:+.1f}% (limit {100 * limit:.1f}%)")
+        if abs(e) > limit:
+            failures.append(f"{hw}/{manifest.parent.name}: step-time error with the catalogue's "
+                            f"{chip!r} {100 * e:+.1f}% exceeds {100 * limit:.1f}%")
+    return failures
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--meshsim", required=True, help="the meshsim binary")
@@ -137,6 +174,9 @@ def main(argv=None) -> int:
                 failures.append(f"{case}: step-time error {100 * r['step_time_error']:+.1f}% "
                                 f"exceeds {100 * limit:.1f}%")
         for hw in sorted({m.parent.parent.name for m in manifests} & set(hardware)):
+            failures += check_base(args.meshsim, hw, hardware[hw],
+                                   sorted(Path(args.traces, hw).glob("*/manifest.json")), Path(tmp))
+
             failures += check_calibration(args.meshsim, hw, hardware[hw],
                                           sorted(Path(args.traces, hw).glob("*/manifest.json")), Path(tmp))
     if args.json:

@@ -4,10 +4,14 @@
 // the measured one stay within the stated tolerances (set from the fit, with headroom; never
 // loosened to let a change pass). Also: the FP8 speedup of a GEMM by shape, interference slowing
 // an overlapped GEMM by the cited fraction, the attention class by implementation.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <map>
 
 #include "meshsim/topology/chip.h"
@@ -25,20 +29,26 @@ struct Tolerance {
 };
 
 // Per table and chip: the fit's errors (tools/fit_kernels.py, validation/microbench/README.md)
-// rounded up with a little headroom. GEMM on H200 and GB200: the largest error is the MAMF FP8
-// maximum (the best shape of a sweep), which the FP8 model, fitted to the sweeps' training-regime
-// rows, runs 35% (H200) and 29% (GB200) slower than: a ceiling it stays under
-// (GemmModelStaysUnderTheBestOfSweepMaxima), not a typical value of its shape. B200's table holds
-// no training-regime FP8 row (small-M vLLM CUTLASS rows and a MAMF maximum): its FP8 model is the
-// Blackwell family's training-regime fit (from GB200's sweep), 9-33% slower than those rows.
+// rounded up with a little headroom. GEMM on H200 and GB200: the largest FP8 error of the public
+// rows is the MAMF maximum (the best shape of a sweep), which the FP8 model, fitted to the sweeps'
+// training-regime rows, runs 35% (H200) and 29% (GB200) slower than: a ceiling it stays under
+// (GemmModelStaysUnderTheBestOfSweepMaxima), not a typical value of its shape. H200's largest
+// errors over all its rows are the 256-1024 cubes of this project's sweep (2.8-5.6 us kernels that
+// cuBLAS runs at 12-384 TFLOP/s, 0.9-1.2x slower in the wave model: far from any layer of a
+// training step), which is why GemmsOfLayerShapesHoldToTheH200Sweep holds the layer shapes apart.
+// H100's largest is the 2023 M = 2048 sweep at K = 1024 (40% faster in the model). B200's table
+// holds no training-regime FP8 row (small-M vLLM CUTLASS rows and a MAMF maximum): its FP8 model
+// is the Blackwell family's training-regime fit (from GB200's sweep), 9-33% slower than those rows.
 // GEMM on A100: its 16-bit e_max is fitted to the training-regime rows of its sweep, and the
 // largest errors are the 1k and 2k cubes (24% and 22% slower in the model: cuBLASLt's stream-K
 // kernels beat the wave model there), square shapes far smaller than a training step's layers.
+// Attention on H200: its largest error is FlashAttention-2's causal forward at 512 tokens (the
+// sweep's shortest sequence, 15% faster in the model).
 const std::map<std::string, std::map<std::string, Tolerance>> kTolerances = {
     {"gemm",
      {{"a100-80gb", {0.09, 0.25}},
-      {"h100-sxm", {0.11, 0.35}},
-      {"h200", {0.12, 0.36}},
+      {"h100-sxm", {0.06, 0.42}},
+      {"h200", {0.04, 1.26}},
       {"b200", {0.21, 0.34}},
       {"gb200", {0.11, 0.30}},
       {"tpu-v5e", {0.02, 0.03}},
@@ -46,7 +56,7 @@ const std::map<std::string, std::map<std::string, Tolerance>> kTolerances = {
     {"attention",
      {{"a100-80gb", {0.02, 0.03}},
       {"h100-sxm", {0.04, 0.10}},
-      {"h200", {0.03, 0.06}},
+      {"h200", {0.04, 0.17}},
       {"b200", {0.10, 0.70}},
       {"gb200", {0.05, 0.11}},
       // Host-timed rows (axlearn's benchmark: 5 calls, 0.1 ms resolution) whose rate rises with
@@ -55,10 +65,12 @@ const std::map<std::string, std::map<std::string, Tolerance>> kTolerances = {
     // FlashAttention's Triton port: on A100 and H100 the FlashAttention-1 CUDA series that
     // stands in for it (chips.json says why; attention.csv's openai-triton rows are not read).
     {"attention-triton", {{"a100-80gb", {0.04, 0.08}}, {"h100-sxm", {0.04, 0.11}}}},
+    // H200's norms: cuDNN's kernels and PyTorch's fused ones (0.55-0.70 of HBM against up to
+    // 0.85) share one efficiency.
     {"memory",
      {{"a100-80gb", {0.06, 0.25}},
       {"h100-sxm", {0.30, 0.70}},
-      {"h200", {0.06, 0.36}},
+      {"h200", {0.11, 0.36}},
       {"gb200", {0.10, 0.23}}}},
 };
 
@@ -128,10 +140,13 @@ TEST(KernelFit, GemmModelStaysUnderTheBestOfSweepMaxima) {
 }
 
 // Where a chip family has steady-state sweep rows in the training regime (M, N, K >= 4096: Azure's
-// cuBLASLt sweeps), a dtype's e_max is fitted to them alone (tools/fit_kernels.py
-// fit_training_regime): there the model holds to 1.5% median, 6% at most for FP8 on Hopper (the
-// cubes and 6144x12288x12288 on H100 and H200) and 3.3% at most for 16-bit on A100 (4096^3 to
-// 16384^3 and 6144x12288x12288). The dtype group is the fit's: FP8, or the 16-bit dtypes together.
+// cuBLASLt sweeps, this project's H200 sweep), a dtype's e_max is fitted to them alone
+// (tools/fit_kernels.py fit_training_regime): there the model holds to 2.2% median, 6% at most
+// for FP8 on Hopper (Azure's cubes and 6144x12288x12288 on H100 and H200, the H200 sweep's layer
+// shapes); to 3.1% median, 19% at most for 16-bit on Hopper (the H200 sweep; the largest is
+// 16384x4096x14336, the slowest shape it timed); and to 3.3% at most for 16-bit on A100 (4096^3
+// to 16384^3 and 6144x12288x12288). The dtype group is the fit's: FP8, or the 16-bit dtypes
+// together.
 std::vector<double> training_regime_errors(const std::vector<std::string>& chips, bool fp8) {
   const Catalogue cat = Catalogue::builtin();
   std::vector<double> errors;
@@ -151,13 +166,49 @@ std::vector<double> training_regime_errors(const std::vector<std::string>& chips
 
 TEST(KernelFit, GemmsOfTrainingShapesHoldToTheSteadyStateSweeps) {
   const std::vector<double> fp8 = training_regime_errors({"h100-sxm", "h200"}, true);
-  ASSERT_EQ(fp8.size(), 10U);
+  ASSERT_EQ(fp8.size(), 40U);
   EXPECT_LE(median_of_sorted(fp8), 0.025);
   EXPECT_LE(fp8.back(), 0.07);
+  const std::vector<double> hopper16 = training_regime_errors({"h100-sxm", "h200"}, false);
+  ASSERT_EQ(hopper16.size(), 30U);
+  EXPECT_LE(median_of_sorted(hopper16), 0.035);
+  EXPECT_LE(hopper16.back(), 0.19);
   const std::vector<double> a100 = training_regime_errors({"a100-80gb"}, false);
   ASSERT_EQ(a100.size(), 4U);
   EXPECT_LE(median_of_sorted(a100), 0.02);
   EXPECT_LE(a100.back(), 0.04);
+}
+
+// The GEMMs a training step runs, measured on an H200 under its power cap (this project's sweep,
+// validation/microbench/h200-2026-11-28: the projection and MLP shapes of Llama-3 8B, Llama-3 70B
+// at TP 8 and GPT-3 175B at TP 8 at 2048-16384 tokens, forward, dgrad and wgrad; 45 per dtype):
+// the model is unbiased there (median signed error within 3%) and typically within 4% (bf16) and
+// 3% (FP8). Its largest errors are the Llama-3 70B QKV projection at 2048 tokens (N 1280: 80 tiles
+// of 128 x 256 on 132 SMs, one short wave; cuBLAS runs it 43% (bf16) and 50% (FP8) faster than the
+// wave model by splitting K) and 16384x4096x14336 (19% slower than the model).
+TEST(KernelFit, GemmsOfLayerShapesHoldToTheH200Sweep) {
+  const Catalogue cat = Catalogue::builtin();
+  const RooflineComputeModel model(cat.chip("h200"));
+  for (const bool fp8 : {false, true}) {
+    SCOPED_TRACE(fp8 ? "fp8" : "bf16");
+    std::vector<double> signed_errors;
+    std::vector<double> errors;
+    for (const MeasuredKernel& k : gemm_rows(false)) {
+      if (k.chip != "h200" || !k.steady_state_sweep || !k.layer_shape ||
+          (k.work.front().dtype == Dtype::kFp8) != fp8) {
+        continue;
+      }
+      const double e = model_seconds(model, k) / k.measured.seconds() - 1.0;
+      signed_errors.push_back(e);
+      errors.push_back(std::fabs(e));
+    }
+    ASSERT_EQ(errors.size(), 45U);
+    std::sort(errors.begin(), errors.end());
+    std::sort(signed_errors.begin(), signed_errors.end());
+    EXPECT_LE(std::fabs(median_of_sorted(signed_errors)), 0.03);
+    EXPECT_LE(median_of_sorted(errors), fp8 ? 0.03 : 0.04);
+    EXPECT_LE(errors.back(), fp8 ? 0.50 : 0.44);
+  }
 }
 
 TEST(KernelFit, AttentionModelHoldsToTheAttentionTable) {
@@ -270,6 +321,50 @@ TEST(KernelFit, InterferenceSlowsAnOverlappedGemmByTheCitedFraction) {
   EXPECT_GT(m.compute_time_in(RankId(0), big, one), m.compute_time(RankId(0), big));
 }
 
+// The interference model against a measurement: this project's H200 sweep timed twelve 8192^3
+// bf16 GEMMs (one CUDA graph) alone and beside a copy kernel that holds P SMs throughout (a
+// Triton grid-stride copy of P CTAs of 512 threads streaming 256 MiB, started first: the way
+// NCCL's kernels hold one SM per channel), three times per P in each of two runs
+// (validation/microbench/h200-2026-11-28/run*/misc.json, "interference"). The model recounts the
+// GEMM's waves on the SMs left. Measured against modelled: P 8: 6.6% / 6.2%; 16: 17.6% / 12.5%;
+// 24 (NCCL's channels on H100): 18.4% / 18.7%; 32: 28.6% / 31.3%. At 66 (half the chip) the model
+// over-predicts (100% against 82%): the copy's CTAs share their SMs with the GEMM's there, which the
+// model does not have; no NCCL collective runs on that many channels.
+TEST(KernelFit, InterferenceMatchesTheMeasuredSlowdownBesideAKernelHoldingSms) {
+  const Catalogue cat = Catalogue::builtin();
+  std::map<int64_t, std::vector<double>> measured;
+  for (const char* run : {"run1", "run2"}) {
+    const std::string path = MESHSIM_SOURCE_DIR "/validation/microbench/h200-2026-11-28/";
+    std::ifstream in(path + run + "/misc.json");
+    ASSERT_TRUE(in) << path << run;
+    const nlohmann::json misc = nlohmann::json::parse(in);
+    ASSERT_EQ(misc.at("interference").at("gemm").get<std::string>(),
+              "8192^3 bf16 torch.mm x 12 in a CUDA graph");
+    for (const nlohmann::json& row : misc.at("interference").at("rows")) {
+      measured[row.at("ctas").get<int64_t>()].push_back(row.at("gemm_slowdown").get<double>());
+    }
+  }
+  ASSERT_EQ(measured.size(), 5U);
+  const ComputeWork big = gemm(8192, 8192, 8192, Dtype::kBf16);
+  for (const auto& [ctas, runs] : measured) {
+    SCOPED_TRACE(fmt::format("{} SMs held", ctas));
+    ASSERT_EQ(runs.size(), 2U);
+    Chip chip = cat.chip("h200");
+    chip.efficiency.comm_units = ctas;
+    const RooflineComputeModel m(chip);
+    const double model = m.kernel_time(big, ComputeContext{1}).flops_bound /
+                             m.kernel_time(big).flops_bound -
+                         1.0;
+    const double mean = 0.5 * (runs[0] + runs[1]);
+    if (ctas <= 32) {
+      EXPECT_NEAR(model, mean, ctas == 24 ? 0.02 : 0.06);
+    } else {
+      EXPECT_GT(model, mean);  // half the chip held: the model's bound is pessimistic
+      EXPECT_LT(model, 1.3 * mean);
+    }
+  }
+}
+
 ComputeWork attention(AttentionImpl impl, bool backward, int64_t seq) {
   ComputeWork w;
   w.op_class = OpClass::kAttention;
@@ -298,10 +393,10 @@ TEST(KernelFit, AttentionIsCostedByImplementation) {
     EXPECT_GT(eff(AttentionImpl::kCudnn, bwd, 16384), eff(AttentionImpl::kCudnn, bwd, 1024));
     EXPECT_LT(eff(AttentionImpl::kFlash3, bwd, 16384), chip.efficiency.matmul);
   }
-  // FlashAttention-2 at 8k, forward, causal, d 128: the fit e_inf 0.352, s_half 375, times the
+  // FlashAttention-2 at 8k, forward, causal, d 128: the fit e_inf 0.356, s_half 400, times the
   // waves of its 2 x 16 x 64 = 2048 query blocks on 132 SMs (16 waves).
   EXPECT_NEAR(eff(AttentionImpl::kFlash2, false, 8192),
-              0.352 * 8192 / (8192 + 375.0) * 2048 / (16 * 132.0), 1e-9);
+              0.356 * 8192 / (8192 + 400.0) * 2048 / (16 * 132.0), 1e-9);
   // The chip lists what it has measurements of.
   EXPECT_EQ(chip.attention_impls(),
             (std::vector<AttentionImpl>{AttentionImpl::kFlash2, AttentionImpl::kFlash3,

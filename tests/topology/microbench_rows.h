@@ -84,9 +84,14 @@ struct MeasuredKernel {
   // its shape, not a typical value of that shape.
   bool best_of_sweep = false;
   // A row of a sweep measured at steady state (Azure's superbench cuBLASLt sweeps: random data
-  // after 10,000 warm-up iterations), to whose training-regime rows tools/fit_kernels.py fits a
+  // after 10,000 warm-up iterations; this project's H200 sweep, run under the power cap after a
+  // warm-up: statistic "steady state ..."), to whose training-regime rows tools/fit_kernels.py fits a
   // dtype's e_max where a chip family has them (fit_training_regime).
   bool steady_state_sweep = false;
+  // A transformer layer's GEMM of such a sweep (validation/microbench/gpu_sweep.py tags its role in
+  // the library column, e.g. "[llama3-8b.qkv.fwd]"; its cubes are "[cube]"): tools/fit_kernels.py
+  // chooses the family's k_half on these rows (layer_shape_row).
+  bool layer_shape = false;
 };
 
 inline Dtype dtype_of(const std::string& name) {
@@ -119,7 +124,9 @@ inline std::vector<MeasuredKernel> gemm_kernels(int64_t min_rows = 256) {
                    {w},
                    Seconds(flops / (num_of(r, "tflops") * 1e12)),
                    r.at("statistic").rfind("best shape of a brute-force sweep", 0) == 0,
-                   r.at("library") == "cuBLASLt"});
+                   r.at("library") == "cuBLASLt" || r.at("statistic").rfind("steady state", 0) == 0,
+                   r.at("library").find('[') != std::string::npos &&
+                       r.at("library").find("[cube]") == std::string::npos});
   }
   return out;
 }
@@ -181,14 +188,15 @@ inline std::vector<MeasuredKernel> attention_kernels() {
   return out;
 }
 
-// memory_bound.csv: the fused kernels (Liger-Kernel, cuDNN, Megatron's fused cross entropy) and
-// the FP8 casts, with meshsim's bytes for each (workloads/src/layer_ops.cc).
+// memory_bound.csv: the fused kernels (Liger-Kernel, cuDNN, Megatron's fused cross entropy,
+// PyTorch's own fused norms) and the FP8 casts, with meshsim's bytes for each (workloads/src/layer_ops.cc).
 inline std::vector<MeasuredKernel> memory_kernels() {
   std::vector<MeasuredKernel> out;
   for (const CsvRow& r : read_csv("validation/microbench/memory_bound.csv")) {
     const std::string op = r.at("op");
     const std::string provider = r.at("provider");
-    const bool fused = provider == "liger" || provider == "cudnn" || provider == "megatron-fused";
+    const bool fused = provider == "liger" || provider == "cudnn" || provider == "megatron-fused" ||
+                       provider == "torch-fused";
     if (r.at("time_us").empty() || (!fused && op != "fp8_cast")) {
       continue;
     }
