@@ -375,6 +375,21 @@ ATTN_FIELDS = ["chip", "impl", "pass", "causal", "batch", "heads_q", "heads_kv",
 
 # ---------------------------------------------------------------- memory-bound kernels
 
+def timed_pass(f, xs, backward, extra=()):
+    """fn(i) for bench: f on input set i forward (no autograd), or the backward of f's output with
+    respect to that input (and `extra`) against a random output gradient."""
+    sets = len(xs)
+    if not backward:
+        def fwd(i):
+            with torch.no_grad():
+                f(xs[i % sets])
+        return fwd
+    outs = [f(x) for x in xs]
+    gs = [torch.randn_like(o) for o in outs]
+    return lambda i: torch.autograd.grad(outs[i % sets], (xs[i % sets], *extra), gs[i % sets],
+                                         retain_graph=True)
+
+
 def memory_cases():
     """(op, pass, rows, width, dtype, bytes the kernel must move at least, builder). A builder
     takes the number of input sets and returns fn(i)."""
@@ -406,15 +421,7 @@ def memory_cases():
                 if kind == "rms_norm":
                     return F.rms_norm(x, (width,), w, 1e-5)
                 return F.layer_norm(x, (width,), w, bias, 1e-5)
-            if not backward:
-                def fwd(i):
-                    with torch.no_grad():
-                        f(xs[i % sets])
-                return fwd
-            outs = [f(x) for x in xs]
-            gs = [torch.randn_like(o) for o in outs]
-            return lambda i: torch.autograd.grad(outs[i % sets], (xs[i % sets], w), gs[i % sets],
-                                                 retain_graph=True)
+            return timed_pass(f, xs, backward, (w,))
         return build
 
     def swiglu(rows, width, backward):
@@ -425,15 +432,7 @@ def memory_cases():
             def f(x):
                 g, u = x[:, :width], x[:, width:]
                 return F.silu(g) * u
-            if not backward:
-                def fwd(i):
-                    with torch.no_grad():
-                        f(xs[i % sets])
-                return fwd
-            outs = [f(x) for x in xs]
-            gs = [torch.randn_like(o) for o in outs]
-            return lambda i: torch.autograd.grad(outs[i % sets], xs[i % sets], gs[i % sets],
-                                                 retain_graph=True)
+            return timed_pass(f, xs, backward)
         return build
 
     def rope(tokens, heads, d):
@@ -559,6 +558,18 @@ MEM_FIELDS = ["chip", "op", "pass", "rows", "width", "dtype", "min_bytes", "time
 
 # ---------------------------------------------------------------- launch cost
 
+def per_graph_kernel_us(fn) -> float:
+    """Device microseconds per kernel of fn, 1000 launches captured in a CUDA graph, replayed 5x."""
+    g = graph_of(fn, 1000)
+    e0, e1 = event(), event()
+    e0.record()
+    for _ in range(5):
+        g.replay()
+    e1.record()
+    torch.cuda.synchronize()
+    return round(e0.elapsed_time(e1) * 1e3 / 5000, 3)
+
+
 def launch_section() -> dict:
     x = torch.zeros(1, device=DEV)
     x.add_(1.0)
@@ -575,14 +586,7 @@ def launch_section() -> dict:
     torch.cuda.synchronize()
     out["eager_add_host_us_per_launch"] = round(host * 1e6, 3)
     out["eager_add_device_us_per_launch"] = round(e0.elapsed_time(e1) * 1e3 / n, 3)
-    g = graph_of(lambda i: x.add_(1.0), 1000)
-    e0, e1 = event(), event()
-    e0.record()
-    for _ in range(5):
-        g.replay()
-    e1.record()
-    torch.cuda.synchronize()
-    out["graph_add_device_us_per_kernel"] = round(e0.elapsed_time(e1) * 1e3 / 5000, 3)
+    out["graph_add_device_us_per_kernel"] = per_graph_kernel_us(lambda i: x.add_(1.0))
     a, b = rand((64, 64)), rand((64, 64))
     c = torch.empty((64, 64), device=DEV, dtype=torch.bfloat16)
     torch.mm(a, b, out=c)
@@ -593,14 +597,7 @@ def launch_section() -> dict:
     host = (time.perf_counter() - t) / n
     torch.cuda.synchronize()
     out["eager_mm64_host_us_per_launch"] = round(host * 1e6, 3)
-    g = graph_of(lambda i: torch.mm(a, b, out=c), 1000)
-    e0, e1 = event(), event()
-    e0.record()
-    for _ in range(5):
-        g.replay()
-    e1.record()
-    torch.cuda.synchronize()
-    out["graph_mm64_device_us_per_kernel"] = round(e0.elapsed_time(e1) * 1e3 / 5000, 3)
+    out["graph_mm64_device_us_per_kernel"] = per_graph_kernel_us(lambda i: torch.mm(a, b, out=c))
     log(f"  launch: {out}")
     return out
 
