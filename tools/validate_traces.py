@@ -47,8 +47,15 @@ def load_thresholds(path: Path) -> dict:
                           ("max_abs_held_out_step_error", (int, float)), ("source", str)):
             if not isinstance(entry.get(key), kind):
                 raise SystemExit(f"{path}: /hardware/{name}/{key}: missing or of the wrong type")
-        for key in ("max_abs_step_time_error", "max_abs_held_out_step_error"):
-            if not 0 < entry[key] < 1:
+        if "catalogue_chip" in entry:
+            if not isinstance(entry["catalogue_chip"], str):
+                raise SystemExit(f"{path}: /hardware/{name}/catalogue_chip: expected a chip name")
+            if not isinstance(entry.get("max_abs_base_step_time_error"), (int, float)):
+                raise SystemExit(f"{path}: /hardware/{name}/max_abs_base_step_time_error: missing or "
+                                 f"of the wrong type (catalogue_chip needs it)")
+        for key in ("max_abs_step_time_error", "max_abs_held_out_step_error",
+                    "max_abs_base_step_time_error"):
+            if key in entry and not 0 < entry[key] < 1:
                 raise SystemExit(f"{path}: /hardware/{name}/{key}: expected a fraction in (0, 1)")
     return hardware
 
