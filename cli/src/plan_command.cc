@@ -75,7 +75,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--min-headroom", a.min_headroom,
                 "Memory to leave free, e.g. 5% or 0.05 (default 0)");
   c->add_option("--max-simulations", a.max_simulations,
-                "Stop after this many simulations (default: twice --top; the result says when "
+                "Stop after this many simulations (default: 8 x --top; the result says when "
                 "that left it inexact)")
       ->check(CLI::Range(int64_t{1}, studies::kMaxSimulations));
   c->add_flag("--exact", a.exact,
@@ -198,7 +198,10 @@ studies::SearchOptions search_options(const PlanArgs& a) {
   o.objective = *parse_enum<studies::Objective>(a.objective);
   o.max_tp = a.max_tp;
   o.min_headroom = parse_headroom(a.min_headroom);
-  o.max_simulations = a.exact ? 0 : (a.max_simulations > 0 ? a.max_simulations : 2 * a.top);
+  o.max_simulations =
+      a.exact ? 0
+              : (a.max_simulations > 0 ? a.max_simulations
+                                       : studies::kDefaultSimulationsPerTop * a.top);
   o.jobs = a.jobs > 0 ? static_cast<int>(a.jobs)
                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   studies::Fixed& f = o.fixed;

@@ -88,7 +88,7 @@ std::string default_plan_misfit(const Scenario& d) {
 studies::SearchOptions quick_search(int64_t top) {
   studies::SearchOptions o;
   o.top = top;
-  o.max_simulations = 2 * top;
+  o.max_simulations = studies::kDefaultSimulationsPerTop * top;
   o.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return o;
 }
