@@ -178,7 +178,9 @@ def fit_gemm_family(names, cat, launch, pooled):
     data = {n: gemm_rows(n) for n in names}
     keys = sorted({(None if pooled else n, group_of(r)) for n in names for r in data[n]},
                   key=str)
-    layers = {n: [r for r in data[n] if layer_shape_row(r)] for n in names}
+    # k_half is scored on the layer shapes of a steady-state sweep where the family has them
+    # (layer_shape_row), else on all its rows.
+    by_layers = any(layer_shape_row(r) for n in names for r in data[n])
     best = None
     for k_half in PINNED_K_HALF.get(tuple(names), K_HALF_GRID):
         def error(n, r, e):
@@ -190,15 +192,11 @@ def fit_gemm_family(names, cat, launch, pooled):
             sub = [(n, r) for n in names for r in data[n]
                    if (key[0] in (None, n)) and group_of(r) == key[1]]
             fits[key] = best_e_max(sub, [(n, r) for n, r in sub if best_of_sweep(r)], error)
-            # k_half is chosen on the layer shapes of a steady-state sweep where the family has
-            # them (layer_shape_row), else on all its rows.
-            chosen = [(n, r) for n in names for r in layers[n]
-                      if (key[0] in (None, n)) and group_of(r) == key[1]]
-            if any(layers.values()):
-                fit = best_e_max(chosen, [], error) if chosen else (0.0,)
-                total += fit[0]
-            else:
+            scored = [(n, r) for n, r in sub if layer_shape_row(r)] if by_layers else sub
+            if scored is sub:
                 total += fits[key][0]
+            elif scored:
+                total += best_e_max(scored, [], error)[0]
         if best is None or total < best[0]:
             best = (total, k_half, fits)
     return best[1], best[2]
