@@ -526,7 +526,16 @@ def memory_cases():
     return cases
 
 
-def memory_section(table: Table, chip: str, hbm_peak: float, deadline: float) -> None:
+def catalogue_hbm(chip: str):
+    """The chip's HBM bandwidth in B/s from topology/chips.json (its datasheet figure, with the
+    source named there), read as tools/fit_kernels.py reads it; None for a chip not in it."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+    import fit_kernels
+    entry = fit_kernels.chips().get(chip)
+    return entry["hbm"] if entry else None
+
+
+def memory_section(table: Table, chip: str, hbm_peak, deadline: float) -> None:
     for op, ps, rows, width, dtype, nbytes, build in memory_cases():
         if left() < deadline:
             log(f"  memory-bound: out of time at {op} {rows}x{width}")
@@ -543,7 +552,8 @@ def memory_section(table: Table, chip: str, hbm_peak: float, deadline: float) ->
         table.add({"chip": chip, "op": op, "pass": ps, "rows": rows, "width": width,
                    "dtype": dtype, "min_bytes": nbytes, "time_us": round(r["s"] * 1e6, 3),
                    "min_us": round(r["min_s"] * 1e6, 3), "max_us": round(r["max_s"] * 1e6, 3),
-                   "gbps": round(gbps, 1), "of_datasheet_hbm": round(gbps * 1e9 / hbm_peak, 3),
+                   "gbps": round(gbps, 1),
+                   "of_datasheet_hbm": round(gbps * 1e9 / hbm_peak, 3) if hbm_peak else "",
                    "sets": sets, "reps": r["reps"], "inner": r["inner"], "mode": r["mode"],
                    "provider": f"PyTorch {torch.__version__} eager", "t_s": round(time.time() - T0, 1)})
         log(f"  memory {op:20s} {ps:4s} {rows:6d}x{width:6d} {r['s'] * 1e6:9.1f} us "
@@ -702,7 +712,7 @@ def main() -> int:
     torch.backends.cuda.matmul.allow_tf32 = False
     env = environment()
     chip = chip_label(env["device"])
-    hbm = {"h200": 4.8e12, "h100-sxm": 3.35e12}.get(chip, 3.35e12)  # vendor datasheets
+    hbm = catalogue_hbm(chip)
     env["chip"] = chip
     log(f"env: {json.dumps(env)}")
     misc = {"env": env}
