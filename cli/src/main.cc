@@ -179,7 +179,7 @@ template <meshsim::NamedEnum E>
 void bind_plan_choice(CLI::App* app, RunFlags& f, PlanField field,
                       std::function<void(ParallelPlan&, E)> set, const std::string& help) {
   CLI::Option* o = app->add_option(flag_of(field), f.choices[field], help)
-                       ->check(CLI::IsMember(meshsim::enum_choices<E>()));
+                       ->check(CLI::IsMember(meshsim::enum_spellings<E>()));
   add_override(f, o, field, [&f, field, set = std::move(set)](ParallelPlan& p) {
     set(p, *meshsim::parse_enum<E>(f.choices.at(field)));
   });
@@ -264,7 +264,9 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
   bind_plan(app, f, PlanField::kGbs, &ParallelPlan::gbs, "Global batch size (sequences per step)");
   bind_plan(app, f, PlanField::kSeq, &ParallelPlan::seq, "Sequence length (tokens)");
   bind_plan_choice(app, f, PlanField::kRecompute, &ParallelPlan::recompute,
-                   "Activation recompute: none, selective, full");
+                   "Activation recompute: none, selective (Megatron), full, dots (JAX "
+                   "checkpoint_dots; alias minimal), qkv_out_proj (Q, K, V and output "
+                   "projections kept; aliases save_qkv_out_proj, save_dot_except_mlp)");
   bind_plan_choice<meshsim::Dtype>(
       app, f, PlanField::kDtype, [](ParallelPlan& p, meshsim::Dtype d) { p.set_training_dtype(d); },
       "Training precision: bf16, fp16 (with loss scaling) or fp8 (mixed precision: 16-bit "

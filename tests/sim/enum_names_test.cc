@@ -26,6 +26,7 @@ TEST(EnumNames, CanonicalNamesAndAliases) {
   EXPECT_EQ(enum_values<Colour>(),
             (std::vector<Colour>{Colour::kRed, Colour::kGreen, Colour::kBlue}));
   EXPECT_EQ(describe_choices<Colour>(), "red, green (verde), blue");
+  EXPECT_EQ(enum_spellings<Colour>(), (std::vector<std::string>{"red", "green", "blue", "verde"}));
 }
 
 TEST(EnumNames, UnknownNamesAreNotGuessed) {

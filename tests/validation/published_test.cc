@@ -12,6 +12,7 @@
 
 #include "meshsim/sim/error.h"
 #include "meshsim/validation/published_flops.h"
+#include "meshsim/workloads/training_memory.h"
 #include "validation_test_util.h"
 
 namespace meshsim::validation::test {
@@ -317,7 +318,7 @@ TEST(PublishedMap, VirtualPipelineSizeFromTheLaunchScriptOfTheCitedCommit) {
 
 // DGX Cloud Benchmarking v24.11.1's PaxML tables say only "FSDP + DP"; its configure.sh sets
 // DCN_MESH_SHAPE [nodes / FSDP, FSDP, 1] over ICI [1, 8, 1] (FSDP 1 for 5B, 16 for 175B) and its
-// paxml_mod_configs.py the remat policy: HSDP over 8 and 128 devices, dots and selective.
+// paxml_mod_configs.py the remat policy: HSDP over 8 and 128 devices, dots and qkv_out_proj.
 TEST(PublishedMap, PaxmlShardGroupAndRematFromItsScripts) {
   const topology::Catalogue cat = topology::Catalogue::builtin();
   const PublishedScenario small = mapped(run(dev_set(), "dgxc2411-paxml-gpt5B-16xH100-fp8"), cat);
@@ -333,11 +334,20 @@ TEST(PublishedMap, PaxmlShardGroupAndRematFromItsScripts) {
       mapped(run(dev_set(), "dgxc2411-paxml-gpt175B-512xH100-fp8"), cat);
   EXPECT_EQ(large.plan.fsdp, 128);
   EXPECT_EQ(large.plan.zero_replicas(), 4);
-  EXPECT_EQ(large.plan.recompute, workloads::Recompute::kSelective);
-  EXPECT_THAT(large.plan.recompute_modules,
-              ::testing::ElementsAre(workloads::RecomputeModule::kCoreAttn,
-                                     workloads::RecomputeModule::kMlp));
+  EXPECT_EQ(large.plan.recompute, workloads::Recompute::kQkvOutProj);
+  EXPECT_TRUE(large.plan.recompute_modules.empty());
   EXPECT_THAT(large.assumptions, Contains(HasSubstr("SAVE_QKV_OUT_PROJ")));
+  // The published run trained on 80 GB H100s: under its policy the model state and the saved
+  // activations fit the chip (they did not while the policy was costed as Megatron's selective
+  // core_attn and mlp, which also keep the norms' inputs and the attention output).
+  EXPECT_LT(workloads::training_memory(large.model, large.plan).total(),
+            large.cluster.chip.hbm_capacity);
+  workloads::ParallelPlan megatron_like = large.plan;
+  megatron_like.recompute = workloads::Recompute::kSelective;
+  megatron_like.recompute_modules = {workloads::RecomputeModule::kCoreAttn,
+                                     workloads::RecomputeModule::kMlp};
+  EXPECT_GT(workloads::training_memory(large.model, megatron_like).total(),
+            large.cluster.chip.hbm_capacity);
 
   // Without a script at the cited commit the split stays unknown.
   PublishedRun elsewhere = run(dev_set(), "dgxc2411-paxml-gpt5B-16xH100-fp8");

@@ -226,6 +226,49 @@ TEST(Variants, RecomputeBlockMethodAndDotsPolicy) {
   EXPECT_FALSE(dots_bwd.contains("qkv"));  // weight matmuls are not re-run
 }
 
+// JAX's save_only_these_names over the attention's projections (PaxML SAVE_QKV_OUT_PROJ, MaxText
+// "save_dot_except_mlp"): Q, K, V and the output projection's result are kept with the layer
+// input; the backward re-runs the norms, the attention core and the MLP's up projection and
+// activation, not the QKV, output or down projections.
+TEST(Variants, QkvOutProjPolicyKeepsTheProjectionsAndReRunsTheMlpUpProjection) {
+  const ModelConfig m = load_model("llama3-8b");
+  ParallelPlan p;
+  p.tp = 2;
+  p.sp = true;
+  p.gbs = 1;
+  p.seq = 2048;
+  p.recompute = Recompute::kQkvOutProj;
+  validate_plan(m, p);
+  EXPECT_EQ(to_string(Recompute::kQkvOutProj), "qkv_out_proj");
+  EXPECT_EQ(parse_enum<Recompute>("save_dot_except_mlp"), Recompute::kQkvOutProj);
+  EXPECT_EQ(parse_enum<Recompute>("save_qkv_out_proj"), Recompute::kQkvOutProj);
+  // Per rank of TP 2: Q 16 heads x 128, K and V 4 heads x 128 each over 2048 tokens; the layer
+  // input and the output projection's result sequence-sharded (1024 tokens x 4096), in bf16.
+  const Bytes kept = layer_activations(m, p, Recompute::kQkvOutProj).total();
+  EXPECT_EQ(kept, Bytes::of(2 * (2048 * (16 + 4 + 4) * 128 + 2 * 1024 * 4096)));
+  EXPECT_LT(kept, layer_activations(m, p, Recompute::kDots).total());
+  EXPECT_GT(kept, layer_activations(m, p, Recompute::kFull).total());
+  const StepPlan step = plan_step(m, p);
+  const auto redo = layer_ops(step.programs[0], "recompute.L0.");
+  EXPECT_TRUE(redo.contains("attn_norm"));
+  EXPECT_TRUE(redo.contains("mlp_norm"));
+  EXPECT_TRUE(redo.contains("attention"));
+  EXPECT_TRUE(redo.contains("rope"));
+  EXPECT_TRUE(redo.contains("mlp_up"));
+  EXPECT_TRUE(redo.contains("mlp.tp_allgather"));  // its input gathered again under SP
+  EXPECT_TRUE(redo.contains("swiglu"));
+  EXPECT_FALSE(redo.contains("qkv"));
+  EXPECT_FALSE(redo.contains("attn_out"));
+  EXPECT_FALSE(redo.contains("mlp_down"));
+  // The re-run up projection is the forward's GEMM again.
+  const auto fwd = layer_ops(step.programs[0], "fwd.L0.");
+  ASSERT_TRUE(fwd.contains("mlp_up"));
+  EXPECT_EQ(std::get<ComputeWork>(redo.at("mlp_up")->work).flops,
+            std::get<ComputeWork>(fwd.at("mlp_up")->work).flops);
+  // Not modelled for MoE layers (their router, dispatch and experts would re-run).
+  EXPECT_THROW(validate_plan(load_model("mixtral-8x7b"), p), PlanError);
+}
+
 // Llama-3-405B's pipeline (Dubey et al. 2024, Sec. 3.3.2): 126 layers on PP 16 with
 // interleaving and one layer fewer on the first and the last virtual stage: here VP 2, 4 layers
 // per virtual stage, 3 on the first and on the last.

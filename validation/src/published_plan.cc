@@ -62,40 +62,39 @@ struct ScriptFact {
   std::optional<int64_t> vpp;
   std::optional<int64_t> fsdp;  // devices per ZeRO-3 shard group; the rest replicate (HSDP)
   std::optional<workloads::Recompute> recompute;
-  std::vector<workloads::RecomputeModule> recompute_modules;  // with kSelective
   std::string_view parallel_source;   // where vpp or fsdp is set
   std::string_view recompute_source;  // where the remat policy is set
 };
 
 const std::vector<ScriptFact>& script_facts() {
   using workloads::Recompute;
-  using workloads::RecomputeModule;
   static const std::vector<ScriptFact> facts = {
       // DGX Cloud Benchmarking v25.04 (and v25.04.01): nemotron/launch.sh sets VP=12 for
       // MODEL_SIZE 340b and passes it to NeMo's pretrain_nemotron4_340b as -vp 12.
-      {"NVIDIA/dgxc-benchmarking nemotron/README.md @ 741c886", "Nemotron-4 340B", 12, {}, {}, {},
+      {"NVIDIA/dgxc-benchmarking nemotron/README.md @ 741c886", "Nemotron-4 340B", 12, {}, {},
        "nemotron/launch.sh @ 741c886 (release v25.04) passes -vp 12 for 340b", ""},
-      {"NVIDIA/dgxc-benchmarking nemotron/README.md @ 85380ff", "Nemotron-4 340B", 12, {}, {}, {},
+      {"NVIDIA/dgxc-benchmarking nemotron/README.md @ 85380ff", "Nemotron-4 340B", 12, {}, {},
        "nemotron/launch.sh @ 85380ff (release v25.04.01) passes -vp 12 for 340b", ""},
       // DGX Cloud Benchmarking v24.11.1, PaxML: paxml/configure.sh runs paxml.main with
       // DCN_MESH_SHAPE [nodes / FSDP, FSDP, 1] (FSDP=1 for 5b, 16 for 175b) over the GPU
       // configs' ICI_MESH_SHAPE [1, 8, 1] (axes replica, data, mdl; weights sharded over data):
       // the shard group is 8 x FSDP devices. paxml_mod_configs.py sets the remat policy.
       {"NVIDIA/dgxc-benchmarking paxml/README_5b.md @ 35a9aec", "GPT-3 5B (PaxML)", {}, 8,
-       Recompute::kDots, {},
+       Recompute::kDots,
        "paxml/configure.sh @ 35a9aec sets DCN_MESH_SHAPE [nodes, 1, 1] over GPT5B's "
        "ICI_MESH_SHAPE [1, 8, 1] (paxml/contrib/gpu/scripts_gpu/configs.py): FSDP over the 8 "
        "GPUs of a node, data parallel across nodes",
        "paxml_mod_configs.py @ 35a9aec sets Synthetic5BCkpt's CHECKPOINT_POLICY SAVE_DOT_ONLY: "
        "every matmul output kept"},
       {"NVIDIA/dgxc-benchmarking paxml/README_175b.md @ 35a9aec", "GPT-3 175B", {}, 128,
-       Recompute::kSelective, {RecomputeModule::kCoreAttn, RecomputeModule::kMlp},
+       Recompute::kQkvOutProj,
        "paxml/configure.sh @ 35a9aec sets DCN_MESH_SHAPE [nodes / 16, 16, 1] over GPT175B's "
        "ICI_MESH_SHAPE [1, 8, 1] (paxml/contrib/gpu/scripts_gpu/configs.py): FSDP over 128 "
        "GPUs, data parallel across",
        "paxml_mod_configs.py @ 35a9aec sets Synthetic175BCkpt's CHECKPOINT_POLICY "
-       "SAVE_QKV_OUT_PROJ: the QKV and output projections kept, the attention core and the MLP "
-       "recomputed (costed as Megatron's modules core_attn and mlp)"},
+       "SAVE_QKV_OUT_PROJ, save_only_these_names of combined_qkv_proj and out_proj "
+       "(praxis/layers/checkpoint_policy.py): the QKV and output projections kept, the norms, the "
+       "attention core and the MLP up to its down projection re-run"},
   };
   return facts;
 }
@@ -383,9 +382,6 @@ ParallelPlan plan_of(const PublishedRun& r, const topology::ClusterSpec& cluster
   set_degrees(p, r, cluster, f, script, assumptions);
   set_batch(p, r, f);
   p.recompute = recompute_of(r, f, script, assumptions);
-  if (script != nullptr && p.recompute == script->recompute) {
-    p.recompute_modules = script->recompute_modules;
-  }
   p.stack = stack_of(f);
   if (f == Framework::kComposer) {
     set_llm_foundry_stack(p, r, assumptions);

@@ -174,6 +174,19 @@ LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p, 
     a.mlp_down_input = Bytes::zero();
     a.checkpoint = bytes_of({2, d.e, d.sb_rep, d.h});
   }
+  if (recompute == Recompute::kQkvOutProj) {
+    // save_only_these_names over the attention's projections (parallel.h): Q, K and V stay, and
+    // the output projection's result with the layer input (the checkpointed layer's argument) as
+    // the checkpoint, 2h; every other residual of the backward is re-made from them.
+    const Bytes q = a.q;
+    const Bytes k = a.k;
+    const Bytes v = a.v;
+    a = LayerActivations{};
+    a.q = q;
+    a.k = k;
+    a.v = v;
+    a.checkpoint = bytes_of({2, d.e, d.sb_rep, d.h});
+  }
   return a;
 }
 

@@ -242,6 +242,10 @@ void parallel_mlp_items(Items& it, bool backward);
 // The forward activation function of the context's layer over its MLP width (the dots policy's
 // recompute).
 void mlp_activation_recompute(Items& it);
+// The dense MLP's up projection and activation function, forward (the qkv_out_proj policy's
+// recompute): its FP8 input cast, the GEMM (column-parallel, gathered under SP, unless a parallel
+// block's), the activation.
+void mlp_up_recompute(Items& it);
 // The forward activation function of the routed experts only (the moe_act recompute module).
 void moe_activation_recompute(Items& it);
 // The activation function between the MLP's up and down projections, on `elements`.

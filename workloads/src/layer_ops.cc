@@ -407,7 +407,11 @@ std::vector<LayerItem> recompute_selected_modules(const LayerContext& c) {
   return it.take();
 }
 
-std::vector<LayerItem> recompute_dots_policy(const LayerContext& c) {
+namespace {
+
+// What JAX's remat policies re-run before a layer's backward (dots: everything that is not a
+// weight matmul; qkv_out_proj: also the MLP's up projection, whose output it does not keep).
+std::vector<LayerItem> recompute_policy(const LayerContext& c, bool mlp_up) {
   const Dims d = dims_of(c);
   Items it(c, d);
   rope_items(it, false);
@@ -421,8 +425,22 @@ std::vector<LayerItem> recompute_dots_policy(const LayerContext& c) {
     norm_items(it, "post_attn_norm", d.sp_tokens, false);
     norm_items(it, "post_mlp_norm", d.sp_tokens, false);
   }
-  mlp_activation_recompute(it);
+  if (mlp_up) {
+    mlp_up_recompute(it);
+  } else {
+    mlp_activation_recompute(it);
+  }
   return it.take();
+}
+
+}  // namespace
+
+std::vector<LayerItem> recompute_dots_policy(const LayerContext& c) {
+  return recompute_policy(c, false);
+}
+
+std::vector<LayerItem> recompute_qkv_out_proj_policy(const LayerContext& c) {
+  return recompute_policy(c, true);
 }
 
 namespace {

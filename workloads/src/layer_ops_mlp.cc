@@ -4,6 +4,7 @@
 #include <string>
 
 #include "layer_items.h"
+#include "meshsim/sim/error.h"
 
 namespace meshsim::workloads::detail {
 namespace {
@@ -194,6 +195,24 @@ void mlp_activation_recompute(Items& it) {
   if (c.stage.widths.shared_d_ff > 0 && c.model.is_moe_layer(c.layer)) {
     activation_items(it, it.dims().tokens * c.stage.widths.shared_d_ff, false);
   }
+}
+
+void mlp_up_recompute(Items& it) {
+  const LayerContext& c = it.context();
+  const Dims& d = it.dims();
+  SIM_CHECK(!c.model.is_moe_layer(c.layer), "qkv_out_proj on an MoE layer (the plan refuses it)");
+  const bool gated = is_gated(c.model.mlp);
+  const int64_t up_n = gated ? 2 * d.f : d.f;
+  const char* up = gated ? "mlp_up" : "fc1";
+  if (!it.norm_casts_fp8()) {
+    it.fp8_cast(std::string(up) + ".input", d.sp_tokens * d.h);
+  }
+  if (c.model.parallel_blocks) {
+    it.gemm(up, d.tokens, d.h, up_n);
+  } else {
+    it.column_gemm("mlp", up, d.tokens, d.h, up_n);
+  }
+  activation_items(it, d.tokens * d.f, false);
 }
 
 // Parallel blocks (GPT-NeoX, Falcon): the dense MLP on the input the attention's QKV GEMM

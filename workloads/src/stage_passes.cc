@@ -229,6 +229,9 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
     if (p_.recompute == Recompute::kDots) {
       emit(scope.in_layer(layer, fmt::format("recompute.L{}.", layer)),
            recompute_dots_policy(layer_ctx(layer)), {}, {});
+    } else if (p_.recompute == Recompute::kQkvOutProj) {
+      emit(scope.in_layer(layer, fmt::format("recompute.L{}.", layer)),
+           recompute_qkv_out_proj_policy(layer_ctx(layer)), {}, {});
     } else if (!p_.recompute_modules.empty()) {
       emit(scope.in_layer(layer, fmt::format("recompute.L{}.", layer)),
            recompute_selected_modules(layer_ctx(layer)), {}, {});

@@ -13,7 +13,8 @@
 //
 // Then `to_string(e)`, `parse_enum<E>(text)` (nullopt for an unknown name: callers turn that into
 // an error, never a default), `enum_values<E>()`, `enum_choices<E>()` (the canonical names, in
-// table order) and `describe_choices<E>()` ("double-binary-tree (tree, dbt), ...") work for it.
+// table order), `enum_spellings<E>()` (with the aliases) and `describe_choices<E>()`
+// ("double-binary-tree (tree, dbt), ...") work for it.
 // Namespaces other than meshsim that declare named enums say `using meshsim::to_string;` so that
 // argument-dependent lookup finds the template. Cost: a linear scan of the table (they are a handful of entries).
 #pragma once
@@ -81,6 +82,17 @@ std::vector<std::string> enum_choices() {
     if (to_string(n.value) == n.name) {
       out.emplace_back(n.name);
     }
+  }
+  return out;
+}
+
+// Every name a value may be given by, canonical names and aliases, in table order (what a flag
+// accepts).
+template <NamedEnum E>
+std::vector<std::string> enum_spellings() {
+  std::vector<std::string> out;
+  for (const auto& n : enum_names(E{})) {
+    out.emplace_back(n.name);
   }
   return out;
 }

@@ -76,14 +76,22 @@ std::optional<AttentionImpl> fused_attention(AttentionKernel k);
 // full (each layer keeps its input and re-runs its forward in the backward; Megatron's
 // --recompute-granularity full, with recompute_num_layers for its block method); dots (JAX's
 // checkpoint_dots, MaxText remat_policy "minimal": the outputs of the matmuls are saved, the
-// norms and activation functions between them are recomputed in the backward).
-enum class Recompute { kNone, kSelective, kFull, kDots };
+// norms and activation functions between them are recomputed in the backward); qkv_out_proj
+// (JAX's save_only_these_names over the attention's projections: PaxML's CHECKPOINT_POLICY
+// SAVE_QKV_OUT_PROJ, praxis/layers/checkpoint_policy.py, and MaxText's remat_policy
+// "save_dot_except_mlp", layers/decoders.py: the Q, K, V and output projections' results are
+// saved with the layer input; the norms, the attention core and the MLP up to its down
+// projection re-run in the backward).
+enum class Recompute { kNone, kSelective, kFull, kDots, kQkvOutProj };
 constexpr auto enum_names(Recompute) {
   return std::to_array<EnumName<Recompute>>({{Recompute::kNone, "none"},
                                              {Recompute::kSelective, "selective"},
                                              {Recompute::kFull, "full"},
                                              {Recompute::kDots, "dots"},
-                                             {Recompute::kDots, "minimal"}});
+                                             {Recompute::kDots, "minimal"},
+                                             {Recompute::kQkvOutProj, "qkv_out_proj"},
+                                             {Recompute::kQkvOutProj, "save_qkv_out_proj"},
+                                             {Recompute::kQkvOutProj, "save_dot_except_mlp"}});
 }
 // Megatron-Core's recompute_modules under recompute_granularity "selective"
 // (megatron/core/transformer/transformer_config.py; its default is {core_attn}): each listed

@@ -88,7 +88,9 @@ struct LayerActivations {
   Bytes expert_inputs;
   Bytes expert_outputs;
   Bytes latents;  // MLA
-  Bytes checkpoint;  // full recompute: the layer input
+  // The layer input (full recompute); with the attention output projection's result (dots,
+  // qkv_out_proj).
+  Bytes checkpoint;
 
   Bytes total() const;
 };
