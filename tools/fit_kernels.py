@@ -94,8 +94,36 @@ def group_of(r):
 MIN_ROWS = 256
 
 
+def fast_accumulation(r):
+    """An FP8 row timed with cuBLASLt's fast accumulation (CUBLASLT_MATMUL_DESC_FAST_ACCUM: the
+    tensor cores' partial sums are not promoted to full FP32 at intervals), which Transformer
+    Engine's recipes use for forward GEMMs and torchao's float8 for its output GEMM."""
+    return r['dtype'] == 'fp8' and '(e4m3, fast accumulation)' in r['library']
+
+
 def gemm_rows(name):
-    return [r for r in rows('gemm.csv') if r['chip'] == name and int(r['m']) >= MIN_ROWS]
+    """The chip's GEMM rows of at least MIN_ROWS rows, without the fast-accumulation ones (the
+    e_max fits are of the default accumulation; fast_accumulation_gain measures those)."""
+    return [r for r in rows('gemm.csv') if r['chip'] == name and int(r['m']) >= MIN_ROWS
+            and not fast_accumulation(r)]
+
+
+def fast_accumulation_gain(names):
+    """The median ratio of FP8 TFLOP/s with and without fast accumulation over the layer shapes
+    measured both ways (the same run, shape and power state), with the pairs; None without."""
+    ratios = []
+    for n in names:
+        plain = {(r['m'], r['n'], r['k'], r['library'].split('[')[-1]): float(r['tflops'])
+                 for r in rows('gemm.csv') if r['chip'] == n and r['dtype'] == 'fp8'
+                 and layer_shape_row(r) and not fast_accumulation(r)}
+        for r in rows('gemm.csv'):
+            if r['chip'] == n and fast_accumulation(r) and layer_shape_row(r):
+                key = (r['m'], r['n'], r['k'], r['library'].split('[')[-1])
+                if key in plain:
+                    ratios.append(float(r['tflops']) / plain[key])
+    if not ratios:
+        return None
+    return statistics.median(ratios), ratios
 
 
 # The training regime: GEMMs whose M, N and K are all at least this (tokens x hidden sizes of the
@@ -437,6 +465,12 @@ def main():
                 print(f'  {fam} gemm {group} training regime (steady-state sweep rows of {sweeps} '
                       f'with M, N, K >= {TRAINING_MIN_DIM}): e_max={fit[1]:.3f} '
                       f'{summary(fit[2])}; the {label} e_max of {", ".join(names)}')
+        gain = fast_accumulation_gain(names)
+        if gain is not None:
+            fp8 = fit_training_regime(names, cat, launch, k_half, 'fp8')
+            print(f'  {fam} gemm fp8 fast accumulation: median speedup {gain[0]:.3f} over '
+                  f'{len(gain[1])} layer shapes (range {min(gain[1]):.3f}-{max(gain[1]):.3f}); '
+                  f'matmul_fp8_fast_accum = {fp8[1]:.3f} x {gain[0]:.3f} = {fp8[1] * gain[0]:.3f}')
         for n in names:
             print_attention(n, cat[n], launch)
 

@@ -10,9 +10,10 @@ of the same directory are replaced, every other row is kept as it is. Written wi
 module's CRLF line ends, as the tables are.
 
 What goes in (validation/microbench/README.md says why):
-  gemm.csv          bf16 (torch.mm) and FP8 (torch._scaled_mm without fast accumulation) rows,
-                    marked as a steady-state sweep: the sweep runs under the power cap after a
-                    warm-up (smi.csv of the run shows the clocks)
+  gemm.csv          bf16 (torch.mm) and FP8 (torch._scaled_mm, without and with fast
+                    accumulation: the library column says which) rows, marked as a steady-state
+                    sweep: the sweep runs under the power cap after a warm-up (smi.csv of the run
+                    shows the clocks)
   attention.csv     the flash backend as flash2, the cuDNN backend as cudnn; forward and backward
   memory_bound.csv  the single-kernel rows in meshsim's kernel classes: RMSNorm and LayerNorm
                     forward (PyTorch's fused kernels), the plain FP8 cast, copy and triad; the
@@ -96,14 +97,13 @@ def main():
 
     gemm = merged(paths, 'gemm_raw.csv', lambda r: (r['dtype'], r['role'], r['m'], r['n'], r['k']))
     out, worst = [], 0.0
+    libraries = {'bf16': 'cuBLAS via torch.mm',
+                 'fp8': 'cuBLASLt via torch._scaled_mm (e4m3, no fast accumulation)',
+                 'fp8-fast-accum': 'cuBLASLt via torch._scaled_mm (e4m3, fast accumulation)'}
     for (dtype, role, m, n, k), (first, rs) in gemm.items():
-        if dtype not in ('bf16', 'fp8'):
-            continue  # fast accumulation: in the raw tables only (one e_max per dtype)
         worst = max(worst, spread(rs, 'tflops'))
-        out.append({'chip': chip, 'dtype': dtype,
-                    'library': ('cuBLAS via torch.mm' if dtype == 'bf16' else
-                                'cuBLASLt via torch._scaled_mm (e4m3, no fast accumulation)') +
-                               f' [{role}]',
+        out.append({'chip': chip, 'dtype': 'fp8' if dtype.startswith('fp8') else dtype,
+                    'library': libraries[dtype] + f' [{role}]',
                     'm': m, 'n': n, 'k': k, 'batch': 1,
                     'tflops': round(mean_of(rs, 'tflops'), 1),
                     'statistic': f'steady state under the power cap: mean of {nruns} runs, each the '

@@ -43,6 +43,9 @@ std::vector<std::string> required_fields(const Chip& chip) {
   if (chip.efficiency.matmul_fp8) {
     f.emplace_back("/efficiency/matmul_fp8");
   }
+  if (chip.efficiency.matmul_fp8_fast_accum) {
+    f.emplace_back("/efficiency/matmul_fp8_fast_accum");
+  }
   if (chip.kind == ChipKind::kGpu) {
     for (const char* p : {"/nvlink/generation", "/nvlink/links", "/nvlink/link_bandwidth",
                           "/nvlink/efficiency", "/nic/bandwidth", "/nic/efficiency",

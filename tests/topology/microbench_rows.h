@@ -101,19 +101,29 @@ inline Dtype dtype_of(const std::string& name) {
   return name == "fp16" ? Dtype::kFp16 : Dtype::kBf16;
 }
 
+// An FP8 row timed with cuBLASLt's fast accumulation (the library column says so; the H200
+// sweep timed its layer shapes both ways): tools/fit_kernels.py fast_accumulation.
+inline bool fast_accumulation_row(const CsvRow& r) {
+  return r.at("dtype") == "fp8" &&
+         r.at("library").find("(e4m3, fast accumulation)") != std::string::npos;
+}
+
 // gemm.csv: rows of at least `min_rows` rows (the fit's range: training shapes, not the
-// small-batch regime).
-inline std::vector<MeasuredKernel> gemm_kernels(int64_t min_rows = 256) {
+// small-batch regime), of the default accumulation or, with `fast_accumulation`, the FP8 rows
+// timed with fast accumulation (costed as such: ComputeWork::fast_accumulation).
+inline std::vector<MeasuredKernel> gemm_kernels(int64_t min_rows = 256,
+                                                bool fast_accumulation = false) {
   std::vector<MeasuredKernel> out;
   for (const CsvRow& r : read_csv("validation/microbench/gemm.csv")) {
     const int64_t m = int_of(r, "m"), n = int_of(r, "n"), k = int_of(r, "k");
     const int64_t b = int_of(r, "batch");
-    if (m < min_rows) {
+    if (m < min_rows || fast_accumulation_row(r) != fast_accumulation) {
       continue;
     }
     ComputeWork w;
     w.op_class = OpClass::kMatmul;
     w.dtype = dtype_of(r.at("dtype"));
+    w.fast_accumulation = fast_accumulation;
     const double flops = 2.0 * static_cast<double>(m * n) * static_cast<double>(k * b);
     w.flops = Flops::of(flops);
     const int64_t in = w.dtype == Dtype::kFp8 ? 1 : 2;

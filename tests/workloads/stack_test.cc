@@ -266,5 +266,34 @@ TEST(Stacks, Fp8RecipeCastsTheLinearLayersOnly) {
   EXPECT_EQ(count(cs, "fwd.L0.attn_out.input.amax"), 1);
 }
 
+// Transformer Engine runs an FP8 linear layer's forward GEMM with fast accumulation and its dgrad
+// and wgrad without (_2X_ACC_FPROP = False, _2X_ACC_DGRAD = _2X_ACC_WGRAD = True); torchao's
+// float8 its output GEMM; XLA's choice is not assumed. 16-bit GEMMs (the LM head) are untouched.
+TEST(Stacks, Fp8ForwardGemmsUseFastAccumulationWhereTheRecipeDoes) {
+  const auto te = kernels(plan_with(Stack::kMegatron, DeviceFamily::kHopper, Dtype::kFp8));
+  EXPECT_TRUE(find(te, "fwd.L0.qkv").work.fast_accumulation);
+  EXPECT_TRUE(find(te, "fwd.L0.mlp_down").work.fast_accumulation);
+  EXPECT_FALSE(find(te, "bwd.L0.qkv.dgrad").work.fast_accumulation);
+  EXPECT_FALSE(find(te, "bwd.L0.qkv.wgrad").work.fast_accumulation);
+  EXPECT_FALSE(find(te, "bwd.L0.mlp_down.dgrad").work.fast_accumulation);
+  EXPECT_FALSE(find(te, "fwd.lm_head").work.fast_accumulation);  // bf16
+  // Full recompute re-runs the forward GEMMs as the forward does.
+  ParallelPlan remat = plan_with(Stack::kMegatron, DeviceFamily::kHopper, Dtype::kFp8);
+  remat.recompute = Recompute::kFull;
+  EXPECT_TRUE(find(kernels(remat), "recompute.L0.qkv").work.fast_accumulation);
+  EXPECT_TRUE(find(kernels(plan_with(Stack::kFsdpCompile, DeviceFamily::kHopper, Dtype::kFp8)),
+                   "fwd.L0.qkv")
+                  .work.fast_accumulation);
+  EXPECT_TRUE(find(kernels(plan_with(Stack::kFsdp, DeviceFamily::kHopper, Dtype::kFp8)),
+                   "fwd.L0.qkv")
+                  .work.fast_accumulation);
+  EXPECT_FALSE(find(kernels(plan_with(Stack::kMaxText, DeviceFamily::kHopper, Dtype::kFp8)),
+                    "fwd.L0.qkv")
+                   .work.fast_accumulation);
+  // Not in 16 bits, whatever the stack.
+  EXPECT_FALSE(find(kernels(plan_with(Stack::kMegatron, DeviceFamily::kHopper)), "fwd.L0.qkv")
+                   .work.fast_accumulation);
+}
+
 }  // namespace
 }  // namespace meshsim::workloads

@@ -120,6 +120,14 @@ void read_efficiency(JsonObject& chip_obj, Chip& chip, SourceSink& sink) {
   if (eff.has("matmul_fp8")) {
     chip.efficiency.matmul_fp8 = detail::sourced_fraction(eff, "matmul_fp8", sink);
   }
+  if (eff.has("matmul_fp8_fast_accum")) {
+    if (!chip.efficiency.matmul_fp8) {
+      eff.fail("matmul_fp8_fast_accum", "expected matmul_fp8 beside it (the efficiency without "
+                                        "fast accumulation)");
+    }
+    chip.efficiency.matmul_fp8_fast_accum =
+        detail::sourced_fraction(eff, "matmul_fp8_fast_accum", sink);
+  }
   if (eff.has("comm_units")) {
     chip.efficiency.comm_units = detail::sourced_count(eff, "comm_units", sink);
   }

@@ -88,8 +88,14 @@ class Items {
   }
   KernelSpec gemm_spec(const std::string& name, int64_t m, int64_t k, int64_t n, int64_t batch = 1,
                        KernelRole role = KernelRole::kCompute) const {
-    return {name, matmul(m, k, n, batch, c_.plan.matmul_dtype, c_.plan.activation_bytes), role};
+    ComputeWork w = matmul(m, k, n, batch, c_.plan.matmul_dtype, c_.plan.activation_bytes);
+    // The FP8 recipe's forward GEMMs with fast accumulation; a data gradient (".dgrad") or a
+    // weight gradient is a backward GEMM.
+    w.fast_accumulation = w.dtype == Dtype::kFp8 && c_.plan.fp8_fprop_fast_accumulation &&
+                          role == KernelRole::kCompute && !name.ends_with(".dgrad");
+    return {name, w, role};
   }
+
   void gemm(const std::string& name, int64_t m, int64_t k, int64_t n, int64_t batch = 1,
             KernelRole role = KernelRole::kCompute) {
     items_.push_back(gemm_spec(name, m, k, n, batch, role));

@@ -30,6 +30,7 @@ StackProfile megatron(DeviceFamily family) {
   p.fp8 = Fp8Scaling::kDelayed;
   p.step.grad_norm = true;
   p.fp8_saves_quantized_inputs = true;
+  p.fp8_fprop_fast_accumulation = true;
   return p;
 }
 
@@ -70,6 +71,7 @@ StackProfile fsdp() {
   p.fp8 = Fp8Scaling::kDelayed;
   p.step.grad_norm = true;
   p.fp8_saves_quantized_inputs = true;  // te.Linear
+  p.fp8_fprop_fast_accumulation = true;  // te.Linear
   // llm-foundry's flash_attn_fn (llmfoundry/models/layers/attention.py @ 5e85bd62d, and v0.3.0's)
   // unpads Q, K and V with flash-attn's bert_padding.unpad_input for flash_attn_varlen_func, and
   // pads the output back with pad_input, even when no token is padding.
@@ -111,6 +113,7 @@ StackProfile fsdp_compile() {
   p.attention = AttentionKernel::kFlash;
   p.fp8 = Fp8Scaling::kCurrent;
   p.step.grad_norm = true;
+  p.fp8_fprop_fast_accumulation = true;  // torchao float8's output GEMM
   return p;
 }
 
@@ -177,6 +180,7 @@ void apply_stack(ParallelPlan& plan, const StackProfile& profile, const StackOve
   plan.step_work = profile.step;
   plan.backward_prefetch = profile.backward_prefetch;
   plan.fp8_saves_quantized_inputs = profile.fp8_saves_quantized_inputs;
+  plan.fp8_fprop_fast_accumulation = profile.fp8_fprop_fast_accumulation;
   plan.tp_backward_async = profile.tp_backward_async;
   plan.attention_unpads = profile.attention_unpads;
 }

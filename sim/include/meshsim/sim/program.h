@@ -152,6 +152,9 @@ struct ComputeWork {
   // models without them).
   std::optional<AttentionShape> attention;
   HostCopy host = HostCopy::kNone;
+  // An FP8 GEMM run with the library's fast accumulation (partial sums not promoted to FP32 at
+  // intervals): what Transformer Engine's recipes and torchao's float8 do for forward GEMMs.
+  bool fast_accumulation = false;
 };
 
 // `bytes` is the buffer size in nccl-tests' convention: the full buffer for all-reduce, broadcast

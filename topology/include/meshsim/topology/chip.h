@@ -106,6 +106,9 @@ struct Efficiency {
   }
   // The asymptotic efficiency of FP8 GEMMs against the fp8 peak, where it differs from `matmul`.
   std::optional<double> matmul_fp8;
+  // The same with fast accumulation (ComputeWork::fast_accumulation: the FP8 recipes' forward
+  // GEMMs), where it was measured; absent: FP8 GEMMs run at `matmul_fp8` either way.
+  std::optional<double> matmul_fp8_fast_accum;
   // Fused attention kernels by implementation (empty: attention costs as its GEMMs).
   std::vector<AttentionEfficiency> attention;
   // SMs (GPU) the kernels of one collective hold while it is in flight; compute that overlaps it

@@ -28,6 +28,14 @@ struct StackProfile {
   // (transformer_engine/pytorch/module/linear.py, saved_inputmat = the quantized inputmat, @
   // d0067d0d). torchao's float8 and XLA's are not assumed to.
   bool fp8_saves_quantized_inputs = false;
+  // FP8: the forward GEMMs with fast accumulation, dgrad and wgrad without. Transformer Engine:
+  // fprop without the split accumulator, dgrad and wgrad with it (transformer_engine/pytorch/
+  // module/base.py _2X_ACC_FPROP = False, _2X_ACC_DGRAD = _2X_ACC_WGRAD = True, the defaults of
+  // DelayedScaling and Float8CurrentScaling in common/recipe/__init__.py @ d0067d0d; the same
+  // constants in TE's first module code). torchao's float8: Float8LinearConfig's
+  // gemm_config_output use_fast_accum=True, grad_input and grad_weight without
+  // (torchao/float8/config.py). XLA's choice is not assumed.
+  bool fp8_fprop_fast_accumulation = false;
   // A column-parallel layer's input-gradient reduction overlaps its weight-gradient GEMM
   // (ParallelPlan::tp_backward_async).
   bool tp_backward_async = true;
