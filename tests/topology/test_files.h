@@ -12,6 +12,7 @@
 
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/json_input.h"
+#include "temp_file.h"
 
 namespace meshsim::topology::testing {
 
@@ -23,15 +24,8 @@ inline nlohmann::json read_source_json(const std::string& relative) {
   return load_json_file(source_path(relative));
 }
 
-// Writes `doc` (or raw `text`) to a fresh file in the test temp dir and returns its path.
-inline std::string write_temp(const std::string& name, const std::string& text) {
-  const std::filesystem::path dir =
-      std::filesystem::path(::testing::TempDir()) / "meshsim_topology";
-  std::filesystem::create_directories(dir);
-  const std::filesystem::path path = dir / name;
-  std::ofstream(path) << text;
-  return path.string();
-}
+// Writes `doc` (or raw `text`) to a fresh file in the process's scratch dir and returns its path.
+using scratch::write_temp;
 
 inline std::string write_temp(const std::string& name, const nlohmann::json& doc) {
   return write_temp(name, doc.dump(2));

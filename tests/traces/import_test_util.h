@@ -13,6 +13,7 @@
 
 #include "meshsim/sim/error.h"
 #include "meshsim/traces/import.h"
+#include "temp_file.h"
 
 namespace meshsim {
 // gtest prints these in picoseconds instead of as raw bytes.
@@ -41,11 +42,7 @@ inline void expect_totals(const std::array<Duration, kNumOpClasses>& totals,
   }
 }
 
-inline std::string write_temp(const std::string& name, const std::string& bytes) {
-  const std::string path = ::testing::TempDir() + "meshsim_import_" + name;
-  std::ofstream(path, std::ios::binary) << bytes;
-  return path;
-}
+using scratch::write_temp;
 
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

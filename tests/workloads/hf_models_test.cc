@@ -5,13 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "meshsim/sim/error.h"
 #include "meshsim/workloads/accounting.h"
 #include "meshsim/workloads/model.h"
+#include "temp_file.h"
 
 namespace meshsim::workloads {
 namespace {
@@ -130,14 +129,7 @@ TEST(HfModels, FamiliesReadTheirVariants) {
                            [](const std::string& s) { return s.starts_with("/n_group"); }));
 }
 
-std::string write_temp(const std::string& name, const std::string& contents) {
-  const std::filesystem::path dir =
-      std::filesystem::path(testing::TempDir()) / "meshsim_hf_models_test";
-  std::filesystem::create_directories(dir);
-  const std::filesystem::path path = dir / name;
-  std::ofstream(path) << contents;
-  return path.string();
-}
+using scratch::write_temp;
 
 void expect_error(const std::string& json, const std::string& pointer, const std::string& what) {
   const std::string path = write_temp("bad.config.json", json);

@@ -3,27 +3,17 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <string>
 
 #include "meshsim/sim/error.h"
 #include "meshsim/workloads/accounting.h"
+#include "temp_file.h"
 
 namespace meshsim::workloads {
 namespace {
 
-namespace fs = std::filesystem;
-
-// Writes `contents` to a fresh file under the test temp dir and returns its path.
-std::string write_temp(const std::string& name, const std::string& contents) {
-  const fs::path dir = fs::path(testing::TempDir()) / "meshsim_model_test";
-  fs::create_directories(dir);
-  const fs::path path = dir / name;
-  std::ofstream(path) << contents;
-  return path.string();
-}
+using scratch::write_temp;
 
 // The meshsim schema for a small Llama-like model, with `field` set to `value` (replaced if the
 // field exists, added otherwise).

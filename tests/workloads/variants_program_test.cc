@@ -4,25 +4,19 @@
 // with EP and PP end to end.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <string>
 
 #include "meshsim/workloads/accounting.h"
 #include "meshsim/workloads/partition.h"
 #include "meshsim/workloads/step.h"
+#include "temp_file.h"
 
 namespace meshsim::workloads {
 namespace {
 
 ModelConfig from_json(const std::string& name, const std::string& json) {
-  const std::filesystem::path dir =
-      std::filesystem::path(testing::TempDir()) / "meshsim_variants_test";
-  std::filesystem::create_directories(dir);
-  const std::filesystem::path path = dir / (name + ".json");
-  std::ofstream(path) << json;
-  return load_model(path.string());
+  return load_model(scratch::write_temp(name + ".json", json));
 }
 
 const char* kCommon = R"("d_model": 256, "num_heads": 4, "vocab_size": 1000,
