@@ -407,11 +407,7 @@ std::vector<LayerItem> recompute_selected_modules(const LayerContext& c) {
   return it.take();
 }
 
-namespace {
-
-// What JAX's remat policies re-run before a layer's backward (dots: everything that is not a
-// weight matmul; qkv_out_proj: also the MLP's up projection, whose output it does not keep).
-std::vector<LayerItem> recompute_policy(const LayerContext& c, bool mlp_up) {
+std::vector<LayerItem> recompute_jax_policy(const LayerContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);
   rope_items(it, false);
@@ -425,22 +421,12 @@ std::vector<LayerItem> recompute_policy(const LayerContext& c, bool mlp_up) {
     norm_items(it, "post_attn_norm", d.sp_tokens, false);
     norm_items(it, "post_mlp_norm", d.sp_tokens, false);
   }
-  if (mlp_up) {
-    mlp_up_recompute(it);
+  if (c.plan.recompute == Recompute::kQkvOutProj) {
+    mlp_up_recompute(it);  // its output is not kept
   } else {
     mlp_activation_recompute(it);
   }
   return it.take();
-}
-
-}  // namespace
-
-std::vector<LayerItem> recompute_dots_policy(const LayerContext& c) {
-  return recompute_policy(c, false);
-}
-
-std::vector<LayerItem> recompute_qkv_out_proj_policy(const LayerContext& c) {
-  return recompute_policy(c, true);
 }
 
 namespace {

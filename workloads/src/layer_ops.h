@@ -110,13 +110,12 @@ std::vector<LayerItem> layer_forward(const LayerContext& c);
 std::vector<LayerItem> head_forward(const LayerContext& c);  // final norm, LM head, loss
 std::vector<LayerItem> head_backward(const LayerContext& c);
 std::vector<LayerItem> layer_backward(const LayerContext& c);
-// Recompute::kDots: what the backward re-runs before the layer's backward, everything that is not
-// a weight matmul: RoPE, the fused attention kernel's forward, the norms and the MLP's
-// activation function (their outputs were not saved; see layer_activations).
-std::vector<LayerItem> recompute_dots_policy(const LayerContext& c);
+// JAX's remat policies, what the backward re-runs before the layer's backward (their outputs were
+// not saved; see layer_activations). Recompute::kDots: everything that is not a weight matmul:
+// RoPE, the fused attention kernel's forward, the norms and the MLP's activation function.
 // Recompute::kQkvOutProj: the same, and the dense MLP's up projection (with its TP gather under
 // SP) before its activation function; the QKV, output and down projections do not re-run.
-std::vector<LayerItem> recompute_qkv_out_proj_policy(const LayerContext& c);
+std::vector<LayerItem> recompute_jax_policy(const LayerContext& c);
 // Selective recompute's modules beyond the attention core (ParallelPlan::recompute_modules): the
 // forward of MLA's up-projections, a dense MLP, or the experts' activation, re-run before the
 // layer's backward.

@@ -226,12 +226,9 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
     if (freed > Bytes::zero()) {
       last_release = release(MemoryCategory::kActivations, freed);
     }
-    if (p_.recompute == Recompute::kDots) {
+    if (p_.recompute == Recompute::kDots || p_.recompute == Recompute::kQkvOutProj) {
       emit(scope.in_layer(layer, fmt::format("recompute.L{}.", layer)),
-           recompute_dots_policy(layer_ctx(layer)), {}, {});
-    } else if (p_.recompute == Recompute::kQkvOutProj) {
-      emit(scope.in_layer(layer, fmt::format("recompute.L{}.", layer)),
-           recompute_qkv_out_proj_policy(layer_ctx(layer)), {}, {});
+           recompute_jax_policy(layer_ctx(layer)), {}, {});
     } else if (!p_.recompute_modules.empty()) {
       emit(scope.in_layer(layer, fmt::format("recompute.L{}.", layer)),
            recompute_selected_modules(layer_ctx(layer)), {}, {});
