@@ -43,8 +43,8 @@ std::vector<std::string> required_fields(const Chip& chip) {
   if (chip.efficiency.matmul_fp8) {
     f.emplace_back("/efficiency/matmul_fp8");
   }
-  if (chip.efficiency.matmul_fp8_fast_accum) {
-    f.emplace_back("/efficiency/matmul_fp8_fast_accum");
+  if (chip.efficiency.matmul_fp8_fast_accum_speedup) {
+    f.emplace_back("/efficiency/matmul_fp8_fast_accum_speedup");
   }
   if (chip.kind == ChipKind::kGpu) {
     for (const char* p : {"/nvlink/generation", "/nvlink/links", "/nvlink/link_bandwidth",
@@ -298,6 +298,11 @@ TEST(CatalogueErrors, EachClassOfBadInputIsNamed) {
        "needs its dense bf16 peak"},
       {"h100-sxm", [](auto& c) { c["efficiency"]["matmul"]["value"] = 1.2; },
        "/chips/h100-sxm/efficiency/matmul/value", "expected a fraction in (0, 1]"},
+      {"h100-sxm", [](auto& c) { c["efficiency"].erase("matmul_fp8"); },
+       "/chips/h100-sxm/efficiency/matmul_fp8_fast_accum_speedup", "expected matmul_fp8 beside it"},
+      {"h100-sxm",
+       [](auto& c) { c["efficiency"]["matmul_fp8_fast_accum_speedup"]["value"] = 1.5; },
+       "/chips/h100-sxm/efficiency/matmul_fp8_fast_accum_speedup", "at most 1 (got 0.694 x 1.5)"},
       {"h100-sxm", [](auto& c) { c["ici"] = nlohmann::json::object(); }, "/chips/h100-sxm/ici",
        "not allowed for a gpu chip"},
       {"h100-sxm", [](auto& c) { c["kind"] = "npu"; }, "/chips/h100-sxm/kind", "not one of"},

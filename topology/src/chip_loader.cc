@@ -120,13 +120,18 @@ void read_efficiency(JsonObject& chip_obj, Chip& chip, SourceSink& sink) {
   if (eff.has("matmul_fp8")) {
     chip.efficiency.matmul_fp8 = detail::sourced_fraction(eff, "matmul_fp8", sink);
   }
-  if (eff.has("matmul_fp8_fast_accum")) {
+  if (eff.has("matmul_fp8_fast_accum_speedup")) {
+    const char* key = "matmul_fp8_fast_accum_speedup";
     if (!chip.efficiency.matmul_fp8) {
-      eff.fail("matmul_fp8_fast_accum", "expected matmul_fp8 beside it (the efficiency without "
-                                        "fast accumulation)");
+      eff.fail(key, "expected matmul_fp8 beside it (the efficiency the speedup multiplies)");
     }
-    chip.efficiency.matmul_fp8_fast_accum =
-        detail::sourced_fraction(eff, "matmul_fp8_fast_accum", sink);
+    const double speedup = detail::sourced_positive_number(eff, key, sink);
+    if (*chip.efficiency.matmul_fp8 * speedup > 1.0) {
+      eff.fail(key, fmt::format("expected a speedup that keeps matmul_fp8 x speedup at most 1 "
+                                "(got {} x {})",
+                                *chip.efficiency.matmul_fp8, speedup));
+    }
+    chip.efficiency.matmul_fp8_fast_accum_speedup = speedup;
   }
   if (eff.has("comm_units")) {
     chip.efficiency.comm_units = detail::sourced_count(eff, "comm_units", sink);

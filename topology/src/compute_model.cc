@@ -114,8 +114,7 @@ double RooflineComputeModel::gemm_efficiency(const ComputeWork& work, int64_t un
   const Efficiency& e = chip_.efficiency;
   double eff = e.matmul;
   if (work.dtype == Dtype::kFp8) {
-    eff = work.fast_accumulation && e.matmul_fp8_fast_accum ? *e.matmul_fp8_fast_accum
-                                                            : e.matmul_fp8.value_or(e.matmul);
+    eff = e.matmul_fp8_for(work.fast_accumulation);
   }
   if (const auto& m = e.matmul_shape) {
     const auto k = static_cast<double>(work.shape->k);

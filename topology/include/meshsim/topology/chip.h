@@ -106,9 +106,17 @@ struct Efficiency {
   }
   // The asymptotic efficiency of FP8 GEMMs against the fp8 peak, where it differs from `matmul`.
   std::optional<double> matmul_fp8;
-  // The same with fast accumulation (ComputeWork::fast_accumulation: the FP8 recipes' forward
-  // GEMMs), where it was measured; absent: FP8 GEMMs run at `matmul_fp8` either way.
-  std::optional<double> matmul_fp8_fast_accum;
+  // How much faster FP8 GEMMs run with fast accumulation (ComputeWork::fast_accumulation: the
+  // FP8 recipes' forward GEMMs) than without, the measured ratio of their times (> 0; the product
+  // with `matmul_fp8` at most 1); absent: FP8 GEMMs run at `matmul_fp8` either way.
+  std::optional<double> matmul_fp8_fast_accum_speedup;
+  // The asymptotic efficiency of an FP8 GEMM, with or without fast accumulation.
+  double matmul_fp8_for(bool fast_accumulation) const {
+    const double plain = matmul_fp8.value_or(matmul);
+    return fast_accumulation && matmul_fp8_fast_accum_speedup
+               ? plain * *matmul_fp8_fast_accum_speedup
+               : plain;
+  }
   // Fused attention kernels by implementation (empty: attention costs as its GEMMs).
   std::vector<AttentionEfficiency> attention;
   // SMs (GPU) the kernels of one collective hold while it is in flight; compute that overlaps it

@@ -11,7 +11,8 @@
 //   waves = ceil(batch * ceil(m / tile_m) * ceil(n / tile_n) / units)
 //
 // where e_max is the chip's matmul efficiency (matmul_fp8 for FP8 GEMMs where the catalogue has
-// one, matmul_fp8_fast_accum for those run with fast accumulation where it has that), q is tile
+// one, times matmul_fp8_fast_accum_speedup for those run with fast accumulation where it has
+// that), q is tile
 // and wave quantization (the share of the computed tiles that holds real output: NVIDIA, "Matrix
 // Multiplication Background User's Guide", sections on tile and wave quantization; the library
 // is taken to pick the tile, of those it has, that wastes least) and k / (k + k_half) the
