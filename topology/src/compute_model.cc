@@ -112,10 +112,7 @@ int64_t RooflineComputeModel::units_left(const ComputeContext& context) const {
 
 double RooflineComputeModel::gemm_efficiency(const ComputeWork& work, int64_t units) const {
   const Efficiency& e = chip_.efficiency;
-  double eff = e.matmul;
-  if (work.dtype == Dtype::kFp8) {
-    eff = e.matmul_fp8_for(work.fast_accumulation);
-  }
+  double eff = work.dtype == Dtype::kFp8 ? e.matmul_fp8_for(work.fast_accumulation) : e.matmul;
   if (const auto& m = e.matmul_shape) {
     const auto k = static_cast<double>(work.shape->k);
     eff *= wave_quantization(*m, *work.shape, units) * k / (k + m->k_half) *

@@ -12,11 +12,10 @@
 //
 // where e_max is the chip's matmul efficiency (matmul_fp8 for FP8 GEMMs where the catalogue has
 // one, times matmul_fp8_fast_accum_speedup for those run with fast accumulation where it has
-// that), q is tile
-// and wave quantization (the share of the computed tiles that holds real output: NVIDIA, "Matrix
-// Multiplication Background User's Guide", sections on tile and wave quantization; the library
-// is taken to pick the tile, of those it has, that wastes least) and k / (k + k_half) the
-// amortization of each tile's fixed prologue and epilogue over its reduction
+// that), q is tile and wave quantization (the share of the computed tiles that holds real output:
+// NVIDIA, "Matrix Multiplication Background User's Guide", sections on tile and wave
+// quantization; the library is taken to pick the tile, of those it has, that wastes least) and
+// k / (k + k_half) the amortization of each tile's fixed prologue and epilogue over its reduction
 // loop. GEMMs also pay a fixed cost per call (`calls` is 1, or `batch` where a batched GEMM is one
 // library call per matrix, as PyTorch's CPU bmm is). Without a matmul_shape in the catalogue,
 // q = 1, k_half = 0 and no call cost: one efficiency for every GEMM.
