@@ -14,6 +14,7 @@
 #include "meshsim/topology/compute_model.h"
 #include "meshsim/workloads/accounting.h"
 #include "meshsim/workloads/plan_loader.h"
+#include "meshsim/workloads/stack_rules.h"
 #include "meshsim/workloads/step.h"
 
 namespace meshsim::studies {
@@ -22,13 +23,23 @@ void check_plan(const LoadedScenario& l, const workloads::ParallelPlan& given) {
   workloads::ParallelPlan p = given;
   bind_to_cluster(p, l.cluster);  // the plan as it runs there (stack, the flex dispatcher's nodes)
   workloads::validate_plan(l.model, p);
+  workloads::check_stack_runs(l.model, p);
   if (p.world() != l.cluster.device_count()) {
+    // The data-parallel degree that makes them multiply, when the other degrees divide the devices.
+    const int64_t others = p.tp * p.cp * p.pp;
+    const std::string fix =
+        l.cluster.device_count() % others == 0
+            ? fmt::format("expected dp {} (tp x cp x pp = {} divides the {} devices)",
+                          l.cluster.device_count() / others, others, l.cluster.device_count())
+            : fmt::format("tp x cp x pp = {} does not divide them either: expected degrees "
+                          "whose product is {}",
+                          others, l.cluster.device_count());
     throw workloads::PlanError(
         workloads::PlanField::kDp,
         fmt::format("tp {} x cp {} x dp {} x pp {} = {} ranks, but cluster {} has {} devices ({} "
-                    "nodes x {}); the degrees must multiply to the device count",
+                    "nodes x {}); the degrees must multiply to the device count: {}",
                     p.tp, p.cp, p.dp, p.pp, p.world(), l.cluster.name, l.cluster.device_count(),
-                    l.cluster.nodes, l.cluster.devices_per_node));
+                    l.cluster.nodes, l.cluster.devices_per_node, fix));
   }
   if (!l.cluster.chip.peak(p.matmul_dtype)) {
     std::vector<std::string> have;

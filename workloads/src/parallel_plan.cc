@@ -8,6 +8,7 @@
 #include "meshsim/sim/checked.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/workloads/parallel.h"
+#include "meshsim/workloads/stack_rules.h"
 
 namespace meshsim::workloads {
 
@@ -452,23 +453,14 @@ void validate_plan(const ModelConfig& model, const ParallelPlan& plan) {
 
 std::vector<std::string> plan_caveats(const ModelConfig& m, const ParallelPlan& p) {
   std::vector<std::string> out;
-  if (p.pp > 1 && (p.zero == ZeroStage::kGradients || p.zero == ZeroStage::kParameters)) {
-    out.push_back(fmt::format(
-        "ZeRO-{} with pipeline parallelism: Megatron-LM's distributed optimizer shards optimizer "
-        "states only (ZeRO-1), and DeepSpeed's pipeline engine supports ZeRO-1 only; PyTorch "
-        "FSDP with its pipelining runs it, regathering parameters for every microbatch",
-        static_cast<int>(p.zero)));
-  }
-  if (p.ep > 1 && p.zero == ZeroStage::kParameters) {
-    out.push_back(
-        "expert parallelism with ZeRO-3: DeepSpeed-MoE and Megatron-Core shard "
-        "expert optimizer states (ZeRO-1/2), not expert parameters");
-  }
-  if (p.schedule == PipelineSchedule::kInterleaved && p.microbatches() % p.pp != 0) {
-    out.push_back(
-        fmt::format("interleaved 1F1B with {} microbatches over {} stages: Megatron-LM "
-                    "requires a multiple of the pipeline size",
-                    p.microbatches(), p.pp));
+  // The custom stack runs Megatron-Core's kernels without its checks: say which of them the plan
+  // breaks (stack_rules.h).
+  if (p.stack == Stack::kCustom) {
+    for (const StackRule& rule : stack_rules(Stack::kMegatron)) {
+      if (rule.refuses(m, p)) {
+        out.push_back(refusal_text(Stack::kMegatron, rule));
+      }
+    }
   }
   if (m.logit_softcapping && p.attention == AttentionKernel::kFlash) {
     out.push_back(

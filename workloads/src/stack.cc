@@ -135,6 +135,17 @@ StackProfile maxtext(DeviceFamily family) {
   return p;
 }
 
+// Megatron's kernel set, without capability checks (stack_rules.h).
+StackProfile custom(DeviceFamily family) {
+  StackProfile p = megatron(family);
+  p.stack = Stack::kCustom;
+  p.basis =
+      "custom: Megatron-Core's kernel set with Transformer Engine (as the megatron stack), "
+      "with no capability checks: meshsim simulates combinations no framework it knows of "
+      "runs (its report lists the megatron rules the plan breaks as caveats)";
+  return p;
+}
+
 }  // namespace
 
 StackProfile stack_profile(Stack stack, DeviceFamily family) {
@@ -155,6 +166,8 @@ StackProfile stack_profile(Stack stack, DeviceFamily family) {
       return fsdp_compile();
     case Stack::kMaxText:
       return maxtext(family);
+    case Stack::kCustom:
+      return custom(family);
   }
   return megatron(family);
 }

@@ -38,7 +38,8 @@ class StepObserver {
 };
 
 // The scenario's model and cluster, and its plan checked against both: the library's checks
-// (PlanError), the degrees against the cluster's devices (PlanError on dp) and the precision
+// (PlanError), what its software stack runs (workloads::check_stack_runs: PlanError on the field
+// the framework refuses; the custom stack runs anything valid), the degrees against the cluster's devices (PlanError on dp) and the precision
 // against the chip's rates (PlanError on dtype). ScenarioError / InputError from the loaders.
 struct LoadedScenario {
   topology::ClusterSpec cluster;

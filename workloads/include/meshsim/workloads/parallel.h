@@ -322,9 +322,10 @@ void check_plan_size(PlanField field, int64_t value);
 // other recompute).
 bool recomputes(const ParallelPlan& plan, Recompute recompute, RecomputeModule module);
 void validate_plan(const ModelConfig& model, const ParallelPlan& plan);
-// Combinations meshsim simulates but no framework runs, or runs only with a caveat, each as one
-// sentence naming the frameworks (empty when there is none): reports print them, so that a plan
-// nobody could launch is not taken for one that somebody can.
+// Caveats on a plan meshsim simulates, each as one sentence naming the frameworks (empty when there
+// is none): under the custom stack, the megatron rules the plan breaks (stack_rules.h; the other
+// stacks refuse such plans); fused-kernel features older stacks lack. Reports print them, so that
+// a plan nobody could launch is not taken for one that somebody can.
 std::vector<std::string> plan_caveats(const ModelConfig& model, const ParallelPlan& plan);
 // The part of validate_plan that decides how the model splits over the ranks (what partition.h
 // needs): sizes, TP, SP, CP, PP, VPP, EP and the schedule's rules, without the rules on

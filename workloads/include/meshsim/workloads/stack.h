@@ -28,7 +28,10 @@ enum class Stack : uint8_t {
   kFsdp,
   kLlmFoundry2023,
   kFsdpCompile,
-  kMaxText
+  kMaxText,
+  // Megatron-Core's kernel set without the capability checks of stack_rules.h: for plans the user
+  // knows a framework runs that meshsim's tables refuse.
+  kCustom
 };
 constexpr auto enum_names(Stack) {
   return std::to_array<EnumName<Stack>>({{Stack::kMegatron, "megatron"},
@@ -36,7 +39,8 @@ constexpr auto enum_names(Stack) {
                                          {Stack::kFsdp, "fsdp"},
                                          {Stack::kLlmFoundry2023, "llm-foundry-2023"},
                                          {Stack::kFsdpCompile, "fsdp-compile"},
-                                         {Stack::kMaxText, "maxtext"}});
+                                         {Stack::kMaxText, "maxtext"},
+                                         {Stack::kCustom, "custom"}});
 }
 
 // What frameworks key their kernel choices on.

@@ -1,0 +1,250 @@
+// Each stack's capability table against the framework rules it cites (workloads/stack_rules.h):
+// every rule refuses the combination its source refuses and accepts its nearest neighbour that the
+// source accepts; the custom stack refuses nothing and reports the megatron rules as caveats.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "meshsim/sim/error.h"
+#include "meshsim/workloads/model.h"
+#include "meshsim/workloads/stack_rules.h"
+
+namespace meshsim::workloads {
+namespace {
+
+using PS = PipelineSchedule;
+
+// Llama-3-8B (32 layers) on 64 ranks: TP 2, PP 4, DP 8, one microbatch of 1 per DP rank and step.
+ParallelPlan plan_for(Stack stack) {
+  ParallelPlan p;
+  p.stack = stack;
+  p.tp = 2;
+  p.sp = true;
+  p.pp = 4;
+  p.dp = 8;
+  p.mbs = 1;
+  p.gbs = 64;  // 8 microbatches
+  p.seq = 4096;
+  p.attention = AttentionKernel::kCudnn;
+  return p;
+}
+
+const ModelConfig& dense() {
+  static const ModelConfig m = load_model("llama3-8b");
+  return m;
+}
+const ModelConfig& moe() {
+  static const ModelConfig m = load_model("mixtral-8x7b");
+  return m;
+}
+
+// The field of the rule that refuses `p` (nullopt: the stack runs it).
+std::optional<PlanField> refused_on(const ParallelPlan& p, const ModelConfig& m = dense()) {
+  const StackRule* rule = stack_refusal(m, p);
+  return rule != nullptr ? std::optional(rule->field) : std::nullopt;
+}
+
+TEST(StackRules, EveryRuleNamesItsSource) {
+  for (const Stack s : enum_values<Stack>()) {
+    for (const StackRule& rule : stack_rules(s)) {
+      EXPECT_FALSE(rule.what.empty());
+      // A file of the framework (or its configuration) and, for source checks, a commit.
+      const std::string says(rule.says);
+      EXPECT_TRUE(says.find(".py") != std::string::npos || says.find(".md") != std::string::npos ||
+                  says.find(".yml") != std::string::npos || says.find("@") != std::string::npos)
+          << to_string(s) << ": " << rule.what;
+    }
+  }
+  EXPECT_TRUE(stack_rules(Stack::kCustom).empty());
+}
+
+// Megatron-LM @ d98e8a64: ZeRO-2/3 is Megatron-FSDP, which has no PP; the distributed optimizer
+// (ZeRO-1) has; Megatron-FSDP ZeRO-3 runs with EP (the functional test gpt3_mcore_te_tp2_zp_z3_
+// resume_torch_dist_te_8experts2parallel_top2router: TP 2, EP 2, PP 1).
+TEST(StackRules, MegatronShardsWithPipelinesThroughTheDistributedOptimizerOnly) {
+  ParallelPlan p = plan_for(Stack::kMegatron);
+  for (const ZeroStage z : {ZeroStage::kGradients, ZeroStage::kParameters}) {
+    p.zero = z;
+    EXPECT_EQ(refused_on(p), PlanField::kZero);
+  }
+  p.zero = ZeroStage::kOptimizerStates;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+  p.pp = 1;
+  p.dp = 32;
+  p.gbs = 32;
+  p.zero = ZeroStage::kParameters;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+  p.ep = 8;
+  EXPECT_EQ(refused_on(p, moe()), std::nullopt) << "Megatron-FSDP runs ZeRO-3 with EP";
+}
+
+TEST(StackRules, MegatronSchedulesAreOneFOneBAndInterleaved) {
+  ParallelPlan p = plan_for(Stack::kMegatron);
+  for (const PS s : {PS::kGpipe, PS::kZeroBubble, PS::kZeroBubbleV}) {
+    p.schedule = s;
+    p.vpp = s == PS::kZeroBubbleV ? 2 : 1;
+    EXPECT_EQ(refused_on(p), PlanField::kSchedule) << to_string(s);
+  }
+  p.schedule = PS::kInterleaved;
+  p.vpp = 2;
+  EXPECT_EQ(refused_on(p), std::nullopt);  // 8 microbatches over 4 stages
+  p.gbs = 48;                               // 6: not a multiple of pp 4
+  EXPECT_EQ(refused_on(p), PlanField::kSchedule);
+  // Without pipelining the schedule field means nothing: not refused.
+  ParallelPlan q = plan_for(Stack::kMegatron);
+  q.pp = 1;
+  q.dp = 32;
+  q.gbs = 32;
+  q.schedule = PS::kGpipe;
+  EXPECT_EQ(refused_on(q), std::nullopt);
+}
+
+TEST(StackRules, MegatronOffloadTpOverlapRecomputeAndAttention) {
+  ParallelPlan p = plan_for(Stack::kMegatron);
+  p.offload_layers = 2;
+  EXPECT_EQ(refused_on(p), PlanField::kOffloadLayers);  // "no support for Pipeline parallelism"
+  p.pp = 1;
+  p.dp = 32;
+  p.gbs = 32;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+  p.offload_layers = 0;
+  p.sp = false;
+  p.overlap.tensor_parallel = true;
+  EXPECT_EQ(refused_on(p), PlanField::kOverlapTp);  // "only when sequence parallelism"
+  p.sp = true;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+  p.recompute = Recompute::kDots;
+  EXPECT_EQ(refused_on(p), PlanField::kRecompute);
+  p.recompute = Recompute::kSelective;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+  p.attention = AttentionKernel::kSplash;
+  EXPECT_EQ(refused_on(p), PlanField::kAttention);
+}
+
+// Megatron-LM @ de7dc40f: no distributed optimizer, CP, SP or MoE; interleaving needs pp > 2.
+TEST(StackRules, Megatron2021HasTensorPipelineAndPlainDataParallelism) {
+  ParallelPlan p = plan_for(Stack::kMegatron2021);
+  p.sp = false;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+  p.zero = ZeroStage::kOptimizerStates;
+  EXPECT_EQ(refused_on(p), PlanField::kZero);
+  p.zero = ZeroStage::kNone;
+  p.sp = true;
+  EXPECT_EQ(refused_on(p), PlanField::kSp);
+  p.sp = false;
+  p.cp = 2;
+  p.dp = 4;
+  p.gbs = 32;
+  EXPECT_EQ(refused_on(p), PlanField::kCp);
+  p = plan_for(Stack::kMegatron2021);
+  p.sp = false;
+  p.pp = 2;
+  p.dp = 16;
+  p.gbs = 64;
+  p.schedule = PS::kInterleaved;
+  p.vpp = 2;
+  EXPECT_EQ(refused_on(p), PlanField::kPp);  // "greater than 2 with interleaved schedule"
+  ParallelPlan m = plan_for(Stack::kMegatron2021);
+  m.sp = false;
+  EXPECT_EQ(refused_on(m, moe()), PlanField::kStack);
+}
+
+// PyTorch FSDP's sharding strategies (no optimizer-only sharding); Composer has FSDP and TP only.
+TEST(StackRules, FsdpShardsLikeFsdpAndHasNoPipelineOrContextParallelism) {
+  for (const Stack s : {Stack::kFsdp, Stack::kLlmFoundry2023}) {
+    ParallelPlan p = plan_for(s);
+    p.pp = 1;
+    p.dp = 32;
+    p.gbs = 32;
+    for (const ZeroStage z : {ZeroStage::kNone, ZeroStage::kGradients, ZeroStage::kParameters}) {
+      p.zero = z;
+      EXPECT_EQ(refused_on(p), std::nullopt) << static_cast<int>(z);
+    }
+    p.zero = ZeroStage::kOptimizerStates;
+    EXPECT_EQ(refused_on(p), PlanField::kZero);
+    p.zero = ZeroStage::kParameters;
+    p.recompute = Recompute::kSelective;
+    EXPECT_EQ(refused_on(p), PlanField::kRecompute);
+    p.recompute = Recompute::kFull;
+    EXPECT_EQ(refused_on(p), std::nullopt);
+    p.cp = 2;
+    p.dp = 16;
+    p.gbs = 16;
+    EXPECT_EQ(refused_on(p), PlanField::kCp);
+    ParallelPlan q = plan_for(s);
+    q.zero = ZeroStage::kParameters;
+    EXPECT_EQ(refused_on(q), PlanField::kPp);
+  }
+}
+
+// torchtitan @ 9dec370: DDP only alone; FSDP2 is ZeRO-3, or under PP (no resharding, gradients
+// reduced on the last backward) ZeRO-1; no EP; no single-stage zero-bubble schedule.
+TEST(StackRules, TorchtitanDataParallelismIsFsdp2) {
+  ParallelPlan p = plan_for(Stack::kFsdpCompile);
+  EXPECT_EQ(refused_on(p), PlanField::kZero);  // DDP with TP and PP: "> 1D parallelism"
+  p.zero = ZeroStage::kOptimizerStates;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+  p.zero = ZeroStage::kParameters;
+  EXPECT_EQ(refused_on(p), PlanField::kZero);
+  p.zero = ZeroStage::kOptimizerStates;
+  p.schedule = PS::kZeroBubble;
+  EXPECT_EQ(refused_on(p), PlanField::kSchedule);
+  p.schedule = PS::kZeroBubbleV;
+  p.vpp = 2;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+  ParallelPlan q = plan_for(Stack::kFsdpCompile);
+  q.tp = 1;
+  q.sp = false;
+  q.pp = 1;
+  q.dp = 64;
+  q.gbs = 64;
+  EXPECT_EQ(refused_on(q), std::nullopt);  // plain DDP alone
+  q.zero = ZeroStage::kGradients;
+  EXPECT_EQ(refused_on(q), PlanField::kZero);
+  q.zero = ZeroStage::kParameters;
+  EXPECT_EQ(refused_on(q), std::nullopt);
+  q.ep = 8;
+  EXPECT_EQ(refused_on(q, moe()), PlanField::kEp);
+}
+
+// MaxText @ e591f30c: data (0), shard_optimizer_over_data (1), fsdp (3); a GPipe-order pipeline
+// whose microbatches are a multiple of the stages.
+TEST(StackRules, MaxTextShardingAndPipeline) {
+  ParallelPlan p = plan_for(Stack::kMaxText);
+  p.attention = AttentionKernel::kSplash;
+  EXPECT_EQ(refused_on(p), PlanField::kSchedule);  // 1F1B
+  p.schedule = PS::kGpipe;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+  p.gbs = 48;  // 6 microbatches over 4 stages
+  EXPECT_EQ(refused_on(p), PlanField::kMbs);
+  p.gbs = 64;
+  p.zero = ZeroStage::kGradients;
+  EXPECT_EQ(refused_on(p), PlanField::kZero);
+  p.zero = ZeroStage::kParameters;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+  p.recompute = Recompute::kSelective;
+  EXPECT_EQ(refused_on(p), PlanField::kRecompute);
+  p.recompute = Recompute::kDots;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+}
+
+TEST(StackRules, TheCustomStackRunsWhatMegatronRefusesAndSaysSo) {
+  ParallelPlan p = plan_for(Stack::kMegatron);
+  p.zero = ZeroStage::kGradients;
+  try {
+    check_stack_runs(dense(), p);
+    FAIL() << "megatron refuses ZeRO-2 with PP";
+  } catch (const PlanError& e) {
+    EXPECT_EQ(e.field(), PlanField::kZero);
+    EXPECT_NE(std::string(e.what()).find("Megatron-FSDP"), std::string::npos) << e.what();
+  }
+  p.stack = Stack::kCustom;
+  EXPECT_NO_THROW(check_stack_runs(dense(), p));
+  const std::vector<std::string> caveats = plan_caveats(dense(), p);
+  ASSERT_FALSE(caveats.empty());
+  EXPECT_NE(caveats.front().find("megatron stack does not run ZeRO-2 or 3"), std::string::npos)
+      << caveats.front();
+}
+
+}  // namespace
+}  // namespace meshsim::workloads
