@@ -7,23 +7,32 @@
 
 namespace meshsim::cli {
 
-Progress::Progress(std::string what) : Progress(std::move(what), isatty(STDERR_FILENO) != 0) {}
+Progress::Mode Progress::mode_here(bool lines_elsewhere) {
+  if (isatty(STDERR_FILENO) != 0) {
+    return Mode::kTerminal;
+  }
+  return lines_elsewhere ? Mode::kLines : Mode::kOff;
+}
 
-Progress::Progress(std::string what, bool enabled)
-    : what_(std::move(what)), enabled_(enabled), start_(std::chrono::steady_clock::now()) {
-  if (enabled_) {
+Progress::Progress(std::string what, bool lines_elsewhere)
+    : Progress(std::move(what), mode_here(lines_elsewhere)) {}
+
+Progress::Progress(std::string what, Mode mode)
+    : what_(std::move(what)), mode_(mode), start_(std::chrono::steady_clock::now()) {
+  last_line_ = start_;
+  if (mode_ != Mode::kOff) {
     ticker_ = std::thread([this] { tick(); });
   }
 }
 
 Progress::~Progress() {
-  if (!enabled_) {
+  if (mode_ == Mode::kOff) {
     return;
   }
   {
     std::lock_guard lock(mutex_);
     stop_ = true;
-    if (drawn_) {
+    if (drawn_ && mode_ == Mode::kTerminal) {
       std::fputs("\r\033[K", stderr);  // erase the line
       std::fflush(stderr);
     }
@@ -33,7 +42,7 @@ Progress::~Progress() {
 }
 
 void Progress::update(std::string_view phase, int64_t done, int64_t total) {
-  if (!enabled_) {
+  if (mode_ == Mode::kOff) {
     return;
   }
   std::lock_guard lock(mutex_);
@@ -43,19 +52,35 @@ void Progress::update(std::string_view phase, int64_t done, int64_t total) {
   draw_locked();
 }
 
-void Progress::draw_locked() {
-  const auto elapsed = std::chrono::steady_clock::now() - start_;
-  if (elapsed < std::chrono::seconds(1) || stop_) {
-    return;
-  }
-  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(elapsed).count();
+std::string Progress::line_locked() const {
   std::string line = fmt::format("meshsim: {}", what_);
   if (!phase_.empty()) {
     line += total_ > 0 ? fmt::format(", {} {}/{}", phase_, done_, total_)
                        : fmt::format(", {} {}", phase_, done_);
   }
-  line += fmt::format(" ({} s)", seconds);
-  std::fputs(("\r\033[K" + line).c_str(), stderr);
+  return line;
+}
+
+void Progress::draw_locked() {
+  const auto now = std::chrono::steady_clock::now();
+  const auto elapsed = now - start_;
+  if (elapsed < std::chrono::seconds(1) || stop_) {
+    return;
+  }
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(elapsed).count();
+  const std::string text = line_locked();
+  if (mode_ == Mode::kTerminal) {
+    std::fputs(("\r\033[K" + text + fmt::format(" ({} s)", seconds)).c_str(), stderr);
+  } else {
+    const auto since = now - last_line_;
+    const bool moved = text != last_text_;
+    if (since < std::chrono::seconds(1) || (!moved && since < std::chrono::seconds(10))) {
+      return;
+    }
+    std::fputs((text + fmt::format(" ({} s)\n", seconds)).c_str(), stderr);
+    last_line_ = now;
+    last_text_ = text;
+  }
   std::fflush(stderr);
   drawn_ = true;
 }

@@ -1,6 +1,8 @@
 // Printing a simulated step (the summary `meshsim run` prints).
 #include "report.h"
 
+#include "meshsim/studies/plan_search.h"
+
 #include <fmt/format.h>
 
 namespace meshsim::cli {
@@ -56,6 +58,12 @@ void print_summary(const StepReport& r, std::ostream& out) {
                      100.0 * r.bubble_fraction);
   out << fmt::format("  peak memory per rank  {} of {} ({})\n", format_bytes(r.peak_memory),
                      format_bytes(r.memory_capacity), memory_line(r.peak_breakdown));
+  if (!r.oom && r.memory_capacity > Bytes::zero()) {
+    out << fmt::format("  headroom              {:.1f} % of memory free (plan, sweep and the "
+                       "out-of-memory suggestions keep at least {:.0f} %)\n",
+                       100.0 * (1.0 - r.peak_memory.as_double() / r.memory_capacity.as_double()),
+                       100.0 * studies::kDefaultHeadroom);
+  }
   if (r.stages.size() > 1) {
     out << "  per stage             stage  bubble   compute     peak memory\n";
     for (const auto& st : r.stages) {

@@ -100,6 +100,10 @@ int run_command(const Scenario& given, const RunOutputs& outputs, std::ostream& 
   for (const std::string& w : result_warnings(s, report)) {
     out << "  warning: " << w << "\n";
   }
+  const std::vector<std::string> notes = run_notes(s, report);
+  for (const std::string& n : notes) {
+    out << "  note: " << n << "\n";
+  }
   if (report.oom) {
     suggest_plans_that_fit(s, out);
   }
@@ -109,6 +113,9 @@ int run_command(const Scenario& given, const RunOutputs& outputs, std::ostream& 
   }
   if (json) {
     nlohmann::json j = to_json(report);
+    if (!notes.empty()) {
+      j["notes"] = notes;
+    }
     if (ttt) {
       j["time_to_train"] = studies::to_json(*ttt);
     }

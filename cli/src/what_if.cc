@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <iostream>
 #include <thread>
 
 #include "meshsim/sim/error.h"
@@ -85,6 +86,44 @@ std::string default_plan_misfit(const Scenario& d) {
   return "";
 }
 
+// For a GPU cluster at its preset's size on which no plan of the default problem is valid: the
+// largest node count within the preset whose device count divides the default scenario's (so
+// that the default's batch and degrees can split over it), as a hint; empty when there is none or
+// the size was given.
+std::string size_hint(const Scenario& d, bool sized) {
+  if (sized || !d.origins[ScenarioField::kCluster].given()) {
+    return "";
+  }
+  Scenario preset = d;
+  preset.nodes.reset();
+  topology::ClusterSpec c;
+  try {
+    c = studies::load_cluster(preset);
+  } catch (const std::exception&) {
+    return "";
+  }
+  if (c.scale_up == topology::ScaleUpFabric::kIciTorus) {
+    return "";
+  }
+  const int64_t devices = studies::load_cluster(studies::default_scenario()).device_count();
+  for (int64_t n = c.nodes; n >= 1; --n) {
+    if (devices % (n * c.devices_per_node) != 0) {
+      continue;
+    }
+    Scenario at = preset;
+    at.nodes = n;
+    try {
+      studies::load_cluster(at);
+    } catch (const std::exception&) {
+      continue;
+    }
+    return fmt::format("; expected a size the default problem divides over, e.g. --nodes {} ({} "
+                       "devices, which divide the default scenario's {}), or a plan of your own",
+                       n, n * c.devices_per_node, devices);
+  }
+  return "";
+}
+
 studies::SearchOptions quick_search(int64_t top) {
   studies::SearchOptions o;
   o.top = top;
@@ -92,6 +131,12 @@ studies::SearchOptions quick_search(int64_t top) {
   o.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return o;
 }
+
+// The suggestions of an out-of-memory run: the plan search for the best three, bounded: it
+// simulates only the plans it estimates best (at most kSuggestionSimulations that fit, twice
+// that in all), so that a problem whose every step is long to simulate answers in seconds.
+constexpr int64_t kSuggestions = 3;
+constexpr int64_t kSuggestionSimulations = 3;
 
 }  // namespace
 
@@ -118,15 +163,15 @@ std::optional<AutoPlan> auto_plan(const Scenario& s) {
   }
   studies::SearchResult r;
   {
-    Progress progress("no plan given: searching for one");
+    Progress progress("no plan given: searching for one", true);
     r = located(a.scenario, [&] { return studies::search_plans(a.scenario, quick_search(1)); });
   }
   if (r.top.empty()) {
     throw origin_of(s, s.origins[ScenarioField::kCluster].given() ? ScenarioField::kCluster
                                                                    : ScenarioField::kModel)
         .error(fmt::format("no plan given, the default plan does not apply ({}), and the plan "
-                           "search found none: {}",
-                           misfit, studies::no_plan_reason(r)));
+                           "search found none: {}{}",
+                           misfit, studies::no_plan_reason(r), size_hint(a.scenario, sized)));
   }
   a.scenario.plan = r.top.front().plan;
   a.scenario.plan.origins.set_all(Origin::preset("the plan search"));
@@ -136,6 +181,24 @@ std::optional<AutoPlan> auto_plan(const Scenario& s) {
                        a.scenario.model, a.scenario.cluster, size, misfit, r.considered,
                        r.simulated, studies::short_plan(a.scenario.plan));
   return a;
+}
+
+std::vector<std::string> run_notes(const Scenario& s, const studies::StepReport& r) {
+  std::vector<std::string> out;
+  const workloads::ParallelPlan& p = s.plan;
+  // Megatron's selective recompute of the attention core (its default module) drops the scores a
+  // materialising kernel saves; a fused kernel saves none and recomputes them itself, so the
+  // plan is recompute none. Said, not silently the same.
+  if (r.simulated && p.recompute == workloads::Recompute::kSelective &&
+      p.recompute_modules.empty() && workloads::fused_attention(p.attention)) {
+    out.push_back(fmt::format(
+        "selective recompute (the attention core, Megatron-Core's default module) with {} "
+        "attention recomputes nothing: a fused attention kernel saves no scores and recomputes "
+        "them in its own backward, so this step is the same as --recompute none (--recompute "
+        "full, or --recompute-modules mlp, trade compute for memory)",
+        to_string(p.attention)));
+  }
+  return out;
 }
 
 std::vector<std::string> result_warnings(const Scenario& s, const studies::StepReport& r) {
@@ -149,32 +212,53 @@ std::vector<std::string> result_warnings(const Scenario& s, const studies::StepR
         p.gbs, p.microbatches(),
         100.0 * workloads::pipeline_bubble_fraction(p.pp, p.microbatches())));
   }
-  if (r.simulated && !r.oom && r.peak_memory.as_double() > 0.95 * r.memory_capacity.as_double()) {
+  if (r.simulated && !r.oom &&
+      r.peak_memory.as_double() >
+          (1.0 - studies::kDefaultHeadroom) * r.memory_capacity.as_double()) {
     out.push_back(fmt::format(
-        "the peak of {} is within 5 % of the {} the chip has: the allocator's fragmentation, the "
-        "CUDA context and framework buffers meshsim does not model may not fit",
-        format_bytes(r.peak_memory), format_bytes(r.memory_capacity)));
+        "the peak of {} is within {:.0f} % of the {} the chip has (the headroom meshsim plan, "
+        "sweep and the out-of-memory suggestions keep): the allocator's fragmentation, the CUDA "
+        "context and framework buffers meshsim does not model may not fit",
+        format_bytes(r.peak_memory), 100.0 * studies::kDefaultHeadroom,
+        format_bytes(r.memory_capacity)));
   }
   return out;
 }
 
 void suggest_plans_that_fit(const Scenario& s, std::ostream& out) {
+  studies::SearchOptions o = quick_search(kSuggestions);
+  o.max_simulations = kSuggestionSimulations;
+  o.max_all_simulations = 2 * kSuggestionSimulations;
+  // Announced on stderr before it starts (the report on stdout may be buffered).
+  std::cerr << fmt::format("meshsim: out of memory: searching for plans that fit (the plan "
+                           "search: the best {} with {:.0f} % of memory left free, at most {} "
+                           "simulations)\n",
+                           kSuggestions, 100.0 * o.min_headroom, o.max_all_simulations);
   studies::SearchResult r;
   {
-    Progress progress("out of memory: searching for plans that fit");
-    r = located(s, [&] { return studies::search_plans(s, quick_search(3)); });
+    Progress progress("out of memory: searching for plans that fit", true);
+    r = located(s, [&] {
+      return studies::search_plans(s, o, [&](std::string_view phase, int64_t done,
+                                             int64_t total) {
+        progress.update(phase, done, total);
+      });
+    });
   }
   if (r.top.empty()) {
     out << fmt::format("  no plan fits this model on this cluster: {}\n",
                        studies::no_plan_reason(r));
     return;
   }
-  out << fmt::format("  plans that fit (the plan search, {} plans considered; meshsim plan ranks "
-                     "them):\n",
-                     r.considered);
+  out << fmt::format("  plans that fit with {:.0f} % of memory left free (the plan search, {} "
+                     "plans considered, {} simulated; ranking {}; meshsim plan ranks more):\n",
+                     100.0 * r.min_headroom, r.considered, r.simulated,
+                     r.exact ? "proven" : "not proven");
   for (const studies::RankedPlan& p : r.top) {
-    out << fmt::format("    {:<36} step {}  peak memory {}\n", studies::short_plan(p.plan),
-                       format_duration(p.report.step_time), format_bytes(p.report.peak_memory));
+    out << fmt::format("    {:<46} step {:>10}  peak memory {:>10}  headroom {:>5.1f} %\n",
+                       studies::short_plan(p.plan), format_duration(p.report.step_time),
+                       format_bytes(p.report.peak_memory),
+                       100.0 * (1.0 - p.report.peak_memory.as_double() /
+                                          p.report.memory_capacity.as_double()));
   }
 }
 

@@ -28,6 +28,9 @@ std::optional<AutoPlan> auto_plan(const Scenario& s);
 
 // Warnings about `r` of `s`: a global batch nobody set that leaves one microbatch per pipeline
 // (the bubble it costs), a peak within 5 % of the chip's memory. One line each, no prefix.
+// Notes on the run's plan the report should carry (a setting that does nothing here, said).
+std::vector<std::string> run_notes(const Scenario& s, const studies::StepReport& r);
+
 std::vector<std::string> result_warnings(const Scenario& s, const studies::StepReport& r);
 
 // Up to three plans of `s`'s model, cluster, sequence and batch that fit (a short plan search),

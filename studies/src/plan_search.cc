@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <array>
 #include <numeric>
+#include <atomic>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "meshsim/collectives/comm_model.h"
@@ -18,6 +21,7 @@
 #include "meshsim/workloads/accounting.h"
 #include "meshsim/workloads/partition.h"
 #include "meshsim/workloads/pipeline.h"
+#include "meshsim/workloads/stack_rules.h"
 #include "meshsim/workloads/step.h"
 #include "meshsim/workloads/training_memory.h"
 
@@ -204,15 +208,15 @@ void enumerate_all(const LoadedScenario& l, const ParallelPlan& base, const Sear
 
 }  // namespace
 
-std::vector<ParallelPlan> enumerate_plans(const LoadedScenario& l, const ParallelPlan& base,
-                                          const SearchOptions& options, SearchResult* counts) {
-  // The batch and each held degree within the plan's bounds before any plan is formed from them:
-  // a held pp of 2^62 had wrapped tp x cp x pp to 0 (SIGFPE), a global batch of 2^62 sequences
-  // had run for minutes.
+namespace {
+
+// The held degrees and the batch within the plan's bounds before any plan is formed from them: a
+// held pp of 2^62 had wrapped tp x cp x pp to 0 (SIGFPE), a global batch of 2^62 sequences had run
+// for minutes.
+void check_sizes(const ParallelPlan& base, const Fixed& f) {
   using workloads::PlanField;
   workloads::check_plan_size(PlanField::kGbs, base.gbs);
   workloads::check_plan_size(PlanField::kSeq, base.seq);
-  const Fixed& f = options.fixed;
   for (const auto& [field, held] :
        {std::pair{PlanField::kTp, f.tp}, {PlanField::kCp, f.cp}, {PlanField::kPp, f.pp},
         {PlanField::kVpp, f.vpp}, {PlanField::kDp, f.dp}, {PlanField::kEp, f.ep},
@@ -221,22 +225,56 @@ std::vector<ParallelPlan> enumerate_plans(const LoadedScenario& l, const Paralle
       workloads::check_plan_size(field, *held);
     }
   }
+}
+
+// What became of one enumerated plan before its memory was looked at.
+struct Screened {
+  const workloads::StackRule* refused = nullptr;  // the stack's rule that refuses it
+  std::optional<workloads::PlanField> invalid;    // the field validate_plan faults
+};
+
+// The plan as simulate_step runs it (its software stack's kernels for this chip: the bound, the
+// memory pruning and the table see the same plan), and whether it is runnable.
+Screened screen(const LoadedScenario& l, ParallelPlan& q) {
+  Screened out;
+  try {
+    bind_to_cluster(q, l.cluster);
+    out.refused = workloads::stack_refusal(l.model, q);
+    if (out.refused == nullptr) {
+      check_plan(l, q);
+    }
+  } catch (const workloads::PlanError& e) {
+    out.invalid = e.field();
+  }
+  return out;
+}
+
+void count(const Screened& s, SearchResult* counts) {
+  if (counts == nullptr) {
+    return;
+  }
+  if (s.refused != nullptr) {
+    ++counts->refused[std::string(s.refused->what)];
+  } else if (s.invalid) {
+    ++counts->invalid[std::string(to_string(*s.invalid))];
+  }
+}
+
+}  // namespace
+
+std::vector<ParallelPlan> enumerate_plans(const LoadedScenario& l, const ParallelPlan& base,
+                                          const SearchOptions& options, SearchResult* counts) {
+  check_sizes(base, options.fixed);
   std::vector<ParallelPlan> out;
   enumerate_all(l, base, options, [&](const ParallelPlan& p) {
     if (counts != nullptr) {
       ++counts->considered;
     }
-    try {
-      // The plan as simulate_step runs it: its software stack's kernels for this chip (the
-      // bound, the memory pruning and the table see the same plan).
-      ParallelPlan q = p;
-      bind_to_cluster(q, l.cluster);
-      check_plan(l, q);
+    ParallelPlan q = p;
+    const Screened s = screen(l, q);
+    count(s, counts);
+    if (s.refused == nullptr && !s.invalid) {
       out.push_back(std::move(q));
-    } catch (const workloads::PlanError& e) {
-      if (counts != nullptr) {
-        ++counts->invalid[std::string(to_string(e.field()))];
-      }
     }
   });
   return out;
@@ -249,12 +287,19 @@ std::string no_plan_reason(const SearchResult& r) {
     for (const auto& [field, n] : r.invalid) {
       by += fmt::format("{}{} {}", by.empty() ? "" : ", ", field, n);
     }
-    return fmt::format("no valid plan of the {} considered (invalid by field: {})", r.considered,
-                       by);
+    std::string refused;
+    for (const auto& [what, n] : r.refused) {
+      refused += fmt::format("{}{} {}", refused.empty() ? "" : "; ", what, n);
+    }
+    return fmt::format("no valid plan of the {} considered (invalid by field: {}{})",
+                       r.considered, by.empty() ? "none" : by,
+                       refused.empty() ? ""
+                                       : fmt::format("; not run by the stack: {}", refused));
   }
-  return fmt::format("no plan fits in memory ({} over memory, {} within the headroom, {} out of "
-                     "memory when simulated)",
-                     r.pruned_memory, r.pruned_headroom, r.simulated_oom);
+  return fmt::format("no plan fits in memory with {:.0f} % left free ({} over memory, {} within "
+                     "the headroom, {} out of memory and {} within the headroom when simulated)",
+                     100.0 * r.min_headroom, r.pruned_memory, r.pruned_headroom, r.simulated_oom,
+                     r.simulated_headroom);
 }
 
 double objective_value(const StepReport& r, Objective objective, double usd_per_device_hour) {
@@ -308,9 +353,14 @@ ObjectiveScale objective_scale(const LoadedScenario& l, const ParallelPlan& base
 }  // namespace
 
 Bytes memory_lower_bound(const workloads::ModelConfig& model, const ParallelPlan& plan) {
+  return memory_lower_bound(plan, workloads::partition_stages(model, plan));
+}
+
+Bytes memory_lower_bound(const ParallelPlan& plan,
+                         const std::vector<workloads::StagePartition>& parts) {
   Bytes worst;
   const std::vector<int64_t> in_flight = workloads::max_in_flight_per_stage(plan.pipeline());
-  for (const workloads::StagePartition& st : workloads::partition_stages(model, plan)) {
+  for (const workloads::StagePartition& st : parts) {
     const int64_t chunks = in_flight[static_cast<size_t>(st.stage)];
     const int64_t chunk_layers = st.params.layers / plan.vpp;
     const workloads::TrainingMemory state = workloads::training_memory(st, plan, 1);
@@ -327,33 +377,112 @@ Bytes memory_lower_bound(const workloads::ModelConfig& model, const ParallelPlan
 
 namespace {
 
-// Memory pruning and bounds, in enumeration order.
-std::vector<Candidate> prune(const LoadedScenario& l, const std::vector<ParallelPlan>& plans,
+// The usable memory of a chip under a headroom (a fraction of its capacity left free).
+Bytes usable_memory(Bytes capacity, double headroom) {
+  return Bytes::of(static_cast<int64_t>(capacity.as_double() * (1.0 - headroom)));
+}
+
+// Enumeration, screening, memory pruning and bounds, streamed: the plans are enumerated in chunks
+// (only candidates are kept, so memory stays small however many plans there are), and each chunk's
+// plans are screened and bounded on up to `o.jobs` threads (each with its own bound and
+// communication model; every plan's values are its own, so the result does not depend on the
+// thread count). Counts go to `r` in enumeration order.
+std::vector<Candidate> prune(const LoadedScenario& l, const ParallelPlan& base,
                              const SearchOptions& o, SearchResult& r, const ProgressFn& progress) {
+  check_sizes(base, o.fixed);
   // The communication model the data-parallel bound asks: the cluster's network, ranks in order,
   // the backend and algorithm the simulations use.
   const topology::Network net = topology::Network::build(l.cluster);
-  collectives::NetworkCommModel comm(net, topology::Placement::in_order(l.cluster.device_count()),
-                                     o.step.comm.backend, o.step.comm.collective);
-  StepLowerBound bound(l.model, l.cluster, &comm);
   const Bytes capacity = l.cluster.chip.hbm_capacity;
-  const auto usable =
-      Bytes::of(static_cast<int64_t>(capacity.as_double() * (1.0 - o.min_headroom)));
+  const Bytes usable = usable_memory(capacity, o.min_headroom);
+  const auto threads = static_cast<size_t>(std::clamp(o.jobs, 1, 64));
+  struct Worker {
+    collectives::NetworkCommModel comm;
+    StepLowerBound bound;
+  };
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (size_t t = 0; t < threads; ++t) {
+    auto w = std::unique_ptr<Worker>(new Worker{
+        collectives::NetworkCommModel(net, topology::Placement::in_order(l.cluster.device_count()),
+                                      o.step.comm.backend, o.step.comm.collective),
+        StepLowerBound(l.model, l.cluster)});
+    w->bound.set_comm(&w->comm);
+    workers.push_back(std::move(w));
+  }
+  enum class Fate : uint8_t { kScreenedOut, kOverMemory, kOverHeadroom, kCandidate };
+  constexpr size_t kChunk = 4096;
+  std::vector<ParallelPlan> chunk;
   std::vector<Candidate> out;
-  for (size_t i = 0; i < plans.size(); ++i) {
-    const Bytes peak = memory_lower_bound(l.model, plans[i]);
-    if (peak > capacity) {
-      ++r.pruned_memory;
-    } else if (peak > usable) {
-      ++r.pruned_headroom;
-    } else {
-      out.push_back({i, plans[i], bound(plans[i]), peak});
+  const auto process = [&] {
+    const size_t n = chunk.size();
+    std::vector<Screened> screened(n);
+    std::vector<Fate> fate(n, Fate::kScreenedOut);
+    std::vector<Candidate> found(n);
+    const auto work = [&](size_t t) {
+      for (size_t i = t; i < n; i += threads) {
+        screened[i] = screen(l, chunk[i]);
+        if (screened[i].refused != nullptr || screened[i].invalid) {
+          continue;
+        }
+        const std::vector<workloads::StagePartition> parts =
+            workloads::partition_stages(l.model, chunk[i]);
+        const Bytes peak = memory_lower_bound(chunk[i], parts);
+        if (peak > capacity) {
+          fate[i] = Fate::kOverMemory;
+        } else if (peak > usable) {
+          fate[i] = Fate::kOverHeadroom;
+        } else {
+          fate[i] = Fate::kCandidate;
+          found[i] = Candidate{0, chunk[i], workers[t]->bound(chunk[i], parts), peak};
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < std::min(threads, n); ++t) {
+      pool.emplace_back(work, t);
     }
-    if (progress && (i % 256 == 0 || i + 1 == plans.size())) {
-      progress("bounding", static_cast<int64_t>(i + 1), static_cast<int64_t>(plans.size()));
+    work(0);
+    for (std::thread& th : pool) {
+      th.join();
+    }
+    const auto first = static_cast<size_t>(r.considered) - n;
+    for (size_t i = 0; i < n; ++i) {
+      count(screened[i], &r);
+      switch (fate[i]) {
+        case Fate::kScreenedOut:
+          break;
+        case Fate::kOverMemory:
+          ++r.pruned_memory;
+          break;
+        case Fate::kOverHeadroom:
+          ++r.pruned_headroom;
+          break;
+        case Fate::kCandidate:
+          found[i].index = first + i;
+          out.push_back(std::move(found[i]));
+          break;
+      }
+    }
+    chunk.clear();
+    if (progress) {
+      progress("bounding", r.considered, 0);
+    }
+  };
+  enumerate_all(l, base, o, [&](const ParallelPlan& p) {
+    ++r.considered;
+    chunk.push_back(p);
+    if (chunk.size() == kChunk) {
+      process();
+    }
+  });
+  process();
+  std::set<StepLowerBound::ProbeKey> keys;
+  for (const auto& w : workers) {
+    for (const auto& k : w->bound.probe_keys()) {
+      keys.insert(k);
     }
   }
-  r.probes = static_cast<int64_t>(bound.probes());
+  r.probes = static_cast<int64_t>(keys.size());
   return out;
 }
 
@@ -454,43 +583,56 @@ std::vector<StepReport> simulate_batch(const Scenario& base, const LoadedScenari
 
 namespace {
 
-// The best plans simulated so far, best first, at most `top`.
+// The best plans simulated so far, best first, at most `top`. Equal objectives rank the plan with
+// more memory left first (a lower simulated peak), then the earlier in enumeration order.
 class Ranking {
  public:
   explicit Ranking(int64_t top) : top_(top) {}
   // The objective a plan must beat to enter (infinity until the ranking is full).
   double nth_best() const {
     return static_cast<int64_t>(ranked_.size()) < top_ ? std::numeric_limits<double>::infinity()
-                                                       : ranked_.back().first;
+                                                       : std::get<0>(ranked_.back().first);
   }
-  void offer(double value, RankedPlan plan) {
+  void offer(double value, size_t index, RankedPlan plan) {
+    const Key key{value, plan.report.peak_memory.count(), index};
     const auto at = std::upper_bound(
-        ranked_.begin(), ranked_.end(), value,
-        [](double x, const std::pair<double, RankedPlan>& e) { return x < e.first; });
-    ranked_.insert(at, {value, std::move(plan)});
+        ranked_.begin(), ranked_.end(), key,
+        [](const Key& x, const std::pair<Key, RankedPlan>& e) { return x < e.first; });
+    ranked_.insert(at, {key, std::move(plan)});
     if (static_cast<int64_t>(ranked_.size()) > top_) {
       ranked_.pop_back();
     }
   }
   std::vector<RankedPlan> take() {
     std::vector<RankedPlan> out;
-    for (auto& [v, plan] : ranked_) {
+    for (auto& [k, plan] : ranked_) {
       out.push_back(std::move(plan));
     }
     return out;
   }
 
  private:
+  using Key = std::tuple<double, int64_t, size_t>;  // objective, peak memory, enumeration index
   int64_t top_;
-  std::vector<std::pair<double, RankedPlan>> ranked_;
+  std::vector<std::pair<Key, RankedPlan>> ranked_;
 };
 
 // The cap counts simulations of plans that fit: out-of-memory ones (the memory bound lets
 // through what it cannot prove too big) do not use it up, up to ten times the cap in all.
-bool cap_reached(const SearchResult& r, int64_t cap) {
-  const int64_t fitted = r.simulated - r.simulated_oom;
-  return cap > 0 && (fitted >= cap || r.simulated >= 10 * cap);
+bool cap_reached(const SearchResult& r, const SearchOptions& o) {
+  const int64_t cap = o.max_simulations;
+  const int64_t fitted = r.simulated - r.simulated_oom - r.simulated_headroom;
+  const int64_t all = o.max_all_simulations > 0 ? o.max_all_simulations : 10 * cap;
+  return cap > 0 && (fitted >= cap || r.simulated >= all);
 }
+
+// Plans whose step the bound misses by a similar factor: the ZeRO stage (ZeRO-3's gathers and
+// reductions run beside every layer), whether there is a pipeline, and TP overlap (both add
+// communication the bound cannot place).
+size_t family_of(const ParallelPlan& p) {
+  return static_cast<size_t>(p.zero) * 4 + (p.pp > 1 ? 2 : 0) + (p.overlap.tensor_parallel ? 1 : 0);
+}
+constexpr size_t kFamilies = 16;
 
 }  // namespace
 
@@ -512,52 +654,83 @@ SearchResult search_plans(const Scenario& base, const SearchOptions& o,
   SearchResult r;
   r.devices = l.cluster.device_count();
   r.memory_capacity = l.cluster.chip.hbm_capacity;
-  std::vector<Candidate> candidates =
-      prune(l, enumerate_plans(l, base.plan, o, &r), o, r, progress);
-  const double price =
-      PriceTable::builtin().device(l.cluster.chip.name).usd_per_device_hour.value_or(1.0);
+  r.min_headroom = o.min_headroom;
+  std::vector<Candidate> candidates = prune(l, base.plan, o, r, progress);
+  // The price of a device-hour: given, else the builtin table's. Only the cost objective needs
+  // one; it refuses a chip without rather than rank by a made-up price.
+  const std::optional<double> listed =
+      o.usd_per_device_hour ? o.usd_per_device_hour
+                            : PriceTable::builtin().device(l.cluster.chip.name).usd_per_device_hour;
+  if (o.objective == Objective::kCost && !listed) {
+    throw ScenarioError(ScenarioField::kCluster,
+                        fmt::format("the cost objective needs a price per device-hour of {}, and "
+                                    "the price table has none (studies/data/prices.json lists "
+                                    "on-demand list prices where a provider publishes one)",
+                                    l.cluster.chip.name));
+  }
+  const double price = listed.value_or(1.0);
   const ObjectiveScale scale = objective_scale(l, base.plan, o.objective, price);
   std::sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
     return std::pair(scale.of(a.bound), a.index) < std::pair(scale.of(b.bound), b.index);
   });
   // Simulate a fixed batch at a time (the same plans whatever the thread or process count) until
-  // no plan left has a bound below the N-th best. Which plans go first: the smallest bound times
-  // the least step/bound ratio simulated so far in the plan's ZeRO stage (1 before any). The bound
-  // is loosest where the step waits on the data-parallel stream (ZeRO-3's gathers), so under a
-  // simulation cap the plain bound order would spend the cap on one family; the stopping rule,
-  // and so --exact, still uses the bound itself.
-  constexpr size_t kBatch = 4;
-  const Bytes usable = Bytes::of(
-      static_cast<int64_t>(r.memory_capacity.as_double() * (1.0 - o.min_headroom)));
+  // no plan left has a bound below the N-th best: then no plan left can enter the top N, and the
+  // ranking is proven. Which plans go first: the smallest estimate, the bound times the least
+  // step/bound ratio simulated so far in the plan's family (family_of; 1 before any). The
+  // estimate is not a bound: it orders the simulations, and it stops a capped search early once
+  // no plan left is estimated to enter (the ranking then says it is not proven). The stopping
+  // rule that proves the ranking uses the bound itself.
+  constexpr int64_t kBatch = 4;
+  const Bytes usable = usable_memory(r.memory_capacity, o.min_headroom);
   Ranking ranking(o.top);
   const auto in_reach = [&](size_t i) {
     return scale.of(candidates[i].bound) <= ranking.nth_best();
   };
-  constexpr size_t kZeroStages = 4;
-  std::array<double, kZeroStages> ratio{1.0, 1.0, 1.0, 1.0};
-  std::array<bool, kZeroStages> seen{};
+  std::array<double, kFamilies> ratio{};
+  ratio.fill(1.0);
+  std::array<bool, kFamilies> seen{};
   std::vector<bool> done(candidates.size(), false);
-  const auto order_key = [&](size_t i) {
-    const auto z = static_cast<size_t>(candidates[i].plan.zero);
-    return std::pair(candidates[i].bound.seconds() * ratio[z], i);
+  const auto estimate = [&](size_t i) {
+    return scale.of(Seconds(candidates[i].bound.seconds() * ratio[family_of(candidates[i].plan)]));
   };
-  // The next batch: the in-reach plans with the smallest keys.
+  // The next batch: the in-reach plans with the smallest estimates (under a cap, only those
+  // estimated to enter the ranking).
   const auto next_batch = [&] {
-    std::vector<size_t> picked;
+    // At most kBatch, and no more than the cap leaves.
+    size_t batch_size = kBatch;
+    if (o.max_simulations > 0) {
+      const int64_t all = o.max_all_simulations > 0 ? o.max_all_simulations
+                                                    : 10 * o.max_simulations;
+      const int64_t fitted = r.simulated - r.simulated_oom - r.simulated_headroom;
+      batch_size = static_cast<size_t>(std::clamp<int64_t>(
+          std::min(o.max_simulations - fitted, all - r.simulated), 1, kBatch));
+    }
+    std::vector<std::pair<double, size_t>> picked;
     for (size_t i = 0; i < candidates.size(); ++i) {
       if (done[i] || !in_reach(i)) {
         continue;
       }
-      picked.push_back(i);
-      std::sort(picked.begin(), picked.end(),
-                [&](size_t a, size_t b) { return order_key(a) < order_key(b); });
-      if (picked.size() > kBatch) {
+      const double e = estimate(i);
+      if (o.max_simulations > 0 && e > ranking.nth_best()) {
+        continue;
+      }
+      picked.emplace_back(e, i);
+      std::sort(picked.begin(), picked.end());
+      if (picked.size() > batch_size) {
         picked.pop_back();
       }
     }
-    return picked;
+    std::vector<size_t> out;
+    for (const auto& [e, i] : picked) {
+      out.push_back(i);
+    }
+    return out;
   };
-  while (!cap_reached(r, o.max_simulations)) {
+  while (true) {
+    if (cap_reached(r, o)) {
+      r.capped = true;
+      break;
+    }
     const std::vector<size_t> picked = next_batch();
     if (picked.empty()) {
       break;
@@ -571,16 +744,20 @@ SearchResult search_plans(const Scenario& base, const SearchOptions& o,
     for (size_t i = 0; i < batch.size(); ++i) {
       ++r.simulated;
       if (reports[i].simulated && batch[i]->bound > Duration::zero()) {
-        const auto z = static_cast<size_t>(batch[i]->plan.zero);
+        const size_t f = family_of(batch[i]->plan);
         const double k = reports[i].step_time / batch[i]->bound;
-        ratio[z] = seen[z] ? std::min(ratio[z], k) : k;
-        seen[z] = true;
+        ratio[f] = seen[f] ? std::min(ratio[f], k) : k;
+        seen[f] = true;
       }
-      if (reports[i].oom || reports[i].peak_memory > usable) {
+      if (reports[i].oom) {
         ++r.simulated_oom;
         continue;
       }
-      ranking.offer(objective_value(reports[i], o.objective, price),
+      if (reports[i].peak_memory > usable) {
+        ++r.simulated_headroom;
+        continue;
+      }
+      ranking.offer(objective_value(reports[i], o.objective, price), batch[i]->index,
                     RankedPlan{batch[i]->plan, batch[i]->bound, batch[i]->memory, reports[i]});
     }
     if (progress) {
@@ -593,6 +770,7 @@ SearchResult search_plans(const Scenario& base, const SearchOptions& o,
     }
   }
   r.exact = r.not_simulated == 0;
+  r.capped = r.capped && !r.exact;
   r.top = ranking.take();
   return r;
 }

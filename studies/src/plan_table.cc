@@ -199,14 +199,19 @@ void write_rows_csv(const std::vector<PlanRow>& rows, std::ostream& out) {
 nlohmann::json search_counts_json(const SearchResult& r) {
   return {{"considered", r.considered},
           {"invalid", r.invalid},
+          {"refused_by_stack", r.refused},
           {"pruned_memory", r.pruned_memory},
           {"pruned_headroom", r.pruned_headroom},
           {"pruned_bound", r.pruned_bound},
           {"not_simulated", r.not_simulated},
           {"simulated", r.simulated},
           {"simulated_oom", r.simulated_oom},
+          {"simulated_headroom", r.simulated_headroom},
+          {"min_headroom", r.min_headroom},
           {"probes", r.probes},
-          {"exact", r.exact}};
+          {"exact", r.exact},
+          {"ranking_proven", r.exact},
+          {"capped", r.capped}};
 }
 
 }  // namespace meshsim::studies

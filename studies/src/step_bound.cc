@@ -131,7 +131,17 @@ ParallelPlan probe_plan(const ParallelPlan& plan) {
 
 }  // namespace
 
-Duration StepLowerBound::collective_bound(const workloads::StepPlan& plan, const Op& op) const {
+Duration StepLowerBound::alone(CollectiveKind kind, Bytes bytes, std::span<const RankId> group) {
+  AloneKey key{static_cast<int>(kind), bytes.count(), std::vector<RankId>(group.begin(), group.end())};
+  if (const auto it = alone_.find(key); it != alone_.end()) {
+    return it->second;
+  }
+  const Duration t = comm_->collective_time(kind, bytes, group);
+  alone_.emplace(std::move(key), t);
+  return t;
+}
+
+Duration StepLowerBound::collective_bound(const workloads::StepPlan& plan, const Op& op) {
   const auto& work = std::get<CollectiveWork>(op.work);
   if (work.kind == CollectiveKind::kBroadcast || work.kind == CollectiveKind::kReduce) {
     return Duration::zero();
@@ -154,7 +164,15 @@ Duration StepLowerBound::collective_bound(const workloads::StepPlan& plan, const
   const bool in_domain = lo == 0 && span <= domain_size_ && domain_size_ % span == 0;
   const BytesPerSec bw = in_domain ? scale_up_bandwidth_ : device_bandwidth_;
   const Bytes moved = Bytes::of(work.bytes.count() / p * (p - 1));
-  return moved / bw;
+  Duration least = moved / bw;
+  // The communication model's time for it alone on the network (latency, protocol and algorithm
+  // included): the engine gives it no less, other traffic only slows it. The probe's first group
+  // of each kind has the global ranks of the plan's own first group (TP innermost, then CP, then
+  // EP out of DP), so the placement is the plan's.
+  if (comm_ != nullptr) {
+    least = std::max(least, alone(work.kind, work.bytes, g.global));
+  }
+  return least;
 }
 
 // Per op of the probe: its time on the compute stream (compute ops) or, for a collective of TP,
@@ -162,18 +180,20 @@ Duration StepLowerBound::collective_bound(const workloads::StepPlan& plan, const
 // zero for the rest.
 struct StepLowerBound::OpCosts {
   std::vector<Duration> cost;
+  std::vector<Duration> slowed;  // the same while a collective holds the device's SMs
   std::vector<bool> sandwiched;
   std::vector<Duration> context_sends;  // ring attention's sends, on their own stream
 };
 
 StepLowerBound::OpCosts StepLowerBound::op_costs(const workloads::StepPlan& probe,
-                                                 const ProbeOps& ops) const {
+                                                 const ProbeOps& ops) {
   const Program& prog = probe.programs.at(0);
-  OpCosts c{std::vector<Duration>(prog.size()), std::vector<bool>(prog.size(), false),
-            std::vector<Duration>(prog.size())};
+  OpCosts c{std::vector<Duration>(prog.size()), std::vector<Duration>(prog.size()),
+            std::vector<bool>(prog.size(), false), std::vector<Duration>(prog.size())};
   for (const OpId id : ops.compute_order) {
-    c.cost[id.index()] =
-        compute_.compute_time(RankId(0), std::get<ComputeWork>(prog.op(id).work));
+    const auto& work = std::get<ComputeWork>(prog.op(id).work);
+    c.cost[id.index()] = compute_.compute_time(RankId(0), work);
+    c.slowed[id.index()] = compute_.compute_time_in(RankId(0), work, ComputeContext{1});
   }
   for (size_t k = 0; k + 1 < ops.compute_order.size(); ++k) {
     const OpId a = ops.compute_order[k];
@@ -189,6 +209,7 @@ StepLowerBound::OpCosts StepLowerBound::op_costs(const workloads::StepPlan& prob
                            cat == workloads::category_of(CommKind::kExpert);
       if (kind_ok && has_edge(prog, a, OpId(x)) && has_edge(prog, OpId(x), b)) {
         c.cost[x] = collective_bound(probe, op);
+        c.slowed[x] = c.cost[x];
         c.sandwiched[x] = true;
       }
     }
@@ -216,6 +237,8 @@ StepLowerBound::LayerCosts sum_by_part(const ProbeOps& ops, const StepLowerBound
                                        size_t layers) {
   std::vector<Duration> fwd(layers);
   std::vector<Duration> bwd(layers);
+  std::vector<Duration> fwd_slowed(layers);
+  std::vector<Duration> bwd_slowed(layers);
   std::vector<Duration> bwd_compute(layers);
   std::vector<Duration> cp_stream(layers);
   StepLowerBound::LayerCosts c;
@@ -227,6 +250,7 @@ StepLowerBound::LayerCosts sum_by_part(const ProbeOps& ops, const StepLowerBound
         break;
       case Part::kLayerForward:
         fwd.at(l) += oc.cost[i];
+        fwd_slowed.at(l) += oc.slowed[i];
         cp_stream.at(l) += oc.context_sends[i];
         break;
       case Part::kHead:
@@ -234,6 +258,7 @@ StepLowerBound::LayerCosts sum_by_part(const ProbeOps& ops, const StepLowerBound
         break;
       case Part::kLayerBackward:
         bwd.at(l) += oc.cost[i];
+        bwd_slowed.at(l) += oc.slowed[i];
         bwd_compute.at(l) += oc.sandwiched[i] ? Duration::zero() : oc.cost[i];
         cp_stream.at(l) += oc.context_sends[i];
         break;
@@ -243,6 +268,8 @@ StepLowerBound::LayerCosts sum_by_part(const ProbeOps& ops, const StepLowerBound
   }
   c.forward = *std::min_element(fwd.begin(), fwd.end());
   c.backward = *std::min_element(bwd.begin(), bwd.end());
+  c.forward_slowed = *std::min_element(fwd_slowed.begin(), fwd_slowed.end());
+  c.backward_slowed = *std::min_element(bwd_slowed.begin(), bwd_slowed.end());
   c.backward_compute_only = *std::min_element(bwd_compute.begin(), bwd_compute.end());
   c.context_sends = *std::min_element(cp_stream.begin(), cp_stream.end());
   return c;
@@ -280,7 +307,8 @@ const StepLowerBound::LayerCosts& StepLowerBound::costs(const ParallelPlan& plan
 // of its shard across the replicas (on the inter-node fabric). The gather stream: ZeRO-3's gather
 // of each layer before its forward and its backward, every microbatch. The bound is the busier
 // of the two streams.
-Duration StepLowerBound::data_parallel_bound(const ParallelPlan& plan) {
+Duration StepLowerBound::data_parallel_bound(
+    const ParallelPlan& plan, const std::vector<workloads::StagePartition>& parts) {
   if (plan.dense_grad_group() <= 1 || !comm_) {
     return Duration::zero();
   }
@@ -298,7 +326,7 @@ Duration StepLowerBound::data_parallel_bound(const ParallelPlan& plan) {
   const int64_t shard_size = plan.zero_shard_group();
   const bool zero = plan.zero != workloads::ZeroStage::kNone;
   const auto time = [&](CollectiveKind kind, int64_t bytes, const std::vector<RankId>& group) {
-    return bytes > 0 && group.size() > 1 ? comm_->collective_time(kind, Bytes::of(bytes), group)
+    return bytes > 0 && group.size() > 1 ? alone(kind, Bytes::of(bytes), group)
                                          : Duration::zero();
   };
   // The reduction of `params` gradients: over the shard group, then the shard across replicas.
@@ -309,7 +337,7 @@ Duration StepLowerBound::data_parallel_bound(const ParallelPlan& plan) {
                 (params + shard_size - 1) / shard_size * plan.state.gradient, replicas);
   };
   Duration worst;
-  for (const workloads::StagePartition& st : workloads::partition_stages(model_, plan)) {
+  for (const workloads::StagePartition& st : parts) {
     Duration data;
     Duration gather;
     if (plan.zero != workloads::ZeroStage::kParameters) {
@@ -337,22 +365,27 @@ Duration StepLowerBound::data_parallel_bound(const ParallelPlan& plan) {
 
 namespace {
 
-// The pipeline's passes as a schedule with zero-time communication: each stage runs its passes in
-// the schedule's order (workloads::pipeline_order), a forward after the previous virtual stage's
-// forward of the same microbatch, a backward after the next virtual stage's backward. The
-// makespan of that schedule, with each pass as long as its compute (and sandwiched collectives),
-// is a lower bound on the simulated step: every pass runs on the compute stream for at least that
-// long, after the same dependencies. Returns nullopt beyond `max_passes` passes.
+// The pipeline's passes as a schedule: each stage runs its passes in the schedule's order
+// (workloads::pipeline_order), a forward after the previous virtual stage's forward of the same
+// microbatch and its activation's transfer, a backward after the next virtual stage's backward and
+// its gradient's transfer (each transfer at least its time alone on the network; none between two
+// virtual stages of one rank), each stage's first forward no earlier than `start` of the stage.
+// The end of each stage's last pass, with each pass as long as its compute (and sandwiched
+// collectives), bounds that stage's compute stream from below: every pass runs on it for at least
+// that long, after the same dependencies. Returns nullopt beyond `max_passes` passes.
 struct PassCosts {
   Duration forward;          // one chunk's forward
   Duration backward;         // one chunk's backward (B of zb: 0, its weight gradients are W)
   Duration weight;           // zb's W
   Duration first_forward;    // extra on virtual stage 0's forward (the embedding)
   Duration last_pass;        // extra on the last virtual stage's forward (the head, both ways)
+  std::vector<Duration> to_next;  // by virtual stage v: the activation's transfer to v + 1
+  std::vector<Duration> to_prev;  // by virtual stage v: the gradient's transfer to v - 1
+  std::vector<Duration> start;    // by stage: before the first forward can end its layers
 };
 
-std::optional<Duration> pipeline_makespan(const workloads::PipelineConfig& cfg,
-                                          const PassCosts& c, size_t max_passes) {
+std::optional<std::vector<Duration>> pipeline_ends(const workloads::PipelineConfig& cfg,
+                                                   const PassCosts& c, size_t max_passes) {
   const auto p = static_cast<size_t>(cfg.stages);
   const auto v = static_cast<size_t>(cfg.virtual_stages);
   const auto m = static_cast<size_t>(cfg.microbatches);
@@ -362,10 +395,16 @@ std::optional<Duration> pipeline_makespan(const workloads::PipelineConfig& cfg,
   const std::vector<std::vector<workloads::PipelinePass>> order = workloads::pipeline_orders(cfg);
   // End times of forward and backward (B) passes by (virtual stage, microbatch); -1: not yet.
   const size_t vs = p * v;
+  const auto hop = [](const std::vector<Duration>& t, size_t i) {
+    return i < t.size() ? t[i].ps() : int64_t{0};
+  };
   std::vector<int64_t> fwd_end(vs * m, -1);
   std::vector<int64_t> bwd_end(vs * m, -1);
   std::vector<size_t> next(p, 0);
   std::vector<int64_t> free_at(p, 0);
+  for (size_t s = 0; s < p && s < c.start.size(); ++s) {
+    free_at[s] = c.start[s].ps();
+  }
   size_t remaining = 0;
   for (const auto& o : order) {
     remaining += o.size();
@@ -386,7 +425,7 @@ std::optional<Duration> pipeline_makespan(const workloads::PipelineConfig& cfg,
             if (fwd_end[(virt - 1) * m + mb] < 0) {
               break;
             }
-            ready = std::max(ready, fwd_end[(virt - 1) * m + mb]);
+            ready = std::max(ready, fwd_end[(virt - 1) * m + mb] + hop(c.to_next, virt - 1));
           }
           cost = c.forward + (virt == 0 ? c.first_forward : Duration::zero()) +
                  (virt + 1 == vs ? c.last_pass : Duration::zero());
@@ -394,11 +433,12 @@ std::optional<Duration> pipeline_makespan(const workloads::PipelineConfig& cfg,
         } else if (pass.kind == workloads::PassKind::kBackwardWeight) {
           cost = c.weight;
         } else {
-          const int64_t dep = virt + 1 < vs ? bwd_end[(virt + 1) * m + mb] : fwd_end[virt * m + mb];
+          const int64_t dep =
+              virt + 1 < vs ? bwd_end[(virt + 1) * m + mb] : fwd_end[virt * m + mb];
           if (dep < 0) {
             break;
           }
-          ready = std::max(ready, dep);
+          ready = std::max(ready, dep + (virt + 1 < vs ? hop(c.to_prev, virt + 1) : 0));
           cost = c.backward;
           end = &bwd_end[virt * m + mb];
         }
@@ -413,7 +453,12 @@ std::optional<Duration> pipeline_makespan(const workloads::PipelineConfig& cfg,
     }
     SIM_CHECK(progressed, "the pipeline schedule of {} stages deadlocks", p);
   }
-  return Picoseconds(*std::max_element(free_at.begin(), free_at.end()));
+  std::vector<Duration> out;
+  out.reserve(p);
+  for (const int64_t t : free_at) {
+    out.push_back(Picoseconds(t));
+  }
+  return out;
 }
 
 }  // namespace
@@ -442,16 +487,219 @@ int64_t first_chunk_layers(const ParallelPlan& plan, int64_t num_layers, int64_t
 
 }  // namespace
 
+namespace {
+
+// Runs of equal units of a stage's compute stream, in program order: `count` units of `plain` time
+// each, or `slowed` while a collective holds the SMs.
+struct UnitRun {
+  int64_t count;
+  Duration plain;
+  Duration slowed;
+};
+
+// A stage's compute stream runs units u_1..u_n in order, u_i taking at least s_i if it starts while
+// a collective is in flight on the device, else at least p_i (s_i >= p_i); the data stream has a
+// collective in flight from the step's start until at least G. Let u_j be the first unit to start
+// after that window: it starts no earlier than G, nor than the end of the units before it, which
+// all started in the window (sum s_{<j}); the units from u_j on take at least their plain time.
+// So the stream ends no earlier than min_j max(G, S_{<j}) + P_{>=j}. That is non-increasing in j
+// while S_{<j} <= G and non-decreasing after, so its least value is at the last unit that starts
+// within S_{<j} <= G or at the next one. (The units are layers; a layer straddling the window's
+// end is counted at its plain time, which keeps the bound valid.)
+Duration windowed_stream(const std::vector<UnitRun>& runs, Duration window) {
+  Duration plain_total;
+  for (const UnitRun& r : runs) {
+    plain_total += r.plain * r.count;
+  }
+  size_t last_nonempty = 0;
+  for (size_t k = 0; k < runs.size(); ++k) {
+    last_nonempty = runs[k].count > 0 ? k : last_nonempty;
+  }
+  Duration s_before;  // S_{<L}
+  Duration p_before;  // P_{<L}
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const UnitRun& r = runs[k];
+    if (r.count == 0) {
+      continue;
+    }
+    // The last unit L of this run with S_{<L} <= window, if the run holds the crossing.
+    const Duration run_slowed = r.slowed * r.count;
+    const bool last_run = k == last_nonempty;
+    if (s_before + run_slowed <= window && !last_run) {
+      s_before += run_slowed;
+      p_before += r.plain * r.count;
+      continue;
+    }
+    int64_t i = r.count - 1;
+    if (r.slowed > Duration::zero() && s_before + run_slowed > window) {
+      i = std::min<int64_t>(r.count - 1, (window - s_before).ps() / r.slowed.ps());
+    }
+    const Duration s_at = s_before + r.slowed * i;        // S_{<L}
+    const Duration p_after = plain_total - p_before - r.plain * (i + 1);  // P_{>L}
+    Duration best = p_after + std::max(window, s_at + r.plain);
+    if (s_at + r.slowed > window && (i + 1 < r.count || !last_run)) {
+      best = std::min(best, s_at + r.slowed + p_after);  // L + 1: S_{<L+1} + P_{>=L+1}
+    }
+    return best;
+  }
+  return std::max(window, plain_total);
+}
+
+// The stage's passes (workloads::pipeline_orders' order for it) as runs of layer units.
+std::vector<UnitRun> stage_runs(const workloads::PipelineConfig& cfg, int64_t stage,
+                                const std::vector<workloads::PipelinePass>& order,
+                                const StepLowerBound::LayerCosts& c, int64_t chunk_layers,
+                                bool zb) {
+  std::vector<UnitRun> runs;
+  const int64_t last_virtual = cfg.stages * cfg.virtual_stages - 1;
+  for (const workloads::PipelinePass& pass : order) {
+    const int64_t virt = workloads::virtual_stage(cfg, stage, pass.chunk);
+    if (pass.kind == workloads::PassKind::kForward) {
+      if (virt == 0) {
+        runs.push_back({1, Duration::zero(), Duration::zero()});  // the embedding: not counted
+      }
+      runs.push_back({chunk_layers, c.forward, c.forward_slowed});
+      if (virt == last_virtual) {
+        runs.push_back({1, c.head, c.head});
+      }
+    } else if (pass.kind == workloads::PassKind::kBackwardWeight) {
+      runs.push_back({chunk_layers, c.backward_compute_only, c.backward_compute_only});
+    } else if (!zb) {
+      runs.push_back({chunk_layers, c.backward, c.backward_slowed});
+    }
+  }
+  return runs;
+}
+
+}  // namespace
+
+// Per pipeline stage, what the compute stream waits for outside the passes:
+//  * before the first forward's layers: the first parameter gather. ZeRO-1/2 issue the gathers of
+//    the updated parameters at the step's start, a bucket at a time, and a layer's first forward
+//    waits for its bucket (at least min(bucket, the stage's parameters) bytes); ZeRO-3 gathers the
+//    first layer before its forward, blocking. The embedding's forward does not wait.
+//  * after the last pass: the reduction of the gradients that pass made ready last (the embedding's
+//    on the first stage, else the first layer of the stage's first chunk; a bucket holds at least
+//    them), which the optimizer waits for, then the step's end kernels (the per-step work and the
+//    optimizer over the rank's shard, workloads::stage_extras), which follow every pass in program
+//    order.
+// And the activation's and gradient's transfers between consecutive virtual stages on different
+// ranks (workloads::stage_extras' pipeline message, at least its time alone on the network).
+StepLowerBound::StageTerms StepLowerBound::stage_terms(
+    const ParallelPlan& plan, const std::vector<workloads::StagePartition>& parts) {
+  StageTerms t;
+  t.start.assign(static_cast<size_t>(plan.pp), Duration::zero());
+  t.window.assign(static_cast<size_t>(plan.pp), Duration::zero());
+  t.tail.assign(static_cast<size_t>(plan.pp), Duration::zero());
+  const workloads::RankLayout layout(plan);
+  const auto stage_rank = [&](int64_t s) { return layout.rank(workloads::RankCoords{0, 0, 0, s}); };
+  const auto ranks = [](const std::vector<int64_t>& g) {
+    std::vector<RankId> out;
+    for (const int64_t r : g) {
+      out.emplace_back(static_cast<uint32_t>(r));
+    }
+    return out;
+  };
+  const bool zero = plan.zero != workloads::ZeroStage::kNone;
+  const bool reduces = plan.dense_grad_group() > 1 && comm_ != nullptr;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, Duration> step_end;  // by (params, first, last)
+  for (const workloads::StagePartition& st : parts) {
+    const auto s = static_cast<size_t>(st.stage);
+    const int64_t rank = stage_rank(st.stage);
+    const std::vector<RankId> shard = ranks(layout.shard_group(rank));
+    const std::vector<RankId> replicas =
+        plan.zero_replicas() > 1 ? ranks(layout.replica_group(rank)) : std::vector<RankId>{};
+    const auto time = [&](CollectiveKind kind, int64_t bytes, const std::vector<RankId>& group) {
+      return bytes > 0 && group.size() > 1
+                 ? alone(kind, Bytes::of(bytes), group)
+                 : Duration::zero();
+    };
+    const int64_t first_layer = st.chunks.empty() || st.chunks.front().first >=
+                                                         st.chunks.front().end
+                                    ? -1
+                                    : st.chunks.front().first;
+    if (reduces && first_layer >= 0) {
+      Duration gather;
+      if (plan.zero == workloads::ZeroStage::kParameters) {
+        gather = time(CollectiveKind::kAllGather,
+                      st.params.of(first_layer).total() * plan.state.weight, shard);
+      } else if (zero) {
+        gather = time(CollectiveKind::kAllGather,
+                      std::min(plan.grad_bucket.count(), st.params.total() * plan.state.weight),
+                      shard);
+      }
+      t.start[s] = std::max(Duration::zero(), gather - (st.first ? costs(plan).embedding_forward
+                                                                 : Duration::zero()));
+      if (zero && plan.zero != workloads::ZeroStage::kParameters) {
+        // The gathers of all the stage's parameters, one after another on the data stream from
+        // the step's start (bucketing splits them into pieces that together take no less).
+        t.window[s] = time(CollectiveKind::kAllGather, st.params.total() * plan.state.weight,
+                           shard);
+      }
+    }
+    if (reduces) {
+      const int64_t last = st.first && st.params.embedding > 0 ? st.params.embedding
+                           : first_layer >= 0 ? st.params.of(first_layer).dense
+                                              : 0;
+      const int64_t shard_size = plan.zero_shard_group();
+      t.tail[s] = time(zero ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+                       last * plan.state.gradient, shard) +
+                  time(CollectiveKind::kAllReduce,
+                       (last + shard_size - 1) / shard_size * plan.state.gradient, replicas);
+    }
+    const auto key = std::tuple(st.params.total(), int64_t{st.first}, int64_t{st.last});
+    auto [it, fresh] = step_end.try_emplace(key);
+    if (fresh) {
+      for (const ComputeWork& w : workloads::stage_extras(model_, plan, st).step_end) {
+        it->second += compute_.compute_time(RankId(0), w);
+      }
+    }
+    t.tail[s] += it->second;
+  }
+  // Transfers between virtual stages, by the ranks' pair.
+  const workloads::PipelineConfig cfg = plan.pipeline();
+  const int64_t virtuals = plan.pp * plan.vpp;
+  t.to_next.assign(static_cast<size_t>(virtuals), Duration::zero());
+  t.to_prev.assign(static_cast<size_t>(virtuals), Duration::zero());
+  if (plan.pp > 1 && comm_ != nullptr) {
+    const Bytes msg = workloads::stage_extras(model_, plan, parts.front()).pipeline_message;
+    const auto transfer = [&](int64_t from, int64_t to) {
+      const auto a = static_cast<uint32_t>(stage_rank(from));
+      const auto b = static_cast<uint32_t>(stage_rank(to));
+      auto [it, fresh] = p2p_.try_emplace(std::tuple(a, b, msg.count()));
+      if (fresh) {
+        it->second = comm_->p2p_time(RankId(a), RankId(b), msg);
+      }
+      return it->second;
+    };
+    for (int64_t v = 0; v + 1 < virtuals; ++v) {
+      const int64_t a = workloads::virtual_stage_home(cfg, v).stage;
+      const int64_t b = workloads::virtual_stage_home(cfg, v + 1).stage;
+      if (a != b) {
+        t.to_next[static_cast<size_t>(v)] = transfer(a, b);
+        t.to_prev[static_cast<size_t>(v + 1)] = transfer(b, a);
+      }
+    }
+  }
+  return t;
+}
+
 Duration StepLowerBound::operator()(const ParallelPlan& plan) {
+  return (*this)(plan, workloads::partition_stages(model_, plan));
+}
+
+Duration StepLowerBound::operator()(const ParallelPlan& plan,
+                                    const std::vector<workloads::StagePartition>& parts) {
   const LayerCosts& c = costs(plan);
   const bool zb = workloads::splits_backward(plan.schedule);
+  const StageTerms terms = stage_terms(plan, parts);
   // The communication streams: data parallel, and ring attention's sends on the stage with the
   // most layers.
   int64_t most_layers = 0;
   for (int64_t s = 0; s < plan.pp; ++s) {
     most_layers = std::max(most_layers, stage_layers_of(plan, model_.num_layers, s));
   }
-  const Duration dp = std::max(data_parallel_bound(plan),
+  const Duration dp = std::max(data_parallel_bound(plan, parts),
                                c.context_sends * (most_layers * plan.microbatches()));
   if (plan.stage_layers.empty()) {
     const int64_t chunk_layers = model_.num_layers / (plan.pp * plan.vpp);
@@ -461,13 +709,38 @@ Duration StepLowerBound::operator()(const ParallelPlan& plan) {
     pc.weight = zb ? c.backward_compute_only * chunk_layers : Duration::zero();
     pc.first_forward = c.embedding_forward;
     pc.last_pass = c.head;
+    // Zero-bubble schedules: the bound charges a backward's whole compute to its W pass (its B,
+    // on the critical path, counts as nothing), which moves work later on the stage: only the
+    // makespan of the whole pipeline stays a bound, so the stage terms (transfers, the first
+    // gather, the tail) are left out for them.
+    if (!zb) {
+      pc.to_next = terms.to_next;
+      pc.to_prev = terms.to_prev;
+      pc.start = terms.start;
+    }
     constexpr size_t kMaxPasses = 200000;
-    if (const auto makespan = pipeline_makespan(plan.pipeline(), pc, kMaxPasses)) {
-      return std::max(*makespan, dp);
+    if (const auto ends = pipeline_ends(plan.pipeline(), pc, kMaxPasses)) {
+      Duration best = dp;
+      for (size_t s = 0; s < ends->size(); ++s) {
+        best = std::max(best, (*ends)[s] + (zb ? Duration::zero() : terms.tail[s]));
+      }
+      // ZeRO-1/2: the parameter gathers hold SMs from the step's start (stage_terms' window).
+      if (!zb && std::any_of(terms.window.begin(), terms.window.end(),
+                      [](Duration w) { return w > Duration::zero(); })) {
+        const workloads::PipelineConfig cfg = plan.pipeline();
+        const auto orders = workloads::pipeline_orders(cfg);
+        for (size_t s = 0; s < orders.size(); ++s) {
+          const Duration stream = windowed_stream(
+              stage_runs(cfg, static_cast<int64_t>(s), orders[s], c, chunk_layers, zb),
+              terms.window[s]);
+          best = std::max(best, stream + terms.tail[s]);
+        }
+      }
+      return best;
     }
   }
   // An uneven split, or too many passes to schedule: each stage's own work after the first
-  // microbatch's forward has reached it.
+  // microbatch's forward has reached it, then its tail.
   const Duration per_layer = c.forward + (zb ? c.backward_compute_only : c.backward);
   const int64_t m = plan.microbatches();
   const int64_t head_stage =
@@ -482,7 +755,7 @@ Duration StepLowerBound::operator()(const ParallelPlan& plan) {
     if (s == head_stage) {
       busy += c.head;
     }
-    best = std::max(best, fill + busy * m);
+    best = std::max(best, fill + busy * m + (zb ? Duration::zero() : terms.tail[static_cast<size_t>(s)]));
     fill += c.forward * first_chunk_layers(plan, model_.num_layers, s) +
             (s == 0 ? c.embedding_forward : Duration::zero());
   }

@@ -22,6 +22,10 @@ void check_bound(const std::string& model, int64_t nodes, int64_t seq, int64_t g
   base.nodes = nodes;
   base.plan.seq = seq;
   base.plan.gbs = gbs;
+  // The custom stack (Megatron's kernels, no capability checks): plans of every kind, also those
+  // the megatron stack refuses (ZeRO-3 with pipelines, zero-bubble schedules).
+  base.plan.stack = workloads::Stack::kCustom;
+  base.plan.origins.set(workloads::PlanField::kStack, Origin::flag("--stack"));
   const LoadedScenario loaded = load_inputs(base);
   const topology::Network net = topology::Network::build(loaded.cluster);
   collectives::NetworkCommModel comm(net,
@@ -91,6 +95,8 @@ void expect_uneven_split_bounded(workloads::PipelineSchedule schedule,
   s.plan.seq = 4096;
   s.plan.gbs = 8;
   s.plan.stage_layers = std::move(stage_layers);
+  s.plan.stack = workloads::Stack::kCustom;  // zero-bubble schedules too
+  s.plan.origins.set(workloads::PlanField::kStack, Origin::flag("--stack"));
   const LoadedScenario loaded = load_inputs(s);
   apply_stack_for(s.plan, loaded.cluster.chip);
   const StepReport r = simulate_step(s, loaded, StepOptions{});

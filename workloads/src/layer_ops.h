@@ -128,6 +128,10 @@ std::vector<KernelSpec> step_work(const LayerContext& c, int64_t params, int64_t
 // AdamW over the parameter tensors the rank updates (element counts, after TP and ZeRO sharding).
 std::vector<KernelSpec> optimizer_step(const std::vector<int64_t>& tensors,
                                        const ModelStateBytes& state, OptimizerKernels kernels);
+// The kernels that end a rank's step, after its data-parallel communication: the per-step work
+// (step_work) over the rank's local parameters, then the optimizer over its tensors, each sharded
+// over the ZeRO shard group when the plan shards them.
+std::vector<KernelSpec> step_end_kernels(const LayerContext& c);
 // The parameter tensors a rank of the stage holds (its layers, the embedding on the first stage,
 // the final norm and an untied or copied LM head on the last), each divided over TP as Megatron
 // partitions it.

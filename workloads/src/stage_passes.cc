@@ -387,27 +387,7 @@ void StageBuilder::finish(const Scope& last_pass) {
   for (const OpId op : dp_ops_) {
     stream_.next_waits_for(op);
   }
-  // The optimizer updates the rank's parameters, sharded over DP x CP with ZeRO; per tensor or
-  // over all of them at once as the plan's optimizer kernels say.
-  std::vector<int64_t> tensors = {part_.params.total()};
-  if (p_.optimizer_kernels != OptimizerKernels::kFused) {
-    tensors = parameter_tensors(ctx_);
-  }
-  if (p_.zero != ZeroStage::kNone) {
-    for (int64_t& t : tensors) {
-      t = (t + p_.zero_shard_group() - 1) / p_.zero_shard_group();
-    }
-  }
-  const int64_t local_params = std::accumulate(tensors.begin(), tensors.end(), int64_t{0});
-  // The weights FP8 GEMMs read: the stage's layers (their local experts too) and MTP modules.
-  int64_t layer_weights = part_.params.mtp;
-  for (const LayerShare& l : part_.params.by_layer) {
-    layer_weights += l.total();
-  }
-  for (const KernelSpec& k : step_work(ctx_, local_params, layer_weights)) {
-    compute(step, k);
-  }
-  for (const KernelSpec& k : optimizer_step(tensors, p_.state, p_.optimizer_kernels)) {
+  for (const KernelSpec& k : step_end_kernels(ctx_)) {
     compute(step, k);
   }
 }

@@ -17,7 +17,9 @@
 // exposed time); the base plan's values of those (and of precision, attention, kernels, capacity
 // factor) are kept. A fixed field (`Fixed`) takes only its value.
 //
-// Pruning, in order: invalid plans (workloads::validate_plan; counted by the field at fault);
+// Pruning, in order: plans the plan's software stack does not run (workloads::stack_refusal;
+// counted by the rule; the custom stack runs every valid plan); invalid plans
+// (workloads::validate_plan; counted by the field at fault);
 // memory: a lower bound on the simulated peak (memory_lower_bound) above the chip's memory, or
 // above it less the headroom asked for (the closed form of workloads::estimate_step_memory rounds
 // the interleaved schedule's chunks in flight up to whole microbatches and adds full recompute's
@@ -46,6 +48,7 @@
 #include "meshsim/studies/scenario.h"
 #include "meshsim/studies/step.h"
 #include "meshsim/workloads/parallel.h"
+#include "meshsim/workloads/partition.h"
 
 namespace meshsim::studies {
 
@@ -75,22 +78,31 @@ struct Fixed {
 // any machine meshsim runs on has cores.
 inline constexpr int64_t kMaxTop = int64_t{1} << 20;
 inline constexpr int64_t kMaxSimulations = int64_t{1} << 30;
-// Simulations per ranked plan when no cap is given (`meshsim plan`, the what-ifs' searches). The
-// search's time goes to enumerating and bounding plans, not to simulating them: on the default
-// problem (Llama-3-70B on 2048 H100s, --top 5) 12 simulations take 11.7 s and 40 take 12.8 s, and
-// the 40 find a plan 3.7-4.6 % faster than the 12 do (1.870 against 1.941 s; with 10 % headroom
-// 1.914 against 2.006 s). Twice --top, the earlier default, left such plans unsimulated.
-inline constexpr int64_t kDefaultSimulationsPerTop = 8;
+// Simulations per ranked plan when no cap is given (`meshsim plan`, the what-ifs' searches): the
+// search simulates in the order of its estimates and stops earlier once no plan left is estimated
+// to enter the ranking (docs/plan-search.md has the figures).
+inline constexpr int64_t kDefaultSimulationsPerTop = 4;
+// The memory every command keeps free by default (plan, sweep, the suggestions of an
+// out-of-memory run, and run's warning): 5 % of the chip's memory, for what meshsim does not
+// model: the CUDA context, NCCL's buffers and the caching allocator's fragmentation. No source
+// gives a better single figure (they depend on the framework, the NCCL channels and the model);
+// --min-headroom 0 turns it off.
+inline constexpr double kDefaultHeadroom = 0.05;
 inline constexpr int64_t kMaxJobs = 1024;
 
 struct SearchOptions {
   int64_t top = 20;
   Objective objective = Objective::kTime;
   int64_t max_tp = 0;          // 0: the cluster's scale-up domain
-  double min_headroom = 0.0;   // fraction of the chip's memory left free, in [0, 1)
+  double min_headroom = kDefaultHeadroom;  // fraction of the chip's memory left free, in [0, 1)
   Fixed fixed;
   int64_t max_simulations = 0;  // 0: no cap (exact); see the file comment
+  // Simulations in all, out-of-memory ones too (0: ten times max_simulations).
+  int64_t max_all_simulations = 0;
   int jobs = 1;                 // threads simulating at once
+  // The price of a device-hour for the cost objective (absent: the builtin price table's; the
+  // cost objective refuses a chip without one, ScenarioError on the cluster).
+  std::optional<double> usd_per_device_hour;
   StepOptions step;
   // Processes sharing the simulations (distribute.h; not owned; null: this process alone). Each
   // batch of simulations is split over the processes and every report exchanged exactly, so all
@@ -103,6 +115,9 @@ struct SearchOptions {
 // (workloads::max_in_flight), on the worst stage: what the ledger holds when the last of those
 // forwards has started, so never above the simulated peak (tests/studies/plan_search_test.cc).
 Bytes memory_lower_bound(const workloads::ModelConfig& model, const workloads::ParallelPlan& plan);
+// The same with the plan's stage partition (workloads::partition_stages) at hand.
+Bytes memory_lower_bound(const workloads::ParallelPlan& plan,
+                         const std::vector<workloads::StagePartition>& parts);
 
 struct RankedPlan {
   workloads::ParallelPlan plan;
@@ -114,17 +129,26 @@ struct RankedPlan {
 struct SearchResult {
   int64_t considered = 0;  // plans enumerated
   std::map<std::string, int64_t> invalid;  // by plan field at fault (validate_plan)
+  // Valid plans the stack does not run, by the rule that refuses them (stack_rules.h: its `what`).
+  std::map<std::string, int64_t> refused;
   int64_t pruned_memory = 0;    // memory_lower_bound above the chip's memory
   int64_t pruned_headroom = 0;  // ... above it less the headroom asked for
   int64_t pruned_bound = 0;     // lower bound above the N-th best simulated
   int64_t not_simulated = 0;    // left by max_simulations (their bound was below the N-th)
   int64_t simulated = 0;
-  int64_t simulated_oom = 0;    // simulated peak above the memory (or the headroom)
+  int64_t simulated_oom = 0;    // simulated peak above the memory
+  int64_t simulated_headroom = 0;  // simulated peak within the headroom of the memory
   int64_t probes = 0;           // probe programs built for the lower bound
+  // Whether the ranking is proven: every plan not simulated has a lower bound above the N-th
+  // best, so none could have entered the top N.
   bool exact = true;
-  std::vector<RankedPlan> top;  // best first
+  // Whether the simulation cap ended the search (else, when not exact, no plan left was estimated
+  // to enter the ranking).
+  bool capped = false;
+  std::vector<RankedPlan> top;  // best first (equal objectives: more memory left first)
   int64_t devices = 0;
   Bytes memory_capacity;
+  double min_headroom = 0.0;  // the headroom the search kept (SearchOptions::min_headroom)
 };
 
 // Why a search ranked nothing: "no valid plan (invalid: gbs 640, tp 2328)" or "no plan fits in

@@ -41,6 +41,8 @@
 
 #include <map>
 #include <memory>
+#include <span>
+#include <vector>
 #include <tuple>
 
 #include "meshsim/collectives/comm_model.h"
@@ -50,6 +52,7 @@
 #include "meshsim/topology/compute_model.h"
 #include "meshsim/workloads/model.h"
 #include "meshsim/workloads/parallel.h"
+#include "meshsim/workloads/partition.h"
 #include "meshsim/workloads/step.h"
 
 namespace meshsim::studies {
@@ -60,18 +63,35 @@ class StepLowerBound {
   // ranks placed on the cluster's devices in order; asked for collectives alone on the network.
   StepLowerBound(workloads::ModelConfig model, const topology::ClusterSpec& cluster,
                  collectives::NetworkCommModel* comm = nullptr);
+  // Sets the communication model (not owned) before the first bound.
+  void set_comm(collectives::NetworkCommModel* comm) { comm_ = comm; }
   ~StepLowerBound();
 
   // The bound for a plan that passed workloads::validate_plan, bound to the cluster
   // (bind_to_cluster: its stack and ranks per node, as simulate_step and enumerate_plans do).
   Duration operator()(const workloads::ParallelPlan& plan);
-  // Probes built so far (each costs one two-layer stage program).
+  // The same with the plan's stage partition (workloads::partition_stages) at hand.
+  Duration operator()(const workloads::ParallelPlan& plan,
+                      const std::vector<workloads::StagePartition>& parts);
+  // Probes built so far (each costs one two-layer stage program), and their keys.
   size_t probes() const { return cache_.size(); }
+  // tp, sp, cp, ep, mbs, recompute, TP overlap, stack, attention, matmul dtype
+  using ProbeKey = std::tuple<int64_t, bool, int64_t, int64_t, int64_t, int, bool, int, int, int>;
+  std::vector<ProbeKey> probe_keys() const {
+    std::vector<ProbeKey> out;
+    for (const auto& [k, c] : cache_) {
+      out.push_back(k);
+    }
+    return out;
+  }
 
   // One layer's and the ends' times from a probe.
   struct LayerCosts {
     Duration forward;
     Duration backward;
+    // The same while one collective holds the device's SMs (topology's interference model).
+    Duration forward_slowed;
+    Duration backward_slowed;
     Duration backward_compute_only;  // without sandwiched collectives (zero-bubble schedules)
     Duration embedding_forward;
     Duration head;  // forward and backward of the final norm, LM head and loss
@@ -83,14 +103,29 @@ class StepLowerBound {
   struct OpCosts;
 
  private:
-  // tp, sp, cp, ep, mbs, recompute, TP overlap, stack, attention, matmul dtype
-  using Key = std::tuple<int64_t, bool, int64_t, int64_t, int64_t, int, bool, int, int, int>;
+  using Key = ProbeKey;
   const LayerCosts& costs(const workloads::ParallelPlan& plan);
-  OpCosts op_costs(const workloads::StepPlan& probe, const ProbeOps& ops) const;
+  OpCosts op_costs(const workloads::StepPlan& probe, const ProbeOps& ops);
   // The least time a collective op of the probe can take (the file comment's bandwidth bound).
-  Duration collective_bound(const workloads::StepPlan& probe, const Op& op) const;
+  Duration collective_bound(const workloads::StepPlan& probe, const Op& op);
+  // The communication model's time for a collective alone on the network, memoized (plans share
+  // their groups and sizes).
+  Duration alone(CollectiveKind kind, Bytes bytes, std::span<const RankId> group);
   // The least time of the data-parallel stream (the file comment's (c)).
-  Duration data_parallel_bound(const workloads::ParallelPlan& plan);
+  Duration data_parallel_bound(const workloads::ParallelPlan& plan,
+                               const std::vector<workloads::StagePartition>& parts);
+  // By pipeline stage: the least wait before its first forward's layers (the first parameter
+  // gather) and after its last pass (the last gradients' reduction and the step's end kernels);
+  // by virtual stage: the transfers to the next and the previous one (the file comment's (e)).
+  struct StageTerms {
+    std::vector<Duration> start;
+    std::vector<Duration> window;  // ZeRO-1/2: how long the step's parameter gathers hold SMs
+    std::vector<Duration> tail;
+    std::vector<Duration> to_next;
+    std::vector<Duration> to_prev;
+  };
+  StageTerms stage_terms(const workloads::ParallelPlan& plan,
+                         const std::vector<workloads::StagePartition>& parts);
 
   workloads::ModelConfig model_;
   collectives::NetworkCommModel* comm_ = nullptr;
@@ -100,6 +135,9 @@ class StepLowerBound {
   BytesPerSec scale_up_bandwidth_;  // scale-up links of one device
   BytesPerSec device_bandwidth_;  // scale-up links plus NICs of one device
   std::map<Key, LayerCosts> cache_;
+  using AloneKey = std::tuple<int, int64_t, std::vector<RankId>>;
+  std::map<AloneKey, Duration> alone_;
+  std::map<std::tuple<uint32_t, uint32_t, int64_t>, Duration> p2p_;  // (from, to, bytes)
 };
 
 }  // namespace meshsim::studies

@@ -28,6 +28,7 @@
 #include "meshsim/sim/program.h"
 #include "meshsim/workloads/model.h"
 #include "meshsim/workloads/parallel.h"
+#include "meshsim/workloads/partition.h"
 #include "meshsim/workloads/training_memory.h"
 
 namespace meshsim::workloads {
@@ -92,5 +93,17 @@ std::vector<TrainingMemory> estimate_step_memory(const ModelConfig& model,
 StepPlan plan_step(const ModelConfig& model, const ParallelPlan& plan,
                    SimulationMode mode = SimulationMode::kRepresentative,
                    const std::vector<int64_t>& also_simulate = {});
+
+// What a rank of `stage` runs outside its passes, as its program has it (for bounds on the step:
+// studies/step_bound.h): the compute work that ends the step, in program order after every pass
+// and after the data-parallel communication (the per-step work and the optimizer over the rank's
+// ZeRO-sharded parameters), and the bytes of one pipeline message (the activation a stage sends
+// per microbatch, and the gradient it gets back).
+struct StageExtras {
+  std::vector<ComputeWork> step_end;
+  Bytes pipeline_message;
+};
+StageExtras stage_extras(const ModelConfig& model, const ParallelPlan& plan,
+                         const StagePartition& stage);
 
 }  // namespace meshsim::workloads
