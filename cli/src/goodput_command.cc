@@ -13,6 +13,7 @@
 #include "meshsim/studies/goodput.h"
 #include "output_file.h"
 #include "progress.h"
+#include "scenario_flags.h"
 
 namespace meshsim::cli {
 
@@ -53,7 +54,7 @@ void add_checkpoint_options(CLI::App* app, GoodputArgs& a) {
                   "Aggregate checkpoint write and read bandwidth (default: Llama 3's Tectonic, "
                   "2 TB/s sustained)")
       ->capture_default_str();
-  app->add_flag("--async-checkpoint", a.async_checkpoint,
+  add_bool_flag(app, "--async-checkpoint", a.async_checkpoint,
                 "Training stops only to snapshot each rank's shard to host memory; the write to "
                 "storage runs behind it");
   app->add_option("--snapshot-bandwidth", a.snapshot_bandwidth,
@@ -218,8 +219,19 @@ void print_inputs(const studies::GoodputModel& m, const studies::StepReport& r, 
       format_span((m.costs.restart - m.costs.load).seconds()), format_span(m.costs.load.seconds()));
 }
 
+// A TPU run with the builtin table: the table is a GPU fleet's (Llama 3 on H100s); no TPU source
+// publishes interruptions by component, so the run borrows the GPU rates, and says so.
+std::string borrowed_table_note(const studies::FailureTable& table, bool tpu) {
+  if (!tpu || table.source != studies::FailureTable::builtin().source) {
+    return "";
+  }
+  return "the failure table is a GPU fleet's (Llama 3's H100s): no TPU source publishes "
+         "interruptions by component, so this TPU run borrows the GPU rates per chip, host and "
+         "switch (--failure-table FILE to give TPU rates)";
+}
+
 void print_failures(const studies::GoodputModel& m, const studies::FailureTable& table,
-                    const studies::ComponentCounts& c, std::ostream& out) {
+                    const studies::ComponentCounts& c, const std::string& note, std::ostream& out) {
   out << fmt::format(
       "  failures        {:.2f} unexpected + {:.2f} planned interruptions per day on "
       "{} GPUs, {} nodes, {} switches: MTBF {}\n",
@@ -236,6 +248,9 @@ void print_failures(const studies::GoodputModel& m, const studies::FailureTable&
   }
   out << fmt::format("                  per day: {} ...\n                  from {}: {}\n", top,
                      table.source, table.citation);
+  if (!note.empty()) {
+    out << fmt::format("                  note: {}\n", note);
+  }
 }
 
 void print_result(const studies::GoodputModel& m, const studies::MonteCarloResult& mc,
@@ -282,11 +297,15 @@ int goodput_command(const Scenario& s, const RunOutputs& outputs, const GoodputA
                                           : studies::FailureTable::load(a.failure_table);
   studies::StepReport report;
   studies::ComponentCounts counts;
+  bool tpu = false;
   {
     Progress progress("simulation");
     report = simulate_step(s, outputs);
-    counts = located(s, [&] { return studies::count_components(studies::load_cluster(s)); });
+    const topology::ClusterSpec cluster = located(s, [&] { return studies::load_cluster(s); });
+    counts = studies::count_components(cluster);
+    tpu = cluster.chip.kind == topology::ChipKind::kTpu;
   }
+  const std::string note = borrowed_table_note(table, tpu);
   if (report.oom || !report.simulated || report.tokens_per_s <= 0) {
     out << "meshsim: goodput over a whole run\n";
     print_summary(report, out);
@@ -312,13 +331,14 @@ int goodput_command(const Scenario& s, const RunOutputs& outputs, const GoodputA
   out << "meshsim: goodput over a whole run\n";
   print_summary(report, out);
   print_inputs(m, report, s, a, outputs.budget.tokens, out);
-  print_failures(m, table, counts, out);
+  print_failures(m, table, counts, note, out);
   print_result(m, mc, a.checkpoint_interval == "auto", wall, out);
   if (outputs.json_path) {
     const nlohmann::json j = {
         {"step", to_json(report)},
         {"tokens", tokens},
         {"failure_table", table.source},
+        {"failure_table_note", note},
         {"components",
          {{"gpus", counts.gpus}, {"nodes", counts.nodes}, {"switches", counts.switches}}},
         {"asynchronous_checkpoint", a.async_checkpoint},
