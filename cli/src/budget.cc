@@ -1,5 +1,7 @@
 #include "budget.h"
 
+#include <cctype>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -31,6 +33,18 @@ double budget_tokens(const BudgetArgs& a) {
   if (a.tokens.empty()) {
     return 0;
   }
+  // A bare number is a trap: "--tokens 15" is fifteen tokens, not fifteen trillion. A budget
+  // names its scale: a suffix (K, M, B, T) or an exponent.
+  const char last = a.tokens.back();
+  const bool has_scale = std::isalpha(static_cast<unsigned char>(last)) != 0 ||
+                         a.tokens.find_first_of("eE") != std::string::npos;
+  if (!has_scale) {
+    throw InputError("--tokens", "",
+                     fmt::format("\"{}\": a token budget needs its scale, a suffix K, M, B or T "
+                                 "(powers of 1000) or an exponent: 15T or 1.5e13 for fifteen "
+                                 "trillion, {}K for {} thousand",
+                                 a.tokens, a.tokens, a.tokens));
+  }
   const std::optional<double> t = studies::parse_token_count(a.tokens);
   if (!t) {
     throw InputError("--tokens", "",
@@ -41,12 +55,12 @@ double budget_tokens(const BudgetArgs& a) {
   return *t;
 }
 
+}  // namespace
+
 studies::PriceTable price_table(const BudgetArgs& a) {
   return a.price_table.empty() ? studies::PriceTable::builtin()
                                : studies::PriceTable::load(a.price_table);
 }
-
-}  // namespace
 
 void check_budget(const BudgetArgs& a) {
   if (has_budget(a)) {

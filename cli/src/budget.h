@@ -23,8 +23,11 @@ void add_budget_options(CLI::App* app, BudgetArgs& a);
 
 // Whether a budget was asked for.
 bool has_budget(const BudgetArgs& a);
-// Checks the budget flags and the price table before any simulation (InputError).
+// Checks the budget flags and the price table before any simulation (InputError). A token budget
+// needs its scale (15T, 300B, 1.5e13): a bare number is refused.
 void check_budget(const BudgetArgs& a);
+// The price table: --price-table's file, else the builtin.
+studies::PriceTable price_table(const BudgetArgs& a);
 
 // The time to train of `r` under the budget (nullopt without one). InputError on a bad --tokens
 // or price table.

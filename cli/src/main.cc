@@ -17,6 +17,7 @@
 #include "fault_flags.h"
 #include "goodput_command.h"
 #include "meshsim/sim/error.h"
+#include "output_file.h"
 #include "run_command.h"
 #include "published_command.h"
 #include "scenario_flags.h"
@@ -46,12 +47,14 @@ struct RunFlags {
   std::string scenario_file;
   Scenario given;                             // values of the flags that map onto fields
   std::map<PlanField, std::string> choices;   // values of the enum-valued plan flags
+  std::map<PlanField, bool> flags;            // values of the yes/no plan flags
   int64_t zero = 0;
   double moe_load_skew = 0.0;
   std::vector<std::string> recompute_modules;
   std::vector<Override> overrides;
   meshsim::cli::RunOutputs outputs;
   std::string json_path;
+  int64_t gpus = 0;  // --gpus: the cluster resized to this many devices (whole nodes)
   std::string trace_path = "meshsim-trace.pftrace";
   std::string trace_ranks;
   bool no_trace = false;
@@ -92,30 +95,6 @@ void add_fault_options(CLI::App* app, RunFlags& f) {
   add(app->add_option("--fault-seed", f.fault_seed, "Seed of the stragglers and the jitter")
           ->check(CLI::NonNegativeNumber),
       [&f](Scenario& s) { s.faults.compute.seed = static_cast<uint64_t>(f.fault_seed); });
-}
-
-// The fat tree's knobs (scenario.h FabricKnobs), bound to `k`; `on_set` runs for each one given.
-void add_fabric_options(CLI::App* app, meshsim::studies::FabricKnobs& k,
-                        const std::function<void(CLI::Option*, meshsim::topology::FabricField)>&
-                            on_set) {
-  using F = meshsim::topology::FabricField;
-  using meshsim::cli::flag_of;
-  on_set(app->add_option(flag_of(F::kOversubscription), k.oversubscription,
-                         "Leaf down:up port ratio of the fat tree (1 = non-blocking)"),
-         F::kOversubscription);
-  on_set(app->add_option(flag_of(F::kTiers), k.tiers, "Switch tiers of the fat tree (1 to 3)"),
-         F::kTiers);
-  on_set(app->add_option(flag_of(F::kRailOptimized), k.rail_optimized,
-                         "NIC k of every node on leaf (rail) k: true or false"),
-         F::kRailOptimized);
-  on_set(app->add_option(flag_of(F::kNicsPerDevice), k.nics_per_device, "NICs per GPU (1 to 16)"),
-         F::kNicsPerDevice);
-  on_set(app->add_option(flag_of(F::kNicBandwidth), k.nic_bandwidth,
-                         "Bandwidth of one NIC, one direction, e.g. 400Gbps"),
-         F::kNicBandwidth);
-  on_set(app->add_option(flag_of(F::kSharp), k.sharp,
-                         "In-network reduction (SHARP): true or false"),
-         F::kSharp);
 }
 
 // Copies one fabric knob from the flags to the scenario.
@@ -191,10 +170,14 @@ void bind_plan_choice(CLI::App* app, RunFlags& f, PlanField field, E ParallelPla
   bind_plan_choice<E>(app, f, field, [member](ParallelPlan& p, E v) { p.*member = v; }, help);
 }
 
-// A plan flag without a value that sets a boolean.
+// A yes/no plan flag: bare or =true gives `set` true, =false gives it false, anything else is
+// refused (add_bool_flag). `set` maps the flag's value onto the plan (the --no-overlap-* flags
+// turn an overlap off when true).
 void bind_plan_flag(CLI::App* app, RunFlags& f, PlanField field,
-                    std::function<void(ParallelPlan&)> set, const std::string& help) {
-  add_override(f, app->add_flag(flag_of(field), help), field, std::move(set));
+                    std::function<void(ParallelPlan&, bool)> set, const std::string& help) {
+  bool& value = f.flags[field];
+  add_override(f, meshsim::cli::add_bool_flag(app, flag_of(field), value, help), field,
+               [&value, set = std::move(set)](ParallelPlan& p) { set(p, value); });
 }
 
 // The run flags live on the top-level app, so that `meshsim --json r.json` runs the default
@@ -207,7 +190,7 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
     p.zero = meshsim::studies::zero_stage(f.zero, Origin::flag(flag_of(PlanField::kZero)));
   });
   bind_plan(app, f, PlanField::kTp, &ParallelPlan::tp, "Tensor-parallel degree");
-  bind_plan_flag(app, f, PlanField::kSp, [](ParallelPlan& p) { p.sp = true; },
+  bind_plan_flag(app, f, PlanField::kSp, [](ParallelPlan& p, bool v) { p.sp = v; },
                  "Sequence parallelism (with TP)");
   bind_plan(app, f, PlanField::kCp, &ParallelPlan::cp, "Context-parallel degree (ring attention)");
   bind_plan(app, f, PlanField::kPp, &ParallelPlan::pp, "Pipeline-parallel degree");
@@ -232,7 +215,7 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
                                "(0: a uniform router's sampling noise); absent: balanced"),
                PlanField::kMoeLoadSkew, [&f](ParallelPlan& p) { p.moe_load_skew = f.moe_load_skew; });
   bind_plan_flag(app, f, PlanField::kMoeDropTokens,
-                 [](ParallelPlan& p) { p.moe_drop_tokens = true; },
+                 [](ParallelPlan& p, bool v) { p.moe_drop_tokens = v; },
                  "MoE: drop tokens beyond the capacity factor (default: dropless)");
   bind_plan(app, f, PlanField::kMoeSeed, &ParallelPlan::moe_seed, "Seed of the MoE routing draw");
   bind_plan(app, f, PlanField::kRecomputeNumLayers, &ParallelPlan::recompute_num_layers,
@@ -296,16 +279,16 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
             "embedding or the head")
       ->delimiter(',');
   bind_plan_flag(app, f, PlanField::kOverlapGradReduce,
-                 [](ParallelPlan& p) { p.overlap.grad_reduce = false; },
+                 [](ParallelPlan& p, bool v) { p.overlap.grad_reduce = !v; },
                  "Reduce gradients after the backward pass instead of during it");
   bind_plan_flag(app, f, PlanField::kOverlapParamGather,
-                 [](ParallelPlan& p) { p.overlap.param_gather = false; },
+                 [](ParallelPlan& p, bool v) { p.overlap.param_gather = !v; },
                  "Gather ZeRO/FSDP parameters just in time instead of prefetching");
   bind_plan_flag(app, f, PlanField::kOverlapP2p,
-                 [](ParallelPlan& p) { p.overlap.pipeline_p2p = false; },
+                 [](ParallelPlan& p, bool v) { p.overlap.pipeline_p2p = !v; },
                  "Pipeline sends block the compute stream");
   bind_plan_flag(app, f, PlanField::kOverlapTp,
-                 [](ParallelPlan& p) { p.overlap.tensor_parallel = true; },
+                 [](ParallelPlan& p, bool v) { p.overlap.tensor_parallel = v; },
                  "Hide TP communication behind split GEMMs");
 }
 
@@ -317,6 +300,9 @@ void add_run_options(CLI::App* app, RunFlags& f) {
                 "Cluster preset or cluster JSON");
   bind_scenario(app, f, ScenarioField::kNodes, &Scenario::nodes,
                 "Resize a GPU cluster to this many nodes");
+  app->add_option("--gpus", f.gpus,
+                  "Resize a GPU cluster to this many devices (whole nodes; --nodes counts nodes)")
+      ->check(CLI::PositiveNumber);
   bind_scenario(app, f, ScenarioField::kShape, &Scenario::shape,
                 "Resize a TPU slice to this torus, e.g. 8x16x16");
   bind_scenario(app, f, ScenarioField::kSlices, &Scenario::slices,
@@ -325,7 +311,7 @@ void add_run_options(CLI::App* app, RunFlags& f) {
                 "MaxText dcn_data_parallelism: replicas across slices, FSDP over dp / this "
                 "inside each (sets --fsdp; --dp stays the total)");
   add_plan_options(app, f);
-  add_fabric_options(app, f.given.fabric,
+  meshsim::cli::add_fabric_options(app, f.given.fabric,
                      [&f](CLI::Option* o, meshsim::topology::FabricField field) {
                        f.overrides.push_back({o, [&f, field](Scenario& s) {
                                                 copy_fabric_field(f.given.fabric, s.fabric, field);
@@ -344,8 +330,8 @@ void add_run_options(CLI::App* app, RunFlags& f) {
   app->add_option("--trace-ranks", f.trace_ranks,
                   "Ranks in the trace: all | 0-7,64 | stage:0 | node:3 (default: the first rank "
                   "of each stage and the TP group of rank 0)");
-  app->add_flag("--no-trace", f.no_trace, "Do not write a trace");
-  app->add_flag("--full-simulation", f.outputs.step.full_simulation,
+  meshsim::cli::add_bool_flag(app, "--no-trace", f.no_trace, "Do not write a trace");
+  meshsim::cli::add_bool_flag(app, "--full-simulation", f.outputs.step.full_simulation,
                 "Simulate every rank instead of one per class of identical ranks");
   add_fault_options(app, f);
   app->add_option("--backend", f.comm.backend, "Collective cost backend")
@@ -374,7 +360,7 @@ void add_cluster_options(CLI::App* app, meshsim::cli::ClusterArgs& a) {
   app->add_option("--nodes", a.nodes, "Resize a GPU cluster to this many nodes");
   app->add_option("--shape", a.shape, "Resize a TPU slice to this torus, e.g. 8x16x16");
   app->add_option("--hardware-catalogue", a.hardware_catalogue, "Chip catalogue JSON");
-  add_fabric_options(app, a.fabric, [&a](CLI::Option*, meshsim::topology::FabricField f) {
+  meshsim::cli::add_fabric_options(app, a.fabric, [&a](CLI::Option*, meshsim::topology::FabricField f) {
     a.fabric.origins.set(f, meshsim::Origin::flag(meshsim::cli::flag_of(f)));
   });
 }
@@ -396,8 +382,17 @@ Scenario resolve(const RunFlags& f) {
   if (given(f, "--shape") && !s.origins[meshsim::studies::ScenarioField::kNodes].given()) {
     s.nodes.reset();  // the base's node count (the default scenario's) gives way to the shape
   }
+  if (f.gpus > 0) {
+    meshsim::cli::resize_to_devices(s, f.gpus);
+  }
   meshsim::cli::located(s, [&s] { meshsim::studies::complete(s); });
   return s;
+}
+
+// Where a command prints its text report: standard output, or standard error when its JSON goes to
+// standard output ("--json -"), so that standard output holds the JSON alone.
+std::ostream& report_stream(const std::string& json_path) {
+  return json_path == meshsim::cli::kStandardOutput ? std::cerr : std::cout;
 }
 
 int run_main(int argc, char** argv) {
@@ -525,7 +520,7 @@ int run_main(int argc, char** argv) {
   published->add_option("--json", pub_json, "Write the report as JSON to FILE");
   published->add_option("--thresholds", pub_thresholds,
                         "thresholds.json: exit with status 4 beyond its \"published\" limits");
-  published->add_flag("--assumptions", pub.assumptions,
+  meshsim::cli::add_bool_flag(published, "--assumptions", pub.assumptions,
                       "Print how each measured metric became a step time and every default "
                       "applied");
   std::string pub_run, pub_trace, pub_trace_ranks;
@@ -537,7 +532,7 @@ int run_main(int argc, char** argv) {
                         "FILE.json (Chrome JSON)");
   published->add_option("--trace-ranks", pub_trace_ranks,
                         "With --run and --trace: the ranks in the trace, as meshsim run's");
-  published->add_flag("--full-simulation", pub.full_simulation,
+  meshsim::cli::add_bool_flag(published, "--full-simulation", pub.full_simulation,
                       "With --run: simulate every rank instead of one per class of identical "
                       "ranks, as meshsim run --full-simulation");
 
@@ -563,7 +558,7 @@ int run_main(int argc, char** argv) {
     if (!val_trace_size.empty()) {
       val.trace_limits = meshsim::cli::trace_limits_from(val_trace_size);
     }
-    return meshsim::cli::validate_command(val, std::cout);
+    return meshsim::cli::validate_command(val, report_stream(val_json));
   }
   if (*published) {
     if (!pub_json.empty()) {
@@ -581,7 +576,7 @@ int run_main(int argc, char** argv) {
     if (!pub_trace_ranks.empty()) {
       pub.trace_ranks = pub_trace_ranks;
     }
-    return meshsim::cli::published_command(pub, std::cout);
+    return meshsim::cli::published_command(pub, report_stream(pub_json));
   }
   if (*calibrate) {
     if (!cal_json.empty()) {
@@ -590,16 +585,16 @@ int run_main(int argc, char** argv) {
     if (!cal_trace_size.empty()) {
       cal.trace_limits = meshsim::cli::trace_limits_from(cal_trace_size);
     }
-    return meshsim::cli::calibrate_command(cal, std::cout);
+    return meshsim::cli::calibrate_command(cal, report_stream(cal_json));
   }
   if (*compare) {
     return meshsim::cli::compare_command(compare_a, compare_b, std::cout);
   }
   if (*sweep) {
-    return meshsim::cli::sweep_command(sweep_args, std::cout);
+    return meshsim::cli::sweep_command(sweep_args, report_stream(sweep_args.json_path));
   }
   if (*plan) {
-    return meshsim::cli::plan_command(plan_args, std::cout);
+    return meshsim::cli::plan_command(plan_args, report_stream(plan_args.json_path));
   }
   if (*calc) {
     meshsim::cli::print_accounting(calc_model, calc_seq, calc_mbs, std::cout);
@@ -613,7 +608,7 @@ int run_main(int argc, char** argv) {
     if (!coll_json.empty()) {
       coll.json_path = coll_json;
     }
-    meshsim::cli::collective_command(coll, std::cout);
+    meshsim::cli::collective_command(coll, report_stream(coll_json));
     return 0;
   }
   RunFlags& f = run_flags;
@@ -632,10 +627,11 @@ int run_main(int argc, char** argv) {
     if (goodput->get_option("--trace")->count() == 0 && app.get_option("--trace")->count() == 0) {
       f.outputs.trace_path.reset();
     }
-    return meshsim::cli::goodput_command(resolve(f), f.outputs, goodput_args, std::cout);
+    return meshsim::cli::goodput_command(resolve(f), f.outputs, goodput_args,
+                                         report_stream(f.json_path));
   }
   // No subcommand: the default scenario.
-  return meshsim::cli::run_command(resolve(f), f.outputs, std::cout);
+  return meshsim::cli::run_command(resolve(f), f.outputs, report_stream(f.json_path));
 }
 
 }  // namespace

@@ -94,6 +94,16 @@ class OutputFile::FileBuf : public std::streambuf {
 
 OutputFile::OutputFile(std::string path, std::string flag)
     : path_(std::move(path)), flag_(std::move(flag)), stream_(nullptr) {
+  if (path_ == kStandardOutput) {
+    // Standard output, written in place (the caller sends the text report elsewhere).
+    const int fd = ::dup(STDOUT_FILENO);
+    if (fd < 0) {
+      fail("cannot write standard output", errno);
+    }
+    buf_ = std::make_unique<FileBuf>(fd);
+    stream_.rdbuf(buf_.get());
+    return;
+  }
   std::error_code ec;
   const fs::file_status st = fs::status(path_, ec);
   if (fs::is_directory(st)) {

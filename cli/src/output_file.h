@@ -7,7 +7,8 @@
 // on the flag, naming the file and the system's reason, and an OutputFile destroyed without
 // commit() removes its temporary file: a failed run never leaves a truncated output, nor exits 0
 // with its output lost. A path that exists and is neither a regular file nor a directory (a pipe,
-// /dev/stdout, /dev/null) is written in place.
+// /dev/stdout, /dev/null) is written in place, and "-" is standard output (the commands then
+// print their text report on standard error, so that standard output holds the JSON alone).
 #pragma once
 
 #include <memory>
@@ -16,6 +17,9 @@
 #include <string>
 
 namespace meshsim::cli {
+
+// The path that names standard output ("--json -").
+inline constexpr const char* kStandardOutput = "-";
 
 class OutputFile {
  public:

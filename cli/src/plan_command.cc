@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <set>
 #include <thread>
 
 #include "meshsim/sim/error.h"
@@ -39,6 +40,16 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--tokens-per-step", a.tokens_per_step,
                 "Or the global batch in tokens (e.g. 4M); a multiple of --seq");
   c->add_option("--dtype", a.dtype, "Training precision: bf16, fp8, fp32, tf32");
+  c->add_option("--stack", a.stack,
+                "Software stack whose plans are searched (as meshsim run's --stack; custom: "
+                "Megatron's kernels without its capability checks); default: the chip's")
+      ->check(CLI::IsMember(enum_spellings<workloads::Stack>()));
+  c->add_option("--attention", a.attention,
+                "Attention kernel (as meshsim run's --attention); default: the stack's")
+      ->check(CLI::IsMember(enum_spellings<workloads::AttentionKernel>()));
+  add_fabric_options(c, a.fabric, [&a](CLI::Option* o, topology::FabricField f) {
+    a.fabric_options.emplace_back(o, f);
+  });
   c->add_option("--tp", a.tp, "Hold TP at this degree")->check(CLI::PositiveNumber);
   c->add_option("--cp", a.cp, "Hold CP at this degree")->check(CLI::PositiveNumber);
   c->add_option("--pp", a.pp, "Hold PP at this degree")->check(CLI::PositiveNumber);
@@ -75,13 +86,15 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--max-tp", a.max_tp, "Largest TP (default: the scale-up domain)")
       ->check(CLI::PositiveNumber);
   c->add_option("--min-headroom", a.min_headroom,
-                "Memory to leave free, e.g. 5% or 0.05 (default 0)");
+                "Memory to leave free, e.g. 5% or 0.05 (default 5%: the CUDA context, NCCL "
+                "buffers and allocator fragmentation meshsim does not model; 0 turns it off)");
   c->add_option("--max-simulations", a.max_simulations,
-                "Stop after this many simulations (default: 8 x --top; the result says when "
-                "that left it inexact)")
+                "Stop after this many simulations (default: 4 x --top, and earlier once no plan "
+                "left is estimated to enter; the output says whether the ranking is proven)")
       ->check(CLI::Range(int64_t{1}, studies::kMaxSimulations));
-  c->add_flag("--exact", a.exact,
-              "Simulate until no unsimulated plan can enter the top (may take many simulations)");
+  add_bool_flag(c, "--exact", a.exact,
+              "Simulate until the lower bound proves the ranking: no unsimulated plan can enter "
+              "the top (may take many simulations)");
   c->add_option("--jobs", a.jobs, "Simulations at once (default: the machine's cores)")
       ->check(CLI::Range(int64_t{1}, studies::kMaxJobs));
   c->add_option("--csv", a.csv_path, "Write the ranked plans as CSV to FILE");
@@ -92,13 +105,16 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
                 "days to train under failures and checkpoints (needs --tokens)")
       ->check(CLI::IsMember({"time", "goodput"}));
   add_checkpoint_options(c, a.goodput);
-  c->add_flag("--no-mpi", a.no_mpi, "Run in one process even under mpirun");
+  add_bool_flag(c, "--no-mpi", a.no_mpi, "Run in one process even under mpirun");
   return c;
 }
 
 namespace {
 
 double parse_headroom(const std::string& text) {
+  if (text.empty()) {
+    return studies::kDefaultHeadroom;
+  }
   std::string t = text;
   double scale = 1.0;
   if (!t.empty() && t.back() == '%') {
@@ -149,19 +165,37 @@ studies::Scenario base_scenario(const PlanArgs& a) {
     set(ScenarioField::kNodes);
   }
   if (a.gpus > 0) {
-    studies::Scenario at_preset = s;
-    at_preset.nodes.reset();
-    const int64_t per_node = located(s, [&] { return studies::load_cluster(at_preset); })
-                                 .devices_per_node;
-    if (a.gpus % per_node != 0) {
-      throw InputError("--gpus", "",
-                       fmt::format("{} devices do not fill whole {}-device nodes of {}", a.gpus,
-                                   per_node, s.cluster));
-    }
-    s.nodes = a.gpus / per_node;
-    s.origins.set(ScenarioField::kNodes, Origin::flag("--gpus"));
+    resize_to_devices(s, a.gpus);
   }
+  // The fabric knobs given.
+  using topology::FabricField;
+  std::set<FabricField> given;
+  for (const auto& [option, f] : a.fabric_options) {
+    if (option->count() > 0) {
+      given.insert(f);
+      s.fabric.origins.set(f, Origin::flag(flag_of(f)));
+    }
+  }
+  const auto knob = [&](FabricField f, auto member) {
+    if (given.count(f) > 0) {
+      s.fabric.*member = a.fabric.*member;
+    }
+  };
+  knob(FabricField::kOversubscription, &studies::FabricKnobs::oversubscription);
+  knob(FabricField::kTiers, &studies::FabricKnobs::tiers);
+  knob(FabricField::kRailOptimized, &studies::FabricKnobs::rail_optimized);
+  knob(FabricField::kNicsPerDevice, &studies::FabricKnobs::nics_per_device);
+  knob(FabricField::kNicBandwidth, &studies::FabricKnobs::nic_bandwidth);
+  knob(FabricField::kSharp, &studies::FabricKnobs::sharp);
   workloads::ParallelPlan& p = s.plan;
+  if (!a.stack.empty()) {
+    p.stack = *parse_enum<workloads::Stack>(a.stack);
+    p.origins.set(PlanField::kStack, Origin::flag("--stack"));
+  }
+  if (!a.attention.empty()) {
+    p.attention = *parse_enum<workloads::AttentionKernel>(a.attention);
+    p.origins.set(PlanField::kAttention, Origin::flag("--attention"));
+  }
   if (a.seq > 0) {
     p.seq = a.seq;
     p.origins.set(PlanField::kSeq, Origin::flag("--seq"));
@@ -262,22 +296,27 @@ std::string invalid_text(const std::map<std::string, int64_t>& invalid) {
 
 void print_counts(const studies::SearchResult& r, const studies::SearchOptions& o,
                   std::ostream& out) {
-  out << fmt::format("  searched    {} plans: {}, {} over memory", r.considered,
-                     invalid_text(r.invalid), r.pruned_memory);
-  if (o.min_headroom > 0) {
-    out << fmt::format(", {} within the {:.0f} % headroom", r.pruned_headroom,
-                       100.0 * o.min_headroom);
+  int64_t refused = 0;
+  for (const auto& [what, n] : r.refused) {
+    refused += n;
   }
-  out << fmt::format(", {} pruned by the lower bound, {} simulated ({} out of memory)\n",
-                     r.pruned_bound, r.simulated, r.simulated_oom);
+  out << fmt::format("  searched    {} plans: {} the stack does not run, {}, {} over memory, {} "
+                     "within the {:.0f} % headroom, {} pruned by the lower bound, {} simulated "
+                     "({} out of memory, {} within the headroom)\n",
+                     r.considered, refused, invalid_text(r.invalid), r.pruned_memory,
+                     r.pruned_headroom, 100.0 * o.min_headroom, r.pruned_bound, r.simulated,
+                     r.simulated_oom, r.simulated_headroom);
   if (r.exact) {
-    out << fmt::format("              every plan not simulated has a lower bound above the "
-                       "{} best: the ranking is exact\n",
+    out << fmt::format("  ranking     proven: every plan not simulated has a lower bound above "
+                       "the {} best\n",
                        ordinal(o.top));
   } else {
-    out << fmt::format("              {} plans whose lower bound is below the {} best were not "
-                       "simulated (--max-simulations, --exact): the ranking may not be exact\n",
-                       r.not_simulated, ordinal(o.top));
+    out << fmt::format("  ranking     not proven: {} plans whose lower bound is below the {} "
+                       "best were not simulated ({}; --exact simulates them)\n",
+                       r.not_simulated, ordinal(o.top),
+                       r.capped ? fmt::format("the cap of {} simulations was reached",
+                                              o.max_simulations)
+                                : std::string("none was estimated to enter the ranking"));
   }
 }
 
@@ -318,6 +357,23 @@ int plan_command(const PlanArgs& a, std::ostream& out) {
   }
   const studies::Scenario base = base_scenario(a);
   studies::SearchOptions o = search_options(a);
+  if (o.objective == studies::Objective::kCost) {
+    // The price the cost objective ranks by: --usd-per-device-hour, else the price table's.
+    const topology::ClusterSpec cluster =
+        located(base, [&] { return studies::load_cluster(base); });
+    std::optional<double> price = price_table(a.budget).device(cluster.chip.name).usd_per_device_hour;
+    if (a.budget.usd_per_device_hour > 0) {
+      price = a.budget.usd_per_device_hour;
+    }
+    if (!price) {
+      throw InputError("--objective", "",
+                       fmt::format("cost: the price table ({}) has no price per device-hour of "
+                                   "{} (no on-demand list price was found for it); give "
+                                   "--usd-per-device-hour or --price-table",
+                                   price_table(a.budget).source, cluster.chip.name));
+    }
+    o.usd_per_device_hour = price;
+  }
   // Under mpirun every process follows the same search, sharing its simulations; rank 0 reports.
   const std::unique_ptr<studies::Distributor> dist =
       a.no_mpi ? studies::make_single_process() : studies::make_distributor();
@@ -325,7 +381,7 @@ int plan_command(const PlanArgs& a, std::ostream& out) {
   const bool lead = dist->rank() == 0;
   studies::SearchResult r;
   {
-    Progress progress("plan search", lead && isatty(2) != 0);
+    Progress progress("plan search", lead ? Progress::mode_here(true) : Progress::Mode::kOff);
     r = located(base, [&] {
       return studies::search_plans(base, o, [&](std::string_view phase, int64_t done,
                                                 int64_t total) {

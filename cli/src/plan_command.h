@@ -5,8 +5,11 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli11_fwd.h"
+#include "meshsim/studies/scenario.h"
 #include "budget.h"
 #include "goodput_command.h"
 
@@ -24,6 +27,11 @@ struct PlanArgs {
   int64_t gbs = 0;
   std::string tokens_per_step;
   std::string dtype;
+  std::string stack;      // empty: the chip's default stack
+  std::string attention;  // empty: the stack's
+  studies::FabricKnobs fabric;  // the fat tree's knobs (as meshsim run's)
+  // Their options, to tell which were given.
+  std::vector<std::pair<CLI::Option*, topology::FabricField>> fabric_options;
   // Degrees and choices the search holds fixed (0 / empty: searched).
   int64_t tp = 0, cp = 0, pp = 0, vpp = 0, dp = 0, ep = 0, mbs = 0, zero = -1;
   int64_t fsdp = -1;  // the HSDP shard group (0: ZeRO over all of DP; -1: searched)
@@ -33,8 +41,8 @@ struct PlanArgs {
   int64_t top = 20;
   std::string objective = "time";
   int64_t max_tp = 0;
-  std::string min_headroom = "0";
-  int64_t max_simulations = 0;  // 0: twice `top`
+  std::string min_headroom;  // empty: studies::kDefaultHeadroom
+  int64_t max_simulations = 0;  // 0: kDefaultSimulationsPerTop x `top`
   bool exact = false;
   bool no_mpi = false;
   int64_t jobs = 0;  // 0: the machine's cores

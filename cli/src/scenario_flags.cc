@@ -1,5 +1,6 @@
 #include "scenario_flags.h"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 namespace meshsim::cli {
@@ -78,6 +79,57 @@ E parse_flag(const std::string& flag, const std::string& name) {
 }
 
 }  // namespace
+
+// The fat tree's knobs (scenario.h FabricKnobs), bound to `k`; `on_set` runs for each one given.
+void add_fabric_options(CLI::App* app, studies::FabricKnobs& k,
+                        const std::function<void(CLI::Option*, topology::FabricField)>& on_set) {
+  using F = topology::FabricField;
+  on_set(app->add_option(flag_of(F::kOversubscription), k.oversubscription,
+                         "Leaf down:up port ratio of the fat tree (1 = non-blocking)"),
+         F::kOversubscription);
+  on_set(app->add_option(flag_of(F::kTiers), k.tiers, "Switch tiers of the fat tree (1 to 4)"),
+         F::kTiers);
+  on_set(app->add_option(flag_of(F::kRailOptimized), k.rail_optimized,
+                         "NIC k of every node on leaf (rail) k: true or false"),
+         F::kRailOptimized);
+  on_set(app->add_option(flag_of(F::kNicsPerDevice), k.nics_per_device, "NICs per GPU (1 to 16)"),
+         F::kNicsPerDevice);
+  on_set(app->add_option(flag_of(F::kNicBandwidth), k.nic_bandwidth,
+                         "Bandwidth of one NIC, one direction, e.g. 400Gbps"),
+         F::kNicBandwidth);
+  on_set(app->add_option(flag_of(F::kSharp), k.sharp,
+                         "In-network reduction (SHARP): true or false"),
+         F::kSharp);
+}
+
+void resize_to_devices(Scenario& s, int64_t devices) {
+  if (s.origins[studies::ScenarioField::kNodes].given()) {
+    throw InputError("--gpus", "", "give --nodes or --gpus, not both");
+  }
+  Scenario at_preset = s;
+  at_preset.nodes.reset();
+  const topology::ClusterSpec preset = located(s, [&] { return studies::load_cluster(at_preset); });
+  if (preset.scale_up == topology::ScaleUpFabric::kIciTorus) {
+    throw InputError("--gpus", "",
+                     fmt::format("{} is a TPU slice, sized by its torus: give --shape (e.g. "
+                                 "8x16x16 for 2048 chips) instead",
+                                 s.cluster));
+  }
+  if (devices % preset.devices_per_node != 0) {
+    throw InputError("--gpus", "",
+                     fmt::format("{} devices do not fill whole {}-device nodes of {} (expected "
+                                 "a multiple of {})",
+                                 devices, preset.devices_per_node, s.cluster,
+                                 preset.devices_per_node));
+  }
+  s.nodes = devices / preset.devices_per_node;
+  s.origins.set(studies::ScenarioField::kNodes, Origin::flag("--gpus"));
+}
+
+CLI::Option* add_bool_flag(CLI::App* app, const std::string& name, bool& value,
+                           const std::string& help) {
+  return app->add_flag(name, value, help);
+}
 
 collectives::Algorithm parse_algo_flag(const std::string& name) {
   return parse_flag<collectives::Algorithm>("--algo", name);

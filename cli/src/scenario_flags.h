@@ -2,7 +2,10 @@
 // located where the value came from (a file and its JSON pointer, or a flag).
 #pragma once
 
+#include <functional>
 #include <string>
+
+#include "cli11_fwd.h"
 
 #include "meshsim/collectives/schedule.h"
 #include "meshsim/sim/error.h"
@@ -34,6 +37,21 @@ InputError locate(const Scenario& s, const topology::FabricError& e);
 // A collective model's complaint about one of its options, at the flag that set it (--algo or
 // --proto).
 InputError locate(const collectives::CommError& e);
+
+// --gpus N: the scenario's GPU cluster resized to N devices in whole nodes (InputError on --gpus
+// for a TPU slice, a count that is not whole nodes, or --nodes given too).
+void resize_to_devices(Scenario& s, int64_t devices);
+
+// A yes/no flag bound to `value`: bare or `=true` sets it, `=false` clears it, and any other value
+// is refused with exit 2 (CLI11's "Could not convert"), so that `--sp=false` is never a silent
+// true. Every yes/no flag of meshsim is declared through it.
+CLI::Option* add_bool_flag(CLI::App* app, const std::string& name, bool& value,
+                           const std::string& help);
+
+// The fat tree's knobs (studies::FabricKnobs) as flags bound to `k` (--oversubscription, --tiers,
+// --rail-optimized, --nics-per-device, --nic-bandwidth, --sharp); `on_set` runs for each.
+void add_fabric_options(CLI::App* app, studies::FabricKnobs& k,
+                        const std::function<void(CLI::Option*, topology::FabricField)>& on_set);
 
 // The algorithm named by --algo; InputError("--algo") for an unknown name.
 collectives::Algorithm parse_algo_flag(const std::string& name);

@@ -11,6 +11,7 @@
 #include "meshsim/studies/report_html.h"
 #include "meshsim/studies/sweep.h"
 #include "progress.h"
+#include "scenario_flags.h"
 #include "report.h"
 
 namespace meshsim::cli {
@@ -27,7 +28,7 @@ CLI::App* add_sweep_command(CLI::App& app, SweepArgs& a) {
       ->capture_default_str();
   c->add_option("--jobs", a.jobs, "Simulations at once within a point's plan search")
       ->check(CLI::Range(int64_t{1}, studies::kMaxJobs));
-  c->add_flag("--no-mpi", a.no_mpi, "Run in one process even under mpirun");
+  add_bool_flag(c, "--no-mpi", a.no_mpi, "Run in one process even under mpirun");
   return c;
 }
 
@@ -78,7 +79,8 @@ int sweep_command(const SweepArgs& a, std::ostream& out) {
   const bool lead = dist->rank() == 0;
   std::string mine;
   {
-    Progress progress(fmt::format("sweep of {} points", spec.points()), lead && isatty(2) != 0);
+    Progress progress(fmt::format("sweep of {} points", spec.points()),
+                      lead ? Progress::mode_here(false) : Progress::Mode::kOff);
     mine = studies::run_sweep(spec, {dist->rank(), dist->size()}, studies::StepOptions{},
                               [&](int64_t done, int64_t total) {
                                 progress.update("points", done, total);

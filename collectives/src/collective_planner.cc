@@ -113,9 +113,13 @@ CommShape CollectivePlanner::gpu_collective(CollectiveKind kind, Bytes bytes,
     return shape;
   }
   NcclAllowed allowed;
-  Algorithm forced = options_.algorithm;
+  const Algorithm forced = options_.algorithm;
+  // A forced algorithm without this collective is refused, as NCCL refuses an NCCL_ALGO that
+  // leaves the function no algorithm ("no algorithm/protocol available for function %s ...
+  // NCCL_ALGO was set to %s", ncclInvalidUsage: src/enqueue.cc topoGetAlgoInfo), rather than
+  // replaced by another.
   if (forced != Algorithm::kAuto && !supports_kind(forced, kind)) {
-    forced = Algorithm::kAuto;
+    not_applicable(forced, kind, group.size(), *pattern_unsupported(forced, kind, {}, net_));
   }
   if (forced != Algorithm::kAuto) {
     const auto nccl = nccl_algorithm(forced);
@@ -166,7 +170,7 @@ CommShape CollectivePlanner::tpu_collective(CollectiveKind kind, Bytes bytes,
                                             Groups groups) const {
   Algorithm a = options_.algorithm;
   if (a != Algorithm::kAuto && !supports_kind(a, kind)) {
-    a = Algorithm::kAuto;
+    not_applicable(a, kind, groups.front().size(), *pattern_unsupported(a, kind, {}, net_));
   }
   if (a == Algorithm::kAuto) {
     for (const Algorithm c : {Algorithm::kTorusRings, Algorithm::kHierarchical, Algorithm::kRing,

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <functional>
 #include <map>
 
 #include "meshsim/sim/error.h"
@@ -15,20 +17,56 @@ namespace meshsim::studies {
 
 int64_t SweepSpec::points() const {
   int64_t n = 1;
-  for (const SweepAxis& a : axes) {
-    n *= static_cast<int64_t>(a.values.size());
+  for (const std::vector<size_t>& d : dimensions) {
+    n *= static_cast<int64_t>(axes[d.front()].values.size());
   }
   return n;
 }
 
 nlohmann::json SweepSpec::coordinates(int64_t i) const {
   nlohmann::json c = nlohmann::json::object();
-  for (auto a = axes.rbegin(); a != axes.rend(); ++a) {
-    const auto n = static_cast<int64_t>(a->values.size());
-    c[a->field] = a->values[static_cast<size_t>(i % n)];
+  for (auto d = dimensions.rbegin(); d != dimensions.rend(); ++d) {
+    const auto n = static_cast<int64_t>(axes[d->front()].values.size());
+    for (const size_t a : *d) {
+      c[axes[a].field] = axes[a].values[static_cast<size_t>(i % n)];
+    }
     i /= n;
   }
   return c;
+}
+
+std::vector<int64_t> balanced_torus(int64_t chips, size_t dims) {
+  std::vector<int64_t> best;
+  std::vector<int64_t> cur;
+  // Non-decreasing extents whose product is `chips`; the least largest extent wins, then the
+  // least second-largest, and so on (the most cubic).
+  const std::function<void(int64_t, int64_t)> walk = [&](int64_t left, int64_t from) {
+    if (cur.size() + 1 == dims) {
+      if (left >= from) {
+        cur.push_back(left);
+        std::vector<int64_t> desc(cur.rbegin(), cur.rend());
+        std::vector<int64_t> best_desc(best.rbegin(), best.rend());
+        if (best.empty() || desc < best_desc) {
+          best = cur;
+        }
+        cur.pop_back();
+      }
+      return;
+    }
+    for (int64_t f = from; f <= left / f; ++f) {
+      if (left % f == 0) {
+        cur.push_back(f);
+        walk(left / f, f);
+        cur.pop_back();
+      }
+    }
+  };
+  if (dims == 0 || chips <= 0) {
+    return {};
+  }
+  walk(chips, 1);
+  std::reverse(best.begin(), best.end());  // largest first, as slice shapes are written
+  return best;
 }
 
 namespace {
@@ -54,6 +92,26 @@ PointScenario point_scenario(const SweepSpec& spec, const nlohmann::json& coords
     Scenario at_preset = s;
     at_preset.nodes.reset();
     const topology::ClusterSpec c = load_cluster(at_preset);
+    if (c.scale_up == topology::ScaleUpFabric::kIciTorus) {
+      // A TPU slice of that many chips: the most balanced torus of the preset's dimensions.
+      const int64_t per_slice = *gpus / std::max<int64_t>(c.slices, 1);
+      if (*gpus % std::max<int64_t>(c.slices, 1) != 0) {
+        throw InputError(spec.source, "/axes/gpus",
+                         fmt::format("{} chips do not split over the {} slices of {}", *gpus,
+                                     c.slices, c.name));
+      }
+      const std::vector<int64_t> shape = balanced_torus(per_slice, c.torus_shape.size());
+      std::string text;
+      for (const int64_t e : shape) {
+        text += fmt::format("{}{}", text.empty() ? "" : "x", e);
+      }
+      s.shape = text;
+      s.nodes.reset();
+      s.origins.set(ScenarioField::kShape, Origin::file(spec.source, "/axes/gpus"));
+      p.notes.push_back(fmt::format("{} chips: a {} torus{}", *gpus, text,
+                                    c.slices > 1 ? fmt::format(" x {} slices", c.slices) : ""));
+      return p;
+    }
     if (*gpus % c.devices_per_node != 0) {
       throw InputError(spec.source, "/axes/gpus",
                        fmt::format("{} devices do not fill whole {}-device nodes of {}", *gpus,
@@ -207,11 +265,71 @@ std::vector<SweepAxis> read_axes(JsonObject& o, const SweepSpec& spec) {
   return out;
 }
 
-// The axes' lengths multiplied, at most kMaxSweepPoints; InputError at /axes otherwise.
-void check_points(const JsonObject& o, const std::vector<SweepAxis>& axes) {
+// The dimensions: each "zip" group (axes of equal length that advance together) and every other
+// axis alone, ordered by their first axis. InputError naming /zip on an unknown or repeated axis
+// or unequal lengths.
+std::vector<std::vector<size_t>> read_zip(JsonObject& o, const std::vector<SweepAxis>& axes) {
+  std::vector<int> group_of(axes.size(), -1);
+  std::vector<std::vector<size_t>> groups;
+  if (o.has("zip")) {
+    const nlohmann::json& zip = o.raw("zip");
+    if (!zip.is_array()) {
+      o.fail("zip", fmt::format("expected an array of axis groups, e.g. [[\"cluster\", "
+                                "\"gpus\"]], got {}",
+                                describe_json(zip)));
+    }
+    for (size_t g = 0; g < zip.size(); ++g) {
+      const std::string at = fmt::format("zip/{}", g);
+      if (!zip[g].is_array() || zip[g].size() < 2) {
+        o.fail(at, fmt::format("expected an array of two or more axis names, got {}",
+                               describe_json(zip[g])));
+      }
+      std::vector<size_t> group;
+      for (size_t k = 0; k < zip[g].size(); ++k) {
+        const nlohmann::json& name = zip[g][k];
+        const auto it = std::find_if(axes.begin(), axes.end(), [&](const SweepAxis& a) {
+          return name.is_string() && a.field == name.get<std::string>();
+        });
+        if (it == axes.end()) {
+          o.fail(fmt::format("{}/{}", at, k),
+                 fmt::format("expected the name of an axis, got {}", describe_json(name)));
+        }
+        const auto a = static_cast<size_t>(it - axes.begin());
+        if (group_of[a] >= 0) {
+          o.fail(fmt::format("{}/{}", at, k),
+                 fmt::format("axis \"{}\" is zipped twice", it->field));
+        }
+        if (it->values.size() != axes[group.empty() ? a : group.front()].values.size()) {
+          o.fail(fmt::format("{}/{}", at, k),
+                 fmt::format("zipped axes advance together, so they need as many values: \"{}\" "
+                             "has {}, \"{}\" {}",
+                             it->field, it->values.size(), axes[group.front()].field,
+                             axes[group.front()].values.size()));
+        }
+        group_of[a] = static_cast<int>(g);
+        group.push_back(a);
+      }
+      std::sort(group.begin(), group.end());
+      groups.push_back(std::move(group));
+    }
+  } else {
+    o.ignore("zip");
+  }
+  for (size_t a = 0; a < axes.size(); ++a) {
+    if (group_of[a] < 0) {
+      groups.push_back({a});
+    }
+  }
+  std::sort(groups.begin(), groups.end());
+  return groups;
+}
+
+// The dimensions' lengths multiplied, at most kMaxSweepPoints; InputError at /axes otherwise.
+void check_points(const JsonObject& o, const SweepSpec& spec) {
   int64_t n = 1;
   std::vector<std::string> lengths;
-  for (const SweepAxis& a : axes) {
+  for (const std::vector<size_t>& d : spec.dimensions) {
+    const SweepAxis& a = spec.axes[d.front()];
     lengths.push_back(fmt::format("{} {}", a.values.size(), a.field));
     n = std::min(n * static_cast<int64_t>(a.values.size()), kMaxSweepPoints + 1);
   }
@@ -238,7 +356,8 @@ SweepSpec load_sweep_spec(const std::string& path) {
     o.ignore("base");
   }
   spec.axes = read_axes(o, spec);
-  check_points(o, spec.axes);
+  spec.dimensions = read_zip(o, spec.axes);
+  check_points(o, spec);
   if (o.has("plans")) {
     spec.search = o.one_of("plans", {"search", "given"}) == "search";
   } else {

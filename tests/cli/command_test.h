@@ -90,7 +90,14 @@ class CommandTest : public ::testing::Test {
     std::filesystem::remove_all(dir_, ec);
   }
 
-  CommandResult meshsim(const std::vector<std::string>& args) const {
+  CommandResult meshsim(const std::vector<std::string>& args) const { return run(args, " 2>&1"); }
+  // Standard output alone (standard error discarded).
+  CommandResult meshsim_stdout(const std::vector<std::string>& args) const {
+    return run(args, " 2>/dev/null");
+  }
+
+ private:
+  CommandResult run(const std::vector<std::string>& args, const char* redirect) const {
     // Appended piece by piece: `"literal" + std::string` trips a GCC 12 -Wrestrict false positive.
     std::string command = "cd ";
     command += shell_quote(dir_.string());
@@ -100,7 +107,7 @@ class CommandTest : public ::testing::Test {
       command += ' ';
       command += shell_quote(a);
     }
-    command += " 2>&1";
+    command += redirect;
     CommandResult r;
     FILE* pipe = popen(command.c_str(), "r");
     if (pipe == nullptr) {
@@ -123,6 +130,7 @@ class CommandTest : public ::testing::Test {
     return r;
   }
 
+ protected:
   std::filesystem::path path(const std::string& name) const { return dir_ / name; }
 
   void write_file(const std::string& name, const std::string& contents) const {

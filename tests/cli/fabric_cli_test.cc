@@ -17,7 +17,7 @@ class FabricCli : public meshsim::testing::CommandTest {};
 // 12,288 DGX nodes need 3 tiers at 3:1; at 2:1 three tiers attach 86,016 NICs. The message shows
 // the oversubscription given, with or without a plan flag (the plan-less path swaps in the
 // default scenario, which used to drop the fabric flags).
-TEST_F(FabricCli, TooFewTiersAreBlamedOnTiersWithTheKnobsGiven) {
+TEST_F(FabricCli, PastTheMostTiersTheOversubscriptionIsNamed) {
   for (const std::vector<std::string>& plan : {std::vector<std::string>{},
                                                std::vector<std::string>{"--zero", "1"}}) {
     for (const bool tiers_first : {true, false}) {
@@ -28,7 +28,10 @@ TEST_F(FabricCli, TooFewTiersAreBlamedOnTiersWithTheKnobsGiven) {
         args.insert(args.end(), knob.begin(), knob.end());
       }
       args.insert(args.end(), plan.begin(), plan.end());
-      expect_input_error(meshsim(args), {"--tiers", "(oversubscription 2)", "86016 NICs"});
+      // 3 tiers are the most meshsim builds: the oversubscription is the knob that attaches
+      // them (issue 40).
+      expect_input_error(meshsim(args), {"--oversubscription", "(oversubscription 2)",
+                                         "86016 NICs", "at least 3:1"});
     }
   }
 }
@@ -36,9 +39,10 @@ TEST_F(FabricCli, TooFewTiersAreBlamedOnTiersWithTheKnobsGiven) {
 TEST_F(FabricCli, TiersGivenAreNotGrownAndTheSizeAloneIsBlamedOnNodes) {
   expect_input_error(meshsim({"--no-trace", "--nodes", "512", "--tiers", "2"}),
                      {"--tiers", "2-tier fat tree"});
-  // Without --tiers the preset's tree grows to the 3 tiers meshsim builds, and no further.
+  // Without --tiers the preset's tree grows to the 3 tiers meshsim builds, and no further: the
+  // oversubscription that attaches the rest is named.
   expect_input_error(meshsim({"--no-trace", "--model", "llama3-8b", "--nodes", "12288"}),
-                     {"--nodes", "3-tier fat tree"});
+                     {"--oversubscription", "3-tier fat tree", "at least 3:1"});
 }
 
 TEST_F(FabricCli, AKnobForATreeTheClusterLacksNamesItsFlag) {

@@ -205,8 +205,16 @@ TEST_F(ClusterTest, ResizeIsCheckedWithTheFabricKnobs) {
   FabricOverrides o;
   o.oversubscription = 3.0;
   o.tiers = 3;
-  EXPECT_THAT(capture_input_error([&] { resize_nodes(load("dgx-h100"), 12288); }).message(),
-              HasSubstr("attaches at most 65536 NICs"));
+  // 98,304 GPUs: past the 3 tiers the network model builds, the knob that attaches them is the
+  // leaf oversubscription (issue 40: the error once asked for more tiers, which --tiers refuses).
+  try {
+    resize_nodes(load("dgx-h100"), 12288);
+    ADD_FAILURE() << "98,304 NICs on a non-blocking 3-tier tree accepted";
+  } catch (const FabricError& e) {
+    EXPECT_EQ(e.field(), FabricField::kOversubscription);
+    EXPECT_THAT(e.what(), HasSubstr("attaches at most 65536 NICs"));
+    EXPECT_THAT(e.what(), HasSubstr("at least 3:1, which attaches 98304 NICs"));
+  }
   const ClusterSpec big = override_fabric(resize_nodes(load("dgx-h100"), 12288, o), o);
   EXPECT_EQ(big.device_count(), 98304);
   EXPECT_EQ(big.fat_tree->oversubscription, 3.0);

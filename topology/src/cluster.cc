@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -129,16 +130,55 @@ void check_nvlink_domain(const ClusterSpec& spec) {
   }
 }
 
+// What attaches `nics` NICs to a fat tree like `ft`: the least number of tiers the network model
+// builds that does, else (at its most tiers) the least leaf oversubscription that does, else
+// fewer devices. The field names the knob.
+struct AttachRemedy {
+  FabricField field;
+  std::string text;
+};
+AttachRemedy attach_remedy(const FatTreeSpec& ft, int64_t nics) {
+  FatTreeSpec t = ft;
+  for (t.tiers = ft.tiers + 1; t.tiers <= kMaxNetworkTiers; ++t.tiers) {
+    if (t.max_endpoints() >= nics) {
+      return {FabricField::kTiers,
+              fmt::format("expected {} tiers, which attach {} NICs", t.tiers, t.max_endpoints())};
+    }
+  }
+  t.tiers = std::max(ft.tiers, kMaxNetworkTiers);
+  // Oversubscription k keeps radix k / (k + 1) of each leaf's ports down; the least integer k
+  // whose tree attaches them all, up to a leaf of one uplink.
+  for (int64_t k = static_cast<int64_t>(std::ceil(ft.oversubscription)); k < ft.switch_radix;
+       ++k) {
+    t.oversubscription = static_cast<double>(k);
+    if (t.max_endpoints() >= nics) {
+      return {FabricField::kOversubscription,
+              fmt::format("meshsim builds at most {} switch tiers: expected a leaf "
+                          "oversubscription of at least {}:1, which attaches {} NICs, or fewer "
+                          "nodes",
+                          kMaxNetworkTiers, k, t.max_endpoints())};
+    }
+  }
+  t.oversubscription = static_cast<double>(ft.switch_radix - 1);
+  return {FabricField::kTiers,
+          fmt::format("meshsim builds at most {} tiers of radix-{} switches, which attach at "
+                      "most {} NICs even at oversubscription {}:1: expected fewer nodes",
+                      kMaxNetworkTiers, ft.switch_radix, t.max_endpoints(), ft.switch_radix - 1)};
+}
+
 void check_fat_tree(const ClusterSpec& spec) {
   const FatTreeSpec& ft = *spec.fat_tree;
   const int64_t endpoints = spec.device_count() * ft.nics_per_device;
   if (endpoints > ft.max_endpoints()) {
-    fail(spec, "/scale_out/tiers",
+    const AttachRemedy fix = attach_remedy(ft, endpoints);
+    fail(spec,
+         fix.field == FabricField::kOversubscription ? "/scale_out/oversubscription"
+                                                      : "/scale_out/tiers",
          fmt::format(
              "a {}-tier fat tree of radix-{} switches (oversubscription {}) attaches at most "
-             "{} NICs, but {} devices x {} NICs = {} (expected more tiers or fewer nodes)",
+             "{} NICs, but {} devices x {} NICs = {} ({})",
              ft.tiers, ft.switch_radix, ft.oversubscription, ft.max_endpoints(),
-             spec.device_count(), ft.nics_per_device, endpoints));
+             spec.device_count(), ft.nics_per_device, endpoints, fix.text));
   }
 }
 
@@ -272,8 +312,9 @@ std::vector<std::string> set_fabric_knobs(ClusterSpec& spec, const FabricOverrid
   if (o.tiers) {
     need(*o.tiers >= 1 && *o.tiers <= kMaxNetworkTiers, FabricField::kTiers,
          fmt::format("expected 1 to {} switch tiers (the network model builds leaf, spine and "
-                     "core), got {}",
-                     kMaxNetworkTiers, *o.tiers));
+                     "core; a cluster larger than {} tiers attach needs a leaf oversubscription "
+                     "above 1 instead), got {}",
+                     kMaxNetworkTiers, kMaxNetworkTiers, *o.tiers));
     ft.tiers = *o.tiers;
     changes.push_back(fmt::format("{} tiers", ft.tiers));
   }
@@ -302,18 +343,22 @@ std::vector<std::string> set_fabric_knobs(ClusterSpec& spec, const FabricOverrid
   return changes;
 }
 
-// The tree attaches every NIC, or a FabricError on the tiers given (the knob that can fix it).
+// The tree attaches every NIC, or a FabricError on the knob that can fix it: more tiers while the
+// network model builds more, else a larger leaf oversubscription (the least that attaches them),
+// else fewer nodes.
 void require_attaches_every_nic(const ClusterSpec& spec) {
   const FatTreeSpec& ft = *spec.fat_tree;
   const int64_t nics = spec.device_count() * ft.nics_per_device;
-  if (nics > ft.max_endpoints()) {
-    throw FabricError(
-        FabricField::kTiers,
-        fmt::format("a {}-tier fat tree of radix-{} switches (oversubscription {}) attaches at "
-                    "most {} NICs, but {} devices x {} NICs = {} (expected more tiers)",
-                    ft.tiers, ft.switch_radix, ft.oversubscription, ft.max_endpoints(),
-                    spec.device_count(), ft.nics_per_device, nics));
+  if (nics <= ft.max_endpoints()) {
+    return;
   }
+  const std::string what =
+      fmt::format("a {}-tier fat tree of radix-{} switches (oversubscription {}) attaches at most "
+                  "{} NICs, but {} devices x {} NICs = {}",
+                  ft.tiers, ft.switch_radix, ft.oversubscription, ft.max_endpoints(),
+                  spec.device_count(), ft.nics_per_device, nics);
+  const AttachRemedy fix = attach_remedy(ft, nics);
+  throw FabricError(fix.field, fmt::format("{} ({})", what, fix.text));
 }
 
 }  // namespace
@@ -359,6 +404,12 @@ ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes, const FabricOverrides&
     }
     if (ft.tiers != tiers) {
       spec.description += fmt::format(" ({} switch tiers for {} NICs)", ft.tiers, nics);
+    }
+    // At the most tiers the model builds: a larger oversubscription may still attach them (said
+    // on that knob); if none does, the size is at fault (finalize_cluster refuses it).
+    if (nics > ft.max_endpoints() &&
+        attach_remedy(ft, nics).field == FabricField::kOversubscription) {
+      require_attaches_every_nic(spec);
     }
   }
   detail::finalize_cluster(spec);

@@ -5,13 +5,18 @@
 // The spec (strict JSON; unknown keys are errors naming the file and pointer):
 //   { "base":   { scenario fields, as a scenario file (scenario.h) },   optional
 //     "axes":   { "gpus": [64, 128, 256], "model": ["llama3-8b", "llama3-70b"], ... },
+//     "zip":    [["cluster", "gpus"]],                                   optional
 //     "plans":  "search" | "given",                                      default "search"
 //     "search": { "top": 3, "max_simulations": 12, "objective": "time",
 //                 "max_tp": 8, "min_headroom": 0.05 },                   optional
 //     "title":  "..." }                                                  optional
-// Axes take any scenario field, and "gpus" (the cluster resized to that many devices in whole
-// nodes; GPU clusters). Points are the cartesian product of the axes, the axes in the order of
-// their names, each axis's values in the order given. A base that names neither a model nor a
+// Axes take any scenario field, and "gpus" (the cluster resized to that many devices: whole nodes
+// of a GPU cluster, or a TPU slice of that many chips, the most balanced torus of the preset's
+// dimensions, said in the point's notes). Points are the cartesian product of the axes, the axes
+// in the order of their names, each axis's values in the order given; the axes of one "zip" group
+// advance together instead (equal lengths: value i of each), as one dimension of the product,
+// e.g. {"cluster": ["dgx-h100", "tpu-v5p"], "gpus": [2048, 2048]} zipped is GPU against TPU at
+// 2048 chips. A base that names neither a model nor a
 // cluster starts from the default scenario, like a scenario file. With "given" plans a point
 // whose device count differs from the plan's world takes dp = devices / (tp x cp x pp) (said in
 // the point's notes); with "search" each point ranks its own best plans.
@@ -50,6 +55,9 @@ struct SweepSpec {
   std::string source;  // the spec file, for errors
   Scenario base;
   std::vector<SweepAxis> axes;  // sorted by field
+  // The dimensions of the product: each a set of axes (indices into `axes`) of equal length that
+  // advance together; an axis in no zip group is a dimension alone. Ordered by first axis.
+  std::vector<std::vector<size_t>> dimensions;
   bool search = true;
   SearchOptions search_options;  // top, max_simulations, objective, max_tp, min_headroom
   std::string title = "meshsim sweep";
@@ -58,6 +66,10 @@ struct SweepSpec {
   // The axis values of point `i` (mixed radix over the axes, the last axis fastest).
   nlohmann::json coordinates(int64_t i) const;
 };
+
+// The most balanced torus of `dims` dimensions holding `chips` chips (largest extent first; the
+// least largest extent, then the least next one): 2048 chips in 3 dimensions are 16x16x8.
+std::vector<int64_t> balanced_torus(int64_t chips, size_t dims);
 
 // Reads a spec file (InputError naming the file, the JSON pointer and what was expected).
 SweepSpec load_sweep_spec(const std::string& path);
