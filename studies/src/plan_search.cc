@@ -358,21 +358,34 @@ Bytes memory_lower_bound(const workloads::ModelConfig& model, const ParallelPlan
 
 Bytes memory_lower_bound(const ParallelPlan& plan,
                          const std::vector<workloads::StagePartition>& parts) {
-  Bytes worst;
+  const std::vector<Bytes> by_stage = memory_lower_bounds(plan, parts);
+  return by_stage.empty() ? Bytes::zero() : *std::max_element(by_stage.begin(), by_stage.end());
+}
+
+std::vector<Bytes> memory_lower_bounds(const ParallelPlan& plan,
+                                       const std::vector<workloads::StagePartition>& parts) {
+  std::vector<Bytes> out;
   const std::vector<int64_t> in_flight = workloads::max_in_flight_per_stage(plan.pipeline());
   for (const workloads::StagePartition& st : parts) {
     const int64_t chunks = in_flight[static_cast<size_t>(st.stage)];
-    const int64_t chunk_layers = st.params.layers / plan.vpp;
     const workloads::TrainingMemory state = workloads::training_memory(st, plan, 1);
-    // Layers differ (dense first layers, windows, recompute_num_layers): the least of them.
-    Bytes least_saved =
-        st.activations.by_layer.empty() ? Bytes::zero() : st.activations.by_layer.front().saved;
+    // Layers differ (dense first layers, windows, recompute_num_layers): the least of them. The
+    // offloaded layers' activations leave the device (at most two of them are on it at once),
+    // so only the layers that keep theirs count.
+    int64_t kept = 0;
+    std::optional<Bytes> least_saved;
     for (const workloads::LayerSaved& layer : st.activations.by_layer) {
-      least_saved = std::min(least_saved, layer.saved);
+      if (layer.offloaded) {
+        continue;
+      }
+      ++kept;
+      least_saved = least_saved ? std::min(*least_saved, layer.saved) : layer.saved;
     }
-    worst = std::max(worst, state.model_state() + least_saved * (chunk_layers * chunks));
+    const int64_t chunk_layers = kept / plan.vpp;
+    out.push_back(state.model_state() +
+                  least_saved.value_or(Bytes::zero()) * (chunk_layers * chunks));
   }
-  return worst;
+  return out;
 }
 
 namespace {

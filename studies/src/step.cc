@@ -1,5 +1,6 @@
 #include "meshsim/studies/step.h"
 
+#include "meshsim/studies/plan_search.h"
 #include "meshsim/studies/stack_setup.h"
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 #include "meshsim/sim/simulation.h"
 #include "meshsim/topology/compute_model.h"
 #include "meshsim/workloads/accounting.h"
+#include "meshsim/workloads/partition.h"
 #include "meshsim/workloads/plan_loader.h"
 #include "meshsim/workloads/stack_rules.h"
 #include "meshsim/workloads/step.h"
@@ -154,12 +156,17 @@ MemoryBreakdown estimate_breakdown(const workloads::TrainingMemory& m) {
   return b;
 }
 
-// The model state alone (weights, gradients, optimizer) of some stage exceeds the chip: report
-// OOM with the closed-form breakdown instead of simulating.
-bool precheck_memory(StepReport& r, const workloads::StepPlan& plan) {
+// The model state alone (weights, gradients, optimizer) of some stage exceeds the chip, or the
+// lower bound on its simulated peak does (memory_lower_bound: the model state and the activations
+// the schedule must hold at once, never above the ledger's peak): report OOM with the closed-form
+// breakdown instead of simulating a step that cannot run (at long sequences, seconds of work).
+bool precheck_memory(StepReport& r, const workloads::ModelConfig& model,
+                     const workloads::ParallelPlan& p, const workloads::StepPlan& plan) {
+  const std::vector<Bytes> least = memory_lower_bounds(p, workloads::partition_stages(model, p));
   for (size_t s = 0; s < plan.memory_estimate.size(); ++s) {
     const workloads::TrainingMemory& m = plan.memory_estimate[s];
-    if (m.model_state() > r.memory_capacity) {
+    if (m.model_state() > r.memory_capacity ||
+        (s < least.size() && least[s] > r.memory_capacity)) {
       r.oom = true;
       r.oom_stage = fmt::format("pipeline stage {}", s);
       r.peak_memory = m.total();
@@ -328,7 +335,7 @@ StepReport simulate(const Scenario& given, const LoadedScenario& l, const StepOp
       l.model, s.plan,
       full ? workloads::SimulationMode::kFull : workloads::SimulationMode::kRepresentative,
       representative_ranks(l.cluster, s.plan, observer));
-  if (!options.skip_memory_precheck && !precheck_memory(report, plan)) {
+  if (!options.skip_memory_precheck && !precheck_memory(report, l.model, s.plan, plan)) {
     return report;
   }
   topology::RooflineComputeModel compute(l.cluster.chip);

@@ -118,6 +118,9 @@ Bytes memory_lower_bound(const workloads::ModelConfig& model, const workloads::P
 // The same with the plan's stage partition (workloads::partition_stages) at hand.
 Bytes memory_lower_bound(const workloads::ParallelPlan& plan,
                          const std::vector<workloads::StagePartition>& parts);
+// The same by pipeline stage.
+std::vector<Bytes> memory_lower_bounds(const workloads::ParallelPlan& plan,
+                                       const std::vector<workloads::StagePartition>& parts);
 
 struct RankedPlan {
   workloads::ParallelPlan plan;
