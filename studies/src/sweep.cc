@@ -268,7 +268,12 @@ std::vector<SweepAxis> read_axes(JsonObject& o, const SweepSpec& spec) {
 // The dimensions: each "zip" group (axes of equal length that advance together) and every other
 // axis alone, ordered by their first axis. InputError naming /zip on an unknown or repeated axis
 // or unequal lengths.
-std::vector<std::vector<size_t>> read_zip(JsonObject& o, const std::vector<SweepAxis>& axes) {
+std::vector<std::vector<size_t>> read_zip(JsonObject& o, const std::string& source,
+                                          const std::vector<SweepAxis>& axes) {
+  // An element of the zip array, at its JSON pointer.
+  const auto fail_at = [&](const std::string& at, const std::string& message) {
+    throw InputError(source, o.pointer_of("zip") + at, message);
+  };
   std::vector<int> group_of(axes.size(), -1);
   std::vector<std::vector<size_t>> groups;
   if (o.has("zip")) {
@@ -279,9 +284,9 @@ std::vector<std::vector<size_t>> read_zip(JsonObject& o, const std::vector<Sweep
                                 describe_json(zip)));
     }
     for (size_t g = 0; g < zip.size(); ++g) {
-      const std::string at = fmt::format("zip/{}", g);
+      const std::string at = fmt::format("/{}", g);
       if (!zip[g].is_array() || zip[g].size() < 2) {
-        o.fail(at, fmt::format("expected an array of two or more axis names, got {}",
+        fail_at(at, fmt::format("expected an array of two or more axis names, got {}",
                                describe_json(zip[g])));
       }
       std::vector<size_t> group;
@@ -291,18 +296,18 @@ std::vector<std::vector<size_t>> read_zip(JsonObject& o, const std::vector<Sweep
           return name.is_string() && a.field == name.get<std::string>();
         });
         if (it == axes.end()) {
-          o.fail(fmt::format("{}/{}", at, k),
-                 fmt::format("expected the name of an axis, got {}", describe_json(name)));
+          fail_at(fmt::format("{}/{}", at, k),
+                  fmt::format("expected the name of an axis, got {}", describe_json(name)));
         }
         const auto a = static_cast<size_t>(it - axes.begin());
         if (group_of[a] >= 0) {
-          o.fail(fmt::format("{}/{}", at, k),
-                 fmt::format("axis \"{}\" is zipped twice", it->field));
+          fail_at(fmt::format("{}/{}", at, k),
+                  fmt::format("axis \"{}\" is zipped twice", it->field));
         }
         if (it->values.size() != axes[group.empty() ? a : group.front()].values.size()) {
-          o.fail(fmt::format("{}/{}", at, k),
-                 fmt::format("zipped axes advance together, so they need as many values: \"{}\" "
-                             "has {}, \"{}\" {}",
+          fail_at(fmt::format("{}/{}", at, k),
+                  fmt::format("zipped axes advance together, so they need as many values: \"{}\" "
+                              "has {}, \"{}\" {}",
                              it->field, it->values.size(), axes[group.front()].field,
                              axes[group.front()].values.size()));
         }
@@ -356,7 +361,7 @@ SweepSpec load_sweep_spec(const std::string& path) {
     o.ignore("base");
   }
   spec.axes = read_axes(o, spec);
-  spec.dimensions = read_zip(o, spec.axes);
+  spec.dimensions = read_zip(o, path, spec.axes);
   check_points(o, spec);
   if (o.has("plans")) {
     spec.search = o.one_of("plans", {"search", "given"}) == "search";

@@ -164,3 +164,52 @@ TEST_F(SweepTest, APointThatCannotRunSaysWhyAndTheOthersRun) {
 
 }  // namespace
 }  // namespace meshsim::studies
+
+namespace meshsim::studies {
+namespace {
+
+// Issue 40: zipped axes advance together, one dimension of the product; a "gpus" axis sizes a
+// TPU slice too (the most balanced torus), so GPU against TPU at N chips is one sweep.
+TEST_F(SweepTest, ZippedAxesAdvanceTogether) {
+  nlohmann::json spec = small_spec();
+  spec["axes"] = {{"cluster", {"dgx-h100", "tpu-v5p"}}, {"gpus", {16, 16}}, {"seq", {1024, 2048}}};
+  spec["zip"] = nlohmann::json::array({nlohmann::json::array({"cluster", "gpus"})});
+  const SweepSpec s = load_sweep_spec(write(spec));
+  ASSERT_EQ(s.points(), 4);  // 2 (cluster, gpus) x 2 seq, not 2 x 2 x 2
+  EXPECT_EQ(s.coordinates(0),
+            (nlohmann::json{{"cluster", "dgx-h100"}, {"gpus", 16}, {"seq", 1024}}));
+  EXPECT_EQ(s.coordinates(3),
+            (nlohmann::json{{"cluster", "tpu-v5p"}, {"gpus", 16}, {"seq", 2048}}));
+  spec["axes"]["gpus"] = {16, 32, 64};
+  EXPECT_NE(error_of(spec).find("/zip/0/1"), std::string::npos) << error_of(spec);
+  spec["axes"]["gpus"] = {16, 16};
+  spec["zip"] = nlohmann::json::array({nlohmann::json::array({"cluster", "nodes"})});
+  EXPECT_NE(error_of(spec).find("expected the name of an axis"), std::string::npos);
+}
+
+TEST_F(SweepTest, AGpusAxisSizesATpuSlice) {
+  EXPECT_EQ(balanced_torus(2048, 3), (std::vector<int64_t>{16, 16, 8}));
+  EXPECT_EQ(balanced_torus(256, 2), (std::vector<int64_t>{16, 16}));
+  EXPECT_EQ(balanced_torus(16, 3), (std::vector<int64_t>{4, 2, 2}));
+  nlohmann::json spec = {
+      {"plans", "search"},
+      {"search", {{"top", 1}, {"max_simulations", 2}}},
+      {"base", {{"model", "llama3.2-1b"}, {"cluster", "dgx-h100"}, {"gbs", 16}, {"seq", 1024}}},
+      {"axes", {{"cluster", {"dgx-h100", "tpu-v5p"}}, {"gpus", {16, 16}}}},
+      {"zip", nlohmann::json::array({nlohmann::json::array({"cluster", "gpus"})})}};
+  const SweepSpec s = load_sweep_spec(write(spec));
+  EXPECT_EQ(s.search_options.min_headroom, kDefaultHeadroom);  // the default headroom
+  const nlohmann::json sweep = merge_sweep(s, {run_sweep(s, {0, 1}, StepOptions{})});
+  const nlohmann::json& points = sweep.at("points");
+  ASSERT_EQ(points.size(), 2u);
+  for (const nlohmann::json& p : points) {
+    ASSERT_FALSE(p.contains("error")) << p.dump();
+    EXPECT_EQ(p.at("rows").front().at("devices"), 16) << p.dump();
+    EXPECT_EQ(p.at("search").at("min_headroom"), kDefaultHeadroom);
+    EXPECT_GE(p.at("rows").front().at("headroom").get<double>(), kDefaultHeadroom);
+  }
+  EXPECT_EQ(points[1].at("notes").front(), "16 chips: a 4x2x2 torus");
+}
+
+}  // namespace
+}  // namespace meshsim::studies
