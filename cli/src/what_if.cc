@@ -229,6 +229,7 @@ void suggest_plans_that_fit(const Scenario& s, std::ostream& out) {
   studies::SearchOptions o = quick_search(kSuggestions);
   o.max_simulations = kSuggestionSimulations;
   o.max_all_simulations = 2 * kSuggestionSimulations;
+  o.closed_form_memory = true;  // spend the few simulations on plans that fit
   // Announced on stderr before it starts (the report on stdout may be buffered).
   std::cerr << fmt::format("meshsim: out of memory: searching for plans that fit (the plan "
                            "search: the best {} with {:.0f} % of memory left free, at most {} "

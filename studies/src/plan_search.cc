@@ -158,12 +158,8 @@ void enumerate_inner(const workloads::ModelConfig& model, int64_t domain, Parall
   }
 }
 
-// Every combination, valid or not, in enumeration order.
-void enumerate_all(const LoadedScenario& l, const ParallelPlan& base, const SearchOptions& o,
-                   const std::function<void(const ParallelPlan&)>& visit) {
-  const int64_t world = l.cluster.device_count();
-  const int64_t max_tp = o.max_tp > 0 ? o.max_tp : l.cluster.scale_up_domain_size();
-  const Fixed& f = o.fixed;
+// The base as every enumerated plan starts (enumerate_all), before its degrees and choices.
+ParallelPlan prepared(const ParallelPlan& base, const Fixed& f) {
   ParallelPlan p = base;
   p.stage_layers.clear();
   // Not searched: Megatron's block recompute (full recomputes every layer), whose setting would
@@ -174,6 +170,16 @@ void enumerate_all(const LoadedScenario& l, const ParallelPlan& base, const Sear
   // Activation offloading only where held: its count is a memory budget the user picks, and
   // each count would multiply the plans by the no-recompute share.
   p.offload_layers = f.offload_layers.value_or(0);
+  return p;
+}
+
+// Every combination, valid or not, in enumeration order.
+void enumerate_all(const LoadedScenario& l, const ParallelPlan& base, const SearchOptions& o,
+                   const std::function<void(const ParallelPlan&)>& visit) {
+  const int64_t world = l.cluster.device_count();
+  const int64_t max_tp = o.max_tp > 0 ? o.max_tp : l.cluster.scale_up_domain_size();
+  const Fixed& f = o.fixed;
+  ParallelPlan p = prepared(base, f);
   const int64_t domain = l.cluster.scale_up_domain_size();
   for (const int64_t tp : only_or(f.tp, divisors(world))) {
     if (tp > max_tp && !f.tp) {
@@ -316,9 +322,51 @@ double objective_value(const StepReport& r, Objective objective, double usd_per_
 
 namespace {
 
+// What the search varies in a plan: a candidate keeps these (not the whole plan, whose copies
+// were most of the memory of a search over hundreds of thousands of plans), and its plan is the
+// template's (plan_template) with them set.
+struct PlanKey {
+  int64_t tp = 1, cp = 1, pp = 1, vpp = 1, dp = 1, ep = 1, fsdp = 0, mbs = 1;
+  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  ZeroStage zero = ZeroStage::kNone;
+  Recompute recompute = Recompute::kNone;
+  bool sp = false;
+  bool overlap_tp = false;
+};
+
+PlanKey key_of(const ParallelPlan& p) {
+  return PlanKey{p.tp,       p.cp,   p.pp,        p.vpp, p.dp, p.ep, p.fsdp, p.mbs,
+                 p.schedule, p.zero, p.recompute, p.sp,  p.overlap.tensor_parallel};
+}
+
+ParallelPlan with_key(ParallelPlan p, const PlanKey& k) {
+  p.tp = k.tp;
+  p.cp = k.cp;
+  p.pp = k.pp;
+  p.vpp = k.vpp;
+  p.dp = k.dp;
+  p.ep = k.ep;
+  p.fsdp = k.fsdp;
+  p.mbs = k.mbs;
+  p.schedule = k.schedule;
+  p.zero = k.zero;
+  p.recompute = k.recompute;
+  p.sp = k.sp;
+  p.overlap.tensor_parallel = k.overlap_tp;
+  return p;
+}
+
+// The plan every candidate's key completes: the base as enumerated, bound to the cluster (its
+// stack, kernels and ranks per node do not depend on the key).
+ParallelPlan template_of(const LoadedScenario& l, const ParallelPlan& base, const SearchOptions& o) {
+  ParallelPlan t = prepared(base, o.fixed);
+  bind_to_cluster(t, l.cluster);
+  return t;
+}
+
 struct Candidate {
   size_t index = 0;  // enumeration order, the tie-break
-  ParallelPlan plan;
+  PlanKey key;
   Duration bound;
   Bytes memory;
 };
@@ -390,6 +438,15 @@ std::vector<Bytes> memory_lower_bounds(const ParallelPlan& plan,
 
 namespace {
 
+// The largest closed-form memory of a rank of any stage (workloads::estimate_step_memory).
+Bytes closed_form_peak(const workloads::ModelConfig& model, const ParallelPlan& plan) {
+  Bytes most;
+  for (const workloads::TrainingMemory& m : workloads::estimate_step_memory(model, plan)) {
+    most = std::max(most, m.total());
+  }
+  return most;
+}
+
 // The usable memory of a chip under a headroom (a fraction of its capacity left free).
 Bytes usable_memory(Bytes capacity, double headroom) {
   return Bytes::of(static_cast<int64_t>(capacity.as_double() * (1.0 - headroom)));
@@ -409,20 +466,24 @@ std::vector<Candidate> prune(const LoadedScenario& l, const ParallelPlan& base,
   const Bytes capacity = l.cluster.chip.hbm_capacity;
   const Bytes usable = usable_memory(capacity, o.min_headroom);
   const auto threads = static_cast<size_t>(std::clamp(o.jobs, 1, 64));
+  // Each worker keeps its bound (whose caches hold times, a few words each) for the whole search,
+  // and a fresh communication model per chunk: the model memoizes each collective's plan with
+  // its link loads, which on thousands of devices grew to hundreds of MB over a search.
   struct Worker {
-    collectives::NetworkCommModel comm;
+    std::unique_ptr<collectives::NetworkCommModel> comm;
     StepLowerBound bound;
+  };
+  const auto fresh_comm = [&] {
+    return std::make_unique<collectives::NetworkCommModel>(
+        net, topology::Placement::in_order(l.cluster.device_count()), o.step.comm.backend,
+        o.step.comm.collective);
   };
   std::vector<std::unique_ptr<Worker>> workers;
   for (size_t t = 0; t < threads; ++t) {
-    auto w = std::unique_ptr<Worker>(new Worker{
-        collectives::NetworkCommModel(net, topology::Placement::in_order(l.cluster.device_count()),
-                                      o.step.comm.backend, o.step.comm.collective),
-        StepLowerBound(l.model, l.cluster)});
-    w->bound.set_comm(&w->comm);
-    workers.push_back(std::move(w));
+    workers.push_back(
+        std::unique_ptr<Worker>(new Worker{nullptr, StepLowerBound(l.model, l.cluster)}));
   }
-  enum class Fate : uint8_t { kScreenedOut, kOverMemory, kOverHeadroom, kCandidate };
+  enum class Fate : uint8_t { kScreenedOut, kOverMemory, kOverHeadroom, kOverEstimate, kCandidate };
   constexpr size_t kChunk = 4096;
   std::vector<ParallelPlan> chunk;
   std::vector<Candidate> out;
@@ -432,6 +493,8 @@ std::vector<Candidate> prune(const LoadedScenario& l, const ParallelPlan& base,
     std::vector<Fate> fate(n, Fate::kScreenedOut);
     std::vector<Candidate> found(n);
     const auto work = [&](size_t t) {
+      workers[t]->comm = fresh_comm();
+      workers[t]->bound.set_comm(workers[t]->comm.get());
       for (size_t i = t; i < n; i += threads) {
         screened[i] = screen(l, chunk[i]);
         if (screened[i].refused != nullptr || screened[i].invalid) {
@@ -444,9 +507,11 @@ std::vector<Candidate> prune(const LoadedScenario& l, const ParallelPlan& base,
           fate[i] = Fate::kOverMemory;
         } else if (peak > usable) {
           fate[i] = Fate::kOverHeadroom;
+        } else if (o.closed_form_memory && closed_form_peak(l.model, chunk[i]) > usable) {
+          fate[i] = Fate::kOverEstimate;
         } else {
           fate[i] = Fate::kCandidate;
-          found[i] = Candidate{0, chunk[i], workers[t]->bound(chunk[i], parts), peak};
+          found[i] = Candidate{0, key_of(chunk[i]), workers[t]->bound(chunk[i], parts), peak};
         }
       }
     };
@@ -469,6 +534,9 @@ std::vector<Candidate> prune(const LoadedScenario& l, const ParallelPlan& base,
           break;
         case Fate::kOverHeadroom:
           ++r.pruned_headroom;
+          break;
+        case Fate::kOverEstimate:
+          ++r.pruned_estimate;
           break;
         case Fate::kCandidate:
           found[i].index = first + i;
@@ -503,7 +571,7 @@ std::vector<Candidate> prune(const LoadedScenario& l, const ParallelPlan& base,
 // `jobs` threads; their reports in batch order (the others default), and the exception of each
 // item that threw.
 std::vector<StepReport> simulate_own(const Scenario& base, const LoadedScenario& l,
-                                     const std::vector<const Candidate*>& batch,
+                                     const std::vector<ParallelPlan>& batch,
                                      const SearchOptions& o, size_t index, size_t count,
                                      std::vector<std::exception_ptr>& errors) {
   std::vector<size_t> mine;
@@ -517,7 +585,7 @@ std::vector<StepReport> simulate_own(const Scenario& base, const LoadedScenario&
       const size_t i = mine[k];
       try {
         Scenario s = base;
-        s.plan = batch[i]->plan;
+        s.plan = batch[i];
         out[i] = simulate_step(s, l, o.step);
       } catch (...) {
         errors[i] = std::current_exception();
@@ -557,7 +625,7 @@ std::string what_of(const std::exception_ptr& e) {
 
 // Simulates `batch`: here, or split over the processes of o.distributor and exchanged.
 std::vector<StepReport> simulate_batch(const Scenario& base, const LoadedScenario& l,
-                                       const std::vector<const Candidate*>& batch,
+                                       const std::vector<ParallelPlan>& batch,
                                        const SearchOptions& o) {
   Distributor* d = o.distributor;
   std::vector<std::exception_ptr> errors;
@@ -642,8 +710,8 @@ bool cap_reached(const SearchResult& r, const SearchOptions& o) {
 // Plans whose step the bound misses by a similar factor: the ZeRO stage (ZeRO-3's gathers and
 // reductions run beside every layer), whether there is a pipeline, and TP overlap (both add
 // communication the bound cannot place).
-size_t family_of(const ParallelPlan& p) {
-  return static_cast<size_t>(p.zero) * 4 + (p.pp > 1 ? 2 : 0) + (p.overlap.tensor_parallel ? 1 : 0);
+size_t family_of(const PlanKey& p) {
+  return static_cast<size_t>(p.zero) * 4 + (p.pp > 1 ? 2 : 0) + (p.overlap_tp ? 1 : 0);
 }
 constexpr size_t kFamilies = 16;
 
@@ -669,6 +737,7 @@ SearchResult search_plans(const Scenario& base, const SearchOptions& o,
   r.memory_capacity = l.cluster.chip.hbm_capacity;
   r.min_headroom = o.min_headroom;
   std::vector<Candidate> candidates = prune(l, base.plan, o, r, progress);
+  const ParallelPlan plan_template = candidates.empty() ? base.plan : template_of(l, base.plan, o);
   // The price of a device-hour: given, else the builtin table's. Only the cost objective needs
   // one; it refuses a chip without rather than rank by a made-up price.
   const std::optional<double> listed =
@@ -704,7 +773,7 @@ SearchResult search_plans(const Scenario& base, const SearchOptions& o,
   std::array<bool, kFamilies> seen{};
   std::vector<bool> done(candidates.size(), false);
   const auto estimate = [&](size_t i) {
-    return scale.of(Seconds(candidates[i].bound.seconds() * ratio[family_of(candidates[i].plan)]));
+    return scale.of(Seconds(candidates[i].bound.seconds() * ratio[family_of(candidates[i].key)]));
   };
   // The next batch: the in-reach plans with the smallest estimates (under a cap, only those
   // estimated to enter the ranking).
@@ -749,15 +818,17 @@ SearchResult search_plans(const Scenario& base, const SearchOptions& o,
       break;
     }
     std::vector<const Candidate*> batch;
+    std::vector<ParallelPlan> plans;
     for (const size_t i : picked) {
       done[i] = true;
       batch.push_back(&candidates[i]);
+      plans.push_back(with_key(plan_template, candidates[i].key));
     }
-    const std::vector<StepReport> reports = simulate_batch(base, l, batch, o);
+    const std::vector<StepReport> reports = simulate_batch(base, l, plans, o);
     for (size_t i = 0; i < batch.size(); ++i) {
       ++r.simulated;
       if (reports[i].simulated && batch[i]->bound > Duration::zero()) {
-        const size_t f = family_of(batch[i]->plan);
+        const size_t f = family_of(batch[i]->key);
         const double k = reports[i].step_time / batch[i]->bound;
         ratio[f] = seen[f] ? std::min(ratio[f], k) : k;
         seen[f] = true;
@@ -771,7 +842,7 @@ SearchResult search_plans(const Scenario& base, const SearchOptions& o,
         continue;
       }
       ranking.offer(objective_value(reports[i], o.objective, price), batch[i]->index,
-                    RankedPlan{batch[i]->plan, batch[i]->bound, batch[i]->memory, reports[i]});
+                    RankedPlan{plans[i], batch[i]->bound, batch[i]->memory, reports[i]});
     }
     if (progress) {
       progress("simulating", r.simulated, static_cast<int64_t>(candidates.size()));

@@ -202,6 +202,7 @@ nlohmann::json search_counts_json(const SearchResult& r) {
           {"refused_by_stack", r.refused},
           {"pruned_memory", r.pruned_memory},
           {"pruned_headroom", r.pruned_headroom},
+          {"pruned_estimate", r.pruned_estimate},
           {"pruned_bound", r.pruned_bound},
           {"not_simulated", r.not_simulated},
           {"simulated", r.simulated},

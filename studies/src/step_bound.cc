@@ -132,12 +132,33 @@ ParallelPlan probe_plan(const ParallelPlan& plan) {
 }  // namespace
 
 Duration StepLowerBound::alone(CollectiveKind kind, Bytes bytes, std::span<const RankId> group) {
-  AloneKey key{static_cast<int>(kind), bytes.count(), std::vector<RankId>(group.begin(), group.end())};
+  // The group by its size, first rank and stride when its ranks are evenly spaced (the groups
+  // of a plan's layout are), else by a 64-bit FNV-1a hash of its ranks: a key of a few words,
+  // not thousands of ranks (the cache lives as long as the search).
+  uint64_t shape = 0;
+  if (group.size() > 1) {
+    const int64_t stride = static_cast<int64_t>(group[1].value()) - group[0].value();
+    bool even = true;
+    for (size_t i = 2; i < group.size() && even; ++i) {
+      even = static_cast<int64_t>(group[i].value()) - group[i - 1].value() == stride;
+    }
+    if (even) {
+      shape = static_cast<uint64_t>(stride);
+    } else {
+      shape = 1469598103934665603ULL;
+      for (const RankId r : group) {
+        shape = (shape ^ r.value()) * 1099511628211ULL;
+      }
+      shape |= uint64_t{1} << 63;  // never a stride
+    }
+  }
+  const AloneKey key{static_cast<int>(kind), bytes.count(), group.size(),
+                     group.empty() ? 0 : group.front().value(), shape};
   if (const auto it = alone_.find(key); it != alone_.end()) {
     return it->second;
   }
   const Duration t = comm_->collective_time(kind, bytes, group);
-  alone_.emplace(std::move(key), t);
+  alone_.emplace(key, t);
   return t;
 }
 

@@ -99,6 +99,11 @@ struct SearchOptions {
   int64_t max_simulations = 0;  // 0: no cap (exact); see the file comment
   // Simulations in all, out-of-memory ones too (0: ten times max_simulations).
   int64_t max_all_simulations = 0;
+  // Also prune plans whose closed-form memory (workloads::estimate_step_memory, which tends to
+  // exceed the simulated peak by a few percent) leaves less than the headroom free: for searches
+  // that may simulate only a few plans and must not spend them on plans that do not fit (the
+  // out-of-memory suggestions). Some plans that would fit are dropped.
+  bool closed_form_memory = false;
   int jobs = 1;                 // threads simulating at once
   // The price of a device-hour for the cost objective (absent: the builtin price table's; the
   // cost objective refuses a chip without one, ScenarioError on the cluster).
@@ -136,6 +141,7 @@ struct SearchResult {
   std::map<std::string, int64_t> refused;
   int64_t pruned_memory = 0;    // memory_lower_bound above the chip's memory
   int64_t pruned_headroom = 0;  // ... above it less the headroom asked for
+  int64_t pruned_estimate = 0;  // closed-form memory above it (SearchOptions::closed_form_memory)
   int64_t pruned_bound = 0;     // lower bound above the N-th best simulated
   int64_t not_simulated = 0;    // left by max_simulations (their bound was below the N-th)
   int64_t simulated = 0;

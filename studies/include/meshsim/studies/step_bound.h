@@ -135,7 +135,8 @@ class StepLowerBound {
   BytesPerSec scale_up_bandwidth_;  // scale-up links of one device
   BytesPerSec device_bandwidth_;  // scale-up links plus NICs of one device
   std::map<Key, LayerCosts> cache_;
-  using AloneKey = std::tuple<int, int64_t, std::vector<RankId>>;
+  // kind, bytes, group size, first rank, stride (or hash) of the group
+  using AloneKey = std::tuple<int, int64_t, size_t, uint32_t, uint64_t>;
   std::map<AloneKey, Duration> alone_;
   std::map<std::tuple<uint32_t, uint32_t, int64_t>, Duration> p2p_;  // (from, to, bytes)
 };
