@@ -247,6 +247,10 @@ void Simulation::Impl::prepare() {
   }
   sweeps.resize(ranks.size());
   collectives_in_flight.assign(ranks.size(), 0);
+  if (std::any_of(programs.begin(), programs.end(),
+                  [](const ProgramInfo& p) { return p.has_host; })) {
+    host.resize(ranks.size());
+  }
 }
 
 void Simulation::Impl::init_rank(RankId id) {
@@ -330,8 +334,9 @@ RunResult Simulation::run() {
   }
   result.ranks.reserve(s.ranks.size());
   for (size_t i = 0; i < s.ranks.size(); ++i) {
-    result.ranks.push_back(
-        RankResult{s.hot[i].end, s.ranks[i].peak, s.sweeps[i].result(result.end)});
+    result.ranks.push_back(RankResult{s.hot[i].end, s.ranks[i].peak,
+                                      s.sweeps[i].result(result.end),
+                                      s.host.empty() ? Duration::zero() : s.host[i].waited});
   }
   return result;
 }
@@ -372,6 +377,11 @@ void Simulation::Impl::report_deadlock() const {
       const Op& op = *p.ops[p.stream_seq[st.head - 1]];
       detail += fmt::format("; rank {} stream {} waits in '{}' ({})", i, s, op.name,
                             to_string(op.kind()));
+    }
+    if (p.has_host && host[i].next_sync < p.syncs.size()) {
+      const uint32_t sync = p.syncs[host[i].next_sync];
+      detail += fmt::format("; rank {}'s host waits after '{}' ({})", i, p.ops[sync]->name,
+                            to_string(p.sync_kinds[host[i].next_sync]));
     }
   }
   throw InternalError(fmt::format(

@@ -128,7 +128,9 @@ class BucketQueue {
   size_t size_ = 0;
 };
 
-enum class EventKind : uint32_t { kOpEnd };
+// kOpEnd: a compute op ends (payload: its running slot). kHostWake: a rank's host has issued an op
+// whose stream was waiting for it (payload: the rank).
+enum class EventKind : uint32_t { kOpEnd, kHostWake };
 
 struct Event {
   SimTime time;

@@ -182,6 +182,19 @@ constexpr auto enum_names(OpKind) {
                                           {OpKind::kRecv, "recv"}});
 }
 
+// What the rank's host thread does once it has issued an op (the host model, simulation.h):
+//  kNone:        goes on issuing the next op.
+//  kWaitOp:      blocks until this op has finished on the device (a `.item()` or an
+//                event synchronize on its result: the loss, the gradient norm).
+//  kWaitDevice:  blocks until every op it has issued so far has finished
+//                (`torch.cuda.synchronize()`).
+enum class HostSync : uint8_t { kNone, kWaitOp, kWaitDevice };
+constexpr auto enum_names(HostSync) {
+  return std::to_array<EnumName<HostSync>>({{HostSync::kNone, "none"},
+                                            {HostSync::kWaitOp, "wait-op"},
+                                            {HostSync::kWaitDevice, "wait-device"}});
+}
+
 // A change to the memory ledger when the op starts or ends (negative delta frees).
 struct MemoryEffect {
   MemoryCategory category = MemoryCategory::kActivations;
@@ -206,6 +219,10 @@ struct Op {
   bool is_send = false;  // for PeerWork: a send (true) or a receive (false)
   OpLabels labels;
   std::vector<MemoryEffect> memory;
+  // The host model (simulation.h): the time the rank's host thread spends issuing this op (the
+  // framework's Python and dispatcher work, the launch call), >= 0; and what it waits for after.
+  Duration host;
+  HostSync host_sync = HostSync::kNone;
 
   OpKind kind() const;
 };
