@@ -69,6 +69,11 @@ void Program::add_dependency(OpId before, OpId after) {
   boost::add_edge(before.index(), after.index(), impl_->graph);
 }
 
+void Program::set_host_sync(OpId id, HostSync sync) {
+  SIM_CHECK(id.index() < size(), "op {} of a program of {} ops", id.value(), size());
+  impl_->graph[id.index()].host_sync = sync;
+}
+
 void Program::set_initial_memory(MemoryCategory category, Bytes bytes) {
   SIM_CHECK(bytes >= Bytes::zero(), "negative initial {} memory", to_string(category));
   impl_->initial_memory.emplace_back(category, bytes);

@@ -5,6 +5,66 @@
 namespace meshsim::workloads {
 namespace {
 
+// The host's work per kernel, from component measurements (docs/model.md, "The host"):
+//  * The CUDA launch path of one kernel: an eager torch.add on CUDA tensors issues one kernel per
+//    6.38 and 6.95 us (validation/microbench/h200-2026-11-28/run1, run2 misc.json,
+//    launch.eager_add_host_us_per_launch: torch 2.11 on the H200 machine's host; mean 6.67),
+//    of which the operator's own framework work is what the same add costs on CPU tensors,
+//    1.06 us (validation/microbench/host_dispatch.csv, forward_add_no_grad): 5.6 us.
+//  * A GEMM's library call: an eager torch.mm of 64 x 64 issues one kernel per 9.89 and 11.59 us
+//    (misc.json, eager_mm64_host_us_per_launch; mean 10.74), 4.1 us more than the add.
+//  * The framework's work per kernel in a real model's code: one decoder block of the reference
+//    trainer (Llama-style nn.Modules, bf16 autocast) takes 505 us of host time forward and 378 us
+//    backward at a negligible width (host_dispatch.csv, llama_block_forward / _backward: torch
+//    1.13, this project's 2-vCPU EPYC, thread CPU time), and the same block launches 48 kernels
+//    forward and about 87 backward on a GPU (the H200 trace torch-val100m-s1024-b16: 48 per block
+//    forward by its rmsnorm ranges; 1077 backward launches over 12 blocks, less the head's and
+//    the embedding's): 10.5 us a forward kernel, 4.3 us a backward one.
+// Megatron's and llm-foundry's modules are PyTorch nn.Modules and autograd functions like the
+// reference trainer's, so eager stacks take these figures; the per-op costs of older PyTorch
+// releases and CPUs were not measured (none is at hand) and are assumed the same.
+constexpr double kLaunchPathUs = 5.6;
+constexpr double kGemmCallUs = 4.1;
+constexpr double kEagerForwardUs = 10.5;
+constexpr double kEagerBackwardUs = 4.3;
+// An optimizer kernel: an eager op without autograd, the measured eager add on CUDA (6.67 us).
+constexpr double kOptimizerKernelUs = 6.67;
+
+// PyTorch eager (Megatron, FSDP, llm-foundry): each kernel issued from Python, then launched.
+HostDispatch eager_host() {
+  HostDispatch h;
+  h.issue = HostIssue::kEager;
+  h.forward_kernel = Microseconds(kEagerForwardUs + kLaunchPathUs);
+  h.backward_kernel = Microseconds(kEagerBackwardUs + kLaunchPathUs);
+  h.gemm_call = Microseconds(kGemmCallUs);
+  h.optimizer_kernel = Microseconds(kOptimizerKernelUs);
+  return h;
+}
+
+// torch.compile: Inductor's wrapper launches each kernel (its GEMMs still through cuBLAS).
+HostDispatch compiled_host() {
+  HostDispatch h;
+  h.issue = HostIssue::kCompiled;
+  h.forward_kernel = Microseconds(kLaunchPathUs);
+  h.backward_kernel = Microseconds(kLaunchPathUs);
+  h.gemm_call = Microseconds(kGemmCallUs);
+  h.optimizer_kernel = Microseconds(kLaunchPathUs);
+  return h;
+}
+
+// Megatron's host synchronisations (stack.h HostDispatch): gradient clipping reads the norm
+// (megatron/core/optimizer/clip_grads.py: total_norm.item()), and batched pipeline sends and
+// receives end in torch.cuda.synchronize() (megatron/core/pipeline_parallel/
+// p2p_communication.py: `if config.batch_p2p_comm and config.batch_p2p_sync`; batch_p2p_sync
+// defaults to True, model_parallel_config.py; batch_p2p_comm = not overlap_p2p_comm,
+// training/argument_utils.py; NVIDIA/Megatron-LM @ d98e8a64).
+HostDispatch megatron_host() {
+  HostDispatch h = eager_host();
+  h.sync_host_reads = true;
+  h.sync_after_p2p = P2pSync::kWhenBatched;
+  return h;
+}
+
 // Transformer Engine's DotProductAttention backend on the family (TE
 // transformer_engine/pytorch/attention/dot_product_attention/utils.py, get_attention_backend:
 // "Disabling FlashAttention to give FusedAttention preference on Hopper+ for performance
@@ -31,6 +91,7 @@ StackProfile megatron(DeviceFamily family) {
   p.step.grad_norm = true;
   p.fp8_saves_quantized_inputs = true;
   p.fp8_fprop_fast_accumulation = true;
+  p.host = megatron_host();
   return p;
 }
 
@@ -52,6 +113,13 @@ StackProfile megatron_2021() {
   // scripts' commit): after both GEMMs, blocking. The async all-reduce beside the weight gradient
   // came in September 2021 (--async-tensor-model-parallel-allreduce, 16c90445e).
   p.tp_backward_async = false;
+  // The same synchronisations, and every microbatch's get_batch ends in .cpu() on the broadcast
+  // sizes (megatron/mpu/data.py _build_key_size_numel_dictionaries: sizes_cuda.cpu(), called by
+  // pretrain_gpt.py's get_batch on every stage; the pipeline's torch.cuda.synchronize() in
+  // megatron/p2p_communication.py _communicate, unconditional; NVIDIA/Megatron-LM @ de7dc40f).
+  p.host = megatron_host();
+  p.host.sync_after_p2p = P2pSync::kAlways;
+  p.host.sync_per_microbatch = true;
   return p;
 }
 
@@ -76,6 +144,7 @@ StackProfile fsdp() {
   // unpads Q, K and V with flash-attn's bert_padding.unpad_input for flash_attn_varlen_func, and
   // pads the output back with pad_input, even when no token is padding.
   p.attention_unpads = true;
+  p.host = eager_host();
   return p;
 }
 
@@ -114,6 +183,7 @@ StackProfile fsdp_compile() {
   p.fp8 = Fp8Scaling::kCurrent;
   p.step.grad_norm = true;
   p.fp8_fprop_fast_accumulation = true;  // torchao float8's output GEMM
+  p.host = compiled_host();
   return p;
 }
 
@@ -132,6 +202,7 @@ StackProfile maxtext(DeviceFamily family) {
                                              : transformer_engine_attention(family);
   p.fp8 = Fp8Scaling::kDelayed;
   p.step.grad_norm = true;
+  p.host.issue = HostIssue::kXla;  // one executable per step: no per-kernel host time
   return p;
 }
 
@@ -183,6 +254,7 @@ void apply_stack(ParallelPlan& plan, const StackProfile& profile, const StackOve
   plan.fp8_fprop_fast_accumulation = profile.fp8_fprop_fast_accumulation;
   plan.tp_backward_async = profile.tp_backward_async;
   plan.attention_unpads = profile.attention_unpads;
+  plan.host = profile.host;
 }
 
 }  // namespace meshsim::workloads

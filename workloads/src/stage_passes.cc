@@ -75,7 +75,8 @@ std::optional<StageBuilder::PipeChannel> StageBuilder::pipe_channel(int32_t chun
 
 Scope StageBuilder::pass_scope(const PipelinePass& pass, std::string prefix) const {
   return Scope{OpLabels{std::nullopt, pass.microbatch, static_cast<int32_t>(stage_), std::nullopt},
-               std::move(prefix)};
+               std::move(prefix),
+               pass.kind == PassKind::kForward ? Phase::kForward : Phase::kBackward};
 }
 
 // ZeRO-3: the layer's parameters, gathered into a transient buffer on the gather stream.
@@ -107,6 +108,9 @@ void StageBuilder::forward(const PipelinePass& pass) {
   } else if (const auto from = pipe_channel(pass.chunk, true, false)) {
     stream_.next_waits_for(p2p(scope, fmt::format("c{}.recv_activation", chunk), false, from->peer,
                                Tag::kActivation, msg, from->stream));
+  }
+  if (p_.host.sync_per_microbatch) {
+    get_batch(scope);
   }
   const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
   const bool zero3 = p_.zero == ZeroStage::kParameters;
@@ -213,7 +217,7 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
       }
     }
     if (full_recompute) {
-      emit(scope.in_layer(layer, fmt::format("recompute.L{}.", layer)),
+      emit(scope.recomputing(layer),
            layer_forward(layer_ctx(layer)), alloc(MemoryCategory::kActivations, materialised), {});
     }
     Bytes freed = Bytes::zero();
@@ -227,10 +231,10 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
       last_release = release(MemoryCategory::kActivations, freed);
     }
     if (p_.recompute == Recompute::kDots || p_.recompute == Recompute::kQkvOutProj) {
-      emit(scope.in_layer(layer, fmt::format("recompute.L{}.", layer)),
+      emit(scope.recomputing(layer),
            recompute_jax_policy(layer_ctx(layer)), {}, {});
     } else if (!p_.recompute_modules.empty()) {
-      emit(scope.in_layer(layer, fmt::format("recompute.L{}.", layer)),
+      emit(scope.recomputing(layer),
            recompute_selected_modules(layer_ctx(layer)), {}, {});
     }
     std::vector<LayerItem> items = layer_backward(layer_ctx(layer));

@@ -251,6 +251,9 @@ class Program {
   OpId add(Op op);
   // `before` must have been added earlier than `after`.
   void add_dependency(OpId before, OpId after);
+  // Changes what the host does after issuing `id` (Op::host_sync), e.g. when a later op takes a
+  // batch's synchronisation over.
+  void set_host_sync(OpId id, HostSync sync);
   // Memory held when the step starts (weights, optimizer state), by category.
   void set_initial_memory(MemoryCategory category, Bytes bytes);
 

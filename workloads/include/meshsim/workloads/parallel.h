@@ -233,6 +233,8 @@ struct ParallelPlan {
   // FP8 runs: the linear layers' forward GEMMs (and their recompute) use the library's fast
   // accumulation, the backward ones do not (ComputeWork::fast_accumulation; stack_profile.h).
   bool fp8_fprop_fast_accumulation = false;
+  // The host's work per op and its synchronisations (stack.h; the stack's profile sets it).
+  HostDispatch host;
   double capacity_factor = 1.0;        // MoE: expert capacity / balanced share (>= 1)
   // MoE routing (expert_load.h): absent, every expert gets its balanced share; sigma >= 0, a
   // seeded draw with lognormal(sigma) expert popularity (0: a uniform router's sampling noise).

@@ -41,6 +41,8 @@ struct StackProfile {
   bool tp_backward_async = true;
   // llm-foundry calls FlashAttention through its varlen interface (ParallelPlan::attention_unpads).
   bool attention_unpads = false;
+  // What the host spends issuing the step, and where it waits (ParallelPlan::host).
+  HostDispatch host;
 };
 
 // The profile of `stack` on chips of `family`. Throws PlanError on the stack field for a stack the
