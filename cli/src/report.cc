@@ -52,6 +52,12 @@ void print_summary(const StepReport& r, std::ostream& out) {
                        "several are exposed at the same time (each counts the span)\n",
                        format_duration(sum));
   }
+  // Only where the host held the device back noticeably (0.1 % of the step).
+  if (r.host_wait.seconds() > 1e-3 * r.step_time.seconds()) {
+    out << fmt::format("  host wait             {} per rank (the device idle until the host issued "
+                       "its next kernel)\n",
+                       format_duration(r.host_wait));
+  }
   out << fmt::format("  bubble fraction       {:.1f} % (mean over stages)\n",
                      100.0 * r.bubble_fraction);
   out << fmt::format("  peak memory per rank  {} of {} ({})\n", format_bytes(r.peak_memory),

@@ -173,7 +173,9 @@ std::vector<StepReport::Stage> stage_results(const StepReport& r, const RunResul
     const int64_t stage = plan.ranks[i].stage;
     StepReport::Stage& st = stages[stage];
     st.stage = stage;
-    st.bubble_fraction = std::max(st.bubble_fraction, b[i].idle / r.step_time);
+    // Idle while the host had not issued the next kernel is the host's, not the pipeline's.
+    const Duration bubble = b[i].idle - std::min(b[i].idle, run.ranks[i].host_wait);
+    st.bubble_fraction = std::max(st.bubble_fraction, bubble / r.step_time);
     st.compute = std::max(st.compute, b[i].compute);
     if (run.ranks[i].memory.peak > st.peak_memory) {
       st.peak_memory = run.ranks[i].memory.peak;
@@ -200,6 +202,9 @@ void fill_results(StepReport& r, const RunResult& run, const std::vector<RankBre
   // Executed FLOPs: each simulated rank stands for world / simulated ranks of its kind; every
   // pipeline stage has the same number of ranks, so scale the simulated sum.
   Flops executed;
+  for (const RankResult& rr : run.ranks) {
+    r.host_wait = std::max(r.host_wait, rr.host_wait);
+  }
   for (const RankBreakdown& rb : b) {
     executed += rb.flops;
     r.compute = std::max(r.compute, rb.compute);

@@ -76,6 +76,7 @@ nlohmann::json to_json(const StepReport& r) {
   j["mfu_peak_dtype"] = std::string(to_string(r.peak_dtype));
   j["compute_s"] = r.compute.seconds();
   j["exposed_comm_s"] = r.exposed_comm.seconds();
+  j["host_wait_s"] = r.host_wait.seconds();
   j["bubble_fraction"] = r.bubble_fraction;
   j["peak_memory_bytes"] = r.peak_memory.count();
   j["peak_memory_breakdown_bytes"] = memory_json(r.peak_breakdown);

@@ -295,5 +295,83 @@ TEST(Stacks, Fp8ForwardGemmsUseFastAccumulationWhereTheRecipeDoes) {
                    .work.fast_accumulation);
 }
 
+// The host's work per op (HostDispatch) follows the stack: eager PyTorch stacks charge the
+// framework and the launch, torch.compile only the launch, XLA nothing; GEMMs add their library
+// call; the phase decides forward or backward costs.
+TEST(Stacks, HostTimesFollowTheStacksIssue) {
+  const auto host_of = [](Stack stack, const std::string& name) {
+    const ParallelPlan p = plan_with(stack, stack == Stack::kMaxText ? DeviceFamily::kTpu
+                                                                     : DeviceFamily::kHopper);
+    const StepPlan plan = plan_step(load_model("llama3.2-1b"), p);
+    const Program& prog = plan.programs.at(0);
+    for (size_t i = 0; i < prog.size(); ++i) {
+      const Op& op = prog.op(OpId(static_cast<uint32_t>(i)));
+      if (op.name == name) {
+        return op.host;
+      }
+    }
+    ADD_FAILURE() << "no op " << name;
+    return Duration::zero();
+  };
+  const Duration fwd_norm = host_of(Stack::kFsdp, "fwd.L0.attn_norm.pow");
+  const Duration fwd_gemm = host_of(Stack::kFsdp, "fwd.L0.qkv");
+  const Duration bwd_gemm = host_of(Stack::kFsdp, "bwd.L0.qkv.dgrad");
+  EXPECT_GT(fwd_norm, Duration::zero());
+  EXPECT_EQ(fwd_gemm - fwd_norm, stack_profile(Stack::kFsdp, DeviceFamily::kHopper).host.gemm_call);
+  EXPECT_LT(bwd_gemm, fwd_gemm);  // autograd's engine, no Python module per kernel
+  // torch.compile: the launch alone, less than eager's.
+  const Duration compiled = host_of(Stack::kFsdpCompile, "fwd.L0.attn_norm");
+  EXPECT_GT(compiled, Duration::zero());
+  EXPECT_LT(compiled, fwd_norm);
+  // XLA: one executable per step.
+  EXPECT_EQ(host_of(Stack::kMaxText, "fwd.L0.qkv"), Duration::zero());
+}
+
+// Megatron's host synchronisations: the gradient norm is read on the host before the optimizer
+// (clip_grads.py), batched pipeline sends and receives end in torch.cuda.synchronize() with the
+// last of each adjacent pair carrying it (1F1B's send_forward_recv_backward), and Megatron-LM
+// 2021's get_batch waits for the compute stream every microbatch; FSDP has none of them.
+TEST(Stacks, MegatronSynchronisesTheHostWhereItsCodeDoes) {
+  const auto syncs = [](Stack stack, int64_t pp, int64_t vpp) {
+    ParallelPlan p = plan_with(stack, DeviceFamily::kAmpere);
+    p.pp = pp;
+    p.vpp = vpp;
+    p.schedule = vpp > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::kOneFOneB;
+    p.gbs = 4;
+    const StepPlan plan = plan_step(load_model("llama3.2-1b"), p);
+    std::vector<std::pair<std::string, HostSync>> out;
+    const Program& prog = plan.programs.at(0);
+    for (size_t i = 0; i < prog.size(); ++i) {
+      const Op& op = prog.op(OpId(static_cast<uint32_t>(i)));
+      if (op.host_sync != HostSync::kNone) {
+        out.emplace_back(op.name, op.host_sync);
+      }
+    }
+    return out;
+  };
+  const auto names = [](const std::vector<std::pair<std::string, HostSync>>& v,
+                        const std::string& part) {
+    return std::count_if(v.begin(), v.end(), [&](const auto& s) {
+      return s.first.find(part) != std::string::npos;
+    });
+  };
+  const auto megatron = syncs(Stack::kMegatron, 2, 1);
+  EXPECT_EQ(names(megatron, "grad_norm"), 1);
+  // Stage 0 of 2 with 4 microbatches: its sends of activations and receives of gradients pair
+  // up as the schedule batches them; each batch syncs once.
+  EXPECT_GT(names(megatron, "recv_gradient") + names(megatron, "send_activation"), 0);
+  for (const auto& [name, kind] : megatron) {
+    EXPECT_EQ(kind, name.find("grad_norm") != std::string::npos ? HostSync::kWaitOp
+                                                                : HostSync::kWaitDevice)
+        << name;
+  }
+  EXPECT_EQ(names(megatron, "get_batch"), 0);
+  // Interleaved: the overlapped p2p does not synchronise.
+  EXPECT_EQ(names(syncs(Stack::kMegatron, 2, 2), "_activation"), 0);
+  const auto old = syncs(Stack::kMegatron2021, 2, 1);
+  EXPECT_EQ(names(old, "get_batch"), 4);  // one per microbatch
+  EXPECT_TRUE(syncs(Stack::kFsdp, 1, 1).empty());
+}
+
 }  // namespace
 }  // namespace meshsim::workloads

@@ -111,6 +111,13 @@ class GradientBuckets {
   GradientBucket open_;
 };
 
+// The gradient bucket of the plan's stack. Megatron-Core's DDP: max(40M, 1M x the data-parallel
+// size) parameters, so that a bucket's shard stays bandwidth-bound at large DP
+// (megatron/core/distributed/distributed_data_parallel.py: ddp_config.bucket_size =
+// max(40000000, 1000000 * dp_group.size()); NVIDIA/Megatron-LM @ d98e8a64), one bucket without
+// overlap. Others: 80 MB. The plan's grad_bucket, when set, overrides both.
+Bytes grad_bucket_bytes(const ParallelPlan& p);
+
 class StageBuilder {
  public:
   StageBuilder(const ModelConfig& m, const ParallelPlan& p, const StagePartition& part)
@@ -119,7 +126,7 @@ class StageBuilder {
         stage_(part.stage),
         ctx_{m, p, part},
         pipe_(p.pipeline()),
-        buckets_(p.grad_bucket, p.state.gradient) {}
+        buckets_(grad_bucket_bytes(p), p.state.gradient) {}
 
   Program build();
 
@@ -165,6 +172,9 @@ class StageBuilder {
   void backward(const PipelinePass& pass, bool with_weights, bool last_for_chunk);
   void weights(const PipelinePass& pass, bool last_for_chunk);
   void grads_ready(const Scope& scope, int64_t dense_params, int64_t expert_params);
+  // The end of a model chunk's last backward: its open bucket is reduced (Megatron-Core builds one
+  // DDP, with its own buckets, per model chunk).
+  void chunk_grads_done(const Scope& scope);
   void reduce(const Scope& scope, const GradientBucket& bucket);
   void gather_parameters_ahead();
   OpId zero3_gather(const Scope& scope, int64_t layer, bool blocking);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "meshsim/sim/error.h"
@@ -265,7 +266,14 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
     if (reduce_grads) {
       grads_ready(scope, part_.params.embedding, 0);
     }
-  } else if (const auto to = pipe_channel(pass.chunk, false, true)) {
+  }
+  if (reduce_grads) {
+    chunk_grads_done(scope);
+  }
+  if (first_virtual(chunk)) {
+    return;
+  }
+  if (const auto to = pipe_channel(pass.chunk, false, true)) {
     const OpId send = p2p(scope, fmt::format("c{}.send_gradient", chunk), true, to->peer,
                           Tag::kGradient, msg, to->stream);
     if (!p_.overlap.pipeline_p2p) {
@@ -303,6 +311,9 @@ void StageBuilder::weights(const PipelinePass& pass, bool last_for_chunk) {
   if (first_virtual(chunk) && last_for_chunk) {
     grads_ready(scope, part_.params.embedding, 0);
   }
+  if (last_for_chunk) {
+    chunk_grads_done(scope);
+  }
 }
 
 // Gradients of `dense` (and `expert`) parameters are final: they join the open bucket, which is
@@ -315,6 +326,35 @@ void StageBuilder::grads_ready(const Scope& scope, int64_t dense, int64_t expert
       deferred_buckets_.push_back(*full);
     }
   }
+}
+
+void StageBuilder::chunk_grads_done(const Scope& scope) {
+  if (p_.vpp == 1 || p_.zero == ZeroStage::kParameters) {
+    return;  // one chunk: its last bucket closes with the step (finish)
+  }
+  if (const std::optional<GradientBucket> last = buckets_.close()) {
+    if (p_.overlap.grad_reduce) {
+      reduce(scope.unnamed(), *last);
+    } else {
+      deferred_buckets_.push_back(*last);
+    }
+  }
+}
+
+Bytes grad_bucket_bytes(const ParallelPlan& p) {
+  if (p.grad_bucket) {
+    return *p.grad_bucket;
+  }
+  if (p.stack == Stack::kMegatron) {
+    if (!p.overlap.grad_reduce) {
+      // "Set bucket_size to infinity if overlap_grad_reduce is False" (the same file).
+      return Bytes::of(std::numeric_limits<int64_t>::max());
+    }
+    const int64_t params = std::max<int64_t>(40'000'000, 1'000'000 * p.dense_grad_group());
+    return Bytes::of(params * p.state.gradient);
+  }
+  // 40M bf16 gradients, the rule's floor: what meshsim has used for every other stack.
+  return MB(80);
 }
 
 // The reduction of one bucket: all-reduce, or reduce-scatter with ZeRO; dense gradients over

@@ -46,8 +46,11 @@ struct StepReport {
   Dtype peak_dtype = Dtype::kBf16;  // its format: bf16 (also for fp8 runs), fp32 or tf32
   Duration compute;                // per rank (max over ranks), union of compute spans
   Duration exposed_comm;           // per rank (max over ranks)
+  // The host model: how long the compute stream's next kernel was ready but not yet issued by
+  // the host (RankResult::host_wait), max over ranks.
+  Duration host_wait;
   // Mean over the pipeline stages of each stage's bubble_fraction (below): the idle fraction of
-  // the stage's worst simulated rank.
+  // the stage's worst simulated rank, less the time it waited for its host.
   double bubble_fraction = 0;
   std::array<Duration, kNumOpClasses> time_by_class{};  // rank 0, summed kernel times
   Bytes peak_memory;               // max over ranks, from the ledger (or the estimate if OOM)
@@ -59,7 +62,8 @@ struct StepReport {
 
   struct Stage {
     int64_t stage = 0;
-    double bubble_fraction = 0;  // idle (no compute, no communication) / step, stage's worst rank
+    // idle (no compute, no communication) less host_wait, / step; the stage's worst rank
+    double bubble_fraction = 0;
     Duration compute;
     Bytes peak_memory;
     MemoryBreakdown peak_breakdown;

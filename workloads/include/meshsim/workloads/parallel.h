@@ -252,9 +252,9 @@ struct ParallelPlan {
   std::vector<int64_t> stage_layers;
   std::array<Axis, kNumAxes> order = {Axis::kTensor, Axis::kContext, Axis::kData, Axis::kPipeline};
   OverlapOptions overlap;
-  // Gradient bucket: Megatron-LM DDP buckets 40M elements (distributed/distributed_data_parallel.py,
-  // bucket_size = max(40000000, 1000000 * dp)); at 2 bytes per bf16 gradient, 80 MB.
-  Bytes grad_bucket = MB(80);
+  // Gradient bucket, when set; else the stack's rule (the stage builder's grad_bucket_bytes:
+  // Megatron-Core's max(40M, 1M x DP) parameters, one bucket without overlap; 80 MB otherwise).
+  std::optional<Bytes> grad_bucket;
   ModelStateBytes state;
   Provenance<PlanField> origins;
 
