@@ -247,7 +247,7 @@ TEST(ClosedForm, TorusLineWithoutWraparoundRunsAFoldedRing) {
 }
 
 nlohmann::json workbook_case(const std::string& id) {
-  std::ifstream in(std::string(MESHSIM_REFERENCE_DIR) + "/workbook_cases.json");
+  std::ifstream in(std::string(MESHSIM_SOURCE_DIR) + "/validation/workbook/workbook_cases.json");
   const auto doc = nlohmann::json::parse(in);
   for (const auto& c : doc.at("cases")) {
     if (c.at("id") == id) {
