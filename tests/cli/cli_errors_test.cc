@@ -269,7 +269,8 @@ TEST_F(CliTest, AlgorithmThatDoesNotApplyNamesTheFlag) {
   expect_input_error(r, {"--algo: algorithm nvls does not apply"});
 }
 
-// STYLE D.13: libraries below the edge throw typed errors on a field; they never name a flag.
+// Libraries below the edge throw typed errors on a field; they never name a flag
+// (docs/style.md D.13).
 TEST_F(CliTest, LibrariesNeverNameAFlag) {
   const std::regex flag(R"("--[a-z][a-z-]*")");
   for (const char* dir : {"workloads", "collectives"}) {

@@ -1,4 +1,4 @@
-// Golden traces (STYLE D.14c): the trace and report the meshsim command writes for a small
+// Golden traces (docs/style.md D.14c): the trace and report the meshsim command writes for a small
 // scenario — 2 pipeline stages x 2 TP x 2 DP, 4 microbatches, 1F1B, every rank traced — must stay
 // byte-identical to the files in tests/golden/<case>/, and must be structurally sound.
 // Regenerate them on purpose with tools/update_goldens.sh (MESHSIM_UPDATE_GOLDENS=1) and review

@@ -9,7 +9,7 @@
 // an earlier OpId to a later one, so a Program can never hold a cycle. Each op names the stream it
 // runs on; a stream runs its ops one at a time, in OpId order (CUDA stream semantics).
 //
-// Storage is a Boost.Graph adjacency_list, hidden behind a pimpl (STYLE A.2).
+// Storage is a Boost.Graph adjacency_list, hidden behind a pimpl (docs/style.md A.2).
 #pragma once
 
 #include <cstdint>
