@@ -1,8 +1,9 @@
 // Closed forms of the collective model, one per algorithm/protocol pair, without contention: a
 // collective alone takes max(floor, latency + n / min(cap, min over its links of C / w))
-// (comm_shape.h), with NCCL's latencies and bandwidths (nccl_model.md section 12.3), the run-time
-// NVLS chunk model (nccl_runtime.h), the catalogue's link efficiencies and the platform's floor;
-// TPU torus collectives against the scaling book's multi-axis forms; the workbook's cases.
+// (comm_shape.h), with NCCL's latencies and bandwidths (NCCL 2.30.7 src/graph/tuning.cc), the
+// run-time NVLS chunk model (nccl_runtime.h), the catalogue's link efficiencies and the
+// platform's floor; TPU torus collectives against the scaling book's multi-axis forms; the
+// workbook's cases.
 #include <gtest/gtest.h>
 
 #include <algorithm>
