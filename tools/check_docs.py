@@ -37,6 +37,7 @@ import argparse
 import concurrent.futures
 import difflib
 import os
+import resource
 import re
 import subprocess
 import sys
@@ -226,11 +227,19 @@ def scratch_dir(root, meshsim, parent):
     return d
 
 
+def cpu_seconds():
+    """CPU time of the children waited for so far (exact per command when blocks run one at a
+    time, --jobs 1)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def run_block(block, root, meshsim, parent):
     d = scratch_dir(root, meshsim, parent)
     results = []
     for cmd in block.commands:
         start = time.monotonic()
+        cpu = cpu_seconds()
         try:
             p = subprocess.run(["bash", "-c", cmd.text], cwd=d, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT_S,
@@ -238,7 +247,7 @@ def run_block(block, root, meshsim, parent):
             out = p.stdout
         except subprocess.TimeoutExpired:
             out = f"(timed out after {TIMEOUT_S} s)"
-        results.append((clean(out.split("\n")), time.monotonic() - start))
+        results.append((clean(out.split("\n")), time.monotonic() - start, cpu_seconds() - cpu))
     return results
 
 
@@ -256,13 +265,14 @@ def examples(args):
     with tempfile.TemporaryDirectory(prefix="meshsim-docs-") as parent:
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
             runs = list(pool.map(lambda b: run_block(b, root, args.meshsim, parent), blocks))
-    total = 0.0
+    total, total_cpu = 0.0, 0.0
     for block, results in zip(blocks, runs):
-        for cmd, (actual, seconds) in zip(block.commands, results):
+        for cmd, (actual, seconds, cpu) in zip(block.commands, results):
             total += seconds
+            total_cpu += cpu
             rel = os.path.relpath(block.path, root)
             label = f"{rel}:{cmd.first_line + 1}: $ {cmd.text.splitlines()[0]}"
-            print(f"{seconds:6.2f} s  {label}")
+            print(f"{seconds:6.2f} s wall {cpu:6.2f} s CPU  {label}")
             expected = clean(cmd.expected)
             if align(expected, actual, fuzzy=False) is not None:
                 continue
@@ -286,7 +296,7 @@ def examples(args):
         path.write_text("\n".join(lines))
         print(f"updated {os.path.relpath(path, root)} ({len(edits)} example(s))")
     print(f"{sum(len(b.commands) for b in blocks)} documented commands in {len(blocks)} blocks, "
-          f"{total:.1f} s")
+          f"{total:.1f} s wall, {total_cpu:.1f} s CPU")
     for f in failures:
         print(f"\nFAIL {f}", file=sys.stderr)
     if failures and not args.update:
