@@ -351,8 +351,9 @@ def version(args):
               file=sys.stderr)
         return 1
     commit = m.group(2)
-    in_git = subprocess.run(["git", "-C", str(root), "rev-parse", "--git-dir"],
-                            capture_output=True).returncode == 0
+    top = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"],
+                         capture_output=True, text=True)
+    in_git = top.returncode == 0 and Path(top.stdout.strip()).resolve() == root
     if not in_git:
         ok = commit == "unknown"
         print(f"not a git checkout; meshsim --version names commit {commit!r}")
