@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks that #include lines (and CMake link lists) follow the module graph (STYLE.md A.1, A.2).
+"""Checks that #include lines (and CMake link lists) follow the module graph
+(docs/style.md A.1, A.2).
 
     tools/check_includes.py [REPO_ROOT]
 
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # The module graph: each module and the modules it may use (besides itself). Keep in step with
-# STYLE.md A.1 and the PUBLIC_DEPS / PRIVATE_DEPS of each <module>/CMakeLists.txt.
+# docs/style.md A.1 and the PUBLIC_DEPS / PRIVATE_DEPS of each <module>/CMakeLists.txt.
 ALLOWED: dict[str, tuple[str, ...]] = {
     "sim": (),
     "topology": ("sim",),

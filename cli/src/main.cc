@@ -16,12 +16,15 @@
 #include "compare_command.h"
 #include "fault_flags.h"
 #include "goodput_command.h"
+#include "help_markdown.h"
 #include "meshsim/sim/error.h"
 #include "run_command.h"
+#include "presets_command.h"
 #include "published_command.h"
 #include "scenario_flags.h"
 #include "trace_limits.h"
 #include "validate_command.h"
+#include "version.h"
 
 namespace {
 
@@ -402,8 +405,10 @@ Scenario resolve(const RunFlags& f) {
 
 int run_main(int argc, char** argv) {
   CLI::App app{"meshsim: a discrete-event simulator of distributed training clusters"};
-  app.set_version_flag("--version", std::string("meshsim ") + MESHSIM_VERSION + " (commit " +
-                                        MESHSIM_GIT_COMMIT + ")");
+  app.set_version_flag("--version", "meshsim " + std::string(meshsim::cli::version()));
+  app.footer(
+      "meshsim presets lists the models, clusters, chips and software stacks built in; meshsim "
+      "SUBCOMMAND --help a subcommand's options.");
   RunFlags run_flags;
   add_run_options(&app, run_flags);
   CLI::App* run = app.add_subcommand("run", "Simulate one training step of a scenario");
@@ -541,6 +546,13 @@ int run_main(int argc, char** argv) {
                       "With --run: simulate every rank instead of one per class of identical "
                       "ranks, as meshsim run --full-simulation");
 
+  CLI::App* presets = app.add_subcommand(
+      "presets", "List the built-in models, clusters, chips and software stacks, one line each");
+  // Hidden (no group): writes docs/cli.md from these definitions.
+  CLI::App* help_markdown =
+      app.add_subcommand("help-markdown", "Print this command line as Markdown (docs/cli.md)")
+          ->group("");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -549,6 +561,14 @@ int run_main(int argc, char** argv) {
     }
     std::cerr << "meshsim: error: " << e.what() << " (run with --help for the options)\n";
     return 2;
+  }
+  if (*presets) {
+    meshsim::cli::presets_command(std::cout);
+    return 0;
+  }
+  if (*help_markdown) {
+    meshsim::cli::write_cli_markdown(app, std::cout);
+    return 0;
   }
   if (*validate) {
     if (!val_json.empty()) {

@@ -5,6 +5,7 @@
 #include "meshsim/studies/scenario.h"
 #include "progress.h"
 #include "trace_setup.h"
+#include "version.h"
 #include "what_if.h"
 
 namespace meshsim::cli {
@@ -37,7 +38,7 @@ class TraceObserver : public studies::StepObserver {
   std::vector<int64_t> ranks_to_simulate() const override { return trace_.ranks_to_simulate(); }
   void attach(Simulation& sim, studies::CommSetup& comm, const StepReport& r) override {
     trace_.attach(sim, comm.model(),
-                  {{"meshsim_version", MESHSIM_VERSION},
+                  {{"meshsim_version", std::string(version())},
                    {"model", r.model_description},
                    {"cluster", r.cluster_description},
                    {"plan", r.plan_description},

@@ -1,10 +1,10 @@
 // Private to the engine: the state of a Simulation (simulation.h) and the steps of its loop.
 //
-// Layout for the hot loop (STYLE C.11): programs are flattened once (ProgramInfo: CSR successors,
-// per-op metadata, compute times per program, pending counters op-major across their ranks);
-// stream states, running ops and group and peer slots stream-major (slot-major) across the ranks
-// of a program, so that lockstep ranks touch adjacent entries; rendezvous are per-group windows
-// of pending collectives and per-rank lists of pending sends, not node-based maps; per-rank
+// Layout for the hot loop (docs/style.md C.11): programs are flattened once (ProgramInfo: CSR
+// successors, per-op metadata, compute times per program, pending counters op-major across their
+// ranks); stream states, running ops and group and peer slots stream-major (slot-major) across the
+// ranks of a program, so that lockstep ranks touch adjacent entries; rendezvous are per-group
+// windows of pending collectives and per-rank lists of pending sends, not node-based maps; per-rank
 // breakdowns are computed online (RankSweep) and op records are built only when someone
 // subscribed.
 #pragma once

@@ -269,7 +269,8 @@ TEST_F(CliTest, AlgorithmThatDoesNotApplyNamesTheFlag) {
   expect_input_error(r, {"--algo: algorithm nvls does not apply"});
 }
 
-// STYLE D.13: libraries below the edge throw typed errors on a field; they never name a flag.
+// Libraries below the edge throw typed errors on a field; they never name a flag
+// (docs/style.md D.13).
 TEST_F(CliTest, LibrariesNeverNameAFlag) {
   const std::regex flag(R"("--[a-z][a-z-]*")");
   for (const char* dir : {"workloads", "collectives"}) {
@@ -356,7 +357,7 @@ TEST_F(CliTest, RunWritesAConsistentJsonReport) {
   EXPECT_FALSE(fs::exists(path("meshsim-trace.pftrace"))) << "--no-trace wrote a trace";
 }
 
-// The README writes an uneven split as --stage-layers 10,11,11; the ledger of each stage then
+// An uneven split written as --stage-layers 10,11,11 (docs/cli.md); the ledger of each stage then
 // starts with the weights of its own layers (stage 0 of llama3.2-1b: the embedding and 4 layers).
 TEST_F(CliTest, StageLayersTakeACommaSeparatedList) {
   const CommandResult r = run({"--model", "llama3.2-1b", "--cluster", "dgx-h100", "--nodes", "3",

@@ -9,7 +9,7 @@
 // an earlier OpId to a later one, so a Program can never hold a cycle. Each op names the stream it
 // runs on; a stream runs its ops one at a time, in OpId order (CUDA stream semantics).
 //
-// Storage is a Boost.Graph adjacency_list, hidden behind a pimpl (STYLE A.2).
+// Storage is a Boost.Graph adjacency_list, hidden behind a pimpl (docs/style.md A.2).
 #pragma once
 
 #include <cstdint>
@@ -233,7 +233,7 @@ inline constexpr size_t kMaxOps = size_t{1} << 24;
 // The most op instances (ops x the ranks running them) one Simulation runs: 2^30 (1,073,741,824).
 // The engine keeps 2 bytes of state per instance (a pending-dependency counter, per-op data lives
 // once per program). The 405B layout on 98,304 GPUs simulated in full (41 s of CPU, 1.65 GiB;
-// README, Performance) runs an estimated 0.3 to 0.4 G of them (16 microbatches x 8 layers per
+// docs/performance.md) runs an estimated 0.3 to 0.4 G of them (16 microbatches x 8 layers per
 // rank, ~25 ops each; its peak memory alone bounds it below 0.9 G), so the bound admits it and
 // keeps a simulation within a minute or two and ~3 GiB, and the engine's 32-bit indices exact. Past it, Simulation::add_rank
 // throws LimitError; it is checked as ranks are added, never in the event loop.

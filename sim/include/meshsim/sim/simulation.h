@@ -32,12 +32,12 @@
 // at its rendezvous, and the full group of global ranks that the CommModel is told about. Each
 // simulated rank carries the global rank it represents (for costs of sends and receives, and for
 // reports). In full mode both lists are the same and every rank is simulated.
-// Heterogeneity (engine inputs, DESIGN.md): a rank may compute slower than the cost model says
-// (set_compute_slowdown: throttling, a slow host), and every kernel may vary (set_kernel_jitter).
-// Both break the symmetry representative mode relies on; the caller simulates every rank then.
-// Breakdown: each rank's where-the-time-went (breakdown.h) is computed online, as the ops start
-// and end; op records exist only for subscribers (on_op_end), so nothing grows with the number of
-// ops unless a trace asks for it.
+// Heterogeneity (engine inputs, docs/architecture.md): a rank may compute slower than the cost
+// model says (set_compute_slowdown: throttling, a slow host), and every kernel may vary
+// (set_kernel_jitter). Both break the symmetry representative mode relies on; the caller simulates
+// every rank then. Breakdown: each rank's where-the-time-went (breakdown.h) is computed online, as
+// the ops start and end; op records exist only for subscribers (on_op_end), so nothing grows with
+// the number of ops unless a trace asks for it.
 // Determinism: events are ordered by (time, insertion sequence); ranks and streams are scanned in
 // index order; nothing depends on addresses or the wall clock. No global state: several
 // Simulations may run at once.

@@ -136,8 +136,8 @@ struct CollectivePlatform {
 // Bounds on a cluster's size, checked by the loader and the resize functions (each error states
 // its bound). 131,072 devices (16,384 DGX nodes; Llama 3 405B trained on 16,384 H100s; issue
 // 16's target is 100K GPUs) is the largest cluster meshsim simulates within about a minute of CPU:
-// the 405B layout on 98,304 GPUs simulated in full takes 41 s of CPU and 1.65 GiB (README,
-// Performance). An explicit graph holds at most kMaxGraphLinks cables and kMaxDevices switches.
+// the 405B layout on 98,304 GPUs simulated in full takes 41 s of CPU and 1.65 GiB
+// (docs/performance.md). An explicit graph holds at most kMaxGraphLinks cables and kMaxDevices switches.
 inline constexpr int64_t kMaxDevices = int64_t{1} << 17;
 inline constexpr int64_t kMaxGraphLinks = int64_t{1} << 20;
 // NICs per device: DGX H100/B200 and GB200 NVL72 have one per GPU, some designs two. The network
