@@ -308,7 +308,7 @@ TEST(PublishedMap, VirtualPipelineSizeFromTheLaunchScriptOfTheCitedCommit) {
   EXPECT_EQ(s.plan.vpp, 12);
   EXPECT_EQ(s.plan.schedule, workloads::PipelineSchedule::kInterleaved);
   EXPECT_THAT(s.assumptions,
-              Contains(HasSubstr("virtual pipeline size 12: not in the table, but "
+              Contains(HasSubstr("virtual pipeline size 12: not in the record, but "
                                  "nemotron/launch.sh @ 741c886")));
 
   PublishedRun elsewhere = r;
@@ -386,10 +386,12 @@ TEST(PublishedMap, ComposerFsdpColumnsMustBeWhatIsModelled) {
   };
   EXPECT_THAT(refusal(with_notes("offload=False", "offload=True"), cat),
               HasSubstr("offloads activations to the CPU"));
-  EXPECT_THAT(refusal(with_notes("FULL_SHARD", "HYBRID_SHARD"), cat),
-              HasSubstr("sharding_strategy HYBRID_SHARD is not modelled"));
+  const std::string hybrid = refusal(with_notes("FULL_SHARD", "HYBRID_SHARD"), cat);
+  EXPECT_THAT(hybrid, HasSubstr("sharding_strategy is not modelled"));
+  EXPECT_THAT(hybrid, HasSubstr("(the notes: \"sharding_strategy=HYBRID_SHARD\")"));
   EXPECT_THAT(refusal(with_notes("FULL_SHARD", "SHARD_GRAD_OP"), cat),
-              HasSubstr("is ZeRO stage 2, but the run maps to stage 3"));
+              HasSubstr("sharding_strategy=SHARD_GRAD_OP is ZeRO stage 2, but the run maps to "
+                        "stage 3"));
 }
 
 // NVIDIA's GB200 tables run 64 GPUs: 16 trays of one NVL72 rack, one NVLink domain of 64. More

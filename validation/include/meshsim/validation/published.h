@@ -30,6 +30,7 @@
 #include "meshsim/sim/units.h"
 #include "meshsim/topology/chip.h"
 #include "meshsim/topology/cluster.h"
+#include "meshsim/validation/published_facts.h"
 #include "meshsim/workloads/model.h"
 #include "meshsim/workloads/parallel.h"
 
@@ -100,8 +101,11 @@ NotExpressible refused_scenario(const std::exception& e);
 
 using PublishedMapping = std::variant<PublishedScenario, NotExpressible>;
 
-// Maps a run with chips from `catalogue` and the cluster presets (topology/clusters).
+// Maps a run with chips from `catalogue`, the cluster presets (topology/clusters) and `facts`
+// (the built-in run_facts.json unless given).
 PublishedMapping map_published_run(const PublishedRun& run, const topology::Catalogue& catalogue);
+PublishedMapping map_published_run(const PublishedRun& run, const topology::Catalogue& catalogue,
+                                   const PublishedFacts& facts);
 
 struct PublishedPoint {
   std::string id;
