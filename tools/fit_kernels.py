@@ -38,10 +38,25 @@ def rate(text):
     return float(m.group(1)) * UNITS.get(m.group(2), 1)
 
 
+def merge_patch(base, patch):
+    """RFC 7386, as the catalogue reads a chip that is a variant_of another."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(base) if isinstance(base, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
 def chips():
     cat = json.load(open(os.path.join(ROOT, 'topology', 'chips.json')))['chips']
     out = {}
     for name, c in cat.items():
+        if 'variant_of' in c:
+            c = merge_patch(cat[c['variant_of']['chip']], c)
         peaks = {d: rate(v['value']) for d, v in c['peak'].items()}
         hbm = rate(c['hbm']['bandwidth']['value'])
         units = c['gpu']['sm_count']['value'] if 'gpu' in c else c['tpu']['mxu_count']['value']

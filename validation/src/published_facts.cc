@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 
@@ -94,6 +95,9 @@ std::optional<SourcedFact<bool>> sourced_flag(JsonObject& o, const std::string& 
 HardwareFact read_hardware(JsonObject o) {
   HardwareFact h;
   h.keys = string_array(o, "keys", true);
+  if (o.has("key_prefixes")) {
+    h.key_prefixes = string_array(o, "key_prefixes", true);
+  }
   h.source = non_empty(o, "source");
   h.refuse = opt_text(o, "refuse");
   if (h.refuse.empty()) {
@@ -187,6 +191,15 @@ FrameworkFact read_framework(JsonObject o) {
     }
     return n;
   });
+  f.parallel_defaults = sourced<int64_t>(o, "parallel_defaults", [](JsonObject& v) {
+    const int64_t n = v.positive_integer("value");
+    if (n != 1) {
+      v.fail("value", "expected 1 (a default degree other than 1 would need the devices to split)");
+    }
+    return n;
+  });
+  f.model_parallel_split = sourced<ModelParallelSplit>(
+      o, "model_parallel_split", [](JsonObject& v) { return v.choice<ModelParallelSplit>("value"); });
   if (o.has("recompute_aliases")) {
     for (JsonObject a : o.object_array("recompute_aliases")) {
       f.recompute_aliases.push_back({non_empty(a, "text"), a.choice<workloads::Recompute>("recompute"),
@@ -259,6 +272,20 @@ ModelFact read_model(JsonObject o) {
                                                            : (o.ignore("needs_pipeline_layout"), false);
   if (o.has("head_dim")) {
     m.head_dim = mla_rank(o, "head_dim");
+  }
+  if (o.has("shape")) {
+    JsonObject shape = o.object("shape");
+    const auto bounded = [&shape](const char* key, int64_t limit) {
+      const int64_t v = shape.positive_integer(key);
+      if (v > limit) {
+        shape.fail(key, fmt::format("expected at most {}", limit));
+      }
+      return v;
+    };
+    m.layers = bounded("layers", workloads::ModelLimits::kLayers);
+    m.hidden = bounded("hidden", workloads::ModelLimits::kDModel);
+    m.heads = bounded("heads", workloads::ModelLimits::kHeads);
+    shape.finish();
   }
   m.ffn_default_ratio = sourced<int64_t>(o, "ffn_default", [](JsonObject& v) {
     const int64_t r = v.positive_integer("value");
@@ -379,6 +406,16 @@ SourceFact::Set read_set(JsonObject o) {
     s.vocab_gpt2_padded = true;
   }
   s.dropout = opt(o, "dropout", &JsonObject::boolean);
+  s.tp_comm_overlap = opt(o, "tp_comm_overlap", &JsonObject::boolean);
+  if (o.has("precision")) {
+    s.precision = o.one_of("precision", {"bf16", "fp16", "fp8"});
+  }
+  if (o.has("micro_batch")) {
+    s.micro_batch = o.positive_integer("micro_batch");
+    if (*s.micro_batch > workloads::PlanLimits::kMbs) {
+      o.fail("micro_batch", fmt::format("expected at most {}", workloads::PlanLimits::kMbs));
+    }
+  }
   o.finish();
   return s;
 }
@@ -459,6 +496,15 @@ PublishedFacts PublishedFacts::parse(std::string_view text, const std::string& s
   tpu.finish();
   f.frameworks = entries<FrameworkFact>(root, "frameworks", read_framework);
   f.models = entries<ModelFact>(root, "models", read_model);
+  if (root.has("default_model")) {
+    const std::string id = non_empty(root, "default_model");
+    const auto it = std::find_if(f.models.begin(), f.models.end(),
+                                 [&](const ModelFact& m) { return m.id == id; });
+    if (it == f.models.end() || it->moe) {
+      root.fail("default_model", fmt::format("no dense model \"{}\"", id));
+    }
+    f.default_model = static_cast<size_t>(it - f.models.begin());
+  }
   for (JsonObject a : root.object_array("architecture_from_notes")) {
     f.architecture_from_notes.push_back({non_empty(a, "text"),
                                          a.choice<ModelArchitecture>("architecture"),

@@ -75,7 +75,8 @@ RunFacts resolve_run(const PublishedRun& r, const PublishedFacts& facts);
 
 // The parallel plan of the run (degrees, batch, precision, recompute, the framework's kernels),
 // with the framework defaults and facts it applies appended to `assumptions`.
-workloads::ParallelPlan plan_of(const RunFacts& rf, const topology::ClusterSpec& cluster,
+workloads::ParallelPlan plan_of(const RunFacts& rf, const workloads::ModelConfig& model,
+                                const topology::ClusterSpec& cluster,
                                 std::vector<std::string>& assumptions);
 
 struct MeasuredStep {

@@ -47,15 +47,34 @@ int64_t vocab_of(const RunFacts& rf, std::vector<std::string>& assumptions) {
   return vocab;
 }
 
+// A dimension as stated, else the published shape of the model the name gives.
+int64_t shape_of(const RunFacts& rf, const std::optional<int64_t>& stated_value,
+                 std::optional<int64_t> ModelFact::*fact, const char* what,
+                 std::vector<std::string>& assumptions) {
+  if (stated_value) {
+    return *stated_value;
+  }
+  if (rf.model != nullptr && rf.model->*fact) {
+    const int64_t v = *(rf.model->*fact);
+    assumptions.push_back(fmt::format("{} {}: not in the record, but the published shape of {} "
+                                      "(run_facts.json's {})",
+                                      what, v, rf.run.model.name, rf.model->id));
+    return v;
+  }
+  return stated(stated_value, what);
+}
+
 // The common shape; the architecture sets the rest.
 ModelConfig base_model(const RunFacts& rf, std::vector<std::string>& assumptions) {
   const PublishedRun& r = rf.run;
   ModelConfig m;
   m.name = r.id;
   m.source = r.citation;
-  m.num_layers = stated(r.model.layers, "the number of layers");
-  m.d_model = stated(r.model.hidden, "the hidden size");
-  m.num_heads = stated(r.model.heads, "the number of attention heads");
+  m.num_layers = shape_of(rf, r.model.layers, &ModelFact::layers, "the number of layers",
+                          assumptions);
+  m.d_model = shape_of(rf, r.model.hidden, &ModelFact::hidden, "the hidden size", assumptions);
+  m.num_heads = shape_of(rf, r.model.heads, &ModelFact::heads, "the number of attention heads",
+                         assumptions);
   if (m.num_heads < 1) {  // head_dim below divides by it
     throw Unmappable(fmt::format("the number of attention heads is {}", m.num_heads));
   }
@@ -71,12 +90,14 @@ ModelConfig base_model(const RunFacts& rf, std::vector<std::string>& assumptions
 
 // The model entry's source, said once for the run.
 void say_model_source(const RunFacts& rf, std::vector<std::string>& assumptions) {
-  if (rf.model != nullptr && !rf.model->source.empty()) {
-    assumptions.push_back(rf.model->source);
-  } else if (rf.model == nullptr && !rf.architecture_basis.empty()) {
+  if (!rf.architecture_basis.empty()) {
     assumptions.push_back(rf.architecture_basis);
   }
+  if (rf.model != nullptr && !rf.model->source.empty()) {
+    assumptions.push_back(rf.model->source);
+  }
 }
+
 
 // The routed experts as the record states them, on every layer.
 workloads::MoeConfig routed_experts(const PublishedRun& r) {
@@ -281,10 +302,30 @@ topology::ClusterSpec gpu_cluster(const std::string& preset, const std::optional
                                   std::optional<int64_t> domain_devices = std::nullopt) {
   topology::ClusterSpec c = topology::load_cluster(preset, catalogue);
   if (chip) {
+    // The chip's own NVLink (an export part has fewer links), unless the preset states its links.
     c.chip = catalogue.chip(*chip);
+    if (c.chip.nvlink && !c.sources.contains("/scale_up/links")) {
+      c.scale_up_links = c.chip.nvlink->links;
+    }
+    if (c.chip.nvlink && !c.sources.contains("/scale_up/link_bandwidth")) {
+      c.scale_up_link_bandwidth = c.chip.nvlink->link_bandwidth;
+    }
   }
   if (domain_devices) {
     c.nvlink_domain_devices = *domain_devices;
+  }
+  if (devices < c.devices_per_node && c.devices_per_node % devices == 0 &&
+      c.scale_up != topology::ScaleUpFabric::kIciTorus) {
+    // Part of one node: through the NVSwitch each GPU keeps all its NVLink bandwidth to the others.
+    assumptions.push_back(fmt::format(
+        "{} GPUs of one {}-GPU node ({}): each keeps its full NVLink bandwidth through the "
+        "NVSwitch",
+        devices, c.devices_per_node, preset));
+    c.devices_per_node = devices;
+    if (c.scale_up == topology::ScaleUpFabric::kNvlinkDomain) {
+      c.nvlink_domain_devices = devices;
+    }
+    return topology::resize_nodes(c, 1);
   }
   if (devices % c.devices_per_node != 0) {
     throw Unmappable(
@@ -338,8 +379,11 @@ topology::ClusterSpec gb200_cluster(const RunFacts& rf, const HardwareFact& hw,
 }
 
 const HardwareFact& hardware_of(const RunFacts& rf) {
+  const std::string& key = rf.run.hardware_key;
   for (const HardwareFact& h : rf.facts.hardware) {
-    if (std::find(h.keys.begin(), h.keys.end(), rf.run.hardware_key) != h.keys.end()) {
+    const bool prefixed = std::any_of(h.key_prefixes.begin(), h.key_prefixes.end(),
+                                      [&](const std::string& p) { return key.starts_with(p); });
+    if (prefixed || std::find(h.keys.begin(), h.keys.end(), key) != h.keys.end()) {
       if (!h.refuse.empty()) {
         throw Unmappable(h.refuse);
       }
@@ -441,7 +485,7 @@ PublishedMapping map_published_run(const PublishedRun& run, const topology::Cata
     s.model = model_of(rf, s.assumptions);
     workloads::validate_model(s.model, run.id);
     s.cluster = cluster_of(rf, catalogue, s.assumptions);
-    s.plan = detail::plan_of(rf, s.cluster, s.assumptions);
+    s.plan = detail::plan_of(rf, s.model, s.cluster, s.assumptions);
     if (s.model.moe) {
       moe_plan(rf, s.cluster, s.plan, s.assumptions);
     }

@@ -3,6 +3,9 @@
 // (published_facts.h).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <tuple>
+
 #include "meshsim/sim/error.h"
 #include "meshsim/validation/published_flops.h"
 #include "published_internal.h"
@@ -12,7 +15,16 @@ namespace {
 
 using workloads::ParallelPlan;
 
-Dtype training_dtype(const PublishedRun& r) {
+// The precision class as stated, else a source fact's.
+Dtype training_dtype(const RunFacts& rf, std::vector<std::string>& assumptions) {
+  PublishedRun r = rf.run;
+  if (r.precision_class == "unknown") {
+    if (const SourceFact* f = rf.setting(&SourceFact::Set::precision)) {
+      r.precision_class = *f->set.precision;
+      assumptions.push_back(
+          fmt::format("precision {}: not in the record, but {}", r.precision_class, f->source));
+    }
+  }
   if (r.precision_class == "bf16") {
     return Dtype::kBf16;
   }
@@ -66,8 +78,8 @@ workloads::Recompute recompute_of(const RunFacts& rf, std::vector<std::string>& 
 // that does not divide, unless the embedding and the loss each count as a layer
 // (account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split: the first and
 // the last virtual stage then hold one transformer layer fewer).
-void set_uneven_split(ParallelPlan& p, const RunFacts& rf, std::vector<std::string>& assumptions) {
-  const int64_t layers = stated(rf.run.model.layers, "the number of layers");
+void set_uneven_split(ParallelPlan& p, const RunFacts& rf, int64_t layers,
+                      std::vector<std::string>& assumptions) {
   const int64_t chunks = p.pp * p.vpp;
   const auto& rule = rf.framework->embedding_and_loss_in_pipeline_split;
   if (!rule || !rule->value || layers % chunks == 0 || (layers + 2) % chunks != 0 ||
@@ -84,46 +96,117 @@ void set_uneven_split(ParallelPlan& p, const RunFacts& rf, std::vector<std::stri
       layers, p.pp, p.vpp, (layers + 2) / chunks, (layers + 2) / chunks - 1, rule->source));
 }
 
-// TP, PP and CP as stated (CP 1 unless stated), DP the rest of the devices.
+// A degree the record states: at most the devices (so that products cannot overflow) and within
+// the plan's size bound.
+std::optional<int64_t> stated_degree(const std::optional<int64_t>& v, const char* name,
+                                     workloads::PlanField field, int64_t devices) {
+  if (!v) {
+    return std::nullopt;
+  }
+  if (*v > devices) {
+    throw Unmappable(fmt::format("the stated {} {} is more than the {} devices", name, *v, devices));
+  }
+  workloads::check_plan_size(field, *v);
+  return v;
+}
+
+// TP and PP where the record states neither but DP (the model-parallel size devices / (dp x cp)
+// as a whole): the framework's split rule, else refused.
+std::pair<int64_t, int64_t> split_model_parallel(int64_t model_parallel, const RunFacts& rf,
+                                                 const topology::ClusterSpec& cluster,
+                                                 std::vector<std::string>& assumptions) {
+  if (model_parallel == 1) {
+    return {1, 1};
+  }
+  const auto& rule = rf.framework->model_parallel_split;
+  if (!rule) {
+    throw Unmappable(fmt::format(
+        "the tensor- and pipeline-parallel degrees are not stated; their product, {} (devices / "
+        "(dp x cp)), could split either way",
+        model_parallel));
+  }
+  int64_t tp = std::min(model_parallel, cluster.scale_up_domain_size());
+  while (model_parallel % tp != 0) {
+    --tp;
+  }
+  assumptions.push_back(fmt::format("tp {} x pp {}: the stated model-parallel size {} split by {}",
+                                    tp, model_parallel / tp, model_parallel, rule->source));
+  return {tp, model_parallel / tp};
+}
+
+// The degrees: TP, PP and CP as stated (CP 1 unless stated), DP the rest of the devices. Where the
+// layout is stated in part, the unstated degree follows from the devices and the stated ones, or
+// takes the framework's default (parallel_defaults); a layout not stated at all is refused.
 void set_degrees(ParallelPlan& p, const RunFacts& rf, const topology::ClusterSpec& cluster,
                  std::vector<std::string>& assumptions) {
+  using workloads::PlanField;
   const PublishedRun::Parallelism& par = rf.run.parallelism;
-  p.tp = stated(par.tp, "the tensor-parallel degree");
-  p.pp = stated(par.pp, "the pipeline-parallel degree");
-  p.cp = par.cp.value_or(1);
+  const int64_t devices = cluster.device_count();
+  std::optional<int64_t> tp = stated_degree(par.tp, "tp", PlanField::kTp, devices);
+  std::optional<int64_t> pp = stated_degree(par.pp, "pp", PlanField::kPp, devices);
+  const std::optional<int64_t> dp = stated_degree(par.dp, "dp", PlanField::kDp, devices);
+  p.cp = stated_degree(par.cp, "cp", PlanField::kCp, devices).value_or(1);
   if (!par.cp) {
     assumptions.push_back("context parallel 1 (not stated; off unless configured)");
   }
-  // Each degree at most the devices, so that their product cannot overflow, and positive (the
-  // plan's own size check), so that it divides the devices.
-  for (const auto& [name, degree] : {std::pair{"tp", p.tp}, {"pp", p.pp}, {"cp", p.cp}}) {
-    if (degree > cluster.device_count()) {
-      throw Unmappable(fmt::format("the stated {} {} is more than the {} devices", name, degree,
-                                   cluster.device_count()));
+  if ((!tp || !pp) && dp) {
+    if (devices % (*dp * p.cp) != 0) {
+      throw Unmappable(fmt::format("the stated dp {} x cp {} does not divide the {} devices", *dp,
+                                   p.cp, devices));
+    }
+    const int64_t model_parallel = devices / (*dp * p.cp);
+    if (tp || pp) {  // the other follows from the devices
+      const int64_t known = tp ? *tp : *pp;
+      if (model_parallel % known != 0) {
+        throw Unmappable(fmt::format("the stated degrees (tp {}, pp {}, cp {}, dp {}) do not "
+                                     "multiply to the {} devices",
+                                     tp ? fmt::format("{}", *tp) : "unstated",
+                                     pp ? fmt::format("{}", *pp) : "unstated", p.cp, *dp, devices));
+      }
+      (tp ? pp : tp) = model_parallel / known;
+      assumptions.push_back(fmt::format("{} {}: the devices over the stated degrees",
+                                        par.tp ? "pp" : "tp", model_parallel / known));
+    } else {
+      std::tie(tp, pp) = split_model_parallel(model_parallel, rf, cluster, assumptions);
     }
   }
-  for (const auto& [field, degree] : {std::pair{workloads::PlanField::kTp, p.tp},
-                                      {workloads::PlanField::kPp, p.pp},
-                                      {workloads::PlanField::kCp, p.cp}}) {
-    workloads::check_plan_size(field, degree);
+  if (!tp || !pp) {
+    const auto& defaults = rf.framework->parallel_defaults;
+    if (!par.tp && !par.pp && !par.dp) {
+      throw Unmappable("the parallel layout (tp, pp, dp) is not stated");
+    }
+    if (!defaults) {
+      stated(tp, "the tensor-parallel degree");
+      stated(pp, "the pipeline-parallel degree");
+    }
+    for (auto* degree : {&tp, &pp}) {
+      if (!*degree) {
+        *degree = defaults->value;
+        assumptions.push_back(fmt::format("{} {}: not stated; {}", degree == &tp ? "tp" : "pp",
+                                          defaults->value, defaults->source));
+      }
+    }
   }
+  p.tp = *tp;
+  p.pp = *pp;
   const int64_t model_parallel = p.tp * p.pp * p.cp;
-  if (cluster.device_count() % model_parallel != 0) {
+  if (devices % model_parallel != 0) {
     throw Unmappable(fmt::format("tp {} x pp {} x cp {} does not divide {} devices", p.tp, p.pp,
-                                 p.cp, cluster.device_count()));
+                                 p.cp, devices));
   }
-  p.dp = cluster.device_count() / model_parallel;
-  if (par.dp && *par.dp != p.dp) {
+  p.dp = devices / model_parallel;
+  if (dp && *dp != p.dp) {
     throw Unmappable(
         fmt::format("the stated degrees (tp {}, pp {}, cp {}, dp {}) do not multiply "
                     "to the {} devices",
-                    p.tp, p.pp, p.cp, *par.dp, cluster.device_count()));
+                    p.tp, p.pp, p.cp, *dp, devices));
   }
 }
 
 // The virtual pipeline size: as stated, else a source fact's; refused when the notes say the
 // source's table left it out; else none (Megatron's default).
-void set_pipeline(ParallelPlan& p, const RunFacts& rf, std::vector<std::string>& assumptions) {
+void set_pipeline(ParallelPlan& p, const RunFacts& rf, int64_t layers,
+                  std::vector<std::string>& assumptions) {
   const PublishedRun::Parallelism& par = rf.run.parallelism;
   std::optional<int64_t> vpp = par.vpp;
   if (!vpp) {
@@ -144,7 +227,7 @@ void set_pipeline(ParallelPlan& p, const RunFacts& rf, std::vector<std::string>&
     p.schedule = size > 1 ? workloads::PipelineSchedule::kInterleaved
                           : workloads::PipelineSchedule::kOneFOneB;
     p.vpp = size;
-    set_uneven_split(p, rf, assumptions);
+    set_uneven_split(p, rf, layers, assumptions);
   }
 }
 
@@ -180,7 +263,7 @@ void set_sharding(ParallelPlan& p, const RunFacts& rf, const topology::ClusterSp
 }
 
 // Batch: the global batch in sequences; the micro-batch as stated, or the framework's rule.
-void set_batch(ParallelPlan& p, const RunFacts& rf) {
+void set_batch(ParallelPlan& p, const RunFacts& rf, std::vector<std::string>& assumptions) {
   const PublishedRun& r = rf.run;
   p.seq = stated(r.model.seq_len, "the sequence length");
   if (r.batch.sequences) {
@@ -189,13 +272,24 @@ void set_batch(ParallelPlan& p, const RunFacts& rf) {
     p.gbs = stated(r.batch.tokens, "the global batch") / p.seq;
   }
   const auto& rule = rf.framework->micro_batch;
-  if (rule && rule->value == MicroBatchRule::kPerDeviceShare) {
+  if (rule && (rule->value == MicroBatchRule::kPerDeviceShare ||
+               (rule->value == MicroBatchRule::kStatedElseShare && !r.batch.micro_batch))) {
     p.mbs = p.gbs / p.dp;
+    if (rule->value == MicroBatchRule::kStatedElseShare) {
+      assumptions.push_back(fmt::format("micro-batch {} (not stated): {}", p.mbs, rule->source));
+    }
     return;
   }
   if (!r.batch.micro_batch && p.gbs == p.dp) {
     // One sequence per data-parallel rank: no other micro-batch size divides it.
     p.mbs = 1;
+    return;
+  }
+  if (const SourceFact* f = rf.setting(&SourceFact::Set::micro_batch);
+      f != nullptr && !r.batch.micro_batch) {
+    p.mbs = *f->set.micro_batch;
+    assumptions.push_back(
+        fmt::format("micro-batch {}: not in the record, but {}", p.mbs, f->source));
     return;
   }
   p.mbs = stated(r.batch.micro_batch, "the micro-batch size");
@@ -247,6 +341,11 @@ void set_stack(ParallelPlan& p, const RunFacts& rf, std::vector<std::string>& as
     p.origins.set(workloads::PlanField::kAttention, Origin::file(r.id, "/model/name"));
     assumptions.push_back(fmt::format("attention {}: {}", to_string(p.attention), f->source));
   }
+  if (const SourceFact* f = rf.setting(&SourceFact::Set::tp_comm_overlap)) {
+    p.overlap.tensor_parallel = *f->set.tp_comm_overlap;
+    assumptions.push_back(fmt::format("TP communication overlap {}: {}",
+                                      p.overlap.tensor_parallel ? "on" : "off", f->source));
+  }
   const auto& after = rf.framework->grad_reduce_after_backward_with_pp;
   if (after && after->value && p.pp > 1) {
     p.overlap.grad_reduce = false;
@@ -274,16 +373,34 @@ void set_fp8_recipe(ParallelPlan& p, const RunFacts& rf, std::vector<std::string
   assumptions.push_back("the FP8 recipe of the framework's stack (not stated)");
 }
 
+// Megatron-Core's own FLOP count of the model (published_flops.h).
+Flops megatron_core_flops(int64_t gbs, int64_t seq, const workloads::ModelConfig& m) {
+  MegatronCoreShape shape;
+  shape.layers = m.num_layers;
+  shape.hidden = m.d_model;
+  shape.heads = m.num_heads;
+  shape.query_groups = m.num_kv_heads;
+  shape.kv_channels = m.head_dim;
+  shape.ffn = m.d_ff;
+  shape.vocab = m.vocab_size;
+  shape.gated = m.mlp == workloads::MlpKind::kGated || m.mlp == workloads::MlpKind::kGeglu;
+  if (m.moe) {
+    shape.ffn = m.moe->expert_d_ff;
+    shape.experts_routed_to = m.moe->experts_per_token;
+  }
+  return megatron_core08_iteration_flops(gbs, seq, shape);
+}
+
 }  // namespace
 
-ParallelPlan plan_of(const RunFacts& rf, const topology::ClusterSpec& cluster,
-                     std::vector<std::string>& assumptions) {
+ParallelPlan plan_of(const RunFacts& rf, const workloads::ModelConfig& model,
+                     const topology::ClusterSpec& cluster, std::vector<std::string>& assumptions) {
   ParallelPlan p;
-  p.set_training_dtype(training_dtype(rf.run));
+  p.set_training_dtype(training_dtype(rf, assumptions));
   set_degrees(p, rf, cluster, assumptions);
-  set_pipeline(p, rf, assumptions);
+  set_pipeline(p, rf, model.num_layers, assumptions);
   set_sharding(p, rf, cluster, assumptions);
-  set_batch(p, rf);
+  set_batch(p, rf, assumptions);
   p.recompute = recompute_of(rf, assumptions);
   if (const SourceFact* f = rf.setting(&SourceFact::Set::recompute_modules)) {
     p.recompute_modules = *f->set.recompute_modules;
@@ -315,6 +432,13 @@ MeasuredStep measured_step(const RunFacts& rf, const workloads::ModelConfig& m,
                                  metric, r.measured.unit));
   }
   switch (convention->second) {
+    case FlopConvention::kMegatronCore08: {
+      const Flops f = megatron_core_flops(p.gbs, p.seq, m);
+      return {f / (TFlopsPerSec(v) * devices),
+              fmt::format("Megatron-LM's num_floating_point_operations (megatron/training/"
+                          "training.py @ core_r0.8.0): {:.4g} FLOPs / ({} TFLOP/s x {} GPUs)",
+                          f.count(), v, p.world())};
+    }
     case FlopConvention::kMegatron2021Eq3: {
       const Flops f =
           megatron2021_iteration_flops(p.gbs, p.seq, m.num_layers, m.d_model, m.vocab_size);

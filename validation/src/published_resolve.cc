@@ -163,7 +163,15 @@ void resolve_model(RunFacts& rf) {
       return;
     }
   }
-  throw Unmappable(fmt::format("model family of \"{}\" not recognised", r.model.name));
+  if (!rf.facts.default_model) {
+    throw Unmappable(fmt::format("model family of \"{}\" not recognised", r.model.name));
+  }
+  rf.model = &rf.facts.models[*rf.facts.default_model];
+  rf.architecture = rf.model->architecture;
+  rf.architecture_basis = fmt::format(
+      "\"{}\" names no model family run_facts.json knows: its stated shape costed as the {} "
+      "entry's architecture",
+      r.model.name, rf.model->id);
 }
 
 bool matches(const SourceFact::Match& m, const RunFacts& rf) {

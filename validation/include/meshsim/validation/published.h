@@ -110,7 +110,7 @@ PublishedMapping map_published_run(const PublishedRun& run, const topology::Cata
 struct PublishedPoint {
   std::string id;
   std::string source_group;
-  std::string precision_class;
+  std::string precision_class;  // as mapped: bf16, fp16 or fp8 (a record's "unknown" resolved)
   int64_t seq = 0;
   Duration measured;
   Duration simulated;
@@ -136,6 +136,9 @@ ErrorSummary summarize(const std::vector<double>& errors);
 
 struct PublishedReport {
   std::vector<PublishedPoint> points;                              // in file order
+  // Runs meshsim simulates but finds out of memory on their chips: a configuration that trained
+  // cannot be one that does not fit, so the step is not a prediction; reported, never scored.
+  std::vector<PublishedPoint> out_of_memory;
   std::vector<std::pair<std::string, std::string>> not_expressed;  // id, reason
   ErrorSummary overall;  // every point but fp8 ones: bf16, fp16 (the target set)
   ErrorSummary fp8;

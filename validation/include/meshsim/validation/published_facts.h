@@ -46,6 +46,7 @@ constexpr auto enum_names(HardwareLayout) {
 
 struct HardwareFact {
   std::vector<std::string> keys;  // hardware_key values of the records
+  std::vector<std::string> key_prefixes;  // or hardware_key values that start with one of these
   std::string cluster;            // the cluster preset (topology/clusters)
   std::optional<std::string> chip;  // the catalogue chip in place of the preset's
   HardwareLayout layout = HardwareLayout::kNodes;
@@ -65,17 +66,31 @@ struct NotesFlag {
 };
 
 // How a framework's published TFLOP/s figure counts FLOPs (published_flops.h).
-enum class FlopConvention : uint8_t { kMegatron2021Eq3, kMaxText2023 };
+enum class FlopConvention : uint8_t { kMegatron2021Eq3, kMaxText2023, kMegatronCore08 };
 constexpr auto enum_names(FlopConvention) {
   return std::to_array<EnumName<FlopConvention>>(
       {{FlopConvention::kMegatron2021Eq3, "megatron-2021-eq3"},
-       {FlopConvention::kMaxText2023, "maxtext-2023"}});
+       {FlopConvention::kMaxText2023, "maxtext-2023"},
+       {FlopConvention::kMegatronCore08, "megatron-core-0.8"}});
 }
 
-enum class MicroBatchRule : uint8_t { kStated, kPerDeviceShare };
+// How a framework splits a model-parallel size (devices / (dp x cp)) that a record states only as
+// a whole between TP and PP.
+enum class ModelParallelSplit : uint8_t { kTpWithinNode };
+constexpr auto enum_names(ModelParallelSplit) {
+  return std::to_array<EnumName<ModelParallelSplit>>(
+      {{ModelParallelSplit::kTpWithinNode, "tp-within-node"}});
+}
+
+// kPerDeviceShare: one microbatch of the data-parallel rank's whole share (XLA: what a record
+// calls the micro-batch is per chip). kStatedElseShare: as stated, else that share (no gradient
+// accumulation unless configured).
+enum class MicroBatchRule : uint8_t { kStated, kPerDeviceShare, kStatedElseShare };
 constexpr auto enum_names(MicroBatchRule) {
   return std::to_array<EnumName<MicroBatchRule>>(
-      {{MicroBatchRule::kStated, "stated"}, {MicroBatchRule::kPerDeviceShare, "per-device-share"}});
+      {{MicroBatchRule::kStated, "stated"},
+       {MicroBatchRule::kPerDeviceShare, "per-device-share"},
+       {MicroBatchRule::kStatedElseShare, "stated-else-share"}});
 }
 
 struct FrameworkFact {
@@ -93,6 +108,9 @@ struct FrameworkFact {
   std::optional<SourcedFact<workloads::Recompute>> recompute_default;
   std::optional<SourcedFact<MicroBatchRule>> micro_batch;
   std::optional<SourcedFact<int64_t>> nvl72_segment_trays;
+  // The TP and PP degrees where a record states part of the layout (1 in every framework here).
+  std::optional<SourcedFact<int64_t>> parallel_defaults;
+  std::optional<SourcedFact<ModelParallelSplit>> model_parallel_split;
   struct RecomputeAlias {
     std::string text;  // the record's activation_recompute, exactly
     workloads::Recompute recompute = workloads::Recompute::kNone;
@@ -138,6 +156,8 @@ struct ModelFact {
   int64_t mtp_layers = 0;
   std::optional<int64_t> head_dim;
   bool qk_norm = false;
+  // The published shape of the model the name gives, where the record leaves it out.
+  std::optional<int64_t> layers, hidden, heads;
   std::optional<SourcedFact<int64_t>> ffn_default_ratio;  // ffn = ratio x hidden if unstated
   std::optional<SourcedFact<int64_t>> kv_default;         // 0: the query heads (multi-head)
   bool needs_pipeline_layout = false;  // pipelined runs need a source fact's stage_layers
@@ -171,6 +191,9 @@ struct SourceFact {
     std::optional<std::vector<int64_t>> stage_layers;
     bool vocab_gpt2_padded = false;  // GPT-2's BPE padded to 128 x TP (Megatron's rule)
     std::optional<bool> dropout;
+    std::optional<std::string> precision;  // a precision_class: bf16, fp16, fp8
+    std::optional<int64_t> micro_batch;
+    std::optional<bool> tp_comm_overlap;  // TP communication overlapped with the GEMMs
   } set;
   std::string source;
 };
@@ -216,6 +239,9 @@ struct PublishedFacts {
   std::string tpu_slices_source;
   std::vector<FrameworkFact> frameworks;
   std::vector<ModelFact> models;
+  // The entry (an index into models) for a dense model no entry names and no note describes: its
+  // stated shape costed as this architecture. Absent: such a model is refused.
+  std::optional<size_t> default_model;
   std::vector<ArchitectureNote> architecture_from_notes;
   std::vector<std::string> moe_notes;
   std::vector<UnstatedNote> unstated_notes;
