@@ -208,5 +208,49 @@ TEST(PublishedExpress, TorchtitansMicroBatchIsTheLocalBatch) {
   EXPECT_THAT(s.assumptions, Contains(HasSubstr("micro-batch 16 (not stated): torchtitan")));
 }
 
+// A point of a known framework maps to the stack of its time by a rule over its framework text and
+// date (run_facts.json's eras), never by a per-run constant.
+//  * Megatron-LM before 16c90445e (2021-09-02, which added "--no-async-tensor-model-parallel-
+//    allreduce") is megatron-2021: Narayanan et al.'s runs (arXiv:2104.04473);
+//  * Megatron-LM from then to Transformer Engine (3499542edd, 2022-12-21: "Transformer Engine
+//    Integration Rebase") is megatron-2022: Korthikanti et al.'s (arXiv:2205.05198), whose
+//    train_step all-reduces after forward_backward_func ("model_module.allreduce_gradients()")
+//    whatever the pipeline;
+//  * DeepSpeed without model parallelism in 2021 is deepspeed-zero3-2021 (constants.py @ v0.3.13:
+//    "ZERO3_OPTIMIZATION_OVERLAP_COMM_DEFAULT = True", "stage3_prefetch_bucket_size" 50000000);
+//  * PaxML is paxml (configure.sh @ 35a9aec: "python3 -u -m paxml.main").
+TEST(PublishedStacks, EachFrameworkMapsToTheStackOfItsTime) {
+  PublishedRun r = dev_run("mlm2021-t1-7.5B-128xA100");
+  r.measured = {"step_time", 3.7, "s"};
+  EXPECT_EQ(mapped(r).plan.stack, workloads::Stack::kMegatron2021);
+  r.framework = "Megatron-LM (sequence parallelism + selective recompute)";
+  r.citation = "Korthikanti et al., 'Reducing Activation Recomputation in Large Transformer "
+               "Models', MLSys 2023 / arXiv:2205.05198";
+  const PublishedScenario k = mapped(r);
+  EXPECT_EQ(k.plan.stack, workloads::Stack::kMegatron2022);
+  EXPECT_FALSE(k.plan.overlap.grad_reduce);  // the local DDP's all-reduce after the backward
+  EXPECT_THAT(k.assumptions, Contains(HasSubstr("train_step all-reduces after")));
+  r.framework = "Megatron-LM (2023)";  // Transformer Engine's era: today's stack
+  EXPECT_EQ(mapped(r).plan.stack, workloads::Stack::kMegatron);
+
+  // Narayanan et al.'s Table 2 names both frameworks: a run with model parallelism is PTD-P
+  // (Megatron-LM), one without is DeepSpeed's ZeRO-3, its stage from the name when unstated.
+  PublishedRun t2 = dev_run("mlm2021-t2-ptdp-174.6B-768xA100");
+  ASSERT_EQ(t2.framework, "Megatron-LM / DeepSpeed ZeRO-3");
+  EXPECT_EQ(mapped(t2).plan.stack, workloads::Stack::kMegatron2021);
+  t2.parallelism.tp = 1;
+  t2.parallelism.pp = 1;
+  t2.parallelism.dp = 768;
+  t2.batch.micro_batch = 2;
+  const PublishedScenario z = mapped(t2);
+  EXPECT_EQ(z.plan.stack, workloads::Stack::kDeepSpeedZero3_2021);
+  EXPECT_EQ(z.plan.zero, workloads::ZeroStage::kParameters);
+  EXPECT_THAT(z.assumptions, Contains(HasSubstr("ZeRO stage 3: the framework the record names")));
+  EXPECT_EQ(z.plan.recompute, workloads::Recompute::kFull);  // the paper's runs (examples/sc21)
+
+  EXPECT_EQ(mapped(dev_run("dgxc2411-paxml-gpt5B-16xH100-fp8")).plan.stack,
+            workloads::Stack::kPaxml);
+}
+
 }  // namespace
 }  // namespace meshsim::validation::test

@@ -327,7 +327,7 @@ TEST(PublishedMap, PaxmlShardGroupAndRematFromItsScripts) {
   EXPECT_EQ(small.plan.zero_replicas(), 2);
   EXPECT_EQ(small.plan.recompute, workloads::Recompute::kDots);
   EXPECT_THAT(small.assumptions, Contains(HasSubstr("SAVE_DOT_ONLY")));
-  EXPECT_THAT(small.assumptions, Contains(HasSubstr("PaxML costed as the maxtext stack")));
+  EXPECT_EQ(small.plan.stack, workloads::Stack::kPaxml);
   EXPECT_THAT(small.assumptions, Not(Contains(HasSubstr("MaxText's default remat_policy"))));
 
   const PublishedScenario large =

@@ -175,7 +175,18 @@ FrameworkFact read_framework(JsonObject o) {
   f.stack_assumption = opt_text(o, "stack_assumption");
   f.source = non_empty(o, "source");
   f.dropout = sourced_flag(o, "dropout");
-  f.grad_reduce_after_backward_with_pp = sourced_flag(o, "grad_reduce_after_backward_with_pp");
+  f.grad_reduce_after_backward = sourced<GradReduceAfterBackward>(
+      o, "grad_reduce_after_backward",
+      [](JsonObject& v) { return v.choice<GradReduceAfterBackward>("value"); });
+  f.data_parallel_only = o.has("data_parallel_only") ? o.boolean("data_parallel_only")
+                                                     : (o.ignore("data_parallel_only"), false);
+  f.zero_stage = sourced<int64_t>(o, "zero_stage", [](JsonObject& v) {
+    const int64_t z = v.non_negative_integer("value");
+    if (z > 3) {
+      v.fail("value", "expected a ZeRO stage 0-3");
+    }
+    return z;
+  });
   f.distributed_optimizer = sourced_flag(o, "distributed_optimizer");
   f.sequence_parallel_with_tp = sourced_flag(o, "sequence_parallel_with_tp");
   f.embedding_and_loss_in_pipeline_split =

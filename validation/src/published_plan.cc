@@ -248,8 +248,14 @@ void set_sharding(ParallelPlan& p, const RunFacts& rf, const topology::ClusterSp
                                  "not stated (\"{}\")",
                                  cluster.device_count(), par.notes));
   }
-  if (par.fsdp.value_or(false)) {
-    p.zero = static_cast<workloads::ZeroStage>(par.zero_stage.value_or(3));
+  if (par.fsdp.value_or(false) || par.zero_stage || fw.zero_stage) {
+    // The stage as stated (FSDP alone is stage 3), else the one the framework's name states.
+    int64_t stage = par.zero_stage.value_or(3);
+    if (!par.zero_stage && !par.fsdp.value_or(false)) {
+      stage = fw.zero_stage->value;
+      assumptions.push_back(fw.zero_stage->source);
+    }
+    p.zero = static_cast<workloads::ZeroStage>(stage);
     if (group != nullptr) {
       p.fsdp = *group->set.fsdp_group;
       assumptions.push_back(fmt::format(
@@ -346,8 +352,8 @@ void set_stack(ParallelPlan& p, const RunFacts& rf, std::vector<std::string>& as
     assumptions.push_back(fmt::format("TP communication overlap {}: {}",
                                       p.overlap.tensor_parallel ? "on" : "off", f->source));
   }
-  const auto& after = rf.framework->grad_reduce_after_backward_with_pp;
-  if (after && after->value && p.pp > 1) {
+  const auto& after = rf.framework->grad_reduce_after_backward;
+  if (after && (after->value == GradReduceAfterBackward::kAll || p.pp > 1)) {
     p.overlap.grad_reduce = false;
     assumptions.push_back(after->source);
   }

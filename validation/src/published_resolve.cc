@@ -114,13 +114,20 @@ bool in_window(const std::optional<RunDate>& date, const std::optional<YearMonth
   return date && (!from || date->when >= *from) && (!until || date->when <= *until);
 }
 
+// No model parallelism: ZeRO-3 stated, TP and PP stated 1, or DP stated as all the devices.
+bool data_parallel_only(const PublishedRun& r) {
+  const PublishedRun::Parallelism& p = r.parallelism;
+  return p.zero_stage == 3 || (p.tp == 1 && p.pp == 1) || (p.dp && p.dp == r.devices);
+}
+
 const FrameworkFact& framework_of(const PublishedRun& r, const PublishedFacts& facts,
                                   const std::optional<RunDate>& date) {
   for (const FrameworkFact& f : facts.frameworks) {
     const bool named = std::any_of(f.names.begin(), f.names.end(), [&](const std::string& n) {
       return icontains(r.framework, n);
     });
-    if (named && in_window(date, f.from, f.until)) {
+    if (named && in_window(date, f.from, f.until) &&
+        (!f.data_parallel_only || data_parallel_only(r))) {
       return f;
     }
   }

@@ -93,15 +93,30 @@ constexpr auto enum_names(MicroBatchRule) {
        {MicroBatchRule::kStatedElseShare, "stated-else-share"}});
 }
 
+enum class GradReduceAfterBackward : uint8_t { kPipelined, kAll };
+constexpr auto enum_names(GradReduceAfterBackward) {
+  return std::to_array<EnumName<GradReduceAfterBackward>>(
+      {{GradReduceAfterBackward::kPipelined, "pipelined-runs"},
+       {GradReduceAfterBackward::kAll, "all-runs"}});
+}
+
 struct FrameworkFact {
   std::string id;
   std::vector<std::string> names;  // any occurring (case-insensitively) in the framework text
   std::optional<YearMonth> from, until;  // the era: the run's date must lie in it
+  // Matches only a run without model parallelism: ZeRO stage 3 stated, TP and PP stated 1, or DP
+  // stated as all the devices.
+  bool data_parallel_only = false;
+  // The ZeRO stage the framework's name itself states (DeepSpeed ZeRO-3), where the record's is
+  // unstated.
+  std::optional<SourcedFact<int64_t>> zero_stage;
   workloads::Stack stack = workloads::Stack::kMegatron;
   std::string stack_assumption;  // said when the stack stands in for the framework's own
   std::string source;
   std::optional<SourcedFact<bool>> dropout;
-  std::optional<SourcedFact<bool>> grad_reduce_after_backward_with_pp;
+  // The data-parallel gradient reduction runs after the whole backward, not overlapped with it:
+  // in pipelined runs only (kPipelined), or in every run (kAll).
+  std::optional<SourcedFact<GradReduceAfterBackward>> grad_reduce_after_backward;
   std::optional<SourcedFact<bool>> distributed_optimizer;
   std::optional<SourcedFact<bool>> sequence_parallel_with_tp;
   std::optional<SourcedFact<bool>> embedding_and_loss_in_pipeline_split;
