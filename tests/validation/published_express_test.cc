@@ -124,6 +124,21 @@ TEST(PublishedExpress, APartialLayoutIsCompletedAndSaysHow) {
   EXPECT_THAT(refusal(nothing), HasSubstr("the parallel layout (tp, pp, dp) is not stated"));
 }
 
+// The distributed optimizer (NeMo's and Megatron-Bridge's default) shards over the data-parallel
+// ranks: a run with one has nothing to shard and maps without it, not as a plan meshsim rejects.
+TEST(PublishedExpress, NoDistributedOptimizerWithoutDataParallelism) {
+  PublishedRun r = dev_run("dgxc2504-llama3.1-70b-64xH100-bf16");
+  ASSERT_GT(mapped(r).plan.dp, 1);
+  EXPECT_EQ(mapped(r).plan.zero, workloads::ZeroStage::kOptimizerStates);
+  r.devices = r.parallelism.tp.value_or(1) * r.parallelism.pp.value_or(1) *
+              r.parallelism.cp.value_or(1);
+  r.parallelism.dp = 1;
+  r.batch.sequences = 16;
+  const PublishedScenario one = mapped(r);
+  EXPECT_EQ(one.plan.dp, 1);
+  EXPECT_EQ(one.plan.zero, workloads::ZeroStage::kNone);
+}
+
 // Two or four GPUs of an 8-GPU NVSwitch node: each keeps its full NVLink bandwidth.
 TEST(PublishedExpress, RunsOnPartOfANode) {
   PublishedRun r = dev_run("mpt-a100_80gb-amp_bf16-3b-seq2048-8gpu-mbs10-ga2");

@@ -262,7 +262,9 @@ void set_sharding(ParallelPlan& p, const RunFacts& rf, const topology::ClusterSp
           "FSDP over groups of {} devices, data parallel across them: not in the record, but {}",
           p.fsdp, group->source));
     }
-  } else if (fw.distributed_optimizer && fw.distributed_optimizer->value) {
+  } else if (fw.distributed_optimizer && fw.distributed_optimizer->value && p.dp > 1) {
+    // With one data-parallel rank meshsim has nothing to shard the optimizer over (Megatron-Core
+    // would shard it over the CP ranks alone, which meshsim's ZeRO does not model).
     p.zero = workloads::ZeroStage::kOptimizerStates;
     assumptions.push_back(fw.distributed_optimizer->source);
   }
