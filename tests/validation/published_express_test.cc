@@ -8,43 +8,13 @@
 
 #include "meshsim/validation/published.h"
 #include "meshsim/validation/published_flops.h"
-#include "validation_test_util.h"
+#include "published_test_util.h"
 
 namespace meshsim::validation::test {
 namespace {
 
 using ::testing::Contains;
 using ::testing::HasSubstr;
-
-const std::string kRuns = kSource + "/validation/published/published_runs.json";
-
-const PublishedRun& dev_run(const std::string& id) {
-  static const std::vector<PublishedRun> runs = load_published_runs(kRuns);
-  for (const PublishedRun& r : runs) {
-    if (r.id == id) {
-      return r;
-    }
-  }
-  throw std::runtime_error("no run " + id);
-}
-
-PublishedScenario mapped(const PublishedRun& r) {
-  PublishedMapping m = map_published_run(r, topology::Catalogue::builtin());
-  if (const auto* no = std::get_if<NotExpressible>(&m)) {
-    ADD_FAILURE() << r.id << " does not map: " << no->reason;
-    return {};
-  }
-  return std::get<PublishedScenario>(std::move(m));
-}
-
-std::string refusal(const PublishedRun& r) {
-  const PublishedMapping m = map_published_run(r, topology::Catalogue::builtin());
-  if (const auto* no = std::get_if<NotExpressible>(&m)) {
-    return no->reason;
-  }
-  ADD_FAILURE() << r.id << " maps, but was expected not to";
-  return "";
-}
 
 // A GPT-7.5B record renamed: a dense model of no known family is costed by its stated shape as
 // Megatron's GPT, and says so.

@@ -12,7 +12,7 @@
 #include "meshsim/sim/error.h"
 #include "meshsim/validation/published.h"
 #include "published_internal.h"
-#include "validation_test_util.h"
+#include "published_test_util.h"
 
 namespace meshsim::validation::test {
 namespace {
@@ -21,22 +21,11 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-const std::string kRuns = kSource + "/validation/published/published_runs.json";
 const std::string kFacts = kSource + "/validation/published/run_facts.json";
 
 std::string facts_text() {
   std::ifstream in(kFacts);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-const PublishedRun& dev_run(const std::string& id) {
-  static const std::vector<PublishedRun> runs = load_published_runs(kRuns);
-  for (const PublishedRun& r : runs) {
-    if (r.id == id) {
-      return r;
-    }
-  }
-  throw std::runtime_error("no run " + id);
 }
 
 // The InputError location of parsing `doc`.

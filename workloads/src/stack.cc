@@ -179,32 +179,6 @@ StackProfile fsdp_compile() {
   return p;
 }
 
-// PaxML/Praxis on GPU as NVIDIA's DGX Cloud Benchmarking v24.11.1 ran it (paxml/configure.sh @
-// 35a9aec, the PaxML 24.03.04 container; paxml/contrib/gpu/scripts_gpu/configs.py GPT5B and
-// GPT175B): XLA's fused kernels and cuBLAS GEMMs (--xla_gpu_enable_triton_gemm=false), attention
-// through Transformer Engine's fused (cuDNN) attention (ENABLE_TE=1, NVTE_FUSED_ATTN=1; XLA's own
-// cuDNN fMHA off: --xla_gpu_enable_cudnn_fmha=false), FP8 through Transformer Engine (ENABLE_FP8),
-// collectives asynchronous under the latency-hiding scheduler (--xla_gpu_enable_async_all_gather,
-// _reduce_scatter, _all_reduce; pipelined all-gather and reduce-scatter), the layers one scanned
-// while loop (USE_REPEATED_LAYER = True), no CUDA graphs (--xla_gpu_graph_level=0).
-StackProfile paxml(DeviceFamily family) {
-  StackProfile p;
-  p.stack = Stack::kPaxml;
-  p.basis =
-      "PaxML/Praxis on XLA as DGX Cloud Benchmarking v24.11.1 runs it (paxml/configure.sh @ "
-      "35a9aec; paxml/contrib/gpu/scripts_gpu/configs.py): XLA-fused memory-bound kernels and "
-      "cuBLAS GEMMs, Transformer Engine's fused attention (cuDNN) and FP8 (delayed scaling), "
-      "optax Adam fused into the step, asynchronous collectives under XLA's latency-hiding "
-      "scheduler; on TPU the Pallas flash kernels";
-  p.kernels = Kernels::kFused;
-  p.optimizer = OptimizerKernels::kFused;
-  p.attention = family == DeviceFamily::kTpu ? AttentionKernel::kSplash
-                                             : transformer_engine_attention(family);
-  p.fp8 = Fp8Scaling::kDelayed;
-  p.step.grad_norm = true;
-  return p;
-}
-
 StackProfile maxtext(DeviceFamily family) {
   StackProfile p;
   p.stack = Stack::kMaxText;
@@ -220,6 +194,26 @@ StackProfile maxtext(DeviceFamily family) {
                                              : transformer_engine_attention(family);
   p.fp8 = Fp8Scaling::kDelayed;
   p.step.grad_norm = true;
+  return p;
+}
+
+// PaxML/Praxis on GPU as NVIDIA's DGX Cloud Benchmarking v24.11.1 ran it (paxml/configure.sh @
+// 35a9aec, the PaxML 24.03.04 container; paxml/contrib/gpu/scripts_gpu/configs.py GPT5B and
+// GPT175B): XLA's fused kernels and cuBLAS GEMMs (--xla_gpu_enable_triton_gemm=false), attention
+// through Transformer Engine's fused (cuDNN) attention (ENABLE_TE=1, NVTE_FUSED_ATTN=1; XLA's own
+// cuDNN fMHA off: --xla_gpu_enable_cudnn_fmha=false), FP8 through Transformer Engine (ENABLE_FP8),
+// collectives asynchronous under the latency-hiding scheduler (--xla_gpu_enable_async_all_gather,
+// _reduce_scatter, _all_reduce; pipelined all-gather and reduce-scatter), the layers one scanned
+// while loop (USE_REPEATED_LAYER = True), no CUDA graphs (--xla_gpu_graph_level=0).
+StackProfile paxml(DeviceFamily family) {
+  StackProfile p = maxtext(family);  // the same XLA fusions, Pallas attention on TPU
+  p.stack = Stack::kPaxml;
+  p.basis =
+      "PaxML/Praxis on XLA as DGX Cloud Benchmarking v24.11.1 runs it (paxml/configure.sh @ "
+      "35a9aec; paxml/contrib/gpu/scripts_gpu/configs.py): XLA-fused memory-bound kernels and "
+      "cuBLAS GEMMs, Transformer Engine's fused attention (cuDNN) and FP8 (delayed scaling), "
+      "optax Adam fused into the step, asynchronous collectives under XLA's latency-hiding "
+      "scheduler; on TPU the Pallas flash kernels";
   return p;
 }
 
