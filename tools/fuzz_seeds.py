@@ -32,6 +32,7 @@ SOURCES: dict[str, list[str]] = {
     "sweep_spec": [],
     "failure_table": ["studies/data/failures-*.json"],
     "published_runs": [],  # one seed per source family, split from the dev set (split_runs)
+    "published_facts": ["validation/published/run_facts.json"],
 }
 
 PUBLISHED_RUNS = "validation/published/published_runs.json"

@@ -63,9 +63,11 @@ std::string summary_row(const std::string& label, const ErrorSummary& s) {
 }
 
 void print_report(const PublishedReport& r, const PublishedArgs& args, std::ostream& out) {
-  out << fmt::format("validate-published {}: {} runs, {} simulated, {} not expressible\n\n",
-                     args.runs, r.points.size() + r.not_expressed.size(), r.points.size(),
-                     r.not_expressed.size());
+  out << fmt::format(
+      "validate-published {}: {} runs, {} simulated, {} out of memory in meshsim (not scored), {} "
+      "not expressible\n\n",
+      args.runs, r.points.size() + r.out_of_memory.size() + r.not_expressed.size(),
+      r.points.size(), r.out_of_memory.size(), r.not_expressed.size());
   out << fmt::format("  {:<58} {:>7} {:>11} {:>11} {:>8}\n", "run", "prec", "measured s",
                      "simulated s", "error");
   for (const validation::PublishedPoint& p : r.points) {
@@ -91,6 +93,12 @@ void print_report(const PublishedReport& r, const PublishedArgs& args, std::ostr
   }
   for (const auto& [k, s] : r.by_source) {
     out << summary_row("source " + k, s);
+  }
+  out << fmt::format("\nout of memory in meshsim, not scored ({}):\n", r.out_of_memory.size());
+  for (const validation::PublishedPoint& p : r.out_of_memory) {
+    out << fmt::format("  {}: {:.1f} GiB of {:.1f} (measured {:.4f} s, simulated {:.4f} s)\n", p.id,
+                       p.peak_memory / GiB(1), p.memory_capacity / GiB(1), p.measured.seconds(),
+                       p.simulated.seconds());
   }
   out << fmt::format("\nnot expressible ({}):\n", r.not_expressed.size());
   for (const auto& [id, reason] : r.not_expressed) {
@@ -125,6 +133,14 @@ nlohmann::json report_json(const PublishedReport& r) {
                       {"time_by_op_class_s", by_class},
                       {"exposed_comm_s", p.exposed_comm.seconds()}});
   }
+  nlohmann::json oom = nlohmann::json::array();
+  for (const validation::PublishedPoint& p : r.out_of_memory) {
+    oom.push_back({{"id", p.id},
+                   {"peak_memory_bytes", p.peak_memory.count()},
+                   {"memory_capacity_bytes", p.memory_capacity.count()},
+                   {"measured_step_s", p.measured.seconds()},
+                   {"simulated_step_s", p.simulated.seconds()}});
+  }
   nlohmann::json no = nlohmann::json::array();
   for (const auto& [id, reason] : r.not_expressed) {
     no.push_back({{"id", id}, {"reason", reason}});
@@ -137,6 +153,7 @@ nlohmann::json report_json(const PublishedReport& r) {
     by_precision[k] = summary_json(s);
   }
   return {{"points", points},
+          {"out_of_memory", oom},
           {"not_expressible", no},
           {"bf16_fp16", summary_json(r.overall)},
           {"fp8", summary_json(r.fp8)},

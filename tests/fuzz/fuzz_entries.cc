@@ -232,6 +232,54 @@ void run_published_runs(std::string_view data) {
   }
 }
 
+// A facts file (validation/published/run_facts.json's format): parsed, then a few runs of every
+// kind of record the rules read (a GPT on A100s, a Llama on H100s, an MPT, a MaxText slice, an MoE)
+// mapped with it; a refusal is a run's outcome, anything else escaping is a bug.
+void run_published_facts(std::string_view data) {
+  const validation::PublishedFacts facts = validation::PublishedFacts::parse(data, kSource);
+  const topology::Catalogue catalogue = topology::Catalogue::builtin();
+  const auto run = [](std::string id, std::string hw, int64_t devices, std::string model,
+                      std::string framework, int64_t tp, int64_t pp) {
+    validation::PublishedRun r;
+    r.id = std::move(id);
+    r.citation = "Narayanan et al. arXiv:2104.04473; NVIDIA/dgxc-benchmarking nemotron/README.md";
+    r.hardware_key = std::move(hw);
+    r.devices = devices;
+    r.intra_slice = "v5p-128 = 64 chips per slice";
+    r.model.name = std::move(model);
+    r.model.arch_notes = "SwiGLU";
+    r.model.layers = 8;
+    r.model.hidden = 1024;
+    r.model.heads = 8;
+    r.model.ffn = 4096;
+    r.model.vocab = 32000;
+    r.model.seq_len = 2048;
+    r.parallelism.tp = tp;
+    r.parallelism.pp = pp;
+    r.parallelism.notes = "sharding_strategy=FULL_SHARD VP flex";
+    r.batch.sequences = 256;
+    r.batch.micro_batch = 1;
+    r.precision_class = "bf16";
+    r.framework = std::move(framework);
+    r.measured = {"tokens_per_second_per_gpu", 1000, "tokens/s/GPU"};
+    return r;
+  };
+  std::vector<validation::PublishedRun> runs = {
+      run("a", "A100-SXM4-80GB", 64, "GPT-1B", "Megatron-LM (2021)", 8, 2),
+      run("b", "H100-SXM5-80GB", 16, "Llama 3 8B", "NeMo 24.07", 2, 1),
+      run("c", "A100-SXM4-40GB", 8, "MPT-1b", "MosaicML Composer", 1, 1),
+      run("d", "TPU-v5p", 64, "MaxText 1B", "MaxText", 4, 1),
+      run("e", "GB200 (B200 GPU in GB200 NVL72)", 144, "Mixtral 8x7B", "Megatron-Bridge", 1, 1)};
+  runs.back().model.moe = true;
+  runs.back().model.experts = 8;
+  runs.back().model.top_k = 2;
+  runs.back().model.expert_ffn = 4096;
+  runs.back().parallelism.ep = 8;
+  for (const validation::PublishedRun& r : runs) {
+    (void)validation::map_published_run(r, catalogue, facts);
+  }
+}
+
 using Entry = std::function<void(std::string_view)>;
 
 const std::map<std::string, Entry, std::less<>>& entries() {
@@ -240,7 +288,7 @@ const std::map<std::string, Entry, std::less<>>& entries() {
       {"chips", run_chips},     {"scenario", run_scenario},   {"manifest", run_manifest},
       {"profile", run_profile}, {"pytorch_trace", run_trace}, {"jax_trace", run_trace},
       {"sweep_spec", run_sweep_spec}, {"failure_table", run_failure_table},
-      {"published_runs", run_published_runs}};
+      {"published_runs", run_published_runs}, {"published_facts", run_published_facts}};
   return kEntries;
 }
 

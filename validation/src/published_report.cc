@@ -63,7 +63,9 @@ PublishedReport evaluate_published(const std::vector<PublishedRun>& runs,
     PublishedPoint p;
     p.id = run.id;
     p.source_group = run.source_group();
-    p.precision_class = run.precision_class;
+    p.precision_class = scenario.plan.matmul_dtype == Dtype::kFp8    ? "fp8"
+                        : scenario.plan.matmul_dtype == Dtype::kFp16 ? "fp16"
+                                                                      : "bf16";
     p.seq = scenario.plan.seq;
     p.measured = scenario.measured_step;
     p.simulated = sim.step;
@@ -75,6 +77,10 @@ PublishedReport evaluate_published(const std::vector<PublishedRun>& runs,
     p.error = sim.step / scenario.measured_step - 1.0;
     p.conversion = scenario.conversion;
     p.assumptions = scenario.assumptions;
+    if (p.oom) {
+      report.out_of_memory.push_back(std::move(p));
+      continue;
+    }
     (p.precision_class == "fp8" ? fp8 : overall).push_back(p.error);
     if (p.seq >= kLongSequence) {
       long_seq.push_back(p.error);

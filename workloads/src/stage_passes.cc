@@ -8,6 +8,7 @@
 
 #include "meshsim/sim/error.h"
 #include "meshsim/workloads/training_memory.h"
+#include "layer_items.h"
 #include "stage_builder.h"
 
 namespace meshsim::workloads::detail {
@@ -88,6 +89,32 @@ OpId StageBuilder::zero3_gather(const Scope& scope, int64_t layer, bool blocking
                     {alloc(MemoryCategory::kCommBuffers, full)}, Stream::kDataGather);
 }
 
+// A pipeline tensor's bytes on the wire: with the scatter/gather optimization (TP > 1, no SP) each
+// TP rank sends its 1/TP slice of it.
+Bytes StageBuilder::pipe_wire_bytes(Bytes tensor) const {
+  return scatter_gather_pipe() ? tensor / p_.tp : tensor;
+}
+
+bool StageBuilder::scatter_gather_pipe() const {
+  return p_.pipeline_scatter_gather && p_.tp > 1 && !p_.sp;
+}
+
+// A received pipeline tensor, in slices: the TP group all-gathers them before the next kernel
+// (Megatron-LM's mpu.gather_split_1d_tensor), blocking; a TP-group collective, counted as TP.
+void StageBuilder::gather_pipe_slices(const Scope& scope, const std::string& name, Bytes tensor) {
+  if (scatter_gather_pipe()) {
+    collective(scope, name + ".tp_gather", CommKind::kTensor, CollectiveKind::kAllGather, tensor,
+               true);
+  }
+}
+
+// The weight gradients of `params` parameters added to those of the microbatches before
+// (ParallelPlan::wgrad_accumulation_fused off): autograd's in-place add, reading both, writing one.
+void StageBuilder::accumulate_gradients(const Scope& scope, int64_t params) {
+  const int64_t bytes = 3 * grad_bytes(params).count();
+  compute(scope, {"grad_accumulate", memory_bound(OpClass::kElementwise, 1.0, params, bytes)});
+}
+
 // HSDP: the sharded gradients of `params` all-reduced across the replicas of the shard group.
 void StageBuilder::replica_reduce(const Scope& scope, const std::string& name, int64_t params) {
   if (p_.zero_replicas() == 1) {
@@ -108,7 +135,8 @@ void StageBuilder::forward(const PipelinePass& pass) {
          alloc(MemoryCategory::kActivations, part_.activations.embedding), {});
   } else if (const auto from = pipe_channel(pass.chunk, true, false)) {
     stream_.next_waits_for(p2p(scope, fmt::format("c{}.recv_activation", chunk), false, from->peer,
-                               Tag::kActivation, msg, from->stream));
+                               Tag::kActivation, pipe_wire_bytes(msg), from->stream));
+    gather_pipe_slices(scope, fmt::format("c{}.recv_activation", chunk), msg);
   }
   if (p_.host.sync_per_microbatch) {
     get_batch(scope);
@@ -154,7 +182,7 @@ void StageBuilder::forward(const PipelinePass& pass) {
          {});
   } else if (const auto to = pipe_channel(pass.chunk, true, true)) {
     const OpId send = p2p(scope, fmt::format("c{}.send_activation", chunk), true, to->peer,
-                          Tag::kActivation, msg, to->stream);
+                          Tag::kActivation, pipe_wire_bytes(msg), to->stream);
     if (!p_.overlap.pipeline_p2p) {
       stream_.next_waits_for(send);
     }
@@ -180,7 +208,8 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
     }
   } else if (const auto from = pipe_channel(pass.chunk, false, false)) {
     stream_.next_waits_for(p2p(scope, fmt::format("c{}.recv_gradient", chunk), false, from->peer,
-                               Tag::kGradient, msg, from->stream));
+                               Tag::kGradient, pipe_wire_bytes(msg), from->stream));
+    gather_pipe_slices(scope, fmt::format("c{}.recv_gradient", chunk), msg);
   }
   const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
   const bool zero3 = p_.zero == ZeroStage::kParameters;
@@ -220,6 +249,13 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
     if (full_recompute) {
       emit(scope.recomputing(layer),
            layer_forward(layer_ctx(layer)), alloc(MemoryCategory::kActivations, materialised), {});
+      if (zero3 && p_.zero3_regather_for_recompute) {
+        // Released after the recomputed forward, the layer is gathered again for its backward
+        // (in the same buffer: no memory effect).
+        collective(in_layer, fmt::format("L{}.fsdp_allgather_again", layer), CommKind::kData,
+                   CollectiveKind::kAllGather, param_bytes(part_.params.of(layer).total()), true,
+                   shard_slot(), {}, Stream::kDataGather);
+      }
     }
     Bytes freed = Bytes::zero();
     if (with_weights) {
@@ -243,6 +279,9 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
       items = without_weight_gradients(std::move(items));
     }
     emit(in_layer, items, {}, last_release);
+    if (with_weights && !p_.wgrad_accumulation_fused && !zero3 && pass.microbatch > 0) {
+      accumulate_gradients(in_layer, part_.params.of(layer).total());
+    }
     if (zero3 && layer > first && !prefetch_pre) {
       prefetched = zero3_gather(in_layer, layer - 1, !p_.overlap.param_gather);
     }
@@ -275,7 +314,7 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
   }
   if (const auto to = pipe_channel(pass.chunk, false, true)) {
     const OpId send = p2p(scope, fmt::format("c{}.send_gradient", chunk), true, to->peer,
-                          Tag::kGradient, msg, to->stream);
+                          Tag::kGradient, pipe_wire_bytes(msg), to->stream);
     if (!p_.overlap.pipeline_p2p) {
       stream_.next_waits_for(send);
     }

@@ -30,6 +30,7 @@
 #include "meshsim/sim/units.h"
 #include "meshsim/topology/chip.h"
 #include "meshsim/topology/cluster.h"
+#include "meshsim/validation/published_facts.h"
 #include "meshsim/workloads/model.h"
 #include "meshsim/workloads/parallel.h"
 
@@ -100,13 +101,16 @@ NotExpressible refused_scenario(const std::exception& e);
 
 using PublishedMapping = std::variant<PublishedScenario, NotExpressible>;
 
-// Maps a run with chips from `catalogue` and the cluster presets (topology/clusters).
+// Maps a run with chips from `catalogue`, the cluster presets (topology/clusters) and `facts`
+// (the built-in run_facts.json unless given).
 PublishedMapping map_published_run(const PublishedRun& run, const topology::Catalogue& catalogue);
+PublishedMapping map_published_run(const PublishedRun& run, const topology::Catalogue& catalogue,
+                                   const PublishedFacts& facts);
 
 struct PublishedPoint {
   std::string id;
   std::string source_group;
-  std::string precision_class;
+  std::string precision_class;  // as mapped: bf16, fp16 or fp8 (a record's "unknown" resolved)
   int64_t seq = 0;
   Duration measured;
   Duration simulated;
@@ -132,6 +136,9 @@ ErrorSummary summarize(const std::vector<double>& errors);
 
 struct PublishedReport {
   std::vector<PublishedPoint> points;                              // in file order
+  // Runs meshsim simulates but finds out of memory on their chips: a configuration that trained
+  // cannot be one that does not fit, so the step is not a prediction; reported, never scored.
+  std::vector<PublishedPoint> out_of_memory;
   std::vector<std::pair<std::string, std::string>> not_expressed;  // id, reason
   ErrorSummary overall;  // every point but fp8 ones: bf16, fp16 (the target set)
   ErrorSummary fp8;

@@ -227,6 +227,21 @@ struct ParallelPlan {
   // FlashAttention through llm-foundry's flash path (eager kernels): Q, K and V unpadded to
   // flash-attn's varlen layout and the output padded back, copies each way (stack_profile.h).
   bool attention_unpads = false;
+  // Without SP, each TP rank sends 1/TP of the activation (or its gradient) to the next stage and
+  // the receiver all-gathers the pieces over its TP group before using them (Megatron-LM's
+  // --scatter-gather-tensors-in-pipeline, on by default until sequence parallelism; the stack's
+  // profile sets it).
+  bool pipeline_scatter_gather = false;
+  // Weight gradients accumulate over the microbatches inside the GEMM that computes them
+  // (Megatron-Core's gradient_accumulation_fusion, XLA's fused accumulation). false: PyTorch
+  // autograd's AccumulateGrad adds each microbatch's weight gradient to the parameter's .grad after
+  // the first, one element-wise pass per layer reading both and writing the sum (the stack's
+  // profile sets it).
+  bool wgrad_accumulation_fused = true;
+  // ZeRO-3 with full recompute: the layer's parameters are gathered for the recomputed forward,
+  // released after it, and gathered again for the backward (DeepSpeed's per-submodule fetch and
+  // release hooks); false: one gather serves both (FSDP). The stack's profile sets it.
+  bool zero3_regather_for_recompute = false;
   // FP8 runs: the linear layers save their inputs as FP8 casts (Transformer Engine; the stack's
   // profile sets it, stack_profile.h).
   bool fp8_saves_quantized_inputs = false;

@@ -26,18 +26,24 @@ namespace meshsim::workloads {
 enum class Stack : uint8_t {
   kMegatron,
   kMegatron2021,
+  kMegatron2022,
+  kDeepSpeedZero3_2021,
   kFsdp,
   kLlmFoundry2023,
   kFsdpCompile,
-  kMaxText
+  kMaxText,
+  kPaxml
 };
 constexpr auto enum_names(Stack) {
   return std::to_array<EnumName<Stack>>({{Stack::kMegatron, "megatron"},
                                          {Stack::kMegatron2021, "megatron-2021"},
+                                         {Stack::kMegatron2022, "megatron-2022"},
+                                         {Stack::kDeepSpeedZero3_2021, "deepspeed-zero3-2021"},
                                          {Stack::kFsdp, "fsdp"},
                                          {Stack::kLlmFoundry2023, "llm-foundry-2023"},
                                          {Stack::kFsdpCompile, "fsdp-compile"},
-                                         {Stack::kMaxText, "maxtext"}});
+                                         {Stack::kMaxText, "maxtext"},
+                                         {Stack::kPaxml, "paxml"}});
 }
 
 // What frameworks key their kernel choices on.
