@@ -9,6 +9,7 @@
 #include <map>
 
 #include "calc_command.h"
+#include "calibrate_collectives_command.h"
 #include "calibrate_command.h"
 #include "collective_command.h"
 #include "plan_command.h"
@@ -505,6 +506,9 @@ int run_main(int argc, char** argv) {
   std::string cal_trace_size;
   calibrate->add_option("--max-trace-size", cal_trace_size, kMaxTraceSizeHelp);
 
+  meshsim::cli::CalibrateCollectivesArgs calcoll_args;
+  CLI::App* calcoll = meshsim::cli::add_calibrate_collectives_command(app, calcoll_args);
+
   meshsim::cli::PlanArgs plan_args;
   CLI::App* plan = meshsim::cli::add_plan_command(app, plan_args);
   meshsim::cli::SweepArgs sweep_args;
@@ -591,6 +595,9 @@ int run_main(int argc, char** argv) {
       cal.trace_limits = meshsim::cli::trace_limits_from(cal_trace_size);
     }
     return meshsim::cli::calibrate_command(cal, std::cout);
+  }
+  if (*calcoll) {
+    return meshsim::cli::calibrate_collectives_command(calcoll_args, std::cout);
   }
   if (*compare) {
     return meshsim::cli::compare_command(compare_a, compare_b, std::cout);
