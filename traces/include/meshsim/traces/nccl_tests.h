@@ -78,8 +78,9 @@ constexpr auto enum_names(NcclTest) {
 // "1_2_LOG_all_gather_env1.txt"); nullopt when it names none or several.
 std::optional<NcclTest> nccl_test_named_in(std::string_view name);
 
-// 1 GiB of text: a sweep is ~100 bytes a row, so millions of rows; far beyond any real log.
-inline constexpr int64_t kMaxNcclTestsLogBytes = int64_t{1} << 30;
+// 64 MiB of text: a row is ~120 bytes, so half a million rows; real logs are kilobytes (a sweep of
+// every size from 8 B to 16 GiB is 32 rows).
+inline constexpr int64_t kMaxNcclTestsLogBytes = int64_t{64} << 20;
 inline constexpr int64_t kMaxNcclTestsRows = int64_t{1} << 20;
 inline constexpr int64_t kMaxNcclTestsDevices = int64_t{1} << 17;
 
