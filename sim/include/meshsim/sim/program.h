@@ -158,7 +158,7 @@ struct ComputeWork {
   // A kernel whose time was measured (an imported execution trace): it takes exactly this long
   // whatever the cost model would say and whatever runs beside it (the measurement already holds
   // that); per-rank slowdown and jitter still apply.
-  std::optional<Duration> measured;
+  std::optional<Duration> measured = std::nullopt;
 };
 
 // `bytes` is the buffer size in nccl-tests' convention: the full buffer for all-reduce, broadcast
