@@ -7,8 +7,10 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "calc_command.h"
+#include "calibrate_collectives_command.h"
 #include "calibrate_command.h"
 #include "collective_command.h"
 #include "plan_command.h"
@@ -25,6 +27,7 @@
 #include "trace_limits.h"
 #include "validate_command.h"
 #include "version.h"
+#include "workload_command.h"
 
 namespace {
 
@@ -67,7 +70,68 @@ struct RunFlags {
   std::vector<std::string> degrade;
   std::vector<std::string> fail;
   int64_t fault_seed = 0;
+  std::string workload;       // --workload: Chakra traces instead of a model and a plan
+  std::string export_chakra;  // --export-chakra DIR
 };
+
+// The Chakra flags of `run` (not of goodput: a whole run's days are a model's).
+void add_chakra_options(CLI::App* app, RunFlags& f) {
+  app->add_option("--workload", f.workload,
+                  "Simulate Chakra execution traces (a directory of <prefix>.<rank>.et files, or "
+                  "their prefix) instead of a model and a plan; needs --cluster");
+  app->add_option("--export-chakra", f.export_chakra,
+                  "Write every rank's program as a Chakra execution trace to DIR (rank.N.et and "
+                  "comm_group.json)");
+}
+
+// `run --workload`: only the cluster, communication and output flags apply.
+int workload_main(const CLI::App& app, const CLI::App& run, RunFlags& f) {
+  static const std::set<std::string> kApply = {
+      "--workload", "--export-chakra", "--cluster", "--nodes", "--shape", "--hardware-catalogue",
+      "--oversubscription", "--tiers", "--rail-optimized", "--nics-per-device", "--nic-bandwidth",
+      "--sharp", "--backend", "--algo", "--proto", "--nccl", "--json", "--trace", "--trace-ranks",
+      "--no-trace", "--full-simulation"};
+  for (const CLI::App* a : {&app, &run}) {
+    for (const CLI::Option* o : a->get_options()) {
+      if (o->count() > 0 && kApply.count(o->get_name()) == 0 && o->get_name() != "--help") {
+        throw meshsim::InputError(
+            o->get_name().empty() ? "scenario" : o->get_name(), "",
+            "does not apply to --workload: the programs come from the Chakra traces (a model, a "
+            "plan and faults do not apply); the cluster and communication flags, --json, --trace "
+            "and --export-chakra do");
+      }
+    }
+  }
+  bool cluster_given = false;
+  for (const CLI::App* a : {&app, &run}) {
+    cluster_given = cluster_given || a->get_option("--cluster")->count() > 0;
+  }
+  if (!cluster_given) {
+    throw meshsim::InputError("--workload", "",
+                              "name the cluster to simulate the traces on (--cluster)");
+  }
+  meshsim::cli::WorkloadArgs w;
+  w.path = f.workload;
+  w.cluster.cluster = f.given.cluster;
+  w.cluster.nodes = f.given.nodes;
+  w.cluster.shape = f.given.shape;
+  w.cluster.hardware_catalogue = f.given.hardware_catalogue;
+  w.cluster.fabric = f.given.fabric;
+  w.comm = meshsim::cli::comm_options(f.comm);
+  if (!f.json_path.empty()) {
+    w.json_path = f.json_path;
+  }
+  if (!f.no_trace) {
+    w.trace_path = f.trace_path;
+    if (!f.trace_ranks.empty()) {
+      w.trace_ranks = f.trace_ranks;
+    }
+  }
+  if (!f.export_chakra.empty()) {
+    w.export_dir = f.export_chakra;
+  }
+  return meshsim::cli::workload_command(w, std::cout);
+}
 
 void add_fault_options(CLI::App* app, RunFlags& f) {
   const auto add = [&f](CLI::Option* o, std::function<void(Scenario&)> apply) {
@@ -427,6 +491,8 @@ int run_main(int argc, char** argv) {
       ->check(scenario_file);
   // The run flags on `run` too, so that `meshsim run --help` lists them.
   add_run_options(run, run_flags);
+  add_chakra_options(&app, run_flags);
+  add_chakra_options(run, run_flags);
   run->fallthrough();
 
   // `goodput`: the run's scenario flags, then a whole run under failures and checkpoints.
@@ -509,6 +575,9 @@ int run_main(int argc, char** argv) {
   calibrate->add_option("--json", cal_json, "Write the errors before, after and held out as JSON");
   std::string cal_trace_size;
   calibrate->add_option("--max-trace-size", cal_trace_size, kMaxTraceSizeHelp);
+
+  meshsim::cli::CalibrateCollectivesArgs calcoll_args;
+  CLI::App* calcoll = meshsim::cli::add_calibrate_collectives_command(app, calcoll_args);
 
   meshsim::cli::PlanArgs plan_args;
   CLI::App* plan = meshsim::cli::add_plan_command(app, plan_args);
@@ -612,6 +681,9 @@ int run_main(int argc, char** argv) {
     }
     return meshsim::cli::calibrate_command(cal, std::cout);
   }
+  if (*calcoll) {
+    return meshsim::cli::calibrate_collectives_command(calcoll_args, std::cout);
+  }
   if (*compare) {
     return meshsim::cli::compare_command(compare_a, compare_b, std::cout);
   }
@@ -653,6 +725,12 @@ int run_main(int argc, char** argv) {
       f.outputs.trace_path.reset();
     }
     return meshsim::cli::goodput_command(resolve(f), f.outputs, goodput_args, std::cout);
+  }
+  if (!f.workload.empty()) {
+    return workload_main(app, *run, f);
+  }
+  if (!f.export_chakra.empty()) {
+    f.outputs.export_chakra = f.export_chakra;
   }
   // No subcommand: the default scenario.
   return meshsim::cli::run_command(resolve(f), f.outputs, std::cout);

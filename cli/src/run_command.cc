@@ -1,7 +1,10 @@
 #include "run_command.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
+#include "meshsim/studies/chakra_run.h"
 #include "meshsim/studies/scenario.h"
 #include "progress.h"
 #include "trace_setup.h"
@@ -98,6 +101,14 @@ int run_command(const Scenario& given, const RunOutputs& outputs, std::ostream& 
     out << "meshsim: " << automatic->note << "\n";
   }
   print_summary(report, out);
+  if (outputs.export_chakra) {
+    located(s, [&] {
+      studies::export_step(s, studies::load_and_check(s), *outputs.export_chakra);
+    });
+    out << fmt::format("  Chakra traces         {}/rank.0.et ... rank.{}.et, comm_group.json (every "
+                       "rank's program)\n",
+                       *outputs.export_chakra, s.plan.world() - 1);
+  }
   for (const std::string& w : result_warnings(s, report)) {
     out << "  warning: " << w << "\n";
   }

@@ -20,6 +20,7 @@ struct RunOutputs {
   std::optional<std::string> trace_ranks;  // --trace-ranks
   studies::StepOptions step;               // --full-simulation, --backend, --algo
   BudgetArgs budget;                       // --tokens, --days, --price-table, ...
+  std::optional<std::string> export_chakra;  // --export-chakra DIR
 };
 
 // studies::simulate_step with the trace the outputs ask for; the library's errors located where

@@ -15,11 +15,15 @@
 #include "meshsim/topology/cluster.h"
 #include "meshsim/topology/compute_model.h"
 #include "meshsim/topology/network.h"
+#include "meshsim/traces/chakra.h"
 #include "meshsim/traces/import.h"
+#include "meshsim/traces/nccl_tests.h"
+#include "meshsim/validation/collective_fit.h"
 #include "meshsim/validation/manifest.h"
 #include "meshsim/validation/profile.h"
 #include "meshsim/validation/published.h"
 #include "meshsim/workloads/accounting.h"
+#include "meshsim/studies/chakra_run.h"
 #include "meshsim/studies/failures.h"
 #include "meshsim/studies/goodput.h"
 #include "meshsim/studies/scenario.h"
@@ -280,6 +284,59 @@ void run_published_facts(std::string_view data) {
   }
 }
 
+const topology::ClusterSpec& dgx_h100() {
+  static const topology::ClusterSpec kCluster =
+      topology::load_cluster("dgx-h100", topology::Catalogue::builtin());
+  return kCluster;
+}
+
+// An nccl-tests log (meshsim calibrate-collectives), or a sweep table in meshsim's JSON form: its
+// sweeps, with what a log may leave out given as the command line would, and the first points of
+// each (at most 64 ranks) predicted on dgx-h100 as the fit does; the fit itself is not run (its
+// hundreds of predictions per input are too slow for fuzzing).
+void run_nccl_tests_log(std::string_view data) {
+  std::vector<validation::CollectiveSweep> sweeps;
+  try {
+    if (validation::looks_like_sweep_json(data)) {
+      sweeps = validation::read_sweep_file(write_scratch("sweep.json", data).string());
+    } else {
+      validation::SweepDefaults d;
+      d.test = traces::NcclTest::kAllReduce;
+      d.nccl = collectives::NcclVersion{2, 30};
+      d.ranks = 8;
+      d.nodes = 1;
+      sweeps = validation::sweeps_from_log(traces::parse_nccl_tests_log(data, kSource), d);
+    }
+  } catch (const validation::SweepError& e) {
+    throw InputError(kSource, "", e.what());  // calibrate-collectives locates it at a flag
+  }
+  for (size_t s = 0; s < std::min<size_t>(sweeps.size(), 2); ++s) {
+    if (sweeps[s].ranks > kMaxCollectiveDevices) {
+      continue;
+    }
+    for (size_t i = 0; i < std::min<size_t>(sweeps[s].points.size(), 4); ++i) {
+      (void)validation::predict_collective(dgx_h100(), sweeps[s],
+                                           Bytes::of(sweeps[s].points[i].bytes));
+    }
+  }
+}
+
+// A Chakra execution trace of one rank (meshsim run --workload): imported, written back out and
+// simulated on dgx-h100, within limits small enough for fuzzing (4 MiB, 4,096 nodes).
+void run_chakra_trace(std::string_view data) {
+  const fs::path dir = scratch_dir() / "chakra";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "rank.0.et", std::ios::binary)
+      .write(data.data(), static_cast<std::streamsize>(data.size()));
+  traces::ChakraLimits limits;
+  limits.max_file_bytes = int64_t{4} << 20;
+  limits.max_nodes = 4096;
+  traces::ChakraWorkload w = traces::read_chakra_workload(dir.string(), limits);
+  studies::export_workload(w, dgx_h100(), (scratch_dir() / "chakra-out").string());
+  (void)studies::simulate_workload(std::move(w), dgx_h100(), {});
+}
+
 using Entry = std::function<void(std::string_view)>;
 
 const std::map<std::string, Entry, std::less<>>& entries() {
@@ -288,7 +345,8 @@ const std::map<std::string, Entry, std::less<>>& entries() {
       {"chips", run_chips},     {"scenario", run_scenario},   {"manifest", run_manifest},
       {"profile", run_profile}, {"pytorch_trace", run_trace}, {"jax_trace", run_trace},
       {"sweep_spec", run_sweep_spec}, {"failure_table", run_failure_table},
-      {"published_runs", run_published_runs}, {"published_facts", run_published_facts}};
+      {"published_runs", run_published_runs}, {"published_facts", run_published_facts},
+      {"nccl_tests_log", run_nccl_tests_log}, {"chakra_trace", run_chakra_trace}};
   return kEntries;
 }
 

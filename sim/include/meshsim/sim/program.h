@@ -155,6 +155,10 @@ struct ComputeWork {
   // An FP8 GEMM run with the library's fast accumulation (partial sums not promoted to FP32 at
   // intervals): what Transformer Engine's recipes and torchao's float8 do for forward GEMMs.
   bool fast_accumulation = false;
+  // A kernel whose time was measured (an imported execution trace): it takes exactly this long
+  // whatever the cost model would say and whatever runs beside it (the measurement already holds
+  // that); per-rank slowdown and jitter still apply.
+  std::optional<Duration> measured = std::nullopt;
 };
 
 // `bytes` is the buffer size in nccl-tests' convention: the full buffer for all-reduce, broadcast
