@@ -154,7 +154,7 @@ void check_args(const GoodputArgs& a, const RunOutputs& o) {
 
 }  // namespace
 
-studies::GoodputModel goodput_model(const studies::StepReport& r,
+studies::GoodputModel goodput_model(const scenario::StepReport& r,
                                     const workloads::ParallelPlan& plan, const GoodputArgs& a,
                                     const studies::FailureTable& table,
                                     const studies::ComponentCounts& counts, double tokens) {
@@ -201,7 +201,7 @@ std::string format_span(double seconds) {
 
 namespace {
 
-void print_inputs(const studies::GoodputModel& m, const studies::StepReport& r, const Scenario& s,
+void print_inputs(const studies::GoodputModel& m, const scenario::StepReport& r, const Scenario& s,
                   const GoodputArgs& a, const std::string& tokens, std::ostream& out) {
   out << fmt::format("  work            {} tokens at {:.0f} tokens/s: {:.2f} days failure-free\n",
                      tokens, r.tokens_per_s, m.work_s / kSecondsPerDay);
@@ -280,12 +280,12 @@ int goodput_command(const Scenario& s, const RunOutputs& outputs, const GoodputA
   const studies::FailureTable table = a.failure_table.empty()
                                           ? studies::FailureTable::builtin()
                                           : studies::FailureTable::load(a.failure_table);
-  studies::StepReport report;
+  scenario::StepReport report;
   studies::ComponentCounts counts;
   {
     Progress progress("simulation");
     report = simulate_step(s, outputs);
-    counts = located(s, [&] { return studies::count_components(studies::load_cluster(s)); });
+    counts = located(s, [&] { return studies::count_components(scenario::load_cluster(s)); });
   }
   if (report.oom || !report.simulated || report.tokens_per_s <= 0) {
     out << "meshsim: goodput over a whole run\n";

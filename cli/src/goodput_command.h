@@ -36,7 +36,7 @@ void add_checkpoint_options(CLI::App* app, GoodputArgs& a);
 
 // The goodput model of a simulated step of `plan` (InputError naming the flag on a bad value).
 // `counts`: the cluster's components (failure rates, and nodes for the checkpoint's writers).
-studies::GoodputModel goodput_model(const studies::StepReport& r,
+studies::GoodputModel goodput_model(const scenario::StepReport& r,
                                     const workloads::ParallelPlan& plan, const GoodputArgs& a,
                                     const studies::FailureTable& table,
                                     const studies::ComponentCounts& counts, double tokens);

@@ -95,7 +95,7 @@ void add_fault_options(CLI::App* app, RunFlags& f) {
 }
 
 // The fat tree's knobs (scenario.h FabricKnobs), bound to `k`; `on_set` runs for each one given.
-void add_fabric_options(CLI::App* app, meshsim::studies::FabricKnobs& k,
+void add_fabric_options(CLI::App* app, meshsim::scenario::FabricKnobs& k,
                         const std::function<void(CLI::Option*, meshsim::topology::FabricField)>&
                             on_set) {
   using F = meshsim::topology::FabricField;
@@ -119,7 +119,7 @@ void add_fabric_options(CLI::App* app, meshsim::studies::FabricKnobs& k,
 }
 
 // Copies one fabric knob from the flags to the scenario.
-void copy_fabric_field(const meshsim::studies::FabricKnobs& from, meshsim::studies::FabricKnobs& to,
+void copy_fabric_field(const meshsim::scenario::FabricKnobs& from, meshsim::scenario::FabricKnobs& to,
                        meshsim::topology::FabricField field) {
   using F = meshsim::topology::FabricField;
   switch (field) {
@@ -146,7 +146,7 @@ void copy_fabric_field(const meshsim::studies::FabricKnobs& from, meshsim::studi
 
 // A flag of a scenario field outside the plan (model, cluster, ...).
 template <typename T>
-void bind_scenario(CLI::App* app, RunFlags& f, meshsim::studies::ScenarioField which,
+void bind_scenario(CLI::App* app, RunFlags& f, meshsim::scenario::ScenarioField which,
                    T Scenario::*field, const std::string& help) {
   const std::string name = meshsim::cli::flag_of(which);
   CLI::Option* o = app->add_option(name, f.given.*field, help);
@@ -204,7 +204,7 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
   CLI::Option* zero = app->add_option(flag_of(PlanField::kZero), f.zero,
                                       "ZeRO stage over the data-parallel group: 0, 1, 2, 3");
   add_override(f, zero, PlanField::kZero, [&f](ParallelPlan& p) {
-    p.zero = meshsim::studies::zero_stage(f.zero, Origin::flag(flag_of(PlanField::kZero)));
+    p.zero = meshsim::scenario::zero_stage(f.zero, Origin::flag(flag_of(PlanField::kZero)));
   });
   bind_plan(app, f, PlanField::kTp, &ParallelPlan::tp, "Tensor-parallel degree");
   bind_plan_flag(app, f, PlanField::kSp, [](ParallelPlan& p) { p.sp = true; },
@@ -310,7 +310,7 @@ void add_plan_options(CLI::App* app, RunFlags& f) {
 }
 
 void add_run_options(CLI::App* app, RunFlags& f) {
-  using meshsim::studies::ScenarioField;
+  using meshsim::scenario::ScenarioField;
   bind_scenario(app, f, ScenarioField::kModel, &Scenario::model,
                 "Model preset, meshsim model JSON or HF config.json");
   bind_scenario(app, f, ScenarioField::kCluster, &Scenario::cluster,
@@ -383,20 +383,20 @@ void add_cluster_options(CLI::App* app, meshsim::cli::ClusterArgs& a) {
 Scenario resolve(const RunFlags& f) {
   const bool names_workload =
       given(f, "--model") || given(f, "--cluster") ||
-      (!f.scenario_file.empty() && meshsim::studies::scenario_file_names_workload(f.scenario_file));
-  Scenario s = names_workload ? Scenario{} : meshsim::studies::default_scenario();
+      (!f.scenario_file.empty() && meshsim::scenario::scenario_file_names_workload(f.scenario_file));
+  Scenario s = names_workload ? Scenario{} : meshsim::scenario::default_scenario();
   if (!f.scenario_file.empty()) {
-    s = meshsim::studies::load_scenario(f.scenario_file, s);
+    s = meshsim::scenario::load_scenario(f.scenario_file, s);
   }
   for (const Override& o : f.overrides) {
     if (o.option->count() > 0) {
       o.apply(s);
     }
   }
-  if (given(f, "--shape") && !s.origins[meshsim::studies::ScenarioField::kNodes].given()) {
+  if (given(f, "--shape") && !s.origins[meshsim::scenario::ScenarioField::kNodes].given()) {
     s.nodes.reset();  // the base's node count (the default scenario's) gives way to the shape
   }
-  meshsim::cli::located(s, [&s] { meshsim::studies::complete(s); });
+  meshsim::cli::located(s, [&s] { meshsim::scenario::complete(s); });
   return s;
 }
 

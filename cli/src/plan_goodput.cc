@@ -21,7 +21,7 @@ double goodput_tokens(const BudgetArgs& budget) {
   return *tokens;
 }
 
-std::vector<studies::PlanGoodput> rank_by_goodput(const studies::Scenario& base,
+std::vector<studies::PlanGoodput> rank_by_goodput(const scenario::Scenario& base,
                                                   const GoodputArgs& a, const BudgetArgs& budget,
                                                   std::vector<studies::PlanRow>& rows) {
   const double tokens = goodput_tokens(budget);
@@ -29,7 +29,7 @@ std::vector<studies::PlanGoodput> rank_by_goodput(const studies::Scenario& base,
                                           ? studies::FailureTable::builtin()
                                           : studies::FailureTable::load(a.failure_table);
   const studies::ComponentCounts counts =
-      located(base, [&] { return studies::count_components(studies::load_cluster(base)); });
+      located(base, [&] { return studies::count_components(scenario::load_cluster(base)); });
   std::vector<studies::PlanGoodput> goodput;
   for (const studies::PlanRow& row : rows) {
     goodput.push_back(

@@ -11,7 +11,7 @@
 #include "budget.h"
 #include "goodput_command.h"
 #include "meshsim/studies/plan_table.h"
-#include "meshsim/studies/scenario.h"
+#include "meshsim/scenario/scenario.h"
 
 namespace meshsim::cli {
 
@@ -20,7 +20,7 @@ double goodput_tokens(const BudgetArgs& budget);
 
 // Re-ranks `rows` (stably) by expected days to train at each plan's optimal checkpoint interval;
 // returns each row's goodput in the new order. InputError without --tokens.
-std::vector<studies::PlanGoodput> rank_by_goodput(const studies::Scenario& base,
+std::vector<studies::PlanGoodput> rank_by_goodput(const scenario::Scenario& base,
                                                   const GoodputArgs& a, const BudgetArgs& budget,
                                                   std::vector<studies::PlanRow>& rows);
 

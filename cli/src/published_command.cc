@@ -8,7 +8,7 @@
 #include "meshsim/sim/enum_names.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/validation/published.h"
-#include "meshsim/studies/step.h"
+#include "meshsim/scenario/step.h"
 #include "output_file.h"
 #include "report.h"
 #include "run_command.h"
@@ -27,7 +27,7 @@ using validation::PublishedReport;
 // reported, not trusted over the measurement).
 // A scenario meshsim refuses (the plan on this chip, the fabric, the collectives) is that run's
 // answer, not the command's: it is reported as not expressible, with the reason.
-std::variant<studies::StepReport, validation::NotExpressible> simulate_mapped(
+std::variant<scenario::StepReport, validation::NotExpressible> simulate_mapped(
     const validation::PublishedScenario& s, RunOutputs outputs) {
   Scenario scenario;
   scenario.model = s.model.name;
@@ -35,7 +35,7 @@ std::variant<studies::StepReport, validation::NotExpressible> simulate_mapped(
   scenario.plan = s.plan;
   outputs.step.skip_memory_precheck = true;
   try {
-    return simulate_loaded(scenario, studies::LoadedScenario{s.cluster, s.model}, outputs);
+    return simulate_loaded(scenario, scenario::LoadedScenario{s.cluster, s.model}, outputs);
   } catch (const InputError& e) {
     if (e.source() == "--trace" || e.source() == "--trace-ranks") {
       throw;  // the command's own flags (--run's timeline), not the run
@@ -52,7 +52,7 @@ std::variant<validation::SimulatedStep, validation::NotExpressible> simulate_pub
   if (auto* no = std::get_if<validation::NotExpressible>(&simulated)) {
     return std::move(*no);
   }
-  const auto& r = std::get<studies::StepReport>(simulated);
+  const auto& r = std::get<scenario::StepReport>(simulated);
   return validation::SimulatedStep{r.step_time,       r.oom,           r.peak_memory,
                                    r.memory_capacity, r.time_by_class, r.exposed_comm};
 }
@@ -193,7 +193,7 @@ int one_run(const std::vector<validation::PublishedRun>& runs, const PublishedAr
     out << fmt::format("  not expressible: {}\n", no->reason);
     return 0;
   }
-  const auto& report = std::get<studies::StepReport>(simulated);
+  const auto& report = std::get<scenario::StepReport>(simulated);
   out << "\n";
   print_summary(report, out);
   const double error = report.step_time / s.measured_step - 1;

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "meshsim/studies/scenario.h"
+#include "meshsim/scenario/scenario.h"
 #include "progress.h"
 #include "trace_setup.h"
 #include "what_if.h"
@@ -11,7 +11,7 @@ namespace meshsim::cli {
 namespace {
 
 // The slowest ranks the faults name or draw (at most 8), for the default trace selection.
-std::vector<int64_t> slow_ranks_to_trace(const studies::Faults& f, int64_t world) {
+std::vector<int64_t> slow_ranks_to_trace(const scenario::Faults& f, int64_t world) {
   const std::vector<double> slowdown = f.compute.slowdowns(static_cast<size_t>(world));
   std::vector<int64_t> ranks;
   for (size_t r = 0; r < slowdown.size(); ++r) {
@@ -28,14 +28,14 @@ std::vector<int64_t> slow_ranks_to_trace(const studies::Faults& f, int64_t world
 
 // The trace writer as the step's observer: the slow ranks in the default selection, the degraded
 // links' utilisation counters.
-class TraceObserver : public studies::StepObserver {
+class TraceObserver : public scenario::StepObserver {
  public:
   TraceObserver(TraceRequest request, const Scenario& s, const topology::ClusterSpec& cluster)
       : trace_(with_slow_ranks(std::move(request), s), s.plan, cluster), links_(s.faults.links) {}
 
   bool needs_full_simulation() const override { return trace_.needs_full_simulation(); }
   std::vector<int64_t> ranks_to_simulate() const override { return trace_.ranks_to_simulate(); }
-  void attach(Simulation& sim, studies::CommSetup& comm, const StepReport& r) override {
+  void attach(Simulation& sim, scenario::CommSetup& comm, const StepReport& r) override {
     trace_.attach(sim, comm.model(),
                   {{"meshsim_version", MESHSIM_VERSION},
                    {"model", r.model_description},
@@ -64,19 +64,19 @@ class TraceObserver : public studies::StepObserver {
 
 }  // namespace
 
-StepReport simulate_loaded(const Scenario& s, const studies::LoadedScenario& loaded,
+StepReport simulate_loaded(const Scenario& s, const scenario::LoadedScenario& loaded,
                            const RunOutputs& outputs) {
   return located(s, [&] {
     std::optional<TraceObserver> trace;
     if (outputs.trace_path) {
       trace.emplace(TraceRequest{*outputs.trace_path, outputs.trace_ranks, {}}, s, loaded.cluster);
     }
-    return studies::simulate_step(s, loaded, outputs.step, trace ? &*trace : nullptr);
+    return scenario::simulate_step(s, loaded, outputs.step, trace ? &*trace : nullptr);
   });
 }
 
 StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
-  return simulate_loaded(s, located(s, [&] { return studies::load_and_check(s); }), outputs);
+  return simulate_loaded(s, located(s, [&] { return scenario::load_and_check(s); }), outputs);
 }
 
 int run_command(const Scenario& given, const RunOutputs& outputs, std::ostream& out) {

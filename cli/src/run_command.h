@@ -5,29 +5,29 @@
 #include <ostream>
 #include <string>
 
-#include "meshsim/studies/step.h"
+#include "meshsim/scenario/step.h"
 #include "budget.h"
 #include "report.h"
 #include "scenario_flags.h"
 
 namespace meshsim::cli {
 
-using studies::StepReport;
+using scenario::StepReport;
 
 struct RunOutputs {
   std::optional<std::string> json_path;
   std::optional<std::string> trace_path;   // .pftrace (native Perfetto) or .json (Chrome JSON)
   std::optional<std::string> trace_ranks;  // --trace-ranks
-  studies::StepOptions step;               // --full-simulation, --backend, --algo
+  scenario::StepOptions step;               // --full-simulation, --backend, --algo
   BudgetArgs budget;                       // --tokens, --days, --price-table, ...
 };
 
-// studies::simulate_step with the trace the outputs ask for; the library's errors located where
+// scenario::simulate_step with the trace the outputs ask for; the library's errors located where
 // the scenario's values came from (scenario_flags.h).
 StepReport simulate_step(const Scenario& scenario, const RunOutputs& outputs);
 // The same for a scenario whose model and cluster are already built and checked (a published run
 // as validate-published maps it).
-StepReport simulate_loaded(const Scenario& scenario, const studies::LoadedScenario& loaded,
+StepReport simulate_loaded(const Scenario& scenario, const scenario::LoadedScenario& loaded,
                            const RunOutputs& outputs);
 
 // simulate_step + summary on `out` + --json. Returns the process exit code: 0, or 3 for OOM.

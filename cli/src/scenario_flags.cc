@@ -32,7 +32,7 @@ std::string flag_of(PlanField field) {
   }
 }
 
-std::string flag_of(studies::ScenarioField field) { return dashed(to_string(field)); }
+std::string flag_of(scenario::ScenarioField field) { return dashed(to_string(field)); }
 
 std::string flag_of(topology::FabricField field) { return dashed(to_string(field)); }
 
@@ -41,7 +41,7 @@ Origin origin_of(const ParallelPlan& plan, PlanField field) {
   return o.given() ? o : Origin::flag(flag_of(field));
 }
 
-Origin origin_of(const Scenario& s, studies::ScenarioField field) {
+Origin origin_of(const Scenario& s, scenario::ScenarioField field) {
   const Origin& o = s.origins[field];
   return o.given() ? o : Origin::flag(flag_of(field));
 }
@@ -50,7 +50,7 @@ InputError locate(const ParallelPlan& plan, const workloads::PlanError& e) {
   return origin_of(plan, e.field()).error(e.message());
 }
 
-InputError locate(const Scenario& s, const studies::ScenarioError& e) {
+InputError locate(const Scenario& s, const scenario::ScenarioError& e) {
   return origin_of(s, e.field()).error(e.message());
 }
 
@@ -87,8 +87,8 @@ collectives::NetworkBackend parse_backend_flag(const std::string& name) {
   return parse_flag<collectives::NetworkBackend>("--backend", name);
 }
 
-studies::CommOptions comm_options(const CommFlags& flags) {
-  studies::CommOptions o;
+scenario::CommOptions comm_options(const CommFlags& flags) {
+  scenario::CommOptions o;
   o.backend = parse_backend_flag(flags.backend);
   o.collective.algorithm = parse_algo_flag(flags.algorithm);
   if (flags.protocol != "auto") {

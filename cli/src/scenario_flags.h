@@ -6,30 +6,30 @@
 
 #include "meshsim/collectives/schedule.h"
 #include "meshsim/sim/error.h"
-#include "meshsim/studies/comm_setup.h"
-#include "meshsim/studies/scenario.h"
+#include "meshsim/scenario/comm_setup.h"
+#include "meshsim/scenario/scenario.h"
 #include "meshsim/workloads/parallel.h"
 
 namespace meshsim::cli {
 
-using studies::Scenario;
+using scenario::Scenario;
 
 // The command-line flag of a plan field: "--tp", "--capacity-factor", "--no-overlap-p2p".
 std::string flag_of(workloads::PlanField field);
 // ... and of a scenario field: "--model", "--hardware-catalogue".
-std::string flag_of(studies::ScenarioField field);
+std::string flag_of(scenario::ScenarioField field);
 // ... and of a fabric knob: "--oversubscription", "--rail-optimized".
 std::string flag_of(topology::FabricField field);
 
 // Where a field's value came from: its recorded origin when a user wrote it, else the flag that
 // would set it.
 Origin origin_of(const workloads::ParallelPlan& plan, workloads::PlanField field);
-Origin origin_of(const Scenario& s, studies::ScenarioField field);
+Origin origin_of(const Scenario& s, scenario::ScenarioField field);
 
 // The InputError a library's PlanError (ScenarioError) is, located where the value came from:
 // "scenario.json: /tp: ..." or "--tp: ...".
 InputError locate(const workloads::ParallelPlan& plan, const workloads::PlanError& e);
-InputError locate(const Scenario& s, const studies::ScenarioError& e);
+InputError locate(const Scenario& s, const scenario::ScenarioError& e);
 InputError locate(const Scenario& s, const topology::FabricError& e);
 // A collective model's complaint about one of its options, at the flag that set it (--algo or
 // --proto).
@@ -48,7 +48,7 @@ struct CommFlags {
   std::string nccl = "2.30";           // the NCCL release whose tuner decides
 };
 // --backend, --algo, --proto and --nccl as the step's options; InputError naming the flag.
-studies::CommOptions comm_options(const CommFlags& flags);
+scenario::CommOptions comm_options(const CommFlags& flags);
 
 // Runs `f`, turning the library's field errors about `s` into located InputErrors, and a
 // collective's CommError (an algorithm that does not apply) into an error on --algo.
@@ -58,7 +58,7 @@ auto located(const Scenario& s, F&& f) -> decltype(f()) {
     return f();
   } catch (const workloads::PlanError& e) {
     throw locate(s.plan, e);
-  } catch (const studies::ScenarioError& e) {
+  } catch (const scenario::ScenarioError& e) {
     throw locate(s, e);
   } catch (const topology::FabricError& e) {
     throw locate(s, e);

@@ -7,14 +7,14 @@
 #include "meshsim/sim/error.h"
 #include "meshsim/studies/plan_search.h"
 #include "meshsim/studies/plan_table.h"
-#include "meshsim/studies/step.h"
+#include "meshsim/scenario/step.h"
 #include "meshsim/workloads/analytic.h"
 #include "progress.h"
 #include "report.h"
 
 namespace meshsim::cli {
 
-using studies::ScenarioField;
+using scenario::ScenarioField;
 using workloads::PlanField;
 
 namespace {
@@ -30,7 +30,7 @@ bool gives_a_plan_field(const Scenario& s) {
 
 // The default scenario with the named model, cluster, size, fabric knobs and faults.
 Scenario swapped_default(const Scenario& s) {
-  Scenario d = studies::default_scenario();
+  Scenario d = scenario::default_scenario();
   for (const ScenarioField f : {ScenarioField::kModel, ScenarioField::kCluster,
                                 ScenarioField::kNodes, ScenarioField::kShape,
                                 ScenarioField::kSlices, ScenarioField::kHardwareCatalogue}) {
@@ -53,12 +53,12 @@ Scenario swapped_default(const Scenario& s) {
   if (s.origins[ScenarioField::kCluster].given() && !sized) {
     // A GPU cluster keeps the default's device count when it can be resized to it.
     Scenario preset = d;
-    const topology::ClusterSpec c = located(preset, [&] { return studies::load_cluster(preset); });
-    const int64_t devices = studies::load_cluster(studies::default_scenario()).device_count();
+    const topology::ClusterSpec c = located(preset, [&] { return scenario::load_cluster(preset); });
+    const int64_t devices = scenario::load_cluster(scenario::default_scenario()).device_count();
     if (c.scale_up != topology::ScaleUpFabric::kIciTorus && devices % c.devices_per_node == 0) {
       preset.nodes = devices / c.devices_per_node;
       try {
-        studies::load_cluster(preset);
+        scenario::load_cluster(preset);
         d.nodes = preset.nodes;
       } catch (const std::exception&) {
         // It cannot be (an NVLink domain would be split): the preset's own size.
@@ -70,9 +70,9 @@ Scenario swapped_default(const Scenario& s) {
 
 // Why the default plan does not apply to `d` (empty when it does): invalid, or over memory.
 std::string default_plan_misfit(const Scenario& d) {
-  const studies::LoadedScenario l = located(d, [&] { return studies::load_inputs(d); });
+  const scenario::LoadedScenario l = located(d, [&] { return scenario::load_inputs(d); });
   try {
-    studies::check_plan(l, d.plan);
+    scenario::check_plan(l, d.plan);
   } catch (const workloads::PlanError& e) {
     return e.what();
   }
@@ -138,7 +138,7 @@ std::optional<AutoPlan> auto_plan(const Scenario& s) {
   return a;
 }
 
-std::vector<std::string> result_warnings(const Scenario& s, const studies::StepReport& r) {
+std::vector<std::string> result_warnings(const Scenario& s, const scenario::StepReport& r) {
   std::vector<std::string> out;
   const workloads::ParallelPlan& p = s.plan;
   if (p.origins[PlanField::kGbs].kind() == Origin::Kind::kDefault && p.pp > 1) {

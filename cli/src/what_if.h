@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "meshsim/studies/step_report.h"
+#include "meshsim/scenario/step_report.h"
 #include "scenario_flags.h"
 
 namespace meshsim::cli {
@@ -28,7 +28,7 @@ std::optional<AutoPlan> auto_plan(const Scenario& s);
 
 // Warnings about `r` of `s`: a global batch nobody set that leaves one microbatch per pipeline
 // (the bubble it costs), a peak within 5 % of the chip's memory. One line each, no prefix.
-std::vector<std::string> result_warnings(const Scenario& s, const studies::StepReport& r);
+std::vector<std::string> result_warnings(const Scenario& s, const scenario::StepReport& r);
 
 // Up to three plans of `s`'s model, cluster, sequence and batch that fit (a short plan search),
 // printed as "  plans that fit ..." lines; nothing when none does.

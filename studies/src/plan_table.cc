@@ -4,6 +4,7 @@
 
 namespace meshsim::studies {
 
+using scenario::StepReport;
 using workloads::ParallelPlan;
 
 std::string short_plan(const ParallelPlan& p) {

@@ -3,6 +3,8 @@
 namespace meshsim::studies::detail {
 namespace {
 
+using scenario::MemoryBreakdown;
+
 using nlohmann::json;
 
 json memory(const MemoryBreakdown& m) {

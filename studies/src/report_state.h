@@ -5,9 +5,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "meshsim/studies/step_report.h"
+#include "meshsim/scenario/step_report.h"
 
 namespace meshsim::studies::detail {
+
+using scenario::StepReport;
 
 nlohmann::json report_state(const StepReport& r);
 StepReport report_from_state(const nlohmann::json& j);

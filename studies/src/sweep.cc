@@ -9,9 +9,20 @@
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/json_input.h"
 #include "meshsim/studies/plan_table.h"
-#include "meshsim/studies/step.h"
+#include "meshsim/scenario/step.h"
 
 namespace meshsim::studies {
+
+using scenario::apply_scenario_json;
+using scenario::complete;
+using scenario::default_scenario;
+using scenario::load_cluster;
+using scenario::Scenario;
+using scenario::ScenarioError;
+using scenario::ScenarioField;
+using scenario::simulate_step;
+using scenario::StepOptions;
+using scenario::StepReport;
 
 int64_t SweepSpec::points() const {
   int64_t n = 1;

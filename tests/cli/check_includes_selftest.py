@@ -169,8 +169,8 @@ class CheckIncludesTest(unittest.TestCase):
             {"studies/src/sweep.cc": '#include "meshsim/validation/manifest.h"\n'},
             "studies/src/sweep.cc:1: ", "studies may not include")
         self.assert_one_violation(
-            {"workloads/src/model.cc": '#include "meshsim/studies/step.h"\n'},
-            "workloads/src/model.cc:1: ", "workloads may not include", "meshsim/studies/step.h")
+            {"workloads/src/model.cc": '#include "meshsim/scenario/step.h"\n'},
+            "workloads/src/model.cc:1: ", "workloads may not include", "meshsim/scenario/step.h")
         self.assert_one_violation(
             {"studies/CMakeLists.txt":
                  "meshsim_module(studies SOURCES src/x.cc PUBLIC_DEPS meshsim::validation)\n"},

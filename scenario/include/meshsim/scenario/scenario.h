@@ -35,12 +35,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "meshsim/studies/faults.h"
+#include "meshsim/scenario/faults.h"
 #include "meshsim/sim/provenance.h"
 #include "meshsim/topology/cluster.h"
 #include "meshsim/workloads/parallel.h"
 
-namespace meshsim::studies {
+namespace meshsim::scenario {
 
 // The fields of a Scenario outside the plan, named as the scenario file's keys.
 enum class ScenarioField : uint8_t {
@@ -144,4 +144,4 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
 // JSON and the report's plan line write them).
 std::vector<std::string> recompute_module_names(const workloads::ParallelPlan& p);
 
-}  // namespace meshsim::studies
+}  // namespace meshsim::scenario

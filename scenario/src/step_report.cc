@@ -1,11 +1,11 @@
-#include "meshsim/studies/step_report.h"
+#include "meshsim/scenario/step_report.h"
 
 #include <fmt/format.h>
 
 
 #include "meshsim/sim/error.h"
 
-namespace meshsim::studies {
+namespace meshsim::scenario {
 
 Bytes MemoryBreakdown::total() const {
   Bytes t;
@@ -114,4 +114,4 @@ nlohmann::json to_json(const StepReport& r) {
   return j;
 }
 
-}  // namespace meshsim::studies
+}  // namespace meshsim::scenario

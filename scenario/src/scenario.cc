@@ -1,11 +1,11 @@
-#include "meshsim/studies/scenario.h"
+#include "meshsim/scenario/scenario.h"
 
 #include <fmt/format.h>
 
 #include "meshsim/sim/json_input.h"
 #include "meshsim/sim/unit_parse.h"
 
-namespace meshsim::studies {
+namespace meshsim::scenario {
 
 using workloads::ParallelPlan;
 using workloads::PlanField;
@@ -430,4 +430,4 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
   return j;
 }
 
-}  // namespace meshsim::studies
+}  // namespace meshsim::scenario

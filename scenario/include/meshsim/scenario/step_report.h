@@ -11,12 +11,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "meshsim/studies/faults.h"
+#include "meshsim/scenario/faults.h"
 
 #include "meshsim/sim/program.h"
 #include "meshsim/sim/units.h"
 
-namespace meshsim::studies {
+namespace meshsim::scenario {
 
 struct MemoryBreakdown {
   std::array<Bytes, kNumMemoryCategories> by_category{};
@@ -85,4 +85,4 @@ std::string format_bytes(Bytes b);
 // "1.234 s", "12.3 ms", "45.6 us"
 std::string format_duration(Duration d);
 
-}  // namespace meshsim::studies
+}  // namespace meshsim::scenario
