@@ -9,7 +9,7 @@ REPO_ROOT defaults to the parent of this script's directory. Each module <m> has
   * A module includes "meshsim/<d>/..." only for itself and the modules it may use:
         sim -> (nothing); topology -> sim; workloads -> sim; collectives -> sim, topology;
         traces -> sim; scenario -> sim, topology, workloads, collectives;
-        validation -> sim, topology, workloads, collectives, traces;
+        validation -> sim, topology, workloads, collectives, traces, scenario;
         studies -> sim, topology, workloads, collectives, traces, scenario; cli -> all of them.
     Anything else under meshsim/ (a module not in the graph) no module may include.
   * A module never reaches into another module's directory by a relative path ("../../x/src/y.h").
@@ -43,7 +43,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "collectives": ("sim", "topology"),
     "traces": ("sim",),
     "scenario": ("sim", "topology", "workloads", "collectives"),
-    "validation": ("sim", "topology", "workloads", "collectives", "traces"),
+    "validation": ("sim", "topology", "workloads", "collectives", "traces", "scenario"),
     "studies": ("sim", "topology", "workloads", "collectives", "traces", "scenario"),
     "cli": ("sim", "topology", "workloads", "collectives", "traces", "scenario", "validation",
             "studies"),

@@ -119,7 +119,8 @@ void add_fabric_options(CLI::App* app, meshsim::scenario::FabricKnobs& k,
 }
 
 // Copies one fabric knob from the flags to the scenario.
-void copy_fabric_field(const meshsim::scenario::FabricKnobs& from, meshsim::scenario::FabricKnobs& to,
+void copy_fabric_field(const meshsim::scenario::FabricKnobs& from,
+                       meshsim::scenario::FabricKnobs& to,
                        meshsim::topology::FabricField field) {
   using F = meshsim::topology::FabricField;
   switch (field) {
@@ -383,7 +384,8 @@ void add_cluster_options(CLI::App* app, meshsim::cli::ClusterArgs& a) {
 Scenario resolve(const RunFlags& f) {
   const bool names_workload =
       given(f, "--model") || given(f, "--cluster") ||
-      (!f.scenario_file.empty() && meshsim::scenario::scenario_file_names_workload(f.scenario_file));
+      (!f.scenario_file.empty() &&
+       meshsim::scenario::scenario_file_names_workload(f.scenario_file));
   Scenario s = names_workload ? Scenario{} : meshsim::scenario::default_scenario();
   if (!f.scenario_file.empty()) {
     s = meshsim::scenario::load_scenario(f.scenario_file, s);

@@ -64,19 +64,23 @@ class TraceObserver : public scenario::StepObserver {
 
 }  // namespace
 
-StepReport simulate_loaded(const Scenario& s, const scenario::LoadedScenario& loaded,
-                           const RunOutputs& outputs) {
-  return located(s, [&] {
-    std::optional<TraceObserver> trace;
-    if (outputs.trace_path) {
-      trace.emplace(TraceRequest{*outputs.trace_path, outputs.trace_ranks, {}}, s, loaded.cluster);
-    }
-    return scenario::simulate_step(s, loaded, outputs.step, trace ? &*trace : nullptr);
-  });
+std::unique_ptr<scenario::StepObserver> trace_observer(const RunOutputs& outputs,
+                                                       const Scenario& s,
+                                                       const topology::ClusterSpec& cluster) {
+  if (!outputs.trace_path) {
+    return nullptr;
+  }
+  return std::make_unique<TraceObserver>(
+      TraceRequest{*outputs.trace_path, outputs.trace_ranks, {}}, s, cluster);
 }
 
 StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
-  return simulate_loaded(s, located(s, [&] { return scenario::load_and_check(s); }), outputs);
+  return located(s, [&] {
+    const scenario::LoadedScenario loaded = scenario::load_and_check(s);
+    const std::unique_ptr<scenario::StepObserver> trace =
+        trace_observer(outputs, s, loaded.cluster);
+    return scenario::simulate_step(s, loaded, outputs.step, trace.get());
+  });
 }
 
 int run_command(const Scenario& given, const RunOutputs& outputs, std::ostream& out) {

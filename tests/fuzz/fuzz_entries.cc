@@ -22,10 +22,10 @@
 #include "meshsim/workloads/accounting.h"
 #include "meshsim/studies/failures.h"
 #include "meshsim/studies/goodput.h"
+#include "meshsim/scenario/located.h"
 #include "meshsim/scenario/scenario.h"
 #include "meshsim/studies/sweep.h"
 #include "meshsim/workloads/parallel.h"
-#include "scenario_flags.h"
 
 namespace meshsim::fuzz {
 namespace {
@@ -157,7 +157,7 @@ void run_scenario(std::string_view data) {
   scenario::complete(s);
   // The cluster it names, resized and with its fabric knobs applied (no network is built: the
   // size may be up to kMaxDevices); the library's field errors located as the edge does.
-  (void)cli::located(s, [&] { return scenario::load_cluster(s); });
+  (void)scenario::located(s, [&] { return scenario::load_cluster(s); });
 }
 
 // A sweep spec (meshsim sweep): its axes checked against the scenario, the points counted and the

@@ -143,7 +143,8 @@ std::vector<workloads::ParallelPlan> enumerate_plans(const scenario::LoadedScena
                                                      SearchResult* counts = nullptr);
 
 // The objective of a simulated report (lower is better: seconds, USD, or -MFU).
-double objective_value(const scenario::StepReport& r, Objective objective, double usd_per_device_hour);
+double objective_value(const scenario::StepReport& r, Objective objective,
+                       double usd_per_device_hour);
 
 // Searches the plans of `base` (a scenario whose model, cluster, sequence, global batch and
 // precision are the question). Throws what simulate_step throws for the scenario's loaders.
