@@ -1,11 +1,15 @@
 #include "run_command.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <string_view>
 
 #include "meshsim/scenario/scenario.h"
+#include "meshsim/studies/plan_table.h"
+#include "meshsim/studies/what_if.h"
 #include "progress.h"
 #include "trace_setup.h"
-#include "what_if.h"
 
 namespace meshsim::cli {
 namespace {
@@ -62,6 +66,55 @@ class TraceObserver : public scenario::StepObserver {
   std::vector<topology::LinkFault> links_;
 };
 
+// A plan search's progress line, shown once the search reports (a plan search that does not run
+// shows none).
+class LazyProgress {
+ public:
+  explicit LazyProgress(std::string what) : what_(std::move(what)) {}
+  studies::ProgressFn fn() {
+    return [this](std::string_view phase, int64_t done, int64_t total) {
+      if (!progress_) {
+        progress_.emplace(what_);
+      }
+      progress_->update(phase, done, total);
+    };
+  }
+
+ private:
+  std::string what_;
+  std::optional<Progress> progress_;
+};
+
+std::optional<studies::AutoPlan> auto_plan(const Scenario& s) {
+  LazyProgress progress("no plan given: searching for one");
+  return studies::auto_plan(s, progress.fn());
+}
+
+// Up to three plans that fit, printed as "  plans that fit ..." lines, after an out-of-memory
+// verdict; why none does otherwise.
+void suggest_plans_that_fit(const Scenario& s, std::ostream& out) {
+  studies::SearchResult r;
+  {
+    Progress progress("out of memory: searching for plans that fit");
+    r = studies::plans_that_fit(s, [&progress](std::string_view phase, int64_t done,
+                                               int64_t total) {
+      progress.update(phase, done, total);
+    });
+  }
+  if (r.top.empty()) {
+    out << fmt::format("  no plan fits this model on this cluster: {}\n",
+                       studies::no_plan_reason(r));
+    return;
+  }
+  out << fmt::format("  plans that fit (the plan search, {} plans considered; meshsim plan ranks "
+                     "them):\n",
+                     r.considered);
+  for (const studies::RankedPlan& p : r.top) {
+    out << fmt::format("    {:<36} step {}  peak memory {}\n", studies::short_plan(p.plan),
+                       format_duration(p.report.step_time), format_bytes(p.report.peak_memory));
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<scenario::StepObserver> trace_observer(const RunOutputs& outputs,
@@ -90,7 +143,7 @@ int run_command(const Scenario& given, const RunOutputs& outputs, std::ostream& 
   if (outputs.json_path) {
     json.emplace(*outputs.json_path, "--json");
   }
-  const std::optional<AutoPlan> automatic = auto_plan(given);
+  const std::optional<studies::AutoPlan> automatic = auto_plan(given);
   const Scenario& s = automatic ? automatic->scenario : given;
   StepReport report;
   {
@@ -101,7 +154,7 @@ int run_command(const Scenario& given, const RunOutputs& outputs, std::ostream& 
     out << "meshsim: " << automatic->note << "\n";
   }
   print_summary(report, out);
-  for (const std::string& w : result_warnings(s, report)) {
+  for (const std::string& w : studies::result_warnings(s, report)) {
     out << "  warning: " << w << "\n";
   }
   if (report.oom) {

@@ -1,19 +1,22 @@
-#include "what_if.h"
+#include "meshsim/studies/what_if.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <thread>
 
-#include "meshsim/sim/error.h"
-#include "meshsim/studies/plan_search.h"
-#include "meshsim/studies/plan_table.h"
+#include "meshsim/scenario/located.h"
 #include "meshsim/scenario/step.h"
+#include "meshsim/sim/error.h"
+#include "meshsim/studies/plan_table.h"
 #include "meshsim/workloads/analytic.h"
-#include "progress.h"
-#include "report.h"
 
-namespace meshsim::cli {
+namespace meshsim::studies {
 
+using scenario::format_bytes;
+using scenario::format_duration;
+using scenario::located;
+using scenario::Scenario;
 using scenario::ScenarioField;
 using workloads::PlanField;
 
@@ -76,7 +79,7 @@ std::string default_plan_misfit(const Scenario& d) {
   } catch (const workloads::PlanError& e) {
     return e.what();
   }
-  const Bytes need = studies::memory_lower_bound(l.model, d.plan);
+  const Bytes need = memory_lower_bound(l.model, d.plan);
   if (need > l.cluster.chip.hbm_capacity) {
     return fmt::format("it needs at least {} per device, more than the {} of {}",
                        format_bytes(need), format_bytes(l.cluster.chip.hbm_capacity),
@@ -85,20 +88,24 @@ std::string default_plan_misfit(const Scenario& d) {
   return "";
 }
 
-studies::SearchOptions quick_search(int64_t top) {
-  studies::SearchOptions o;
+SearchOptions quick_search(int64_t top) {
+  SearchOptions o;
   o.top = top;
-  o.max_simulations = studies::kDefaultSimulationsPerTop * top;
+  o.max_simulations = kDefaultSimulationsPerTop * top;
   o.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return o;
 }
 
 }  // namespace
 
-std::optional<AutoPlan> auto_plan(const Scenario& s) {
+bool wants_auto_plan(const Scenario& s) {
   const bool names = s.origins[ScenarioField::kModel].given() ||
                      s.origins[ScenarioField::kCluster].given();
-  if (!names || gives_a_plan_field(s)) {
+  return names && !gives_a_plan_field(s);
+}
+
+std::optional<AutoPlan> auto_plan(const Scenario& s, const ProgressFn& progress) {
+  if (!wants_auto_plan(s)) {
     return std::nullopt;
   }
   AutoPlan a{swapped_default(s), ""};
@@ -116,17 +123,16 @@ std::optional<AutoPlan> auto_plan(const Scenario& s) {
                          a.scenario.model, a.scenario.cluster, size);
     return a;
   }
-  studies::SearchResult r;
-  {
-    Progress progress("no plan given: searching for one");
-    r = located(a.scenario, [&] { return studies::search_plans(a.scenario, quick_search(1)); });
-  }
+  const SearchResult r =
+      located(a.scenario, [&] { return search_plans(a.scenario, quick_search(1), progress); });
   if (r.top.empty()) {
-    throw origin_of(s, s.origins[ScenarioField::kCluster].given() ? ScenarioField::kCluster
-                                                                   : ScenarioField::kModel)
+    const ScenarioField named = s.origins[ScenarioField::kCluster].given()
+                                    ? ScenarioField::kCluster
+                                    : ScenarioField::kModel;
+    throw scenario::origin_of(s, named)
         .error(fmt::format("no plan given, the default plan does not apply ({}), and the plan "
                            "search found none: {}",
-                           misfit, studies::no_plan_reason(r)));
+                           misfit, no_plan_reason(r)));
   }
   a.scenario.plan = r.top.front().plan;
   a.scenario.plan.origins.set_all(Origin::preset("the plan search"));
@@ -134,7 +140,7 @@ std::optional<AutoPlan> auto_plan(const Scenario& s) {
                        "searched {} plans, simulated {} and took the best, {} (meshsim plan ranks "
                        "them)",
                        a.scenario.model, a.scenario.cluster, size, misfit, r.considered,
-                       r.simulated, studies::short_plan(a.scenario.plan));
+                       r.simulated, short_plan(a.scenario.plan));
   return a;
 }
 
@@ -158,24 +164,8 @@ std::vector<std::string> result_warnings(const Scenario& s, const scenario::Step
   return out;
 }
 
-void suggest_plans_that_fit(const Scenario& s, std::ostream& out) {
-  studies::SearchResult r;
-  {
-    Progress progress("out of memory: searching for plans that fit");
-    r = located(s, [&] { return studies::search_plans(s, quick_search(3)); });
-  }
-  if (r.top.empty()) {
-    out << fmt::format("  no plan fits this model on this cluster: {}\n",
-                       studies::no_plan_reason(r));
-    return;
-  }
-  out << fmt::format("  plans that fit (the plan search, {} plans considered; meshsim plan ranks "
-                     "them):\n",
-                     r.considered);
-  for (const studies::RankedPlan& p : r.top) {
-    out << fmt::format("    {:<36} step {}  peak memory {}\n", studies::short_plan(p.plan),
-                       format_duration(p.report.step_time), format_bytes(p.report.peak_memory));
-  }
+SearchResult plans_that_fit(const Scenario& s, const ProgressFn& progress) {
+  return located(s, [&] { return search_plans(s, quick_search(3), progress); });
 }
 
-}  // namespace meshsim::cli
+}  // namespace meshsim::studies
