@@ -1,38 +1,17 @@
 #include "meshsim/scenario/located.h"
 
+#include "meshsim/scenario/plan_fields.h"
+
 namespace meshsim::scenario {
 
 using workloads::ParallelPlan;
 using workloads::PlanField;
 
-namespace {
+std::string flag_of(PlanField field) { return changing_flag(field); }
 
-std::string dashed(std::string_view name) {
-  std::string flag = "--" + std::string(name);
-  for (char& c : flag) {
-    c = c == '_' ? '-' : c;
-  }
-  return flag;
-}
+std::string flag_of(ScenarioField field) { return flag_of_key(to_string(field)); }
 
-}  // namespace
-
-std::string flag_of(PlanField field) {
-  switch (field) {
-    case PlanField::kOverlapGradReduce:
-      return "--no-overlap-grad-reduce";
-    case PlanField::kOverlapParamGather:
-      return "--no-overlap-param-gather";
-    case PlanField::kOverlapP2p:
-      return "--no-overlap-p2p";
-    default:
-      return dashed(to_string(field));
-  }
-}
-
-std::string flag_of(ScenarioField field) { return dashed(to_string(field)); }
-
-std::string flag_of(topology::FabricField field) { return dashed(to_string(field)); }
+std::string flag_of(topology::FabricField field) { return flag_of_key(to_string(field)); }
 
 Origin origin_of(const ParallelPlan& plan, PlanField field) {
   const Origin& o = plan.origins[field];

@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+#include <iterator>
+
+#include "meshsim/scenario/plan_fields.h"
+
 namespace meshsim::studies {
 
 using scenario::StepReport;
@@ -54,10 +59,10 @@ std::string short_plan(const ParallelPlan& p) {
 
 namespace {
 
-// The columns, in order: name and the value of a row.
+// A column: its name and the value of a row.
 struct Column {
-  const char* name;
-  nlohmann::json (*value)(const PlanRow&);
+  std::string name;
+  std::function<nlohmann::json(const PlanRow&)> value;
 };
 
 double exposed(const StepReport& r, std::string_view kind) {
@@ -73,27 +78,21 @@ double headroom(const StepReport& r) {
   return 1.0 - r.peak_memory.as_double() / r.memory_capacity.as_double();
 }
 
-// clang-format off
-constexpr Column kColumns[] = {
-    {"plan", [](const PlanRow& r) -> nlohmann::json { return short_plan(r.plan); }},
-    {"tp", [](const PlanRow& r) -> nlohmann::json { return r.plan.tp; }},
-    {"sp", [](const PlanRow& r) -> nlohmann::json { return r.plan.sp; }},
-    {"cp", [](const PlanRow& r) -> nlohmann::json { return r.plan.cp; }},
-    {"pp", [](const PlanRow& r) -> nlohmann::json { return r.plan.pp; }},
-    {"vpp", [](const PlanRow& r) -> nlohmann::json { return r.plan.vpp; }},
-    {"schedule", [](const PlanRow& r) -> nlohmann::json { return to_string(r.plan.schedule); }},
-    {"dp", [](const PlanRow& r) -> nlohmann::json { return r.plan.dp; }},
-    {"zero", [](const PlanRow& r) -> nlohmann::json { return static_cast<int>(r.plan.zero); }},
-    {"fsdp", [](const PlanRow& r) -> nlohmann::json { return r.plan.fsdp; }},
-    {"zero_replicas", [](const PlanRow& r) -> nlohmann::json {
-       return r.plan.zero_replicas(); }},
-    {"ep", [](const PlanRow& r) -> nlohmann::json { return r.plan.ep; }},
-    {"mbs", [](const PlanRow& r) -> nlohmann::json { return r.plan.mbs; }},
-    {"gbs", [](const PlanRow& r) -> nlohmann::json { return r.plan.gbs; }},
-    {"seq", [](const PlanRow& r) -> nlohmann::json { return r.plan.seq; }},
-    {"recompute", [](const PlanRow& r) -> nlohmann::json { return to_string(r.plan.recompute); }},
-    {"overlap_tp", [](const PlanRow& r) -> nlohmann::json {
-       return r.plan.overlap.tensor_parallel; }},
+// The plan's columns (the plan field table's, in its order, then the derived zero_replicas),
+// then the step's.
+std::vector<Column> make_columns() {
+  std::vector<Column> c = {{"plan", [](const PlanRow& r) -> nlohmann::json {
+                              return short_plan(r.plan);
+                            }}};
+  for (const scenario::PlanFieldSpec& f : scenario::plan_fields()) {
+    if (f.column != nullptr) {
+      c.push_back({f.column, [get = f.get](const PlanRow& r) { return get(r.plan); }});
+    }
+  }
+  c.push_back({"zero_replicas",
+               [](const PlanRow& r) -> nlohmann::json { return r.plan.zero_replicas(); }});
+  // clang-format off
+  const Column report[] = {
     {"devices", [](const PlanRow& r) -> nlohmann::json { return r.report.devices; }},
     {"slices", [](const PlanRow& r) -> nlohmann::json {
        return r.report.inputs.is_object() ? r.report.inputs.value("slices", int64_t{1})
@@ -131,8 +130,16 @@ constexpr Column kColumns[] = {
     {"facility_energy_mwh", [](const PlanRow& r) -> nlohmann::json {
        return r.time_to_train && r.time_to_train->facility_energy_mwh
                   ? nlohmann::json(*r.time_to_train->facility_energy_mwh) : nlohmann::json(); }},
-};
-// clang-format on
+  };
+  // clang-format on
+  c.insert(c.end(), std::begin(report), std::end(report));
+  return c;
+}
+
+const std::vector<Column>& columns() {
+  static const std::vector<Column> kColumns = make_columns();
+  return kColumns;
+}
 
 }  // namespace
 
@@ -164,7 +171,7 @@ std::string csv_cell(const nlohmann::json& v) {
 const std::vector<std::string>& row_columns() {
   static const std::vector<std::string> kNames = [] {
     std::vector<std::string> names;
-    for (const Column& c : kColumns) {
+    for (const Column& c : columns()) {
       names.emplace_back(c.name);
     }
     return names;
@@ -174,7 +181,7 @@ const std::vector<std::string>& row_columns() {
 
 nlohmann::json row_json(const PlanRow& row) {
   nlohmann::json j = nlohmann::json::object();
-  for (const Column& c : kColumns) {
+  for (const Column& c : columns()) {
     j[c.name] = c.value(row);
   }
   return j;
@@ -182,14 +189,14 @@ nlohmann::json row_json(const PlanRow& row) {
 
 void write_rows_csv(const std::vector<PlanRow>& rows, std::ostream& out) {
   const char* sep = "";
-  for (const Column& c : kColumns) {
+  for (const Column& c : columns()) {
     out << sep << c.name;
     sep = ",";
   }
   out << "\n";
   for (const PlanRow& r : rows) {
     sep = "";
-    for (const Column& c : kColumns) {
+    for (const Column& c : columns()) {
       out << sep << csv_cell(c.value(r));
       sep = ",";
     }
