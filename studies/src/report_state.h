@@ -1,6 +1,7 @@
 // A StepReport as exact JSON (integers for picoseconds and bytes, doubles that nlohmann
-// round-trips, every field), so that processes exchanging reports (the plan search under MPI)
-// rebuild the very values one process would hold. Private to studies.
+// round-trips, every field: the scalar ones through scenario/report_fields.h), so that processes
+// exchanging reports (the plan search under MPI) rebuild the very values one process would hold.
+// Private to studies.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -76,7 +76,12 @@ struct StepReport {
   std::optional<FaultEffect> faults;  // when the scenario has faults (faults.h)
 };
 
+// The report as `meshsim run --json` writes it: the scalar results of report_fields.h under their
+// keys, the memory breakdowns, the time by op class, the exposed communication by kind, the
+// stages (stages_json), how it was simulated, and the faults' effect when there were faults.
 nlohmann::json to_json(const StepReport& r);
+// Per pipeline stage: its bubble, compute, peak memory and the peak's breakdown.
+nlohmann::json stages_json(const StepReport& r);
 
 // "weights 4.23 GiB, gradients 4.23 GiB, ...": the non-zero categories.
 std::string memory_line(const MemoryBreakdown& m);
