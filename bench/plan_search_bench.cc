@@ -13,7 +13,7 @@ namespace meshsim {
 namespace {
 
 void BM_ConsiderDefaultProblem(benchmark::State& state) {
-  const studies::Scenario base = studies::default_scenario();
+  const scenario::Scenario base = scenario::default_scenario();
   studies::SearchOptions o;
   o.top = 1;
   o.max_simulations = 1;
@@ -28,7 +28,7 @@ void BM_ConsiderDefaultProblem(benchmark::State& state) {
 }
 
 void BM_SearchDefaultProblemTop20(benchmark::State& state) {
-  const studies::Scenario base = studies::default_scenario();
+  const scenario::Scenario base = scenario::default_scenario();
   studies::SearchOptions o;
   o.top = 20;
   o.max_simulations = 40;

@@ -17,7 +17,7 @@
 
 namespace meshsim::cli {
 
-using studies::ScenarioField;
+using scenario::ScenarioField;
 using workloads::PlanField;
 
 CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
@@ -116,8 +116,8 @@ double parse_headroom(const std::string& text) {
 
 // The problem: the default scenario's, with the model, cluster, size, sequence, batch and
 // precision the flags give.
-studies::Scenario base_scenario(const PlanArgs& a) {
-  studies::Scenario s = studies::default_scenario();
+scenario::Scenario base_scenario(const PlanArgs& a) {
+  scenario::Scenario s = scenario::default_scenario();
   const auto set = [&](ScenarioField f) { s.origins.set(f, Origin::flag(flag_of(f))); };
   if (!a.model.empty()) {
     s.model = a.model;
@@ -149,9 +149,9 @@ studies::Scenario base_scenario(const PlanArgs& a) {
     set(ScenarioField::kNodes);
   }
   if (a.gpus > 0) {
-    studies::Scenario at_preset = s;
+    scenario::Scenario at_preset = s;
     at_preset.nodes.reset();
-    const int64_t per_node = located(s, [&] { return studies::load_cluster(at_preset); })
+    const int64_t per_node = located(s, [&] { return scenario::load_cluster(at_preset); })
                                  .devices_per_node;
     if (a.gpus % per_node != 0) {
       throw InputError("--gpus", "",
@@ -281,7 +281,7 @@ void print_counts(const studies::SearchResult& r, const studies::SearchOptions& 
   }
 }
 
-std::string ms(const studies::StepReport& r, std::string_view kind) {
+std::string ms(const scenario::StepReport& r, std::string_view kind) {
   for (const auto& [k, d] : r.exposed_by_kind) {
     if (k == kind) {
       return fmt::format("{:.0f}", d.milliseconds());
@@ -295,7 +295,7 @@ void print_table(const std::vector<studies::PlanRow>& rows, std::ostream& out) {
                      "plan", "step", "tokens/s", "MFU", "peak mem", "headroom",
                      "exposed ms tp/cp/dp/pp/ep", "bubble");
   for (size_t i = 0; i < rows.size(); ++i) {
-    const studies::StepReport& r = rows[i].report;
+    const scenario::StepReport& r = rows[i].report;
     const std::string exposed = fmt::format("{}/{}/{}/{}/{}", ms(r, "tp"), ms(r, "cp"), ms(r, "dp"),
                                             ms(r, "pp"), ms(r, "ep"));
     out << fmt::format("  {:>4}  {:<46} {:>9} {:>10.0f} {:>5.1f}% {:>10} {:>7.1f}%  {:<22} "
@@ -316,7 +316,7 @@ int plan_command(const PlanArgs& a, std::ostream& out) {
   if (a.rank_by == "goodput") {
     goodput_tokens(a.budget);  // before the search: it cannot rank without them
   }
-  const studies::Scenario base = base_scenario(a);
+  const scenario::Scenario base = base_scenario(a);
   studies::SearchOptions o = search_options(a);
   // Under mpirun every process follows the same search, sharing its simulations; rank 0 reports.
   const std::unique_ptr<studies::Distributor> dist =
@@ -345,7 +345,7 @@ int plan_command(const PlanArgs& a, std::ostream& out) {
                              : std::vector<studies::PlanGoodput>{};
   out << "meshsim: plan search\n";
   if (!rows.empty()) {
-    const studies::StepReport& best = rows.front().report;
+    const scenario::StepReport& best = rows.front().report;
     out << fmt::format("  model       {}\n  cluster     {}\n", best.model_description,
                        best.cluster_description);
   }

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "meshsim/studies/step.h"
+#include "meshsim/scenario/step.h"
 #include "meshsim/topology/chip.h"
 #include "meshsim/topology/cluster.h"
 #include "meshsim/workloads/model.h"
@@ -25,7 +25,7 @@ void print_models(std::ostream& out) {
   out << "models (--model NAME, or a model JSON or a Hugging Face config.json)\n";
   for (const std::string& name : workloads::model_preset_names()) {
     // "llama3-70b (70.55 B parameters, 80 layers)": the part in parentheses.
-    std::string text = studies::describe_model(workloads::load_model(name));
+    std::string text = scenario::describe_model(workloads::load_model(name));
     const size_t open = text.find(" (");
     if (open != std::string::npos && text.back() == ')') {
       text = text.substr(open + 2, text.size() - open - 3);

@@ -5,10 +5,10 @@
 
 namespace meshsim::cli {
 
-using studies::format_bytes;
-using studies::format_duration;
-using studies::memory_line;
-using studies::StepReport;
+using scenario::format_bytes;
+using scenario::format_duration;
+using scenario::memory_line;
+using scenario::StepReport;
 
 void print_summary(const StepReport& r, std::ostream& out) {
   out << fmt::format("meshsim: one training step\n");
@@ -71,7 +71,7 @@ void print_summary(const StepReport& r, std::ostream& out) {
     }
   }
   if (r.faults) {
-    studies::print_fault_effect(*r.faults, r.step_time, out);
+    scenario::print_fault_effect(*r.faults, r.step_time, out);
   }
   out << fmt::format("  simulated             {} ranks ({} mode), {} events\n", r.simulated_ranks,
                      r.simulation_mode, r.events);

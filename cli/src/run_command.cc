@@ -3,19 +3,21 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
 
+#include "meshsim/scenario/scenario.h"
 #include "meshsim/studies/chakra_run.h"
-#include "meshsim/studies/scenario.h"
+#include "meshsim/studies/plan_table.h"
+#include "meshsim/studies/what_if.h"
 #include "progress.h"
 #include "trace_setup.h"
 #include "version.h"
-#include "what_if.h"
 
 namespace meshsim::cli {
 namespace {
 
 // The slowest ranks the faults name or draw (at most 8), for the default trace selection.
-std::vector<int64_t> slow_ranks_to_trace(const studies::Faults& f, int64_t world) {
+std::vector<int64_t> slow_ranks_to_trace(const scenario::Faults& f, int64_t world) {
   const std::vector<double> slowdown = f.compute.slowdowns(static_cast<size_t>(world));
   std::vector<int64_t> ranks;
   for (size_t r = 0; r < slowdown.size(); ++r) {
@@ -32,14 +34,14 @@ std::vector<int64_t> slow_ranks_to_trace(const studies::Faults& f, int64_t world
 
 // The trace writer as the step's observer: the slow ranks in the default selection, the degraded
 // links' utilisation counters.
-class TraceObserver : public studies::StepObserver {
+class TraceObserver : public scenario::StepObserver {
  public:
   TraceObserver(TraceRequest request, const Scenario& s, const topology::ClusterSpec& cluster)
       : trace_(with_slow_ranks(std::move(request), s), s.plan, cluster), links_(s.faults.links) {}
 
   bool needs_full_simulation() const override { return trace_.needs_full_simulation(); }
   std::vector<int64_t> ranks_to_simulate() const override { return trace_.ranks_to_simulate(); }
-  void attach(Simulation& sim, studies::CommSetup& comm, const StepReport& r) override {
+  void attach(Simulation& sim, scenario::CommSetup& comm, const StepReport& r) override {
     trace_.attach(sim, comm.model(),
                   {{"meshsim_version", std::string(version())},
                    {"model", r.model_description},
@@ -66,21 +68,74 @@ class TraceObserver : public studies::StepObserver {
   std::vector<topology::LinkFault> links_;
 };
 
+// A plan search's progress line, shown once the search reports (a plan search that does not run
+// shows none).
+class LazyProgress {
+ public:
+  explicit LazyProgress(std::string what) : what_(std::move(what)) {}
+  studies::ProgressFn fn() {
+    return [this](std::string_view phase, int64_t done, int64_t total) {
+      if (!progress_) {
+        progress_.emplace(what_);
+      }
+      progress_->update(phase, done, total);
+    };
+  }
+
+ private:
+  std::string what_;
+  std::optional<Progress> progress_;
+};
+
+std::optional<studies::AutoPlan> auto_plan(const Scenario& s) {
+  LazyProgress progress("no plan given: searching for one");
+  return studies::auto_plan(s, progress.fn());
+}
+
+// Up to three plans that fit, printed as "  plans that fit ..." lines, after an out-of-memory
+// verdict; why none does otherwise.
+void suggest_plans_that_fit(const Scenario& s, std::ostream& out) {
+  studies::SearchResult r;
+  {
+    Progress progress("out of memory: searching for plans that fit");
+    r = studies::plans_that_fit(s, [&progress](std::string_view phase, int64_t done,
+                                               int64_t total) {
+      progress.update(phase, done, total);
+    });
+  }
+  if (r.top.empty()) {
+    out << fmt::format("  no plan fits this model on this cluster: {}\n",
+                       studies::no_plan_reason(r));
+    return;
+  }
+  out << fmt::format("  plans that fit (the plan search, {} plans considered; meshsim plan ranks "
+                     "them):\n",
+                     r.considered);
+  for (const studies::RankedPlan& p : r.top) {
+    out << fmt::format("    {:<36} step {}  peak memory {}\n", studies::short_plan(p.plan),
+                       format_duration(p.report.step_time), format_bytes(p.report.peak_memory));
+  }
+}
+
 }  // namespace
 
-StepReport simulate_loaded(const Scenario& s, const studies::LoadedScenario& loaded,
-                           const RunOutputs& outputs) {
-  return located(s, [&] {
-    std::optional<TraceObserver> trace;
-    if (outputs.trace_path) {
-      trace.emplace(TraceRequest{*outputs.trace_path, outputs.trace_ranks, {}}, s, loaded.cluster);
-    }
-    return studies::simulate_step(s, loaded, outputs.step, trace ? &*trace : nullptr);
-  });
+std::unique_ptr<scenario::StepObserver> trace_observer(const RunOutputs& outputs,
+                                                       const Scenario& s,
+                                                       const topology::ClusterSpec& cluster) {
+  if (!outputs.trace_path) {
+    return nullptr;
+  }
+  return std::make_unique<TraceObserver>(
+      TraceRequest{*outputs.trace_path, outputs.trace_ranks, {}}, s, cluster);
 }
 
 StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
-  return simulate_loaded(s, located(s, [&] { return studies::load_and_check(s); }), outputs);
+  return located(s, [&] {
+    const scenario::LoadedScenario loaded = scenario::load_and_check(s);
+    const std::unique_ptr<scenario::StepObserver> trace =
+        trace_observer(outputs, s, loaded.cluster);
+    return scenario::simulate_step(s, loaded, outputs.step, trace.get());
+  });
 }
 
 int run_command(const Scenario& given, const RunOutputs& outputs, std::ostream& out) {
@@ -90,7 +145,7 @@ int run_command(const Scenario& given, const RunOutputs& outputs, std::ostream& 
   if (outputs.json_path) {
     json.emplace(*outputs.json_path, "--json");
   }
-  const std::optional<AutoPlan> automatic = auto_plan(given);
+  const std::optional<studies::AutoPlan> automatic = auto_plan(given);
   const Scenario& s = automatic ? automatic->scenario : given;
   StepReport report;
   {
@@ -109,7 +164,7 @@ int run_command(const Scenario& given, const RunOutputs& outputs, std::ostream& 
                        "rank's program)\n",
                        *outputs.export_chakra, s.plan.world() - 1);
   }
-  for (const std::string& w : result_warnings(s, report)) {
+  for (const std::string& w : studies::result_warnings(s, report)) {
     out << "  warning: " << w << "\n";
   }
   if (report.oom) {

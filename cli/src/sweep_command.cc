@@ -79,7 +79,7 @@ int sweep_command(const SweepArgs& a, std::ostream& out) {
   std::string mine;
   {
     Progress progress(fmt::format("sweep of {} points", spec.points()), lead && isatty(2) != 0);
-    mine = studies::run_sweep(spec, {dist->rank(), dist->size()}, studies::StepOptions{},
+    mine = studies::run_sweep(spec, {dist->rank(), dist->size()}, scenario::StepOptions{},
                               [&](int64_t done, int64_t total) {
                                 progress.update("points", done, total);
                               });

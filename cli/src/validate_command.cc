@@ -43,7 +43,7 @@ nlohmann::json error_or_null(Duration measured, Duration simulated) {
 void print_header(const Manifest& m, const Profile& profile, const Measured& measured,
                   std::ostream& out) {
   out << fmt::format("validate {} ({})\n", m.case_name, m.path);
-  out << fmt::format("  model      {}\n", studies::describe_model(m.model));
+  out << fmt::format("  model      {}\n", scenario::describe_model(m.model));
   out << fmt::format("  hardware   {} ({}); {} {}{}\n", profile.chip.description, profile.path,
                      m.framework, m.framework_version,
                      m.threads ? fmt::format(", {} thread(s)", *m.threads) : "");

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "meshsim/studies/chakra_run.h"
-#include "meshsim/studies/step_report.h"
+#include "meshsim/scenario/step_report.h"
 #include "meshsim/traces/chakra.h"
 #include "output_file.h"
 #include "progress.h"
@@ -14,7 +14,7 @@
 namespace meshsim::cli {
 namespace {
 
-using studies::format_duration;
+using scenario::format_duration;
 
 // The worst rank's figure of a breakdown.
 Duration worst(const std::vector<RankBreakdown>& b, Duration RankBreakdown::*field) {

@@ -7,14 +7,14 @@
 #include <string>
 
 #include "collective_command.h"
-#include "meshsim/studies/comm_setup.h"
+#include "meshsim/scenario/comm_setup.h"
 
 namespace meshsim::cli {
 
 struct WorkloadArgs {
   std::string path;
   ClusterArgs cluster;
-  studies::CommOptions comm;
+  scenario::CommOptions comm;
   std::optional<std::string> json_path;
   std::optional<std::string> trace_path;
   std::optional<std::string> trace_ranks;

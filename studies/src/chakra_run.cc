@@ -5,12 +5,14 @@
 #include <string_view>
 
 #include "meshsim/sim/error.h"
-#include "meshsim/studies/stack_setup.h"
+#include "meshsim/scenario/stack_setup.h"
 #include "meshsim/topology/compute_model.h"
 #include "meshsim/topology/network.h"
 #include "meshsim/workloads/step.h"
 
 namespace meshsim::studies {
+
+using namespace meshsim::scenario;  // the step these studies run
 namespace {
 
 // The time of every compute op of `p` on `compute` (measured ones as measured); zero for the

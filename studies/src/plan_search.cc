@@ -12,7 +12,7 @@
 #include "meshsim/sim/error.h"
 #include "meshsim/topology/network.h"
 #include "meshsim/studies/cost.h"
-#include "meshsim/studies/stack_setup.h"
+#include "meshsim/scenario/stack_setup.h"
 #include "report_state.h"
 #include "meshsim/studies/step_bound.h"
 #include "meshsim/workloads/accounting.h"
@@ -23,6 +23,14 @@
 
 namespace meshsim::studies {
 
+using scenario::bind_to_cluster;
+using scenario::check_plan;
+using scenario::load_inputs;
+using scenario::LoadedScenario;
+using scenario::require_host_link;
+using scenario::Scenario;
+using scenario::simulate_step;
+using scenario::StepReport;
 using workloads::ParallelPlan;
 using workloads::PipelineSchedule;
 using workloads::Recompute;

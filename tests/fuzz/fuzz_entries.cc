@@ -26,10 +26,10 @@
 #include "meshsim/studies/chakra_run.h"
 #include "meshsim/studies/failures.h"
 #include "meshsim/studies/goodput.h"
-#include "meshsim/studies/scenario.h"
+#include "meshsim/scenario/located.h"
+#include "meshsim/scenario/scenario.h"
 #include "meshsim/studies/sweep.h"
 #include "meshsim/workloads/parallel.h"
-#include "scenario_flags.h"
 
 namespace meshsim::fuzz {
 namespace {
@@ -156,12 +156,12 @@ void run_chips(std::string_view data) {
 
 void run_scenario(std::string_view data) {
   const fs::path path = write_scratch("scenario.json", data);
-  (void)studies::scenario_file_names_workload(path.string());
-  studies::Scenario s = studies::load_scenario(path.string(), studies::default_scenario());
-  studies::complete(s);
+  (void)scenario::scenario_file_names_workload(path.string());
+  scenario::Scenario s = scenario::load_scenario(path.string(), scenario::default_scenario());
+  scenario::complete(s);
   // The cluster it names, resized and with its fabric knobs applied (no network is built: the
   // size may be up to kMaxDevices); the library's field errors located as the edge does.
-  (void)cli::located(s, [&] { return studies::load_cluster(s); });
+  (void)scenario::located(s, [&] { return scenario::load_cluster(s); });
 }
 
 // A sweep spec (meshsim sweep): its axes checked against the scenario, the points counted and the

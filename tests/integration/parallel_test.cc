@@ -6,7 +6,7 @@
 #include <memory>
 #include <optional>
 
-#include "meshsim/studies/comm_setup.h"
+#include "meshsim/scenario/comm_setup.h"
 
 #include <set>
 
@@ -33,11 +33,11 @@ struct Outcome {
 };
 
 // Simulates `plan` on DGX H100 nodes with the ring model (NVLink inside a node, NICs across), or,
-// with `network`, on the shared network model as `meshsim run` wires it (studies::CommSetup).
+// with `network`, on the shared network model as `meshsim run` wires it (scenario::CommSetup).
 // `interference`: whether compute that overlaps a collective runs on the SMs it leaves (the
 // chip's comm_units); tests of the schedule alone turn it off.
 Outcome simulate(const std::string& model, const ParallelPlan& p, SimulationMode mode,
-                 const std::optional<studies::CommOptions>& network = std::nullopt,
+                 const std::optional<scenario::CommOptions>& network = std::nullopt,
                  const topology::FabricOverrides& fabric = {}, bool interference = true) {
   const auto catalogue = topology::Catalogue::builtin();
   topology::ClusterSpec cluster = topology::load_cluster("dgx-h100", catalogue);
@@ -55,9 +55,9 @@ Outcome simulate(const std::string& model, const ParallelPlan& p, SimulationMode
     return a.value() / 8 == b.value() / 8 ? up : net;
   });
   IsolatedCommModel isolated = ring.comm_model();
-  std::unique_ptr<studies::CommSetup> setup;
+  std::unique_ptr<scenario::CommSetup> setup;
   if (network) {
-    setup = std::make_unique<studies::CommSetup>(cluster, out.plan, *network);
+    setup = std::make_unique<scenario::CommSetup>(cluster, out.plan, *network);
   }
   Simulation sim(compute, setup ? static_cast<CommModel&>(setup->model()) : isolated);
   workloads::load_plan(sim, out.plan);
@@ -323,7 +323,7 @@ TEST(Symmetry, RepresentativeEqualsFullOnTheSharedNetwork) {
   using collectives::NetworkBackend;
   for (const NetworkBackend backend : {NetworkBackend::kAnalytical, NetworkBackend::kSimGrid}) {
     for (const auto& fabric : {topology::FabricOverrides{}, thin}) {
-      studies::CommOptions o;
+      scenario::CommOptions o;
       o.backend = backend;
       const Outcome rep = simulate("llama3.2-1b", p, SimulationMode::kRepresentative, o, fabric);
       const Outcome full = simulate("llama3.2-1b", p, SimulationMode::kFull, o, fabric);
@@ -349,7 +349,7 @@ TEST(Symmetry, FlexDispatcherRepresentativeEqualsFull) {
   p.seq = 1024;
   p.moe_dispatcher = workloads::MoeDispatcher::kFlex;
   p.node_ranks = 8;
-  const studies::CommOptions o;
+  const scenario::CommOptions o;
   const Outcome rep = simulate("mixtral-8x7b", p, SimulationMode::kRepresentative, o);
   const Outcome full = simulate("mixtral-8x7b", p, SimulationMode::kFull, o);
   EXPECT_LT(rep.plan.ranks.size(), full.plan.ranks.size());

@@ -11,11 +11,13 @@
 
 #include "meshsim/sim/error.h"
 #include "meshsim/studies/chakra_run.h"
-#include "meshsim/studies/scenario.h"
-#include "meshsim/studies/step.h"
+#include "meshsim/scenario/scenario.h"
+#include "meshsim/scenario/step.h"
 #include "temp_file.h"
 
 namespace meshsim::studies {
+
+using namespace meshsim::scenario;  // the step these studies run
 namespace {
 
 namespace fs = std::filesystem;

@@ -5,10 +5,12 @@
 
 #include <algorithm>
 
-#include "meshsim/studies/scenario.h"
+#include "meshsim/scenario/scenario.h"
 #include "meshsim/topology/network.h"
 
 namespace meshsim::studies {
+
+using namespace meshsim::scenario;  // the step these studies run
 namespace {
 
 using topology::LinkKind;

@@ -10,9 +10,9 @@
 #include "meshsim/collectives/comm_model.h"
 #include "meshsim/sim/breakdown.h"
 #include "meshsim/sim/simulation.h"
-#include "meshsim/studies/comm_setup.h"
-#include "meshsim/studies/scenario.h"
-#include "meshsim/studies/step.h"
+#include "meshsim/scenario/comm_setup.h"
+#include "meshsim/scenario/scenario.h"
+#include "meshsim/scenario/step.h"
 #include "meshsim/topology/cluster.h"
 #include "meshsim/traces/chakra.h"
 
@@ -40,7 +40,7 @@ struct WorkloadHooks {
 // never reaches, in the order its dependencies allow) are an InputError on the workload. The
 // programs move into the engine (export first, if at all).
 WorkloadReport simulate_workload(traces::ChakraWorkload w,
-                                 const topology::ClusterSpec& cluster, const CommOptions& options,
+                                 const topology::ClusterSpec& cluster, const scenario::CommOptions& options,
                                  const WorkloadHooks& hooks = {});
 
 // Writes `w` as Chakra traces to `dir`, each compute op with its time on `cluster`.
@@ -49,6 +49,6 @@ void export_workload(const traces::ChakraWorkload& w, const topology::ClusterSpe
 
 // Writes the step of `s` (loaded as `l`) as Chakra traces to `dir`: every rank's program, as the
 // full simulation runs it, each compute op with its time on the cluster.
-void export_step(const Scenario& s, const LoadedScenario& l, const std::string& dir);
+void export_step(const scenario::Scenario& s, const scenario::LoadedScenario& l, const std::string& dir);
 
 }  // namespace meshsim::studies

@@ -1,4 +1,4 @@
-#include "meshsim/studies/stack_setup.h"
+#include "meshsim/scenario/stack_setup.h"
 
 #include <algorithm>
 
@@ -8,7 +8,7 @@
 #include "meshsim/sim/error.h"
 #include "meshsim/workloads/stack_profile.h"
 
-namespace meshsim::studies {
+namespace meshsim::scenario {
 
 using workloads::PlanField;
 
@@ -72,4 +72,4 @@ void bind_to_cluster(workloads::ParallelPlan& plan, const topology::ClusterSpec&
   plan.node_ranks = cluster.scale_up_domain_size();
 }
 
-}  // namespace meshsim::studies
+}  // namespace meshsim::scenario

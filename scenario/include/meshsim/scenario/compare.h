@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace meshsim::studies {
+namespace meshsim::scenario {
 
 // `a` and `b` are run reports; `a_name` / `b_name` name them in errors (InputError with the JSON
 // pointer of a missing or mistyped field). The result:
@@ -18,4 +18,4 @@ namespace meshsim::studies {
 nlohmann::json compare_reports(const nlohmann::json& a, const std::string& a_name,
                                const nlohmann::json& b, const std::string& b_name);
 
-}  // namespace meshsim::studies
+}  // namespace meshsim::scenario

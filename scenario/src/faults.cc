@@ -1,4 +1,4 @@
-#include "meshsim/studies/faults.h"
+#include "meshsim/scenario/faults.h"
 
 #include <algorithm>
 
@@ -8,9 +8,9 @@
 #include <map>
 
 #include "meshsim/sim/error.h"
-#include "meshsim/studies/step_report.h"
+#include "meshsim/scenario/step_report.h"
 
-namespace meshsim::studies {
+namespace meshsim::scenario {
 
 namespace {
 
@@ -288,4 +288,4 @@ void print_fault_effect(const FaultEffect& e, Duration step_time, std::ostream& 
   }
 }
 
-}  // namespace meshsim::studies
+}  // namespace meshsim::scenario

@@ -1,9 +1,9 @@
-#include "meshsim/studies/comm_setup.h"
+#include "meshsim/scenario/comm_setup.h"
 
 #include "meshsim/collectives/comm_model.h"
 #include "meshsim/topology/network.h"
 
-namespace meshsim::studies {
+namespace meshsim::scenario {
 
 struct CommSetup::Impl {
   topology::Network net;
@@ -40,4 +40,4 @@ const topology::Network& CommSetup::network() const { return impl_->net; }
 
 const std::vector<std::string>& CommSetup::reroutes() const { return impl_->reroutes; }
 
-}  // namespace meshsim::studies
+}  // namespace meshsim::scenario

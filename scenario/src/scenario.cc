@@ -1,11 +1,12 @@
-#include "meshsim/studies/scenario.h"
+#include "meshsim/scenario/scenario.h"
 
 #include <fmt/format.h>
 
+#include "meshsim/scenario/plan_fields.h"
 #include "meshsim/sim/json_input.h"
 #include "meshsim/sim/unit_parse.h"
 
-namespace meshsim::studies {
+namespace meshsim::scenario {
 
 using workloads::ParallelPlan;
 using workloads::PlanField;
@@ -38,113 +39,6 @@ Scenario default_scenario() {
 }
 
 namespace {
-
-// Reads one plan field from the scenario file when present, recording its origin.
-class PlanReader {
- public:
-  PlanReader(JsonObject& o, ParallelPlan& p) : o_(o), p_(p) {}
-
-  // `read(o, key)` gives the value; `store` puts it into the plan.
-  template <typename Read, typename Store>
-  void field(PlanField f, Read read, Store store) {
-    const std::string key(to_string(f));
-    o_.ignore(key);  // known even when absent (error messages list it)
-    if (o_.has(key)) {
-      store(read(key));
-      p_.origins.set(f, Origin::file(o_.source(), o_.pointer_of(key)));
-    }
-  }
-  template <typename T>
-  void field(PlanField f, T ParallelPlan::*member, T (JsonObject::*getter)(const std::string&)) {
-    field(
-        f, [&](const std::string& k) { return (o_.*getter)(k); },
-        [&](T v) { p_.*member = std::move(v); });
-  }
-  template <NamedEnum E>
-  void choice(PlanField f, E ParallelPlan::*member) {
-    field(
-        f, [&](const std::string& k) { return o_.choice<E>(k); }, [&](E v) { p_.*member = v; });
-  }
-
- private:
-  JsonObject& o_;
-  ParallelPlan& p_;
-};
-
-// "recompute_modules": ["mla_up_proj", "mlp"], as Megatron-Core lists them.
-std::vector<workloads::RecomputeModule> recompute_modules(JsonObject& o, const std::string& key) {
-  const nlohmann::json& v = o.raw(key);
-  if (!v.is_array()) {
-    o.fail(key, "expected an array of module names, e.g. [\"mla_up_proj\", \"mlp\"]");
-  }
-  std::vector<workloads::RecomputeModule> out;
-  for (size_t i = 0; i < v.size(); ++i) {
-    const std::optional<workloads::RecomputeModule> m =
-        v[i].is_string() ? parse_enum<workloads::RecomputeModule>(v[i].get<std::string>())
-                         : std::nullopt;
-    if (!m) {  // the entry at fault, as the integer arrays name theirs
-      throw InputError(o.source(), fmt::format("{}/{}", o.pointer_of(key), i),
-                       fmt::format("{} is not one of: {}", describe_json(v[i]),
-                                   describe_choices<workloads::RecomputeModule>()));
-    }
-    out.push_back(*m);
-  }
-  return out;
-}
-
-void read_plan(JsonObject& o, ParallelPlan& p) {
-  using J = JsonObject;
-  PlanReader r(o, p);
-  r.field(PlanField::kDp, &ParallelPlan::dp, &J::positive_integer);
-  r.field(
-      PlanField::kZero, [&](const std::string& k) { return o.non_negative_integer(k); },
-      [&](int64_t v) { p.zero = zero_stage(v, Origin::file(o.source(), o.pointer_of("zero"))); });
-  r.field(PlanField::kTp, &ParallelPlan::tp, &J::positive_integer);
-  r.field(PlanField::kSp, &ParallelPlan::sp, &J::boolean);
-  r.field(PlanField::kCp, &ParallelPlan::cp, &J::positive_integer);
-  r.field(PlanField::kPp, &ParallelPlan::pp, &J::positive_integer);
-  r.field(PlanField::kVpp, &ParallelPlan::vpp, &J::positive_integer);
-  r.choice(PlanField::kSchedule, &ParallelPlan::schedule);
-  r.field(PlanField::kEp, &ParallelPlan::ep, &J::positive_integer);
-  r.field(PlanField::kEtp, &ParallelPlan::etp, &J::positive_integer);
-  r.choice(PlanField::kMoeDispatcher, &ParallelPlan::moe_dispatcher);
-  r.field(PlanField::kCapacityFactor, &ParallelPlan::capacity_factor, &J::positive_number);
-  r.field(
-      PlanField::kMoeLoadSkew, [&](const std::string& k) { return o.number(k); },
-      [&](double v) { p.moe_load_skew = v; });
-  r.field(PlanField::kMoeDropTokens, &ParallelPlan::moe_drop_tokens, &J::boolean);
-  r.field(PlanField::kMoeSeed, &ParallelPlan::moe_seed, &J::non_negative_integer);
-  r.field(PlanField::kFsdp, &ParallelPlan::fsdp, &J::positive_integer);
-  r.field(PlanField::kRecomputeNumLayers, &ParallelPlan::recompute_num_layers,
-          &J::positive_integer);
-  r.field(PlanField::kOffloadLayers, &ParallelPlan::offload_layers, &J::positive_integer);
-  r.field(
-      PlanField::kRecomputeModules,
-      [&](const std::string& k) { return recompute_modules(o, k); },
-      [&](std::vector<workloads::RecomputeModule> v) { p.recompute_modules = std::move(v); });
-  r.field(PlanField::kMbs, &ParallelPlan::mbs, &J::positive_integer);
-  r.field(PlanField::kGbs, &ParallelPlan::gbs, &J::positive_integer);
-  r.field(PlanField::kSeq, &ParallelPlan::seq, &J::positive_integer);
-  r.choice(PlanField::kRecompute, &ParallelPlan::recompute);
-  r.field(
-      PlanField::kDtype, [&](const std::string& k) { return o.choice<Dtype>(k); },
-      [&](Dtype d) { p.set_training_dtype(d); });
-  r.choice(PlanField::kAttention, &ParallelPlan::attention);
-  r.choice(PlanField::kKernels, &ParallelPlan::kernels);
-  r.choice(PlanField::kOptimizerKernels, &ParallelPlan::optimizer_kernels);
-  r.choice(PlanField::kStack, &ParallelPlan::stack);
-  r.choice(PlanField::kFp8Recipe, &ParallelPlan::fp8_scaling);
-  r.field(PlanField::kStageLayers, &ParallelPlan::stage_layers, &J::non_negative_integer_array);
-  const auto overlap = [&](PlanField f, bool workloads::OverlapOptions::*member) {
-    r.field(
-        f, [&](const std::string& k) { return o.boolean(k); },
-        [&](bool v) { p.overlap.*member = v; });
-  };
-  overlap(PlanField::kOverlapGradReduce, &workloads::OverlapOptions::grad_reduce);
-  overlap(PlanField::kOverlapParamGather, &workloads::OverlapOptions::param_gather);
-  overlap(PlanField::kOverlapP2p, &workloads::OverlapOptions::pipeline_p2p);
-  overlap(PlanField::kOverlapTp, &workloads::OverlapOptions::tensor_parallel);
-}
 
 // Reads the fabric keys of a scenario file into `k`, with their origins.
 void read_fabric(JsonObject& o, FabricKnobs& k) {
@@ -206,7 +100,7 @@ Scenario apply_scenario_json(const nlohmann::json& doc, const std::string& sourc
   field(ScenarioField::kShape, &JsonObject::string, [&](std::string v) { s.shape = v; });
   field(ScenarioField::kSlices, &JsonObject::positive_integer, [&](int64_t v) { s.slices = v; });
   field(ScenarioField::kDcnDp, &JsonObject::positive_integer, [&](int64_t v) { s.dcn_dp = v; });
-  read_plan(o, s.plan);
+  read_plan_fields(o, s.plan);
   field(ScenarioField::kHardwareCatalogue, &JsonObject::string,
         [&](std::string v) { s.hardware_catalogue = v; });
   read_fabric(o, s.fabric);
@@ -360,69 +254,19 @@ std::vector<std::string> recompute_module_names(const workloads::ParallelPlan& p
 }
 
 nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& cluster) {
-  const workloads::ParallelPlan& p = s.plan;
   nlohmann::json j = {{"model", s.model},
                       {"cluster", s.cluster},
                       {"nodes", cluster.nodes},
-                      {"devices", cluster.device_count()},
-                      {"dp", p.dp},
-                      {"zero", static_cast<int>(p.zero)},
-                      {"tp", p.tp},
-                      {"sp", p.sp},
-                      {"cp", p.cp},
-                      {"pp", p.pp},
-                      {"vpp", p.vpp},
-                      {"schedule", to_string(p.schedule)},
-                      {"ep", p.ep},
-                      {"capacity_factor", p.capacity_factor},
-                      {"mbs", p.mbs},
-                      {"gbs", p.gbs},
-                      {"seq", p.seq},
-                      {"recompute", to_string(p.recompute)},
-                      {"dtype", to_string(p.matmul_dtype)},
-                      {"attention", to_string(p.attention)},
-                      {"kernels", to_string(p.kernels)},
-                      {"optimizer_kernels", to_string(p.optimizer_kernels)},
-                      {"stack", to_string(p.stack)},
-                      {"fp8_recipe", to_string(p.fp8_scaling)},
-                      {"overlap_grad_reduce", p.overlap.grad_reduce},
-                      {"overlap_param_gather", p.overlap.param_gather},
-                      {"overlap_p2p", p.overlap.pipeline_p2p},
-                      {"overlap_tp", p.overlap.tensor_parallel}};
+                      {"devices", cluster.device_count()}};
+  write_plan_fields(s.plan, j);
   if (!cluster.torus_shape.empty()) {
     j["shape"] = cluster.torus_shape;
   }
-  if (p.etp > 0) {  // echoed only when set: unset is tp
-    j["etp"] = p.etp;
-  }
-  if (p.moe_dispatcher != workloads::MoeDispatcher::kAllToAll) {
-    j["moe_dispatcher"] = to_string(p.moe_dispatcher);
-  }
-  if (cluster.slices > 1) {  // echoed only when set, as the keys below
+  if (cluster.slices > 1) {  // echoed only when set
     j["slices"] = cluster.slices;
   }
   if (s.dcn_dp) {
     j["dcn_dp"] = *s.dcn_dp;
-  }
-  if (!p.stage_layers.empty()) {
-    j["stage_layers"] = p.stage_layers;
-  }
-  if (p.fsdp > 0) {  // echoed only when set, as the keys below
-    j["fsdp"] = p.fsdp;
-  }
-  if (p.recompute_num_layers > 0) {
-    j["recompute_num_layers"] = p.recompute_num_layers;
-  }
-  if (p.offload_layers > 0) {
-    j["offload_layers"] = p.offload_layers;
-  }
-  if (!p.recompute_modules.empty()) {
-    j["recompute_modules"] = recompute_module_names(p);
-  }
-  if (p.moe_load_skew) {  // echoed only when set: balanced routing reports as before
-    j["moe_load_skew"] = *p.moe_load_skew;
-    j["moe_drop_tokens"] = p.moe_drop_tokens;
-    j["moe_seed"] = p.moe_seed;
   }
   if (!s.faults.empty()) {
     j["faults"] = faults_json(s.faults);
@@ -430,4 +274,4 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
   return j;
 }
 
-}  // namespace meshsim::studies
+}  // namespace meshsim::scenario

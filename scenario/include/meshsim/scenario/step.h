@@ -8,13 +8,13 @@
 #include <vector>
 
 #include "meshsim/sim/simulation.h"
-#include "meshsim/studies/comm_setup.h"
-#include "meshsim/studies/scenario.h"
-#include "meshsim/studies/step_report.h"
+#include "meshsim/scenario/comm_setup.h"
+#include "meshsim/scenario/scenario.h"
+#include "meshsim/scenario/step_report.h"
 #include "meshsim/topology/cluster.h"
 #include "meshsim/workloads/model.h"
 
-namespace meshsim::studies {
+namespace meshsim::scenario {
 
 struct StepOptions {
   bool full_simulation = false;  // simulate every rank, not one per class
@@ -69,4 +69,4 @@ StepReport simulate_step(const Scenario& scenario, const StepOptions& options,
 StepReport simulate_step(const Scenario& scenario, const LoadedScenario& loaded,
                          const StepOptions& options, StepObserver* observer = nullptr);
 
-}  // namespace meshsim::studies
+}  // namespace meshsim::scenario

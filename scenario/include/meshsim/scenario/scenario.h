@@ -2,30 +2,24 @@
 // point, and/or command-line flags (the edge applies those).
 //
 // Scenario JSON (strict: unknown keys are errors), every field optional, the keys named like the
-// flags (and like workloads::PlanField's names):
+// flags:
 //   { "model": "llama3-70b" | "path/to/model.json" | "path/to/config.json",
 //     "cluster": "dgx-h100" | "path/to/cluster.json", "nodes": 256, "shape": "8x16x16",
 //     "slices": 4 (TPU slices joined by DCN), "dcn_dp": 4 (replicas across slices: fsdp = dp / 4),
-//     "dp": 64, "zero": 1, "tp": 8, "sp": true, "cp": 1, "pp": 4, "vpp": 5,
-//     "schedule": "gpipe" | "1f1b" | "interleaved" | "zb" | "zbv", "ep": 1, "capacity_factor": 1.0,
-//     "moe_load_skew": 0.0 (absent: balanced), "moe_drop_tokens": false, "moe_seed": 0,
-//     "fsdp": 8 (HSDP shard group; absent: ZeRO over all of dp),
-//     "mbs": 1, "gbs": 512, "seq": 8192, "recompute": "none" | "selective" | "full",
-//     "recompute_num_layers": 2 (with full: the first N layers of each chunk),
-//     "offload_layers": 20 (activations of the first N layers of each chunk go to host memory),
-//     "dtype": "bf16" | "fp8" | "fp32" | "tf32", "attention": "flash" | "naive",
-//     "kernels": "fused" | "eager", "optimizer_kernels": "fused" | "foreach" | "per-tensor",
-//     "stage_layers": [20, 20, 20, 20],
-//     "overlap_grad_reduce": true, "overlap_param_gather": true, "overlap_p2p": true,
-//     "overlap_tp": false, "hardware_catalogue": "path/to/chips.json",
+//     the plan's fields (plan_fields.h, one key per workloads::PlanField: "dp": 64, "zero": 1,
+//     "tp": 8, "sp": true, "pp": 4, "vpp": 5, "schedule": "interleaved", "mbs": 1, "gbs": 512,
+//     "seq": 8192, "recompute": "selective", "dtype": "fp8", "stage_layers": [20, 20, 20, 20],
+//     "overlap_tp": false, ...),
+//     "hardware_catalogue": "path/to/chips.json",
 //     "oversubscription": 4, "tiers": 3, "rail_optimized": false, "nics_per_device": 2,
 //     "nic_bandwidth": "200Gbps", "sharp": true,
 //     "faults": { ... } }  (slow ranks, stragglers, jitter, degraded links: faults.h)
 //
-// The parallel plan is read straight into the typed workloads::ParallelPlan, each field's origin
-// recorded (the file and its JSON pointer); the scenario's own fields (model, cluster, nodes,
-// shape, hardware catalogue) likewise in `origins`. Libraries throw a PlanError or a ScenarioError
-// naming the field; the edge locates it where the value came from.
+// The parallel plan is read straight into the typed workloads::ParallelPlan through the plan field
+// table, each field's origin recorded (the file and its JSON pointer); the scenario's own fields
+// (model, cluster, nodes, shape, hardware catalogue) likewise in `origins`. Libraries throw a
+// PlanError or a ScenarioError naming the field; the edge locates it where the value came from
+// (located.h).
 #pragma once
 
 #include <cstdint>
@@ -35,12 +29,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "meshsim/studies/faults.h"
+#include "meshsim/scenario/faults.h"
 #include "meshsim/sim/provenance.h"
 #include "meshsim/topology/cluster.h"
 #include "meshsim/workloads/parallel.h"
 
-namespace meshsim::studies {
+namespace meshsim::scenario {
 
 // The fields of a Scenario outside the plan, named as the scenario file's keys.
 enum class ScenarioField : uint8_t {
@@ -144,4 +138,4 @@ nlohmann::json scenario_json(const Scenario& s, const topology::ClusterSpec& clu
 // JSON and the report's plan line write them).
 std::vector<std::string> recompute_module_names(const workloads::ParallelPlan& p);
 
-}  // namespace meshsim::studies
+}  // namespace meshsim::scenario

@@ -9,7 +9,7 @@
 #include "meshsim/workloads/parallel.h"
 #include "meshsim/workloads/stack.h"
 
-namespace meshsim::studies {
+namespace meshsim::scenario {
 
 // The accelerator family a chip's frameworks key their kernel choices on: its GPU architecture, or
 // TPU; std::nullopt for a device profile that names no architecture (the CPU profiles of
@@ -29,4 +29,4 @@ void apply_stack_for(workloads::ParallelPlan& plan, const topology::Chip& chip);
 // simulate_step and the plan search both run plans through this one function.
 void bind_to_cluster(workloads::ParallelPlan& plan, const topology::ClusterSpec& cluster);
 
-}  // namespace meshsim::studies
+}  // namespace meshsim::scenario

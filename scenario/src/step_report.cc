@@ -1,11 +1,12 @@
-#include "meshsim/studies/step_report.h"
+#include "meshsim/scenario/step_report.h"
 
 #include <fmt/format.h>
 
 
+#include "meshsim/scenario/report_fields.h"
 #include "meshsim/sim/error.h"
 
-namespace meshsim::studies {
+namespace meshsim::scenario {
 
 Bytes MemoryBreakdown::total() const {
   Bytes t;
@@ -59,28 +60,28 @@ std::string memory_line(const MemoryBreakdown& m) {
   return s;
 }
 
+nlohmann::json stages_json(const StepReport& r) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& st : r.stages) {
+    stages.push_back({{"stage", st.stage},
+                      {"bubble_fraction", st.bubble_fraction},
+                      {"compute_s", st.compute.seconds()},
+                      {"peak_memory_bytes", st.peak_memory.count()},
+                      {"peak_memory_breakdown_bytes", memory_json(st.peak_breakdown)}});
+  }
+  return stages;
+}
+
 nlohmann::json to_json(const StepReport& r) {
   nlohmann::json j;
   j["inputs"] = r.inputs;
-  j["devices"] = r.devices;
-  j["parameters"] = r.parameters;
-  j["simulated"] = r.simulated;
-  j["oom"] = r.oom;
-  j["step_time_s"] = r.step_time.seconds();
-  j["tokens_per_step"] = r.tokens_per_step;
-  j["tokens_per_s"] = r.tokens_per_s;
-  j["tokens_per_s_per_device"] = r.tokens_per_s_per_device;
-  j["mfu"] = r.mfu;
-  j["hfu"] = r.hfu;
-  j["mfu_peak_flops_per_device"] = r.peak_per_device.value();
+  for (const ReportFieldSpec& f : report_fields()) {
+    if (f.written) {
+      j[f.key] = f.value(r);
+    }
+  }
   j["mfu_peak_dtype"] = std::string(to_string(r.peak_dtype));
-  j["compute_s"] = r.compute.seconds();
-  j["exposed_comm_s"] = r.exposed_comm.seconds();
-  j["host_wait_s"] = r.host_wait.seconds();
-  j["bubble_fraction"] = r.bubble_fraction;
-  j["peak_memory_bytes"] = r.peak_memory.count();
   j["peak_memory_breakdown_bytes"] = memory_json(r.peak_breakdown);
-  j["memory_capacity_bytes"] = r.memory_capacity.count();
   nlohmann::json by_class = nlohmann::json::object();
   for (int i = 0; i < kNumOpClasses; ++i) {
     by_class[std::string(to_string(static_cast<OpClass>(i)))] =
@@ -92,15 +93,7 @@ nlohmann::json to_json(const StepReport& r) {
     exposed[kind] = d.seconds();
   }
   j["exposed_comm_by_kind_s"] = exposed;
-  nlohmann::json stages = nlohmann::json::array();
-  for (const auto& st : r.stages) {
-    stages.push_back({{"stage", st.stage},
-                      {"bubble_fraction", st.bubble_fraction},
-                      {"compute_s", st.compute.seconds()},
-                      {"peak_memory_bytes", st.peak_memory.count()},
-                      {"peak_memory_breakdown_bytes", memory_json(st.peak_breakdown)}});
-  }
-  j["stages"] = stages;
+  j["stages"] = stages_json(r);
   j["simulation"] = {{"mode", r.simulation_mode}, {"simulated_ranks", r.simulated_ranks}};
   if (r.oom) {
     j["oom_stage"] = r.oom_stage;
@@ -108,11 +101,10 @@ nlohmann::json to_json(const StepReport& r) {
   if (!r.caveats.empty()) {
     j["caveats"] = r.caveats;
   }
-  j["events"] = r.events;
   if (r.faults) {
     j["faults"] = fault_effect_json(*r.faults, r.step_time);
   }
   return j;
 }
 
-}  // namespace meshsim::studies
+}  // namespace meshsim::scenario

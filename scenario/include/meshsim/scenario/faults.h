@@ -37,7 +37,7 @@
 #include "meshsim/topology/network.h"
 #include "meshsim/workloads/step.h"
 
-namespace meshsim::studies {
+namespace meshsim::scenario {
 
 // Bounds on the faults, checked where they are read (scenario file or flags), so that the engine's
 // loop never meets a time it cannot hold. A rank or kernel at most 1000 x its nominal time (the
@@ -90,4 +90,4 @@ void apply_compute_faults(const Faults& f, const workloads::StepPlan& plan, Simu
 // The block as echoed in reports and trace metadata.
 nlohmann::json faults_json(const Faults& f);
 
-}  // namespace meshsim::studies
+}  // namespace meshsim::scenario

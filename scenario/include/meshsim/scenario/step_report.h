@@ -11,12 +11,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "meshsim/studies/faults.h"
+#include "meshsim/scenario/faults.h"
 
 #include "meshsim/sim/program.h"
 #include "meshsim/sim/units.h"
 
-namespace meshsim::studies {
+namespace meshsim::scenario {
 
 struct MemoryBreakdown {
   std::array<Bytes, kNumMemoryCategories> by_category{};
@@ -80,7 +80,12 @@ struct StepReport {
   std::optional<FaultEffect> faults;  // when the scenario has faults (faults.h)
 };
 
+// The report as `meshsim run --json` writes it: the scalar results of report_fields.h under their
+// keys, the memory breakdowns, the time by op class, the exposed communication by kind, the
+// stages (stages_json), how it was simulated, and the faults' effect when there were faults.
 nlohmann::json to_json(const StepReport& r);
+// Per pipeline stage: its bubble, compute, peak memory and the peak's breakdown.
+nlohmann::json stages_json(const StepReport& r);
 
 // "weights 4.23 GiB, gradients 4.23 GiB, ...": the non-zero categories.
 std::string memory_line(const MemoryBreakdown& m);
@@ -89,4 +94,4 @@ std::string format_bytes(Bytes b);
 // "1.234 s", "12.3 ms", "45.6 us"
 std::string format_duration(Duration d);
 
-}  // namespace meshsim::studies
+}  // namespace meshsim::scenario

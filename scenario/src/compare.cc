@@ -1,27 +1,45 @@
-#include "meshsim/studies/compare.h"
+#include "meshsim/scenario/compare.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "meshsim/scenario/report_fields.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/json_input.h"
 
-namespace meshsim::studies {
+namespace meshsim::scenario {
 namespace {
 
 using nlohmann::json;
+
+// The report's fields compare sets side by side (report_fields.h), in table order; compute_s and
+// exposed_comm_s among them, which the idle time needs.
+const std::vector<ReportFieldSpec>& compared() {
+  static const std::vector<ReportFieldSpec> kCompared = [] {
+    std::vector<ReportFieldSpec> out;
+    for (const ReportFieldSpec& f : report_fields()) {
+      if (f.compare != nullptr) {
+        out.push_back(f);
+      }
+    }
+    return out;
+  }();
+  return kCompared;
+}
 
 // The fields compare reads, checked up front so that errors name the file and pointer.
 void check_report(const json& r, const std::string& name) {
   JsonObject o(r, name);
   o.allow_unknown();
-  for (const char* key : {"step_time_s", "tokens_per_s", "mfu", "compute_s", "exposed_comm_s",
-                          "bubble_fraction"}) {
-    o.number(key);
+  for (const ReportFieldSpec& f : compared()) {
+    if (std::string_view(f.unit) == "B") {
+      o.integer(f.key);
+    } else {
+      o.number(f.key);
+    }
   }
-  o.integer("peak_memory_bytes");
   o.object("inputs");
   for (const char* key : {"exposed_comm_by_kind_s", "time_by_op_class_s"}) {
     JsonObject times = o.object(key);  // every value a number of seconds
@@ -81,17 +99,13 @@ json compare_reports(const json& a, const std::string& a_name, const json& b,
   };
   const double idle_a = idle(a);
   const double idle_b = idle(b);
-  out["metrics"] = json::array(
-      {metric("step time", "s", number(a, "step_time_s"), number(b, "step_time_s")),
-       metric("tokens/s", "1/s", number(a, "tokens_per_s"), number(b, "tokens_per_s")),
-       metric("MFU", "", number(a, "mfu"), number(b, "mfu")),
-       metric("compute", "s", number(a, "compute_s"), number(b, "compute_s")),
-       metric("exposed communication", "s", number(a, "exposed_comm_s"),
-              number(b, "exposed_comm_s")),
-       metric("idle (bubble, waits)", "s", idle_a, idle_b),
-       metric("bubble fraction", "", number(a, "bubble_fraction"), number(b, "bubble_fraction")),
-       metric("peak memory", "B", number(a, "peak_memory_bytes"),
-              number(b, "peak_memory_bytes"))});
+  out["metrics"] = json::array();
+  for (const ReportFieldSpec& f : compared()) {
+    out["metrics"].push_back(metric(f.compare, f.unit, number(a, f.key), number(b, f.key)));
+    if (std::string_view(f.key) == "exposed_comm_s") {  // what neither compute nor it explains
+      out["metrics"].push_back(metric("idle (bubble, waits)", "s", idle_a, idle_b));
+    }
+  }
   const double step_change = number(b, "step_time_s") - number(a, "step_time_s");
   out["step_change_s"] = step_change;
   std::vector<std::pair<std::string, double>> parts = {
@@ -120,4 +134,4 @@ json compare_reports(const json& a, const std::string& a_name, const json& b,
   return out;
 }
 
-}  // namespace meshsim::studies
+}  // namespace meshsim::scenario

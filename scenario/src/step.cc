@@ -1,6 +1,6 @@
-#include "meshsim/studies/step.h"
+#include "meshsim/scenario/step.h"
 
-#include "meshsim/studies/stack_setup.h"
+#include "meshsim/scenario/stack_setup.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -16,7 +16,7 @@
 #include "meshsim/workloads/plan_loader.h"
 #include "meshsim/workloads/step.h"
 
-namespace meshsim::studies {
+namespace meshsim::scenario {
 
 void check_plan(const LoadedScenario& l, const workloads::ParallelPlan& given) {
   workloads::ParallelPlan p = given;
@@ -361,4 +361,4 @@ StepReport simulate_step(const Scenario& s, const StepOptions& options, StepObse
   return simulate(s, load_and_check(s), options, observer);
 }
 
-}  // namespace meshsim::studies
+}  // namespace meshsim::scenario

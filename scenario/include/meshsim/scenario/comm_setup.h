@@ -11,7 +11,7 @@
 #include "meshsim/topology/network.h"
 #include "meshsim/workloads/step.h"
 
-namespace meshsim::studies {
+namespace meshsim::scenario {
 
 // How a run's communication is modelled: the network backend (the analytical fluid model or
 // SimGrid) and the collective planner's options (algorithm, protocol, NCCL release).
@@ -39,4 +39,4 @@ class CommSetup {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace meshsim::studies
+}  // namespace meshsim::scenario

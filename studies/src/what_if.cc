@@ -1,20 +1,23 @@
-#include "what_if.h"
+#include "meshsim/studies/what_if.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <thread>
 
+#include "meshsim/scenario/located.h"
+#include "meshsim/scenario/step.h"
 #include "meshsim/sim/error.h"
-#include "meshsim/studies/plan_search.h"
 #include "meshsim/studies/plan_table.h"
-#include "meshsim/studies/step.h"
 #include "meshsim/workloads/analytic.h"
-#include "progress.h"
-#include "report.h"
 
-namespace meshsim::cli {
+namespace meshsim::studies {
 
-using studies::ScenarioField;
+using scenario::format_bytes;
+using scenario::format_duration;
+using scenario::located;
+using scenario::Scenario;
+using scenario::ScenarioField;
 using workloads::PlanField;
 
 namespace {
@@ -30,7 +33,7 @@ bool gives_a_plan_field(const Scenario& s) {
 
 // The default scenario with the named model, cluster, size, fabric knobs and faults.
 Scenario swapped_default(const Scenario& s) {
-  Scenario d = studies::default_scenario();
+  Scenario d = scenario::default_scenario();
   for (const ScenarioField f : {ScenarioField::kModel, ScenarioField::kCluster,
                                 ScenarioField::kNodes, ScenarioField::kShape,
                                 ScenarioField::kSlices, ScenarioField::kHardwareCatalogue}) {
@@ -53,12 +56,12 @@ Scenario swapped_default(const Scenario& s) {
   if (s.origins[ScenarioField::kCluster].given() && !sized) {
     // A GPU cluster keeps the default's device count when it can be resized to it.
     Scenario preset = d;
-    const topology::ClusterSpec c = located(preset, [&] { return studies::load_cluster(preset); });
-    const int64_t devices = studies::load_cluster(studies::default_scenario()).device_count();
+    const topology::ClusterSpec c = located(preset, [&] { return scenario::load_cluster(preset); });
+    const int64_t devices = scenario::load_cluster(scenario::default_scenario()).device_count();
     if (c.scale_up != topology::ScaleUpFabric::kIciTorus && devices % c.devices_per_node == 0) {
       preset.nodes = devices / c.devices_per_node;
       try {
-        studies::load_cluster(preset);
+        scenario::load_cluster(preset);
         d.nodes = preset.nodes;
       } catch (const std::exception&) {
         // It cannot be (an NVLink domain would be split): the preset's own size.
@@ -70,13 +73,13 @@ Scenario swapped_default(const Scenario& s) {
 
 // Why the default plan does not apply to `d` (empty when it does): invalid, or over memory.
 std::string default_plan_misfit(const Scenario& d) {
-  const studies::LoadedScenario l = located(d, [&] { return studies::load_inputs(d); });
+  const scenario::LoadedScenario l = located(d, [&] { return scenario::load_inputs(d); });
   try {
-    studies::check_plan(l, d.plan);
+    scenario::check_plan(l, d.plan);
   } catch (const workloads::PlanError& e) {
     return e.what();
   }
-  const Bytes need = studies::memory_lower_bound(l.model, d.plan);
+  const Bytes need = memory_lower_bound(l.model, d.plan);
   if (need > l.cluster.chip.hbm_capacity) {
     return fmt::format("it needs at least {} per device, more than the {} of {}",
                        format_bytes(need), format_bytes(l.cluster.chip.hbm_capacity),
@@ -85,20 +88,24 @@ std::string default_plan_misfit(const Scenario& d) {
   return "";
 }
 
-studies::SearchOptions quick_search(int64_t top) {
-  studies::SearchOptions o;
+SearchOptions quick_search(int64_t top) {
+  SearchOptions o;
   o.top = top;
-  o.max_simulations = studies::kDefaultSimulationsPerTop * top;
+  o.max_simulations = kDefaultSimulationsPerTop * top;
   o.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return o;
 }
 
 }  // namespace
 
-std::optional<AutoPlan> auto_plan(const Scenario& s) {
+bool wants_auto_plan(const Scenario& s) {
   const bool names = s.origins[ScenarioField::kModel].given() ||
                      s.origins[ScenarioField::kCluster].given();
-  if (!names || gives_a_plan_field(s)) {
+  return names && !gives_a_plan_field(s);
+}
+
+std::optional<AutoPlan> auto_plan(const Scenario& s, const ProgressFn& progress) {
+  if (!wants_auto_plan(s)) {
     return std::nullopt;
   }
   AutoPlan a{swapped_default(s), ""};
@@ -116,17 +123,16 @@ std::optional<AutoPlan> auto_plan(const Scenario& s) {
                          a.scenario.model, a.scenario.cluster, size);
     return a;
   }
-  studies::SearchResult r;
-  {
-    Progress progress("no plan given: searching for one");
-    r = located(a.scenario, [&] { return studies::search_plans(a.scenario, quick_search(1)); });
-  }
+  const SearchResult r =
+      located(a.scenario, [&] { return search_plans(a.scenario, quick_search(1), progress); });
   if (r.top.empty()) {
-    throw origin_of(s, s.origins[ScenarioField::kCluster].given() ? ScenarioField::kCluster
-                                                                   : ScenarioField::kModel)
+    const ScenarioField named = s.origins[ScenarioField::kCluster].given()
+                                    ? ScenarioField::kCluster
+                                    : ScenarioField::kModel;
+    throw scenario::origin_of(s, named)
         .error(fmt::format("no plan given, the default plan does not apply ({}), and the plan "
                            "search found none: {}",
-                           misfit, studies::no_plan_reason(r)));
+                           misfit, no_plan_reason(r)));
   }
   a.scenario.plan = r.top.front().plan;
   a.scenario.plan.origins.set_all(Origin::preset("the plan search"));
@@ -134,11 +140,11 @@ std::optional<AutoPlan> auto_plan(const Scenario& s) {
                        "searched {} plans, simulated {} and took the best, {} (meshsim plan ranks "
                        "them)",
                        a.scenario.model, a.scenario.cluster, size, misfit, r.considered,
-                       r.simulated, studies::short_plan(a.scenario.plan));
+                       r.simulated, short_plan(a.scenario.plan));
   return a;
 }
 
-std::vector<std::string> result_warnings(const Scenario& s, const studies::StepReport& r) {
+std::vector<std::string> result_warnings(const Scenario& s, const scenario::StepReport& r) {
   std::vector<std::string> out;
   const workloads::ParallelPlan& p = s.plan;
   if (p.origins[PlanField::kGbs].kind() == Origin::Kind::kDefault && p.pp > 1) {
@@ -158,24 +164,8 @@ std::vector<std::string> result_warnings(const Scenario& s, const studies::StepR
   return out;
 }
 
-void suggest_plans_that_fit(const Scenario& s, std::ostream& out) {
-  studies::SearchResult r;
-  {
-    Progress progress("out of memory: searching for plans that fit");
-    r = located(s, [&] { return studies::search_plans(s, quick_search(3)); });
-  }
-  if (r.top.empty()) {
-    out << fmt::format("  no plan fits this model on this cluster: {}\n",
-                       studies::no_plan_reason(r));
-    return;
-  }
-  out << fmt::format("  plans that fit (the plan search, {} plans considered; meshsim plan ranks "
-                     "them):\n",
-                     r.considered);
-  for (const studies::RankedPlan& p : r.top) {
-    out << fmt::format("    {:<36} step {}  peak memory {}\n", studies::short_plan(p.plan),
-                       format_duration(p.report.step_time), format_bytes(p.report.peak_memory));
-  }
+SearchResult plans_that_fit(const Scenario& s, const ProgressFn& progress) {
+  return located(s, [&] { return search_plans(s, quick_search(3), progress); });
 }
 
-}  // namespace meshsim::cli
+}  // namespace meshsim::studies
