@@ -14,6 +14,7 @@
 #include "meshsim/validation/collective_fit.h"
 #include "output_file.h"
 #include "scenario_flags.h"
+#include "version.h"
 
 namespace meshsim::cli {
 namespace {
@@ -333,7 +334,7 @@ int calibrate_collectives_command(const CalibrateCollectivesArgs& a, std::ostrea
   const std::string source = fmt::format(
       "fitted by meshsim {} calibrate-collectives to {} ({} points from {}; residual rms "
       "{:.1f}%)",
-      MESHSIM_VERSION, files, fit.fitted_points, size_text(options.min_bytes.count()),
+      version(), files, fit.fitted_points, size_text(options.min_bytes.count()),
       100 * fit.rms_calibrated);
   const nlohmann::json doc = validation::cluster_fragment(
       fit, base_reference(base, a.out),

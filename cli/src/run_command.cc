@@ -158,7 +158,7 @@ int run_command(const Scenario& given, const RunOutputs& outputs, std::ostream& 
   print_summary(report, out);
   if (outputs.export_chakra) {
     located(s, [&] {
-      studies::export_step(s, studies::load_and_check(s), *outputs.export_chakra);
+      studies::export_step(s, scenario::load_and_check(s), *outputs.export_chakra);
     });
     out << fmt::format("  Chakra traces         {}/rank.0.et ... rank.{}.et, comm_group.json (every "
                        "rank's program)\n",

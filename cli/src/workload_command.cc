@@ -4,12 +4,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "meshsim/studies/chakra_run.h"
 #include "meshsim/scenario/step_report.h"
+#include "meshsim/studies/chakra_run.h"
 #include "meshsim/traces/chakra.h"
 #include "output_file.h"
 #include "progress.h"
 #include "trace_setup.h"
+#include "version.h"
 
 namespace meshsim::cli {
 namespace {
@@ -76,7 +77,7 @@ int workload_command(const WorkloadArgs& a, std::ostream& out) {
   if (trace) {
     hooks.attach = [&](Simulation& sim, collectives::NetworkCommModel& comm) {
       trace->attach(sim, comm,
-                    {{"meshsim_version", MESHSIM_VERSION},
+                    {{"meshsim_version", std::string(version())},
                      {"workload", w.source},
                      {"cluster", cluster.description}});
     };

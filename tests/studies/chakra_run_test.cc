@@ -69,6 +69,17 @@ TEST(ChakraRun, ExportedStepSimulatesInTheFullSimulationsStepTime) {
   EXPECT_GT(w.collectives, 0);
   EXPECT_GT(w.p2p, 0);
   EXPECT_EQ(w.measured, 0);  // meshsim's kernels are rebuilt and costed, not replayed
+  // The host's part travels too: every op's issue cost, and Megatron's synchronisations (the
+  // gradient norm read before the optimizer).
+  int64_t host_timed = 0;
+  int64_t host_syncs = 0;
+  for (size_t i = 0; i < w.programs[0].size(); ++i) {
+    const Op& op = w.programs[0].op(OpId(static_cast<uint32_t>(i)));
+    host_timed += op.host > Duration::zero() ? 1 : 0;
+    host_syncs += op.host_sync != HostSync::kNone ? 1 : 0;
+  }
+  EXPECT_GT(host_timed, 0);
+  EXPECT_GT(host_syncs, 0);
   // Export the import again before simulating it (the programs move into the engine).
   const fs::path again = scratch::temp_dir() / "chakra-again";
   export_workload(w, l.cluster, again.string());

@@ -371,6 +371,7 @@ TEST(Stacks, MegatronSynchronisesTheHostWhereItsCodeDoes) {
   const auto old = syncs(Stack::kMegatron2021, 2, 1);
   EXPECT_EQ(names(old, "get_batch"), 4);  // one per microbatch
   EXPECT_TRUE(syncs(Stack::kFsdp, 1, 1).empty());
+}
 
 // The ops of rank 0's program whose names contain `part`.
 std::vector<const Op*> ops_named(const Program& prog, const std::string& part) {

@@ -147,6 +147,14 @@ class Writer {
         n.add_data_deps(d);
       }
       node(n, op, rank, i, r);
+      // The host's part (Op::host, Op::host_sync): what issuing the op costs its host thread and
+      // what the host waits for after it.
+      if (op.host > Duration::zero()) {
+        attr(n, "meshsim_host_ps").set_int64_val(op.host.ps());
+      }
+      if (op.host_sync != HostSync::kNone) {
+        attr(n, "meshsim_host_sync").set_string_val(std::string(to_string(op.host_sync)));
+      }
       attr(n, "stream").set_int64_val(op.stream);
       attr(n, "is_cpu_op").set_bool_val(false);
       detail::append_record(out, n);

@@ -213,7 +213,27 @@ class RankReader {
                                     "COMM_SEND_NODE, COMM_RECV_NODE or METADATA_NODE",
                                     static_cast<int>(n.type())));
     }
+    host_part(n, a, p.op);
     return p;
+  }
+
+  // The host's part of an op as meshsim writes it (meshsim_host_ps: Op::host, at most the
+  // engine's 100 ms; meshsim_host_sync: Op::host_sync by name).
+  void host_part(const pb::Node& n, const Attrs& a, Op& op) const {
+    if (const auto it = a.meshsim.find("meshsim_host_ps"); it != a.meshsim.end()) {
+      op.host = Duration::from_ps(
+          integer(n, it->second, "meshsim_host_ps", 0, Milliseconds(100).ps()));
+    }
+    if (const auto it = a.meshsim.find("meshsim_host_sync"); it != a.meshsim.end()) {
+      const std::optional<HostSync> sync =
+          it->second->value_case() == pb::AttributeProto::kStringVal
+              ? parse_enum<HostSync>(it->second->string_val())
+              : std::nullopt;
+      if (!sync) {
+        fail(n, "meshsim_host_sync", fmt::format("expected one of {}", describe_choices<HostSync>()));
+      }
+      op.host_sync = *sync;
+    }
   }
 
   void compute(const pb::Node& n, const Attrs& a, Pending& p) {

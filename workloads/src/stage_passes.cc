@@ -138,7 +138,11 @@ void StageBuilder::forward(const PipelinePass& pass) {
                                Tag::kActivation, pipe_wire_bytes(msg), from->stream));
     gather_pipe_slices(scope, fmt::format("c{}.recv_activation", chunk), msg);
   }
-  if (p_.host.sync_per_microbatch) {
+  // Under the interleaved schedule the receives are posted where their chunk needs them, not in
+  // Megatron's batches with the sends (schedules.py), so a host wait between a blocking send and
+  // its peer's receive could deadlock where the real code cannot; there the sync is left out, as
+  // the pipeline's own syncs are (StageBuilder::p2p).
+  if (p_.host.sync_per_microbatch && p_.vpp == 1) {
     get_batch(scope);
   }
   const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
