@@ -13,8 +13,8 @@
 
 #include "counting_buf.h"
 #include "meshsim/sim/simulation.h"
-#include "meshsim/studies/comm_setup.h"
-#include "meshsim/studies/scenario.h"
+#include "meshsim/scenario/comm_setup.h"
+#include "meshsim/scenario/scenario.h"
 #include "meshsim/topology/compute_model.h"
 #include "meshsim/traces/trace_writer.h"
 #include "meshsim/workloads/plan_loader.h"
@@ -30,17 +30,17 @@ struct DefaultStep {
   topology::ClusterSpec cluster;
   workloads::StepPlan plan;
   topology::RooflineComputeModel compute;
-  studies::CommSetup comm;
+  scenario::CommSetup comm;
   Simulation sim;
   std::vector<Record> records;
   int64_t slices = 0;
 
-  explicit DefaultStep(const studies::Scenario& s)
-      : cluster(studies::load_cluster(s)),
+  explicit DefaultStep(const scenario::Scenario& s)
+      : cluster(scenario::load_cluster(s)),
         plan(workloads::plan_step(workloads::load_model(s.model), s.plan,
                                   workloads::SimulationMode::kFull)),
         compute(cluster.chip),
-        comm(cluster, plan, studies::CommOptions{}),
+        comm(cluster, plan, scenario::CommOptions{}),
         sim(compute, comm.model()) {
     workloads::load_plan(sim, plan);
     sim.on_op_end([this](const OpRecord& r) {
@@ -54,7 +54,7 @@ struct DefaultStep {
 
 void BM_DefaultStepAllRanksPerfetto(benchmark::State& state) {
   // Built once.
-  static const auto step = std::make_unique<DefaultStep>(studies::default_scenario());
+  static const auto step = std::make_unique<DefaultStep>(scenario::default_scenario());
   int64_t bytes = 0;
   for (auto _ : state) {
     bench::CountingBuf buf;

@@ -1,5 +1,5 @@
 // The engine on full simulations (issue 16): every rank of a step simulated, no trace, timed from
-// the scenario to the report (studies::simulate_step: planning, network set-up, the run, the
+// the scenario to the report (scenario::simulate_step: planning, network set-up, the run, the
 // analysis; not process start-up).
 //
 //   BM_DefaultStepFull      the default scenario (Llama-3-70B, 2048 H100s) with every rank
@@ -17,8 +17,8 @@
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
-#include "meshsim/studies/scenario.h"
-#include "meshsim/studies/step.h"
+#include "meshsim/scenario/scenario.h"
+#include "meshsim/scenario/step.h"
 
 namespace meshsim {
 namespace {
@@ -29,13 +29,13 @@ double peak_rss_mib() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;  // KiB on Linux
 }
 
-void run_full(benchmark::State& state, const studies::Scenario& s) {
-  studies::StepOptions outputs;
+void run_full(benchmark::State& state, const scenario::Scenario& s) {
+  scenario::StepOptions outputs;
   outputs.full_simulation = true;
   uint64_t events = 0;
   int64_t ranks = 0;
   for (auto _ : state) {
-    const studies::StepReport r = studies::simulate_step(s, outputs);
+    const scenario::StepReport r = scenario::simulate_step(s, outputs);
     events += r.events;
     ranks = r.simulated_ranks;
     benchmark::DoNotOptimize(r.step_time);
@@ -45,11 +45,11 @@ void run_full(benchmark::State& state, const studies::Scenario& s) {
   state.counters["peak_rss_MiB"] = peak_rss_mib();
 }
 
-void BM_DefaultStepFull(benchmark::State& state) { run_full(state, studies::default_scenario()); }
+void BM_DefaultStepFull(benchmark::State& state) { run_full(state, scenario::default_scenario()); }
 BENCHMARK(BM_DefaultStepFull)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
 
-studies::Scenario llama405b(int64_t gpus) {
-  studies::Scenario s;
+scenario::Scenario llama405b(int64_t gpus) {
+  scenario::Scenario s;
   s.model = "llama3-405b";
   s.cluster = "dgx-h100";
   s.nodes = gpus / 8;
@@ -62,7 +62,7 @@ studies::Scenario llama405b(int64_t gpus) {
   s.plan.seq = 8192;
   s.plan.gbs = 16 * s.plan.dp;
   s.plan.origins.set(workloads::PlanField::kGbs, Origin::flag("--gbs"));
-  studies::complete(s);
+  scenario::complete(s);
   return s;
 }
 
@@ -75,12 +75,12 @@ BENCHMARK(BM_Llama405bMetaPlan)
     ->MeasureProcessCPUTime();
 
 void BM_DefaultStepStraggler(benchmark::State& state) {
-  studies::Scenario s = studies::default_scenario();
+  scenario::Scenario s = scenario::default_scenario();
   s.faults.compute.slow_ranks = {{RankId(517), 1.5}};
   s.faults.slow_rank_origins = {Origin::flag("--slow-rank")};
-  studies::StepOptions outputs;
+  scenario::StepOptions outputs;
   for (auto _ : state) {
-    const studies::StepReport r = studies::simulate_step(s, outputs);
+    const scenario::StepReport r = scenario::simulate_step(s, outputs);
     benchmark::DoNotOptimize(r.step_time);
   }
 }

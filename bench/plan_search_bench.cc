@@ -16,7 +16,7 @@ namespace meshsim {
 namespace {
 
 void BM_ConsiderDefaultProblem(benchmark::State& state) {
-  const studies::Scenario base = studies::default_scenario();
+  const scenario::Scenario base = scenario::default_scenario();
   studies::SearchOptions o;
   o.top = 1;
   o.max_simulations = 1;
@@ -32,7 +32,7 @@ void BM_ConsiderDefaultProblem(benchmark::State& state) {
 }
 
 void BM_SearchDefaultProblemTop20(benchmark::State& state) {
-  const studies::Scenario base = studies::default_scenario();
+  const scenario::Scenario base = scenario::default_scenario();
   studies::SearchOptions o;
   o.top = 20;
   o.max_simulations = studies::kDefaultSimulationsPerTop * o.top;
@@ -46,7 +46,7 @@ void BM_SearchDefaultProblemTop20(benchmark::State& state) {
 }
 
 void BM_SuggestionsAtLongSequence(benchmark::State& state) {
-  studies::Scenario base = studies::default_scenario();
+  scenario::Scenario base = scenario::default_scenario();
   base.plan.seq = 131072;
   studies::SearchOptions o;
   o.top = 3;

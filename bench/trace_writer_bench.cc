@@ -89,9 +89,9 @@ struct Workload {
         const int64_t start = t + (is_comm ? 50'000 : 0);
         const int64_t end = start + 1'000'003 + 1000 * (r % 7);
         t = end;
-        records.push_back(OpRecord{RankId(r), op, o.stream, SimTime::from_ps(t - (end - start)),
-                                   SimTime::from_ps(start), SimTime::from_ps(end),
-                                   is_comm ? step + 1 : 0});
+        const SimTime ready = SimTime::from_ps(t - (end - start));
+        records.push_back(OpRecord{RankId(r), op, o.stream, ready, SimTime::from_ps(start),
+                                   SimTime::from_ps(end), is_comm ? step + 1 : 0, ready});
       }
     }
   }

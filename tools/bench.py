@@ -10,7 +10,7 @@ Measures, each as the median of several runs (peak RSS from getrusage of the chi
   * the trace of all 2048 ranks of that step (--trace-ranks all), and its writing rate:
     slices / (wall of the traced run - wall of the untraced full run) (target >= 1 M slices/s);
   * `meshsim collective` all-reduce of 1 GiB over all 2048 GPUs, analytical and SimGrid backends.
-Prints a Markdown table for the README. Uses only the Python standard library.
+Prints a Markdown table for docs/performance.md. Uses only the Python standard library.
 """
 import argparse
 import os

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs meshsim's build dependencies from Debian 12 packages (only those missing), then
-# configures and builds the Release build in build/. Used by run.sh and test.sh; with --tests it
+# configures the Release build in build/ and builds the targets named (run.sh: `meshsim` alone, so
+# that the first run does not wait for the test suite), or everything when none is named (test.sh).
+# Usage: tools/bootstrap.sh [--tests] [TARGET...]. With --tests it
 # also installs what only the test suite needs: Debian's PyTorch (python3-torch), with which the
 # tests run the reference trainer's PyTorch twin on the CPU and validate its trace end to end, and
 # Chromium, in which they render the sweep report, and
@@ -19,6 +21,7 @@ packages=(
 )
 if [ "${1:-}" = "--tests" ]; then
   packages+=(python3-torch chromium clang libclang-rt-14-dev)
+  shift
 fi
 missing=()
 for p in "${packages[@]}"; do
@@ -33,4 +36,8 @@ if ((${#missing[@]})); then
 fi
 
 cmake --preset release >/dev/null
-cmake --build --preset release -j "$(nproc)"
+targets=()
+for t in "$@"; do
+  targets+=(--target "$t")
+done
+cmake --build --preset release -j "$(nproc)" "${targets[@]}"

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks that #include lines (and CMake link lists) follow the module graph (STYLE.md A.1, A.2).
+"""Checks that #include lines (and CMake link lists) follow the module graph
+(docs/style.md A.1, A.2).
 
     tools/check_includes.py [REPO_ROOT]
 
@@ -8,8 +9,9 @@ REPO_ROOT defaults to the parent of this script's directory. Each module <m> has
 
   * A module includes "meshsim/<d>/..." only for itself and the modules it may use:
         sim -> (nothing); topology -> sim; workloads -> sim; collectives -> sim, topology;
-        traces -> sim; validation -> sim, topology, workloads, collectives, traces;
-        studies -> sim, topology, workloads, collectives, traces; cli -> all of them.
+        traces -> sim; scenario -> sim, topology, workloads, collectives;
+        validation -> sim, topology, workloads, collectives, traces, scenario;
+        studies -> sim, topology, workloads, collectives, traces, scenario; cli -> all of them.
     Anything else under meshsim/ (a module not in the graph) no module may include.
   * A module never reaches into another module's directory by a relative path ("../../x/src/y.h").
   * Public headers never include private headers: "src/..." or a quoted include without the
@@ -34,16 +36,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # The module graph: each module and the modules it may use (besides itself). Keep in step with
-# STYLE.md A.1 and the PUBLIC_DEPS / PRIVATE_DEPS of each <module>/CMakeLists.txt.
+# docs/style.md A.1 and the PUBLIC_DEPS / PRIVATE_DEPS of each <module>/CMakeLists.txt.
 ALLOWED: dict[str, tuple[str, ...]] = {
     "sim": (),
     "topology": ("sim",),
     "workloads": ("sim",),
     "collectives": ("sim", "topology"),
     "traces": ("sim",),
-    "validation": ("sim", "topology", "workloads", "collectives", "traces"),
-    "studies": ("sim", "topology", "workloads", "collectives", "traces"),
-    "cli": ("sim", "topology", "workloads", "collectives", "traces", "validation", "studies"),
+    "scenario": ("sim", "topology", "workloads", "collectives"),
+    "validation": ("sim", "topology", "workloads", "collectives", "traces", "scenario"),
+    "studies": ("sim", "topology", "workloads", "collectives", "traces", "scenario"),
+    "cli": ("sim", "topology", "workloads", "collectives", "traces", "scenario", "validation",
+            "studies"),
 }
 MODULES = tuple(ALLOWED)
 

@@ -38,10 +38,25 @@ def rate(text):
     return float(m.group(1)) * UNITS.get(m.group(2), 1)
 
 
+def merge_patch(base, patch):
+    """RFC 7386, as the catalogue reads a chip that is a variant_of another."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(base) if isinstance(base, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
 def chips():
     cat = json.load(open(os.path.join(ROOT, 'topology', 'chips.json')))['chips']
     out = {}
     for name, c in cat.items():
+        if 'variant_of' in c:
+            c = merge_patch(cat[c['variant_of']['chip']], c)
         peaks = {d: rate(v['value']) for d, v in c['peak'].items()}
         hbm = rate(c['hbm']['bandwidth']['value'])
         units = c['gpu']['sm_count']['value'] if 'gpu' in c else c['tpu']['mxu_count']['value']
@@ -193,9 +208,10 @@ def fit_training_regime(names, cat, launch, k_half, group):
 
 
 K_HALF_GRID = [0, 64, 128, 192, 256, 320, 384, 448, 512, 640, 768]
-# Families with too few rows to fit k_half: TPU v6e has one device-timed product (8192^3), which
-# fixes e_max only; its k_half is v5e's fit (ASSUMED, topology/chips.json).
-PINNED_K_HALF = {('tpu-v6e',): [768]}
+# Families with too few rows to fit k_half would be pinned here (family names -> k_half grid). TPU
+# v6e's three device-timed products (4096^3 and 8192^3) fit their own: the 4096^3 is no slower than
+# the 8192^3, so k_half 0.
+PINNED_K_HALF = {}
 
 
 def fit_gemm_family(names, cat, launch, pooled):

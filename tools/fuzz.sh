@@ -4,6 +4,7 @@
 #   tools/fuzz.sh TARGET [SECONDS] [extra libFuzzer flags...]
 #
 # TARGET is one of model hf_config cluster chips scenario manifest profile pytorch_trace jax_trace
+# sweep_spec failure_table published_runs nccl_tests_log chakra_trace
 # (build-fuzz/tests/fuzz/fuzz_TARGET, built by `cmake --preset fuzz && cmake --build --preset
 # fuzz`). Runs SECONDS (default 3600) with the format's dictionary, the repository's seeds and the
 # committed findings, keeping what it finds in build-fuzz/fuzz/corpus/TARGET; a crash, hang,

@@ -32,6 +32,9 @@ SOURCES: dict[str, list[str]] = {
     "sweep_spec": [],
     "failure_table": ["studies/data/failures-*.json"],
     "published_runs": [],  # one seed per source family, split from the dev set (split_runs)
+    "published_facts": ["validation/published/run_facts.json"],
+    "nccl_tests_log": ["validation/collectives/logs/*.log", "validation/collectives/logs/*.json"],
+    "chakra_trace": [],  # hand-written seeds (tests/fuzz/seeds/chakra_trace: small traces)
 }
 
 PUBLISHED_RUNS = "validation/published/published_runs.json"
@@ -101,7 +104,7 @@ def main() -> int:
         for src in files:
             # Unique names: the path relative to the root, '/' -> '__'.
             name = str(src.relative_to(root)).replace("/", "__")
-            add_seed(target_dir, name, src, target.endswith("_trace"))
+            add_seed(target_dir, name, src, target in ("pytorch_trace", "jax_trace"))
         if not any(target_dir.iterdir()):
             print(f"fuzz_seeds: no seed for {target}", file=sys.stderr)
             return 1

@@ -39,7 +39,8 @@ FORBIDDEN = ("internal error", "terminate called", "Segmentation fault", "Addres
 class Case:
     name: str
     args: list[str]
-    files: dict[str, bytes] = field(default_factory=dict)  # relative name -> contents
+    # relative name -> contents (or a function that makes them, for large inputs)
+    files: dict = field(default_factory=dict)
     expect: list[str] = field(default_factory=list)  # substrings of the output
     exit_codes: set[int] = field(default_factory=lambda: {2})
     file_size_limit: int | None = None  # RLIMIT_FSIZE in bytes (a full disk)
@@ -642,12 +643,92 @@ def studies_cases(root: Path) -> list[Case]:
     ]
 
 
+def chakra_cases() -> list[Case]:
+    """Chakra execution traces (run --workload): framing, graphs and counts that must be refused
+    with the file, the node and the field, within the time and memory bounds; and a long
+    dependency chain, which must simply run (no recursion). The node bound and gzip bombs are
+    tested in tests/traces/chakra_test.cc and by the profiler-trace cases (the same inflater)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import chakra_et as c  # tools/chakra_et.py, beside this script
+
+    meta = c.enc_metadata()
+
+    def node(i, deps=(), dur=1, t=4, attrs=()):
+        return c.enc_record(c.enc_node(i, f"n{i}", t, deps, dur, attrs))
+
+    def coll(i, size, deps=()):
+        return node(i, deps, 0, 7,
+                    [("comm_type", "int64_val", 0), ("comm_size", "int64_val", size)])
+
+    run = ["run", "--workload", "et", "--cluster", "dgx-h100", "--no-trace"]
+
+    def chain() -> bytes:
+        out = bytearray(meta)
+        for i in range(300000):
+            out += node(i, (i - 1,) if i else ())
+        return bytes(out)
+
+    return [
+        Case("chakra: a truncated varint", run, {"et/rank.0.et": meta + b"\xff\xff"},
+             ["et/rank.0.et", "record 1 at byte", "truncated varint"]),
+        Case("chakra: a record of 4 GiB in a small file", run,
+             {"et/rank.0.et": meta + c.enc_varint(0xFFFFFFFF) + b"x"},
+             ["et/rank.0.et", "a record of 4294967295 bytes"]),
+        Case("chakra: a varint of 11 bytes", run, {"et/rank.0.et": meta + b"\x80" * 11},
+             ["et/rank.0.et", "more than 5 bytes"]),
+        Case("chakra: garbage", run, {"et/rank.0.et": bytes(range(256)) * 64}, ["et/rank.0.et"]),
+        Case("chakra: a cycle of data dependencies", run,
+             {"et/rank.0.et": meta + node(1, (3,)) + node(2, (1,)) + node(3, (2,))},
+             ["et/rank.0.et", "node 1, data_deps", "cycle"]),
+        Case("chakra: comm_size 2^62", run, {"et/rank.0.et": meta + coll(1, 1 << 62)},
+             ["et/rank.0.et", "node 1 ('n1'), comm_size"]),
+        Case("chakra: duration_micros 2^63", run, {"et/rank.0.et": meta + node(1, (), 1 << 63)},
+             ["node 1 ('n1'), duration_micros"]),
+        Case("chakra: collectives that disagree across ranks", run,
+             {"et/rank.0.et": meta + coll(1, 8), "et/rank.1.et": meta + coll(1, 16)},
+             ["et/rank.", "collective #1"]),
+        Case("chakra: a dependency chain of 300,000 nodes (runs)", run + ["--json", "r.json"],
+             {"et/rank.0.et": chain}, ["step time"], {0}, heavy=True),
+        Case("chakra: --export-chakra into a file", run + ["--export-chakra", "x"],
+             {"et/rank.0.et": meta + node(1), "x": b"a file"}, ["x", "cannot create"]),
+    ]
+
+
+def nccl_tests_cases(root: Path) -> list[Case]:
+    log = (root / "validation/collectives/logs/dgxc-dgx-h100-all_reduce.log").read_bytes()
+    cal = ["calibrate-collectives", "l.log", "--nccl", "2.30", "--out", "f.json"]
+    return [
+        Case("nccl-tests: a time of 1e400", cal,
+             {"l.log": log.replace(b"13.67", b"1e400")}, ["l.log: line", "time \"1e400\""]),
+        Case("nccl-tests: a size past 2^63", cal,
+             {"l.log": log.replace(b"           8             2",
+                                   b"99999999999999999999             2")},
+             ["l.log: line", "size"]),
+        Case("nccl-tests: /dev/zero", ["calibrate-collectives", "/dev/zero", "--out", "f.json"],
+             {}, ["/dev/zero", "64 MiB limit"]),
+        Case("nccl-tests: binary garbage", cal, {"l.log": bytes(range(256)) * 256},
+             ["l.log", "no nccl-tests measurements"]),
+        Case("calibrate-collectives: --min-size 1e30", cal + ["--min-size", "1e30"],
+             {"l.log": log}, ["--min-size"]),
+        Case("calibrate-collectives: a sweep table of 2^62 ranks",
+             ["calibrate-collectives", "s.json", "--out", "f.json"],
+             {"s.json": dumps({"source": "s", "test": "all_reduce", "ranks": 1 << 62, "nodes": 1,
+                               "nccl": "2.18", "points": [{"bytes": 8, "time_us": 1}]})},
+             ["s.json: /nodes"]),
+        Case("cluster fragment: its own base", ["topology", "--cluster", "f.json"],
+             {"f.json": dumps({"base": "f.json"})}, ["f.json: /base", "not a whole cluster"]),
+    ]
+
+
 def materialize(case: Case, scratch: Path, root: Path) -> None:
     for name, data in case.files.items():
         if name.startswith("SAME:"):
             (scratch / name[5:]).write_bytes((root / data.decode()).read_bytes())
             continue
         path = scratch / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if callable(data):  # a large input, made only for the cases that run
+            data = data()
         if data.startswith(b"SPARSE:"):
             with open(path, "wb") as f:
                 f.truncate(int(data[7:]))
@@ -709,7 +790,8 @@ def main() -> int:
     root = args.root
     cases = (model_cases(root) + run_flag_cases() + fabric_cases(root) + cluster_cases(root) +
              chips_cases(root) + scenario_cases(root) + validate_cases(root) +
-             collective_cases() + output_cases() + studies_cases(root))
+             collective_cases() + output_cases() + studies_cases(root) + chakra_cases() +
+             nccl_tests_cases(root))
     cases = [c for c in cases if args.only in c.name and not (args.sanitizers and c.heavy)]
     failed = 0
     total_start = time.monotonic()

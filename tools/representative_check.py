@@ -9,7 +9,7 @@ For each run that `meshsim validate-published RUNS_JSON` can express, this runs
 `validate-published RUNS_JSON --run ID` once as is and once with `--full-simulation`, reads both
 step times from the reports (`--json`) and prints their relative difference. Exits 1 when any
 run differs by more than the tolerance (default 0.5 %: a fat tree whose leaves split a group
-unevenly is known to move a step by a fraction of a percent; see the README's limits), 0
+unevenly is known to move a step by a fraction of a percent; see docs/validation.md), 0
 otherwise. It runs every rank of every run, minutes in all: a developer's check, not CI's.
 Standard library only.
 """

@@ -70,7 +70,7 @@ void check_budget(const BudgetArgs& a) {
 }
 
 std::optional<studies::TimeToTrain> time_to_train(const BudgetArgs& a,
-                                                  const studies::StepReport& r) {
+                                                  const scenario::StepReport& r) {
   if (!has_budget(a) || !r.simulated || r.tokens_per_s <= 0) {
     return std::nullopt;
   }

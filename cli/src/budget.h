@@ -8,7 +8,7 @@
 
 #include "cli11_fwd.h"
 #include "meshsim/studies/cost.h"
-#include "meshsim/studies/step_report.h"
+#include "meshsim/scenario/step_report.h"
 
 namespace meshsim::cli {
 
@@ -32,7 +32,7 @@ studies::PriceTable price_table(const BudgetArgs& a);
 // The time to train of `r` under the budget (nullopt without one). InputError on a bad --tokens
 // or price table.
 std::optional<studies::TimeToTrain> time_to_train(const BudgetArgs& a,
-                                                  const studies::StepReport& r);
+                                                  const scenario::StepReport& r);
 
 // "  time to train  15.0 T tokens: 73.8 days, 3.63 M GPU-hours, $7.26 M, 7.3 GWh" plus sources.
 void print_time_to_train(const studies::TimeToTrain& t, std::ostream& out);

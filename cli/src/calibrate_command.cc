@@ -12,6 +12,7 @@
 #include "output_file.h"
 #include "report.h"
 #include "trace_limits.h"
+#include "version.h"
 
 namespace meshsim::cli {
 namespace {
@@ -136,7 +137,7 @@ int calibrate_command(const CalibrateArgs& args, std::ostream& out) {
   print_cases(c, out);
 
   const std::string source = validation::calibration_source(
-      c, base, fmt::format("meshsim calibrate (meshsim {})", MESHSIM_VERSION));
+      c, base, fmt::format("meshsim calibrate (meshsim {})", version()));
   write_json_file(args.out, validation::profile_document(base, c.after, source), "--out");
   out << fmt::format("wrote {}\n", args.out);
   if (args.json_path) {

@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "meshsim/studies/comm_setup.h"
-#include "meshsim/studies/scenario.h"
-#include "meshsim/studies/step_report.h"
+#include "meshsim/scenario/comm_setup.h"
+#include "meshsim/scenario/scenario.h"
+#include "meshsim/scenario/step_report.h"
 #include "output_file.h"
 #include "report.h"
 #include "scenario_flags.h"
@@ -28,7 +28,7 @@ topology::ClusterSpec load_cluster_args(const ClusterArgs& a) {
   s.shape = a.shape;
   s.hardware_catalogue = a.hardware_catalogue;
   s.fabric = a.fabric;
-  return located(s, [&] { return studies::load_cluster(s); });
+  return located(s, [&] { return scenario::load_cluster(s); });
 }
 
 void topology_command(const ClusterArgs& args, std::ostream& out) {
@@ -217,7 +217,7 @@ void collective_command(const CollectiveArgs& a, std::ostream& out) {
   const topology::Network net = topology::Network::build(spec);
   bool sendrecv = false;
   const CollectiveKind kind = parse_op(a.op, sendrecv);
-  const studies::CommOptions options = comm_options(CommFlags{a.backend, a.algo, a.proto, a.nccl});
+  const scenario::CommOptions options = comm_options(CommFlags{a.backend, a.algo, a.proto, a.nccl});
   const collectives::CollectivePlanner planner(net, options.collective);
   std::vector<DeviceId> group;
   for (const int64_t r : parse_group(a.group, spec)) {

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "meshsim/topology/cluster.h"
-#include "meshsim/studies/scenario.h"
+#include "meshsim/scenario/scenario.h"
 
 namespace meshsim::cli {
 
@@ -30,7 +30,7 @@ struct ClusterArgs {
   std::optional<int64_t> nodes;
   std::optional<std::string> shape;
   std::optional<std::string> hardware_catalogue;
-  studies::FabricKnobs fabric;  // from flags only
+  scenario::FabricKnobs fabric;  // from flags only
 };
 
 topology::ClusterSpec load_cluster_args(const ClusterArgs& args);

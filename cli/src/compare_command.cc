@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "meshsim/sim/json_input.h"
-#include "meshsim/studies/compare.h"
+#include "meshsim/scenario/compare.h"
 
 namespace meshsim::cli {
 namespace {
@@ -43,7 +43,7 @@ std::string change_text(const nlohmann::json& m) {
 }  // namespace
 
 int compare_command(const std::string& a_path, const std::string& b_path, std::ostream& out) {
-  const nlohmann::json c = studies::compare_reports(load_json_file(a_path), a_path,
+  const nlohmann::json c = scenario::compare_reports(load_json_file(a_path), a_path,
                                                     load_json_file(b_path), b_path);
   out << fmt::format("meshsim compare: A = {}, B = {}\n", a_path, b_path);
   if (c.at("inputs_changed").empty()) {

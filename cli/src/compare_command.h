@@ -1,4 +1,4 @@
-// `meshsim compare A.json B.json`: two run reports side by side (studies/compare.h).
+// `meshsim compare A.json B.json`: two run reports side by side (scenario/compare.h).
 #pragma once
 
 #include <ostream>

@@ -36,7 +36,7 @@ std::optional<uint32_t> to_index(const std::string& s) {
 
 }  // namespace
 
-void set_slow_ranks_flag(const std::vector<std::string>& values, studies::Faults& f) {
+void set_slow_ranks_flag(const std::vector<std::string>& values, scenario::Faults& f) {
   f.compute.slow_ranks.clear();
   f.slow_rank_origins.clear();
   for (const std::string& v : values) {
@@ -44,45 +44,45 @@ void set_slow_ranks_flag(const std::vector<std::string>& values, studies::Faults
     const std::optional<uint32_t> rank = p.size() == 2 ? to_index(p[0]) : std::nullopt;
     const std::optional<double> factor = p.size() == 2 ? parse_number(p[1]) : std::nullopt;
     const double slowdown = factor.value_or(0.0);
-    if (!rank || slowdown <= 0 || slowdown > studies::kMaxSlowdown ||
+    if (!rank || slowdown <= 0 || slowdown > scenario::kMaxSlowdown ||
         rank.value_or(0) >= topology::kMaxDevices) {
       throw InputError("--slow-rank", "",
                        fmt::format("\"{}\": expected RANK:FACTOR with RANK below {} and 0 < "
                                    "FACTOR <= {}, e.g. 5:1.5 (rank 5's kernels take 1.5x as long)",
-                                   v, topology::kMaxDevices, studies::kMaxSlowdown));
+                                   v, topology::kMaxDevices, scenario::kMaxSlowdown));
     }
     f.compute.slow_ranks.push_back({RankId(*rank), slowdown});
     f.slow_rank_origins.push_back(Origin::flag("--slow-rank"));
   }
 }
 
-void set_stragglers_flag(const std::string& value, studies::Faults& f) {
+void set_stragglers_flag(const std::string& value, scenario::Faults& f) {
   const std::vector<std::string> p = fields(value);
   const auto n = [&p](size_t i) { return p.size() == 3 ? parse_number(p[i]) : std::nullopt; };
   const std::optional<double> fraction = n(0);
   const std::optional<double> lo = n(1);
   const std::optional<double> hi = n(2);
   if (!fraction || !lo || !hi || *fraction <= 0 || *fraction > 1 || *lo <= 0 || *hi < *lo ||
-      *hi > studies::kMaxSlowdown) {
+      *hi > scenario::kMaxSlowdown) {
     throw InputError("--stragglers", "",
                      fmt::format("\"{}\": expected FRACTION:MIN:MAX with 0 < FRACTION <= 1 and "
                                  "0 < MIN <= MAX <= {}, e.g. 0.01:1.05:1.3",
-                                 value, studies::kMaxSlowdown));
+                                 value, scenario::kMaxSlowdown));
   }
   f.compute.stragglers = {*fraction, *lo, *hi};
 }
 
-void set_kernel_jitter_flag(double cv, studies::Faults& f) {
-  if (!(cv >= 0 && cv <= studies::kMaxJitterCv)) {
+void set_kernel_jitter_flag(double cv, scenario::Faults& f) {
+  if (!(cv >= 0 && cv <= scenario::kMaxJitterCv)) {
     throw InputError("--kernel-jitter", "",
                      fmt::format("{}: expected a coefficient of variation from 0 to {}, e.g. 0.03",
-                                 cv, studies::kMaxJitterCv));
+                                 cv, scenario::kMaxJitterCv));
   }
   f.compute.jitter_cv = cv;
 }
 
 // Drops the links that are down (`down`) or degraded (`!down`), with their origins.
-void drop_links(studies::Faults& f, bool down) {
+void drop_links(scenario::Faults& f, bool down) {
   std::vector<topology::LinkFault> links;
   std::vector<Origin> origins;
   for (size_t i = 0; i < f.links.size(); ++i) {
@@ -95,7 +95,7 @@ void drop_links(studies::Faults& f, bool down) {
   f.link_origins = std::move(origins);
 }
 
-void set_degrade_flag(const std::vector<std::string>& values, studies::Faults& f) {
+void set_degrade_flag(const std::vector<std::string>& values, scenario::Faults& f) {
   drop_links(f, false);
   for (const std::string& v : values) {
     const std::vector<std::string> p = fields(v);
@@ -115,7 +115,7 @@ void set_degrade_flag(const std::vector<std::string>& values, studies::Faults& f
   }
 }
 
-void set_fail_flag(const std::vector<std::string>& values, studies::Faults& f) {
+void set_fail_flag(const std::vector<std::string>& values, scenario::Faults& f) {
   drop_links(f, true);
   for (const std::string& v : values) {
     const std::vector<std::string> p = fields(v);

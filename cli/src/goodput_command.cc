@@ -69,8 +69,6 @@ void add_checkpoint_options(CLI::App* app, GoodputArgs& a) {
                   "Interruption table JSON (schema of studies/data/failures-llama3.json)");
 }
 
-namespace {
-
 std::string flag_of(GoodputField f) {
   switch (f) {
     case GoodputField::kCheckpointInterval:
@@ -90,6 +88,8 @@ std::string flag_of(GoodputField f) {
   }
   return "";
 }
+
+namespace {
 
 // "30min", "1.5h", "2d" or what parse_duration reads ("600s", "250ms").
 Duration parse_long_duration(const std::string& text, const std::string& flag) {
@@ -155,33 +155,16 @@ void check_args(const GoodputArgs& a, const RunOutputs& o) {
 
 }  // namespace
 
-studies::GoodputModel goodput_model(const studies::StepReport& r,
-                                    const workloads::ParallelPlan& plan, const GoodputArgs& a,
-                                    const studies::FailureTable& table,
-                                    const studies::ComponentCounts& counts, double tokens) {
-  studies::CheckpointSetup setup;
-  setup.state = studies::checkpoint_bytes(r.parameters, plan.state.weight, plan.state.optimizer);
+studies::CheckpointPolicy checkpoint_policy(const GoodputArgs& a) {
+  studies::CheckpointPolicy p;
   if (!a.node_storage_bandwidth.empty()) {
-    setup.node_bandwidth = parse_rate(a.node_storage_bandwidth, "--node-storage-bandwidth");
-    const int64_t nodes = std::max<int64_t>(counts.nodes, 1);
-    setup.writers =
-        studies::checkpoint_writers(r.parameters, plan, counts.gpus / nodes, counts.nodes);
+    p.node_bandwidth = parse_rate(a.node_storage_bandwidth, "--node-storage-bandwidth");
   }
-  setup.devices = r.devices;
-  setup.storage_bandwidth = parse_rate(a.storage_bandwidth, "--storage-bandwidth");
-  setup.async = a.async_checkpoint;
-  setup.snapshot_bandwidth = parse_rate(a.snapshot_bandwidth, "--snapshot-bandwidth");
-  setup.relaunch = parse_long_duration(a.restart_time, "--restart-time");
-  studies::GoodputModel m;
-  m.work_s = tokens / r.tokens_per_s;
-  m.categories = table.categories;
-  m.rates = studies::failure_rates(table, counts);
-  try {
-    m.costs = studies::checkpoint_costs(setup);
-  } catch (const studies::GoodputError& e) {
-    throw InputError(flag_of(e.field()), "", e.message());
-  }
-  return m;
+  p.storage_bandwidth = parse_rate(a.storage_bandwidth, "--storage-bandwidth");
+  p.async = a.async_checkpoint;
+  p.snapshot_bandwidth = parse_rate(a.snapshot_bandwidth, "--snapshot-bandwidth");
+  p.relaunch = parse_long_duration(a.restart_time, "--restart-time");
+  return p;
 }
 
 std::string format_span(double seconds) {
@@ -202,7 +185,7 @@ std::string format_span(double seconds) {
 
 namespace {
 
-void print_inputs(const studies::GoodputModel& m, const studies::StepReport& r, const Scenario& s,
+void print_inputs(const studies::GoodputModel& m, const scenario::StepReport& r, const Scenario& s,
                   const GoodputArgs& a, const std::string& tokens, std::ostream& out) {
   out << fmt::format("  work            {} tokens at {:.0f} tokens/s: {:.2f} days failure-free\n",
                      tokens, r.tokens_per_s, m.work_s / kSecondsPerDay);
@@ -295,13 +278,13 @@ int goodput_command(const Scenario& s, const RunOutputs& outputs, const GoodputA
   const studies::FailureTable table = a.failure_table.empty()
                                           ? studies::FailureTable::builtin()
                                           : studies::FailureTable::load(a.failure_table);
-  studies::StepReport report;
+  scenario::StepReport report;
   studies::ComponentCounts counts;
   bool tpu = false;
   {
     Progress progress("simulation");
     report = simulate_step(s, outputs);
-    const topology::ClusterSpec cluster = located(s, [&] { return studies::load_cluster(s); });
+    const topology::ClusterSpec cluster = located(s, [&] { return scenario::load_cluster(s); });
     counts = studies::count_components(cluster);
     tpu = cluster.chip.kind == topology::ChipKind::kTpu;
   }
@@ -318,7 +301,7 @@ int goodput_command(const Scenario& s, const RunOutputs& outputs, const GoodputA
   studies::MonteCarloResult mc;
   double wall = 0;
   try {
-    m = goodput_model(report, s.plan, a, table, counts, tokens);
+    m = studies::goodput_model(report, s.plan, checkpoint_policy(a), table, counts, tokens);
     interval = a.checkpoint_interval == "auto"
                    ? studies::optimal_interval_s(m)
                    : parse_long_duration(a.checkpoint_interval, "--checkpoint-interval").seconds();

@@ -11,6 +11,7 @@
 #include "cli11_fwd.h"
 #include "meshsim/studies/failures.h"
 #include "meshsim/studies/goodput.h"
+#include "meshsim/studies/plan_goodput.h"
 #include "run_command.h"
 
 namespace meshsim::cli {
@@ -34,12 +35,11 @@ void add_goodput_options(CLI::App* app, GoodputArgs& a);
 // plan --rank-by goodput` shares.
 void add_checkpoint_options(CLI::App* app, GoodputArgs& a);
 
-// The goodput model of a simulated step of `plan` (InputError naming the flag on a bad value).
-// `counts`: the cluster's components (failure rates, and nodes for the checkpoint's writers).
-studies::GoodputModel goodput_model(const studies::StepReport& r,
-                                    const workloads::ParallelPlan& plan, const GoodputArgs& a,
-                                    const studies::FailureTable& table,
-                                    const studies::ComponentCounts& counts, double tokens);
+// The checkpoint flags as the study's policy (InputError naming the flag on a bad value).
+studies::CheckpointPolicy checkpoint_policy(const GoodputArgs& a);
+
+// The flag of a goodput field: "--checkpoint-interval", "--tokens" (the work).
+std::string flag_of(studies::GoodputField f);
 
 // A span of a run for people: "850.0 ms", "56.2 s", "69.9 min", "2.50 h", or infinite (no
 // failures).

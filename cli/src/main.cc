@@ -7,8 +7,10 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "calc_command.h"
+#include "calibrate_collectives_command.h"
 #include "calibrate_command.h"
 #include "collective_command.h"
 #include "plan_command.h"
@@ -16,21 +18,24 @@
 #include "compare_command.h"
 #include "fault_flags.h"
 #include "goodput_command.h"
+#include "help_markdown.h"
 #include "meshsim/sim/error.h"
 #include "output_file.h"
 #include "run_command.h"
+#include "presets_command.h"
+#include "plan_flags.h"
 #include "published_command.h"
 #include "scenario_flags.h"
 #include "trace_limits.h"
 #include "validate_command.h"
+#include "version.h"
+#include "workload_command.h"
 
 namespace {
 
 using meshsim::Origin;
 using meshsim::cli::flag_of;
 using meshsim::cli::Scenario;
-using meshsim::workloads::ParallelPlan;
-using meshsim::workloads::PlanField;
 
 constexpr const char* kMaxTraceSizeHelp =
     "Largest measured trace to read, as stored and inflated (default 64MiB; the parsed document "
@@ -45,12 +50,8 @@ struct Override {
 
 struct RunFlags {
   std::string scenario_file;
-  Scenario given;                             // values of the flags that map onto fields
-  std::map<PlanField, std::string> choices;   // values of the enum-valued plan flags
-  std::map<PlanField, bool> flags;            // values of the yes/no plan flags
-  int64_t zero = 0;
-  double moe_load_skew = 0.0;
-  std::vector<std::string> recompute_modules;
+  Scenario given;                  // values of the flags that map onto scenario fields
+  meshsim::cli::PlanFlags plan;    // the plan's flags, one per field (plan_flags.h)
   std::vector<Override> overrides;
   meshsim::cli::RunOutputs outputs;
   std::string json_path;
@@ -67,7 +68,68 @@ struct RunFlags {
   std::vector<std::string> degrade;
   std::vector<std::string> fail;
   int64_t fault_seed = 0;
+  std::string workload;       // --workload: Chakra traces instead of a model and a plan
+  std::string export_chakra;  // --export-chakra DIR
 };
+
+// The Chakra flags of `run` (not of goodput: a whole run's days are a model's).
+void add_chakra_options(CLI::App* app, RunFlags& f) {
+  app->add_option("--workload", f.workload,
+                  "Simulate Chakra execution traces (a directory of <prefix>.<rank>.et files, or "
+                  "their prefix) instead of a model and a plan; needs --cluster");
+  app->add_option("--export-chakra", f.export_chakra,
+                  "Write every rank's program as a Chakra execution trace to DIR (rank.N.et and "
+                  "comm_group.json)");
+}
+
+// `run --workload`: only the cluster, communication and output flags apply.
+int workload_main(const CLI::App& app, const CLI::App& run, RunFlags& f) {
+  static const std::set<std::string> kApply = {
+      "--workload", "--export-chakra", "--cluster", "--nodes", "--shape", "--hardware-catalogue",
+      "--oversubscription", "--tiers", "--rail-optimized", "--nics-per-device", "--nic-bandwidth",
+      "--sharp", "--backend", "--algo", "--proto", "--nccl", "--json", "--trace", "--trace-ranks",
+      "--no-trace", "--full-simulation"};
+  for (const CLI::App* a : {&app, &run}) {
+    for (const CLI::Option* o : a->get_options()) {
+      if (o->count() > 0 && kApply.count(o->get_name()) == 0 && o->get_name() != "--help") {
+        throw meshsim::InputError(
+            o->get_name().empty() ? "scenario" : o->get_name(), "",
+            "does not apply to --workload: the programs come from the Chakra traces (a model, a "
+            "plan and faults do not apply); the cluster and communication flags, --json, --trace "
+            "and --export-chakra do");
+      }
+    }
+  }
+  bool cluster_given = false;
+  for (const CLI::App* a : {&app, &run}) {
+    cluster_given = cluster_given || a->get_option("--cluster")->count() > 0;
+  }
+  if (!cluster_given) {
+    throw meshsim::InputError("--workload", "",
+                              "name the cluster to simulate the traces on (--cluster)");
+  }
+  meshsim::cli::WorkloadArgs w;
+  w.path = f.workload;
+  w.cluster.cluster = f.given.cluster;
+  w.cluster.nodes = f.given.nodes;
+  w.cluster.shape = f.given.shape;
+  w.cluster.hardware_catalogue = f.given.hardware_catalogue;
+  w.cluster.fabric = f.given.fabric;
+  w.comm = meshsim::cli::comm_options(f.comm);
+  if (!f.json_path.empty()) {
+    w.json_path = f.json_path;
+  }
+  if (!f.no_trace) {
+    w.trace_path = f.trace_path;
+    if (!f.trace_ranks.empty()) {
+      w.trace_ranks = f.trace_ranks;
+    }
+  }
+  if (!f.export_chakra.empty()) {
+    w.export_dir = f.export_chakra;
+  }
+  return meshsim::cli::workload_command(w, std::cout);
+}
 
 void add_fault_options(CLI::App* app, RunFlags& f) {
   const auto add = [&f](CLI::Option* o, std::function<void(Scenario&)> apply) {
@@ -98,7 +160,8 @@ void add_fault_options(CLI::App* app, RunFlags& f) {
 }
 
 // Copies one fabric knob from the flags to the scenario.
-void copy_fabric_field(const meshsim::studies::FabricKnobs& from, meshsim::studies::FabricKnobs& to,
+void copy_fabric_field(const meshsim::scenario::FabricKnobs& from,
+                       meshsim::scenario::FabricKnobs& to,
                        meshsim::topology::FabricField field) {
   using F = meshsim::topology::FabricField;
   switch (field) {
@@ -125,7 +188,7 @@ void copy_fabric_field(const meshsim::studies::FabricKnobs& from, meshsim::studi
 
 // A flag of a scenario field outside the plan (model, cluster, ...).
 template <typename T>
-void bind_scenario(CLI::App* app, RunFlags& f, meshsim::studies::ScenarioField which,
+void bind_scenario(CLI::App* app, RunFlags& f, meshsim::scenario::ScenarioField which,
                    T Scenario::*field, const std::string& help) {
   const std::string name = meshsim::cli::flag_of(which);
   CLI::Option* o = app->add_option(name, f.given.*field, help);
@@ -135,165 +198,8 @@ void bind_scenario(CLI::App* app, RunFlags& f, meshsim::studies::ScenarioField w
                          }});
 }
 
-// The flag of a plan field: its value, then its origin.
-void add_override(RunFlags& f, CLI::Option* o, PlanField field,
-                  std::function<void(ParallelPlan&)> apply) {
-  f.overrides.push_back({o, [field, apply = std::move(apply)](Scenario& s) {
-                           apply(s.plan);
-                           s.plan.origins.set(field, Origin::flag(flag_of(field)));
-                         }});
-}
-
-template <typename T>
-CLI::Option* bind_plan(CLI::App* app, RunFlags& f, PlanField field, T ParallelPlan::*member,
-                       const std::string& help) {
-  CLI::Option* o = app->add_option(flag_of(field), f.given.plan.*member, help);
-  add_override(f, o, field, [&f, member](ParallelPlan& p) { p.*member = f.given.plan.*member; });
-  return o;
-}
-
-// An enum-valued plan flag: CLI11 rejects a value outside the enum's names, naming the flag and
-// the choices.
-template <meshsim::NamedEnum E>
-void bind_plan_choice(CLI::App* app, RunFlags& f, PlanField field,
-                      std::function<void(ParallelPlan&, E)> set, const std::string& help) {
-  CLI::Option* o = app->add_option(flag_of(field), f.choices[field], help)
-                       ->check(CLI::IsMember(meshsim::enum_spellings<E>()));
-  add_override(f, o, field, [&f, field, set = std::move(set)](ParallelPlan& p) {
-    set(p, *meshsim::parse_enum<E>(f.choices.at(field)));
-  });
-}
-
-template <meshsim::NamedEnum E>
-void bind_plan_choice(CLI::App* app, RunFlags& f, PlanField field, E ParallelPlan::*member,
-                      const std::string& help) {
-  bind_plan_choice<E>(app, f, field, [member](ParallelPlan& p, E v) { p.*member = v; }, help);
-}
-
-// A yes/no plan flag: bare or =true gives `set` true, =false gives it false, anything else is
-// refused (add_bool_flag). `set` maps the flag's value onto the plan (the --no-overlap-* flags
-// turn an overlap off when true).
-void bind_plan_flag(CLI::App* app, RunFlags& f, PlanField field,
-                    std::function<void(ParallelPlan&, bool)> set, const std::string& help) {
-  bool& value = f.flags[field];
-  add_override(f, meshsim::cli::add_bool_flag(app, flag_of(field), value, help), field,
-               [&value, set = std::move(set)](ParallelPlan& p) { set(p, value); });
-}
-
-// The run flags live on the top-level app, so that `meshsim --json r.json` runs the default
-// scenario; `meshsim run [SCENARIO] ...` falls through to them.
-void add_plan_options(CLI::App* app, RunFlags& f) {
-  bind_plan(app, f, PlanField::kDp, &ParallelPlan::dp, "Data-parallel degree");
-  CLI::Option* zero = app->add_option(flag_of(PlanField::kZero), f.zero,
-                                      "ZeRO stage over the data-parallel group: 0, 1, 2, 3");
-  add_override(f, zero, PlanField::kZero, [&f](ParallelPlan& p) {
-    p.zero = meshsim::studies::zero_stage(f.zero, Origin::flag(flag_of(PlanField::kZero)));
-  });
-  bind_plan(app, f, PlanField::kTp, &ParallelPlan::tp, "Tensor-parallel degree");
-  bind_plan_flag(app, f, PlanField::kSp, [](ParallelPlan& p, bool v) { p.sp = v; },
-                 "Sequence parallelism (with TP)");
-  bind_plan(app, f, PlanField::kCp, &ParallelPlan::cp, "Context-parallel degree (ring attention)");
-  bind_plan(app, f, PlanField::kPp, &ParallelPlan::pp, "Pipeline-parallel degree");
-  bind_plan(app, f, PlanField::kVpp, &ParallelPlan::vpp,
-            "Virtual pipeline stages per rank (interleaved)");
-  bind_plan_choice(app, f, PlanField::kSchedule, &ParallelPlan::schedule,
-                   "Pipeline schedule: gpipe, 1f1b, interleaved, zb, zbv (with --vpp 2)");
-  bind_plan(app, f, PlanField::kEp, &ParallelPlan::ep,
-            "Expert-parallel degree (MoE; carved out of DP)");
-  bind_plan(app, f, PlanField::kEtp, &ParallelPlan::etp,
-            "Expert tensor-parallel degree, 1 or tp (MoE; default tp, as Megatron-Core); with 1, "
-            "EP is carved out of TP x CP x DP");
-  bind_plan_choice(app, f, PlanField::kMoeDispatcher, &ParallelPlan::moe_dispatcher,
-                   "MoE token dispatcher: alltoall (a copy per token and expert over the EP "
-                   "group), flex (Megatron's DeepEP/HybridEP: once per node over the network, "
-                   "then NVLink)");
-  bind_plan(app, f, PlanField::kCapacityFactor, &ParallelPlan::capacity_factor,
-            "MoE expert capacity factor");
-  add_override(f,
-               app->add_option(flag_of(PlanField::kMoeLoadSkew), f.moe_load_skew,
-                               "MoE routing drawn with lognormal expert popularity of this sigma "
-                               "(0: a uniform router's sampling noise); absent: balanced"),
-               PlanField::kMoeLoadSkew, [&f](ParallelPlan& p) { p.moe_load_skew = f.moe_load_skew; });
-  bind_plan_flag(app, f, PlanField::kMoeDropTokens,
-                 [](ParallelPlan& p, bool v) { p.moe_drop_tokens = v; },
-                 "MoE: drop tokens beyond the capacity factor (default: dropless)");
-  bind_plan(app, f, PlanField::kMoeSeed, &ParallelPlan::moe_seed, "Seed of the MoE routing draw");
-  bind_plan(app, f, PlanField::kRecomputeNumLayers, &ParallelPlan::recompute_num_layers,
-            "With --recompute full: recompute only the first N layers of each model chunk "
-            "(Megatron's block method); the others keep their activations");
-  bind_plan(app, f, PlanField::kOffloadLayers, &ParallelPlan::offload_layers,
-            "Offload the saved activations of the first N layers of each model chunk to host "
-            "memory between their forward and backward (Megatron-Core's "
-            "cpu_offloading_num_layers), over the chip's host link");
-  add_override(
-      f,
-      app->add_option(flag_of(PlanField::kRecomputeModules), f.recompute_modules,
-                      "With --recompute selective: the modules recomputed, as Megatron-Core "
-                      "lists them (core_attn, mla_up_proj, mlp, moe_act), e.g. mla_up_proj,mlp; "
-                      "default core_attn")
-          ->delimiter(',')
-          ->check(CLI::IsMember(meshsim::enum_choices<meshsim::workloads::RecomputeModule>())),
-      PlanField::kRecomputeModules, [&f](ParallelPlan& p) {
-        p.recompute_modules.clear();
-        for (const std::string& m : f.recompute_modules) {
-          using meshsim::workloads::RecomputeModule;
-          p.recompute_modules.push_back(*meshsim::parse_enum<RecomputeModule>(m));
-        }
-      });
-  bind_plan(app, f, PlanField::kFsdp, &ParallelPlan::fsdp,
-            "HSDP: ZeRO shards over groups of this many DP ranks, replicated across dp / fsdp "
-            "(PyTorch HSDP, MaxText ici_fsdp x dcn_data_parallelism); --dp stays the total");
-  bind_plan(app, f, PlanField::kMbs, &ParallelPlan::mbs, "Micro-batch size (sequences)");
-  bind_plan(app, f, PlanField::kGbs, &ParallelPlan::gbs, "Global batch size (sequences per step)");
-  bind_plan(app, f, PlanField::kSeq, &ParallelPlan::seq, "Sequence length (tokens)");
-  bind_plan_choice(app, f, PlanField::kRecompute, &ParallelPlan::recompute,
-                   "Activation recompute: none, selective (Megatron), full, dots (JAX "
-                   "checkpoint_dots; alias minimal), qkv_out_proj (Q, K, V and output "
-                   "projections kept; aliases save_qkv_out_proj, save_dot_except_mlp)");
-  bind_plan_choice<meshsim::Dtype>(
-      app, f, PlanField::kDtype, [](ParallelPlan& p, meshsim::Dtype d) { p.set_training_dtype(d); },
-      "Training precision: bf16, fp16 (with loss scaling) or fp8 (mixed precision: 16-bit "
-      "activations, fp32 master weights; fp8 GEMMs in the linear layers), "
-      "fp32 or tf32 (fp32 activations; tf32 matmuls on tensor cores)");
-  bind_plan_choice(app, f, PlanField::kAttention, &ParallelPlan::attention,
-                   "Attention kernel: flash (FlashAttention-2), flash3, cudnn, splash (TPU), "
-                   "triton (FlashAttention's Triton port) or naive (s x s scores through "
-                   "memory); default: the stack's");
-  bind_plan_choice(app, f, PlanField::kStack, &ParallelPlan::stack,
-                   "Software stack: megatron (Megatron-Core + Transformer Engine), megatron-2021, "
-                   "fsdp (PyTorch FSDP eager), llm-foundry-2023, fsdp-compile (torchtitan), "
-                   "maxtext (JAX/XLA); "
-                   "default: megatron on GPUs, maxtext on TPUs");
-  bind_plan_choice(app, f, PlanField::kFp8Recipe, &ParallelPlan::fp8_scaling,
-                   "FP8 scaling of fp8 runs: delayed (amax history) or current (an amax pass "
-                   "before each cast); default: the stack's");
-  bind_plan_choice(app, f, PlanField::kKernels, &ParallelPlan::kernels,
-                   "Memory-bound kernels: fused (Megatron/TE, XLA) or eager (PyTorch eager mode, "
-                   "one kernel per tensor op)");
-  bind_plan_choice(app, f, PlanField::kOptimizerKernels, &ParallelPlan::optimizer_kernels,
-                   "AdamW: fused (one pass), foreach (torch multi-tensor) or per-tensor (torch "
-                   "foreach=False)");
-  bind_plan(app, f, PlanField::kStageLayers, &ParallelPlan::stage_layers,
-            "Layers per pipeline stage (uneven split), e.g. 10,11,11; with --vpp V, pp x V "
-            "entries, one per virtual stage (chunk-major), 0 for a chunk of only the "
-            "embedding or the head")
-      ->delimiter(',');
-  bind_plan_flag(app, f, PlanField::kOverlapGradReduce,
-                 [](ParallelPlan& p, bool v) { p.overlap.grad_reduce = !v; },
-                 "Reduce gradients after the backward pass instead of during it");
-  bind_plan_flag(app, f, PlanField::kOverlapParamGather,
-                 [](ParallelPlan& p, bool v) { p.overlap.param_gather = !v; },
-                 "Gather ZeRO/FSDP parameters just in time instead of prefetching");
-  bind_plan_flag(app, f, PlanField::kOverlapP2p,
-                 [](ParallelPlan& p, bool v) { p.overlap.pipeline_p2p = !v; },
-                 "Pipeline sends block the compute stream");
-  bind_plan_flag(app, f, PlanField::kOverlapTp,
-                 [](ParallelPlan& p, bool v) { p.overlap.tensor_parallel = v; },
-                 "Hide TP communication behind split GEMMs");
-}
-
 void add_run_options(CLI::App* app, RunFlags& f) {
-  using meshsim::studies::ScenarioField;
+  using meshsim::scenario::ScenarioField;
   bind_scenario(app, f, ScenarioField::kModel, &Scenario::model,
                 "Model preset, meshsim model JSON or HF config.json");
   bind_scenario(app, f, ScenarioField::kCluster, &Scenario::cluster,
@@ -310,7 +216,7 @@ void add_run_options(CLI::App* app, RunFlags& f) {
   bind_scenario(app, f, ScenarioField::kDcnDp, &Scenario::dcn_dp,
                 "MaxText dcn_data_parallelism: replicas across slices, FSDP over dp / this "
                 "inside each (sets --fsdp; --dp stays the total)");
-  add_plan_options(app, f);
+  f.plan.add_to(app);
   meshsim::cli::add_fabric_options(app, f.given.fabric,
                      [&f](CLI::Option* o, meshsim::topology::FabricField field) {
                        f.overrides.push_back({o, [&f, field](Scenario& s) {
@@ -369,23 +275,25 @@ void add_cluster_options(CLI::App* app, meshsim::cli::ClusterArgs& a) {
 Scenario resolve(const RunFlags& f) {
   const bool names_workload =
       given(f, "--model") || given(f, "--cluster") ||
-      (!f.scenario_file.empty() && meshsim::studies::scenario_file_names_workload(f.scenario_file));
-  Scenario s = names_workload ? Scenario{} : meshsim::studies::default_scenario();
+      (!f.scenario_file.empty() &&
+       meshsim::scenario::scenario_file_names_workload(f.scenario_file));
+  Scenario s = names_workload ? Scenario{} : meshsim::scenario::default_scenario();
   if (!f.scenario_file.empty()) {
-    s = meshsim::studies::load_scenario(f.scenario_file, s);
+    s = meshsim::scenario::load_scenario(f.scenario_file, s);
   }
   for (const Override& o : f.overrides) {
     if (o.option->count() > 0) {
       o.apply(s);
     }
   }
-  if (given(f, "--shape") && !s.origins[meshsim::studies::ScenarioField::kNodes].given()) {
+  f.plan.apply(s.plan);
+  if (given(f, "--shape") && !s.origins[meshsim::scenario::ScenarioField::kNodes].given()) {
     s.nodes.reset();  // the base's node count (the default scenario's) gives way to the shape
   }
   if (f.gpus > 0) {
     meshsim::cli::resize_to_devices(s, f.gpus);
   }
-  meshsim::cli::located(s, [&s] { meshsim::studies::complete(s); });
+  meshsim::cli::located(s, [&s] { meshsim::scenario::complete(s); });
   return s;
 }
 
@@ -397,8 +305,10 @@ std::ostream& report_stream(const std::string& json_path) {
 
 int run_main(int argc, char** argv) {
   CLI::App app{"meshsim: a discrete-event simulator of distributed training clusters"};
-  app.set_version_flag("--version", std::string("meshsim ") + MESHSIM_VERSION + " (commit " +
-                                        MESHSIM_GIT_COMMIT + ")");
+  app.set_version_flag("--version", "meshsim " + std::string(meshsim::cli::version()));
+  app.footer(
+      "meshsim presets lists the models, clusters, chips and software stacks built in; meshsim "
+      "SUBCOMMAND --help a subcommand's options.");
   RunFlags run_flags;
   add_run_options(&app, run_flags);
   CLI::App* run = app.add_subcommand("run", "Simulate one training step of a scenario");
@@ -417,6 +327,8 @@ int run_main(int argc, char** argv) {
       ->check(scenario_file);
   // The run flags on `run` too, so that `meshsim run --help` lists them.
   add_run_options(run, run_flags);
+  add_chakra_options(&app, run_flags);
+  add_chakra_options(run, run_flags);
   run->fallthrough();
 
   // `goodput`: the run's scenario flags, then a whole run under failures and checkpoints.
@@ -500,6 +412,9 @@ int run_main(int argc, char** argv) {
   std::string cal_trace_size;
   calibrate->add_option("--max-trace-size", cal_trace_size, kMaxTraceSizeHelp);
 
+  meshsim::cli::CalibrateCollectivesArgs calcoll_args;
+  CLI::App* calcoll = meshsim::cli::add_calibrate_collectives_command(app, calcoll_args);
+
   meshsim::cli::PlanArgs plan_args;
   CLI::App* plan = meshsim::cli::add_plan_command(app, plan_args);
   meshsim::cli::SweepArgs sweep_args;
@@ -536,6 +451,13 @@ int run_main(int argc, char** argv) {
                       "With --run: simulate every rank instead of one per class of identical "
                       "ranks, as meshsim run --full-simulation");
 
+  CLI::App* presets = app.add_subcommand(
+      "presets", "List the built-in models, clusters, chips and software stacks, one line each");
+  // Hidden (no group): writes docs/cli.md from these definitions.
+  CLI::App* help_markdown =
+      app.add_subcommand("help-markdown", "Print this command line as Markdown (docs/cli.md)")
+          ->group("");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -544,6 +466,14 @@ int run_main(int argc, char** argv) {
     }
     std::cerr << "meshsim: error: " << e.what() << " (run with --help for the options)\n";
     return 2;
+  }
+  if (*presets) {
+    meshsim::cli::presets_command(std::cout);
+    return 0;
+  }
+  if (*help_markdown) {
+    meshsim::cli::write_cli_markdown(app, std::cout);
+    return 0;
   }
   if (*validate) {
     if (!val_json.empty()) {
@@ -587,6 +517,9 @@ int run_main(int argc, char** argv) {
     }
     return meshsim::cli::calibrate_command(cal, report_stream(cal_json));
   }
+  if (*calcoll) {
+    return meshsim::cli::calibrate_collectives_command(calcoll_args, std::cout);
+  }
   if (*compare) {
     return meshsim::cli::compare_command(compare_a, compare_b, std::cout);
   }
@@ -629,6 +562,12 @@ int run_main(int argc, char** argv) {
     }
     return meshsim::cli::goodput_command(resolve(f), f.outputs, goodput_args,
                                          report_stream(f.json_path));
+  }
+  if (!f.workload.empty()) {
+    return workload_main(app, *run, f);
+  }
+  if (!f.export_chakra.empty()) {
+    f.outputs.export_chakra = f.export_chakra;
   }
   // No subcommand: the default scenario.
   return meshsim::cli::run_command(resolve(f), f.outputs, report_stream(f.json_path));

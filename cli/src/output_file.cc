@@ -140,7 +140,7 @@ OutputFile::~OutputFile() {
 
 void OutputFile::fail(const std::string& what, int error) const {
   const std::string reason = error != 0 ? fmt::format(": {}", std::strerror(error)) : "";
-  throw InputError(flag_, "", fmt::format("cannot write {}: {}{}", path_, what, reason));
+  throw OutputError(flag_, "", fmt::format("cannot write {}: {}{}", path_, what, reason));
 }
 
 void OutputFile::commit() {

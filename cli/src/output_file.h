@@ -3,12 +3,13 @@
 // An OutputFile writes to a temporary file beside `path` (same directory, short name, so the final
 // rename is atomic and no file name grows past the system's limit) and commit() flushes, closes
 // and renames it over `path`. Every failure (a missing or unwritable directory, a directory where
-// the file should go, the disk full, a file larger than the process may write) is an InputError
-// on the flag, naming the file and the system's reason, and an OutputFile destroyed without
-// commit() removes its temporary file: a failed run never leaves a truncated output, nor exits 0
-// with its output lost. A path that exists and is neither a regular file nor a directory (a pipe,
-// /dev/stdout, /dev/null) is written in place, and "-" is standard output (the commands then
-// print their text report on standard error, so that standard output holds the JSON alone).
+// the file should go, the disk full, a file larger than the process may write) is an OutputError
+// (an InputError) on the flag, naming the file and the system's reason, and an OutputFile
+// destroyed without commit() removes its temporary file: a failed run never leaves a truncated
+// output, nor exits 0 with its output lost. A path that exists and is neither a regular file nor
+// a directory (a pipe, /dev/stdout, /dev/null) is written in place, and "-" is standard output
+// (the commands then print their text report on standard error, so that standard output holds
+// the JSON alone).
 #pragma once
 
 #include <memory>
@@ -23,7 +24,7 @@ inline constexpr const char* kStandardOutput = "-";
 
 class OutputFile {
  public:
-  // Opens the temporary file (or the special file); throws InputError on `flag` when it cannot.
+  // Opens the temporary file (or the special file); throws OutputError on `flag` when it cannot.
   OutputFile(std::string path, std::string flag);
   ~OutputFile();
   OutputFile(const OutputFile&) = delete;
@@ -31,7 +32,7 @@ class OutputFile {
 
   std::ostream& stream() { return stream_; }
   const std::string& path() const { return path_; }
-  // Flushes, closes and renames into place; throws InputError on `flag` when any step fails.
+  // Flushes, closes and renames into place; throws OutputError on `flag` when any step fails.
   void commit();
 
  private:

@@ -18,7 +18,7 @@
 
 namespace meshsim::cli {
 
-using studies::ScenarioField;
+using scenario::ScenarioField;
 using workloads::PlanField;
 
 CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
@@ -132,8 +132,8 @@ double parse_headroom(const std::string& text) {
 
 // The problem: the default scenario's, with the model, cluster, size, sequence, batch and
 // precision the flags give.
-studies::Scenario base_scenario(const PlanArgs& a) {
-  studies::Scenario s = studies::default_scenario();
+scenario::Scenario base_scenario(const PlanArgs& a) {
+  scenario::Scenario s = scenario::default_scenario();
   const auto set = [&](ScenarioField f) { s.origins.set(f, Origin::flag(flag_of(f))); };
   if (!a.model.empty()) {
     s.model = a.model;
@@ -181,12 +181,12 @@ studies::Scenario base_scenario(const PlanArgs& a) {
       s.fabric.*member = a.fabric.*member;
     }
   };
-  knob(FabricField::kOversubscription, &studies::FabricKnobs::oversubscription);
-  knob(FabricField::kTiers, &studies::FabricKnobs::tiers);
-  knob(FabricField::kRailOptimized, &studies::FabricKnobs::rail_optimized);
-  knob(FabricField::kNicsPerDevice, &studies::FabricKnobs::nics_per_device);
-  knob(FabricField::kNicBandwidth, &studies::FabricKnobs::nic_bandwidth);
-  knob(FabricField::kSharp, &studies::FabricKnobs::sharp);
+  knob(FabricField::kOversubscription, &scenario::FabricKnobs::oversubscription);
+  knob(FabricField::kTiers, &scenario::FabricKnobs::tiers);
+  knob(FabricField::kRailOptimized, &scenario::FabricKnobs::rail_optimized);
+  knob(FabricField::kNicsPerDevice, &scenario::FabricKnobs::nics_per_device);
+  knob(FabricField::kNicBandwidth, &scenario::FabricKnobs::nic_bandwidth);
+  knob(FabricField::kSharp, &scenario::FabricKnobs::sharp);
   workloads::ParallelPlan& p = s.plan;
   if (!a.stack.empty()) {
     p.stack = *parse_enum<workloads::Stack>(a.stack);
@@ -320,7 +320,7 @@ void print_counts(const studies::SearchResult& r, const studies::SearchOptions& 
   }
 }
 
-std::string ms(const studies::StepReport& r, std::string_view kind) {
+std::string ms(const scenario::StepReport& r, std::string_view kind) {
   for (const auto& [k, d] : r.exposed_by_kind) {
     if (k == kind) {
       return fmt::format("{:.0f}", d.milliseconds());
@@ -334,7 +334,7 @@ void print_table(const std::vector<studies::PlanRow>& rows, std::ostream& out) {
                      "plan", "step", "tokens/s", "MFU", "peak mem", "headroom",
                      "exposed ms tp/cp/dp/pp/ep", "bubble");
   for (size_t i = 0; i < rows.size(); ++i) {
-    const studies::StepReport& r = rows[i].report;
+    const scenario::StepReport& r = rows[i].report;
     const std::string exposed = fmt::format("{}/{}/{}/{}/{}", ms(r, "tp"), ms(r, "cp"), ms(r, "dp"),
                                             ms(r, "pp"), ms(r, "ep"));
     out << fmt::format("  {:>4}  {:<46} {:>9} {:>10.0f} {:>5.1f}% {:>10} {:>7.1f}%  {:<22} "
@@ -355,12 +355,12 @@ int plan_command(const PlanArgs& a, std::ostream& out) {
   if (a.rank_by == "goodput") {
     goodput_tokens(a.budget);  // before the search: it cannot rank without them
   }
-  const studies::Scenario base = base_scenario(a);
+  const scenario::Scenario base = base_scenario(a);
   studies::SearchOptions o = search_options(a);
   if (o.objective == studies::Objective::kCost) {
     // The price the cost objective ranks by: --usd-per-device-hour, else the price table's.
     const topology::ClusterSpec cluster =
-        located(base, [&] { return studies::load_cluster(base); });
+        located(base, [&] { return scenario::load_cluster(base); });
     std::optional<double> price = price_table(a.budget).device(cluster.chip.name).usd_per_device_hour;
     if (a.budget.usd_per_device_hour > 0) {
       price = a.budget.usd_per_device_hour;
@@ -401,7 +401,7 @@ int plan_command(const PlanArgs& a, std::ostream& out) {
                              : std::vector<studies::PlanGoodput>{};
   out << "meshsim: plan search\n";
   if (!rows.empty()) {
-    const studies::StepReport& best = rows.front().report;
+    const scenario::StepReport& best = rows.front().report;
     out << fmt::format("  model       {}\n  cluster     {}\n", best.model_description,
                        best.cluster_description);
   }

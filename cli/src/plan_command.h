@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cli11_fwd.h"
-#include "meshsim/studies/scenario.h"
+#include "meshsim/scenario/scenario.h"
 #include "budget.h"
 #include "goodput_command.h"
 
@@ -29,7 +29,7 @@ struct PlanArgs {
   std::string dtype;
   std::string stack;      // empty: the chip's default stack
   std::string attention;  // empty: the stack's
-  studies::FabricKnobs fabric;  // the fat tree's knobs (as meshsim run's)
+  scenario::FabricKnobs fabric;  // the fat tree's knobs (as meshsim run's)
   // Their options, to tell which were given.
   std::vector<std::pair<CLI::Option*, topology::FabricField>> fabric_options;
   // Degrees and choices the search holds fixed (0 / empty: searched).

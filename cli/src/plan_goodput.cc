@@ -2,12 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <numeric>
-
 #include "meshsim/sim/error.h"
 #include "meshsim/studies/failures.h"
-#include "scenario_flags.h"
 
 namespace meshsim::cli {
 
@@ -21,32 +17,19 @@ double goodput_tokens(const BudgetArgs& budget) {
   return *tokens;
 }
 
-std::vector<studies::PlanGoodput> rank_by_goodput(const studies::Scenario& base,
+std::vector<studies::PlanGoodput> rank_by_goodput(const scenario::Scenario& base,
                                                   const GoodputArgs& a, const BudgetArgs& budget,
                                                   std::vector<studies::PlanRow>& rows) {
   const double tokens = goodput_tokens(budget);
+  const studies::CheckpointPolicy policy = checkpoint_policy(a);
   const studies::FailureTable table = a.failure_table.empty()
                                           ? studies::FailureTable::builtin()
                                           : studies::FailureTable::load(a.failure_table);
-  const studies::ComponentCounts counts =
-      located(base, [&] { return studies::count_components(studies::load_cluster(base)); });
-  std::vector<studies::PlanGoodput> goodput;
-  for (const studies::PlanRow& row : rows) {
-    goodput.push_back(
-        studies::plan_goodput(goodput_model(row.report, row.plan, a, table, counts, tokens)));
+  try {
+    return studies::rank_by_goodput(base, policy, table, tokens, rows);
+  } catch (const studies::GoodputError& e) {
+    throw InputError(flag_of(e.field()), "", e.message());
   }
-  std::vector<size_t> order(rows.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t x, size_t y) { return goodput[x].days < goodput[y].days; });
-  std::vector<studies::PlanRow> ranked;
-  std::vector<studies::PlanGoodput> ranked_goodput;
-  for (const size_t i : order) {
-    ranked.push_back(std::move(rows[i]));
-    ranked_goodput.push_back(goodput[i]);
-  }
-  rows = std::move(ranked);
-  return ranked_goodput;
 }
 
 void print_goodput_table(const std::vector<studies::PlanRow>& rows,

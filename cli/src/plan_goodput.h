@@ -1,8 +1,5 @@
-// `meshsim plan --rank-by goodput`: the searched plans re-ranked by their expected days to train
-// under failures (studies/goodput.h), where checkpoints differ by plan: with a per-node storage
-// bandwidth, the replicated state is written by one DP replica's nodes and the sharded state by
-// all (studies::CheckpointWriters), so a plan with sharded state can win over a slightly faster
-// step whose checkpoint funnels through few nodes.
+// `meshsim plan --rank-by goodput`: the flags of the study (meshsim/studies/plan_goodput.h), and
+// its table and JSON.
 #pragma once
 
 #include <ostream>
@@ -10,17 +7,18 @@
 
 #include "budget.h"
 #include "goodput_command.h"
+#include "meshsim/studies/plan_goodput.h"
 #include "meshsim/studies/plan_table.h"
-#include "meshsim/studies/scenario.h"
+#include "meshsim/scenario/scenario.h"
 
 namespace meshsim::cli {
 
 // The tokens to train that goodput ranking needs (--tokens); InputError on --rank-by without them.
 double goodput_tokens(const BudgetArgs& budget);
 
-// Re-ranks `rows` (stably) by expected days to train at each plan's optimal checkpoint interval;
-// returns each row's goodput in the new order. InputError without --tokens.
-std::vector<studies::PlanGoodput> rank_by_goodput(const studies::Scenario& base,
+// studies::rank_by_goodput with the checkpoint and failure flags; InputError naming the flag on a
+// bad value, or on --rank-by without --tokens.
+std::vector<studies::PlanGoodput> rank_by_goodput(const scenario::Scenario& base,
                                                   const GoodputArgs& a, const BudgetArgs& budget,
                                                   std::vector<studies::PlanRow>& rows);
 

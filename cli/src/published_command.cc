@@ -8,11 +8,9 @@
 #include "meshsim/sim/enum_names.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/validation/published.h"
-#include "meshsim/studies/step.h"
 #include "output_file.h"
 #include "report.h"
 #include "run_command.h"
-#include "scenario_flags.h"
 #include "trace_setup.h"
 #include "validate_command.h"
 
@@ -22,50 +20,17 @@ namespace {
 using validation::ErrorSummary;
 using validation::PublishedReport;
 
-// Simulates one mapped run as `meshsim run` would (writing only the timeline --run asks for),
-// without the memory pre-check (a run that was measured did fit; meshsim's memory estimate is
-// reported, not trusted over the measurement).
-// A scenario meshsim refuses (the plan on this chip, the fabric, the collectives) is that run's
-// answer, not the command's: it is reported as not expressible, with the reason.
-std::variant<studies::StepReport, validation::NotExpressible> simulate_mapped(
-    const validation::PublishedScenario& s, RunOutputs outputs) {
-  Scenario scenario;
-  scenario.model = s.model.name;
-  scenario.cluster = s.cluster.name;
-  scenario.plan = s.plan;
-  outputs.step.skip_memory_precheck = true;
-  try {
-    return simulate_loaded(scenario, studies::LoadedScenario{s.cluster, s.model}, outputs);
-  } catch (const InputError& e) {
-    if (e.source() == "--trace" || e.source() == "--trace-ranks") {
-      throw;  // the command's own flags (--run's timeline), not the run
-    }
-    return validation::refused_scenario(e);
-  } catch (const InfeasibleError& e) {  // a kernel or step past meshsim's clock
-    return validation::refused_scenario(e);
-  }
-}
-
-std::variant<validation::SimulatedStep, validation::NotExpressible> simulate_published(
-    const validation::PublishedScenario& s) {
-  auto simulated = simulate_mapped(s, RunOutputs{});
-  if (auto* no = std::get_if<validation::NotExpressible>(&simulated)) {
-    return std::move(*no);
-  }
-  const auto& r = std::get<studies::StepReport>(simulated);
-  return validation::SimulatedStep{r.step_time,       r.oom,           r.peak_memory,
-                                   r.memory_capacity, r.time_by_class, r.exposed_comm};
-}
-
 std::string summary_row(const std::string& label, const ErrorSummary& s) {
   return fmt::format("  {:<26} {:>6} {:>10.1f}% {:>8.1f}% {:>+9.1f}%\n", label, s.points,
                      100 * s.median_abs, 100 * s.p90_abs, 100 * s.median_signed);
 }
 
 void print_report(const PublishedReport& r, const PublishedArgs& args, std::ostream& out) {
-  out << fmt::format("validate-published {}: {} runs, {} simulated, {} not expressible\n\n",
-                     args.runs, r.points.size() + r.not_expressed.size(), r.points.size(),
-                     r.not_expressed.size());
+  out << fmt::format(
+      "validate-published {}: {} runs, {} simulated, {} out of memory in meshsim (not scored), {} "
+      "not expressible\n\n",
+      args.runs, r.points.size() + r.out_of_memory.size() + r.not_expressed.size(),
+      r.points.size(), r.out_of_memory.size(), r.not_expressed.size());
   out << fmt::format("  {:<58} {:>7} {:>11} {:>11} {:>8}\n", "run", "prec", "measured s",
                      "simulated s", "error");
   for (const validation::PublishedPoint& p : r.points) {
@@ -91,6 +56,12 @@ void print_report(const PublishedReport& r, const PublishedArgs& args, std::ostr
   }
   for (const auto& [k, s] : r.by_source) {
     out << summary_row("source " + k, s);
+  }
+  out << fmt::format("\nout of memory in meshsim, not scored ({}):\n", r.out_of_memory.size());
+  for (const validation::PublishedPoint& p : r.out_of_memory) {
+    out << fmt::format("  {}: {:.1f} GiB of {:.1f} (measured {:.4f} s, simulated {:.4f} s)\n", p.id,
+                       p.peak_memory / GiB(1), p.memory_capacity / GiB(1), p.measured.seconds(),
+                       p.simulated.seconds());
   }
   out << fmt::format("\nnot expressible ({}):\n", r.not_expressed.size());
   for (const auto& [id, reason] : r.not_expressed) {
@@ -125,6 +96,14 @@ nlohmann::json report_json(const PublishedReport& r) {
                       {"time_by_op_class_s", by_class},
                       {"exposed_comm_s", p.exposed_comm.seconds()}});
   }
+  nlohmann::json oom = nlohmann::json::array();
+  for (const validation::PublishedPoint& p : r.out_of_memory) {
+    oom.push_back({{"id", p.id},
+                   {"peak_memory_bytes", p.peak_memory.count()},
+                   {"memory_capacity_bytes", p.memory_capacity.count()},
+                   {"measured_step_s", p.measured.seconds()},
+                   {"simulated_step_s", p.simulated.seconds()}});
+  }
   nlohmann::json no = nlohmann::json::array();
   for (const auto& [id, reason] : r.not_expressed) {
     no.push_back({{"id", id}, {"reason", reason}});
@@ -137,6 +116,7 @@ nlohmann::json report_json(const PublishedReport& r) {
     by_precision[k] = summary_json(s);
   }
   return {{"points", points},
+          {"out_of_memory", oom},
           {"not_expressible", no},
           {"bf16_fp16", summary_json(r.overall)},
           {"fp8", summary_json(r.fp8)},
@@ -188,12 +168,16 @@ int one_run(const std::vector<validation::PublishedRun>& runs, const PublishedAr
   outputs.trace_path = args.trace_path;
   outputs.trace_ranks = args.trace_ranks;
   outputs.step.full_simulation = args.full_simulation;
-  const auto simulated = simulate_mapped(s, outputs);
+  // The trace writer's own errors (--trace, --trace-ranks) are bad input of the command, raised
+  // here or as OutputErrors; what simulate_published refuses is the run's answer.
+  const std::unique_ptr<scenario::StepObserver> trace =
+      trace_observer(outputs, validation::scenario_of(s), s.cluster);
+  const auto simulated = validation::simulate_published(s, outputs.step, trace.get());
   if (const auto* no = std::get_if<validation::NotExpressible>(&simulated)) {
     out << fmt::format("  not expressible: {}\n", no->reason);
     return 0;
   }
-  const auto& report = std::get<studies::StepReport>(simulated);
+  const auto& report = std::get<scenario::StepReport>(simulated);
   out << "\n";
   print_summary(report, out);
   const double error = report.step_time / s.measured_step - 1;
@@ -237,8 +221,7 @@ int published_command(const PublishedArgs& args, std::ostream& out) {
     limits = validation::load_published_thresholds(*args.thresholds);
   }
   const topology::Catalogue catalogue = topology::Catalogue::builtin();
-  const PublishedReport report =
-      validation::evaluate_published(runs, catalogue, simulate_published);
+  const PublishedReport report = validation::evaluate_published(runs, catalogue);
   print_report(report, args, out);
   if (args.json_path) {
     write_json_file(*args.json_path, report_json(report), "--json");

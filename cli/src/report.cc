@@ -7,10 +7,10 @@
 
 namespace meshsim::cli {
 
-using studies::format_bytes;
-using studies::format_duration;
-using studies::memory_line;
-using studies::StepReport;
+using scenario::format_bytes;
+using scenario::format_duration;
+using scenario::memory_line;
+using scenario::StepReport;
 
 void print_summary(const StepReport& r, std::ostream& out) {
   out << fmt::format("meshsim: one training step\n");
@@ -54,6 +54,12 @@ void print_summary(const StepReport& r, std::ostream& out) {
                        "several are exposed at the same time (each counts the span)\n",
                        format_duration(sum));
   }
+  // Only where the host held the device back noticeably (0.1 % of the step).
+  if (r.host_wait.seconds() > 1e-3 * r.step_time.seconds()) {
+    out << fmt::format("  host wait             {} per rank (the device idle until the host issued "
+                       "its next kernel)\n",
+                       format_duration(r.host_wait));
+  }
   out << fmt::format("  bubble fraction       {:.1f} % (mean over stages)\n",
                      100.0 * r.bubble_fraction);
   out << fmt::format("  peak memory per rank  {} of {} ({})\n", format_bytes(r.peak_memory),
@@ -73,7 +79,7 @@ void print_summary(const StepReport& r, std::ostream& out) {
     }
   }
   if (r.faults) {
-    studies::print_fault_effect(*r.faults, r.step_time, out);
+    scenario::print_fault_effect(*r.faults, r.step_time, out);
   }
   out << fmt::format("  simulated             {} ranks ({} mode), {} events\n", r.simulated_ranks,
                      r.simulation_mode, r.events);

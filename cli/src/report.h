@@ -3,14 +3,14 @@
 
 #include <ostream>
 
-#include "meshsim/studies/step_report.h"
+#include "meshsim/scenario/step_report.h"
 #include "output_file.h"
 
 namespace meshsim::cli {
 
-using studies::format_bytes;
-using studies::format_duration;
+using scenario::format_bytes;
+using scenario::format_duration;
 
-void print_summary(const studies::StepReport& r, std::ostream& out);
+void print_summary(const scenario::StepReport& r, std::ostream& out);
 
 }  // namespace meshsim::cli

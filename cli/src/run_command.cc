@@ -1,17 +1,24 @@
 #include "run_command.h"
 
-#include <algorithm>
+#include <fmt/format.h>
 
-#include "meshsim/studies/scenario.h"
+#include <algorithm>
+#include <iostream>
+#include <string_view>
+
+#include "meshsim/scenario/scenario.h"
+#include "meshsim/studies/chakra_run.h"
+#include "meshsim/studies/plan_table.h"
+#include "meshsim/studies/what_if.h"
 #include "progress.h"
 #include "trace_setup.h"
-#include "what_if.h"
+#include "version.h"
 
 namespace meshsim::cli {
 namespace {
 
 // The slowest ranks the faults name or draw (at most 8), for the default trace selection.
-std::vector<int64_t> slow_ranks_to_trace(const studies::Faults& f, int64_t world) {
+std::vector<int64_t> slow_ranks_to_trace(const scenario::Faults& f, int64_t world) {
   const std::vector<double> slowdown = f.compute.slowdowns(static_cast<size_t>(world));
   std::vector<int64_t> ranks;
   for (size_t r = 0; r < slowdown.size(); ++r) {
@@ -28,16 +35,16 @@ std::vector<int64_t> slow_ranks_to_trace(const studies::Faults& f, int64_t world
 
 // The trace writer as the step's observer: the slow ranks in the default selection, the degraded
 // links' utilisation counters.
-class TraceObserver : public studies::StepObserver {
+class TraceObserver : public scenario::StepObserver {
  public:
   TraceObserver(TraceRequest request, const Scenario& s, const topology::ClusterSpec& cluster)
       : trace_(with_slow_ranks(std::move(request), s), s.plan, cluster), links_(s.faults.links) {}
 
   bool needs_full_simulation() const override { return trace_.needs_full_simulation(); }
   std::vector<int64_t> ranks_to_simulate() const override { return trace_.ranks_to_simulate(); }
-  void attach(Simulation& sim, studies::CommSetup& comm, const StepReport& r) override {
+  void attach(Simulation& sim, scenario::CommSetup& comm, const StepReport& r) override {
     trace_.attach(sim, comm.model(),
-                  {{"meshsim_version", MESHSIM_VERSION},
+                  {{"meshsim_version", std::string(version())},
                    {"model", r.model_description},
                    {"cluster", r.cluster_description},
                    {"plan", r.plan_description},
@@ -62,21 +69,84 @@ class TraceObserver : public studies::StepObserver {
   std::vector<topology::LinkFault> links_;
 };
 
+// A plan search's progress line, shown once the search reports (a plan search that does not run
+// shows none).
+class LazyProgress {
+ public:
+  explicit LazyProgress(std::string what) : what_(std::move(what)) {}
+  studies::ProgressFn fn() {
+    return [this](std::string_view phase, int64_t done, int64_t total) {
+      if (!progress_) {
+        progress_.emplace(what_, true);  // plain lines on a non-terminal stderr too
+      }
+      progress_->update(phase, done, total);
+    };
+  }
+
+ private:
+  std::string what_;
+  std::optional<Progress> progress_;
+};
+
+std::optional<studies::AutoPlan> auto_plan(const Scenario& s) {
+  LazyProgress progress("no plan given: searching for one");
+  return studies::auto_plan(s, progress.fn());
+}
+
+// Up to three plans that fit, printed as "  plans that fit ..." lines, after an out-of-memory
+// verdict; why none does otherwise. Announced on stderr before it starts (the report on stdout
+// may be buffered), with progress lines on a non-terminal stderr too.
+void suggest_plans_that_fit(const Scenario& s, std::ostream& out) {
+  const studies::SearchOptions o = studies::plans_that_fit_options();
+  std::cerr << fmt::format("meshsim: out of memory: searching for plans that fit (the plan "
+                           "search: the best {} with {:.0f} % of memory left free, at most {} "
+                           "simulations)\n",
+                           o.top, 100.0 * o.min_headroom, o.max_all_simulations);
+  studies::SearchResult r;
+  {
+    Progress progress("out of memory: searching for plans that fit", true);
+    r = studies::plans_that_fit(s, [&progress](std::string_view phase, int64_t done,
+                                               int64_t total) {
+      progress.update(phase, done, total);
+    });
+  }
+  if (r.top.empty()) {
+    out << fmt::format("  no plan fits this model on this cluster: {}\n",
+                       studies::no_plan_reason(r));
+    return;
+  }
+  out << fmt::format("  plans that fit with {:.0f} % of memory left free (the plan search, {} "
+                     "plans considered, {} simulated; ranking {}; meshsim plan ranks more):\n",
+                     100.0 * r.min_headroom, r.considered, r.simulated,
+                     r.exact ? "proven" : "not proven");
+  for (const studies::RankedPlan& p : r.top) {
+    out << fmt::format("    {:<46} step {:>10}  peak memory {:>10}  headroom {:>5.1f} %\n",
+                       studies::short_plan(p.plan), format_duration(p.report.step_time),
+                       format_bytes(p.report.peak_memory),
+                       100.0 * (1.0 - p.report.peak_memory.as_double() /
+                                          p.report.memory_capacity.as_double()));
+  }
+}
+
 }  // namespace
 
-StepReport simulate_loaded(const Scenario& s, const studies::LoadedScenario& loaded,
-                           const RunOutputs& outputs) {
-  return located(s, [&] {
-    std::optional<TraceObserver> trace;
-    if (outputs.trace_path) {
-      trace.emplace(TraceRequest{*outputs.trace_path, outputs.trace_ranks, {}}, s, loaded.cluster);
-    }
-    return studies::simulate_step(s, loaded, outputs.step, trace ? &*trace : nullptr);
-  });
+std::unique_ptr<scenario::StepObserver> trace_observer(const RunOutputs& outputs,
+                                                       const Scenario& s,
+                                                       const topology::ClusterSpec& cluster) {
+  if (!outputs.trace_path) {
+    return nullptr;
+  }
+  return std::make_unique<TraceObserver>(
+      TraceRequest{*outputs.trace_path, outputs.trace_ranks, {}}, s, cluster);
 }
 
 StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
-  return simulate_loaded(s, located(s, [&] { return studies::load_and_check(s); }), outputs);
+  return located(s, [&] {
+    const scenario::LoadedScenario loaded = scenario::load_and_check(s);
+    const std::unique_ptr<scenario::StepObserver> trace =
+        trace_observer(outputs, s, loaded.cluster);
+    return scenario::simulate_step(s, loaded, outputs.step, trace.get());
+  });
 }
 
 int run_command(const Scenario& given, const RunOutputs& outputs, std::ostream& out) {
@@ -86,7 +156,7 @@ int run_command(const Scenario& given, const RunOutputs& outputs, std::ostream& 
   if (outputs.json_path) {
     json.emplace(*outputs.json_path, "--json");
   }
-  const std::optional<AutoPlan> automatic = auto_plan(given);
+  const std::optional<studies::AutoPlan> automatic = auto_plan(given);
   const Scenario& s = automatic ? automatic->scenario : given;
   StepReport report;
   {
@@ -97,10 +167,18 @@ int run_command(const Scenario& given, const RunOutputs& outputs, std::ostream& 
     out << "meshsim: " << automatic->note << "\n";
   }
   print_summary(report, out);
-  for (const std::string& w : result_warnings(s, report)) {
+  if (outputs.export_chakra) {
+    located(s, [&] {
+      studies::export_step(s, scenario::load_and_check(s), *outputs.export_chakra);
+    });
+    out << fmt::format("  Chakra traces         {}/rank.0.et ... rank.{}.et, comm_group.json (every "
+                       "rank's program)\n",
+                       *outputs.export_chakra, s.plan.world() - 1);
+  }
+  for (const std::string& w : studies::result_warnings(s, report)) {
     out << "  warning: " << w << "\n";
   }
-  const std::vector<std::string> notes = run_notes(s, report);
+  const std::vector<std::string> notes = studies::run_notes(s, report);
   for (const std::string& n : notes) {
     out << "  note: " << n << "\n";
   }

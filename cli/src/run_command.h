@@ -1,34 +1,38 @@
 // `meshsim run`: simulate one training step of a scenario and report it.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
 
-#include "meshsim/studies/step.h"
+#include "meshsim/scenario/step.h"
 #include "budget.h"
 #include "report.h"
 #include "scenario_flags.h"
 
 namespace meshsim::cli {
 
-using studies::StepReport;
+using scenario::StepReport;
 
 struct RunOutputs {
   std::optional<std::string> json_path;
   std::optional<std::string> trace_path;   // .pftrace (native Perfetto) or .json (Chrome JSON)
   std::optional<std::string> trace_ranks;  // --trace-ranks
-  studies::StepOptions step;               // --full-simulation, --backend, --algo
+  scenario::StepOptions step;              // --full-simulation, --backend, --algo
   BudgetArgs budget;                       // --tokens, --days, --price-table, ...
+  std::optional<std::string> export_chakra;  // --export-chakra DIR
 };
 
-// studies::simulate_step with the trace the outputs ask for; the library's errors located where
-// the scenario's values came from (scenario_flags.h).
+// The trace writer the outputs ask for, as the step's observer (null without --trace): its
+// --trace and --trace-ranks errors are raised here, before any simulation.
+std::unique_ptr<scenario::StepObserver> trace_observer(const RunOutputs& outputs,
+                                                       const Scenario& s,
+                                                       const topology::ClusterSpec& cluster);
+
+// scenario::simulate_step with the trace the outputs ask for; the library's errors located where
+// the scenario's values came from (meshsim/scenario/located.h).
 StepReport simulate_step(const Scenario& scenario, const RunOutputs& outputs);
-// The same for a scenario whose model and cluster are already built and checked (a published run
-// as validate-published maps it).
-StepReport simulate_loaded(const Scenario& scenario, const studies::LoadedScenario& loaded,
-                           const RunOutputs& outputs);
 
 // simulate_step + summary on `out` + --json. Returns the process exit code: 0, or 3 for OOM.
 int run_command(const Scenario& scenario, const RunOutputs& outputs, std::ostream& out);

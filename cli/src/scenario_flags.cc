@@ -5,66 +5,6 @@
 
 namespace meshsim::cli {
 
-using workloads::ParallelPlan;
-using workloads::PlanField;
-
-namespace {
-
-std::string dashed(std::string_view name) {
-  std::string flag = "--" + std::string(name);
-  for (char& c : flag) {
-    c = c == '_' ? '-' : c;
-  }
-  return flag;
-}
-
-}  // namespace
-
-std::string flag_of(PlanField field) {
-  switch (field) {
-    case PlanField::kOverlapGradReduce:
-      return "--no-overlap-grad-reduce";
-    case PlanField::kOverlapParamGather:
-      return "--no-overlap-param-gather";
-    case PlanField::kOverlapP2p:
-      return "--no-overlap-p2p";
-    default:
-      return dashed(to_string(field));
-  }
-}
-
-std::string flag_of(studies::ScenarioField field) { return dashed(to_string(field)); }
-
-std::string flag_of(topology::FabricField field) { return dashed(to_string(field)); }
-
-Origin origin_of(const ParallelPlan& plan, PlanField field) {
-  const Origin& o = plan.origins[field];
-  return o.given() ? o : Origin::flag(flag_of(field));
-}
-
-Origin origin_of(const Scenario& s, studies::ScenarioField field) {
-  const Origin& o = s.origins[field];
-  return o.given() ? o : Origin::flag(flag_of(field));
-}
-
-InputError locate(const ParallelPlan& plan, const workloads::PlanError& e) {
-  return origin_of(plan, e.field()).error(e.message());
-}
-
-InputError locate(const Scenario& s, const studies::ScenarioError& e) {
-  return origin_of(s, e.field()).error(e.message());
-}
-
-InputError locate(const Scenario& s, const topology::FabricError& e) {
-  const Origin& at = s.fabric.origins[e.field()];
-  return (at.given() ? at : Origin::flag(flag_of(e.field()))).error(e.message());
-}
-
-InputError locate(const collectives::CommError& e) {
-  return InputError(e.field() == collectives::CommField::kProtocol ? "--proto" : "--algo", "",
-                    e.message());
-}
-
 namespace {
 
 // A named enum's value given to `flag`; InputError listing the choices otherwise.
@@ -81,7 +21,7 @@ E parse_flag(const std::string& flag, const std::string& name) {
 }  // namespace
 
 // The fat tree's knobs (scenario.h FabricKnobs), bound to `k`; `on_set` runs for each one given.
-void add_fabric_options(CLI::App* app, studies::FabricKnobs& k,
+void add_fabric_options(CLI::App* app, scenario::FabricKnobs& k,
                         const std::function<void(CLI::Option*, topology::FabricField)>& on_set) {
   using F = topology::FabricField;
   on_set(app->add_option(flag_of(F::kOversubscription), k.oversubscription,
@@ -103,12 +43,13 @@ void add_fabric_options(CLI::App* app, studies::FabricKnobs& k,
 }
 
 void resize_to_devices(Scenario& s, int64_t devices) {
-  if (s.origins[studies::ScenarioField::kNodes].given()) {
+  if (s.origins[scenario::ScenarioField::kNodes].given()) {
     throw InputError("--gpus", "", "give --nodes or --gpus, not both");
   }
   Scenario at_preset = s;
   at_preset.nodes.reset();
-  const topology::ClusterSpec preset = located(s, [&] { return studies::load_cluster(at_preset); });
+  const topology::ClusterSpec preset =
+      located(s, [&] { return scenario::load_cluster(at_preset); });
   if (preset.scale_up == topology::ScaleUpFabric::kIciTorus) {
     throw InputError("--gpus", "",
                      fmt::format("{} is a TPU slice, sized by its torus: give --shape (e.g. "
@@ -123,7 +64,7 @@ void resize_to_devices(Scenario& s, int64_t devices) {
                                  preset.devices_per_node));
   }
   s.nodes = devices / preset.devices_per_node;
-  s.origins.set(studies::ScenarioField::kNodes, Origin::flag("--gpus"));
+  s.origins.set(scenario::ScenarioField::kNodes, Origin::flag("--gpus"));
 }
 
 CLI::Option* add_bool_flag(CLI::App* app, const std::string& name, bool& value,
@@ -139,8 +80,8 @@ collectives::NetworkBackend parse_backend_flag(const std::string& name) {
   return parse_flag<collectives::NetworkBackend>("--backend", name);
 }
 
-studies::CommOptions comm_options(const CommFlags& flags) {
-  studies::CommOptions o;
+scenario::CommOptions comm_options(const CommFlags& flags) {
+  scenario::CommOptions o;
   o.backend = parse_backend_flag(flags.backend);
   o.collective.algorithm = parse_algo_flag(flags.algorithm);
   if (flags.protocol != "auto") {

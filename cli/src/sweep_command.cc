@@ -81,7 +81,7 @@ int sweep_command(const SweepArgs& a, std::ostream& out) {
   {
     Progress progress(fmt::format("sweep of {} points", spec.points()),
                       lead ? Progress::mode_here(false) : Progress::Mode::kOff);
-    mine = studies::run_sweep(spec, {dist->rank(), dist->size()}, studies::StepOptions{},
+    mine = studies::run_sweep(spec, {dist->rank(), dist->size()}, scenario::StepOptions{},
                               [&](int64_t done, int64_t total) {
                                 progress.update("points", done, total);
                               });

@@ -17,6 +17,7 @@
 #include "trace_limits.h"
 #include "run_command.h"
 #include "trace_setup.h"
+#include "version.h"
 
 namespace meshsim::cli {
 namespace {
@@ -42,7 +43,7 @@ nlohmann::json error_or_null(Duration measured, Duration simulated) {
 void print_header(const Manifest& m, const Profile& profile, const Measured& measured,
                   std::ostream& out) {
   out << fmt::format("validate {} ({})\n", m.case_name, m.path);
-  out << fmt::format("  model      {}\n", studies::describe_model(m.model));
+  out << fmt::format("  model      {}\n", scenario::describe_model(m.model));
   out << fmt::format("  hardware   {} ({}); {} {}{}\n", profile.chip.description, profile.path,
                      m.framework, m.framework_version,
                      m.threads ? fmt::format(", {} thread(s)", *m.threads) : "");
@@ -177,7 +178,7 @@ void write_trace(const std::string& path, const Manifest& m, const Profile& prof
        {"measured_step_s", fmt::format("{:.6f}", m.median_step.seconds())},
        {"simulated_step_s", fmt::format("{:.6f}", c.simulated_step.seconds())},
        {"step_time_error", fmt::format("{:+.4f}", c.step_time_error)},
-       {"meshsim_version", MESHSIM_VERSION}});
+       {"meshsim_version", std::string(version())}});
   file.commit();
   out << fmt::format("\ntrace      {}: the simulated step and the trace's median step, side by "
                      "side from t = 0 (open it in ui.perfetto.dev)\n",

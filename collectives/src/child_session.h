@@ -1,9 +1,10 @@
 // Private: a child process that serves requests, one at a time, over pipes.
 //
 // Why a child: SimGrid's engine is a process-wide singleton that cannot be rebuilt after a run,
-// and meshsim keeps no global state (STYLE A.3): every SimGrid network lives in a fresh child
-// process of its own, so any number of them can exist in one process. The child is a fork, so it
-// sees the caller's memory as it was at the fork, copy-on-write, and nothing it does reaches back.
+// and meshsim keeps no global state (docs/style.md A.3): every SimGrid network lives in a fresh
+// child process of its own, so any number of them can exist in one process. The child is a fork, so
+// it sees the caller's memory as it was at the fork, copy-on-write, and nothing it does reaches
+// back.
 //
 // Protocol: every request and reply is a frame (a header, then doubles). The child runs
 // `serve`, which reads requests with Channel::next and answers each with Channel::reply; when the

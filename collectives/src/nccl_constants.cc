@@ -1,6 +1,6 @@
-// NCCL's tuner constants by release. The 2.30.7 values first (nccl_model.md section 2, from
-// src/graph/tuning.cc ncclTunerConstantsDefaults), then the changes that earlier releases did not
-// have yet, newest first (nccl_model.md section 5: diffs of tuning.cc between the release tags
+// NCCL's tuner constants by release. The 2.30.7 values first (from src/graph/tuning.cc
+// ncclTunerConstantsDefaults), then the changes that earlier releases did not have yet, newest
+// first (the diffs of tuning.cc between the release tags
 // v2.18.6-1 ... v2.29.7-1). Only the changes that alter a price are modelled; the CollNet
 // arity details of 2.20 and the 2.27 multi-node NVLS AG/RS rules are not.
 #include "nccl_constants.h"

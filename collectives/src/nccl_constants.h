@@ -1,8 +1,8 @@
 // Private: the constants of NCCL's tuner, per release (nccl.h).
 //
 // Values are those of NVIDIA/nccl 2.30.7 src/graph/tuning.cc (ncclTunerConstantsDefaults and the
-// tables of ncclTopoTuneModel), as listed in /work/notes/nccl_model.md section 2, with the
-// differences of earlier releases from its section 5 (diffs of tuning.cc between release tags).
+// tables of ncclTopoTuneModel), with the differences of earlier releases (the diffs of tuning.cc
+// between release tags).
 // Units are NCCL's: microseconds and GB/s.
 #pragma once
 
@@ -28,7 +28,7 @@ struct TunerConstants {
   std::array<double, 4> nvls_efficiency{};  // 0: the pre-2.28 NVLS model
   std::array<std::array<double, 24>, kNumNcclProtocols> tree_correction{};
 
-  // Release-dependent behaviour of ncclTopoTuneModel (nccl_model.md section 5).
+  // Release-dependent behaviour of ncclTopoTuneModel (tuning.cc at each release tag).
   double ring_ll_factor = 0.5;         // Ring LL bus bandwidth factor (2.18-2.20: 1/4)
   bool ring_ll_third_single_node = false;  // 2.18-2.20: 1/3 for single-node AG/RS/broadcast
   bool ring_ll128_low_ppn = false;     // 2.18-2.22: x0.7 (not 0.92) with one rank per node

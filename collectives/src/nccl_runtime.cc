@@ -178,7 +178,7 @@ RuntimeTiming nccl_runtime(const NcclTuner& tuner, NcclCollective coll, NcclTune
 
 P2pTiming nccl_p2p(NcclVersion version, bool network, Bytes bytes) {
   // NCCL_P2P_LL_THRESHOLD: 16 KiB per channel; nccl-tests' sendrecv runs on the channels of one
-  // peer, so LL up to 64 KiB (4 channels across the network, nccl_model.md section 8).
+  // peer, so LL up to 64 KiB (4 channels across the network).
   const bool ll = bytes.count() <= 64 * 1024;
   const TunerConstants k = tuner_constants(version);
   const auto ring = static_cast<size_t>(A::kRing);

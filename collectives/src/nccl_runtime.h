@@ -1,8 +1,9 @@
 // Private: how long what NCCL chose really takes, as a latency and a rate cap (comm_shape.h).
 //
 // NCCL's tuner is a selection model: its constants put the switch points in the right place and
-// match the asymptotes, but at 2-256 MiB real runs are up to 1.5x slower than its lat + n/bw
-// (nccl_model.md section 9.2). What it leaves out, and what this adds, each a physical term:
+// match the asymptotes, but at 2-256 MiB measured runs are up to 1.5x slower than its lat + n/bw
+// (the nccl-tests sweeps of validation/collectives/). What it leaves out, and what this adds, each
+// a physical term:
 //  * NVLS and NVLSTree run in chunks (src/enqueue.cc calcCollChunking: 128 KiB, shrunk to 64, 32
 //    and 16 KiB for smaller operations) on `nvls_channels` channels; every chunk pays a fixed
 //    synchronisation cost c0 per channel, so a channel moving chunks of c at NCCL's per-channel

@@ -1,5 +1,5 @@
 // nccl_system: the graphs NCCL's topology search (src/graph/search.cc, NCCL 2.30.7) would build
-// for a group, derived by rules instead of a search (nccl_model.md sections 7.1-7.3, 12.1).
+// for a group, derived by rules instead of a search.
 //
 // Inputs NCCL sees: the GPU architecture (from the NVLink generation: 2 Volta, 3 Ampere,
 // 4 Hopper, 5 Blackwell), each GPU's NVLink bandwidth as NCCL rates it (links x SM*_NVLINK_BW of
@@ -7,7 +7,7 @@
 // before 2.27), the NICs the group's GPUs own and what one of them can carry (the catalogue's
 // achieved NIC rate: 48 GB/s for NDR, 24 for HDR, which is the cap NCCL's search hits on the PCIe
 // path), the nodes (NVLink domains: an NVL72 rack is one node, as NCCL's MNNVL clique) and ranks
-// per node. Rules, with the systems they reproduce (nccl_model.md section 7.3):
+// per node. Rules, with the systems they reproduce:
 //  * one node, ring: the speed s of the arch's intra-node array maximizing floor(B/s) * s (ties to
 //    the faster), floor(B/s) channels (at most 16), B the GPU's NVLink bandwidth; then NCCL's
 //    ncclTopoDupChannels: if s >= 25 and not (Hopper+ and s < 50 and channels > 4), twice the

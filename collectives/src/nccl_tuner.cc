@@ -1,6 +1,5 @@
 // NcclTuner: NCCL's latency and bandwidth tables (ncclTopoTuneModel) and its choice
-// (ncclTopoGetAlgoTime, topoGetAlgoInfo), NCCL 2.30.7, restated from nccl_model.md sections
-// 3.1-3.4.
+// (ncclTopoGetAlgoTime, topoGetAlgoInfo), NCCL 2.30.7, restated in our own code.
 //
 // Notation below: n ranks on N nodes, ppn = n / N, col = min(N, 3) - 1 (the column of the
 // per-architecture tables), g the algorithm's graph (PAT prices on the tree graph, NVLSTree on the

@@ -1,5 +1,5 @@
-// Traffic patterns of NCCL's tree, NVLS-tree, CollNet, PAT and all-to-all (NCCL 2.30.7; the data
-// movement of nccl_model.md sections 4.4 and 8).
+// Traffic patterns of NCCL's tree, NVLS-tree, CollNet, PAT and all-to-all (the data movement of
+// NCCL 2.30.7's kernels).
 //
 // The group spans k nodes (scale-up domains) with m ranks each (even_nodes_unsupported checks it);
 // local rank j of a node is its j-th member in group order. NCCL runs one channel per NIC, and

@@ -1,8 +1,9 @@
 // Private helpers shared by the collective planners (plan_*.cc) and algorithms.cc.
 //
-// Every planner is a pure function (STYLE A.4): (kind, bytes, group, network) -> Schedule, with no
-// backend and no clock. A planner is only called for a group its algorithm applies to (checked by
-// the `*_unsupported` functions, which return the reason it does not apply, or nullopt).
+// Every planner is a pure function (docs/style.md A.4): (kind, bytes, group, network) -> Schedule,
+// with no backend and no clock. A planner is only called for a group its algorithm applies to
+// (checked by the `*_unsupported` functions, which return the reason it does not apply, or
+// nullopt).
 #pragma once
 
 #include <cstdint>

@@ -21,7 +21,7 @@ using detail::RankState;
 // one each), 0 when there is nothing left.
 uint64_t Simulation::Impl::step() {
   if (Event due; queue.pop_at(now, due)) {
-    finish(due.payload);  // the only kind: EventKind::kOpEnd
+    handle(due);
     return 1;
   }
   if (comm.in_flight() > 0) {
@@ -49,8 +49,19 @@ uint64_t Simulation::Impl::step() {
   }
   const Event e = queue.pop();
   now = e.time;
-  finish(e.payload);
+  handle(e);
   return 1;
+}
+
+void Simulation::Impl::handle(const Event& e) {
+  switch (e.kind) {
+    case EventKind::kOpEnd:
+      finish(e.payload);
+      return;
+    case EventKind::kHostWake:
+      host_wake(RankId(e.payload));
+      return;
+  }
 }
 
 // A stream can become startable only when it frees up or its head op's last dependency ends, so
@@ -77,6 +88,22 @@ void Simulation::Impl::try_start(RankId id, const RankHot& r, const ProgramInfo&
           p.pending[p.at(op, r.local)] != 0) {
         continue;
       }
+      if (p.has_host) {
+        detail::HostState& h = host[id.index()];
+        if (const SimTime issued = issue_time(id, p, op); issued > now) {
+          if (s == 0 && h.waiting_since == SimTime::max()) {
+            h.waiting_since = now;
+          }
+          if (issued != SimTime::max()) {
+            wake_at(id, issued);
+          }
+          continue;
+        }
+        if (s == 0 && h.waiting_since != SimTime::max()) {
+          h.waited += now - h.waiting_since;
+          h.waiting_since = SimTime::max();
+        }
+      }
       st.busy = true;
       ++st.head;
       start_op(id, r, p, op);
@@ -94,7 +121,8 @@ void Simulation::Impl::start_op(RankId id, const RankHot& r, const ProgramInfo& 
       const Duration d = compute_duration(r, id, op_index);
       SIM_CHECK(d >= Duration::zero(), "negative duration {} ps for op {} of rank {}", d.ps(),
                 op_index, id.value());
-      queue.push(now + d, EventKind::kOpEnd, begin(r, p, Arrival{id, op_index, now}, 0));
+      queue.push(now + d, EventKind::kOpEnd,
+                 begin(r, p, Arrival{id, op_index, now, issued_at(id, p, op_index)}, 0));
       break;
     }
     case OpKind::kCollective:
@@ -130,7 +158,7 @@ void Simulation::Impl::arrive_collective(RankId id, const RankHot& r, const Prog
             "collective #{} on group {}: rank {} issues {} of {} B, others {} of {} B", ordinal,
             g.value(), id.value(), to_string(w.kind), w.bytes.count(), to_string(pc.kind),
             pc.bytes.count());
-  pc.arrivals.push_back(Arrival{id, op, now});
+  pc.arrivals.push_back(Arrival{id, op, now, issued_at(id, p, op)});
   if (pc.arrivals.size() < rv.members) {
     return;
   }
@@ -196,7 +224,7 @@ void Simulation::Impl::arrive_p2p(RankId id, const RankHot& r, const ProgramInfo
     pending.push_back(detail::PendingP2P{dst.value(), w.tag, ordinal, {}, {}, Bytes()});
     it = pending.end() - 1;
   }
-  (is_send ? it->send : it->recv) = Arrival{id, op, now};
+  (is_send ? it->send : it->recv) = Arrival{id, op, now, issued_at(id, p, op)};
   if (is_send) {
     it->bytes = w.bytes;
   }
@@ -233,7 +261,7 @@ uint32_t Simulation::Impl::begin(const RankHot& h, const ProgramInfo& p, const A
   const auto slot = static_cast<uint32_t>(stream_slot(h, p, m.stream));
   running[slot] = detail::Running{a.rank, a.op, now};
   if (!op_subscribers.empty()) {
-    running_records[slot] = detail::RunningRecord{a.ready, match};
+    running_records[slot] = detail::RunningRecord{a.ready, a.issued, match};
   }
   sweeps[a.rank.index()].on_start(now, m);
   if (m.memory_at_start) {
@@ -258,6 +286,9 @@ void Simulation::Impl::finish(uint32_t running_index) {
   --r.remaining;
   r.end = std::max(r.end, now);
   uint64_t candidates = uint64_t{1} << m.stream;
+  if (p.has_host && host_after_end(run.rank, r, p, run.op)) {
+    candidates = ~uint64_t{0};  // the host goes on: any stream may have its next op issued
+  }
   for (uint32_t i = p.succ_offsets[run.op]; i < p.succ_offsets[run.op + 1]; ++i) {
     const uint32_t succ = p.succ[i];
     if (--p.pending[p.at(succ, r.local)] == 0) {
@@ -266,12 +297,72 @@ void Simulation::Impl::finish(uint32_t running_index) {
   }
   if (!op_subscribers.empty()) {
     const detail::RunningRecord& more = running_records[running_index];
-    const OpRecord rec{run.rank, OpId(run.op), m.stream, more.ready, run.start, now, more.match};
+    const OpRecord rec{run.rank,  OpId(run.op), m.stream,   more.ready,
+                       run.start, now,          more.match, more.issued};
     for (const auto& cb : op_subscribers) {
       cb(rec);
     }
   }
   try_start(run.rank, r, p, candidates);
+}
+
+SimTime Simulation::Impl::issue_time(RankId id, const ProgramInfo& p, uint32_t op) const {
+  const detail::HostState& h = host[id.index()];
+  if (h.next_sync < p.syncs.size() && op > p.syncs[h.next_sync]) {
+    return SimTime::max();
+  }
+  // The segment of `op`: the last one, unless `op` was issued before the last sync (an op of
+  // another stream still waiting for its dependencies).
+  auto seg = h.segments.end() - 1;
+  if (op < seg->first) {
+    seg = std::upper_bound(h.segments.begin(), h.segments.end(), op,
+                           [](uint32_t o, const auto& s) { return o < s.first; }) -
+          1;
+  }
+  return seg->second + Duration::from_ps(p.host_prefix[op + 1] - p.host_prefix[seg->first]);
+}
+
+// With the host model off the op counts as issued when it became ready.
+SimTime Simulation::Impl::issued_at(RankId id, const ProgramInfo& p, uint32_t op) const {
+  return p.has_host ? issue_time(id, p, op) : now;
+}
+
+void Simulation::Impl::wake_at(RankId id, SimTime when) {
+  detail::HostState& h = host[id.index()];
+  if (when < h.wake) {
+    h.wake = when;
+    queue.push(when, EventKind::kHostWake, id.value());
+  }
+}
+
+void Simulation::Impl::host_wake(RankId id) {
+  detail::HostState& h = host[id.index()];
+  if (h.wake == now) {
+    h.wake = SimTime::max();
+  }
+  const RankHot& r = hot[id.index()];
+  try_start(id, r, info(r));
+}
+
+// kWaitOp is satisfied when its op ends; kWaitDevice when every op up to it has ended, which is
+// when the rank has finished that many ops (none after it can have started: the host has not
+// issued them).
+bool Simulation::Impl::host_after_end(RankId id, const RankHot& r, const ProgramInfo& p,
+                                      uint32_t op) {
+  detail::HostState& h = host[id.index()];
+  if (h.next_sync >= p.syncs.size()) {
+    return false;
+  }
+  const uint32_t sync = p.syncs[h.next_sync];
+  const bool satisfied = p.sync_kinds[h.next_sync] == HostSync::kWaitOp
+                             ? op == sync
+                             : p.program.size() - r.remaining == size_t{sync} + 1;
+  if (!satisfied) {
+    return false;
+  }
+  ++h.next_sync;
+  h.segments.emplace_back(sync + 1, now);
+  return true;
 }
 
 void Simulation::Impl::apply_memory(RankId id, const ProgramInfo& p, uint32_t op, bool at_end) {

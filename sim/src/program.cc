@@ -48,6 +48,9 @@ Program& Program::operator=(Program&&) noexcept = default;
 
 OpId Program::add(Op op) {
   SIM_CHECK(op.stream < 64, "op '{}' names stream {}; at most 64 streams", op.name, op.stream);
+  // At most 100 ms an op, so that the host times of kMaxOps ops sum within int64 picoseconds.
+  SIM_CHECK(op.host >= Duration::zero() && op.host <= Milliseconds(100),
+            "op '{}': host time {} ps is not within [0, 100 ms]", op.name, op.host.ps());
   if (size() >= kMaxOps) {
     throw LimitError(fmt::format("a program of more than {} ops (2^24): too large to simulate in "
                                  "a minute (the default step's programs hold a few thousand)",
@@ -64,6 +67,11 @@ void Program::add_dependency(OpId before, OpId after) {
   SIM_CHECK(before < after, "dependency {} -> {} does not point forward in program order",
             before.value(), after.value());
   boost::add_edge(before.index(), after.index(), impl_->graph);
+}
+
+void Program::set_host_sync(OpId id, HostSync sync) {
+  SIM_CHECK(id.index() < size(), "op {} of a program of {} ops", id.value(), size());
+  impl_->graph[id.index()].host_sync = sync;
 }
 
 void Program::set_initial_memory(MemoryCategory category, Bytes bytes) {

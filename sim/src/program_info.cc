@@ -15,12 +15,18 @@ ProgramInfo::ProgramInfo(Program p) : program(std::move(p)) {
   meta.resize(n);
   flops.resize(n);
   memory_offsets.assign(n + 1, 0);
+  host_prefix.assign(n + 1, 0);
   num_streams = program.num_streams();
   std::vector<std::vector<uint32_t>> stream_ops(num_streams);
   for (uint32_t i = 0; i < n; ++i) {
     const OpId id(i);
     const Op& op = program.op(id);
     ops[i] = &op;
+    host_prefix[i + 1] = host_prefix[i] + op.host.ps();
+    if (op.host_sync != HostSync::kNone) {
+      syncs.push_back(i);
+      sync_kinds.push_back(op.host_sync);
+    }
     OpMeta& m = meta[i];
     m.kind = op.kind();
     m.stream = op.stream;
@@ -54,6 +60,7 @@ ProgramInfo::ProgramInfo(Program p) : program(std::move(p)) {
       uses_peers = true;
     }
   }
+  has_host = host_prefix[n] > 0 || !syncs.empty();
   for (const std::vector<uint32_t>& ops_of_stream : stream_ops) {
     stream_first.push_back(static_cast<uint32_t>(stream_seq.size()));
     stream_seq.insert(stream_seq.end(), ops_of_stream.begin(), ops_of_stream.end());

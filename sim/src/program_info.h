@@ -43,6 +43,14 @@ struct ProgramInfo {
   std::vector<uint32_t> stream_first;
   // collectives: index among the collectives on the same group (Impl::number_collectives)
   std::vector<uint32_t> ordinal;
+  // The host model (simulation.h): host_prefix[i] is the host time to issue ops 0..i-1 (ps; size
+  // ops + 1), so that the ops from a to b-1 take host_prefix[b] - host_prefix[a]; syncs are the
+  // ops after which the host waits, in program order, with their kinds. has_host: some op has a
+  // host time or a sync (else the engine skips the host entirely).
+  std::vector<int64_t> host_prefix;
+  std::vector<uint32_t> syncs;
+  std::vector<HostSync> sync_kinds;
+  bool has_host = false;
   uint16_t max_group_slot = 0;
   uint16_t max_peer_slot = 0;
   bool uses_groups = false;

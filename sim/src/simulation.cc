@@ -216,7 +216,7 @@ void Simulation::Impl::prepare() {
     }
     for (size_t op = 0; op < info.ops.size(); ++op) {
       if (const auto* c = std::get_if<ComputeWork>(&info.ops[op]->work)) {
-        info.compute_time[op] = compute.compute_time(*first[p], *c);
+        info.compute_time[op] = c->measured ? *c->measured : compute.compute_time(*first[p], *c);
       }
     }
   }
@@ -247,6 +247,10 @@ void Simulation::Impl::prepare() {
   }
   sweeps.resize(ranks.size());
   collectives_in_flight.assign(ranks.size(), 0);
+  if (std::any_of(programs.begin(), programs.end(),
+                  [](const ProgramInfo& p) { return p.has_host; })) {
+    host.resize(ranks.size());
+  }
 }
 
 void Simulation::Impl::init_rank(RankId id) {
@@ -287,8 +291,11 @@ Duration Simulation::Impl::interfered_time(const RankHot& r, RankId id, uint32_t
 Duration Simulation::Impl::compute_duration(const RankHot& r, RankId id, uint32_t op) const {
   const int32_t collectives = collectives_in_flight[id.index()];
   // Without collectives in flight the program's time; with them, the cost model's interference.
-  const Duration base = collectives == 0 ? info(r).compute_time[op]
-                                         : interfered_time(r, id, op, collectives);
+  // (A measured kernel's time already holds whatever ran beside it.)
+  const Duration base =
+      collectives == 0 || std::get<ComputeWork>(info(r).ops[op]->work).measured
+          ? info(r).compute_time[op]
+          : interfered_time(r, id, op, collectives);
   double factor = r.slowdown;
   if (jitter_sigma > 0) {
     const double z = standard_normal_at(jitter_seed, ranks[id.index()].global.value(), op);
@@ -330,8 +337,9 @@ RunResult Simulation::run() {
   }
   result.ranks.reserve(s.ranks.size());
   for (size_t i = 0; i < s.ranks.size(); ++i) {
-    result.ranks.push_back(
-        RankResult{s.hot[i].end, s.ranks[i].peak, s.sweeps[i].result(result.end)});
+    result.ranks.push_back(RankResult{s.hot[i].end, s.ranks[i].peak,
+                                      s.sweeps[i].result(result.end),
+                                      s.host.empty() ? Duration::zero() : s.host[i].waited});
   }
   return result;
 }
@@ -372,6 +380,11 @@ void Simulation::Impl::report_deadlock() const {
       const Op& op = *p.ops[p.stream_seq[st.head - 1]];
       detail += fmt::format("; rank {} stream {} waits in '{}' ({})", i, s, op.name,
                             to_string(op.kind()));
+    }
+    if (p.has_host && host[i].next_sync < p.syncs.size()) {
+      const uint32_t sync = p.syncs[host[i].next_sync];
+      detail += fmt::format("; rank {}'s host waits after '{}' ({})", i, p.ops[sync]->name,
+                            to_string(p.sync_kinds[host[i].next_sync]));
     }
   }
   throw InternalError(fmt::format(

@@ -1,10 +1,10 @@
 // Private to the engine: the state of a Simulation (simulation.h) and the steps of its loop.
 //
-// Layout for the hot loop (STYLE C.11): programs are flattened once (ProgramInfo: CSR successors,
-// per-op metadata, compute times per program, pending counters op-major across their ranks);
-// stream states, running ops and group and peer slots stream-major (slot-major) across the ranks
-// of a program, so that lockstep ranks touch adjacent entries; rendezvous are per-group windows
-// of pending collectives and per-rank lists of pending sends, not node-based maps; per-rank
+// Layout for the hot loop (docs/style.md C.11): programs are flattened once (ProgramInfo: CSR
+// successors, per-op metadata, compute times per program, pending counters op-major across their
+// ranks); stream states, running ops and group and peer slots stream-major (slot-major) across the
+// ranks of a program, so that lockstep ranks touch adjacent entries; rendezvous are per-group
+// windows of pending collectives and per-rank lists of pending sends, not node-based maps; per-rank
 // breakdowns are computed online (RankSweep) and op records are built only when someone
 // subscribed.
 #pragma once
@@ -39,6 +39,7 @@ struct Arrival {
   RankId rank;
   uint32_t op = 0;
   SimTime ready;
+  SimTime issued;  // when the rank's host issued it (the host model; `ready` without one)
 };
 
 // A send/recv pair waiting for its other half, kept by its source rank.
@@ -62,6 +63,23 @@ struct RankHot {
 };
 static_assert(sizeof(RankHot) == 32);
 
+// A rank's host thread (the host model, simulation.h): it issues the ops in program order, op i
+// at base + host_prefix[i + 1] - host_prefix[first] within the segment that starts at op
+// `first` at time `base` (the step's start, or the moment a sync let the host go on), and stops
+// after the op of the next sync, syncs[next_sync], until that sync is satisfied. Touched only for
+// programs with has_host.
+struct HostState {
+  // The segments so far as (first op, base), the current one last: an op is issued in the last
+  // segment whose first op is not after it.
+  std::vector<std::pair<uint32_t, SimTime>> segments{{0, SimTime::zero()}};
+  uint32_t next_sync = 0;
+  SimTime wake = SimTime::max();  // the earliest kHostWake event pending, or max
+  // Since when the compute stream's next op has been ready but not yet issued (max: it is not
+  // waiting), and the total of such waits so far.
+  SimTime waiting_since = SimTime::max();
+  Duration waited;
+};
+
 // The rest of a simulated rank.
 struct RankState {
   RankId global;
@@ -84,6 +102,7 @@ struct Running {
 };
 struct RunningRecord {
   SimTime ready;
+  SimTime issued;
   uint64_t match = 0;
 };
 
@@ -155,6 +174,7 @@ struct Simulation::Impl {
   std::vector<RankState> ranks;
   size_t op_instances = 0;  // ops of every rank's program, summed (at most kMaxOpInstances)
   std::vector<detail::RankSweep> sweeps;     // by rank: the online breakdown
+  std::vector<detail::HostState> host;       // by rank (the host model)
   // By rank: collectives started (arrived or running) and not finished. An NCCL kernel holds its
   // SMs from launch to completion, so compute started meanwhile may run slower (ComputeContext).
   std::vector<int32_t> collectives_in_flight;
@@ -212,6 +232,17 @@ struct Simulation::Impl {
   void await(TransferId t, std::span<const Arrival> arrivals, uint64_t match);
   void finish(uint32_t running_index);
   uint64_t step();
+  // The host model: when rank `id` issues `op` (SimTime::max() while a sync before it holds the
+  // host), a wake-up event for the rank at `when` unless an earlier one is pending, what a sync
+  // satisfied at the end of `op` does, and a wake-up.
+  SimTime issue_time(RankId id, const ProgramInfo& p, uint32_t op) const;
+  void wake_at(RankId id, SimTime when);
+  // After `op` of rank `id` ended: true if that satisfied the sync holding its host.
+  bool host_after_end(RankId id, const RankHot& r, const ProgramInfo& p, uint32_t op);
+  void host_wake(RankId id);
+  // issue_time with the host model, `now` (the op is ready) without.
+  SimTime issued_at(RankId id, const ProgramInfo& p, uint32_t op) const;
+  void handle(const Event& e);
   void apply_memory(RankId id, const ProgramInfo& p, uint32_t op, bool at_end);
   void change_memory(RankId id, MemoryCategory c, Bytes delta);
   size_t pending_collectives() const;

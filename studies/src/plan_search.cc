@@ -15,7 +15,7 @@
 #include "meshsim/sim/error.h"
 #include "meshsim/topology/network.h"
 #include "meshsim/studies/cost.h"
-#include "meshsim/studies/stack_setup.h"
+#include "meshsim/scenario/stack_setup.h"
 #include "report_state.h"
 #include "meshsim/studies/step_bound.h"
 #include "meshsim/workloads/accounting.h"
@@ -27,7 +27,17 @@
 
 namespace meshsim::studies {
 
+using scenario::bind_to_cluster;
+using scenario::check_plan;
+using scenario::load_inputs;
+using scenario::LoadedScenario;
+using scenario::require_host_link;
+using scenario::Scenario;
+using scenario::simulate_step;
+using scenario::StepReport;
 using workloads::ParallelPlan;
+using scenario::ScenarioError;
+using scenario::ScenarioField;
 using workloads::PipelineSchedule;
 using workloads::Recompute;
 using workloads::ZeroStage;
@@ -412,28 +422,7 @@ Bytes memory_lower_bound(const ParallelPlan& plan,
 
 std::vector<Bytes> memory_lower_bounds(const ParallelPlan& plan,
                                        const std::vector<workloads::StagePartition>& parts) {
-  std::vector<Bytes> out;
-  const std::vector<int64_t> in_flight = workloads::max_in_flight_per_stage(plan.pipeline());
-  for (const workloads::StagePartition& st : parts) {
-    const int64_t chunks = in_flight[static_cast<size_t>(st.stage)];
-    const workloads::TrainingMemory state = workloads::training_memory(st, plan, 1);
-    // Layers differ (dense first layers, windows, recompute_num_layers): the least of them. The
-    // offloaded layers' activations leave the device (at most two of them are on it at once),
-    // so only the layers that keep theirs count.
-    int64_t kept = 0;
-    std::optional<Bytes> least_saved;
-    for (const workloads::LayerSaved& layer : st.activations.by_layer) {
-      if (layer.offloaded) {
-        continue;
-      }
-      ++kept;
-      least_saved = least_saved ? std::min(*least_saved, layer.saved) : layer.saved;
-    }
-    const int64_t chunk_layers = kept / plan.vpp;
-    out.push_back(state.model_state() +
-                  least_saved.value_or(Bytes::zero()) * (chunk_layers * chunks));
-  }
-  return out;
+  return workloads::least_peak_memory(plan, parts);
 }
 
 namespace {

@@ -2,8 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+#include <iterator>
+
+#include "meshsim/scenario/plan_fields.h"
+#include "meshsim/scenario/report_fields.h"
+
 namespace meshsim::studies {
 
+using scenario::StepReport;
 using workloads::ParallelPlan;
 
 std::string short_plan(const ParallelPlan& p) {
@@ -53,10 +60,10 @@ std::string short_plan(const ParallelPlan& p) {
 
 namespace {
 
-// The columns, in order: name and the value of a row.
+// A column: its name and the value of a row.
 struct Column {
-  const char* name;
-  nlohmann::json (*value)(const PlanRow&);
+  std::string name;
+  std::function<nlohmann::json(const PlanRow&)> value;
 };
 
 double exposed(const StepReport& r, std::string_view kind) {
@@ -72,66 +79,86 @@ double headroom(const StepReport& r) {
   return 1.0 - r.peak_memory.as_double() / r.memory_capacity.as_double();
 }
 
-// clang-format off
-constexpr Column kColumns[] = {
-    {"plan", [](const PlanRow& r) -> nlohmann::json { return short_plan(r.plan); }},
-    {"tp", [](const PlanRow& r) -> nlohmann::json { return r.plan.tp; }},
-    {"sp", [](const PlanRow& r) -> nlohmann::json { return r.plan.sp; }},
-    {"cp", [](const PlanRow& r) -> nlohmann::json { return r.plan.cp; }},
-    {"pp", [](const PlanRow& r) -> nlohmann::json { return r.plan.pp; }},
-    {"vpp", [](const PlanRow& r) -> nlohmann::json { return r.plan.vpp; }},
-    {"schedule", [](const PlanRow& r) -> nlohmann::json { return to_string(r.plan.schedule); }},
-    {"dp", [](const PlanRow& r) -> nlohmann::json { return r.plan.dp; }},
-    {"zero", [](const PlanRow& r) -> nlohmann::json { return static_cast<int>(r.plan.zero); }},
-    {"fsdp", [](const PlanRow& r) -> nlohmann::json { return r.plan.fsdp; }},
-    {"zero_replicas", [](const PlanRow& r) -> nlohmann::json {
-       return r.plan.zero_replicas(); }},
-    {"ep", [](const PlanRow& r) -> nlohmann::json { return r.plan.ep; }},
-    {"mbs", [](const PlanRow& r) -> nlohmann::json { return r.plan.mbs; }},
-    {"gbs", [](const PlanRow& r) -> nlohmann::json { return r.plan.gbs; }},
-    {"seq", [](const PlanRow& r) -> nlohmann::json { return r.plan.seq; }},
-    {"recompute", [](const PlanRow& r) -> nlohmann::json { return to_string(r.plan.recompute); }},
-    {"overlap_tp", [](const PlanRow& r) -> nlohmann::json {
-       return r.plan.overlap.tensor_parallel; }},
-    {"devices", [](const PlanRow& r) -> nlohmann::json { return r.report.devices; }},
-    {"slices", [](const PlanRow& r) -> nlohmann::json {
-       return r.report.inputs.is_object() ? r.report.inputs.value("slices", int64_t{1})
-                                          : int64_t{1}; }},
-    {"step_time_s", [](const PlanRow& r) -> nlohmann::json {
-       return r.report.step_time.seconds(); }},
-    {"tokens_per_s", [](const PlanRow& r) -> nlohmann::json { return r.report.tokens_per_s; }},
-    {"mfu", [](const PlanRow& r) -> nlohmann::json { return r.report.mfu; }},
-    {"compute_s", [](const PlanRow& r) -> nlohmann::json { return r.report.compute.seconds(); }},
-    {"exposed_comm_s", [](const PlanRow& r) -> nlohmann::json {
-       return r.report.exposed_comm.seconds(); }},
-    {"exposed_tp_s", [](const PlanRow& r) -> nlohmann::json { return exposed(r.report, "tp"); }},
-    {"exposed_cp_s", [](const PlanRow& r) -> nlohmann::json { return exposed(r.report, "cp"); }},
-    {"exposed_dp_s", [](const PlanRow& r) -> nlohmann::json { return exposed(r.report, "dp"); }},
-    {"exposed_pp_s", [](const PlanRow& r) -> nlohmann::json { return exposed(r.report, "pp"); }},
-    {"exposed_ep_s", [](const PlanRow& r) -> nlohmann::json { return exposed(r.report, "ep"); }},
-    {"bubble_fraction", [](const PlanRow& r) -> nlohmann::json {
-       return r.report.bubble_fraction; }},
-    {"peak_memory_bytes", [](const PlanRow& r) -> nlohmann::json {
-       return r.report.peak_memory.count(); }},
-    {"memory_capacity_bytes", [](const PlanRow& r) -> nlohmann::json {
-       return r.report.memory_capacity.count(); }},
-    {"headroom", [](const PlanRow& r) -> nlohmann::json { return headroom(r.report); }},
-    {"oom", [](const PlanRow& r) -> nlohmann::json { return r.report.oom; }},
-    {"lower_bound_s", [](const PlanRow& r) -> nlohmann::json {
-       return r.lower_bound ? nlohmann::json(r.lower_bound->seconds()) : nlohmann::json(); }},
-    {"days", [](const PlanRow& r) -> nlohmann::json {
-       return r.time_to_train ? nlohmann::json(r.time_to_train->days) : nlohmann::json(); }},
-    {"device_hours", [](const PlanRow& r) -> nlohmann::json {
-       return r.time_to_train ? nlohmann::json(r.time_to_train->device_hours)
-                              : nlohmann::json(); }},
-    {"cost_usd", [](const PlanRow& r) -> nlohmann::json {
-       return r.time_to_train && r.time_to_train->cost_usd
-                  ? nlohmann::json(*r.time_to_train->cost_usd) : nlohmann::json(); }},
-    {"facility_energy_mwh", [](const PlanRow& r) -> nlohmann::json {
-       return r.time_to_train && r.time_to_train->facility_energy_mwh
-                  ? nlohmann::json(*r.time_to_train->facility_energy_mwh) : nlohmann::json(); }},
-};
-// clang-format on
+nlohmann::json exposed_column(const PlanRow& r, std::string_view kind) {
+  return exposed(r.report, kind);
+}
+
+// Columns derived from the step's results, each after the result column it follows.
+std::vector<Column> derived_after(std::string_view key) {
+  if (key == "devices") {
+    return {{"slices", [](const PlanRow& r) -> nlohmann::json {
+               return r.report.inputs.is_object() ? r.report.inputs.value("slices", int64_t{1})
+                                                  : int64_t{1};
+             }}};
+  }
+  if (key == "exposed_comm_s") {  // by kind, as the step reports them
+    std::vector<Column> by_kind;
+    for (const workloads::CommKind kind : enum_values<workloads::CommKind>()) {
+      const std::string name(to_string(kind));
+      by_kind.push_back({"exposed_" + name + "_s",
+                         [name](const PlanRow& r) { return exposed_column(r, name); }});
+    }
+    return by_kind;
+  }
+  if (key == "memory_capacity_bytes") {
+    return {{"headroom", [](const PlanRow& r) -> nlohmann::json { return headroom(r.report); }}};
+  }
+  return {};
+}
+
+// What a row's optional study result is, or null.
+template <typename T, typename F>
+nlohmann::json or_null(const std::optional<T>& v, F f) {
+  return v ? nlohmann::json(f(*v)) : nlohmann::json();
+}
+
+// The plan's columns (the plan field table's, in its order, then the derived zero_replicas),
+// the step's (the report field table's, with the columns derived from them), the lower bound
+// and the time to train.
+std::vector<Column> make_columns() {
+  std::vector<Column> c = {{"plan", [](const PlanRow& r) -> nlohmann::json {
+                              return short_plan(r.plan);
+                            }}};
+  for (const scenario::PlanFieldSpec& f : scenario::plan_fields()) {
+    if (f.column != nullptr) {
+      c.push_back({f.column, [get = f.get](const PlanRow& r) { return get(r.plan); }});
+    }
+  }
+  c.push_back({"zero_replicas",
+               [](const PlanRow& r) -> nlohmann::json { return r.plan.zero_replicas(); }});
+  for (const scenario::ReportFieldSpec& f : scenario::report_fields()) {
+    if (f.column) {
+      c.push_back({f.key, [&f](const PlanRow& r) { return f.value(r.report); }});
+      const std::vector<Column> derived = derived_after(f.key);
+      c.insert(c.end(), derived.begin(), derived.end());
+    }
+  }
+  c.push_back({"lower_bound_s", [](const PlanRow& r) {
+                 return or_null(r.lower_bound, [](Duration d) { return d.seconds(); });
+               }});
+  c.push_back({"days", [](const PlanRow& r) {
+                 return or_null(r.time_to_train, [](const TimeToTrain& t) { return t.days; });
+               }});
+  c.push_back({"device_hours", [](const PlanRow& r) {
+                 return or_null(r.time_to_train,
+                                [](const TimeToTrain& t) { return t.device_hours; });
+               }});
+  c.push_back({"cost_usd", [](const PlanRow& r) {
+                 return r.time_to_train ? or_null(r.time_to_train->cost_usd, std::identity())
+                                        : nlohmann::json();
+               }});
+  c.push_back({"facility_energy_mwh", [](const PlanRow& r) {
+                 return r.time_to_train
+                            ? or_null(r.time_to_train->facility_energy_mwh, std::identity())
+                            : nlohmann::json();
+               }});
+  return c;
+}
+
+const std::vector<Column>& columns() {
+  static const std::vector<Column> kColumns = make_columns();
+  return kColumns;
+}
 
 }  // namespace
 
@@ -163,7 +190,7 @@ std::string csv_cell(const nlohmann::json& v) {
 const std::vector<std::string>& row_columns() {
   static const std::vector<std::string> kNames = [] {
     std::vector<std::string> names;
-    for (const Column& c : kColumns) {
+    for (const Column& c : columns()) {
       names.emplace_back(c.name);
     }
     return names;
@@ -173,7 +200,7 @@ const std::vector<std::string>& row_columns() {
 
 nlohmann::json row_json(const PlanRow& row) {
   nlohmann::json j = nlohmann::json::object();
-  for (const Column& c : kColumns) {
+  for (const Column& c : columns()) {
     j[c.name] = c.value(row);
   }
   return j;
@@ -181,14 +208,14 @@ nlohmann::json row_json(const PlanRow& row) {
 
 void write_rows_csv(const std::vector<PlanRow>& rows, std::ostream& out) {
   const char* sep = "";
-  for (const Column& c : kColumns) {
+  for (const Column& c : columns()) {
     out << sep << c.name;
     sep = ",";
   }
   out << "\n";
   for (const PlanRow& r : rows) {
     sep = "";
-    for (const Column& c : kColumns) {
+    for (const Column& c : columns()) {
       out << sep << csv_cell(c.value(r));
       sep = ",";
     }

@@ -1,13 +1,16 @@
 // A StepReport as exact JSON (integers for picoseconds and bytes, doubles that nlohmann
-// round-trips, every field), so that processes exchanging reports (the plan search under MPI)
-// rebuild the very values one process would hold. Private to studies.
+// round-trips, every field: the scalar ones through scenario/report_fields.h), so that processes
+// exchanging reports (the plan search under MPI) rebuild the very values one process would hold.
+// Private to studies.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
-#include "meshsim/studies/step_report.h"
+#include "meshsim/scenario/step_report.h"
 
 namespace meshsim::studies::detail {
+
+using scenario::StepReport;
 
 nlohmann::json report_state(const StepReport& r);
 StepReport report_from_state(const nlohmann::json& j);

@@ -646,7 +646,8 @@ StepLowerBound::StageTerms StepLowerBound::stage_terms(
                       st.params.of(first_layer).total() * plan.state.weight, shard);
       } else if (zero) {
         gather = time(CollectiveKind::kAllGather,
-                      std::min(plan.grad_bucket.count(), st.params.total() * plan.state.weight),
+                      std::min(workloads::grad_bucket_bytes(plan).count(),
+                               st.params.total() * plan.state.weight),
                       shard);
       }
       t.start[s] = std::max(Duration::zero(), gather - (st.first ? costs(plan).embedding_forward

@@ -11,9 +11,20 @@
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/json_input.h"
 #include "meshsim/studies/plan_table.h"
-#include "meshsim/studies/step.h"
+#include "meshsim/scenario/step.h"
 
 namespace meshsim::studies {
+
+using scenario::apply_scenario_json;
+using scenario::complete;
+using scenario::default_scenario;
+using scenario::load_cluster;
+using scenario::Scenario;
+using scenario::ScenarioError;
+using scenario::ScenarioField;
+using scenario::simulate_step;
+using scenario::StepOptions;
+using scenario::StepReport;
 
 int64_t SweepSpec::points() const {
   int64_t n = 1;
@@ -135,28 +146,11 @@ void fit_data_parallel(PointScenario& p) {
   complete(p.scenario);
 }
 
-nlohmann::json stages_json(const StepReport& r) {
-  nlohmann::json stages = nlohmann::json::array();
-  for (const StepReport::Stage& st : r.stages) {
-    nlohmann::json by = nlohmann::json::object();
-    for (int i = 0; i < kNumMemoryCategories; ++i) {
-      by[std::string(to_string(static_cast<MemoryCategory>(i)))] =
-          st.peak_breakdown.by_category[static_cast<size_t>(i)].count();
-    }
-    stages.push_back({{"stage", st.stage},
-                      {"bubble_fraction", st.bubble_fraction},
-                      {"compute_s", st.compute.seconds()},
-                      {"peak_memory_bytes", st.peak_memory.count()},
-                      {"peak_memory_breakdown_bytes", by}});
-  }
-  return stages;
-}
-
 nlohmann::json plan_row(const PlanRow& row) {
   nlohmann::json j = row_json(row);
   j["model_description"] = row.report.model_description;
   j["cluster_description"] = row.report.cluster_description;
-  j["stages"] = stages_json(row.report);
+  j["stages"] = scenario::stages_json(row.report);
   return j;
 }
 

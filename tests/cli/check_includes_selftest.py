@@ -53,9 +53,17 @@ CLEAN_TREE = {
     "validation/include/meshsim/validation/manifest.h": (
         '#pragma once\n#include "meshsim/workloads/model.h"\n#include "meshsim/topology/chip.h"\n'
     ),
+    "scenario/src/step.cc": "".join(
+        f'#include "meshsim/{m}/x.h"\n'
+        for m in ("sim", "topology", "workloads", "collectives", "scenario")),
+    "scenario/CMakeLists.txt": (
+        "meshsim_module(scenario SOURCES src/step.cc\n"
+        "  PUBLIC_DEPS meshsim::sim meshsim::topology meshsim::workloads meshsim::collectives)\n"
+    ),
     "validation/src/calibrate.cc": "".join(
         f'#include "meshsim/{m}/x.h"\n'
-        for m in ("sim", "topology", "workloads", "collectives", "traces", "validation")),
+        for m in ("sim", "topology", "workloads", "collectives", "traces", "scenario",
+                  "validation")),
     "validation/microbench/rates.c": "#include <stdio.h>\n#include <omp.h>\n",
     "validation/CMakeLists.txt": (
         "meshsim_module(validation SOURCES src/calibrate.cc\n"
@@ -64,20 +72,21 @@ CLEAN_TREE = {
     ),
     "studies/src/plan_search.cc": "".join(
         f'#include "meshsim/{m}/x.h"\n'
-        for m in ("sim", "topology", "workloads", "collectives", "traces", "studies")),
+        for m in ("sim", "topology", "workloads", "collectives", "traces", "scenario",
+                  "studies")),
     "studies/CMakeLists.txt": (
         "meshsim_module(studies SOURCES src/plan_search.cc\n"
         "  PUBLIC_DEPS meshsim::sim meshsim::topology meshsim::workloads meshsim::collectives\n"
-        "              meshsim::traces)\n"
+        "              meshsim::traces meshsim::scenario)\n"
     ),
     "cli/src/main.cc": "".join(
         f'#include "meshsim/{m}/x.h"\n'
-        for m in ("sim", "topology", "workloads", "collectives", "traces", "validation",
-                  "studies")),
+        for m in ("sim", "topology", "workloads", "collectives", "traces", "scenario",
+                  "validation", "studies")),
     "cli/CMakeLists.txt": (
         "meshsim_module(cli SOURCES src/main.cc\n"
         "  PUBLIC_DEPS meshsim::sim meshsim::topology meshsim::workloads meshsim::collectives\n"
-        "              meshsim::traces meshsim::validation meshsim::studies)\n"
+        "              meshsim::traces meshsim::scenario meshsim::validation meshsim::studies)\n"
     ),
     # tests/ and bench/ may include anything.
     "tests/workloads/model_test.cc": (
@@ -154,23 +163,40 @@ class CheckIncludesTest(unittest.TestCase):
         line = self.assert_one_violation(
             {"validation/src/validate.cc": '#include "meshsim/cli/report.h"\n'},
             "validation/src/validate.cc:1: ", "validation may not include", "meshsim/cli/report.h")
-        self.assertIn("allowed: validation, sim, topology, workloads, collectives, traces", line)
+        self.assertIn("allowed: validation, sim, topology, workloads, collectives, traces, scenario)",
+                      line)
         self.assert_one_violation(
             {"validation/CMakeLists.txt":
                  "meshsim_module(validation SOURCES src/calibrate.cc PUBLIC_DEPS meshsim::cli)\n"},
             "validation/CMakeLists.txt:1: ", "validation may not link meshsim::cli")
 
+    def test_scenario_sits_below_validation_studies_and_cli(self) -> None:
+        # One step's wiring: the modules that run steps use it, never the other way round.
+        for above in ("validation", "studies", "cli", "traces"):
+            line = self.assert_one_violation(
+                {"scenario/src/step.cc": f'#include "meshsim/{above}/x.h"\n'},
+                "scenario/src/step.cc:1: ", "scenario may not include", f"meshsim/{above}/x.h")
+            self.assertIn("allowed: scenario, sim, topology, workloads, collectives)", line)
+        self.assert_one_violation(
+            {"scenario/CMakeLists.txt":
+                 "meshsim_module(scenario SOURCES src/step.cc PUBLIC_DEPS meshsim::studies)\n"},
+            "scenario/CMakeLists.txt:1: ", "scenario may not link meshsim::studies")
+        self.assert_one_violation(
+            {"collectives/src/ring.cc": '#include "meshsim/scenario/step.h"\n'},
+            "collectives/src/ring.cc:1: ", "collectives may not include")
+
     def test_studies_sits_below_cli_and_beside_validation(self) -> None:
         line = self.assert_one_violation(
             {"studies/src/sweep.cc": '#include "meshsim/cli/report.h"\n'},
             "studies/src/sweep.cc:1: ", "studies may not include", "meshsim/cli/report.h")
-        self.assertIn("allowed: studies, sim, topology, workloads, collectives, traces", line)
+        self.assertIn("allowed: studies, sim, topology, workloads, collectives, traces, scenario)",
+                      line)
         self.assert_one_violation(
             {"studies/src/sweep.cc": '#include "meshsim/validation/manifest.h"\n'},
             "studies/src/sweep.cc:1: ", "studies may not include")
         self.assert_one_violation(
-            {"workloads/src/model.cc": '#include "meshsim/studies/step.h"\n'},
-            "workloads/src/model.cc:1: ", "workloads may not include", "meshsim/studies/step.h")
+            {"workloads/src/model.cc": '#include "meshsim/scenario/step.h"\n'},
+            "workloads/src/model.cc:1: ", "workloads may not include", "meshsim/scenario/step.h")
         self.assert_one_violation(
             {"studies/CMakeLists.txt":
                  "meshsim_module(studies SOURCES src/x.cc PUBLIC_DEPS meshsim::validation)\n"},

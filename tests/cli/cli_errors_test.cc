@@ -227,6 +227,26 @@ TEST_F(CliTest, PlanErrorOnAFlagValueNamesTheFlag) {
   EXPECT_THAT(r.output, Not(HasSubstr("scenario.json")));
 }
 
+// A boolean plan flag takes --sp, --sp=true, --sp=false or --no-sp; any other value is bad input
+// (--sp=false had been accepted and ignored: the run kept sequence parallelism).
+TEST_F(CliTest, BooleanPlanFlagsTakeTrueOrFalse) {
+  write_file("scenario.json", R"({"model": "llama3-8b", "cluster": "dgx-h100", "nodes": 1,
+                                  "tp": 8, "sp": true, "seq": 1024, "gbs": 8})");
+  for (const char* off : {"--sp=false", "--no-sp"}) {
+    const CommandResult r = run({"scenario.json", off, "--json", "r.json"});
+    ASSERT_EQ(r.exit_code, 0) << off << r.output;
+    EXPECT_EQ(read_json("r.json").at("inputs").at("sp"), false) << off;
+  }
+  const CommandResult on = run({"scenario.json", "--sp=true", "--json", "r.json"});
+  ASSERT_EQ(on.exit_code, 0) << on.output;
+  EXPECT_EQ(read_json("r.json").at("inputs").at("sp"), true);
+  for (const char* bad : {"--sp=yes", "--overlap-tp=1"}) {
+    const CommandResult r = run({"scenario.json", bad});
+    expect_input_error(r, {std::string(bad).substr(0, std::string(bad).find('=')), "true",
+                           "false"});
+  }
+}
+
 // A file's value that only fails together with another field: the error is on the field the
 // library blames (pp), located in the file; the stated uneven split then fixes it.
 TEST_F(CliTest, PipelineErrorsNameTheFileField) {
@@ -269,7 +289,8 @@ TEST_F(CliTest, AlgorithmThatDoesNotApplyNamesTheFlag) {
   expect_input_error(r, {"--algo: algorithm nvls does not apply"});
 }
 
-// STYLE D.13: libraries below the edge throw typed errors on a field; they never name a flag.
+// Libraries below the edge throw typed errors on a field; they never name a flag
+// (docs/style.md D.13).
 TEST_F(CliTest, LibrariesNeverNameAFlag) {
   const std::regex flag(R"("--[a-z][a-z-]*")");
   for (const char* dir : {"workloads", "collectives"}) {
@@ -356,7 +377,7 @@ TEST_F(CliTest, RunWritesAConsistentJsonReport) {
   EXPECT_FALSE(fs::exists(path("meshsim-trace.pftrace"))) << "--no-trace wrote a trace";
 }
 
-// The README writes an uneven split as --stage-layers 10,11,11; the ledger of each stage then
+// An uneven split written as --stage-layers 10,11,11 (docs/cli.md); the ledger of each stage then
 // starts with the weights of its own layers (stage 0 of llama3.2-1b: the embedding and 4 layers).
 TEST_F(CliTest, StageLayersTakeACommaSeparatedList) {
   const CommandResult r = run({"--model", "llama3.2-1b", "--cluster", "dgx-h100", "--nodes", "3",

@@ -1,8 +1,9 @@
 // Closed forms of the collective model, one per algorithm/protocol pair, without contention: a
 // collective alone takes max(floor, latency + n / min(cap, min over its links of C / w))
-// (comm_shape.h), with NCCL's latencies and bandwidths (nccl_model.md section 12.3), the run-time
-// NVLS chunk model (nccl_runtime.h), the catalogue's link efficiencies and the platform's floor;
-// TPU torus collectives against the scaling book's multi-axis forms; the workbook's cases.
+// (comm_shape.h), with NCCL's latencies and bandwidths (NCCL 2.30.7 src/graph/tuning.cc), the
+// run-time NVLS chunk model (nccl_runtime.h), the catalogue's link efficiencies and the
+// platform's floor; TPU torus collectives against the scaling book's multi-axis forms; the
+// workbook's cases.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -247,7 +248,7 @@ TEST(ClosedForm, TorusLineWithoutWraparoundRunsAFoldedRing) {
 }
 
 nlohmann::json workbook_case(const std::string& id) {
-  std::ifstream in(std::string(MESHSIM_REFERENCE_DIR) + "/workbook_cases.json");
+  std::ifstream in(std::string(MESHSIM_SOURCE_DIR) + "/validation/workbook/workbook_cases.json");
   const auto doc = nlohmann::json::parse(in);
   for (const auto& c : doc.at("cases")) {
     if (c.at("id") == id) {

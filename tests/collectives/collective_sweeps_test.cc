@@ -1,5 +1,5 @@
 // Issue 12: meshsim's collective model against every nccl-tests sweep of
-// validation/collectives/sweeps.json (dev sweeps read from ../shared/validation-dev by id prefix,
+// validation/collectives/sweeps.json (dev sweeps read from validation/published/collectives.json by id prefix,
 // check sweeps committed with their sources). Prints each sweep's errors (ctest -V -R
 // CollectiveSweeps) and holds the issue's targets: within 10% of the measured busbw at every size
 // >= 64 KiB with a mean within 5%, within 20% below. A sweep whose platform meshsim has no
@@ -72,7 +72,7 @@ std::vector<Point> points_of(const nlohmann::json& s) {
     return out;
   }
   const std::string prefix = s.at("dev_id_prefix");
-  for (const auto& r : read_json(std::string(MESHSIM_VALIDATION_DEV_DIR) + "/collectives.json")) {
+  for (const auto& r : read_json(kRoot + "/validation/published/collectives.json")) {
     const std::string id = r.at("id");
     if (id.rfind(prefix, 0) == 0 && r.at("message_size_bytes").is_number_integer()) {
       out.push_back({r.at("message_size_bytes").get<int64_t>(),

@@ -1,7 +1,7 @@
-// Conformance suite (STYLE D.14b): every algorithm x every collective kind x a few groups on GPU
-// and TPU networks. Where the pattern fits the group: its flows carry bytes between the group's
-// devices (or their NVSwitch or leaf); the ring family moves the bandwidth-optimal volumes of
-// volume.h on one node; the planner's shape (forced algorithm) either runs it, with a positive,
+// Conformance suite (docs/style.md D.14b): every algorithm x every collective kind x a few groups
+// on GPU and TPU networks. Where the pattern fits the group: its flows carry bytes between the
+// group's devices (or their NVSwitch or leaf); the ring family moves the bandwidth-optimal volumes
+// of volume.h on one node; the planner's shape (forced algorithm) either runs it, with a positive,
 // deterministic time that grows with the buffer, or refuses
 // (CommError on the algorithm option: NCCL has no such algorithm on this system); shapes of one
 // rank or no bytes cost nothing.

@@ -1,8 +1,8 @@
 // NCCL's tuner (collectives/nccl.h): the graphs its topology search finds, the closed forms of its
 // table for each algorithm/protocol pair, and its choice at several sizes and scales.
-// Expected values: /work/notes/nccl_model.md section 12.3 (NCCL 2.30 constants), computed by hand
-// there from src/graph/tuning.cc and checked by its Python reference; the graph rows are the
-// section 7.3 table, two of them confirmed by NCCL logs (16 channels on 3x8 H100 in nccl#1453;
+// Expected values: computed by hand from NCCL 2.30.7's src/graph/tuning.cc (its 2.30 constants)
+// and checked against a Python restatement of it; the graph rows follow nccl_system.cc's rules,
+// two of them confirmed by NCCL logs (16 channels on 3x8 H100 in nccl#1453;
 // "16 coll channels" on H800 in nccl#892).
 #include <gtest/gtest.h>
 
@@ -211,7 +211,7 @@ struct Case {
   P protocol;
 };
 
-// The auto choice (nccl_model.md section 12.3's table, from the NCCL 2.30 model).
+// The auto choice, computed from NCCL 2.30.7's model.
 TEST(NcclTuner, ChoiceAtSizesAndScales) {
   const NcclSystem h1 = system_of("dgx-h100", 1, 0, 8);
   const NcclSystem h2 = system_of("dgx-h100", 2, 0, 16);
@@ -298,7 +298,7 @@ TEST(NcclTuner, RanksSpreadUnevenlyOverNodes) {
   EXPECT_GT(planner.isolated_time(shape), Duration::zero());
 }
 
-// NVLS across nodes and both CollNets need IB SHARP (nccl_model.md section 3: NCCL enables them
+// NVLS across nodes and both CollNets need IB SHARP (NCCL enables them
 // only with collnetEnable and the SHARP plugin; without, the multi-node NVSwitch algorithm is
 // NVLSTree): 16 nodes, all-reduce, with and without SHARP in the fabric.
 TEST(NcclTuner, SharpEnablesCollNetAndNvlsAcrossNodes) {

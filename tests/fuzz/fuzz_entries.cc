@@ -15,17 +15,21 @@
 #include "meshsim/topology/cluster.h"
 #include "meshsim/topology/compute_model.h"
 #include "meshsim/topology/network.h"
+#include "meshsim/traces/chakra.h"
 #include "meshsim/traces/import.h"
+#include "meshsim/traces/nccl_tests.h"
+#include "meshsim/validation/collective_fit.h"
 #include "meshsim/validation/manifest.h"
 #include "meshsim/validation/profile.h"
 #include "meshsim/validation/published.h"
 #include "meshsim/workloads/accounting.h"
+#include "meshsim/studies/chakra_run.h"
 #include "meshsim/studies/failures.h"
 #include "meshsim/studies/goodput.h"
-#include "meshsim/studies/scenario.h"
+#include "meshsim/scenario/located.h"
+#include "meshsim/scenario/scenario.h"
 #include "meshsim/studies/sweep.h"
 #include "meshsim/workloads/parallel.h"
-#include "scenario_flags.h"
 
 namespace meshsim::fuzz {
 namespace {
@@ -152,12 +156,12 @@ void run_chips(std::string_view data) {
 
 void run_scenario(std::string_view data) {
   const fs::path path = write_scratch("scenario.json", data);
-  (void)studies::scenario_file_names_workload(path.string());
-  studies::Scenario s = studies::load_scenario(path.string(), studies::default_scenario());
-  studies::complete(s);
+  (void)scenario::scenario_file_names_workload(path.string());
+  scenario::Scenario s = scenario::load_scenario(path.string(), scenario::default_scenario());
+  scenario::complete(s);
   // The cluster it names, resized and with its fabric knobs applied (no network is built: the
   // size may be up to kMaxDevices); the library's field errors located as the edge does.
-  (void)cli::located(s, [&] { return studies::load_cluster(s); });
+  (void)scenario::located(s, [&] { return scenario::load_cluster(s); });
 }
 
 // A sweep spec (meshsim sweep): its axes checked against the scenario, the points counted and the
@@ -232,6 +236,107 @@ void run_published_runs(std::string_view data) {
   }
 }
 
+// A facts file (validation/published/run_facts.json's format): parsed, then a few runs of every
+// kind of record the rules read (a GPT on A100s, a Llama on H100s, an MPT, a MaxText slice, an MoE)
+// mapped with it; a refusal is a run's outcome, anything else escaping is a bug.
+void run_published_facts(std::string_view data) {
+  const validation::PublishedFacts facts = validation::PublishedFacts::parse(data, kSource);
+  const topology::Catalogue catalogue = topology::Catalogue::builtin();
+  const auto run = [](std::string id, std::string hw, int64_t devices, std::string model,
+                      std::string framework, int64_t tp, int64_t pp) {
+    validation::PublishedRun r;
+    r.id = std::move(id);
+    r.citation = "Narayanan et al. arXiv:2104.04473; NVIDIA/dgxc-benchmarking nemotron/README.md";
+    r.hardware_key = std::move(hw);
+    r.devices = devices;
+    r.intra_slice = "v5p-128 = 64 chips per slice";
+    r.model.name = std::move(model);
+    r.model.arch_notes = "SwiGLU";
+    r.model.layers = 8;
+    r.model.hidden = 1024;
+    r.model.heads = 8;
+    r.model.ffn = 4096;
+    r.model.vocab = 32000;
+    r.model.seq_len = 2048;
+    r.parallelism.tp = tp;
+    r.parallelism.pp = pp;
+    r.parallelism.notes = "sharding_strategy=FULL_SHARD VP flex";
+    r.batch.sequences = 256;
+    r.batch.micro_batch = 1;
+    r.precision_class = "bf16";
+    r.framework = std::move(framework);
+    r.measured = {"tokens_per_second_per_gpu", 1000, "tokens/s/GPU"};
+    return r;
+  };
+  std::vector<validation::PublishedRun> runs = {
+      run("a", "A100-SXM4-80GB", 64, "GPT-1B", "Megatron-LM (2021)", 8, 2),
+      run("b", "H100-SXM5-80GB", 16, "Llama 3 8B", "NeMo 24.07", 2, 1),
+      run("c", "A100-SXM4-40GB", 8, "MPT-1b", "MosaicML Composer", 1, 1),
+      run("d", "TPU-v5p", 64, "MaxText 1B", "MaxText", 4, 1),
+      run("e", "GB200 (B200 GPU in GB200 NVL72)", 144, "Mixtral 8x7B", "Megatron-Bridge", 1, 1)};
+  runs.back().model.moe = true;
+  runs.back().model.experts = 8;
+  runs.back().model.top_k = 2;
+  runs.back().model.expert_ffn = 4096;
+  runs.back().parallelism.ep = 8;
+  for (const validation::PublishedRun& r : runs) {
+    (void)validation::map_published_run(r, catalogue, facts);
+  }
+}
+
+const topology::ClusterSpec& dgx_h100() {
+  static const topology::ClusterSpec kCluster =
+      topology::load_cluster("dgx-h100", topology::Catalogue::builtin());
+  return kCluster;
+}
+
+// An nccl-tests log (meshsim calibrate-collectives), or a sweep table in meshsim's JSON form: its
+// sweeps, with what a log may leave out given as the command line would, and the first points of
+// each (at most 64 ranks) predicted on dgx-h100 as the fit does; the fit itself is not run (its
+// hundreds of predictions per input are too slow for fuzzing).
+void run_nccl_tests_log(std::string_view data) {
+  std::vector<validation::CollectiveSweep> sweeps;
+  try {
+    if (validation::looks_like_sweep_json(data)) {
+      sweeps = validation::read_sweep_file(write_scratch("sweep.json", data).string());
+    } else {
+      validation::SweepDefaults d;
+      d.test = traces::NcclTest::kAllReduce;
+      d.nccl = collectives::NcclVersion{2, 30};
+      d.ranks = 8;
+      d.nodes = 1;
+      sweeps = validation::sweeps_from_log(traces::parse_nccl_tests_log(data, kSource), d);
+    }
+  } catch (const validation::SweepError& e) {
+    throw InputError(kSource, "", e.what());  // calibrate-collectives locates it at a flag
+  }
+  for (size_t s = 0; s < std::min<size_t>(sweeps.size(), 2); ++s) {
+    if (sweeps[s].ranks > kMaxCollectiveDevices) {
+      continue;
+    }
+    for (size_t i = 0; i < std::min<size_t>(sweeps[s].points.size(), 4); ++i) {
+      (void)validation::predict_collective(dgx_h100(), sweeps[s],
+                                           Bytes::of(sweeps[s].points[i].bytes));
+    }
+  }
+}
+
+// A Chakra execution trace of one rank (meshsim run --workload): imported, written back out and
+// simulated on dgx-h100, within limits small enough for fuzzing (4 MiB, 4,096 nodes).
+void run_chakra_trace(std::string_view data) {
+  const fs::path dir = scratch_dir() / "chakra";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "rank.0.et", std::ios::binary)
+      .write(data.data(), static_cast<std::streamsize>(data.size()));
+  traces::ChakraLimits limits;
+  limits.max_file_bytes = int64_t{4} << 20;
+  limits.max_nodes = 4096;
+  traces::ChakraWorkload w = traces::read_chakra_workload(dir.string(), limits);
+  studies::export_workload(w, dgx_h100(), (scratch_dir() / "chakra-out").string());
+  (void)studies::simulate_workload(std::move(w), dgx_h100(), {});
+}
+
 using Entry = std::function<void(std::string_view)>;
 
 const std::map<std::string, Entry, std::less<>>& entries() {
@@ -240,7 +345,8 @@ const std::map<std::string, Entry, std::less<>>& entries() {
       {"chips", run_chips},     {"scenario", run_scenario},   {"manifest", run_manifest},
       {"profile", run_profile}, {"pytorch_trace", run_trace}, {"jax_trace", run_trace},
       {"sweep_spec", run_sweep_spec}, {"failure_table", run_failure_table},
-      {"published_runs", run_published_runs}};
+      {"published_runs", run_published_runs}, {"published_facts", run_published_facts},
+      {"nccl_tests_log", run_nccl_tests_log}, {"chakra_trace", run_chakra_trace}};
   return kEntries;
 }
 

@@ -1,4 +1,4 @@
-// Golden traces (STYLE D.14c): the trace and report the meshsim command writes for a small
+// Golden traces (docs/style.md D.14c): the trace and report the meshsim command writes for a small
 // scenario — 2 pipeline stages x 2 TP x 2 DP, 4 microbatches, 1F1B, every rank traced — must stay
 // byte-identical to the files in tests/golden/<case>/, and must be structurally sound.
 // Regenerate them on purpose with tools/update_goldens.sh (MESHSIM_UPDATE_GOLDENS=1) and review
@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 
 #include "pftrace_decoder.h"
@@ -53,13 +54,67 @@ Outputs run_case(const std::string& tag) {
           read_file(out / "report.json")};
 }
 
+// The scenario marker carries meshsim's version and the commit it was built from
+// ("meshsim_version"), which changes with every commit. The golden files hold a placeholder there;
+// the outputs are compared with theirs replaced by it, and everything else byte for byte.
+const std::string kVersionPlaceholder = "@MESHSIM_VERSION@";
+
+std::string pftrace_with_placeholder(const std::string& bytes) {
+  perfetto::Trace trace;
+  if (!trace.ParseFromString(bytes)) {
+    return bytes;  // compared as it is, and the structure test says what is wrong
+  }
+  for (perfetto::TracePacket& p : *trace.mutable_packet()) {
+    if (!p.has_track_event()) {
+      continue;
+    }
+    for (perfetto::DebugAnnotation& a : *p.mutable_track_event()->mutable_debug_annotations()) {
+      if (a.name() == "meshsim_version") {
+        a.set_string_value(kVersionPlaceholder);
+      }
+    }
+  }
+  return trace.SerializeAsString();
+}
+
+std::string json_with_placeholder(const std::string& text) {
+  static const std::regex version("\"meshsim_version\":\"[^\"]*\"");
+  return std::regex_replace(text, version, "\"meshsim_version\":\"" + kVersionPlaceholder + "\"");
+}
+
+Outputs with_placeholders(const Outputs& o) {
+  return {pftrace_with_placeholder(o.pftrace), json_with_placeholder(o.json_trace),
+          json_with_placeholder(o.report)};
+}
+
+// What `meshsim --version` prints after "meshsim ".
+std::string binary_version() {
+  FILE* pipe = popen("'" MESHSIM_BIN "' --version", "r");
+  std::string out;
+  if (pipe != nullptr) {
+    char buf[256];
+    while (fgets(buf, sizeof buf, pipe) != nullptr) {
+      out += buf;
+    }
+    pclose(pipe);
+  }
+  const std::string prefix = "meshsim ";
+  if (out.rfind(prefix, 0) == 0) {
+    out = out.substr(prefix.size());
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) {
+    out.pop_back();
+  }
+  return out;
+}
+
 bool updating() {
   const char* v = std::getenv("MESHSIM_UPDATE_GOLDENS");
   return v != nullptr && std::string(v) == "1";
 }
 
 TEST(Golden, TraceAndReportMatchByteForByte) {
-  const Outputs got = run_case("a");
+  const Outputs got = with_placeholders(run_case("a"));
   const fs::path dir = fs::path(MESHSIM_GOLDEN_DIR) / kCase;
   const std::map<std::string, const std::string*> files = {
       {"trace.pftrace", &got.pftrace}, {"trace.json", &got.json_trace}, {"report.json", &got.report}};
@@ -84,6 +139,26 @@ TEST(Golden, TwoRunsAreIdentical) {
   EXPECT_TRUE(a.pftrace == b.pftrace);
   EXPECT_TRUE(a.json_trace == b.json_trace);
   EXPECT_EQ(a.report, b.report);
+}
+
+// The trace names the binary's version and commit, as --version prints them.
+TEST(Golden, TraceCarriesTheVersion) {
+  const Outputs got = run_case("e");
+  const std::string version = binary_version();
+  ASSERT_NE(version.find("(commit "), std::string::npos) << version;
+  const auto j = nlohmann::json::parse(got.json_trace);
+  EXPECT_EQ(j["metadata"]["meshsim_version"], version);
+  const traces::test::DecodedTrace d = traces::test::decode_pftrace(got.pftrace);
+  int found = 0;
+  for (const auto& e : d.events) {
+    for (const auto& a : e.event.debug_annotations()) {
+      if (a.name() == "meshsim_version") {
+        EXPECT_EQ(a.string_value(), version);
+        ++found;
+      }
+    }
+  }
+  EXPECT_EQ(found, 1);
 }
 
 // The structure a trace reader relies on, checked on the decoded file.

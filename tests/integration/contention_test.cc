@@ -13,7 +13,7 @@
 #include <map>
 
 #include "collective_test_util.h"
-#include "meshsim/studies/comm_setup.h"
+#include "meshsim/scenario/comm_setup.h"
 #include "meshsim/collectives/comm_model.h"
 #include "meshsim/sim/simulation.h"
 #include "meshsim/topology/compute_model.h"
@@ -293,9 +293,9 @@ Step dp_heavy(double oversubscription, NetworkBackend backend) {
   p.overlap.param_gather = false;
   workloads::StepPlan plan = workloads::plan_step(workloads::load_model("llama3.2-1b"), p);
   topology::RooflineComputeModel compute(spec.chip);
-  studies::CommOptions options;
+  scenario::CommOptions options;
   options.backend = backend;
-  studies::CommSetup setup(spec, plan, options);
+  scenario::CommSetup setup(spec, plan, options);
   Simulation sim(compute, setup.model());
   Timeline tl;
   sim.record_into(tl);

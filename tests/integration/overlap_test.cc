@@ -51,7 +51,7 @@ double hidden_fraction(double comm_ms, double compute_ms) {
 }
 
 TEST(Workbook, Case8_5HiddenCommunicationThroughTheEngine) {
-  std::ifstream in(std::string(MESHSIM_REFERENCE_DIR) + "/workbook_cases.json");
+  std::ifstream in(std::string(MESHSIM_SOURCE_DIR) + "/validation/workbook/workbook_cases.json");
   ASSERT_TRUE(in) << "cannot read workbook_cases.json";
   const auto doc = nlohmann::json::parse(in);
   bool found = false;

@@ -6,7 +6,7 @@
 #include <memory>
 #include <optional>
 
-#include "meshsim/studies/comm_setup.h"
+#include "meshsim/scenario/comm_setup.h"
 
 #include <set>
 
@@ -29,14 +29,15 @@ struct Outcome {
   RunResult run;
   std::vector<RankBreakdown> breakdown;
   workloads::StepPlan plan;
+  Timeline timeline;
 };
 
 // Simulates `plan` on DGX H100 nodes with the ring model (NVLink inside a node, NICs across), or,
-// with `network`, on the shared network model as `meshsim run` wires it (studies::CommSetup).
+// with `network`, on the shared network model as `meshsim run` wires it (scenario::CommSetup).
 // `interference`: whether compute that overlaps a collective runs on the SMs it leaves (the
 // chip's comm_units); tests of the schedule alone turn it off.
 Outcome simulate(const std::string& model, const ParallelPlan& p, SimulationMode mode,
-                 const std::optional<studies::CommOptions>& network = std::nullopt,
+                 const std::optional<scenario::CommOptions>& network = std::nullopt,
                  const topology::FabricOverrides& fabric = {}, bool interference = true) {
   const auto catalogue = topology::Catalogue::builtin();
   topology::ClusterSpec cluster = topology::load_cluster("dgx-h100", catalogue);
@@ -54,9 +55,9 @@ Outcome simulate(const std::string& model, const ParallelPlan& p, SimulationMode
     return a.value() / 8 == b.value() / 8 ? up : net;
   });
   IsolatedCommModel isolated = ring.comm_model();
-  std::unique_ptr<studies::CommSetup> setup;
+  std::unique_ptr<scenario::CommSetup> setup;
   if (network) {
-    setup = std::make_unique<studies::CommSetup>(cluster, out.plan, *network);
+    setup = std::make_unique<scenario::CommSetup>(cluster, out.plan, *network);
   }
   Simulation sim(compute, setup ? static_cast<CommModel&>(setup->model()) : isolated);
   workloads::load_plan(sim, out.plan);
@@ -68,6 +69,7 @@ Outcome simulate(const std::string& model, const ParallelPlan& p, SimulationMode
   for (size_t i = 0; i < out.breakdown.size(); ++i) {
     EXPECT_EQ(out.run.ranks[i].breakdown, out.breakdown[i]) << "rank " << i;
   }
+  out.timeline = std::move(tl);
   return out;
 }
 
@@ -170,6 +172,7 @@ TEST(Overlap, TurningItOffAddsTheHiddenCommunication) {
   on.dp = 8;
   on.gbs = 32;
   on.seq = 2048;
+  on.grad_bucket = MB(80);  // the same buckets either way (Megatron's rule: one without overlap)
   ParallelPlan off = on;
   off.overlap.grad_reduce = false;
   const Outcome a = simulate("llama3.2-1b", on, SimulationMode::kFull, std::nullopt, {}, false);
@@ -181,6 +184,77 @@ TEST(Overlap, TurningItOffAddsTheHiddenCommunication) {
   EXPECT_EQ(rb.comm, ra.comm);  // the same buckets, the same collectives
   EXPECT_EQ(rb.exposed_comm, rb.comm);  // nothing overlaps them any more
   EXPECT_EQ((b.run.end - a.run.end).ps(), hidden.ps());
+}
+
+// Megatron-Core builds one DDP per model chunk: a chunk's gradients are reduced as its last
+// backward ends, while the other chunks' backwards still run. Interleaved 1F1B, PP 2 x VPP 2 x
+// DP 2: on every rank the chunks' reductions but the last hide behind the remaining backward,
+// so the exposed data-parallel time is at most the last reduction's.
+TEST(Overlap, EachChunksGradientsReduceBehindTheRemainingBackward) {
+  ParallelPlan p;
+  p.pp = 2;
+  p.vpp = 2;
+  p.schedule = workloads::PipelineSchedule::kInterleaved;
+  p.dp = 2;
+  p.gbs = 8;
+  p.seq = 1024;
+  // A bucket larger than a chunk's gradients: without a DDP per chunk, the first chunk's would
+  // wait in the open bucket for the second's.
+  p.grad_bucket = GB(1);
+  const Outcome o = simulate("llama3.2-1b", p, SimulationMode::kFull, std::nullopt, {}, false);
+  // The simulation took the programs over: the same plan again, to read them.
+  const workloads::StepPlan step =
+      workloads::plan_step(workloads::load_model("llama3.2-1b"), p, SimulationMode::kFull);
+  for (size_t r = 0; r < step.ranks.size(); ++r) {
+    const Program& prog = step.programs.at(step.ranks[r].program.index());
+    // The step's last backward pass starts with its gradient's receive (no rank holds the last
+    // virtual stage's chunk last: PP 2 x VPP 2); its last kernel ends the backward. The
+    // reductions issued before that pass are the other chunk's.
+    std::vector<size_t> reduces;
+    size_t last_pass = 0;
+    size_t last_kernel = 0;
+    for (size_t i = 0; i < prog.size(); ++i) {
+      const Op& op = prog.op(OpId(static_cast<uint32_t>(i)));
+      if (op.kind() == OpKind::kCompute && op.name.starts_with("bwd.")) {
+        last_kernel = i;
+      }
+      if (op.name.ends_with(".recv_gradient")) {
+        last_pass = i;
+      }
+      if (op.name.find("grad_bucket") != std::string::npos) {
+        reduces.push_back(i);
+      }
+    }
+    ASSERT_GE(reduces.size(), 2u) << "rank " << r;
+    ASSERT_LT(reduces.front(), last_pass) << "rank " << r << ": a chunk reduces before the end";
+    // The other chunk's reductions end before the last backward kernel does (hidden); only the
+    // last pass's can be exposed.
+    SimTime last_end;
+    Duration tail;
+    std::vector<SimTime> early_ends;
+    for (const OpRecord& rec : o.timeline.ops) {
+      if (rec.rank.index() != r) {
+        continue;
+      }
+      if (rec.op.index() == last_kernel) {
+        last_end = rec.end;
+      }
+      if (std::find(reduces.begin(), reduces.end(), rec.op.index()) != reduces.end()) {
+        if (rec.op.index() < last_pass) {
+          early_ends.push_back(rec.end);
+        } else {
+          tail += rec.end - rec.start;
+        }
+      }
+    }
+    ASSERT_FALSE(early_ends.empty());
+    for (const SimTime end : early_ends) {
+      EXPECT_LE(end, last_end) << "rank " << r;
+    }
+    const Duration exposed_dp =
+        o.run.ranks[r].breakdown.exposed_in(workloads::category_of(workloads::CommKind::kData));
+    EXPECT_LE(exposed_dp, tail) << "rank " << r;
+  }
 }
 
 // TP 8 x PP 4 x DP 64 on 2048 GPUs: every TP group is one node, every DP group spans 64 nodes.
@@ -249,7 +323,7 @@ TEST(Symmetry, RepresentativeEqualsFullOnTheSharedNetwork) {
   using collectives::NetworkBackend;
   for (const NetworkBackend backend : {NetworkBackend::kAnalytical, NetworkBackend::kSimGrid}) {
     for (const auto& fabric : {topology::FabricOverrides{}, thin}) {
-      studies::CommOptions o;
+      scenario::CommOptions o;
       o.backend = backend;
       const Outcome rep = simulate("llama3.2-1b", p, SimulationMode::kRepresentative, o, fabric);
       const Outcome full = simulate("llama3.2-1b", p, SimulationMode::kFull, o, fabric);
@@ -275,7 +349,7 @@ TEST(Symmetry, FlexDispatcherRepresentativeEqualsFull) {
   p.seq = 1024;
   p.moe_dispatcher = workloads::MoeDispatcher::kFlex;
   p.node_ranks = 8;
-  const studies::CommOptions o;
+  const scenario::CommOptions o;
   const Outcome rep = simulate("mixtral-8x7b", p, SimulationMode::kRepresentative, o);
   const Outcome full = simulate("mixtral-8x7b", p, SimulationMode::kFull, o);
   EXPECT_LT(rep.plan.ranks.size(), full.plan.ranks.size());

@@ -1,5 +1,5 @@
 // Issue 16: stragglers and degraded links in a full simulation of a real plan, end to end through
-// the composition root (studies::simulate_step): a slow rank slows a synchronous data-parallel step by
+// the composition root (scenario::simulate_step): a slow rank slows a synchronous data-parallel step by
 // its factor; in a pipeline, where it sits decides how much; a degraded NIC slows only the steps
 // whose traffic crosses it; any fault switches to full simulation, and a symmetric input stays
 // representative and exact.
@@ -7,14 +7,14 @@
 
 #include <cmath>
 
-#include "meshsim/studies/scenario.h"
-#include "meshsim/studies/step.h"
+#include "meshsim/scenario/scenario.h"
+#include "meshsim/scenario/step.h"
 
 namespace meshsim {
 namespace {
 
-studies::Scenario llama1b(int64_t nodes, int64_t dp, int64_t pp) {
-  studies::Scenario s;
+scenario::Scenario llama1b(int64_t nodes, int64_t dp, int64_t pp) {
+  scenario::Scenario s;
   s.model = "llama3.2-1b";
   s.cluster = "dgx-h100";
   s.nodes = nodes;
@@ -25,23 +25,23 @@ studies::Scenario llama1b(int64_t nodes, int64_t dp, int64_t pp) {
   s.plan.gbs = 16;  // 8 microbatches per pipeline at DP 2
   s.plan.origins.set(workloads::PlanField::kGbs, Origin::flag("--gbs"));
   s.plan.seq = 2048;
-  studies::complete(s);
+  scenario::complete(s);
   return s;
 }
 
-studies::StepReport run(const studies::Scenario& s) { return studies::simulate_step(s, studies::StepOptions{}); }
+scenario::StepReport run(const scenario::Scenario& s) { return scenario::simulate_step(s, scenario::StepOptions{}); }
 
-studies::Scenario with_slow_rank(studies::Scenario s, uint32_t rank, double factor) {
+scenario::Scenario with_slow_rank(scenario::Scenario s, uint32_t rank, double factor) {
   s.faults.compute.slow_ranks = {{RankId(rank), factor}};
   s.faults.slow_rank_origins = {Origin::flag("--slow-rank")};
   return s;
 }
 
 TEST(Straggler, SlowsADataParallelStepByItsFactor) {
-  const studies::Scenario dp = llama1b(1, 8, 1);
-  const studies::StepReport nominal = run(dp);
+  const scenario::Scenario dp = llama1b(1, 8, 1);
+  const scenario::StepReport nominal = run(dp);
   ASSERT_EQ(nominal.simulation_mode, "representative");
-  const studies::StepReport slow = run(with_slow_rank(dp, 3, 1.5));
+  const scenario::StepReport slow = run(with_slow_rank(dp, 3, 1.5));
   EXPECT_EQ(slow.simulation_mode, "full");
   ASSERT_TRUE(slow.faults);
   EXPECT_TRUE(slow.faults->switched_to_full);
@@ -62,10 +62,10 @@ TEST(Straggler, InAPipelineWhereItSitsMatters) {
   // PP 4 x DP 2 (ranks 0 and 1 on stage 0, ranks 6 and 7 on stage 3, which also runs the head
   // and the loss): a slow first stage hides in the bubbles and behind the busier last stage; a
   // slow last stage slows every microbatch.
-  const studies::Scenario pp = llama1b(1, 2, 4);
-  const studies::StepReport nominal = run(pp);
-  const studies::StepReport first = run(with_slow_rank(pp, 0, 1.5));
-  const studies::StepReport last = run(with_slow_rank(pp, 6, 1.5));
+  const scenario::Scenario pp = llama1b(1, 2, 4);
+  const scenario::StepReport nominal = run(pp);
+  const scenario::StepReport first = run(with_slow_rank(pp, 0, 1.5));
+  const scenario::StepReport last = run(with_slow_rank(pp, 6, 1.5));
   const double grew_first = first.step_time / nominal.step_time - 1;
   const double grew_last = last.step_time / nominal.step_time - 1;
   EXPECT_GT(grew_first, 0.0);
@@ -76,43 +76,43 @@ TEST(Straggler, InAPipelineWhereItSitsMatters) {
   EXPECT_EQ(first.faults->busiest_stage, 3);
   EXPECT_EQ(last.faults->busiest_rank, 6);
   // Unlike data parallelism, the slowdown is not the factor times the rank's compute.
-  const studies::StepReport dp_slow = run(with_slow_rank(llama1b(1, 8, 1), 3, 1.5));
+  const scenario::StepReport dp_slow = run(with_slow_rank(llama1b(1, 8, 1), 3, 1.5));
   EXPECT_GT(dp_slow.step_time / dp_slow.faults->nominal_step - 1, grew_last);
 }
 
 TEST(Straggler, SymmetricInputStaysRepresentativeAndExact) {
-  const studies::Scenario dp = llama1b(1, 8, 1);
-  const studies::Scenario unit = with_slow_rank(dp, 3, 1.0);  // a factor of 1 is no fault
+  const scenario::Scenario dp = llama1b(1, 8, 1);
+  const scenario::Scenario unit = with_slow_rank(dp, 3, 1.0);  // a factor of 1 is no fault
   ASSERT_TRUE(unit.faults.empty());
-  const studies::StepReport r = run(unit);
+  const scenario::StepReport r = run(unit);
   EXPECT_EQ(r.simulation_mode, "representative");
   EXPECT_FALSE(r.faults);
-  studies::StepOptions full;
+  scenario::StepOptions full;
   full.full_simulation = true;
-  EXPECT_EQ(studies::simulate_step(dp, full).step_time, r.step_time);
+  EXPECT_EQ(scenario::simulate_step(dp, full).step_time, r.step_time);
 }
 
 TEST(DegradedNic, SlowsOnlyStepsWhoseTrafficCrossesIt) {
   // One node: data parallelism runs over NVLink, so a degraded NIC carries nothing.
-  studies::Scenario one = llama1b(1, 8, 1);
+  scenario::Scenario one = llama1b(1, 8, 1);
   const Duration one_nominal = run(one).step_time;
   one.faults.links = {
       topology::LinkFault::degraded(DeviceId(3), topology::LinkKind::kNetwork, 0.25)};
   one.faults.link_origins = {Origin::flag("--degrade")};
-  const studies::StepReport one_degraded = run(one);
+  const scenario::StepReport one_degraded = run(one);
   EXPECT_EQ(one_degraded.simulation_mode, "full");
   EXPECT_EQ(one_degraded.step_time, one_nominal);
   // Two nodes: the gradient all-reduce crosses the NICs, and device 3's is a quarter as fast.
-  studies::Scenario two = llama1b(2, 16, 1);
+  scenario::Scenario two = llama1b(2, 16, 1);
   two.plan.gbs = 32;
   const Duration two_nominal = run(two).step_time;
   two.faults.links = one.faults.links;
   two.faults.link_origins = one.faults.link_origins;
-  const studies::StepReport two_degraded = run(two);
+  const scenario::StepReport two_degraded = run(two);
   EXPECT_GT(two_degraded.step_time, two_nominal);
   EXPECT_EQ(two_degraded.faults->degraded_links, 1);
   // NVLink degraded instead: the intra-node traffic slows too.
-  studies::Scenario nv = llama1b(1, 8, 1);
+  scenario::Scenario nv = llama1b(1, 8, 1);
   nv.faults.links = {
       topology::LinkFault::degraded(DeviceId(3), topology::LinkKind::kNvlink, 0.25)};
   nv.faults.link_origins = {Origin::flag("--degrade")};
@@ -120,7 +120,7 @@ TEST(DegradedNic, SlowsOnlyStepsWhoseTrafficCrossesIt) {
 }
 
 TEST(Straggler, JitterIsSeeded) {
-  studies::Scenario s = llama1b(1, 8, 1);
+  scenario::Scenario s = llama1b(1, 8, 1);
   s.faults.compute.jitter_cv = 0.05;
   s.faults.compute.seed = 1;
   const Duration a = run(s).step_time;
@@ -131,7 +131,7 @@ TEST(Straggler, JitterIsSeeded) {
 }
 
 TEST(Straggler, RanksOutsideTheRunAreInputErrorsAtTheirOrigin) {
-  const studies::Scenario s = with_slow_rank(llama1b(1, 8, 1), 8, 1.5);
+  const scenario::Scenario s = with_slow_rank(llama1b(1, 8, 1), 8, 1.5);
   try {
     run(s);
     FAIL() << "expected an InputError";

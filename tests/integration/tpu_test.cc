@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "meshsim/studies/comm_setup.h"
+#include "meshsim/scenario/comm_setup.h"
 #include "meshsim/collectives/comm_model.h"
 #include "meshsim/sim/simulation.h"
 #include "meshsim/topology/compute_model.h"
@@ -126,7 +126,7 @@ TEST(Tpu, MaxTextStepSimulatesEndToEnd) {
   workloads::StepPlan plan =
       workloads::plan_step(workloads::load_model("llama3-8b"), maxtext_plan());
   topology::RooflineComputeModel compute(spec.chip);
-  studies::CommSetup setup(spec, plan, studies::CommOptions{});
+  scenario::CommSetup setup(spec, plan, scenario::CommOptions{});
   collectives::NetworkCommModel& comm = setup.model();
   Simulation sim(compute, comm);
   workloads::load_plan(sim, plan);

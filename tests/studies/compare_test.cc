@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "meshsim/sim/error.h"
-#include "meshsim/studies/compare.h"
+#include "meshsim/scenario/compare.h"
 
-namespace meshsim::studies {
+namespace meshsim::scenario {
 namespace {
 
 nlohmann::json report(double step, double compute, double exposed, double tp, double dp,
@@ -59,4 +59,4 @@ TEST(CompareReports, NamesTheFileAndFieldOfABadReport) {
 }
 
 }  // namespace
-}  // namespace meshsim::studies
+}  // namespace meshsim::scenario

@@ -1,5 +1,5 @@
 // Time to train and cost against hand computation and the scaling workbook's worked examples
-// (shared/reference/workbook_cases.json, cases 5.1 and 5.2).
+// (validation/workbook/workbook_cases.json, cases 5.1 and 5.2).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -14,7 +14,7 @@ namespace meshsim::studies {
 namespace {
 
 nlohmann::json workbook_case(const std::string& id) {
-  std::ifstream f(std::string(MESHSIM_REFERENCE_DIR) + "/workbook_cases.json");
+  std::ifstream f(std::string(MESHSIM_SOURCE_DIR) + "/validation/workbook/workbook_cases.json");
   const nlohmann::json doc = nlohmann::json::parse(f);
   for (const nlohmann::json& c : doc.at("cases")) {
     if (c.at("id") == id) {

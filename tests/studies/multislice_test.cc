@@ -5,10 +5,12 @@
 
 #include <algorithm>
 
-#include "meshsim/studies/scenario.h"
+#include "meshsim/scenario/scenario.h"
 #include "meshsim/topology/network.h"
 
 namespace meshsim::studies {
+
+using namespace meshsim::scenario;  // the step these studies run
 namespace {
 
 using topology::LinkKind;
@@ -87,7 +89,7 @@ TEST(MultiSlice, SlicesApplyToTpuClustersOnly) {
 // The GPU side of sizing a cluster from a scenario: `nodes` is checked with the fabric knobs given
 // beside it, whatever their order. 12,288 DGX nodes (98,304 NICs) fit three tiers of radix-64
 // switches only at 3:1 oversubscription; the resize used to be checked against the preset's 1:1
-// tree before the knobs were applied, refusing the README's 98,304-GPU command.
+// tree before the knobs were applied, refusing docs/performance.md's 98,304-GPU command.
 TEST(ScenarioCluster, NodesAreCheckedWithTheFabricKnobs) {
   nlohmann::json doc = {{"model", "llama3-8b"}, {"cluster", "dgx-h100"}, {"nodes", 12288},
                         {"tp", 8},              {"dp", 12288},           {"gbs", 12288}};

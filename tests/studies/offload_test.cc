@@ -5,13 +5,15 @@
 // the step's floor where it is not), and chips or plans that cannot offload are refused.
 #include <gtest/gtest.h>
 
+#include "meshsim/scenario/scenario.h"
+#include "meshsim/scenario/step.h"
 #include "meshsim/studies/plan_search.h"
-#include "meshsim/studies/scenario.h"
-#include "meshsim/studies/step.h"
 #include "meshsim/workloads/model.h"
 #include "meshsim/workloads/partition.h"
 
 namespace meshsim::studies {
+
+using namespace meshsim::scenario;  // the step these studies run
 namespace {
 
 Scenario scenario(const nlohmann::json& extra) {

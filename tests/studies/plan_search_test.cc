@@ -8,12 +8,14 @@
 #include <tuple>
 
 #include "meshsim/studies/plan_search.h"
-#include "meshsim/studies/step.h"
+#include "meshsim/scenario/step.h"
 #include "meshsim/studies/step_bound.h"
 #include "meshsim/collectives/comm_model.h"
 #include "meshsim/topology/network.h"
 
 namespace meshsim::studies {
+
+using namespace meshsim::scenario;  // the step these studies run
 namespace {
 
 using workloads::ParallelPlan;

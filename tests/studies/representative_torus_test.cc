@@ -1,4 +1,4 @@
-// Representative mode against full simulation on an ICI torus (studies/src/step.cc,
+// Representative mode against full simulation on an ICI torus (scenario/src/step.cc,
 // representative_ranks). A simulated group's images run its collectives as one transfer at one
 // rate; on a torus the data-parallel groups of the TP positions cross the TP groups' links at
 // different places, and tied to one rate they left TP's collectives more bandwidth than they get
@@ -6,10 +6,12 @@
 // simulated whole). A GPU fat tree keeps the one-rank class: its groups are mirror images.
 #include <gtest/gtest.h>
 
-#include "meshsim/studies/scenario.h"
-#include "meshsim/studies/step.h"
+#include "meshsim/scenario/scenario.h"
+#include "meshsim/scenario/step.h"
 
 namespace meshsim::studies {
+
+using namespace meshsim::scenario;  // the step these studies run
 namespace {
 
 Scenario scenario(const nlohmann::json& doc) {

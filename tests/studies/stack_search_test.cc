@@ -13,6 +13,8 @@
 namespace meshsim::studies {
 namespace {
 
+using scenario::Scenario;
+
 struct Problem {
   std::string model;
   std::string cluster;

@@ -5,12 +5,14 @@
 
 #include "meshsim/collectives/comm_model.h"
 #include "meshsim/studies/plan_search.h"
-#include "meshsim/studies/stack_setup.h"
-#include "meshsim/studies/step.h"
+#include "meshsim/scenario/stack_setup.h"
+#include "meshsim/scenario/step.h"
 #include "meshsim/studies/step_bound.h"
 #include "meshsim/topology/network.h"
 
 namespace meshsim::studies {
+
+using namespace meshsim::scenario;  // the step these studies run
 namespace {
 
 // Checks every `stride`-th valid plan of the problem (all that fit and some that do not).

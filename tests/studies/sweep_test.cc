@@ -14,6 +14,8 @@
 #include "meshsim/studies/sweep.h"
 
 namespace meshsim::studies {
+
+using namespace meshsim::scenario;  // the step these studies run
 namespace {
 
 class SweepTest : public ::testing::Test {

@@ -16,9 +16,9 @@ using testing::expect_error;
 using testing::read_source_json;
 using testing::write_temp;
 
-const std::vector<std::string> kChips = {"a100-40gb", "a100-80gb", "b200",    "gb200",
-                                         "h100-sxm",  "h200",      "tpu-v3",  "tpu-v4",
-                                         "tpu-v5e",   "tpu-v5p",   "tpu-v6e"};
+const std::vector<std::string> kChips = {
+    "a100-40gb", "a100-80gb", "a800-80gb", "b200",    "gb200",   "h100-sxm", "h100-sxm-96gb-hbm2e",
+    "h200",      "h800-sxm",  "tpu-v3",    "tpu-v4",  "tpu-v5e", "tpu-v5p",  "tpu-v6e"};
 
 // The sourced fields every chip of a kind must have (JSON pointers inside the chip entry). Every
 // chip carries the kernel-class model (issue 11): GEMM shape terms, attention by implementation;
@@ -74,6 +74,9 @@ std::vector<std::string> required_fields(const Chip& chip) {
       f.emplace_back("/ici/pod_edge");
     }
   }
+  if (chip.sources.contains("/variant_of")) {  // an export variant names its base and why
+    f.emplace_back("/variant_of");
+  }
   return f;
 }
 
@@ -91,6 +94,46 @@ TEST(Catalogue, LinkEfficienciesBesideTheLineRates) {
 }
 
 TEST(Catalogue, BuiltinHasEveryChip) { EXPECT_EQ(Catalogue::builtin().names(), kChips); }
+
+// Export variants are their base chip with what differs restated: H800 and A800 the H100's and
+// A100's with 8 NVLink links (400 GB/s bidirectional); the Grand Teton H100 its HBM2e and its peak
+// an upper bound that says so. Every other figure, and its source, is the base's.
+TEST(Catalogue, VariantsAreTheirBaseWithWhatDiffers) {
+  const Catalogue cat = Catalogue::builtin();
+  const Chip& h100 = cat.chip("h100-sxm");
+  const Chip& h800 = cat.chip("h800-sxm");
+  EXPECT_EQ(h800.nvlink->links, 8);
+  EXPECT_EQ(h100.nvlink->links, 18);
+  EXPECT_EQ(h800.nvlink->link_bandwidth, h100.nvlink->link_bandwidth);
+  EXPECT_EQ(h800.peak(Dtype::kBf16), h100.peak(Dtype::kBf16));
+  EXPECT_EQ(h800.hbm_bandwidth, h100.hbm_bandwidth);
+  EXPECT_EQ(h800.efficiency.matmul, h100.efficiency.matmul);
+  EXPECT_EQ(h800.source_of("/peak/bf16"), h100.source_of("/peak/bf16"));
+  EXPECT_NE(h800.source_of("/nvlink/links"), h100.source_of("/nvlink/links"));
+  EXPECT_NE(h800.source_of("/variant_of").find("h100-sxm"), std::string::npos);
+  EXPECT_EQ(cat.chip("a800-80gb").nvlink->links, 8);
+  EXPECT_EQ(cat.chip("a800-80gb").peak(Dtype::kBf16), cat.chip("a100-80gb").peak(Dtype::kBf16));
+  const Chip& teton = cat.chip("h100-sxm-96gb-hbm2e");
+  EXPECT_EQ(teton.hbm_bandwidth, TBps(2.4));
+  EXPECT_EQ(teton.hbm_capacity, GB(96));
+  EXPECT_NE(teton.source_of("/peak/bf16").find("UPPER BOUND"), std::string::npos);
+}
+
+TEST(CatalogueErrors, VariantOfAnUnknownChipOrOfAVariant) {
+  nlohmann::json doc = read_source_json("topology/chips.json");
+  nlohmann::json bad = doc;
+  bad["chips"]["h800-sxm"]["variant_of"]["chip"] = "h99";
+  expect_error(capture_input_error([&] { Catalogue::parse(bad, "c.json"); }), "c.json",
+               "/chips/h800-sxm", "\"h99\" is not a chip of this catalogue");
+  bad = doc;
+  bad["chips"]["a800-80gb"]["variant_of"]["chip"] = "h800-sxm";
+  expect_error(capture_input_error([&] { Catalogue::parse(bad, "c.json"); }), "c.json",
+               "/chips/a800-80gb", "not itself a variant");
+  bad = doc;  // a variant's own figures are checked like any chip's
+  bad["chips"]["h800-sxm"]["nvlink"]["links"]["value"] = -8;
+  expect_error(capture_input_error([&] { Catalogue::parse(bad, "c.json"); }), "c.json",
+               "/chips/h800-sxm/nvlink/links/value", "");
+}
 
 TEST(Catalogue, EveryFigureIsPositiveAndSourced) {
   const Catalogue cat = Catalogue::builtin();

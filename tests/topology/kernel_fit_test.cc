@@ -53,7 +53,8 @@ const std::map<std::string, std::map<std::string, Tolerance>> kTolerances = {
       {"b200", {0.21, 0.34}},
       {"gb200", {0.11, 0.30}},
       {"tpu-v5e", {0.02, 0.03}},
-      {"tpu-v6e", {0.01, 0.01}}}},
+      // v6e: three device-timed products of two sources whose 8192^3 rates differ by 14%.
+      {"tpu-v6e", {0.06, 0.11}}}},
     {"attention",
      {{"a100-80gb", {0.02, 0.03}},
       {"h100-sxm", {0.04, 0.10}},

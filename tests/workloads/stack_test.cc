@@ -295,5 +295,188 @@ TEST(Stacks, Fp8ForwardGemmsUseFastAccumulationWhereTheRecipeDoes) {
                    .work.fast_accumulation);
 }
 
+// The host's work per op (HostDispatch) follows the stack: eager PyTorch stacks charge the
+// framework and the launch, torch.compile only the launch, XLA nothing; GEMMs add their library
+// call; the phase decides forward or backward costs.
+TEST(Stacks, HostTimesFollowTheStacksIssue) {
+  const auto host_of = [](Stack stack, const std::string& name) {
+    const ParallelPlan p = plan_with(stack, stack == Stack::kMaxText ? DeviceFamily::kTpu
+                                                                     : DeviceFamily::kHopper);
+    const StepPlan plan = plan_step(load_model("llama3.2-1b"), p);
+    const Program& prog = plan.programs.at(0);
+    for (size_t i = 0; i < prog.size(); ++i) {
+      const Op& op = prog.op(OpId(static_cast<uint32_t>(i)));
+      if (op.name == name) {
+        return op.host;
+      }
+    }
+    ADD_FAILURE() << "no op " << name;
+    return Duration::zero();
+  };
+  const Duration fwd_norm = host_of(Stack::kFsdp, "fwd.L0.attn_norm.pow");
+  const Duration fwd_gemm = host_of(Stack::kFsdp, "fwd.L0.qkv");
+  const Duration bwd_gemm = host_of(Stack::kFsdp, "bwd.L0.qkv.dgrad");
+  EXPECT_GT(fwd_norm, Duration::zero());
+  EXPECT_EQ(fwd_gemm - fwd_norm, stack_profile(Stack::kFsdp, DeviceFamily::kHopper).host.gemm_call);
+  EXPECT_LT(bwd_gemm, fwd_gemm);  // autograd's engine, no Python module per kernel
+  // torch.compile: the launch alone, less than eager's.
+  const Duration compiled = host_of(Stack::kFsdpCompile, "fwd.L0.attn_norm");
+  EXPECT_GT(compiled, Duration::zero());
+  EXPECT_LT(compiled, fwd_norm);
+  // XLA: one executable per step.
+  EXPECT_EQ(host_of(Stack::kMaxText, "fwd.L0.qkv"), Duration::zero());
+}
+
+// Megatron's host synchronisations: the gradient norm is read on the host before the optimizer
+// (clip_grads.py), batched pipeline sends and receives end in torch.cuda.synchronize() with the
+// last of each adjacent pair carrying it (1F1B's send_forward_recv_backward), and Megatron-LM
+// 2021's get_batch waits for the compute stream every microbatch; FSDP has none of them.
+TEST(Stacks, MegatronSynchronisesTheHostWhereItsCodeDoes) {
+  const auto syncs = [](Stack stack, int64_t pp, int64_t vpp) {
+    ParallelPlan p = plan_with(stack, DeviceFamily::kAmpere);
+    p.pp = pp;
+    p.vpp = vpp;
+    p.schedule = vpp > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::kOneFOneB;
+    p.gbs = 4;
+    const StepPlan plan = plan_step(load_model("llama3.2-1b"), p);
+    std::vector<std::pair<std::string, HostSync>> out;
+    const Program& prog = plan.programs.at(0);
+    for (size_t i = 0; i < prog.size(); ++i) {
+      const Op& op = prog.op(OpId(static_cast<uint32_t>(i)));
+      if (op.host_sync != HostSync::kNone) {
+        out.emplace_back(op.name, op.host_sync);
+      }
+    }
+    return out;
+  };
+  const auto names = [](const std::vector<std::pair<std::string, HostSync>>& v,
+                        const std::string& part) {
+    return std::count_if(v.begin(), v.end(), [&](const auto& s) {
+      return s.first.find(part) != std::string::npos;
+    });
+  };
+  const auto megatron = syncs(Stack::kMegatron, 2, 1);
+  EXPECT_EQ(names(megatron, "grad_norm"), 1);
+  // Stage 0 of 2 with 4 microbatches: its sends of activations and receives of gradients pair
+  // up as the schedule batches them; each batch syncs once.
+  EXPECT_GT(names(megatron, "recv_gradient") + names(megatron, "send_activation"), 0);
+  for (const auto& [name, kind] : megatron) {
+    EXPECT_EQ(kind, name.find("grad_norm") != std::string::npos ? HostSync::kWaitOp
+                                                                : HostSync::kWaitDevice)
+        << name;
+  }
+  EXPECT_EQ(names(megatron, "get_batch"), 0);
+  // Interleaved: the overlapped p2p does not synchronise.
+  EXPECT_EQ(names(syncs(Stack::kMegatron, 2, 2), "_activation"), 0);
+  const auto old = syncs(Stack::kMegatron2021, 2, 1);
+  EXPECT_EQ(names(old, "get_batch"), 4);  // one per microbatch
+  EXPECT_TRUE(syncs(Stack::kFsdp, 1, 1).empty());
+}
+
+// The ops of rank 0's program whose names contain `part`.
+std::vector<const Op*> ops_named(const Program& prog, const std::string& part) {
+  std::vector<const Op*> out;
+  for (size_t i = 0; i < prog.size(); ++i) {
+    const Op& op = prog.op(OpId(static_cast<uint32_t>(i)));
+    if (op.name.find(part) != std::string::npos) {
+      out.push_back(&op);
+    }
+  }
+  return out;
+}
+
+// Megatron-LM 2021's pipeline transfers (megatron/p2p_communication.py _communicate @ 6985e589:
+// "reqs = torch.distributed.batch_isend_irecv(ops)", "req.wait()", "torch.cuda.synchronize()")
+// hold the compute stream, and with TP and no SP each rank sends its 1/TP slice, which the
+// receiver all-gathers over TP ("tensor_send_next = mpu.split_tensor_into_1d_equal_chunks(...)",
+// "tensor_recv_prev = mpu.gather_split_1d_tensor(tensor_recv_prev)").
+TEST(Stacks, Megatron2021PipelineTransfersBlockAndSendSlices) {
+  ParallelPlan p = plan_with(Stack::kMegatron2021, DeviceFamily::kAmpere);
+  EXPECT_FALSE(p.overlap.pipeline_p2p);
+  EXPECT_TRUE(p.pipeline_scatter_gather);
+  EXPECT_TRUE(plan_with(Stack::kMegatron, DeviceFamily::kAmpere).overlap.pipeline_p2p);
+  p.tp = 2;
+  p.pp = 2;
+  p.gbs = 2;
+  const StepPlan plan = plan_step(load_model("llama3.2-1b"), p);
+  const Program& last = plan.programs.at(1);  // the second stage receives activations
+  const std::vector<const Op*> recv = ops_named(last, "recv_activation");
+  ASSERT_FALSE(recv.empty());
+  const Bytes activation = Bytes::of(1024 * 2048 * 2);  // 1024 tokens of 2048 in 16 bits
+  const auto* wire = std::get_if<PeerWork>(&recv.front()->work);
+  ASSERT_NE(wire, nullptr);
+  EXPECT_EQ(wire->bytes, activation / 2);
+  const std::vector<const Op*> gathers = ops_named(last, "recv_activation.tp_gather");
+  ASSERT_FALSE(gathers.empty());
+  EXPECT_EQ(std::get<CollectiveWork>(gathers.front()->work).bytes, activation);
+  // With SP the activation is split already: the full (1/TP) tensor, no gather.
+  p.sp = true;
+  const StepPlan split = plan_step(load_model("llama3.2-1b"), p);
+  EXPECT_TRUE(ops_named(split.programs.at(1), "tp_gather").empty());
+}
+
+// Megatron-LM 2021: linear layers are F.linear under autograd, so from the second microbatch on
+// torch's AccumulateGrad adds each weight gradient to .grad (accumulate_grad.h: "variable_grad +=
+// new_grad"): one element-wise pass per layer and microbatch after the first, reading both
+// gradients and writing the sum. Megatron-LM 2022 fuses it into the weight-gradient GEMM
+// (megatron/arguments.py @ cfd2e21607: "--no-gradient-accumulation-fusion", action='store_false').
+TEST(Stacks, Megatron2021AccumulatesGradientsOutsideTheGemm) {
+  ParallelPlan p = plan_with(Stack::kMegatron2021, DeviceFamily::kAmpere);
+  EXPECT_FALSE(p.wgrad_accumulation_fused);
+  p.gbs = 3;  // three microbatches
+  const ModelConfig m = load_model("llama3.2-1b");
+  const auto ks = kernels(p, m);
+  EXPECT_EQ(count(ks, "grad_accumulate"), 2 * m.num_layers);
+  const int64_t layer_params = [&] {
+    for (const Kernel& k : ks) {
+      if (k.name.find("grad_accumulate") != std::string::npos) {
+        return k.work.bytes.count() / 6;  // fp16 gradients: read two, write one
+      }
+    }
+    return int64_t{0};
+  }();
+  EXPECT_GT(layer_params, 0);
+  ParallelPlan later = plan_with(Stack::kMegatron2022, DeviceFamily::kAmpere);
+  later.gbs = 3;
+  EXPECT_EQ(count(kernels(later, m), "grad_accumulate"), 0);
+  EXPECT_TRUE(later.tp_backward_async);  // "--no-async-tensor-model-parallel-allreduce"
+  EXPECT_FALSE(later.overlap.pipeline_p2p);  // still batch_isend_irecv + synchronize
+}
+
+// DeepSpeed ZeRO-3 (v0.3.13, stage3.py): fetch_sub_module gathers a submodule's parameters before
+// its forward and release_sub_module frees them after ("params_to_release = [param for _, param
+// in sub_module.named_parameters(recurse=False)]"), so a checkpointed layer is gathered for its
+// recomputed forward and again for its backward; FSDP keeps one gather for both.
+TEST(Stacks, DeepSpeedZero3GathersALayerAgainForItsBackward) {
+  const ModelConfig m = load_model("llama3.2-1b");
+  const auto gathers = [&](Stack stack) {
+    ParallelPlan p = plan_with(stack, DeviceFamily::kAmpere);
+    p.dp = 4;
+    p.gbs = 4;
+    p.zero = ZeroStage::kParameters;
+    p.recompute = Recompute::kFull;
+    const StepPlan plan = plan_step(m, p);
+    const Program& prog = plan.programs.at(0);
+    return std::make_pair(ops_named(prog, "fsdp_allgather").size(),
+                          ops_named(prog, "fsdp_allgather_again").size());
+  };
+  const auto [ds_all, ds_again] = gathers(Stack::kDeepSpeedZero3_2021);
+  const auto [fsdp_all, fsdp_again] = gathers(Stack::kFsdp);
+  EXPECT_EQ(ds_again, static_cast<size_t>(m.num_layers));
+  EXPECT_EQ(fsdp_again, 0u);
+  EXPECT_EQ(ds_all, fsdp_all + ds_again);
+  EXPECT_EQ(stack_profile(Stack::kDeepSpeedZero3_2021, DeviceFamily::kAmpere).attention,
+            AttentionKernel::kNaive);  // Megatron-LM 2021's GPT
+}
+
+// PaxML on GPU (DGX Cloud Benchmarking's paxml/configure.sh @ 35a9aec: "export ENABLE_TE=1",
+// "export NVTE_FUSED_ATTN=1"): Transformer Engine's fused attention; on TPU the Pallas kernels.
+TEST(Stacks, PaxmlRunsTransformerEnginesAttentionOnGpusAndPallasOnTpus) {
+  EXPECT_EQ(stack_profile(Stack::kPaxml, DeviceFamily::kHopper).attention, AttentionKernel::kCudnn);
+  EXPECT_EQ(stack_profile(Stack::kPaxml, DeviceFamily::kAmpere).attention, AttentionKernel::kFlash);
+  EXPECT_EQ(stack_profile(Stack::kPaxml, DeviceFamily::kTpu).attention, AttentionKernel::kSplash);
+  EXPECT_EQ(stack_profile(Stack::kPaxml, DeviceFamily::kHopper).kernels, Kernels::kFused);
+}
+
 }  // namespace
 }  // namespace meshsim::workloads

@@ -279,6 +279,11 @@ Chip parse_chip(JsonObject& chips, const std::string& name) {
   SourceSink sink{&chip.sources, obj.pointer()};
   chip.kind = obj.choice<ChipKind>("kind");
   chip.description = obj.string("description");
+  if (obj.has("variant_of")) {  // merged already (resolve_variants); its source is kept
+    JsonObject variant = obj.object("variant_of");
+    chip.sources["/variant_of"] = variant.string("chip") + ": " + variant.string("source");
+    variant.finish();
+  }
   read_peaks(obj, chip, sink);
   JsonObject hbm = obj.object("hbm");
   chip.hbm_capacity = detail::sourced_bytes(hbm, "capacity", sink);
@@ -305,6 +310,40 @@ Chip parse_chip(JsonObject& chips, const std::string& name) {
   return chip;
 }
 
+// A chip entry may be a variant of another: {"variant_of": {"chip": "h100-sxm", "source": "what
+// differs and why the rest is the same"}, ...the fields that differ, each with its source}. Its
+// entry is the base's with the variant's fields merged over it (JSON merge patch, RFC 7386:
+// objects merge key by key, any other value replaces the base's), then read as any other; every
+// figure it does not restate keeps the base's value and source. The base must be a chip of the
+// same file that is not itself a variant.
+nlohmann::json resolve_variants(const nlohmann::json& raw, JsonObject& chips) {
+  if (!raw.is_object()) {
+    return raw;  // the JsonObject over it has refused it already
+  }
+  nlohmann::json resolved = raw;
+  for (const std::string& name : keys_of(raw)) {
+    const nlohmann::json& entry = raw[name];
+    if (!entry.is_object() || !entry.contains("variant_of")) {
+      continue;
+    }
+    const nlohmann::json& of = entry["variant_of"];
+    const nlohmann::json* base_name = of.is_object() && of.contains("chip") ? &of["chip"] : nullptr;
+    if (base_name == nullptr || !base_name->is_string()) {
+      chips.fail(name, "variant_of: expected {\"chip\": a chip of this catalogue, \"source\": ...}");
+    }
+    const std::string base = base_name->get<std::string>();
+    if (!raw.contains(base) || !raw[base].is_object() || raw[base].contains("variant_of")) {
+      chips.fail(name, fmt::format("variant_of: \"{}\" is not a chip of this catalogue that is "
+                                   "not itself a variant",
+                                   base));
+    }
+    nlohmann::json merged = raw[base];
+    merged.merge_patch(entry);
+    resolved[name] = std::move(merged);
+  }
+  return resolved;
+}
+
 }  // namespace
 
 Catalogue Catalogue::parse(const nlohmann::json& document, const std::string& source) {
@@ -312,7 +351,9 @@ Catalogue Catalogue::parse(const nlohmann::json& document, const std::string& so
   if (root.has("notes")) {
     root.string("notes");  // free text for readers; must be a string
   }
-  const nlohmann::json& raw = root.raw("chips");
+  JsonObject unresolved(root.raw("chips"), source, root.pointer_of("chips"));
+  const nlohmann::json resolved = resolve_variants(root.raw("chips"), unresolved);
+  const nlohmann::json& raw = resolved;
   JsonObject chips(raw, source, root.pointer_of("chips"));
   Catalogue catalogue;
   catalogue.source_ = source;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,28 @@ Fabric read_fabric(JsonObject& obj, const Chip& chip) {
   return fabric;
 }
 
+// The platform's achieved fractions of the scale-up line rate, replacing the chip catalogue's
+// (a cloud VM's NVLink may achieve less or more than the vendor's reference system).
+void read_scale_up_efficiency(JsonObject& up, ClusterSpec& spec, SourceSink& sink) {
+  Chip& chip = spec.chip;
+  if (up.has("efficiency")) {
+    const double e = detail::sourced_fraction(up, "efficiency", sink);
+    if (chip.nvlink) {
+      chip.nvlink->efficiency = e;
+    } else {
+      chip.ici->efficiency = e;
+    }
+  }
+  if (up.has("nvls_efficiency")) {
+    if (!chip.nvlink || !chip.nvlink->nvls_efficiency) {
+      up.fail("nvls_efficiency", fmt::format("\"{}\" has no NVLink SHARP (NVLS) in the chip "
+                                             "catalogue, so there is no NVLS efficiency to set",
+                                             chip.name));
+    }
+    chip.nvlink->nvls_efficiency = detail::sourced_fraction(up, "nvls_efficiency", sink);
+  }
+}
+
 void read_scale_up_links(JsonObject& up, ClusterSpec& spec, SourceSink& sink) {
   const Chip& chip = spec.chip;
   spec.scale_up_links = chip.nvlink ? chip.nvlink->links : chip.ici->links;
@@ -67,6 +90,7 @@ void read_scale_up_links(JsonObject& up, ClusterSpec& spec, SourceSink& sink) {
     spec.scale_up_link_bandwidth = detail::sourced_bandwidth(up, "link_bandwidth", sink);
   }
   spec.scale_up_latency = detail::sourced_duration(up, "latency", sink, /*allow_zero=*/false);
+  read_scale_up_efficiency(up, spec, sink);
 }
 
 void read_scale_up(JsonObject& root, ClusterSpec& spec, SourceSink& sink) {
@@ -137,6 +161,11 @@ void read_scale_out(JsonObject& root, ClusterSpec& spec, SourceSink& sink) {
                                               : *spec.chip.dcn_bandwidth;
   }
   spec.scale_out_latency = detail::sourced_duration(out, "latency", sink, /*allow_zero=*/false);
+  if (out.has("efficiency")) {  // replaces the chip catalogue's NIC (or DCN) efficiency
+    const double e = detail::sourced_fraction(out, "efficiency", sink);
+    (spec.scale_out == ScaleOutFabric::kFatTree ? spec.chip.nic_efficiency
+                                                : spec.chip.dcn_efficiency) = e;
+  }
   out.finish();
 }
 
@@ -206,11 +235,99 @@ bool is_path(const std::string& name_or_path) {
   return json_suffix || name_or_path.find('/') != std::string::npos;
 }
 
+std::string unknown_preset(const std::string& name) {
+  return fmt::format("unknown cluster preset \"{}\" (known presets: {}; a file path must contain "
+                     "'/' or end in \".json\")",
+                     name, fmt::join(cluster_presets(), ", "));
+}
+
+// The preset's document, or nullopt when there is no such preset.
+std::optional<nlohmann::json> preset_document(const std::string& name) {
+  for (const auto& [stem, contents] : detail::embedded_cluster_presets()) {
+    if (stem != name) {
+      continue;
+    }
+    try {
+      return nlohmann::json::parse(contents);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw InputError(fmt::format("{}{}.json", kPresetPrefix, stem), fmt::format("byte {}", e.byte),
+                       "not valid JSON");
+    }
+  }
+  return std::nullopt;
+}
+
+// Writes `patch` over `target` (a fragment over its base): objects merge key by key, except a
+// sourced figure ({"value": ..., "source": ...}), which replaces the base's whole so that a value
+// never keeps the base's source; anything else replaces. `pointer` locates `patch` in the fragment.
+void overlay(nlohmann::json& target, const nlohmann::json& patch, const std::string& source,
+             const std::string& pointer) {
+  for (const auto& [key, value] : patch.items()) {
+    const std::string here = pointer + "/" + key;
+    if (value.is_null()) {
+      throw InputError(source, here,
+                       "null: a fragment sets values over its base and cannot remove them");
+    }
+    nlohmann::json& slot = target[key];
+    if (value.is_object() && slot.is_object() && !value.contains("value")) {
+      overlay(slot, value, source, here);
+    } else {
+      slot = value;
+    }
+  }
+}
+
+// A cluster fragment: {"base": PRESET or PATH, ...keys of a cluster file...}, the keys written
+// over the base's (overlay). A relative PATH is relative to the fragment's directory. The base must
+// be a whole cluster, not a fragment itself. Other documents are returned as they are.
+nlohmann::json resolve_fragment(const nlohmann::json& document, const std::string& source) {
+  if (!document.is_object() || !document.contains("base")) {
+    return document;
+  }
+  const nlohmann::json& base_value = document.at("base");
+  if (!base_value.is_string() || base_value.get<std::string>().empty()) {
+    throw InputError(source, "/base",
+                     fmt::format("{}: expected the name of a cluster preset or the path of a "
+                                 "cluster file that this fragment overlays",
+                                 describe_json(base_value)));
+  }
+  const std::string base = base_value.get<std::string>();
+  nlohmann::json merged;
+  if (is_path(base)) {
+    std::filesystem::path p(base);
+    if (p.is_relative() && !source.starts_with("--")) {
+      p = std::filesystem::path(source).parent_path() / p;
+    }
+    try {
+      merged = load_json_file(p.string());
+    } catch (const InputError& e) {
+      throw InputError(source, "/base", fmt::format("\"{}\": {}", base, e.what()));
+    }
+  } else {
+    std::optional<nlohmann::json> preset = preset_document(base);
+    if (!preset) {
+      throw InputError(source, "/base", unknown_preset(base));
+    }
+    merged = std::move(*preset);
+  }
+  if (!merged.is_object() || merged.contains("base")) {
+    throw InputError(source, "/base",
+                     fmt::format("\"{}\" is not a whole cluster file (expected a preset or a "
+                                 "cluster file without a \"base\" of its own)",
+                                 base));
+  }
+  nlohmann::json patch = document;
+  patch.erase("base");
+  overlay(merged, patch, source, "");
+  return merged;
+}
+
 }  // namespace
 
 ClusterSpec parse_cluster(const nlohmann::json& document, const std::string& source,
                           const Catalogue& catalogue) {
-  return parse_named(document, source, std::filesystem::path(source).stem().string(), catalogue);
+  return parse_named(resolve_fragment(document, source), source,
+                     std::filesystem::path(source).stem().string(), catalogue);
 }
 
 std::vector<std::string> cluster_presets() {
@@ -225,25 +342,14 @@ std::vector<std::string> cluster_presets() {
 ClusterSpec load_cluster(const std::string& name_or_path, const Catalogue& catalogue) {
   if (is_path(name_or_path)) {
     const std::string stem = std::filesystem::path(name_or_path).stem().string();
-    return parse_named(load_json_file(name_or_path), name_or_path, stem, catalogue);
+    return parse_named(resolve_fragment(load_json_file(name_or_path), name_or_path), name_or_path,
+                       stem, catalogue);
   }
-  for (const auto& [stem, contents] : detail::embedded_cluster_presets()) {
-    if (stem != name_or_path) {
-      continue;
-    }
-    const std::string source = fmt::format("{}{}.json", kPresetPrefix, stem);
-    nlohmann::json document;
-    try {
-      document = nlohmann::json::parse(contents);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw InputError(source, fmt::format("byte {}", e.byte), "not valid JSON");
-    }
-    return parse_named(document, source, name_or_path, catalogue);
+  if (std::optional<nlohmann::json> document = preset_document(name_or_path)) {
+    return parse_named(*document, fmt::format("{}{}.json", kPresetPrefix, name_or_path),
+                       name_or_path, catalogue);
   }
-  throw InputError(name_or_path, "",
-                   fmt::format("unknown cluster preset \"{}\" (known presets: {}; a file path must "
-                               "contain '/' or end in \".json\")",
-                               name_or_path, fmt::join(cluster_presets(), ", ")));
+  throw InputError(name_or_path, "", unknown_preset(name_or_path));
 }
 
 }  // namespace meshsim::topology

@@ -1,4 +1,5 @@
-// Private: the representation behind Network (STYLE A.2: Boost.Graph stays in topology/src/).
+// Private: the representation behind Network. Boost.Graph stays in topology/src/
+// (docs/style.md A.2).
 //
 // The graph is a Boost adjacency_list (directed, bidirectional so that in-edges are listed too);
 // every edge carries its LinkId, and the property tables `vertices` / `links` are indexed by

@@ -111,6 +111,76 @@ void TraceBuilder::write_op(const OpRecord& record, FlowRole role) {
   sink_.write_slice(thread(record.rank, record.stream, host_copy), slice_);
 }
 
+const ThreadTrack& TraceBuilder::host_track(RankId rank) {
+  RankTracks& t = rank_tracks(rank);
+  if (!t.host) {
+    const ThreadTrack& compute = thread(rank, 0);  // places the rank and makes its process
+    t.host = ThreadTrack{thread_track_uuid(rank, kHostStream),
+                         compute.process_uuid,
+                         compute.pid,
+                         thread_tid(rank, kHostStream),
+                         thread_sort_rank(rank, kHostStream),
+                         t.placement.track_prefix + " " + stream_label(kHostStream)};
+    sink_.add_thread(*t.host);
+  }
+  return *t.host;
+}
+
+void TraceBuilder::note_issued(const OpRecord& record) {
+  RankTracks& t = rank_tracks(record.rank);
+  const Program& program = sim_.program_of(record.rank);
+  if (t.has_host < 0) {
+    t.has_host = 0;
+    for (size_t i = 0; i < program.size(); ++i) {
+      const Op& op = program.op(OpId(static_cast<uint32_t>(i)));
+      if (op.host > Duration::zero() || op.host_sync != HostSync::kNone) {
+        t.has_host = 1;
+        break;
+      }
+    }
+  }
+  if (t.has_host == 0) {
+    return;
+  }
+  t.issued.emplace(record.op.value(), record.issued);
+  while (!t.issued.empty() && t.issued.begin()->first == t.next_issued) {
+    write_host(record.rank, t.next_issued, t.issued.begin()->second);
+    t.issued.erase(t.issued.begin());
+    ++t.next_issued;
+  }
+}
+
+// The slice of op `op` issued at `issued`, and before it, if the op before it made the host wait,
+// the wait.
+void TraceBuilder::write_host(RankId rank, uint32_t op_index, SimTime issued) {
+  const Program& program = sim_.program_of(rank);
+  const Op& op = program.op(OpId(op_index));
+  const SimTime begin = SimTime::from_ps(issued.ps() - op.host.ps());
+  SliceContent& s = host_slice_;
+  s = SliceContent{};
+  s.category = SliceCategory::kHost;
+  if (op_index > 0) {
+    const Op& before = program.op(OpId(op_index - 1));
+    RankTracks& t = rank_tracks(rank);
+    if (before.host_sync != HostSync::kNone && t.host_last < begin) {
+      host_name_ = before.host_sync == HostSync::kWaitOp
+                       ? "wait for " + before.name
+                       : "wait for the device after " + before.name;
+      s.name = host_name_;
+      s.start = t.host_last;
+      s.end = begin;
+      sink_.write_slice(host_track(rank), s);
+    }
+  }
+  if (op.host > Duration::zero()) {
+    s.name = op.name;
+    s.start = begin;
+    s.end = issued;
+    sink_.write_slice(host_track(rank), s);
+  }
+  rank_tracks(rank).host_last = issued;
+}
+
 void TraceBuilder::subscribe_to(Simulation& sim) {
   sim.on_op_end([this](const OpRecord& r) { record_op(r); });
   sim.on_memory([this](const MemoryRecord& r) { record_memory(r); });
@@ -121,6 +191,7 @@ void TraceBuilder::record_op(const OpRecord& record) {
   if (!included(record.rank)) {
     return;
   }
+  note_issued(record);
   if (!group_.empty() && group_.front().match != record.match) {
     flush_group();
   }

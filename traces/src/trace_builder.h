@@ -26,8 +26,12 @@
 //     coalesced into one counter sample carrying the total after the last change.
 //  5. Track descriptors (process, then thread or counter) are written right before the first
 //     event that uses them; the scenario instant is written at construction.
-// Memory use is O(ranks x streams + largest group + distinct cluster counters), independent of
-// the length of the run.
+//  6. The host track (the engine's host model) shows the ops in the order the host issued them,
+//     which is program order; records arrive in order of completion, so a rank keeps those that
+//     ended before an op issued earlier (its reorder window) and writes each host slice once
+//     every op before it is written. Its slices never overlap: the host is one thread.
+// Memory use is O(ranks x streams + largest group + distinct cluster counters + the host tracks'
+// reorder windows), independent of the length of the run.
 #pragma once
 
 #include <cstdint>
@@ -67,6 +71,12 @@ class TraceBuilder {
     RankPlacement placement;
     std::vector<ThreadTrack> threads;  // by stream; uuid 0 = not added yet
     std::optional<CounterTrack> memory;
+    // The host track: -1 not asked yet, 0 the program has no host times, 1 it has.
+    int8_t has_host = -1;
+    uint32_t next_issued = 0;                // the next op to write on the host track
+    std::map<uint32_t, SimTime> issued;      // ended ops not yet written: op -> issued
+    SimTime host_last;                        // the end of the last host slice written
+    std::optional<ThreadTrack> host;
   };
   struct ClusterCounter {
     CounterTrack track;
@@ -82,6 +92,10 @@ class TraceBuilder {
   const ThreadTrack& thread(RankId rank, uint8_t stream, bool host_copies = false);
   const CounterTrack& memory_track(RankId rank);
   void write_op(const OpRecord& record, FlowRole role);
+  // The host track: `record`'s op joins the reorder window; what is in order is written.
+  void note_issued(const OpRecord& record);
+  void write_host(RankId rank, uint32_t op, SimTime issued);
+  const ThreadTrack& host_track(RankId rank);
   void flush_group();
   void flush_memory();
   void check_open() const;
@@ -96,6 +110,8 @@ class TraceBuilder {
   std::vector<std::pair<uint64_t, OpRecord>> keyed_;  // scratch of flush_group
   std::optional<MemoryRecord> pending_memory_;
   SliceContent slice_;
+  SliceContent host_slice_;
+  std::string host_name_;
   std::string scratch_;
   int label_width_ = 0;
   bool finished_ = false;

@@ -143,6 +143,8 @@ std::string_view to_string(SliceCategory c) {
       return "collective";
     case SliceCategory::kP2P:
       return "p2p";
+    case SliceCategory::kHost:
+      return "host";
   }
   return "?";
 }
@@ -168,6 +170,9 @@ RankPlacementFn node_placement(int64_t ranks_per_node, int64_t max_global_rank,
 }
 
 std::string stream_label(uint8_t stream, bool host_copies) {
+  if (stream == kHostStream) {
+    return "host";
+  }
   if (host_copies) {
     return fmt::format("host copy {}", stream);
   }

@@ -31,4 +31,14 @@ int64_t maxtext2023_parameters(int64_t vocab, int64_t emb, int64_t heads, int64_
   return vocab * emb + layers * (emb + attention + mlp_weights) + emb;
 }
 
+Flops megatron_core08_iteration_flops(int64_t batch, int64_t seq, const MegatronCoreShape& m) {
+  const auto d = [](int64_t v) { return static_cast<double>(v); };
+  const double h = d(m.hidden);
+  const double attention =
+      (1.0 + d(m.query_groups) / d(m.heads) + d(seq) / h) * (d(m.kv_channels) * d(m.heads) / h);
+  const double mlp = d(m.ffn) / h * d(m.experts_routed_to) * (m.gated ? 1.5 : 1.0);
+  const double logit = d(m.vocab) / (2.0 * d(m.layers) * h);
+  return Flops::of(12.0 * d(batch) * d(seq) * d(m.layers) * h * h * (attention + mlp + logit));
+}
+
 }  // namespace meshsim::validation

@@ -42,8 +42,7 @@ ErrorSummary summarize(const std::vector<double>& errors) {
 }
 
 PublishedReport evaluate_published(const std::vector<PublishedRun>& runs,
-                                   const topology::Catalogue& catalogue,
-                                   const StepSimulator& simulate) {
+                                   const topology::Catalogue& catalogue) {
   PublishedReport report;
   std::vector<double> overall, fp8, long_seq;
   std::map<std::string, std::vector<double>> by_source, by_precision;
@@ -54,27 +53,34 @@ PublishedReport evaluate_published(const std::vector<PublishedRun>& runs,
       continue;
     }
     const auto& scenario = std::get<PublishedScenario>(mapping);
-    const std::variant<SimulatedStep, NotExpressible> outcome = simulate(scenario);
+    const std::variant<scenario::StepReport, NotExpressible> outcome =
+        simulate_published(scenario);
     if (const auto* no = std::get_if<NotExpressible>(&outcome)) {
       report.not_expressed.emplace_back(run.id, no->reason);
       continue;
     }
-    const auto& sim = std::get<SimulatedStep>(outcome);
+    const auto& sim = std::get<scenario::StepReport>(outcome);
     PublishedPoint p;
     p.id = run.id;
     p.source_group = run.source_group();
-    p.precision_class = run.precision_class;
+    p.precision_class = scenario.plan.matmul_dtype == Dtype::kFp8    ? "fp8"
+                        : scenario.plan.matmul_dtype == Dtype::kFp16 ? "fp16"
+                                                                      : "bf16";
     p.seq = scenario.plan.seq;
     p.measured = scenario.measured_step;
-    p.simulated = sim.step;
+    p.simulated = sim.step_time;
     p.oom = sim.oom;
     p.peak_memory = sim.peak_memory;
     p.memory_capacity = sim.memory_capacity;
     p.time_by_class = sim.time_by_class;
     p.exposed_comm = sim.exposed_comm;
-    p.error = sim.step / scenario.measured_step - 1.0;
+    p.error = sim.step_time / scenario.measured_step - 1.0;
     p.conversion = scenario.conversion;
     p.assumptions = scenario.assumptions;
+    if (p.oom) {
+      report.out_of_memory.push_back(std::move(p));
+      continue;
+    }
     (p.precision_class == "fp8" ? fp8 : overall).push_back(p.error);
     if (p.seq >= kLongSequence) {
       long_seq.push_back(p.error);

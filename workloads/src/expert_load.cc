@@ -15,7 +15,7 @@ namespace {
 
 // Binomial(n, p): exact (n Bernoulli draws) for n <= 64, else the normal approximation with
 // continuity correction, clamped to [0, n]. Our own, so that any standard library gives the same
-// draws (STYLE B.10).
+// draws (docs/style.md B.10).
 int64_t binomial(Rng& rng, int64_t n, double p) {
   if (n <= 0 || p <= 0.0) {
     return 0;

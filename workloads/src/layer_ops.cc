@@ -623,12 +623,13 @@ std::vector<KernelSpec> step_work(const LayerContext& c, int64_t params, int64_t
     // Dynamic loss scaling: the gradients are unscaled and checked for inf/nan (Apex's and
     // Megatron's multi-tensor unscale), one pass reading and writing them.
     out.push_back({"loss_scale.unscale_check",
-                   memory_bound(OpClass::kOptimizer, 2.0, params, 2 * g)});
+                   memory_bound(OpClass::kOptimizer, 2.0, params, 2 * g), KernelRole::kHostRead});
   }
   if (p.step_work.grad_norm) {
     // Clipping by global norm: every local gradient read once (the norm's all-reduce of one
     // value is latency, not modelled).
-    out.push_back({"grad_norm", memory_bound(OpClass::kOptimizer, 2.0, params, g)});
+    out.push_back(
+        {"grad_norm", memory_bound(OpClass::kOptimizer, 2.0, params, g), KernelRole::kHostRead});
   }
   if (p.matmul_dtype == Dtype::kFp8 && layer_weights > 0) {
     // The linear layers' weights cast to FP8 with their transposes once per step (Transformer

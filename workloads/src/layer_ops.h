@@ -51,7 +51,9 @@ namespace meshsim::workloads::detail {
 
 // What a kernel is for, where the schedule treats kernels differently: zero-bubble schedules run
 // the weight-gradient GEMMs of a backward as a separate pass (W) after the input gradients (B).
-enum class KernelRole : uint8_t { kCompute, kWeightGradient };
+// kHostRead: a kernel whose result the framework reads on the host (the global gradient norm,
+// fp16's inf/nan check): a host synchronisation where the stack makes one (HostDispatch).
+enum class KernelRole : uint8_t { kCompute, kWeightGradient, kHostRead };
 
 struct KernelSpec {
   std::string name;

@@ -5,6 +5,66 @@
 namespace meshsim::workloads {
 namespace {
 
+// The host's work per kernel, from component measurements (docs/model.md, "The host"):
+//  * The CUDA launch path of one kernel: an eager torch.add on CUDA tensors issues one kernel per
+//    6.38 and 6.95 us (validation/microbench/h200-2026-11-28/run1, run2 misc.json,
+//    launch.eager_add_host_us_per_launch: torch 2.11 on the H200 machine's host; mean 6.67),
+//    of which the operator's own framework work is what the same add costs on CPU tensors,
+//    1.06 us (validation/microbench/host_dispatch.csv, forward_add_no_grad): 5.6 us.
+//  * A GEMM's library call: an eager torch.mm of 64 x 64 issues one kernel per 9.89 and 11.59 us
+//    (misc.json, eager_mm64_host_us_per_launch; mean 10.74), 4.1 us more than the add.
+//  * The framework's work per kernel in a real model's code: one decoder block of the reference
+//    trainer (Llama-style nn.Modules, bf16 autocast) takes 505 us of host time forward and 378 us
+//    backward at a negligible width (host_dispatch.csv, llama_block_forward / _backward: torch
+//    1.13, this project's 2-vCPU EPYC, thread CPU time), and the same block launches 48 kernels
+//    forward and about 87 backward on a GPU (the H200 trace torch-val100m-s1024-b16: 48 per block
+//    forward by its rmsnorm ranges; 1077 backward launches over 12 blocks, less the head's and
+//    the embedding's): 10.5 us a forward kernel, 4.3 us a backward one.
+// Megatron's and llm-foundry's modules are PyTorch nn.Modules and autograd functions like the
+// reference trainer's, so eager stacks take these figures; the per-op costs of older PyTorch
+// releases and CPUs were not measured (none is at hand) and are assumed the same.
+constexpr double kLaunchPathUs = 5.6;
+constexpr double kGemmCallUs = 4.1;
+constexpr double kEagerForwardUs = 10.5;
+constexpr double kEagerBackwardUs = 4.3;
+// An optimizer kernel: an eager op without autograd, the measured eager add on CUDA (6.67 us).
+constexpr double kOptimizerKernelUs = 6.67;
+
+// PyTorch eager (Megatron, FSDP, llm-foundry): each kernel issued from Python, then launched.
+HostDispatch eager_host() {
+  HostDispatch h;
+  h.issue = HostIssue::kEager;
+  h.forward_kernel = Microseconds(kEagerForwardUs + kLaunchPathUs);
+  h.backward_kernel = Microseconds(kEagerBackwardUs + kLaunchPathUs);
+  h.gemm_call = Microseconds(kGemmCallUs);
+  h.optimizer_kernel = Microseconds(kOptimizerKernelUs);
+  return h;
+}
+
+// torch.compile: Inductor's wrapper launches each kernel (its GEMMs still through cuBLAS).
+HostDispatch compiled_host() {
+  HostDispatch h;
+  h.issue = HostIssue::kCompiled;
+  h.forward_kernel = Microseconds(kLaunchPathUs);
+  h.backward_kernel = Microseconds(kLaunchPathUs);
+  h.gemm_call = Microseconds(kGemmCallUs);
+  h.optimizer_kernel = Microseconds(kLaunchPathUs);
+  return h;
+}
+
+// Megatron's host synchronisations (stack.h HostDispatch): gradient clipping reads the norm
+// (megatron/core/optimizer/clip_grads.py: total_norm.item()), and batched pipeline sends and
+// receives end in torch.cuda.synchronize() (megatron/core/pipeline_parallel/
+// p2p_communication.py: `if config.batch_p2p_comm and config.batch_p2p_sync`; batch_p2p_sync
+// defaults to True, model_parallel_config.py; batch_p2p_comm = not overlap_p2p_comm,
+// training/argument_utils.py; NVIDIA/Megatron-LM @ d98e8a64).
+HostDispatch megatron_host() {
+  HostDispatch h = eager_host();
+  h.sync_host_reads = true;
+  h.sync_after_p2p = P2pSync::kWhenBatched;
+  return h;
+}
+
 // Transformer Engine's DotProductAttention backend on the family (TE
 // transformer_engine/pytorch/attention/dot_product_attention/utils.py, get_attention_backend:
 // "Disabling FlashAttention to give FusedAttention preference on Hopper+ for performance
@@ -31,6 +91,7 @@ StackProfile megatron(DeviceFamily family) {
   p.step.grad_norm = true;
   p.fp8_saves_quantized_inputs = true;
   p.fp8_fprop_fast_accumulation = true;
+  p.host = megatron_host();
   return p;
 }
 
@@ -52,6 +113,79 @@ StackProfile megatron_2021() {
   // scripts' commit): after both GEMMs, blocking. The async all-reduce beside the weight gradient
   // came in September 2021 (--async-tensor-model-parallel-allreduce, 16c90445e).
   p.tp_backward_async = false;
+  // The same synchronisations, and every microbatch's get_batch ends in .cpu() on the broadcast
+  // sizes (megatron/mpu/data.py _build_key_size_numel_dictionaries: sizes_cuda.cpu(), called by
+  // pretrain_gpt.py's get_batch on every stage; the pipeline's torch.cuda.synchronize() in
+  // megatron/p2p_communication.py _communicate, unconditional; NVIDIA/Megatron-LM @ de7dc40f).
+  p.host = megatron_host();
+  p.host.sync_after_p2p = P2pSync::kAlways;
+  p.host.sync_per_microbatch = true;
+  // megatron/p2p_communication.py _communicate @ 6985e589: "reqs =
+  // torch.distributed.batch_isend_irecv(ops)", "req.wait()", then "torch.cuda.synchronize()":
+  // the schedule issues the next kernel only after the transfer.
+  p.pipeline_p2p_blocking = true;
+  // megatron/arguments.py @ 6985e589: --no-scatter-gather-tensors-in-pipeline (dest
+  // scatter_gather_tensors_in_pipeline, on unless given): _communicate sends
+  // mpu.split_tensor_into_1d_equal_chunks(tensor) and the receiver calls
+  // mpu.gather_split_1d_tensor, an all-gather over the tensor-parallel group.
+  p.pipeline_scatter_gather = true;
+  // Linear layers are F.linear under autograd (megatron/mpu/layers.py @ 6985e589; no fused
+  // gradient accumulation until --gradient-accumulation-fusion, 83b1e42f30 of 2022-02-13), and
+  // examples/sc21 does not set --use-contiguous-buffers-in-ddp: each microbatch's weight gradients
+  // reach .grad through torch's AccumulateGrad, which adds them in place after the first
+  // (torch/csrc/autograd/functions/accumulate_grad.h: variable_grad += new_grad).
+  p.wgrad_accumulation_fused = false;
+  return p;
+}
+
+StackProfile megatron_2022() {
+  // The host's work and synchronisations are 2021's: get_batch still broadcasts its sizes through
+  // megatron/mpu/data.py's broadcast_data and p2p_communication.py still synchronises.
+  StackProfile p = megatron_2021();
+  p.stack = Stack::kMegatron2022;
+  p.basis =
+      "Megatron-LM as of Korthikanti et al. 2022 (NVIDIA/Megatron-LM @ cfd2e21607, 2022-04-28, "
+      "which adds --sequence-parallel): the kernels of 2021 (Apex fused LayerNorm, fused "
+      "bias-GeLU and bias-dropout-add, fused scale-mask-softmax over materialised scores: no "
+      "flash attention until --use-flash-attn, d693034ecf of 2022-12-08, and no Transformer "
+      "Engine until 3499542edd of 2022-12-21), with the TP input-gradient all-reduce beside the "
+      "weight gradient (--no-async-tensor-model-parallel-allreduce: on by default since "
+      "16c90445e) and the weight gradients accumulated inside their GEMM "
+      "(--no-gradient-accumulation-fusion: on by default since 83b1e42f30); pipeline transfers "
+      "still synchronise (p2p_communication.py _communicate: batch_isend_irecv, then "
+      "torch.cuda.synchronize())";
+  // megatron/arguments.py @ cfd2e21607: --no-async-tensor-model-parallel-allreduce and
+  // --no-gradient-accumulation-fusion are store_false flags, on unless given.
+  p.tp_backward_async = true;
+  p.wgrad_accumulation_fused = true;
+  return p;
+}
+
+// DeepSpeed's ZeRO-3 as Narayanan et al. 2021 compared it (Table 2: ZeRO-3 without model
+// parallelism on Megatron-LM's GPT), at DeepSpeed v0.3.13 (2021-03-16), the release of that
+// paper's time. deepspeed/runtime/zero/constants.py @ v0.3.13: stage3_prefetch_bucket_size
+// 50000000, stage3_param_persistence_threshold 100000, stage3_max_live_parameters 1e9,
+// reduce_bucket_size 500000000, overlap_comm True for stage 3 (ZERO3_OPTIMIZATION_OVERLAP_COMM_
+// DEFAULT). stage3.py @ v0.3.13: fetch_sub_module all-gathers a submodule's parameters (one
+// all_gather per parameter, partition_parameters.py _all_gather) before its forward and
+// release_sub_module frees them after; prefetch_next_sub_modules gathers the parameters that come
+// next in the traced order, up to stage3_prefetch_bucket_size elements (at least one parameter),
+// when no prefetch is in flight; a recomputed forward runs the submodules' hooks again, so a
+// checkpointed layer's parameters are gathered for the recompute and again for the backward.
+StackProfile deepspeed_zero3_2021() {
+  // The host as Megatron-LM 2021's (its get_batch and training loop, eager PyTorch); ZeRO-3's
+  // per-submodule Python hooks are not charged beyond the eager per-op cost.
+  StackProfile p = megatron_2021();
+  p.stack = Stack::kDeepSpeedZero3_2021;
+  p.basis =
+      "DeepSpeed ZeRO-3 at v0.3.13 (2021-03) on Megatron-LM's GPT of 2021 (its fused kernels and "
+      "materialised-score softmax): parameters gathered per submodule before its forward and "
+      "released after it, the next parameters prefetched (stage3_prefetch_bucket_size 5e7 "
+      "elements) on a stream of their own (overlap_comm, True for stage 3), gathered again for "
+      "a recomputed forward and again for the backward; gradients reduce-scattered as they are "
+      "produced (reduce_bucket_size 5e8); FusedAdam on the partitions; fp16 with loss scaling";
+  p.backward_prefetch = BackwardPrefetch::kPre;
+  p.zero3_regather_for_recompute = true;
   return p;
 }
 
@@ -76,6 +210,7 @@ StackProfile fsdp() {
   // unpads Q, K and V with flash-attn's bert_padding.unpad_input for flash_attn_varlen_func, and
   // pads the output back with pad_input, even when no token is padding.
   p.attention_unpads = true;
+  p.host = eager_host();
   return p;
 }
 
@@ -114,6 +249,7 @@ StackProfile fsdp_compile() {
   p.fp8 = Fp8Scaling::kCurrent;
   p.step.grad_norm = true;
   p.fp8_fprop_fast_accumulation = true;  // torchao float8's output GEMM
+  p.host = compiled_host();
   return p;
 }
 
@@ -132,6 +268,27 @@ StackProfile maxtext(DeviceFamily family) {
                                              : transformer_engine_attention(family);
   p.fp8 = Fp8Scaling::kDelayed;
   p.step.grad_norm = true;
+  p.host.issue = HostIssue::kXla;  // one executable per step: no per-kernel host time
+  return p;
+}
+
+// PaxML/Praxis on GPU as NVIDIA's DGX Cloud Benchmarking v24.11.1 ran it (paxml/configure.sh @
+// 35a9aec, the PaxML 24.03.04 container; paxml/contrib/gpu/scripts_gpu/configs.py GPT5B and
+// GPT175B): XLA's fused kernels and cuBLAS GEMMs (--xla_gpu_enable_triton_gemm=false), attention
+// through Transformer Engine's fused (cuDNN) attention (ENABLE_TE=1, NVTE_FUSED_ATTN=1; XLA's own
+// cuDNN fMHA off: --xla_gpu_enable_cudnn_fmha=false), FP8 through Transformer Engine (ENABLE_FP8),
+// collectives asynchronous under the latency-hiding scheduler (--xla_gpu_enable_async_all_gather,
+// _reduce_scatter, _all_reduce; pipelined all-gather and reduce-scatter), the layers one scanned
+// while loop (USE_REPEATED_LAYER = True), no CUDA graphs (--xla_gpu_graph_level=0).
+StackProfile paxml(DeviceFamily family) {
+  StackProfile p = maxtext(family);  // the same XLA fusions, Pallas attention on TPU
+  p.stack = Stack::kPaxml;
+  p.basis =
+      "PaxML/Praxis on XLA as DGX Cloud Benchmarking v24.11.1 runs it (paxml/configure.sh @ "
+      "35a9aec; paxml/contrib/gpu/scripts_gpu/configs.py): XLA-fused memory-bound kernels and "
+      "cuBLAS GEMMs, Transformer Engine's fused attention (cuDNN) and FP8 (delayed scaling), "
+      "optax Adam fused into the step, asynchronous collectives under XLA's latency-hiding "
+      "scheduler; on TPU the Pallas flash kernels";
   return p;
 }
 
@@ -149,15 +306,22 @@ StackProfile custom(DeviceFamily family) {
 }  // namespace
 
 StackProfile stack_profile(Stack stack, DeviceFamily family) {
-  if (family == DeviceFamily::kTpu && stack != Stack::kMaxText) {
-    throw PlanError(PlanField::kStack,
-                    fmt::format("{} does not run on TPUs (expected maxtext)", to_string(stack)));
+  if (family == DeviceFamily::kTpu && stack != Stack::kMaxText && stack != Stack::kPaxml) {
+    throw PlanError(PlanField::kStack, fmt::format("{} does not run on TPUs (expected maxtext or "
+                                                   "paxml)",
+                                                   to_string(stack)));
   }
   switch (stack) {
     case Stack::kMegatron:
       return megatron(family);
     case Stack::kMegatron2021:
       return megatron_2021();
+    case Stack::kMegatron2022:
+      return megatron_2022();
+    case Stack::kDeepSpeedZero3_2021:
+      return deepspeed_zero3_2021();
+    case Stack::kPaxml:
+      return paxml(family);
     case Stack::kFsdp:
       return fsdp();
     case Stack::kLlmFoundry2023:
@@ -196,6 +360,13 @@ void apply_stack(ParallelPlan& plan, const StackProfile& profile, const StackOve
   plan.fp8_fprop_fast_accumulation = profile.fp8_fprop_fast_accumulation;
   plan.tp_backward_async = profile.tp_backward_async;
   plan.attention_unpads = profile.attention_unpads;
+  plan.host = profile.host;
+  plan.pipeline_scatter_gather = profile.pipeline_scatter_gather;
+  plan.wgrad_accumulation_fused = profile.wgrad_accumulation_fused;
+  plan.zero3_regather_for_recompute = profile.zero3_regather_for_recompute;
+  if (profile.pipeline_p2p_blocking) {
+    plan.overlap.pipeline_p2p = false;
+  }
 }
 
 }  // namespace meshsim::workloads

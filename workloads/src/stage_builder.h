@@ -48,18 +48,29 @@ class ComputeStream {
   std::optional<OpId> last_;
 };
 
-// Where ops are being added: their labels and the prefix of their names ("fwd.L12.", "bwd.L3.",
-// "recompute.L3.", "wgrad.", or "" for the step's own ops).
+// Where the framework issues an op from, for the host's time per op (HostDispatch): the forward
+// (and a recompute's re-run forward), the backward, or the step's own work (the optimizer).
+enum class Phase : uint8_t { kForward, kBackward, kStep };
+
+// Where ops are being added: their labels, the prefix of their names ("fwd.L12.", "bwd.L3.",
+// "recompute.L3.", "wgrad.", or "" for the step's own ops) and the phase issuing them.
 struct Scope {
   OpLabels labels;
   std::string prefix;
+  Phase phase = Phase::kStep;
 
   Scope in_layer(int64_t layer, std::string layer_prefix) const {
-    Scope s{labels, std::move(layer_prefix)};
+    Scope s{labels, std::move(layer_prefix), phase};
     s.labels.layer = static_cast<int32_t>(layer);
     return s;
   }
-  Scope unnamed() const { return Scope{labels, ""}; }  // bucket ops keep their labels
+  Scope unnamed() const { return Scope{labels, "", phase}; }  // bucket ops keep their labels
+  // A recompute's re-run of the forward, issued from the backward like a forward.
+  Scope recomputing(int64_t layer) const {
+    Scope s = in_layer(layer, "recompute.L" + std::to_string(layer) + ".");
+    s.phase = Phase::kForward;
+    return s;
+  }
 };
 
 // A bucket of final gradients: dense ones reduced over DP x CP, expert ones over expert DP.
@@ -100,6 +111,8 @@ class GradientBuckets {
   GradientBucket open_;
 };
 
+// grad_bucket_bytes (the stack's gradient bucket) is declared in parallel.h.
+
 class StageBuilder {
  public:
   StageBuilder(const ModelConfig& m, const ParallelPlan& p, const StagePartition& part)
@@ -108,13 +121,14 @@ class StageBuilder {
         stage_(part.stage),
         ctx_{m, p, part},
         pipe_(p.pipeline()),
-        buckets_(p.grad_bucket, p.state.gradient) {}
+        buckets_(grad_bucket_bytes(p), p.state.gradient) {}
 
   Program build();
 
  private:
-  // Primitives: one op each, its dependencies from the compute stream.
-  OpId add(Op op, const std::vector<OpId>& deps);
+  // Primitives: one op each, its dependencies from the compute stream. `add` charges the op's
+  // host time by its phase (HostDispatch).
+  OpId add(Op op, const std::vector<OpId>& deps, Phase phase);
   OpId compute(const Scope& scope, const KernelSpec& k, std::vector<MemoryEffect> memory = {});
   // A collective after the last kernel; `blocking`: the next kernel waits for it.
   OpId collective(const Scope& scope, const std::string& name, CommKind kind, CollectiveKind op,
@@ -122,6 +136,9 @@ class StageBuilder {
                   std::vector<MemoryEffect> memory = {}, std::optional<Stream> stream = {});
   OpId p2p(const Scope& scope, const std::string& name, bool send, PeerSlot peer, Tag tag,
            Bytes bytes, Stream stream);
+  // Megatron-LM 2021's get_batch: the batch's sizes copied to the host, which waits for the
+  // device (HostDispatch::sync_per_microbatch).
+  void get_batch(const Scope& scope);
   // Activation offloading: layer `layer`'s saved activations copied to host memory (releasing
   // them when done) or back (allocating them as it starts), after the last kernel issued.
   OpId host_copy(const Scope& scope, int64_t layer, bool to_host);
@@ -150,9 +167,18 @@ class StageBuilder {
   void backward(const PipelinePass& pass, bool with_weights, bool last_for_chunk);
   void weights(const PipelinePass& pass, bool last_for_chunk);
   void grads_ready(const Scope& scope, int64_t dense_params, int64_t expert_params);
+  // The end of a model chunk's last backward: its open bucket is reduced (Megatron-Core builds one
+  // DDP, with its own buckets, per model chunk).
+  void chunk_grads_done(const Scope& scope);
   void reduce(const Scope& scope, const GradientBucket& bucket);
   void gather_parameters_ahead();
   OpId zero3_gather(const Scope& scope, int64_t layer, bool blocking);
+  // Megatron-LM's scatter/gather of pipeline tensors (ParallelPlan::pipeline_scatter_gather).
+  bool scatter_gather_pipe() const;
+  Bytes pipe_wire_bytes(Bytes tensor) const;
+  void gather_pipe_slices(const Scope& scope, const std::string& name, Bytes tensor);
+  // Autograd's gradient accumulation (ParallelPlan::wgrad_accumulation_fused off).
+  void accumulate_gradients(const Scope& scope, int64_t params);
   void replica_reduce(const Scope& scope, const std::string& name, int64_t params);
   // ZeRO's collectives run on the HSDP shard group, or on DP x CP without HSDP.
   std::optional<GroupSlot> shard_slot() const {
@@ -177,6 +203,9 @@ class StageBuilder {
   GradientBuckets buckets_;
   std::vector<GradientBucket> deferred_buckets_;  // reduced after the backward (no overlap)
   std::map<int64_t, OpId> param_gathers_;  // ZeRO-1/2: layer -> the all-gather its forward awaits
+  // The last pipeline send or receive added, if it synchronises the host (HostDispatch's
+  // sync_after_p2p): a send or receive right after it joins its batch and takes the sync over.
+  std::optional<OpId> synced_p2p_;
 };
 
 }  // namespace meshsim::workloads::detail

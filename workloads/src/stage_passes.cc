@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "meshsim/sim/error.h"
 #include "meshsim/workloads/training_memory.h"
+#include "layer_items.h"
 #include "stage_builder.h"
 
 namespace meshsim::workloads::detail {
@@ -75,7 +77,8 @@ std::optional<StageBuilder::PipeChannel> StageBuilder::pipe_channel(int32_t chun
 
 Scope StageBuilder::pass_scope(const PipelinePass& pass, std::string prefix) const {
   return Scope{OpLabels{std::nullopt, pass.microbatch, static_cast<int32_t>(stage_), std::nullopt},
-               std::move(prefix)};
+               std::move(prefix),
+               pass.kind == PassKind::kForward ? Phase::kForward : Phase::kBackward};
 }
 
 // ZeRO-3: the layer's parameters, gathered into a transient buffer on the gather stream.
@@ -84,6 +87,32 @@ OpId StageBuilder::zero3_gather(const Scope& scope, int64_t layer, bool blocking
   return collective(scope, fmt::format("L{}.fsdp_allgather", layer), CommKind::kData,
                     CollectiveKind::kAllGather, full, blocking, shard_slot(),
                     {alloc(MemoryCategory::kCommBuffers, full)}, Stream::kDataGather);
+}
+
+// A pipeline tensor's bytes on the wire: with the scatter/gather optimization (TP > 1, no SP) each
+// TP rank sends its 1/TP slice of it.
+Bytes StageBuilder::pipe_wire_bytes(Bytes tensor) const {
+  return scatter_gather_pipe() ? tensor / p_.tp : tensor;
+}
+
+bool StageBuilder::scatter_gather_pipe() const {
+  return p_.pipeline_scatter_gather && p_.tp > 1 && !p_.sp;
+}
+
+// A received pipeline tensor, in slices: the TP group all-gathers them before the next kernel
+// (Megatron-LM's mpu.gather_split_1d_tensor), blocking; a TP-group collective, counted as TP.
+void StageBuilder::gather_pipe_slices(const Scope& scope, const std::string& name, Bytes tensor) {
+  if (scatter_gather_pipe()) {
+    collective(scope, name + ".tp_gather", CommKind::kTensor, CollectiveKind::kAllGather, tensor,
+               true);
+  }
+}
+
+// The weight gradients of `params` parameters added to those of the microbatches before
+// (ParallelPlan::wgrad_accumulation_fused off): autograd's in-place add, reading both, writing one.
+void StageBuilder::accumulate_gradients(const Scope& scope, int64_t params) {
+  const int64_t bytes = 3 * grad_bytes(params).count();
+  compute(scope, {"grad_accumulate", memory_bound(OpClass::kElementwise, 1.0, params, bytes)});
 }
 
 // HSDP: the sharded gradients of `params` all-reduced across the replicas of the shard group.
@@ -106,7 +135,15 @@ void StageBuilder::forward(const PipelinePass& pass) {
          alloc(MemoryCategory::kActivations, part_.activations.embedding), {});
   } else if (const auto from = pipe_channel(pass.chunk, true, false)) {
     stream_.next_waits_for(p2p(scope, fmt::format("c{}.recv_activation", chunk), false, from->peer,
-                               Tag::kActivation, msg, from->stream));
+                               Tag::kActivation, pipe_wire_bytes(msg), from->stream));
+    gather_pipe_slices(scope, fmt::format("c{}.recv_activation", chunk), msg);
+  }
+  // Under the interleaved schedule the receives are posted where their chunk needs them, not in
+  // Megatron's batches with the sends (schedules.py), so a host wait between a blocking send and
+  // its peer's receive could deadlock where the real code cannot; there the sync is left out, as
+  // the pipeline's own syncs are (StageBuilder::p2p).
+  if (p_.host.sync_per_microbatch && p_.vpp == 1) {
+    get_batch(scope);
   }
   const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
   const bool zero3 = p_.zero == ZeroStage::kParameters;
@@ -149,7 +186,7 @@ void StageBuilder::forward(const PipelinePass& pass) {
          {});
   } else if (const auto to = pipe_channel(pass.chunk, true, true)) {
     const OpId send = p2p(scope, fmt::format("c{}.send_activation", chunk), true, to->peer,
-                          Tag::kActivation, msg, to->stream);
+                          Tag::kActivation, pipe_wire_bytes(msg), to->stream);
     if (!p_.overlap.pipeline_p2p) {
       stream_.next_waits_for(send);
     }
@@ -175,7 +212,8 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
     }
   } else if (const auto from = pipe_channel(pass.chunk, false, false)) {
     stream_.next_waits_for(p2p(scope, fmt::format("c{}.recv_gradient", chunk), false, from->peer,
-                               Tag::kGradient, msg, from->stream));
+                               Tag::kGradient, pipe_wire_bytes(msg), from->stream));
+    gather_pipe_slices(scope, fmt::format("c{}.recv_gradient", chunk), msg);
   }
   const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
   const bool zero3 = p_.zero == ZeroStage::kParameters;
@@ -213,8 +251,15 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
       }
     }
     if (full_recompute) {
-      emit(scope.in_layer(layer, fmt::format("recompute.L{}.", layer)),
+      emit(scope.recomputing(layer),
            layer_forward(layer_ctx(layer)), alloc(MemoryCategory::kActivations, materialised), {});
+      if (zero3 && p_.zero3_regather_for_recompute) {
+        // Released after the recomputed forward, the layer is gathered again for its backward
+        // (in the same buffer: no memory effect).
+        collective(in_layer, fmt::format("L{}.fsdp_allgather_again", layer), CommKind::kData,
+                   CollectiveKind::kAllGather, param_bytes(part_.params.of(layer).total()), true,
+                   shard_slot(), {}, Stream::kDataGather);
+      }
     }
     Bytes freed = Bytes::zero();
     if (with_weights) {
@@ -227,10 +272,10 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
       last_release = release(MemoryCategory::kActivations, freed);
     }
     if (p_.recompute == Recompute::kDots || p_.recompute == Recompute::kQkvOutProj) {
-      emit(scope.in_layer(layer, fmt::format("recompute.L{}.", layer)),
+      emit(scope.recomputing(layer),
            recompute_jax_policy(layer_ctx(layer)), {}, {});
     } else if (!p_.recompute_modules.empty()) {
-      emit(scope.in_layer(layer, fmt::format("recompute.L{}.", layer)),
+      emit(scope.recomputing(layer),
            recompute_selected_modules(layer_ctx(layer)), {}, {});
     }
     std::vector<LayerItem> items = layer_backward(layer_ctx(layer));
@@ -238,6 +283,9 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
       items = without_weight_gradients(std::move(items));
     }
     emit(in_layer, items, {}, last_release);
+    if (with_weights && !p_.wgrad_accumulation_fused && !zero3 && pass.microbatch > 0) {
+      accumulate_gradients(in_layer, part_.params.of(layer).total());
+    }
     if (zero3 && layer > first && !prefetch_pre) {
       prefetched = zero3_gather(in_layer, layer - 1, !p_.overlap.param_gather);
     }
@@ -261,9 +309,16 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
     if (reduce_grads) {
       grads_ready(scope, part_.params.embedding, 0);
     }
-  } else if (const auto to = pipe_channel(pass.chunk, false, true)) {
+  }
+  if (reduce_grads) {
+    chunk_grads_done(scope);
+  }
+  if (first_virtual(chunk)) {
+    return;
+  }
+  if (const auto to = pipe_channel(pass.chunk, false, true)) {
     const OpId send = p2p(scope, fmt::format("c{}.send_gradient", chunk), true, to->peer,
-                          Tag::kGradient, msg, to->stream);
+                          Tag::kGradient, pipe_wire_bytes(msg), to->stream);
     if (!p_.overlap.pipeline_p2p) {
       stream_.next_waits_for(send);
     }
@@ -299,6 +354,9 @@ void StageBuilder::weights(const PipelinePass& pass, bool last_for_chunk) {
   if (first_virtual(chunk) && last_for_chunk) {
     grads_ready(scope, part_.params.embedding, 0);
   }
+  if (last_for_chunk) {
+    chunk_grads_done(scope);
+  }
 }
 
 // Gradients of `dense` (and `expert`) parameters are final: they join the open bucket, which is
@@ -309,6 +367,19 @@ void StageBuilder::grads_ready(const Scope& scope, int64_t dense, int64_t expert
       reduce(scope.unnamed(), *full);
     } else {
       deferred_buckets_.push_back(*full);
+    }
+  }
+}
+
+void StageBuilder::chunk_grads_done(const Scope& scope) {
+  if (p_.vpp == 1 || p_.zero == ZeroStage::kParameters) {
+    return;  // one chunk: its last bucket closes with the step (finish)
+  }
+  if (const std::optional<GradientBucket> last = buckets_.close()) {
+    if (p_.overlap.grad_reduce) {
+      reduce(scope.unnamed(), *last);
+    } else {
+      deferred_buckets_.push_back(*last);
     }
   }
 }
@@ -436,3 +507,23 @@ Program build_stage_program(const ModelConfig& model, const ParallelPlan& plan,
 }
 
 }  // namespace meshsim::workloads::detail
+
+namespace meshsim::workloads {
+
+Bytes grad_bucket_bytes(const ParallelPlan& p) {
+  if (p.grad_bucket) {
+    return *p.grad_bucket;
+  }
+  if (p.stack == Stack::kMegatron) {
+    if (!p.overlap.grad_reduce) {
+      // "Set bucket_size to infinity if overlap_grad_reduce is False" (the same file).
+      return Bytes::of(std::numeric_limits<int64_t>::max());
+    }
+    const int64_t params = std::max<int64_t>(40'000'000, 1'000'000 * p.dense_grad_group());
+    return Bytes::of(params * p.state.gradient);
+  }
+  // 40M bf16 gradients, the rule's floor: what meshsim has used for every other stack.
+  return MB(80);
+}
+
+}  // namespace meshsim::workloads

@@ -28,8 +28,16 @@ Stream stream_of(CommKind k) {
 
 }  // namespace
 
-OpId StageBuilder::add(Op op, const std::vector<OpId>& deps) {
+OpId StageBuilder::add(Op op, const std::vector<OpId>& deps, Phase phase) {
   op.labels.stage = static_cast<int32_t>(stage_);
+  const HostDispatch& h = p_.host;
+  op.host = phase == Phase::kForward    ? h.forward_kernel
+            : phase == Phase::kBackward ? h.backward_kernel
+                                        : h.optimizer_kernel;
+  if (const auto* w = std::get_if<ComputeWork>(&op.work);
+      w != nullptr && w->op_class == OpClass::kMatmul && w->shape) {
+    op.host += h.gemm_call;
+  }
   const OpId id = prog_.add(std::move(op));
   for (const OpId d : deps) {
     prog_.add_dependency(d, id);
@@ -45,9 +53,30 @@ OpId StageBuilder::compute(const Scope& scope, const KernelSpec& k,
   op.work = k.work;
   op.labels = scope.labels;
   op.memory = std::move(memory);
-  const OpId id = add(std::move(op), stream_.take_waits());
+  if (k.role == KernelRole::kHostRead && p_.host.sync_host_reads) {
+    op.host_sync = HostSync::kWaitOp;
+  }
+  const OpId id = add(std::move(op), stream_.take_waits(), scope.phase);
   stream_.issued(id);
   return id;
+}
+
+// `.cpu()` copies on the current stream and waits for that stream: the host waits for the copy,
+// which the compute stream runs after everything issued to it before (kWaitOp on a compute-stream
+// op), not for other streams' work (a pending pipeline send).
+void StageBuilder::get_batch(const Scope& scope) {
+  // Three int64 sizes (the batch's key, its dimensions) copied to the host.
+  ComputeWork w;
+  w.op_class = OpClass::kCopy;
+  w.bytes = Bytes::of(24);
+  Op op;
+  op.name = scope.prefix + "get_batch.sizes_to_host";
+  op.stream = index(Stream::kCompute);
+  op.work = w;
+  op.labels = scope.labels;
+  op.host_sync = HostSync::kWaitOp;
+  const OpId id = add(std::move(op), stream_.take_waits(), scope.phase);
+  stream_.issued(id);
 }
 
 OpId StageBuilder::host_copy(const Scope& scope, int64_t layer, bool to_host) {
@@ -67,7 +96,7 @@ OpId StageBuilder::host_copy(const Scope& scope, int64_t layer, bool to_host) {
   if (const std::optional<OpId> last = stream_.last()) {
     deps.push_back(*last);
   }
-  return add(std::move(op), deps);
+  return add(std::move(op), deps, scope.phase);
 }
 
 OpId StageBuilder::collective(const Scope& scope, const std::string& name, CommKind kind,
@@ -85,7 +114,7 @@ OpId StageBuilder::collective(const Scope& scope, const std::string& name, CommK
   if (const std::optional<OpId> last = stream_.last()) {
     deps.push_back(*last);
   }
-  const OpId id = add(std::move(op), deps);
+  const OpId id = add(std::move(op), deps, scope.phase);
   if (blocking) {
     stream_.next_waits_for(id);
   }
@@ -107,7 +136,24 @@ OpId StageBuilder::p2p(const Scope& scope, const std::string& name, bool send, P
   if (const std::optional<OpId> last = stream_.last(); send && last) {
     deps.push_back(*last);
   }
-  return add(std::move(op), deps);
+  // Megatron batches the pipeline sends and receives between two passes (1F1B's
+  // send_forward_recv_backward: this pass's send with the next pass's receive, adjacent in
+  // program order) and synchronises the device after each batch: the last of adjacent ones
+  // carries the sync. The interleaved schedule pairs them across chunks in its own order
+  // (schedules.py), which this adjacency does not reproduce; there the syncs are left out.
+  const bool pipeline = tag == Tag::kActivation || tag == Tag::kGradient;
+  if (pipeline && p_.host.sync_after_p2p != P2pSync::kNone && p_.vpp == 1) {
+    op.host_sync = HostSync::kWaitDevice;
+  }
+  const bool syncs = op.host_sync != HostSync::kNone;
+  const OpId id = add(std::move(op), deps, scope.phase);
+  if (syncs) {
+    if (synced_p2p_ && synced_p2p_->value() + 1 == id.value()) {
+      prog_.set_host_sync(*synced_p2p_, HostSync::kNone);
+    }
+    synced_p2p_ = id;
+  }
+  return id;
 }
 
 void StageBuilder::emit_comm(const Scope& scope, const CommSpec& c) {

@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "meshsim/sim/error.h"
+#include "meshsim/workloads/pipeline.h"
 
 namespace meshsim::workloads {
 namespace {
@@ -49,6 +52,33 @@ TrainingMemory training_memory(const ModelConfig& model, const ParallelPlan& pla
                                std::optional<int64_t> in_flight) {
   return training_memory(partition_stage(model, plan, stage), plan,
                          in_flight.value_or(plan.pp - stage));
+}
+
+std::vector<Bytes> least_peak_memory(const ParallelPlan& plan,
+                                     const std::vector<StagePartition>& parts) {
+  std::vector<Bytes> out;
+  out.reserve(parts.size());
+  const std::vector<int64_t> in_flight = max_in_flight_per_stage(plan.pipeline());
+  for (const StagePartition& st : parts) {
+    const int64_t chunks = in_flight[static_cast<size_t>(st.stage)];
+    const TrainingMemory state = training_memory(st, plan, 1);
+    // Layers differ (dense first layers, windows, recompute_num_layers): the least of them. The
+    // offloaded layers' activations leave the device (at most two of them are on it at once),
+    // so only the layers that keep theirs count.
+    int64_t kept = 0;
+    std::optional<Bytes> least_saved;
+    for (const LayerSaved& layer : st.activations.by_layer) {
+      if (layer.offloaded) {
+        continue;
+      }
+      ++kept;
+      least_saved = least_saved ? std::min(*least_saved, layer.saved) : layer.saved;
+    }
+    const int64_t chunk_layers = kept / plan.vpp;
+    out.push_back(state.model_state() +
+                  least_saved.value_or(Bytes::zero()) * (chunk_layers * chunks));
+  }
+  return out;
 }
 
 }  // namespace meshsim::workloads

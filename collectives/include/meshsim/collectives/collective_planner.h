@@ -15,7 +15,7 @@
 // it; one that has a pattern but does not exist for the group (NVLS across nodes without SHARP,
 // PAT with eight ranks per node) throws CommError(CommField::kAlgorithm) (kProtocol for a forced
 // protocol that nothing runs with). Errors name the option, never a flag.
-// Pure (STYLE A.4): no clock, no state besides the network's link capacities.
+// Pure (docs/style.md A.4): no clock, no state besides the network's link capacities.
 #pragma once
 
 #include <optional>

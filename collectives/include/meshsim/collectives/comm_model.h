@@ -110,7 +110,7 @@ class NetworkCommModel final : public CommModel {
   std::map<uint32_t, std::vector<RankId>> rank_images_;
   // Memo keys. Every start looks its plan up, so a collective's is found from the group it is given
   // (a CollectiveQuery: hashed and compared in place) without building a key; looked up only,
-  // never iterated (STYLE C.9).
+  // never iterated (docs/style.md C.9).
   struct CollectiveKey {
     CollectiveKind kind = CollectiveKind::kAllReduce;
     int64_t bytes = 0;

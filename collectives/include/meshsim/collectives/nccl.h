@@ -1,17 +1,17 @@
 // NCCL's own cost model: the tuner that picks an algorithm and a protocol for every collective.
 //
 // Source: NVIDIA/nccl 2.30.7 (src/graph/tuning.cc ncclTopoTuneModel and ncclTopoGetAlgoTime,
-// src/enqueue.cc topoGetAlgoInfo), restated in /work/notes/nccl_model.md sections 2-3 and
-// written here in our own code. For every (collective, algorithm, protocol) NCCL keeps a latency
-// and an algorithm bandwidth, computed once per communicator from the result of its topology
-// search (the "graphs": channels and per-channel bandwidths of the ring, tree and NVLS patterns),
-// and prices one operation of n bytes at
+// src/enqueue.cc topoGetAlgoInfo), restated here in our own code. For every (collective,
+// algorithm, protocol) NCCL keeps a latency and an algorithm bandwidth, computed once per
+// communicator from the result of its topology search (the "graphs": channels and per-channel
+// bandwidths of the ring, tree and NVLS patterns), and prices one operation of n bytes at
 //     time = latency + n / bandwidth
 // (with a size-dependent correction for trees and a latency adjustment for multi-node ring
 // Simple); it runs the (algorithm, protocol) with the smallest time, ties going to the lower index
 // in NCCL's order (Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT; LL, LL128,
 // Simple). There is no size threshold anywhere: every switch point comes out of these formulas.
-// Earlier releases used other constants (nccl_model.md section 5); NcclVersion selects them.
+// Earlier releases used other constants (tuning.cc at their release tags); NcclVersion selects
+// them.
 //
 // This is NCCL's *belief* about time, used to choose what runs, as `--algo auto` should. How long
 // the chosen algorithm really takes is collectives/src/nccl_runtime.cc's business.
@@ -173,8 +173,8 @@ class NcclTuner {
 
 // What NCCL's topology search finds for a communicator over `group` (devices in rank order) on
 // the cluster of `net`: NCCL 2.30.7 src/graph/search.cc ncclTopoCompute, condensed into rules
-// (nccl_model.md sections 7.1-7.3; see nccl_system.cc for each rule and the systems it was
-// checked on). GPU clusters only (SIM_CHECK). O(group size).
+// (see nccl_system.cc for each rule and the systems it was checked on). GPU clusters only
+// (SIM_CHECK). O(group size).
 NcclSystem nccl_system(const topology::Network& net, std::span<const DeviceId> group,
                        NcclVersion version = kDefaultNcclVersion);
 

@@ -1,8 +1,8 @@
 // Collective algorithms as traffic patterns on a network.
 //
-// A planner (STYLE A.4: a pure function, no clock) expands a collective over a group (devices in
-// rank order) into a Schedule: a sequence of Steps, each a set of Flows that move bytes between
-// two vertices of the network (device to device; device to NVSwitch and back for in-switch
+// A planner (docs/style.md A.4: a pure function, no clock) expands a collective over a group
+// (devices in rank order) into a Schedule: a sequence of Steps, each a set of Flows that move bytes
+// between two vertices of the network (device to device; device to NVSwitch and back for in-switch
 // reduction), along routes the Network chooses. A step repeated k times (the p-1 identical steps
 // of a ring) is one Step with repeat = k. The network model does not run the steps one by one:
 // NCCL pipelines a collective so that all its links are busy at once, so a schedule is summed

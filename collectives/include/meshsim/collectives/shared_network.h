@@ -5,7 +5,7 @@
 // faster than its cap, lasting at least its floor. The user starts transfers at the current time
 // and advances the network to the next completion (or to a time limit, whichever comes first);
 // whenever a transfer enters or leaves its bandwidth phase, the network re-shares the links among
-// every transfer in flight. Two implementations, behind this one seam (STYLE A.5b):
+// every transfer in flight. Two implementations, behind this one seam (docs/style.md A.5b):
 //  * the fluid model (make_fluid_network): generalised max-min fairness by progressive filling,
 //    in C++ (see fluid_network.cc for the algorithm, its complexity and its memo);
 //  * SimGrid's model of parallel tasks (make_simgrid_network: the L07 "ptask" host model, one

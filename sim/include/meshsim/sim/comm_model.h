@@ -1,4 +1,4 @@
-// Communication is a shared resource the engine advances (DESIGN.md), through this seam.
+// Communication is a shared resource the engine advances (docs/architecture.md), through this seam.
 //
 // The engine starts a collective (when every member of its group has reached it) or a send/recv
 // (when both sides have), and gets a handle. It never asks how long it takes: it advances the

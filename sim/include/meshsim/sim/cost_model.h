@@ -1,6 +1,6 @@
-// The narrow seam through which the engine asks how long a compute op takes (STYLE A.5). The
-// engine knows neither chips nor networks: the composition root (cli/) plugs in a hardware compute
-// model (topology/); communication goes through comm_model.h.
+// The narrow seam through which the engine asks how long a compute op takes (docs/style.md A.5).
+// The engine knows neither chips nor networks: the composition root (cli/) plugs in a hardware
+// compute model (topology/); communication goes through comm_model.h.
 #pragma once
 
 #include <span>

@@ -39,6 +39,14 @@ class InputSizeError : public InputError {
   using InputError::InputError;
 };
 
+// A file meshsim cannot write (an output named by a flag: --json, --trace, --csv): bad input on
+// that flag, not on what was being computed, so that a caller which reports the inputs it cannot
+// run and goes on (validate-published's runs) lets it through.
+class OutputError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 // A model or plan that is well-formed but cannot run on the hardware (e.g. throughput above peak).
 class InfeasibleError : public std::runtime_error {
  public:

@@ -1,5 +1,5 @@
-// The event queues of the discrete-event loops (STYLE C.9, C.11): the engine's, and the fluid
-// network's (collectives/), one template.
+// The event queues of the discrete-event loops (docs/style.md C.9, C.11): the engine's, and the
+// fluid network's (collectives/), one template.
 //
 // Events are small trivially copyable structs ordered by (time, push order): events at the same
 // time pop in the order they were pushed, so the loop is deterministic by construction. Nothing is
@@ -122,13 +122,15 @@ class BucketQueue {
   std::vector<Bucket> buckets_;  // the pool: open buckets and recycled ones
   std::vector<uint32_t> free_;   // recycled bucket indices
   std::vector<uint32_t> heap_;   // open buckets, a min-heap by time (their times are distinct)
-  // Open bucket by time in ps: looked up only, never iterated (STYLE C.9).
+  // Open bucket by time in ps: looked up only, never iterated (docs/style.md C.9).
   std::unordered_map<int64_t, uint32_t> by_time_;
   uint32_t last_ = kNone;  // the bucket of the last push, if still open
   size_t size_ = 0;
 };
 
-enum class EventKind : uint32_t { kOpEnd };
+// kOpEnd: a compute op ends (payload: its running slot). kHostWake: a rank's host has issued an op
+// whose stream was waiting for it (payload: the rank).
+enum class EventKind : uint32_t { kOpEnd, kHostWake };
 
 struct Event {
   SimTime time;

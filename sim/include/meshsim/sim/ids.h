@@ -1,5 +1,5 @@
-// Strong ids (STYLE B.7): distinct types over uint32_t that index arenas and tables. Absence is
-// std::optional<Id>, never -1.
+// Strong ids (docs/style.md B.7): distinct types over uint32_t that index arenas and tables.
+// Absence is std::optional<Id>, never -1.
 #pragma once
 
 #include <compare>

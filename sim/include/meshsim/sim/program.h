@@ -9,7 +9,7 @@
 // an earlier OpId to a later one, so a Program can never hold a cycle. Each op names the stream it
 // runs on; a stream runs its ops one at a time, in OpId order (CUDA stream semantics).
 //
-// Storage is a Boost.Graph adjacency_list, hidden behind a pimpl (STYLE A.2).
+// Storage is a Boost.Graph adjacency_list, hidden behind a pimpl (docs/style.md A.2).
 #pragma once
 
 #include <cstdint>
@@ -155,6 +155,10 @@ struct ComputeWork {
   // An FP8 GEMM run with the library's fast accumulation (partial sums not promoted to FP32 at
   // intervals): what Transformer Engine's recipes and torchao's float8 do for forward GEMMs.
   bool fast_accumulation = false;
+  // A kernel whose time was measured (an imported execution trace): it takes exactly this long
+  // whatever the cost model would say and whatever runs beside it (the measurement already holds
+  // that); per-rank slowdown and jitter still apply.
+  std::optional<Duration> measured = std::nullopt;
 };
 
 // `bytes` is the buffer size in nccl-tests' convention: the full buffer for all-reduce, broadcast
@@ -182,6 +186,19 @@ constexpr auto enum_names(OpKind) {
                                           {OpKind::kRecv, "recv"}});
 }
 
+// What the rank's host thread does once it has issued an op (the host model, simulation.h):
+//  kNone:        goes on issuing the next op.
+//  kWaitOp:      blocks until this op has finished on the device (a `.item()` or an
+//                event synchronize on its result: the loss, the gradient norm).
+//  kWaitDevice:  blocks until every op it has issued so far has finished
+//                (`torch.cuda.synchronize()`).
+enum class HostSync : uint8_t { kNone, kWaitOp, kWaitDevice };
+constexpr auto enum_names(HostSync) {
+  return std::to_array<EnumName<HostSync>>({{HostSync::kNone, "none"},
+                                            {HostSync::kWaitOp, "wait-op"},
+                                            {HostSync::kWaitDevice, "wait-device"}});
+}
+
 // A change to the memory ledger when the op starts or ends (negative delta frees).
 struct MemoryEffect {
   MemoryCategory category = MemoryCategory::kActivations;
@@ -206,6 +223,10 @@ struct Op {
   bool is_send = false;  // for PeerWork: a send (true) or a receive (false)
   OpLabels labels;
   std::vector<MemoryEffect> memory;
+  // The host model (simulation.h): the time the rank's host thread spends issuing this op (the
+  // framework's Python and dispatcher work, the launch call), >= 0; and what it waits for after.
+  Duration host;
+  HostSync host_sync = HostSync::kNone;
 
   OpKind kind() const;
 };
@@ -216,7 +237,7 @@ inline constexpr size_t kMaxOps = size_t{1} << 24;
 // The most op instances (ops x the ranks running them) one Simulation runs: 2^30 (1,073,741,824).
 // The engine keeps 2 bytes of state per instance (a pending-dependency counter, per-op data lives
 // once per program). The 405B layout on 98,304 GPUs simulated in full (41 s of CPU, 1.65 GiB;
-// README, Performance) runs an estimated 0.3 to 0.4 G of them (16 microbatches x 8 layers per
+// docs/performance.md) runs an estimated 0.3 to 0.4 G of them (16 microbatches x 8 layers per
 // rank, ~25 ops each; its peak memory alone bounds it below 0.9 G), so the bound admits it and
 // keeps a simulation within a minute or two and ~3 GiB, and the engine's 32-bit indices exact. Past it, Simulation::add_rank
 // throws LimitError; it is checked as ranks are added, never in the event loop.
@@ -234,6 +255,9 @@ class Program {
   OpId add(Op op);
   // `before` must have been added earlier than `after`.
   void add_dependency(OpId before, OpId after);
+  // Changes what the host does after issuing `id` (Op::host_sync), e.g. when a later op takes a
+  // batch's synchronisation over.
+  void set_host_sync(OpId id, HostSync sync);
   // Memory held when the step starts (weights, optimizer state), by category.
   void set_initial_memory(MemoryCategory category, Bytes bytes);
 

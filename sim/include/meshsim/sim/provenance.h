@@ -1,4 +1,5 @@
-// Where an input value came from, and errors about a field before anyone knows that (STYLE D.13).
+// Where an input value came from, and errors about a field before anyone knows that
+// (docs/style.md D.13).
 //
 // Libraries below the edge (workloads/, collectives/, validation/) check typed inputs and throw
 // `FieldError<Field>` naming the field of their own input type (a PlanField, say) and what is

@@ -1,4 +1,4 @@
-// Seeded randomness per named stream (STYLE B.10).
+// Seeded randomness per named stream (docs/style.md B.10).
 //
 // Each component derives its own `Rng` from (run_seed, stream_name) and receives it explicitly.
 // The generator is xoshiro256** seeded through SplitMix64; the distributions are our own, so the

@@ -18,17 +18,26 @@
 //    one instant start together (comm_model.h).
 //  * Memory effects of an op apply when it starts (or ends, if marked so); the ledger keeps the
 //    per-rank total and its peak with the breakdown at the peak.
+//  * The host (DESIGN: the host is a resource). Each rank has one host thread that issues its
+//    program's ops in program order (OpId order: the order the framework calls them), spending
+//    Op::host on each: op i is issued at the sum of the host times of ops 0..i (from the step's
+//    start), and an op starts no earlier than it is issued. When the host keeps ahead of the
+//    device this changes nothing; when it falls behind, the device idles (RankResult::host_wait
+//    counts it on the compute stream). After an op with a HostSync the host waits (for that op,
+//    or for every op issued so far) before it issues the next, from the moment the wait is
+//    satisfied. Programs without host times or syncs skip all of it (their results are
+//    unchanged, to the picosecond).
 // Symmetry: in SPMD training most ranks behave alike, so a Simulation may run one representative
 // per class of identical ranks. A group then has two member lists: the simulated ranks that meet
 // at its rendezvous, and the full group of global ranks that the CommModel is told about. Each
 // simulated rank carries the global rank it represents (for costs of sends and receives, and for
 // reports). In full mode both lists are the same and every rank is simulated.
-// Heterogeneity (engine inputs, DESIGN.md): a rank may compute slower than the cost model says
-// (set_compute_slowdown: throttling, a slow host), and every kernel may vary (set_kernel_jitter).
-// Both break the symmetry representative mode relies on; the caller simulates every rank then.
-// Breakdown: each rank's where-the-time-went (breakdown.h) is computed online, as the ops start
-// and end; op records exist only for subscribers (on_op_end), so nothing grows with the number of
-// ops unless a trace asks for it.
+// Heterogeneity (engine inputs, docs/architecture.md): a rank may compute slower than the cost
+// model says (set_compute_slowdown: throttling, a slow host), and every kernel may vary
+// (set_kernel_jitter). Both break the symmetry representative mode relies on; the caller simulates
+// every rank then. Breakdown: each rank's where-the-time-went (breakdown.h) is computed online, as
+// the ops start and end; op records exist only for subscribers (on_op_end), so nothing grows with
+// the number of ops unless a trace asks for it.
 // Determinism: events are ordered by (time, insertion sequence); ranks and streams are scanned in
 // index order; nothing depends on addresses or the wall clock. No global state: several
 // Simulations may run at once.
@@ -60,6 +69,9 @@ struct RankResult {
   SimTime end;  // completion of the rank's last op
   MemoryPeak memory;
   RankBreakdown breakdown;  // for the whole step (idle counted to RunResult::end)
+  // The host model: how long the compute stream's next op was ready (its dependencies done, the
+  // stream free) but not yet issued by the host; zero without host times.
+  Duration host_wait;
 };
 
 struct RunResult {

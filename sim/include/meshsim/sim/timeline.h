@@ -23,6 +23,9 @@ struct OpRecord {
   // Ties together the records of one collective (all members) or of one send and its receive:
   // equal for those, unique otherwise; 0 for compute ops. Assigned in order of launch.
   uint64_t match = 0;
+  // When the rank's host finished issuing it (the host model; without host times, `ready`). The
+  // host spent the op's Op::host before this on it.
+  SimTime issued;
 };
 
 struct MemoryRecord {

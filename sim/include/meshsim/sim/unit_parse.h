@@ -1,10 +1,10 @@
 // Parsing of unit strings ("400Gbps", "900GB/s", "80GiB", "1.5us", "989TFLOP/s").
 //
-// Only loaders call these (STYLE B.6): the rest of the code handles typed values. Units are case
-// sensitive where it matters: "b" is a bit, "B" a byte, so "400Gbps" is 50e9 bytes/s and "400GB/s"
-// is 400e9 bytes/s. Decimal prefixes (k/K, M, G, T, P) are powers of ten; binary ones (Ki, Mi, Gi,
-// Ti) powers of two. Sizes must be in bytes: "80Gb" is rejected rather than silently converted.
-// Each function throws `UnitParseError` with a message that says what was expected.
+// Only loaders call these (docs/style.md B.6): the rest of the code handles typed values. Units are
+// case sensitive where it matters: "b" is a bit, "B" a byte, so "400Gbps" is 50e9 bytes/s and
+// "400GB/s" is 400e9 bytes/s. Decimal prefixes (k/K, M, G, T, P) are powers of ten; binary ones
+// (Ki, Mi, Gi, Ti) powers of two. Sizes must be in bytes: "80Gb" is rejected rather than silently
+// converted. Each function throws `UnitParseError` with a message that says what was expected.
 //
 // Bounds: every value is finite and non-negative; sizes and durations fit in int64 (bytes,
 // picoseconds); rates are at most kMaxBandwidth and kMaxFlopsRate, far above any real device, so

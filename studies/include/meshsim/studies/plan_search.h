@@ -45,8 +45,8 @@
 #include <vector>
 
 #include "meshsim/studies/distribute.h"
-#include "meshsim/studies/scenario.h"
-#include "meshsim/studies/step.h"
+#include "meshsim/scenario/scenario.h"
+#include "meshsim/scenario/step.h"
 #include "meshsim/workloads/parallel.h"
 #include "meshsim/workloads/partition.h"
 
@@ -108,7 +108,7 @@ struct SearchOptions {
   // The price of a device-hour for the cost objective (absent: the builtin price table's; the
   // cost objective refuses a chip without one, ScenarioError on the cluster).
   std::optional<double> usd_per_device_hour;
-  StepOptions step;
+  scenario::StepOptions step;
   // Processes sharing the simulations (distribute.h; not owned; null: this process alone). Each
   // batch of simulations is split over the processes and every report exchanged exactly, so all
   // of them follow the same search and end with the same result as one process.
@@ -131,7 +131,7 @@ struct RankedPlan {
   workloads::ParallelPlan plan;
   Duration lower_bound;
   Bytes memory_estimate;  // memory_lower_bound
-  StepReport report;      // simulated
+  scenario::StepReport report;  // simulated
 };
 
 struct SearchResult {
@@ -170,17 +170,18 @@ using ProgressFn = std::function<void(std::string_view phase, int64_t done, int6
 // The plans of the search space that pass validate_plan and the device count, each with its
 // plan bound to the cluster (bind_to_cluster: its stack and ranks per node, as simulate_step), in
 // enumeration order, with the count of invalid ones by field (exposed for tests).
-std::vector<workloads::ParallelPlan> enumerate_plans(const LoadedScenario& loaded,
+std::vector<workloads::ParallelPlan> enumerate_plans(const scenario::LoadedScenario& loaded,
                                                      const workloads::ParallelPlan& base,
                                                      const SearchOptions& options,
                                                      SearchResult* counts = nullptr);
 
 // The objective of a simulated report (lower is better: seconds, USD, or -MFU).
-double objective_value(const StepReport& r, Objective objective, double usd_per_device_hour);
+double objective_value(const scenario::StepReport& r, Objective objective,
+                       double usd_per_device_hour);
 
 // Searches the plans of `base` (a scenario whose model, cluster, sequence, global batch and
 // precision are the question). Throws what simulate_step throws for the scenario's loaders.
-SearchResult search_plans(const Scenario& base, const SearchOptions& options,
+SearchResult search_plans(const scenario::Scenario& base, const SearchOptions& options,
                           const ProgressFn& progress = {});
 
 }  // namespace meshsim::studies

@@ -11,7 +11,7 @@
 
 #include "meshsim/studies/cost.h"
 #include "meshsim/studies/plan_search.h"
-#include "meshsim/studies/step_report.h"
+#include "meshsim/scenario/step_report.h"
 #include "meshsim/workloads/parallel.h"
 
 namespace meshsim::studies {
@@ -25,7 +25,7 @@ std::string short_plan(const workloads::ParallelPlan& p);
 // headroom, exposed communication by kind, bubble), and the time to train when given.
 struct PlanRow {
   workloads::ParallelPlan plan;
-  StepReport report;
+  scenario::StepReport report;
   std::optional<Duration> lower_bound;
   std::optional<TimeToTrain> time_to_train;
 };

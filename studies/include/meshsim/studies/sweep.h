@@ -36,7 +36,7 @@
 #include <nlohmann/json.hpp>
 
 #include "meshsim/studies/plan_search.h"
-#include "meshsim/studies/scenario.h"
+#include "meshsim/scenario/scenario.h"
 
 namespace meshsim::studies {
 
@@ -53,7 +53,7 @@ inline constexpr int64_t kMaxSweepPoints = int64_t{1} << 16;
 
 struct SweepSpec {
   std::string source;  // the spec file, for errors
-  Scenario base;
+  scenario::Scenario base;
   std::vector<SweepAxis> axes;  // sorted by field
   // The dimensions of the product: each a set of axes (indices into `axes`) of equal length that
   // advance together; an axis in no zip group is a dimension alone. Ordered by first axis.
@@ -85,7 +85,8 @@ struct SweepPart {
 // when the point cannot run (bad input for that point, or no plan fits)}. Returned as one JSON
 // array text per part.
 using SweepProgress = std::function<void(int64_t done, int64_t total)>;
-std::string run_sweep(const SweepSpec& spec, const SweepPart& part, const StepOptions& step,
+std::string run_sweep(const SweepSpec& spec, const SweepPart& part,
+                      const scenario::StepOptions& step,
                       const SweepProgress& progress = {});
 
 // The parts' outputs merged in point order: {"title", "axes", "plans", "points": [...]}.

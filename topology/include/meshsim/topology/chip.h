@@ -13,9 +13,10 @@
 //    figure; each entry's source says which. Bandwidths are bytes/s, decimal.
 //  * Interconnect bandwidths are PER DIRECTION. NVLink "900 GB/s" in datasheets is bidirectional:
 //    H100 has 18 links x 25 GB/s = 450 GB/s per direction.
-//  * `Efficiency` holds the default derating factors of the compute model (DESIGN.md): achievable
-//    fraction of peak for large bf16 matmuls and of HBM bandwidth for streaming kernels, and a
-//    fixed per-kernel launch overhead. They are starting points to be fitted from measured traces.
+//  * `Efficiency` holds the default derating factors of the compute model (docs/model.md):
+//    achievable fraction of peak for large bf16 matmuls and of HBM bandwidth for streaming kernels,
+//    and a fixed per-kernel launch overhead. They are starting points to be fitted from measured
+//    traces.
 //
 // A `Catalogue` is loaded once (the builtin one is compiled into the library from
 // topology/chips.json) and holds chips by name. Loading validates everything and throws InputError

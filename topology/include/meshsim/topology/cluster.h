@@ -136,8 +136,8 @@ struct CollectivePlatform {
 // Bounds on a cluster's size, checked by the loader and the resize functions (each error states
 // its bound). 131,072 devices (16,384 DGX nodes; Llama 3 405B trained on 16,384 H100s; issue
 // 16's target is 100K GPUs) is the largest cluster meshsim simulates within about a minute of CPU:
-// the 405B layout on 98,304 GPUs simulated in full takes 41 s of CPU and 1.65 GiB (README,
-// Performance). An explicit graph holds at most kMaxGraphLinks cables and kMaxDevices switches.
+// the 405B layout on 98,304 GPUs simulated in full takes 41 s of CPU and 1.65 GiB
+// (docs/performance.md). An explicit graph holds at most kMaxGraphLinks cables and kMaxDevices switches.
 inline constexpr int64_t kMaxDevices = int64_t{1} << 17;
 inline constexpr int64_t kMaxGraphLinks = int64_t{1} << 20;
 // NICs per device: DGX H100/B200 and GB200 NVL72 have one per GPU, some designs two. The network
@@ -202,10 +202,23 @@ struct ClusterSpec {
 // from topology/clusters/ (dgx-h100, dgx-a100, dgx-b200, h200, gb200-nvl72, tpu-v3, tpu-v4,
 // tpu-v5e, tpu-v5p, tpu-v6e); anything else is a file path. The chip is looked up in `catalogue`.
 // Every error is an InputError naming the file, the JSON pointer and what was expected.
+//
+// Platform figures a file may add to the chip catalogue's (each sourced):
+//   scale_up.efficiency       the fraction of the NVLink (ICI) line rate collectives achieve,
+//                             replacing the chip's nvlink.efficiency (ici.efficiency);
+//   scale_up.nvls_efficiency  the same for NVLS traffic (chips with NVLS only);
+//   scale_out.efficiency      the same for the NICs (DCN), replacing nic_efficiency
+//                             (dcn_efficiency).
+// A fragment is a file with a "base": the name of a preset or the path of a cluster file (relative
+// to the fragment's directory) whose document the fragment's keys are written over: objects merge
+// key by key, a sourced figure ({"value", "source"}) and anything else replace the base's whole,
+// null is refused. The base must be a whole cluster (no "base" of its own). The merged document is
+// then read as any cluster file, its errors naming the fragment; the cluster is named after the
+// fragment's file. `meshsim calibrate-collectives` writes fragments.
 ClusterSpec load_cluster(const std::string& name_or_path, const Catalogue& catalogue);
 
-// The same from a parsed cluster document; `source` names it in errors and its file stem names
-// the cluster.
+// The same from a parsed cluster document (a fragment's base relative to `source`'s directory);
+// `source` names it in errors and its file stem names the cluster.
 ClusterSpec parse_cluster(const nlohmann::json& document, const std::string& source,
                           const Catalogue& catalogue);
 

@@ -1,4 +1,4 @@
-// The compute cost of a kernel on a chip (DESIGN.md, "Compute"), by kernel class:
+// The compute cost of a kernel on a chip (docs/model.md, "Compute"), by kernel class:
 //
 //   time = max(FLOPs / (peak(dtype) * eff_flops), bytes / (bandwidth * eff_memory))
 //          + launch + calls * call_overhead

@@ -1,5 +1,6 @@
 // The cluster as a network graph: devices, switches and NICs joined by directed links, with
-// routing over it. Built from a ClusterSpec with Boost.Graph (hidden behind a pimpl, STYLE A.2).
+// routing over it. Built from a ClusterSpec with Boost.Graph (hidden behind a pimpl:
+// docs/style.md A.2).
 //
 // Vertices: one per device (GPU or TPU chip, DeviceId d is device d of the cluster, numbered node
 // by node), one NVSwitch vertex per NVSwitch domain (a node of a DGX, or a whole NVL72 domain),

@@ -1,7 +1,7 @@
 // Closed-form roofline and occupancy helpers.
 //
 // These are the textbook formulas the compute model is built on, kept separate so that the
-// workbook cases (shared/reference/workbook_cases.json) can check them exactly:
+// workbook cases (validation/workbook/workbook_cases.json) can check them exactly:
 //  * ridge_point: the arithmetic intensity (FLOP per byte of HBM traffic) above which a kernel is
 //    compute-bound: peak FLOP/s / HBM bytes/s. H100 with 990e12 and 3.35e12 gives 295.52.
 //  * systolic_peak: a rows x cols systolic array does rows*cols multiply-accumulates per cycle, and

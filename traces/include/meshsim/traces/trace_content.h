@@ -6,6 +6,10 @@
 //   process  "<placement.process_name>"      one per pid: a node, a TPU host, or a rank
 //   thread   "<prefix> compute"              stream 0 of a rank
 //   thread   "<prefix> comm <k>"             communication stream k of a rank
+//   thread   "<prefix> host"                 the rank's host thread (the host model), when its
+//                                            program has host times: a slice per op it issued,
+//                                            [issued - Op::host, issued], and its waits after
+//                                            synchronisations
 //   counter  "<prefix> memory"               bytes in use on the rank's device (memory ledger)
 //   process  "cluster" (pid kClusterPid)     the scenario (an instant at t = 0 carrying the
 //                                            metadata as args) and the counters fed through
@@ -69,8 +73,12 @@ int rank_label_width(int64_t max_rank);
 RankPlacementFn node_placement(int64_t ranks_per_node, int64_t max_global_rank,
                                std::function<RankId(RankId)> global_rank = {});
 
+// The pseudo-stream of a rank's host track (its uuid, tid and sort key): after every real stream
+// (a program has at most 64).
+inline constexpr uint8_t kHostStream = 255;
+
 // "compute" for stream 0, "comm <k>" otherwise, "host copy <k>" for a stream of copies between
-// the device and host memory (activation offloading).
+// the device and host memory (activation offloading), "host" for kHostStream.
 std::string stream_label(uint8_t stream, bool host_copies = false);
 
 // Stable identities. uuid = kind << 56 | payload; kinds: 1 process (pid), 2 thread
@@ -122,8 +130,10 @@ struct Arg {
   std::string_view string_value;
 };
 
-enum class SliceCategory : uint8_t { kCompute, kCollective, kP2P };
-inline constexpr int kNumSliceCategories = 3;
+// kHost: the rank's host thread issuing an op (the engine's host model), or waiting for the
+// device after a synchronisation.
+enum class SliceCategory : uint8_t { kCompute, kCollective, kP2P, kHost };
+inline constexpr int kNumSliceCategories = 4;
 std::string_view to_string(SliceCategory c);
 
 // Position of a slice in its flow: the first slice begins it, the last terminates it.

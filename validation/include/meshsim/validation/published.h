@@ -10,26 +10,28 @@
 //    depends on a choice the source does not state);
 //  * converts the measured metric into a step time with the source's own FLOP convention
 //    (published_flops.h);
-//  * compares it with the simulated step (the caller simulates: validation/ does not wire
-//    collectives; cli/ does) and summarises the errors: median and 90th percentile of |error|,
-//    median signed error, overall, by source, by precision and for long sequences.
+//  * simulates the mapped scenario as `meshsim run` would (scenario/step.h), compares the step with
+//    the measured one and summarises the errors: median and 90th percentile of |error|, median
+//    signed error, overall, by source, by precision and for long sequences.
 // error = simulated / measured - 1: negative when meshsim is too fast.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "meshsim/scenario/scenario.h"
+#include "meshsim/scenario/step.h"
 #include "meshsim/sim/program.h"
 #include "meshsim/sim/units.h"
 #include "meshsim/topology/chip.h"
 #include "meshsim/topology/cluster.h"
+#include "meshsim/validation/published_facts.h"
 #include "meshsim/workloads/model.h"
 #include "meshsim/workloads/parallel.h"
 
@@ -100,13 +102,16 @@ NotExpressible refused_scenario(const std::exception& e);
 
 using PublishedMapping = std::variant<PublishedScenario, NotExpressible>;
 
-// Maps a run with chips from `catalogue` and the cluster presets (topology/clusters).
+// Maps a run with chips from `catalogue`, the cluster presets (topology/clusters) and `facts`
+// (the built-in run_facts.json unless given).
 PublishedMapping map_published_run(const PublishedRun& run, const topology::Catalogue& catalogue);
+PublishedMapping map_published_run(const PublishedRun& run, const topology::Catalogue& catalogue,
+                                   const PublishedFacts& facts);
 
 struct PublishedPoint {
   std::string id;
   std::string source_group;
-  std::string precision_class;
+  std::string precision_class;  // as mapped: bf16, fp16 or fp8 (a record's "unknown" resolved)
   int64_t seq = 0;
   Duration measured;
   Duration simulated;
@@ -114,7 +119,7 @@ struct PublishedPoint {
   bool oom = false;        // meshsim's memory model says the configuration does not fit
   Bytes peak_memory;       // meshsim's peak per device (the ledger's, or the estimate if OOM)
   Bytes memory_capacity;   // what the chip offers to the run
-  // Where the simulated step goes (SimulatedStep's): to find which class an error comes from.
+  // Where the simulated step goes (its report's): to find which class an error comes from.
   std::array<Duration, kNumOpClasses> time_by_class{};
   Duration exposed_comm;
   std::string conversion;  // PublishedScenario's
@@ -132,6 +137,9 @@ ErrorSummary summarize(const std::vector<double>& errors);
 
 struct PublishedReport {
   std::vector<PublishedPoint> points;                              // in file order
+  // Runs meshsim simulates but finds out of memory on their chips: a configuration that trained
+  // cannot be one that does not fit, so the step is not a prediction; reported, never scored.
+  std::vector<PublishedPoint> out_of_memory;
   std::vector<std::pair<std::string, std::string>> not_expressed;  // id, reason
   ErrorSummary overall;  // every point but fp8 ones: bf16, fp16 (the target set)
   ErrorSummary fp8;
@@ -140,24 +148,23 @@ struct PublishedReport {
   std::map<std::string, ErrorSummary> by_precision;
 };
 
-// The simulated outcome of one scenario.
-struct SimulatedStep {
-  Duration step;
-  bool oom = false;
-  Bytes peak_memory;
-  Bytes memory_capacity;
-  std::array<Duration, kNumOpClasses> time_by_class{};  // one rank's summed kernel times
-  Duration exposed_comm;                                  // per rank, not hidden by compute
-};
-// Simulates a mapped scenario, or says why meshsim cannot (a plan the chip has no kernel
-// measurements for, a fabric the collectives cannot run on): that run is then reported as not
-// expressible, and the others go on.
-using StepSimulator =
-    std::function<std::variant<SimulatedStep, NotExpressible>(const PublishedScenario&)>;
+// The scenario a mapped run simulates: its model and cluster by name, its plan.
+scenario::Scenario scenario_of(const PublishedScenario& s);
 
+// Simulates a mapped run as `meshsim run` would (an observer, such as a trace writer, may watch),
+// without the memory pre-check: a run that was measured did fit, and meshsim's memory estimate is
+// reported, not trusted over the measurement. A scenario meshsim refuses (a plan the chip has no
+// kernel measurements for, a fabric the collectives cannot run on, a step past the clock) is that
+// run's answer, NotExpressible with the reason located where the mapping set the value; the
+// observer's own failures (an OutputError: a file it cannot write) propagate.
+std::variant<scenario::StepReport, NotExpressible> simulate_published(
+    const PublishedScenario& s, scenario::StepOptions options = {},
+    scenario::StepObserver* observer = nullptr);
+
+// Maps and simulates every run (simulate_published), each one meshsim cannot express reported
+// with its reason while the others go on, and summarises the errors.
 PublishedReport evaluate_published(const std::vector<PublishedRun>& runs,
-                                   const topology::Catalogue& catalogue,
-                                   const StepSimulator& simulate);
+                                   const topology::Catalogue& catalogue);
 
 // What CI holds the report to (validation/thresholds.json, "published"): each a fraction.
 struct PublishedThresholds {

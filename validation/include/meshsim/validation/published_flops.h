@@ -34,4 +34,18 @@ Flops maxtext2023_flops_per_device(int64_t parameters, int64_t per_device_batch,
 int64_t maxtext2023_parameters(int64_t vocab, int64_t emb, int64_t heads, int64_t head_dim,
                                int64_t mlp, int64_t layers, int64_t mlp_activations);
 
+// Megatron-LM's model FLOPs per iteration at core_r0.8.0 (megatron/training/training.py,
+// num_floating_point_operations), which its training log divides by the iteration time and the
+// world size to print "throughput per GPU (TFLOP/s/GPU)":
+//   12 B s l h^2 ((1 + g/a + s/h) (a k / h) + (f / h) e m + V / (2 l h))
+// for global batch B, sequence s, l layers, hidden h, a query heads of k channels, g query groups
+// (KV heads), MLP width f, e experts routed to (1 for a dense model), m = 3/2 for a gated (SwiGLU)
+// MLP else 1, padded vocabulary V. No recompute and no causal halving are counted.
+struct MegatronCoreShape {
+  int64_t layers = 0, hidden = 0, heads = 0, query_groups = 0, kv_channels = 0, ffn = 0,
+          vocab = 0, experts_routed_to = 1;
+  bool gated = false;
+};
+Flops megatron_core08_iteration_flops(int64_t batch, int64_t seq, const MegatronCoreShape& m);
+
 }  // namespace meshsim::validation

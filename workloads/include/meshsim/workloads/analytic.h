@@ -1,4 +1,4 @@
-// Closed-form estimates of the scaling workbook (shared/reference/scaling-workbook.txt): the
+// Closed-form estimates of the scaling workbook (its cases: validation/workbook/): the
 // back-of-the-envelope numbers every performance engineer checks a simulator against. Each
 // function states its formula; none knows a particular chip (rates are arguments), so this stays
 // inside workloads/ (the roofline of a catalogued chip lives in topology/roofline.h).

@@ -227,12 +227,29 @@ struct ParallelPlan {
   // FlashAttention through llm-foundry's flash path (eager kernels): Q, K and V unpadded to
   // flash-attn's varlen layout and the output padded back, copies each way (stack_profile.h).
   bool attention_unpads = false;
+  // Without SP, each TP rank sends 1/TP of the activation (or its gradient) to the next stage and
+  // the receiver all-gathers the pieces over its TP group before using them (Megatron-LM's
+  // --scatter-gather-tensors-in-pipeline, on by default until sequence parallelism; the stack's
+  // profile sets it).
+  bool pipeline_scatter_gather = false;
+  // Weight gradients accumulate over the microbatches inside the GEMM that computes them
+  // (Megatron-Core's gradient_accumulation_fusion, XLA's fused accumulation). false: PyTorch
+  // autograd's AccumulateGrad adds each microbatch's weight gradient to the parameter's .grad after
+  // the first, one element-wise pass per layer reading both and writing the sum (the stack's
+  // profile sets it).
+  bool wgrad_accumulation_fused = true;
+  // ZeRO-3 with full recompute: the layer's parameters are gathered for the recomputed forward,
+  // released after it, and gathered again for the backward (DeepSpeed's per-submodule fetch and
+  // release hooks); false: one gather serves both (FSDP). The stack's profile sets it.
+  bool zero3_regather_for_recompute = false;
   // FP8 runs: the linear layers save their inputs as FP8 casts (Transformer Engine; the stack's
   // profile sets it, stack_profile.h).
   bool fp8_saves_quantized_inputs = false;
   // FP8 runs: the linear layers' forward GEMMs (and their recompute) use the library's fast
   // accumulation, the backward ones do not (ComputeWork::fast_accumulation; stack_profile.h).
   bool fp8_fprop_fast_accumulation = false;
+  // The host's work per op and its synchronisations (stack.h; the stack's profile sets it).
+  HostDispatch host;
   double capacity_factor = 1.0;        // MoE: expert capacity / balanced share (>= 1)
   // MoE routing (expert_load.h): absent, every expert gets its balanced share; sigma >= 0, a
   // seeded draw with lognormal(sigma) expert popularity (0: a uniform router's sampling noise).
@@ -250,9 +267,9 @@ struct ParallelPlan {
   std::vector<int64_t> stage_layers;
   std::array<Axis, kNumAxes> order = {Axis::kTensor, Axis::kContext, Axis::kData, Axis::kPipeline};
   OverlapOptions overlap;
-  // Gradient bucket: Megatron-LM DDP buckets 40M elements (distributed/distributed_data_parallel.py,
-  // bucket_size = max(40000000, 1000000 * dp)); at 2 bytes per bf16 gradient, 80 MB.
-  Bytes grad_bucket = MB(80);
+  // Gradient bucket, when set; else the stack's rule (the stage builder's grad_bucket_bytes:
+  // Megatron-Core's max(40M, 1M x DP) parameters, one bucket without overlap; 80 MB otherwise).
+  std::optional<Bytes> grad_bucket;
   ModelStateBytes state;
   Provenance<PlanField> origins;
 
@@ -321,6 +338,13 @@ void check_plan_size(PlanField field, int64_t value);
 // Whether selective recompute `recompute` under `plan` re-runs `module`'s forward (false for any
 // other recompute).
 bool recomputes(const ParallelPlan& plan, Recompute recompute, RecomputeModule module);
+
+// The gradient bucket of the plan's stack. Megatron-Core's DDP: max(40M, 1M x the data-parallel
+// size) parameters, so that a bucket's shard stays bandwidth-bound at large DP
+// (megatron/core/distributed/distributed_data_parallel.py: ddp_config.bucket_size =
+// max(40000000, 1000000 * dp_group.size()); NVIDIA/Megatron-LM @ d98e8a64), one bucket without
+// overlap. Others: 80 MB. The plan's grad_bucket, when set, overrides both.
+Bytes grad_bucket_bytes(const ParallelPlan& p);
 void validate_plan(const ModelConfig& model, const ParallelPlan& plan);
 // Caveats on a plan meshsim simulates, each as one sentence naming the frameworks (empty when there
 // is none): under the custom stack, the megatron rules the plan breaks (stack_rules.h; the other

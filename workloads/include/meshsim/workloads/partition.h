@@ -1,6 +1,7 @@
-// The plan, partitioned once per pipeline stage (STYLE A.5: derive each fact once). The memory
-// closed forms (training_memory.h), the kernel lowering (src/layer_ops*.cc) and the stage builder
-// (src/stage_*.cc) all read a stage's facts from its StagePartition; none derives them again.
+// The plan, partitioned once per pipeline stage (docs/style.md A.5: derive each fact once). The
+// memory closed forms (training_memory.h), the kernel lowering (src/layer_ops*.cc) and the stage
+// builder (src/stage_*.cc) all read a stage's facts from its StagePartition; none derives them
+// again.
 //
 // Layers: stage s holds plan.stage_layers[s] consecutive layers when the plan states an uneven
 // split, else L / PP; with VPP > 1 chunk c of stage s is virtual stage v (interleaved:

@@ -1,7 +1,7 @@
-// Pipeline-parallel schedules as a pure planner (STYLE A.4): for each pipeline rank, the order in
-// which it runs its forward and backward passes in one training step, and where each pass's
-// activations come from and go to. No engine, no clock, no costs: the step planner turns these
-// orders into programs (a compute op per pass, a send/receive per stage boundary).
+// Pipeline-parallel schedules as a pure planner (docs/style.md A.4): for each pipeline rank, the
+// order in which it runs its forward and backward passes in one training step, and where each
+// pass's activations come from and go to. No engine, no clock, no costs: the step planner turns
+// these orders into programs (a compute op per pass, a send/receive per stage boundary).
 //
 // Vocabulary. `stages` = PP ranks, `m` = microbatches per step per pipeline, `v` = model chunks
 // (virtual stages) per rank. The model's layers are cut into p*v virtual stages; virtual stage

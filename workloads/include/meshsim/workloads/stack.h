@@ -19,16 +19,20 @@
 #include <string_view>
 
 #include "meshsim/sim/enum_names.h"
+#include "meshsim/sim/units.h"
 
 namespace meshsim::workloads {
 
 enum class Stack : uint8_t {
   kMegatron,
   kMegatron2021,
+  kMegatron2022,
+  kDeepSpeedZero3_2021,
   kFsdp,
   kLlmFoundry2023,
   kFsdpCompile,
   kMaxText,
+  kPaxml,
   // Megatron-Core's kernel set without the capability checks of stack_rules.h: for plans the user
   // knows a framework runs that meshsim's tables refuse.
   kCustom
@@ -36,10 +40,13 @@ enum class Stack : uint8_t {
 constexpr auto enum_names(Stack) {
   return std::to_array<EnumName<Stack>>({{Stack::kMegatron, "megatron"},
                                          {Stack::kMegatron2021, "megatron-2021"},
+                                         {Stack::kMegatron2022, "megatron-2022"},
+                                         {Stack::kDeepSpeedZero3_2021, "deepspeed-zero3-2021"},
                                          {Stack::kFsdp, "fsdp"},
                                          {Stack::kLlmFoundry2023, "llm-foundry-2023"},
                                          {Stack::kFsdpCompile, "fsdp-compile"},
                                          {Stack::kMaxText, "maxtext"},
+                                         {Stack::kPaxml, "paxml"},
                                          {Stack::kCustom, "custom"}});
 }
 
@@ -72,6 +79,45 @@ constexpr auto enum_names(Fp8Scaling) {
 //  kPost:  after it, so the lower layer's backward waits for the gather (BACKWARD_POST: MosaicML
 //          Composer's default, composer FSDPConfig.backward_prefetch = 'BACKWARD_POST').
 enum class BackwardPrefetch : uint8_t { kPre, kPost };
+
+// How a stack's host thread issues the step's work (the engine's host model, sim/simulation.h:
+// each op costs the host its Op::host, and an op starts no earlier than the host issued it):
+//  kEager:     PyTorch eager: every kernel is issued from Python, through nn.Modules, the
+//              dispatcher and autograd (its backward from autograd's engine), then launched.
+//  kCompiled:  torch.compile: generated wrapper code launches each kernel; no Python op per
+//              kernel, the launch itself remains.
+//  kXla:       one XLA executable per step: the runtime issues its kernels without the host
+//              doing per-kernel work the device could wait for.
+enum class HostIssue : uint8_t { kEager, kCompiled, kXla };
+constexpr auto enum_names(HostIssue) {
+  return std::to_array<EnumName<HostIssue>>({{HostIssue::kEager, "eager"},
+                                             {HostIssue::kCompiled, "compiled"},
+                                             {HostIssue::kXla, "xla"}});
+}
+
+enum class P2pSync : uint8_t { kNone, kWhenBatched, kAlways };
+
+// What the host spends on each op, by where the op is issued, and where it waits for the device.
+// The times come from component measurements (stack.cc names them); zero everywhere is a host that
+// never holds the device back.
+struct HostDispatch {
+  HostIssue issue = HostIssue::kEager;
+  Duration forward_kernel;   // a kernel of the forward (and of a recompute's re-run forward)
+  Duration backward_kernel;  // a kernel of the backward (autograd's engine)
+  Duration gemm_call;        // a GEMM's library call on top of its kernel's (cuBLAS heuristics)
+  Duration optimizer_kernel; // a kernel of the optimizer step
+  // Megatron's pipeline: torch.cuda.synchronize() after each batched send/receive
+  // (p2p_communication.py): kWhenBatched where the schedule batches them (Megatron-Core: not
+  // with the interleaved schedule's overlapped p2p), kAlways (Megatron-LM 2021). Modelled for the
+  // non-interleaved schedules (stage_program.cc says why).
+  P2pSync sync_after_p2p = P2pSync::kNone;
+  // Megatron-LM 2021's get_batch: the broadcast of the batch's sizes ends in .cpu() (mpu/data.py),
+  // a wait for the compute stream at the start of every microbatch's forward, on every stage.
+  bool sync_per_microbatch = false;
+  // Megatron reads what the optimizer's checks compute on the host before the optimizer runs:
+  // the global gradient norm (clip_grads.py, total_norm.item()) and fp16's inf/nan flag.
+  bool sync_host_reads = false;
+};
 
 struct StepWork {
   // Gradient clipping by global norm: a pass that reads every local gradient (the norm's

@@ -41,6 +41,18 @@ struct StackProfile {
   bool tp_backward_async = true;
   // llm-foundry calls FlashAttention through its varlen interface (ParallelPlan::attention_unpads).
   bool attention_unpads = false;
+  // What the host spends issuing the step, and where it waits (ParallelPlan::host).
+  HostDispatch host;
+  // Pipeline sends and receives hold the compute stream until they complete (OverlapOptions::
+  // pipeline_p2p off): Megatron-LM 2021-22's p2p_communication._communicate waits on
+  // batch_isend_irecv's requests and then calls torch.cuda.synchronize().
+  bool pipeline_p2p_blocking = false;
+  // ParallelPlan::pipeline_scatter_gather (Megatron-LM's scatter/gather of pipeline tensors).
+  bool pipeline_scatter_gather = false;
+  // ParallelPlan::wgrad_accumulation_fused.
+  bool wgrad_accumulation_fused = true;
+  // ParallelPlan::zero3_regather_for_recompute.
+  bool zero3_regather_for_recompute = false;
 };
 
 // The profile of `stack` on chips of `family`. Throws PlanError on the stack field for a stack the

@@ -1,8 +1,8 @@
 // Planning one training step: a model plus a parallel plan become per-rank programs.
 //
-// A planner is a pure function (STYLE A.4): no clock, no engine. It returns the distinct programs
-// (one per pipeline stage), the communication groups, the simulated ranks with their bindings,
-// and the families of groups that communicate at the same time (for contention). The
+// A planner is a pure function (docs/style.md A.4): no clock, no engine. It returns the distinct
+// programs (one per pipeline stage), the communication groups, the simulated ranks with their
+// bindings, and the families of groups that communicate at the same time (for contention). The
 // composition root (cli/) hands that to sim::Simulation and the collective cost model.
 //
 // Each stage's program follows its pipeline schedule (workloads/pipeline.h): forward passes

@@ -60,6 +60,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "meshsim/sim/units.h"
 #include "meshsim/workloads/model.h"
@@ -142,5 +143,12 @@ TrainingMemory training_memory(const StagePartition& stage, const ParallelPlan& 
 // microbatches).
 TrainingMemory training_memory(const ModelConfig& model, const ParallelPlan& plan,
                                int64_t stage = 0, std::optional<int64_t> in_flight = {});
+
+// A lower bound on each stage's simulated peak memory per rank (one entry per stage of `parts`,
+// the plan's partition_stages): its model state plus the activations its schedule must hold at
+// once (max_in_flight_per_stage chunks) of its least-saving layer per chunk layer; offloaded
+// layers, whose activations leave the device, are not counted. Never above the engine's peak.
+std::vector<Bytes> least_peak_memory(const ParallelPlan& plan,
+                                     const std::vector<StagePartition>& parts);
 
 }  // namespace meshsim::workloads

@@ -1,0 +1,241 @@
+// Every published run expressible that can be: a dense model by its shape whatever its name, a
+// layout stated in part completed by the devices or the framework's documented default, runs on
+// part of a node, export variants of chips, the unstated precision and micro-batch a source's own
+// example gives, and metrics in Megatron-Core's FLOP convention. What still cannot be expressed
+// says why.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "meshsim/validation/published.h"
+#include "meshsim/validation/published_flops.h"
+#include "published_test_util.h"
+
+namespace meshsim::validation::test {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+// A GPT-7.5B record renamed: a dense model of no known family is costed by its stated shape as
+// Megatron's GPT, and says so.
+PublishedRun renamed(const std::string& name) {
+  PublishedRun r = dev_run("mlm2021-t1-7.5B-128xA100");
+  r.model.name = name;
+  r.model.arch_notes.clear();
+  return r;
+}
+
+TEST(PublishedExpress, ADenseModelOfAnyNameIsCostedByItsShape) {
+  const PublishedScenario bloom = mapped(renamed("BLOOM-7B1"));
+  EXPECT_EQ(bloom.model.architecture, workloads::Architecture::kGpt2);
+  EXPECT_EQ(bloom.model.d_ff, 16384);
+  EXPECT_EQ(bloom.model.num_layers, 36);
+  EXPECT_THAT(bloom.assumptions,
+              Contains(HasSubstr("\"BLOOM-7B1\" names no model family run_facts.json knows")));
+  const PublishedScenario gpt = mapped(renamed("GPT-7.5B"));
+  EXPECT_EQ(gpt.measured_step, bloom.measured_step);
+  EXPECT_THAT(gpt.assumptions, ::testing::Not(Contains(HasSubstr("names no model family"))));
+  // A mixture of experts of unknown shape stays out: its experts' layout is not in the record.
+  PublishedRun moe = renamed("Some-MoE-100B");
+  moe.model.moe = true;
+  EXPECT_THAT(refusal(moe), HasSubstr("mixture of experts"));
+}
+
+// A model the name gives, its shape left out: the published shape (GPT-3 175B: Brown et al.).
+TEST(PublishedExpress, ANamedModelsPublishedShapeFillsWhatTheRecordLeavesOut) {
+  PublishedRun r = dev_run("mlm2021-t2-ptdp-174.6B-768xA100");
+  r.model.name = "GPT-3 175B";
+  r.model.layers.reset();
+  r.model.hidden.reset();
+  r.model.heads.reset();
+  const PublishedScenario s = mapped(r);
+  EXPECT_EQ(s.model.num_layers, 96);
+  EXPECT_EQ(s.model.d_model, 12288);
+  EXPECT_EQ(s.model.num_heads, 96);
+  EXPECT_THAT(s.assumptions, Contains(HasSubstr("the number of layers 96: not in the record")));
+}
+
+// The layout stated in part: an unstated degree follows from the devices and the stated ones; TP
+// and PP both unstated but DP stated split by the framework's rule (Narayanan et al. 2021: TP
+// within the node); a degree nothing determines takes the framework's default; nothing stated at
+// all is refused.
+TEST(PublishedExpress, APartialLayoutIsCompletedAndSaysHow) {
+  const PublishedRun& t2 = dev_run("mlm2021-t2-ptdp-174.6B-768xA100");
+  ASSERT_FALSE(t2.parallelism.tp.has_value());
+  ASSERT_EQ(t2.parallelism.dp, 8);
+  const PublishedScenario split = mapped(t2);
+  EXPECT_EQ(split.plan.tp, 8);
+  EXPECT_EQ(split.plan.pp, 12);
+  EXPECT_THAT(split.assumptions, Contains(HasSubstr("tp 8 x pp 12: the stated model-parallel "
+                                                    "size 96 split by Narayanan et al. 2021")));
+  // The paper's runs recompute every layer (examples/sc21), which eq. 3 counts.
+  EXPECT_EQ(split.plan.recompute, workloads::Recompute::kFull);
+
+  PublishedRun derived = t2;
+  derived.parallelism.tp = 4;
+  const PublishedScenario d = mapped(derived);
+  EXPECT_EQ(d.plan.pp, 24);
+  EXPECT_THAT(d.assumptions, Contains(HasSubstr("pp 24: the devices over the stated degrees")));
+
+  PublishedRun defaulted = dev_run("dgxc2504-llama3.1-8b-32xH100-bf16");
+  defaulted.parallelism.pp.reset();
+  defaulted.parallelism.dp.reset();
+  const PublishedScenario def = mapped(defaulted);
+  EXPECT_EQ(def.plan.pp, 1);
+  EXPECT_EQ(def.plan.dp, 16);
+  EXPECT_THAT(def.assumptions, Contains(HasSubstr("pp 1: not stated; Megatron-Core's")));
+
+  // Another framework has no rule for the split: refused, saying what is missing.
+  PublishedRun no_rule = t2;
+  no_rule.framework = "NeMo 24.07";
+  EXPECT_THAT(refusal(no_rule), HasSubstr("could split either way"));
+  PublishedRun nothing = defaulted;
+  nothing.parallelism.tp.reset();
+  EXPECT_THAT(refusal(nothing), HasSubstr("the parallel layout (tp, pp, dp) is not stated"));
+}
+
+// The distributed optimizer (NeMo's and Megatron-Bridge's default) shards over the data-parallel
+// ranks: a run with one has nothing to shard and maps without it, not as a plan meshsim rejects.
+TEST(PublishedExpress, NoDistributedOptimizerWithoutDataParallelism) {
+  PublishedRun r = dev_run("dgxc2504-llama3.1-70b-64xH100-bf16");
+  ASSERT_GT(mapped(r).plan.dp, 1);
+  EXPECT_EQ(mapped(r).plan.zero, workloads::ZeroStage::kOptimizerStates);
+  r.devices = r.parallelism.tp.value_or(1) * r.parallelism.pp.value_or(1) *
+              r.parallelism.cp.value_or(1);
+  r.parallelism.dp = 1;
+  r.batch.sequences = 16;
+  const PublishedScenario one = mapped(r);
+  EXPECT_EQ(one.plan.dp, 1);
+  EXPECT_EQ(one.plan.zero, workloads::ZeroStage::kNone);
+}
+
+// Two or four GPUs of an 8-GPU NVSwitch node: each keeps its full NVLink bandwidth.
+TEST(PublishedExpress, RunsOnPartOfANode) {
+  PublishedRun r = dev_run("mpt-a100_80gb-amp_bf16-3b-seq2048-8gpu-mbs10-ga2");
+  for (const int64_t gpus : {2, 4}) {
+    r.devices = gpus;
+    r.parallelism.dp = gpus;
+    r.batch.sequences = gpus * 10 * 2;
+    const PublishedScenario s = mapped(r);
+    EXPECT_EQ(s.cluster.device_count(), gpus);
+    EXPECT_EQ(s.cluster.scale_up_bandwidth(),
+              topology::Catalogue::builtin().chip("a100-80gb").nvlink->total_bandwidth());
+    EXPECT_THAT(s.assumptions, Contains(HasSubstr(fmt::format("{} GPUs of one 8-GPU node", gpus))));
+  }
+  r.devices = 3;  // not a part an 8-GPU node divides into: refused
+  r.parallelism.dp = 3;
+  r.batch.sequences = 60;
+  EXPECT_THAT(refusal(r), HasSubstr("not whole 8-GPU nodes"));
+}
+
+// Export variants: H800 with 8 NVLink links (the H100 has 18); the Grand
+// Teton H100's peak an upper bound, said for every run on it.
+TEST(PublishedExpress, ExportVariantsAndTheGrandTetonH100) {
+  PublishedRun r = dev_run("dgxc2504-llama3.1-8b-32xH100-bf16");
+  r.hardware_key = "H800";
+  const PublishedScenario h800 = mapped(r);
+  EXPECT_EQ(h800.cluster.chip.name, "h800-sxm");
+  EXPECT_EQ(h800.cluster.scale_up_links, 8);
+  EXPECT_EQ(h800.cluster.scale_up_bandwidth(), GBps(200));
+  r.hardware_key = "A800-SXM4-80GB";
+  EXPECT_EQ(mapped(r).cluster.chip.name, "a800-80gb");
+
+  const PublishedScenario teton = mapped(dev_run("torchtitan-llama3-8B-8xH100-cp1-seq32768"));
+  EXPECT_EQ(teton.cluster.chip.name, "h100-sxm-96gb-hbm2e");
+  EXPECT_THAT(teton.assumptions, Contains(HasSubstr("meshsim takes the SXM's, the upper bound")));
+  r.hardware_key = "H20";
+  EXPECT_THAT(refusal(r), HasSubstr("hardware \"H20\" has no cluster preset"));
+}
+
+// Megatron-LM's README benchmarks state neither precision nor micro-batch: the README's own GPT-3
+// example at that release gives both; its TFLOP/s are Megatron-Core's own FLOP count.
+TEST(PublishedExpress, TheSourcesOwnExampleGivesPrecisionAndMicroBatch) {
+  const PublishedRun& r = dev_run("mlm-readme-h100-weak-7.1B-96xH100");
+  ASSERT_EQ(r.precision_class, "unknown");
+  const PublishedScenario s = mapped(r);
+  EXPECT_EQ(s.plan.matmul_dtype, Dtype::kFp16);
+  EXPECT_EQ(s.plan.mbs, 1);
+  EXPECT_TRUE(s.plan.overlap.tensor_parallel);  // the README's --tp-comm-overlap
+  EXPECT_THAT(s.assumptions, Contains(HasSubstr("precision fp16: not in the record, but the "
+                                                "README's own GPT-3 example")));
+  // 192 sequences of 4096 tokens, 30 layers of 4096, 32 heads, ffn 4 h, vocabulary 131072:
+  // 12 B s l h^2 ((1 + 1 + s/h) + 4 + V / (2 l h)) FLOPs at 465.9 TFLOP/s on each of 96 GPUs.
+  const double flops = 12.0 * 192 * 4096 * 30 * 4096.0 * 4096 *
+                       (2.0 + 4096.0 / 4096 + 4.0 + 131072.0 / (2 * 30 * 4096));
+  EXPECT_NEAR(s.measured_step.seconds(), flops / (465.9e12 * 96), 1e-9);
+}
+
+TEST(PublishedExpress, MegatronCoreFlopConventionAsItsSourceWritesIt) {
+  // Llama 3 8B (GQA 8 of 32 heads, SwiGLU 14336, vocabulary 128256), 1 sequence of 8192 tokens.
+  MegatronCoreShape m;
+  m.layers = 32;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.query_groups = 8;
+  m.kv_channels = 128;
+  m.ffn = 14336;
+  m.vocab = 128256;
+  m.gated = true;
+  const double expected = 12.0 * 8192 * 32 * 4096.0 * 4096 *
+                          ((1 + 0.25 + 2.0) * 1.0 + 3.5 * 1.5 + 128256.0 / (2 * 32 * 4096));
+  EXPECT_NEAR(megatron_core08_iteration_flops(1, 8192, m).count(), expected, expected * 1e-12);
+}
+
+// torchtitan accumulates no gradients unless told: a record's unstated micro-batch is the
+// data-parallel rank's whole share ("local batch size").
+TEST(PublishedExpress, TorchtitansMicroBatchIsTheLocalBatch) {
+  const PublishedRun& r = dev_run("torchtitan-asynctp-llama3-70B-256xH100-bf16-asyncTP");
+  ASSERT_FALSE(r.batch.micro_batch.has_value());
+  const PublishedScenario s = mapped(r);
+  EXPECT_EQ(s.plan.dp, 32);
+  EXPECT_EQ(s.plan.mbs, 16);
+  EXPECT_EQ(s.plan.microbatches(), 1);
+  EXPECT_THAT(s.assumptions, Contains(HasSubstr("micro-batch 16 (not stated): torchtitan")));
+}
+
+// A point of a known framework maps to the stack of its time by a rule over its framework text and
+// date (run_facts.json's eras), never by a per-run constant.
+//  * Megatron-LM before 16c90445e (2021-09-02, which added "--no-async-tensor-model-parallel-
+//    allreduce") is megatron-2021: Narayanan et al.'s runs (arXiv:2104.04473);
+//  * Megatron-LM from then to Transformer Engine (3499542edd, 2022-12-21: "Transformer Engine
+//    Integration Rebase") is megatron-2022: Korthikanti et al.'s (arXiv:2205.05198), whose
+//    train_step all-reduces after forward_backward_func ("model_module.allreduce_gradients()")
+//    whatever the pipeline;
+//  * DeepSpeed without model parallelism in 2021 is deepspeed-zero3-2021 (constants.py @ v0.3.13:
+//    "ZERO3_OPTIMIZATION_OVERLAP_COMM_DEFAULT = True", "stage3_prefetch_bucket_size" 50000000);
+//  * PaxML is paxml (configure.sh @ 35a9aec: "python3 -u -m paxml.main").
+TEST(PublishedStacks, EachFrameworkMapsToTheStackOfItsTime) {
+  PublishedRun r = dev_run("mlm2021-t1-7.5B-128xA100");
+  r.measured = {"step_time", 3.7, "s"};
+  EXPECT_EQ(mapped(r).plan.stack, workloads::Stack::kMegatron2021);
+  r.framework = "Megatron-LM (sequence parallelism + selective recompute)";
+  r.citation = "Korthikanti et al., 'Reducing Activation Recomputation in Large Transformer "
+               "Models', MLSys 2023 / arXiv:2205.05198";
+  const PublishedScenario k = mapped(r);
+  EXPECT_EQ(k.plan.stack, workloads::Stack::kMegatron2022);
+  EXPECT_FALSE(k.plan.overlap.grad_reduce);  // the local DDP's all-reduce after the backward
+  EXPECT_THAT(k.assumptions, Contains(HasSubstr("train_step all-reduces after")));
+  r.framework = "Megatron-LM (2023)";  // Transformer Engine's era: today's stack
+  EXPECT_EQ(mapped(r).plan.stack, workloads::Stack::kMegatron);
+
+  // Narayanan et al.'s Table 2 names both frameworks: a run with model parallelism is PTD-P
+  // (Megatron-LM), one without is DeepSpeed's ZeRO-3, its stage from the name when unstated.
+  PublishedRun t2 = dev_run("mlm2021-t2-ptdp-174.6B-768xA100");
+  ASSERT_EQ(t2.framework, "Megatron-LM / DeepSpeed ZeRO-3");
+  EXPECT_EQ(mapped(t2).plan.stack, workloads::Stack::kMegatron2021);
+  t2.parallelism.tp = 1;
+  t2.parallelism.pp = 1;
+  t2.parallelism.dp = 768;
+  t2.batch.micro_batch = 2;
+  const PublishedScenario z = mapped(t2);
+  EXPECT_EQ(z.plan.stack, workloads::Stack::kDeepSpeedZero3_2021);
+  EXPECT_EQ(z.plan.zero, workloads::ZeroStage::kParameters);
+  EXPECT_THAT(z.assumptions, Contains(HasSubstr("ZeRO stage 3: the framework the record names")));
+  EXPECT_EQ(z.plan.recompute, workloads::Recompute::kFull);  // the paper's runs (examples/sc21)
+
+  EXPECT_EQ(mapped(dev_run("dgxc2411-paxml-gpt5B-16xH100-fp8")).plan.stack,
+            workloads::Stack::kPaxml);
+}
+
+}  // namespace
+}  // namespace meshsim::validation::test
