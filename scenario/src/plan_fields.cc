@@ -207,9 +207,10 @@ std::vector<PlanFieldSpec> make_table() {
                             "through memory); default: the stack's"),
       choice<&P::stack>(F::kStack,
                         "Software stack: megatron (Megatron-Core + Transformer Engine), "
-                        "megatron-2021, fsdp (PyTorch FSDP eager), llm-foundry-2023, fsdp-compile "
-                        "(torchtitan), maxtext (JAX/XLA); default: megatron on GPUs, maxtext on "
-                        "TPUs"),
+                        "megatron-2021, megatron-2022, deepspeed-zero3-2021, fsdp (PyTorch FSDP "
+                        "eager), llm-foundry-2023, fsdp-compile (torchtitan), maxtext and paxml "
+                        "(JAX/XLA); `meshsim presets` says what each runs; default: megatron on "
+                        "GPUs, maxtext on TPUs"),
       choice<&P::fp8_scaling>(F::kFp8Recipe,
                               "FP8 scaling of fp8 runs: delayed (amax history) or current (an amax "
                               "pass before each cast); default: the stack's"),
