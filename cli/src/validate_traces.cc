@@ -107,7 +107,8 @@ std::string modelled_text(const RankSummary& s) {
   const Duration modelled = s.device_time - s.measured_by_cost[static_cast<size_t>(
                                                 ReplayCost::kMeasured)];
   return fmt::format("{:.1f}% of the device time ({}); kept as measured: {}",
-                     100 * modelled.seconds() / total, parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", ")),
+                     100 * modelled.seconds() / total,
+                     parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", ")),
                      kept.empty() ? "none" : fmt::format("{}", fmt::join(kept, ", ")));
 }
 
@@ -126,13 +127,14 @@ void print_rows(const std::vector<KernelRow>& rows, std::ostream& out) {
   }
   out << fmt::format("  largest per-kernel discrepancies (all steps; {} groups, all in --json)\n",
                      rows.size());
-  out << fmt::format("    {:<44}{:<30}{:>6}{:>12}{:>12}{:>9}\n", "kernel", "costed as", "n",
+  out << fmt::format("    {:<44}{:<42}{:>6}{:>12}{:>12}{:>9}\n", "kernel", "costed as", "n",
                      "measured ms", "simulated", "error");
   for (size_t i = 0; i < std::min(kKernelRows, rows.size()); ++i) {
     const KernelRow& r = rows[i];
     std::string name = r.name.size() > 42 ? r.name.substr(0, 39) + "..." : r.name;
-    out << fmt::format("    {:<44}{:<30}{:>6}{:>12.3f}{:>12.3f}{:>9}\n", name,
-                       fmt::format("{} {}", to_string(r.cost), r.shape).substr(0, 29), r.count,
+    // 41 characters hold a collective with its group ("collective all-reduce 33.6 MB over 2048").
+    out << fmt::format("    {:<44}{:<42}{:>6}{:>12.3f}{:>12.3f}{:>9}\n", name,
+                       fmt::format("{} {}", to_string(r.cost), r.shape).substr(0, 41), r.count,
                        ms(r.measured), ms(r.simulated), error_text(r.measured, r.simulated));
   }
 }
@@ -160,20 +162,31 @@ RankResult validate_rank(const std::string& file, const traces::RankTrace& t,
                          const traces::RankSteps& steps, const validation::RankIdentity& id,
                          const TracePlatform& platform, std::vector<Replay>& keep_for_trace,
                          bool want_trace, std::ostream& out) {
-  std::vector<Replay> replays;
-  for (const traces::RankStep& step : steps.steps) {
+  // Step by step: a multi-GB trace's replays are summarized, not kept.
+  validation::RankSummarizer summarizer;
+  validation::KernelRows kernel_rows(t);
+  nlohmann::json step_rows = nlohmann::json::array();
+  std::vector<std::pair<Duration, size_t>> by_duration;
+  for (size_t i = 0; i < steps.steps.size(); ++i) {
     const std::unique_ptr<CommModel> comm = platform.comm();
-    replays.push_back(
-        validation::replay_step(t, step, id.rank, platform.world, platform.chip, *comm));
+    const Replay rep =
+        validation::replay_step(t, steps.steps[i], id.rank, platform.world, platform.chip, *comm);
+    summarizer.add(rep);
+    kernel_rows.add(rep);
+    by_duration.emplace_back(rep.measured_step, i);
+    step_rows.push_back({{"step", rep.step},
+                         {"measured_s", rep.measured_step.seconds()},
+                         {"simulated_s", rep.simulated_step.seconds()},
+                         {"error", rep.measured_step > Duration::zero()
+                                       ? nlohmann::json(rep.simulated_step / rep.measured_step - 1)
+                                       : nlohmann::json(nullptr)},
+                         {"measured", breakdown_json(rep.measured)},
+                         {"simulated", breakdown_json(rep.simulated)}});
   }
   RankResult r;
   RankSummary& s = r.summary;
-  s = validation::summarize(replays);
-  std::vector<const Replay*> ptrs;
-  for (const Replay& rep : replays) {
-    ptrs.push_back(&rep);
-  }
-  const std::vector<KernelRow> rows = validation::kernel_rows(t, ptrs);
+  s = summarizer.summary();
+  const std::vector<KernelRow> rows = kernel_rows.rows();
   const traces::HostDispatch h = traces::host_dispatch(t, steps);
 
   out << fmt::format("\nrank {} ({}{}): {} step(s) by {}{}\n", id.rank, file,
@@ -200,17 +213,6 @@ RankResult validate_rank(const std::string& file, const traces::RankTrace& t,
                      us(h.launch_latency, h.launch_latency_samples));
   print_rows(rows, out);
 
-  nlohmann::json step_rows = nlohmann::json::array();
-  for (const Replay& rep : replays) {
-    step_rows.push_back({{"step", rep.step},
-                         {"measured_s", rep.measured_step.seconds()},
-                         {"simulated_s", rep.simulated_step.seconds()},
-                         {"error", rep.measured_step > Duration::zero()
-                                       ? nlohmann::json(rep.simulated_step / rep.measured_step - 1)
-                                       : nlohmann::json(nullptr)},
-                         {"measured", breakdown_json(rep.measured)},
-                         {"simulated", breakdown_json(rep.simulated)}});
-  }
   nlohmann::json by_cost = nlohmann::json::object();
   for (size_t c = 0; c < s.measured_by_cost.size(); ++c) {
     by_cost[std::string(to_string(static_cast<ReplayCost>(c)))] = s.measured_by_cost[c].seconds();
@@ -242,15 +244,13 @@ RankResult validate_rank(const std::string& file, const traces::RankTrace& t,
               {"launch_to_launch_s", us_json(h.launch_interval)},
               {"launch_latency_s", us_json(h.launch_latency)}}},
             {"kernels", rows_json(rows)}};
-  if (want_trace) {  // the median step, as summarize() picks it
-    std::vector<size_t> order(replays.size());
-    for (size_t i = 0; i < order.size(); ++i) {
-      order[i] = i;
-    }
-    std::stable_sort(order.begin(), order.end(), [&replays](size_t a, size_t b) {
-      return replays[a].measured_step < replays[b].measured_step;
-    });
-    keep_for_trace.push_back(std::move(replays[order[(order.size() - 1) / 2]]));
+  if (want_trace) {  // the median step (the lower middle of an even count), replayed again
+    std::stable_sort(by_duration.begin(), by_duration.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    const std::unique_ptr<CommModel> comm = platform.comm();
+    keep_for_trace.push_back(validation::replay_step(
+        t, steps.steps[by_duration[(by_duration.size() - 1) / 2].second], id.rank,
+        platform.world, platform.chip, *comm, true));
   }
   return r;
 }

@@ -122,7 +122,11 @@ TEST(KinetoReader, ReadsTheHeaderAndTheCollectiveMetadata) {
   EXPECT_EQ(t.inputs[0].tensor_bytes, (64 * 32 + 32 * 16) * 2);
   EXPECT_EQ(t.inputs[0].largest_tensor_bytes, 64 * 32 * 2);
   EXPECT_EQ(t.inputs[0].dtype, Dtype::kBf16);
-  EXPECT_EQ(t.inputs[0].dims[1], (std::vector<int64_t>{32, 16}));
+  ASSERT_NE(t.inputs[0].shape, kNoIndex);
+  const KinetoShape& shape = t.shapes[t.inputs[0].shape];
+  EXPECT_EQ(shape.rank[1], 2);
+  EXPECT_EQ(shape.dims[1][0], 32);
+  EXPECT_EQ(shape.dims[1][1], 16);
 }
 
 TEST(KinetoReader, HostileInputsAreInputErrorsNamingWhereAndWhat) {

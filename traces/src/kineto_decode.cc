@@ -18,6 +18,7 @@
 #include "meshsim/sim/checked.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/json_input.h"
+#include "meshsim/traces/import.h"
 
 namespace meshsim::traces::detail {
 
@@ -142,7 +143,7 @@ std::optional<KinetoKind> kind_of(std::string_view cat, std::string_view name) {
   return std::nullopt;
 }
 
-constexpr size_t kKeptDims = 6;  // inputs whose dims a shape-costed operator keeps
+constexpr size_t kKeptDims = kShapeInputs;  // inputs whose dims a shape-costed op keeps
 
 // What an event's args say, reused from event to event.
 struct Args {
@@ -172,7 +173,13 @@ struct KinetoDecoder::Impl {
   KinetoLimits limits;
   od::parser parser;
   simdjson::dom::parser dom;
-  std::unordered_map<std::string, uint32_t> name_index;
+  // Looked up by string_view (no copy of a kernel's long name per event), never iterated.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> name_index;
+  std::unordered_map<std::string, bool, NameHash, std::equal_to<>> annotation_class;
   std::unordered_map<std::string, int64_t> string_tids;
   int64_t name_bytes = 0;
   Args args;
@@ -192,21 +199,37 @@ struct KinetoDecoder::Impl {
   }
 
   uint32_t intern(std::string_view name);
+  bool annotation_classed(std::string_view name);
   int64_t thread_id(od::value v, std::string_view field);
   std::optional<int64_t> integer(od::value v, std::string_view field, bool required_integral);
   std::optional<int64_t> loose_integer(od::value v, std::string_view field);
   std::string string(od::value v, std::string_view field);
+  std::string_view view(od::value v, std::string_view field);
   void read_dims(od::value v);
   void read_types(od::value v);
   std::vector<int64_t> read_ranks(od::value v, std::string_view field);
   void read_args(od::value v);
   void decode(std::string_view text);
-  void keep(const KinetoEvent& e, const std::string& name_text);
+  void keep(const KinetoEvent& e, std::string_view name_text);
   uint32_t add_inputs(std::string_view name);
 };
 
+// Whether a class rule (import.h) matches the annotation's name: only those give their ops a
+// class (rank_steps.h); cached per distinct name.
+bool KinetoDecoder::Impl::annotation_classed(std::string_view name) {
+  const auto it = annotation_class.find(name);
+  if (it != annotation_class.end()) {
+    return it->second;
+  }
+  const bool classed = match_kernel_class("pytorch", name).has_value();
+  if (annotation_class.size() < 65536) {  // names like "ProfilerStep#N" are not cached forever
+    annotation_class.emplace(std::string(name), classed);
+  }
+  return classed;
+}
+
 uint32_t KinetoDecoder::Impl::intern(std::string_view name) {
-  const auto it = name_index.find(std::string(name));
+  const auto it = name_index.find(name);
   if (it != name_index.end()) {
     return it->second;
   }
@@ -264,6 +287,14 @@ std::optional<int64_t> KinetoDecoder::Impl::loose_integer(od::value v, std::stri
   return static_cast<int64_t>(n & 0x7fffffffffffffffULL);
 }
 
+std::string_view KinetoDecoder::Impl::view(od::value v, std::string_view field) {
+  std::string_view s;
+  if (v.get_string().get(s) != simdjson::SUCCESS) {
+    fail(field, "expected a string");
+  }
+  return s;
+}
+
 std::string KinetoDecoder::Impl::string(od::value v, std::string_view field) {
   std::string_view s;
   if (v.get_string().get(s) != simdjson::SUCCESS) {
@@ -279,7 +310,14 @@ int64_t KinetoDecoder::Impl::thread_id(od::value v, std::string_view field) {
   }
   if (t == od::json_type::number) {
     const auto n = integer(v, field, false);
-    return n.value_or(0);
+    if (n && *n >= 0 && *n <= INT32_MAX) {
+      return *n;
+    }
+    // Outside 32 bits (a pthread id): a negative id of its own, like a named track.
+    const std::string key = n ? std::to_string(*n) : std::string(v.raw_json_token());
+    const auto [it, added] =
+        string_tids.try_emplace(key, -static_cast<int64_t>(string_tids.size()) - 1);
+    return it->second;
   }
   if (t == od::json_type::string) {
     // A named track ("stream 7", "PyTorch Profiler"): numbered below zero, in order of first use.
@@ -467,16 +505,21 @@ uint32_t KinetoDecoder::Impl::add_inputs(std::string_view name) {
     ++in.tensors;
   }
   if (keep_dims) {
-    in.dims = args.dims;
-    for (size_t i = 0; i < in.dims.size() && i < args.types.size(); ++i) {
-      in.types.push_back(args.types[i]);
+    KinetoShape shape;
+    for (size_t i = 0; i < args.dims.size() && i < kShapeInputs; ++i) {
+      if (args.dims[i].size() <= kShapeRank) {
+        shape.rank[i] = static_cast<uint8_t>(args.dims[i].size());
+        std::copy(args.dims[i].begin(), args.dims[i].end(), shape.dims[i].begin());
+      }
     }
+    out.shapes.push_back(shape);
+    in.shape = static_cast<uint32_t>(out.shapes.size() - 1);
   }
   out.inputs.push_back(std::move(in));
   return static_cast<uint32_t>(out.inputs.size() - 1);
 }
 
-void KinetoDecoder::Impl::keep(const KinetoEvent& e, const std::string& name_text) {
+void KinetoDecoder::Impl::keep(const KinetoEvent& e, std::string_view name_text) {
   if (static_cast<int64_t>(out.events.size()) >= limits.max_kept_events) {
     throw InputSizeError(out.source, where(""),
                          fmt::format("more than the limit of {} kept events (kernels, copies, "
@@ -497,9 +540,10 @@ void KinetoDecoder::Impl::decode(std::string_view text) {
   if (auto err = doc.get_object().get(obj)) {
     fail_json(err);
   }
-  std::optional<std::string> ph;
-  std::optional<std::string> cat;
-  std::optional<std::string> name;
+  // Views into the parser's string buffer, valid until the next event is parsed.
+  std::optional<std::string_view> ph;
+  std::optional<std::string_view> cat;
+  std::optional<std::string_view> name;
   std::optional<int64_t> ts;
   std::optional<int64_t> dur;
   bool ts_seen = false;
@@ -518,11 +562,11 @@ void KinetoDecoder::Impl::decode(std::string_view text) {
     }
     od::value value = field.value();
     if (key == "ph") {
-      ph = string(value, "ph");
+      ph = view(value, "ph");
     } else if (key == "cat") {
-      cat = string(value, "cat");
+      cat = view(value, "cat");
     } else if (key == "name") {
-      name = string(value, "name");
+      name = view(value, "name");
     } else if (key == "ts" || key == "dur") {
       od::json_type t;
       if (value.type().get(t) != simdjson::SUCCESS) {
@@ -555,8 +599,8 @@ void KinetoDecoder::Impl::decode(std::string_view text) {
   }
   const std::optional<KinetoKind> kind =
       *ph == "X" && cat ? kind_of(*cat, name.value_or("")) : std::nullopt;
-  if (!kind) {
-    ++out.events_skipped;
+  if (!kind || (*kind == KinetoKind::kAnnotation && !annotation_classed(*name))) {
+    ++out.events_skipped;  // an annotation no class rule matches tells the analysis nothing
     return;
   }
   if (!name) {
@@ -580,15 +624,20 @@ void KinetoDecoder::Impl::decode(std::string_view text) {
   e.kind = *kind;
   e.ts_ns = *ts;
   e.dur_ns = *dur;
-  e.tid = tid;
+  e.tid = static_cast<int32_t>(tid);  // thread_id keeps it within 32 bits
   e.correlation = args.correlation.value_or(-1);
   e.external_id = args.external_id.value_or(-1);
   switch (*kind) {
     case KinetoKind::kKernel:
     case KinetoKind::kMemcpy:
-    case KinetoKind::kMemset:
-      e.device = static_cast<int32_t>(std::clamp<int64_t>(args.device.value_or(pid), -1, 1 << 20));
-      e.tid = args.stream.value_or(tid);
+    case KinetoKind::kMemset: {
+      const int64_t device = args.device.value_or(pid);
+      if (device > INT16_MAX) {
+        fail("args/device", fmt::format("device {}: expected a GPU ordinal below 32768", device));
+      }
+      e.device = static_cast<int16_t>(std::max<int64_t>(device, -1));
+      const int64_t stream = args.stream.value_or(tid);
+      e.tid = static_cast<int32_t>(std::clamp<int64_t>(stream, INT32_MIN, INT32_MAX));
       if (*kind != KinetoKind::kKernel && args.bytes) {
         out.copy_bytes.push_back(std::max<int64_t>(*args.bytes, 0));
         e.extra = static_cast<uint32_t>(out.copy_bytes.size() - 1);
@@ -598,6 +647,7 @@ void KinetoDecoder::Impl::decode(std::string_view text) {
         e.extra = static_cast<uint32_t>(out.collectives.size() - 1);
       }
       break;
+    }
     case KinetoKind::kCpuOp:
       if (args.has_dims) {
         e.extra = add_inputs(*name);

@@ -185,6 +185,8 @@ RankTrace read_from(ReadFn read, const std::string& source, const KinetoLimits& 
                      "array");
   }
   out.text_bytes = splitter.bytes();
+  out.inputs.shrink_to_fit();  // what growth left over (a multi-GB trace's tables are large)
+  out.shapes.shrink_to_fit();
   return out;
 }
 

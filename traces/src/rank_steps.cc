@@ -43,9 +43,7 @@ class Linker {
     for (uint32_t i = 0; i < t.events.size(); ++i) {
       const KinetoEvent& e = t.events[i];
       if (e.kind == KinetoKind::kRuntime && e.correlation >= 0) {
-        launches_.emplace(e.correlation, i);
-      } else if (e.kind == KinetoKind::kCpuOp && e.external_id >= 0) {
-        ops_.emplace(e.external_id, i);
+        launches_.emplace_back(e.correlation, i);
       }
       // Every event's end must stay within int64 picoseconds of the origin (checked in doubles:
       // the difference of two arbitrary int64s may not fit).
@@ -56,6 +54,39 @@ class Linker {
                                      t.name_of(e)));
       }
     }
+    // Sorted (key, event) vectors: 16 bytes an entry, a third of a hash map's (a multi-GB trace
+    // holds millions); the first event of a repeated key wins, as the file order has it.
+    sort_keys(launches_);
+  }
+
+  static void sort_keys(std::vector<std::pair<int64_t, uint32_t>>& v) {
+    std::stable_sort(v.begin(), v.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
+
+  // Operators by External id, built the first time a kernel needs one (newer Kineto's link; most
+  // kernels find their operator around their launch).
+  std::optional<uint32_t> op_by_external_id(int64_t id) {
+    if (!ops_built_) {
+      for (uint32_t i = 0; i < t_.events.size(); ++i) {
+        if (t_.events[i].kind == KinetoKind::kCpuOp && t_.events[i].external_id >= 0) {
+          ops_.emplace_back(t_.events[i].external_id, i);
+        }
+      }
+      sort_keys(ops_);
+      ops_built_ = true;
+    }
+    return lookup(ops_, id);
+  }
+
+  static std::optional<uint32_t> lookup(const std::vector<std::pair<int64_t, uint32_t>>& v,
+                                        int64_t key) {
+    const auto it = std::lower_bound(v.begin(), v.end(), key,
+                                     [](const auto& a, int64_t k) { return a.first < k; });
+    if (key < 0 || it == v.end() || it->first != key) {
+      return std::nullopt;
+    }
+    return it->second;
   }
 
   SimTime at(int64_t ns) const { return SimTime::from_ps((ns - origin_ns_) * 1000); }
@@ -72,16 +103,16 @@ class Linker {
     op.duration = Duration::from_ps(e.dur_ns * 1000);
     op.stream = e.tid;
     op.device = e.device;
-    if (const auto it = launches_.find(e.correlation); e.correlation >= 0 && it != launches_.end()) {
-      op.launch = it->second;
-      op.launch_start = start_of(it->second);
-      op.launch_duration = duration_of(it->second);
+    if (const auto launch = lookup(launches_, e.correlation)) {
+      op.launch = *launch;
+      op.launch_start = start_of(*launch);
+      op.launch_duration = duration_of(*launch);
     }
     // Its operator: the innermost operator around its launch call (every Kineto version nests
     // them so), else the operator its "External id" names (newer Kineto: the operator's id).
     op.op = op.launch ? enclosing_op(*op.launch) : std::nullopt;
-    if (const auto it = ops_.find(e.external_id); !op.op && e.external_id >= 0 && it != ops_.end()) {
-      op.op = it->second;
+    if (!op.op && e.external_id >= 0) {
+      op.op = op_by_external_id(e.external_id);
     }
     if (e.extra != kNoIndex && e.kind == KinetoKind::kKernel) {
       op.collective = e.extra;
@@ -130,8 +161,9 @@ class Linker {
  private:
   const RankTrace& t_;
   int64_t origin_ns_ = 0;
-  std::unordered_map<int64_t, uint32_t> launches_;  // correlation -> runtime call (looked up)
-  std::unordered_map<int64_t, uint32_t> ops_;       // External id -> operator (looked up)
+  std::vector<std::pair<int64_t, uint32_t>> launches_;  // correlation -> runtime call, sorted
+  std::vector<std::pair<int64_t, uint32_t>> ops_;       // External id -> operator, sorted
+  bool ops_built_ = false;
   std::vector<int32_t> parent_;                     // host event -> enclosing host event
   std::unordered_map<uint32_t, std::optional<OpClass>> name_class_;  // by name id (looked up)
   std::vector<std::optional<std::optional<OpClass>>> annotation_class_;
@@ -374,9 +406,10 @@ RankSteps find_steps(const RankTrace& t) {
     out.method = "ProfilerStep#N ranges";
     for (DeviceOp& op : ops) {
       if (const auto s = range_of(ranges, issue_time(op))) {
-        per[*s].push_back(op);
+        per[*s].push_back(std::move(op));
       }
     }
+    std::vector<DeviceOp>().swap(ops);  // held once, by the steps
   } else {
     std::stable_sort(ops.begin(), ops.end(), [](const DeviceOp& a, const DeviceOp& b) {
       return std::tie(a.start, a.device, a.stream) < std::tie(b.start, b.device, b.stream);
@@ -395,9 +428,11 @@ RankSteps find_steps(const RankTrace& t) {
       const SimTime a = issue_time(ops[(*pos)[k]]);
       const SimTime b = issue_time(ops[(*pos)[k + 1]]);
       ranges.push_back({static_cast<int64_t>(k), a, b});
-      per.emplace_back(ops.begin() + static_cast<std::ptrdiff_t>((*pos)[k]),
-                       ops.begin() + static_cast<std::ptrdiff_t>((*pos)[k + 1]));
+      const auto from = ops.begin() + static_cast<std::ptrdiff_t>((*pos)[k]);
+      const auto to = ops.begin() + static_cast<std::ptrdiff_t>((*pos)[k + 1]);
+      per.emplace_back(std::make_move_iterator(from), std::make_move_iterator(to));
     }
+    std::vector<DeviceOp>().swap(ops);
   }
   for (size_t s = 0; s < ranges.size(); ++s) {
     if (per[s].empty()) {

@@ -57,14 +57,13 @@ const GemmOperator* gemm_operator(std::string_view name) {
   return nullptr;
 }
 
-std::optional<MatmulShape> gemm_shape(const GemmOperator& g, const KinetoInputs& in) {
+std::optional<MatmulShape> gemm_shape(const GemmOperator& g, const traces::KinetoShape& in) {
   const size_t rank = g.batched ? 3 : 2;
-  if (in.dims.size() < g.lhs + 2 || in.dims[g.lhs].size() != rank ||
-      in.dims[g.lhs + 1].size() != rank) {
+  if (g.lhs + 1 >= traces::kShapeInputs || in.rank[g.lhs] != rank || in.rank[g.lhs + 1] != rank) {
     return std::nullopt;
   }
-  const std::vector<int64_t>& a = in.dims[g.lhs];
-  const std::vector<int64_t>& b = in.dims[g.lhs + 1];
+  const auto& a = in.dims[g.lhs];
+  const auto& b = in.dims[g.lhs + 1];
   const size_t o = g.batched ? 1 : 0;
   if (a[o + 1] != b[o] || (g.batched && a[0] != b[0])) {
     return std::nullopt;
@@ -262,9 +261,7 @@ class Coster {
     }
     const KinetoInputs& in = t_.inputs[oe.extra];
     if (const GemmOperator* g = gemm_operator(op_name)) {
-      const std::optional<OpClass> by_name =
-          traces::match_kernel_class("pytorch", t_.name_of(t_.events[op.event]));
-      if (by_name != OpClass::kMatmul || !gemm_done_.insert(*op.op).second) {
+      if (!kernel_facts(op).matmul || !gemm_done_.insert(*op.op).second) {
         return kernels_of_[*op.op] > 1 ? Unmodelled::kSharedOperator : Unmodelled::kClass;
       }
       return gemm(*g, in, op, r);
@@ -306,16 +303,13 @@ class Coster {
 
   Unmodelled gemm(const GemmOperator& g, const KinetoInputs& in, const DeviceOp& op,
                   ReplayOp& r) {
-    const auto shape = gemm_shape(g, in);
+    const auto shape =
+        in.shape == traces::kNoIndex ? std::nullopt : gemm_shape(g, t_.shapes[in.shape]);
     if (!shape || !in.dtype) {
       return Unmodelled::kNoShapes;
     }
     Dtype dtype = *in.dtype;
-    const std::string kernel = lower(t_.name_of(t_.events[op.event]));
-    // An fp32 GEMM on tensor cores runs as TF32: cuBLAS names its kernels "...tf32..."; CUTLASS
-    // "tensorop_s1688gemm" (an fp32 GEMM on the m16n8k8 TF32 MMA of SM80, the shape its name gives).
-    if (dtype == Dtype::kFp32 &&
-        (contains(kernel, "tf32") || contains(kernel, "tensorop_s1688"))) {
+    if (dtype == Dtype::kFp32 && kernel_facts(op).tf32) {
       dtype = Dtype::kTf32;
     }
     if (!chip_.peak(dtype)) {
@@ -333,8 +327,29 @@ class Coster {
     return Unmodelled::kNone;
   }
 
+  // What a kernel's name says, computed once per distinct name.
+  struct KernelFacts {
+    bool matmul = false;  // the matmul rule of traces/import.h matches it
+    // An fp32 GEMM on tensor cores runs as TF32: cuBLAS names its kernels "...tf32..."; CUTLASS
+    // "tensorop_s1688gemm" (an fp32 GEMM on the m16n8k8 TF32 MMA of SM80, the shape its name
+    // gives).
+    bool tf32 = false;
+  };
+  const KernelFacts& kernel_facts(const DeviceOp& op) {
+    const uint32_t name = t_.events[op.event].name;
+    const auto [it, added] = facts_.try_emplace(name);
+    if (added) {
+      const std::string& text = t_.names[name];
+      const std::string l = lower(text);
+      it->second.matmul = traces::match_kernel_class("pytorch", text) == OpClass::kMatmul;
+      it->second.tf32 = contains(l, "tf32") || contains(l, "tensorop_s1688");
+    }
+    return it->second;
+  }
+
   const RankTrace& t_;
   const RankStep& s_;
+  std::map<uint32_t, KernelFacts> facts_;
   int64_t rank_;
   int64_t world_;
   const topology::Chip& chip_;
@@ -375,44 +390,63 @@ Duration Replay::modelled_measured() const {
   return d;
 }
 
-std::vector<KernelRow> kernel_rows(const RankTrace& trace,
-                                   const std::vector<const Replay*>& replays) {
-  std::map<std::tuple<std::string, ReplayCost, std::string>, KernelRow> rows;
-  for (const Replay* r : replays) {
-    for (const ReplayOp& op : r->ops) {
-      if (op.cost == ReplayCost::kMeasured) {
-        continue;
-      }
-      std::string shape;
-      if (op.collective) {
-        shape = fmt::format("{} {} over {}", to_string(op.collective->kind),
-                            bytes_label(op.collective->bytes), op.group.size());
-      } else if (op.compute.shape) {
-        shape = gemm_label(op.compute);
-      } else {
-        shape = bytes_label(op.compute.bytes);
-      }
-      const std::string& name = trace.name_of(trace.events[op.event]);
-      KernelRow& row = rows[{name, op.cost, shape}];
-      row.name = name;
+void KernelRows::add(const Replay& r) {
+  for (const ReplayOp& op : r.ops) {
+    if (op.cost == ReplayCost::kMeasured) {
+      continue;
+    }
+    // The group: the kernel's name and what it was costed from.
+    std::vector<int64_t> key = {static_cast<int64_t>(op.cost), trace_.events[op.event].name};
+    if (op.collective) {
+      key.insert(key.end(), {static_cast<int64_t>(op.collective->kind),
+                             op.collective->bytes.count(), static_cast<int64_t>(op.group.size())});
+    } else if (op.compute.shape) {
+      const MatmulShape& m = *op.compute.shape;
+      key.insert(key.end(), {m.m, m.k, m.n, m.batch, static_cast<int64_t>(op.compute.dtype)});
+    } else {
+      key.push_back(op.compute.bytes.count());
+    }
+    const auto [it, added] = groups_.try_emplace(std::move(key));
+    KernelRow& row = it->second;
+    if (added) {
+      row.name = trace_.name_of(trace_.events[op.event]);
       row.cost = op.cost;
       row.op_class = op.compute.op_class;
-      row.shape = shape;
-      row.count += 1;
-      row.measured += op.measured;
-      row.simulated += op.simulated;
+      if (op.collective) {
+        row.shape = fmt::format("{} {} over {}", to_string(op.collective->kind),
+                                bytes_label(op.collective->bytes), op.group.size());
+      } else if (op.compute.shape) {
+        row.shape = gemm_label(op.compute);
+      } else {
+        row.shape = bytes_label(op.compute.bytes);
+      }
     }
+    row.count += 1;
+    row.measured += op.measured;
+    row.simulated += op.simulated;
   }
+}
+
+std::vector<KernelRow> KernelRows::rows() const {
   std::vector<KernelRow> out;
-  for (auto& [key, row] : rows) {
-    out.push_back(std::move(row));
+  for (const auto& [key, row] : groups_) {
+    out.push_back(row);
   }
-  std::stable_sort(out.begin(), out.end(), [](const KernelRow& a, const KernelRow& b) {
-    const Duration da = a.simulated > a.measured ? a.simulated - a.measured : a.measured - a.simulated;
-    const Duration db = b.simulated > b.measured ? b.simulated - b.measured : b.measured - b.simulated;
-    return da > db;
-  });
+  const auto gap = [](const KernelRow& r) {
+    return r.simulated > r.measured ? r.simulated - r.measured : r.measured - r.simulated;
+  };
+  std::stable_sort(out.begin(), out.end(),
+                   [&gap](const KernelRow& a, const KernelRow& b) { return gap(a) > gap(b); });
   return out;
+}
+
+std::vector<KernelRow> kernel_rows(const RankTrace& trace,
+                                   const std::vector<const Replay*>& replays) {
+  KernelRows rows(trace);
+  for (const Replay* r : replays) {
+    rows.add(*r);
+  }
+  return rows.rows();
 }
 
 namespace {
@@ -455,41 +489,46 @@ Duration median_of(std::vector<Duration> v) {
 
 }  // namespace
 
-RankSummary summarize(const std::vector<Replay>& replays) {
-  SIM_CHECK(!replays.empty(), "a rank summary of no steps");
-  RankSummary s;
-  s.rank = replays.front().rank;
-  s.steps = replays.size();
-  std::vector<Duration> measured;
-  std::vector<Duration> simulated;
-  std::vector<traces::StepBreakdown> mb;
-  std::vector<traces::StepBreakdown> sb;
-  for (const Replay& r : replays) {
-    measured.push_back(r.measured_step);
-    simulated.push_back(r.simulated_step);
-    mb.push_back(r.measured);
-    sb.push_back(r.simulated);
-    if (r.measured_step > Duration::zero()) {
-      const double e = r.simulated_step / r.measured_step - 1;
-      if (std::fabs(e) > std::fabs(s.worst_step_error)) {
-        s.worst_step_error = e;
-      }
+void RankSummarizer::add(const Replay& r) {
+  s_.rank = r.rank;
+  ++s_.steps;
+  measured_.push_back(r.measured_step);
+  simulated_.push_back(r.simulated_step);
+  measured_breakdowns_.push_back(r.measured);
+  simulated_breakdowns_.push_back(r.simulated);
+  if (r.measured_step > Duration::zero()) {
+    const double e = r.simulated_step / r.measured_step - 1;
+    if (std::fabs(e) > std::fabs(s_.worst_step_error)) {
+      s_.worst_step_error = e;
     }
-    for (const ReplayOp& op : r.ops) {
-      s.measured_by_cost[static_cast<size_t>(op.cost)] += op.measured;
-      s.measured_by_reason[static_cast<size_t>(op.why)] += op.measured;
-      s.device_time += op.measured;
-    }
-    s.host_ops += r.host_ops;
-    s.inferred_dependencies += r.inferred_dependencies;
   }
-  s.measured_step = median_of(measured);
-  s.simulated_step = median_of(simulated);
+  for (const ReplayOp& op : r.ops) {
+    s_.measured_by_cost[static_cast<size_t>(op.cost)] += op.measured;
+    s_.measured_by_reason[static_cast<size_t>(op.why)] += op.measured;
+    s_.device_time += op.measured;
+  }
+  s_.host_ops += r.host_ops;
+  s_.inferred_dependencies += r.inferred_dependencies;
+}
+
+RankSummary RankSummarizer::summary() const {
+  SIM_CHECK(s_.steps > 0, "a rank summary of no steps");
+  RankSummary s = s_;
+  s.measured_step = median_of(measured_);
+  s.simulated_step = median_of(simulated_);
   s.step_error =
       s.measured_step > Duration::zero() ? s.simulated_step / s.measured_step - 1 : 0.0;
-  s.measured = mean(mb);
-  s.simulated = mean(sb);
+  s.measured = mean(measured_breakdowns_);
+  s.simulated = mean(simulated_breakdowns_);
   return s;
+}
+
+RankSummary summarize(const std::vector<Replay>& replays) {
+  RankSummarizer s;
+  for (const Replay& r : replays) {
+    s.add(r);
+  }
+  return s.summary();
 }
 
 RankIdentity rank_identity(const RankTrace& trace, int64_t fallback_rank, int64_t fallback_world) {

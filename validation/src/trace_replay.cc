@@ -67,8 +67,15 @@ std::vector<std::optional<size_t>> inferred_waits(const RankStep& step) {
 
 class Builder {
  public:
-  Builder(const RankTrace& t, const RankStep& s, std::vector<ReplayOp>& ops)
-      : t_(t), s_(s), ops_(ops), waits_(inferred_waits(s)), op_id_(s.ops.size()) {}
+  // `names`: ops carry their kernel's name (for traces; a replay alone needs none).
+  Builder(const RankTrace& t, const RankStep& s, std::vector<ReplayOp>& ops, bool names)
+      : t_(t),
+        s_(s),
+        ops_(ops),
+        names_(names),
+        waits_(inferred_waits(s)),
+        op_id_(s.ops.size()),
+        launch_of_(s.ops.size()) {}
 
   Program build() {
     assign_streams();
@@ -85,6 +92,8 @@ class Builder {
   }
 
   const std::vector<std::optional<OpId>>& op_ids() const { return op_id_; }
+  // The host op that launched each device op, where it has one.
+  const std::vector<std::optional<OpId>>& launch_ops() const { return launch_of_; }
   int64_t host_ops() const { return host_ops_; }
   int64_t inferred() const { return inferred_; }
   const std::map<std::vector<RankId>, uint16_t>& groups() const { return groups_; }
@@ -153,7 +162,9 @@ class Builder {
   // A host op lasting `d`, measured from `from` (relative to the step's start).
   OpId add_host(std::string name, Duration from, Duration d) {
     Op o;
-    o.name = std::move(name);
+    if (names_) {
+      o.name = std::move(name);
+    }
     o.stream = host_stream_;
     ComputeWork w;
     w.op_class = OpClass::kElementwise;
@@ -215,7 +226,9 @@ class Builder {
     const DeviceOp& d = s_.ops[i];
     ReplayOp& r = ops_[i];
     Op o;
-    o.name = t_.name_of(t_.events[d.event]);
+    if (names_) {
+      o.name = t_.name_of(t_.events[d.event]);
+    }
     o.stream = streams_.at({d.device, d.stream});
     if (r.collective) {
       const auto [it, added] =
@@ -231,6 +244,7 @@ class Builder {
     if (d.launch) {
       if (const auto it = launch_op_.find(*d.launch); it != launch_op_.end()) {
         program_.add_dependency(it->second, id);
+        launch_of_[i] = it->second;
       }
     }
     if (const auto w = waits_[i]; w && op_id_[*w]) {
@@ -242,8 +256,10 @@ class Builder {
   const RankTrace& t_;
   const RankStep& s_;
   std::vector<ReplayOp>& ops_;
+  bool names_ = false;
   std::vector<std::optional<size_t>> waits_;
   std::vector<std::optional<OpId>> op_id_;
+  std::vector<std::optional<OpId>> launch_of_;
   std::map<std::pair<int32_t, int64_t>, uint8_t> streams_;
   std::map<uint32_t, OpId> launch_op_;
   std::map<std::vector<RankId>, uint16_t> groups_;
@@ -259,17 +275,20 @@ class Builder {
 }  // namespace
 
 Replay replay_step(const RankTrace& trace, const RankStep& step, int64_t global_rank,
-                   int64_t world, const topology::Chip& chip, CommModel& comm) {
+                   int64_t world, const topology::Chip& chip, CommModel& comm,
+                   bool keep_timelines) {
   SIM_CHECK(global_rank >= 0 && global_rank < world, "rank {} outside a world of {}", global_rank,
             world);
   Replay r;
   r.rank = global_rank;
   r.step = step.number;
   r.ops = cost_ops(trace, step, global_rank, world, chip);
-  Builder sim_builder(trace, step, r.ops);
+  Builder sim_builder(trace, step, r.ops, keep_timelines);
   Program program = sim_builder.build();
-  std::vector<ReplayOp> copy = r.ops;
-  r.program = Builder(trace, step, copy).build();  // the same program, kept for traces
+  if (keep_timelines) {
+    std::vector<ReplayOp> copy = r.ops;
+    r.program = Builder(trace, step, copy, true).build();  // the same program, kept for traces
+  }
   r.host_ops = sim_builder.host_ops();
   r.stream_names = sim_builder.stream_names();
   r.inferred_dependencies = sim_builder.inferred();
@@ -284,40 +303,43 @@ Replay replay_step(const RankTrace& trace, const RankStep& step, int64_t global_
     r.groups[slot] = ranks;
   }
   (void)sim.add_rank(index, slots, {}, RankId(static_cast<uint32_t>(global_rank)));
-  sim.record_into(r.timeline);
+  // Each op's simulated span, by OpId (and every record, for a trace).
+  const size_t n_ops = sim_builder.measured().size();
+  std::vector<std::pair<SimTime, SimTime>> span_of(n_ops);
+  sim.on_op_end([&span_of, &r, keep_timelines](const OpRecord& rec) {
+    span_of[rec.op.index()] = {rec.start, rec.end};
+    if (keep_timelines) {
+      r.timeline.ops.push_back(rec);
+    }
+  });
   (void)sim.run();
 
-  std::map<OpId, const OpRecord*> records;
-  for (const OpRecord& rec : r.timeline.ops) {
-    records.emplace(rec.op, &rec);
-  }
-  std::map<OpId, SimTime> host_end;  // launch host op -> its end
   std::vector<traces::Span> spans;
-  SimTime end;
+  spans.reserve(r.ops.size());
   for (size_t i = 0; i < r.ops.size(); ++i) {
     ReplayOp& op = r.ops[i];
-    const OpRecord& rec = *records.at(*sim_builder.op_ids()[i]);
-    op.simulated_start = rec.start;
-    op.simulated = rec.end - rec.start;
+    const auto [start, end] = span_of[sim_builder.op_ids()[i]->index()];
+    op.simulated_start = start;
+    op.simulated = end - start;
     r.measured_by_cost[static_cast<size_t>(op.cost)] += op.measured;
     const DeviceOp& d = step.ops[i];
-    traces::Span s{rec.start, rec.end, d.op_class, d.communication, d.p2p, std::nullopt};
-    for (const OpId pred : r.program.predecessors(rec.op)) {
-      if (r.program.op(pred).stream == sim_builder.host_stream() && records.contains(pred)) {
-        s.launched = records.at(pred)->end;
-      }
+    traces::Span s{start, end, d.op_class, d.communication, d.p2p, std::nullopt};
+    if (const auto launch = sim_builder.launch_ops()[i]) {
+      s.launched = span_of[launch->index()].second;
     }
     spans.push_back(s);
-    end = std::max(end, rec.end);
   }
   SimTime first = spans.empty() ? SimTime::zero() : spans.front().start;
   for (const traces::Span& s : spans) {
     first = std::min(first, s.start);
   }
-  r.simulated = traces::breakdown(spans, first);
+  r.simulated = traces::breakdown(std::move(spans), first);
   r.simulated_step = r.simulated.step;
   r.measured = traces::breakdown(traces::measured_spans(step), SimTime::zero());
   r.measured_step = step.duration();
+  if (!keep_timelines) {
+    return r;
+  }
   // The measured timeline of the same program: every op at its measured span.
   const auto& measured = sim_builder.measured();
   uint64_t match = uint64_t{1} << 40;  // apart from the simulated records' matches

@@ -16,22 +16,25 @@
 //      cpu_op, operator                  host operators, with args."External id" and, traced with
 //                                        record_shapes, what "Input Dims" and "Input type" say
 //                                        (KinetoInputs)
-//      user_annotation                   record_function ranges; "ProfilerStep#N" is a step
+//      user_annotation                   record_function ranges whose name a class rule of
+//                                        import.h matches ("attention", "Optimizer.step#...");
+//                                        "ProfilerStep#N" is a step
 //    Every other event (python_function, gpu_user_annotation, flows, instant and metadata events)
 //    is checked for its structure and a "ph" string, and skipped.
 //
 // How it streams: the text (inflated on the fly when gzipped) goes through a splitter that knows
 // only JSON's brackets, strings and commas; each top-level value and each event is cut out whole
 // and parsed on its own with simdjson's On-Demand API. Memory holds one chunk of the file, one
-// event, and what is kept: 56 bytes per kept event, plus each distinct name once, plus the inputs
-// and collectives side tables (bench/kineto_read_bench.cc and docs/measured-traces.md have the
-// measured figures).
+// event, and what is kept: 48 bytes per kept event, 32 per operator with record_shapes' inputs,
+// 136 per GEMM or attention operator's shape, each distinct name once, the collectives' metadata
+// (bench/kineto_read_bench.cc and docs/measured-traces.md have the measured figures).
 //
 // Times: ts and dur are microseconds in the file, integers or with a fraction (Kineto writes
 // nanoseconds as three decimals); they are read from their digits, exactly, as integer
 // nanoseconds (epoch timestamps of ~1.7e15 us keep their nanoseconds, which a double would not).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -45,14 +48,14 @@
 namespace meshsim::traces {
 
 // Bounds on what read_kineto reads and keeps: no trace, however large, endless or deep, makes it
-// read, inflate or hold more. Memory is at most about max_kept_events x 56 bytes plus
-// max_name_bytes plus a chunk and an event.
+// read, inflate or hold more. Memory is at most about max_kept_events x 216 bytes (an operator
+// with its inputs and shape) plus max_name_bytes plus a chunk and an event.
 struct KinetoLimits {
   int64_t max_file_bytes = int64_t{64} << 30;    // the file as stored (gzipped or not): 64 GiB
   int64_t max_text_bytes = int64_t{256} << 30;   // the JSON text, after inflating: 256 GiB
   int64_t max_event_bytes = int64_t{1} << 20;    // one event's text: 1 MiB
   int64_t max_header_bytes = int64_t{64} << 20;  // one top-level value besides the events
-  int64_t max_kept_events = int64_t{1} << 25;    // 33.5 M events (1.9 GB of KinetoEvents)
+  int64_t max_kept_events = int64_t{1} << 25;    // 33.5 M events (1.6 GB of KinetoEvents)
   int64_t max_name_bytes = int64_t{256} << 20;   // distinct event names, summed
   int max_depth = 64;                            // nesting levels (Kineto writes 5)
 };
@@ -69,24 +72,25 @@ enum class KinetoKind : uint8_t {
 
 inline constexpr uint32_t kNoIndex = UINT32_MAX;
 
-// One kept event, 56 bytes. Host events: device -1, tid their thread; device events: device the
-// GPU ordinal, tid their stream.
+// One kept event, 48 bytes. Host events: device -1, tid their thread; device events: device the
+// GPU ordinal, tid their stream. A tid that is a string, or a number outside 32 bits, gets a
+// negative id of its own, in order of first use.
 struct KinetoEvent {
   int64_t ts_ns = 0;  // start, nanoseconds as written (epoch or profiler clock)
   int64_t dur_ns = 0;
   int64_t correlation = -1;  // args.correlation (runtime calls and their device work)
   int64_t external_id = -1;  // args."External id" (an operator, its runtime calls and kernels)
-  int64_t tid = 0;           // thread, or CUDA stream
+  int32_t tid = 0;           // thread, or CUDA stream
   uint32_t name = 0;         // index into RankTrace::names
-  int32_t device = -1;
   // Kernels: index into RankTrace::collectives (NCCL metadata); copies and sets: into
   // RankTrace::copy_bytes; operators: into RankTrace::inputs. kNoIndex when there is none.
   uint32_t extra = kNoIndex;
+  int16_t device = -1;  // ordinals past 32767 are refused
   KinetoKind kind = KinetoKind::kCpuOp;
 
   int64_t end_ns() const { return ts_ns + dur_ns; }
 };
-static_assert(sizeof(KinetoEvent) == 56);
+static_assert(sizeof(KinetoEvent) == 48);
 
 // A collective's metadata, as PyTorch's record_param_comms records it and Kineto copies it onto
 // the NCCL kernel (torch/csrc/profiler/util.h, libkineto/src/output_json.cc): "Collective name",
@@ -109,13 +113,24 @@ struct KinetoCollective {
 // the dims of the first inputs are kept only for the operators that meshsim costs by shape
 // (GEMMs: aten::mm, addmm, bmm, baddbmm, _scaled_mm; fused attention: the _flash_attention_*,
 // _efficient_attention_*, _scaled_dot_product_*_attention* operators and flash-attn's).
+// 32 bytes an operator (a trace with record_shapes has millions); the dims live apart, for the
+// few operators that need them.
 struct KinetoInputs {
   int64_t tensor_bytes = 0;  // summed over the inputs with a known dtype
   int64_t largest_tensor_bytes = 0;
   int32_t tensors = 0;       // inputs with dims and a known dtype
+  uint32_t shape = kNoIndex;   // shape-costed operators: index into RankTrace::shapes
   std::optional<Dtype> dtype;  // of the first tensor input, when meshsim has the format
-  std::vector<std::vector<int64_t>> dims;  // shape-costed operators only: the first 6 inputs
-  std::vector<std::string> types;          // their "Input type"s
+};
+
+// The dims of an operator's first kShapeInputs inputs, up to kShapeRank each (a GEMM's two
+// matrices, batched or not; attention's query, key and value); an input of higher rank, or not a
+// tensor, has rank 0. 136 bytes, no allocation.
+inline constexpr size_t kShapeInputs = 4;
+inline constexpr size_t kShapeRank = 4;
+struct KinetoShape {
+  std::array<std::array<int64_t, kShapeRank>, kShapeInputs> dims{};
+  std::array<uint8_t, kShapeInputs> rank{};
 };
 
 struct KinetoProcessGroup {
@@ -150,6 +165,7 @@ struct RankTrace {
   std::map<int64_t, uint32_t> op_collectives;
   std::vector<int64_t> copy_bytes;
   std::vector<KinetoInputs> inputs;
+  std::vector<KinetoShape> shapes;
 
   int64_t text_bytes = 0;     // JSON text read (inflated)
   int64_t events_seen = 0;    // every element of traceEvents

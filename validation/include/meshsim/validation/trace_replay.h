@@ -47,6 +47,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -127,9 +128,9 @@ struct Replay {
   traces::StepBreakdown simulated;
   int64_t host_ops = 0;               // ops of the host stream
   int64_t inferred_dependencies = 0;  // cross-stream waits inferred (see above)
-  // The simulated rank (one rank: RankId 0) for traces: its program, its simulated records and
-  // the same ops' measured spans (relative to the step's start: host ops at the measured chain,
-  // device ops where they ran), and the global ranks of its group slots.
+  // With keep_timelines, for traces: the simulated rank's (one rank: RankId 0) program, its
+  // simulated records and the same ops' measured spans (relative to the step's start: host ops
+  // at the measured chain, device ops where they ran); the global ranks of its group slots.
   Program program;
   Timeline timeline;
   Timeline measured_timeline;
@@ -147,9 +148,12 @@ std::vector<ReplayOp> cost_ops(const traces::RankTrace& trace, const traces::Ran
 
 // Replays the step of the rank with global rank `global_rank` (< world) on `chip` (its compute
 // model, at its efficiency) with `comm` for its collectives (global ranks are devices in order).
-// A `comm` model is used by one replay (it keeps state).
+// A `comm` model is used by one replay (it keeps state). With `keep_timelines` the Replay keeps
+// its program (ops named after their kernels) and both timelines, for write_replay_trace;
+// without, they stay empty (a step of 10^5 kernels holds tens of MB of them).
 Replay replay_step(const traces::RankTrace& trace, const traces::RankStep& step,
-                   int64_t global_rank, int64_t world, const topology::Chip& chip, CommModel& comm);
+                   int64_t global_rank, int64_t world, const topology::Chip& chip, CommModel& comm,
+                   bool keep_timelines = false);
 
 // One rank's replayed steps, summarized.
 struct RankSummary {
@@ -168,6 +172,20 @@ struct RankSummary {
   int64_t host_ops = 0;
   int64_t inferred_dependencies = 0;
 };
+// One rank's steps summarized as they are replayed (a multi-GB trace's replays are not kept).
+class RankSummarizer {
+ public:
+  void add(const Replay& r);
+  // At least one step added.
+  RankSummary summary() const;
+
+ private:
+  RankSummary s_;
+  std::vector<Duration> measured_;
+  std::vector<Duration> simulated_;
+  std::vector<traces::StepBreakdown> measured_breakdowns_;
+  std::vector<traces::StepBreakdown> simulated_breakdowns_;
+};
 // `replays` are one rank's steps (at least one).
 RankSummary summarize(const std::vector<Replay>& replays);
 
@@ -180,6 +198,18 @@ struct KernelRow {
   int64_t count = 0;
   Duration measured;
   Duration simulated;
+};
+// The modelled ops of replays of one trace's steps, grouped as they are added.
+class KernelRows {
+ public:
+  explicit KernelRows(const traces::RankTrace& trace) : trace_(trace) {}
+  void add(const Replay& r);
+  // The groups, the largest absolute differences first.
+  std::vector<KernelRow> rows() const;
+
+ private:
+  const traces::RankTrace& trace_;
+  std::map<std::vector<int64_t>, KernelRow> groups_;
 };
 // Every modelled op of `replays` (replays of `trace`'s steps) grouped, the largest absolute
 // differences first.
