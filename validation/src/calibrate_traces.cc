@@ -142,6 +142,14 @@ std::vector<FittedParameter> pin(const std::vector<const FitCase*>& cases,
       }
     }
   }
+  // Per-class efficiencies of the base that the fit dropped (classes without data): kept.
+  for (size_t c = 0; c < base.memory_by_class.size(); ++c) {
+    if (base.memory_by_class[c] && !fitted.memory_by_class[c]) {
+      out.push_back({fmt::format("memory/{}", to_string(static_cast<OpClass>(c))),
+                     *base.memory_by_class[c], *base.memory_by_class[c], false});
+      restored.memory_by_class[c] = base.memory_by_class[c];
+    }
+  }
   const auto fitted_d = duration_slots(fitted);
   const auto base_d = duration_slots(base_copy);
   for (size_t i = 0; i < fitted_d.size(); ++i) {
