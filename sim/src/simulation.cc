@@ -216,7 +216,7 @@ void Simulation::Impl::prepare() {
     }
     for (size_t op = 0; op < info.ops.size(); ++op) {
       if (const auto* c = std::get_if<ComputeWork>(&info.ops[op]->work)) {
-        info.compute_time[op] = compute.compute_time(*first[p], *c);
+        info.compute_time[op] = c->measured ? *c->measured : compute.compute_time(*first[p], *c);
       }
     }
   }
@@ -287,8 +287,11 @@ Duration Simulation::Impl::interfered_time(const RankHot& r, RankId id, uint32_t
 Duration Simulation::Impl::compute_duration(const RankHot& r, RankId id, uint32_t op) const {
   const int32_t collectives = collectives_in_flight[id.index()];
   // Without collectives in flight the program's time; with them, the cost model's interference.
-  const Duration base = collectives == 0 ? info(r).compute_time[op]
-                                         : interfered_time(r, id, op, collectives);
+  // (A measured kernel's time already holds whatever ran beside it.)
+  const Duration base =
+      collectives == 0 || std::get<ComputeWork>(info(r).ops[op]->work).measured
+          ? info(r).compute_time[op]
+          : interfered_time(r, id, op, collectives);
   double factor = r.slowdown;
   if (jitter_sigma > 0) {
     const double z = standard_normal_at(jitter_seed, ranks[id.index()].global.value(), op);

@@ -178,10 +178,6 @@ BytesPerSec RooflineComputeModel::memory_bandwidth(const ComputeWork& work) cons
 KernelTime RooflineComputeModel::kernel_time(const ComputeWork& work,
                                              const ComputeContext& context) const {
   KernelTime t;
-  if (work.given) {  // a measured time (program.h): nothing to model
-    t.overhead = *work.given;
-    return t;
-  }
   if (work.host != HostCopy::kNone) {  // a copy engine's transfer: the host link's measured rate
     SIM_CHECK(chip_.host_link.has_value(), "chip {} has no host_link rates", chip_.name);
     t.memory_bound = work.bytes / (work.host == HostCopy::kToHost ? chip_.host_link->to_host

@@ -160,7 +160,7 @@ class Coster {
       r.group.clear();
       r.compute = ComputeWork{};
       r.compute.op_class = op.op_class;
-      r.compute.given = op.duration;
+      r.compute.measured = op.duration;
     }
     return r;
   }

@@ -168,7 +168,7 @@ class Builder {
     o.stream = host_stream_;
     ComputeWork w;
     w.op_class = OpClass::kElementwise;
-    w.given = d;
+    w.measured = d;
     o.work = w;
     ++host_ops_;
     const OpId id = program_.add(std::move(o));

@@ -155,11 +155,10 @@ struct ComputeWork {
   // An FP8 GEMM run with the library's fast accumulation (partial sums not promoted to FP32 at
   // intervals): what Transformer Engine's recipes and torchao's float8 do for forward GEMMs.
   bool fast_accumulation = false;
-  // The op's time is known, not modelled: a kernel of a measured trace that nothing in it lets a
-  // model cost (validation's trace replay), taken as it was measured. Cost models return it as
-  // is, without launch overhead, interference or efficiency; flops and bytes are then only for
-  // reports.
-  std::optional<Duration> given;
+  // A kernel whose time was measured (an imported execution trace): it takes exactly this long
+  // whatever the cost model would say and whatever runs beside it (the measurement already holds
+  // that); per-rank slowdown and jitter still apply.
+  std::optional<Duration> measured = std::nullopt;
 };
 
 // `bytes` is the buffer size in nccl-tests' convention: the full buffer for all-reduce, broadcast

@@ -49,8 +49,7 @@
 // "Cache-aware Roofline model", IEEE CAL 2014), with the kernel's own traffic standing for its
 // working set. The launch overhead is added to every kernel. All parameters come from the
 // catalogue entry (each with its source): fitted to component measurements
-// (validation/microbench/, tools/fit_kernels.py) or by `meshsim calibrate` to traces. A kernel
-// whose time is given (ComputeWork::given: a measured kernel nothing models) costs exactly that.
+// (validation/microbench/, tools/fit_kernels.py) or by `meshsim calibrate` to traces.
 #pragma once
 
 #include "meshsim/sim/cost_model.h"

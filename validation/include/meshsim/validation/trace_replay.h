@@ -20,7 +20,7 @@
 //    input elements; all-gather: output elements; times the dtype's size), the group's global
 //    ranks from "Process Group Ranks" (or distributedInfo's pg_config), on the cluster's network
 //    through the collectives' model (the caller's CommModel).
-//  * Anything else keeps its measured duration (ComputeWork::given), and says why (Unmodelled):
+//  * Anything else keeps its measured duration (ComputeWork::measured), and says why (Unmodelled):
 //    kernels of operators without shapes, of classes meshsim does not cost from a tensor list
 //    (attention, optimizer, embedding: their bytes are not the inputs' sizes), point-to-point
 //    transfers (the peer's timing is in their duration), collectives without metadata.
@@ -109,7 +109,7 @@ struct ReplayOp {
   uint32_t event = 0;  // into RankTrace::events
   ReplayCost cost = ReplayCost::kMeasured;
   Unmodelled why = Unmodelled::kNone;
-  ComputeWork compute;  // everything but collectives (given = the measured time when kMeasured)
+  ComputeWork compute;  // everything but collectives (measured = its measured time when kMeasured)
   std::optional<CollectiveWork> collective;
   std::vector<RankId> group;  // a collective's global ranks
   Duration measured;
