@@ -24,7 +24,8 @@ struct Outcome {
 };
 
 // The targets, one per input format: model, hf_config, cluster, chips, scenario, manifest,
-// profile, pytorch_trace, jax_trace, sweep_spec, failure_table (model and hf_config share a
+// profile, pytorch_trace, jax_trace, kineto_trace (one rank of a multi-GPU trace, streamed),
+// sweep_spec, failure_table (model and hf_config share a
 // loader, as do the two traces; they differ in seeds and dictionary).
 const std::vector<std::string>& target_names();
 
