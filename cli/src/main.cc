@@ -34,8 +34,9 @@ using meshsim::workloads::ParallelPlan;
 using meshsim::workloads::PlanField;
 
 constexpr const char* kMaxTraceSizeHelp =
-    "Largest measured trace to read, as stored and inflated (default 64MiB; the parsed document "
-    "takes 15 to 35 times that in memory)";
+    "Largest measured trace to read, as stored and inflated (a manifest's trace: default 64MiB, "
+    "the parsed document takes 15 to 35 times that in memory; per-rank profiler traces, streamed "
+    "in bounded memory: default 64GiB stored, 256GiB inflated)";
 
 // A flag bound to the override scenario, applied (with its origin) only when given on the
 // command line.

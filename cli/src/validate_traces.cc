@@ -127,13 +127,13 @@ void print_rows(const std::vector<KernelRow>& rows, std::ostream& out) {
   }
   out << fmt::format("  largest per-kernel discrepancies (all steps; {} groups, all in --json)\n",
                      rows.size());
-  out << fmt::format("    {:<44}{:<42}{:>6}{:>12}{:>12}{:>9}\n", "kernel", "costed as", "n",
+  out << fmt::format("    {:<44}{:<42}{:>6}{:>12}{:>12} {:>9}\n", "kernel", "costed as", "n",
                      "measured ms", "simulated", "error");
   for (size_t i = 0; i < std::min(kKernelRows, rows.size()); ++i) {
     const KernelRow& r = rows[i];
     std::string name = r.name.size() > 42 ? r.name.substr(0, 39) + "..." : r.name;
     // 41 characters hold a collective with its group ("collective all-reduce 33.6 MB over 2048").
-    out << fmt::format("    {:<44}{:<42}{:>6}{:>12.3f}{:>12.3f}{:>9}\n", name,
+    out << fmt::format("    {:<44}{:<42}{:>6}{:>12.3f}{:>12.3f} {:>9}\n", name,
                        fmt::format("{} {}", to_string(r.cost), r.shape).substr(0, 41), r.count,
                        ms(r.measured), ms(r.simulated), error_text(r.measured, r.simulated));
   }
