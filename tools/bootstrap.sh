@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 packages=(
   cmake ninja-build g++ pkg-config python3
   libboost-graph-dev libsimgrid-dev libfmt-dev nlohmann-json3-dev libcli11-dev
-  libprotobuf-dev protobuf-compiler zlib1g-dev libnlopt-cxx-dev
+  libprotobuf-dev protobuf-compiler zlib1g-dev libnlopt-cxx-dev libsimdjson-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin libjs-vega
 )

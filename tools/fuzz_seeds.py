@@ -29,6 +29,7 @@ SOURCES: dict[str, list[str]] = {
     "profile": ["validation/profiles/*.json"],
     "pytorch_trace": ["tests/traces/fixtures/torch_*.trace.json*"],
     "jax_trace": ["tests/traces/fixtures/jax_*.trace.json*"],
+    "kineto_trace": ["validation/traces/multi-gpu/*.json.gz", "tests/traces/fixtures/torch_gpu_*"],
     "sweep_spec": [],
     "failure_table": ["studies/data/failures-*.json"],
     "published_runs": [],  # one seed per source family, split from the dev set (split_runs)
@@ -53,6 +54,7 @@ def split_runs(root: Path, target_dir: Path) -> None:
 # Traces larger than this (inflated) are trimmed (see trim_trace).
 MAX_SEED_BYTES = 64 * 1024
 KEEP_EVENTS = 300
+DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
 def read_text(path: Path) -> str:
@@ -63,17 +65,32 @@ def read_text(path: Path) -> str:
 
 
 def trim_trace(text: str) -> str:
-    """The metadata, the step ranges and the first KEEP_EVENTS other events, compact."""
+    """The trace trimmed (trim_to) to fit MAX_SEED_BYTES, the fuzzers' -max_len (a longer seed
+    would be cut, and a cut trace is refused at once)."""
+    keep = KEEP_EVENTS
+    out = trim_to(text, keep)
+    while len(out) > MAX_SEED_BYTES and keep > 1:
+        keep //= 2
+        out = trim_to(text, keep)
+    return out
+
+
+def trim_to(text: str, keep: int) -> str:
+    """The metadata, the step ranges and the first `keep` other host events and device events
+    each, compact (a Kineto trace writes its device events after the host's: without them the
+    seed would have no GPU timeline)."""
     doc = json.loads(text)
     events = doc if isinstance(doc, list) else doc.get("traceEvents", [])
-    kept, others = [], 0
+    kept, others = [], {False: 0, True: 0}
     for e in events:
         step = isinstance(e, dict) and str(e.get("name", "")).startswith("ProfilerStep#")
         if not isinstance(e, dict) or e.get("ph") == "M" or step:
             kept.append(e)
-        elif others < KEEP_EVENTS:
+            continue
+        device = e.get("cat") in DEVICE_CATEGORIES
+        if others[device] < keep:
             kept.append(e)
-            others += 1
+            others[device] += 1
     if isinstance(doc, list):
         return json.dumps(kept, separators=(",", ":"))
     doc["traceEvents"] = kept

@@ -28,6 +28,8 @@
 #include "scenario_flags.h"
 #include "trace_limits.h"
 #include "validate_command.h"
+#include "validate_traces.h"
+#include "calibrate_traces.h"
 #include "version.h"
 #include "workload_command.h"
 
@@ -38,8 +40,9 @@ using meshsim::cli::flag_of;
 using meshsim::cli::Scenario;
 
 constexpr const char* kMaxTraceSizeHelp =
-    "Largest measured trace to read, as stored and inflated (default 64MiB; the parsed document "
-    "takes 15 to 35 times that in memory)";
+    "Largest measured trace to read, as stored and inflated (a manifest's trace: default 64MiB, "
+    "the parsed document takes 15 to 35 times that in memory; per-rank profiler traces, streamed "
+    "in bounded memory: default 64GiB stored, 256GiB inflated)";
 
 // A flag bound to the override scenario, applied (with its origin) only when given on the
 // command line.
@@ -380,12 +383,22 @@ int run_main(int argc, char** argv) {
   collective->add_option("--json", coll_json, "Write the rows as JSON to FILE");
 
   meshsim::cli::ValidateArgs val;
+  std::vector<std::string> val_inputs;
+  std::string val_cluster;
   std::string val_json;
   CLI::App* validate = app.add_subcommand(
-      "validate", "Compare a measured step (a validation manifest and its trace) with meshsim's");
-  validate->add_option("manifest", val.manifest, "manifest.json of a measured run")->required();
+      "validate",
+      "Compare measured steps with meshsim's: a validation manifest (one device), or the per-rank "
+      "PyTorch profiler traces of a multi-GPU job (files or directories), replayed");
+  validate->add_option("inputs", val_inputs,
+                       "manifest.json of a measured run, or trace files / directories of them")
+      ->required();
   validate->add_option("--hardware-profile", val.hardware_profile,
-                       "One-chip catalogue JSON describing the measured hardware");
+                       "One-chip catalogue JSON describing the measured hardware (traces: "
+                       "default, the chip their deviceProperties name)");
+  validate->add_option("--cluster", val_cluster,
+                       "Traces: the cluster their collectives ran on, a preset or cluster JSON "
+                       "(default: the chip's reference system)");
   validate->add_option("--json", val_json, "Write the comparison as JSON to FILE");
   std::string val_trace;
   validate->add_option("--trace", val_trace,
@@ -403,11 +416,18 @@ int run_main(int argc, char** argv) {
   std::string cal_json;
   CLI::App* calibrate = app.add_subcommand(
       "calibrate", "Fit a chip's efficiency parameters to measured runs (with leave-one-out)");
-  calibrate->add_option("manifests", cal.manifests, "manifest.json files of measured runs")
+  std::string cal_cluster;
+  calibrate->add_option("manifests", cal.manifests,
+                        "manifest.json files of measured runs, or profiler trace files / "
+                        "directories of them")
       ->required();
+  calibrate->add_option("--cluster", cal_cluster,
+                        "Traces: the cluster their collectives ran on, a preset or cluster JSON "
+                        "(default: the chip's reference system)");
   calibrate->add_option("--out", cal.out, "Write the fitted hardware profile to FILE")->required();
   calibrate->add_option("--hardware-profile", cal.hardware_profile,
-                        "Base one-chip catalogue JSON (its efficiencies are the starting point)");
+                        "Base one-chip catalogue JSON (its efficiencies are the starting point; "
+                        "traces: default, the catalogue's chip their deviceProperties name)");
   calibrate->add_option("--json", cal_json, "Write the errors before, after and held out as JSON");
   std::string cal_trace_size;
   calibrate->add_option("--max-trace-size", cal_trace_size, kMaxTraceSizeHelp);
@@ -476,6 +496,36 @@ int run_main(int argc, char** argv) {
     return 0;
   }
   if (*validate) {
+    if (meshsim::cli::looks_like_traces(val_inputs)) {
+      meshsim::cli::ValidateTracesArgs vt;
+      vt.inputs.inputs = val_inputs;
+      vt.inputs.hardware_profile = val.hardware_profile;
+      vt.inputs.cluster = val_cluster;
+      if (!val_json.empty()) {
+        vt.json_path = val_json;
+      }
+      if (val_max_error > 0) {
+        vt.max_step_error = val_max_error;
+      }
+      if (!val_trace.empty()) {
+        vt.trace_path = val_trace;
+      }
+      if (!val_trace_size.empty()) {
+        meshsim::cli::set_trace_size(vt.inputs.limits, val_trace_size);
+      }
+      return meshsim::cli::validate_traces_command(vt, std::cout);
+    }
+    if (val_inputs.size() != 1) {
+      throw meshsim::InputError(val_inputs[1], "",
+                                "validate takes one manifest, or profiler traces (this is "
+                                "neither a directory nor a Chrome trace)");
+    }
+    if (!val_cluster.empty()) {
+      throw meshsim::InputError("--cluster", "",
+                                "a manifest's single device needs no cluster: --cluster is for "
+                                "profiler traces");
+    }
+    val.manifest = val_inputs.front();
     if (!val_json.empty()) {
       val.json_path = val_json;
     }
@@ -509,6 +559,25 @@ int run_main(int argc, char** argv) {
     return meshsim::cli::published_command(pub, report_stream(pub_json));
   }
   if (*calibrate) {
+    if (meshsim::cli::looks_like_traces(cal.manifests)) {
+      meshsim::cli::CalibrateTracesArgs ct;
+      ct.inputs.inputs = cal.manifests;
+      ct.inputs.hardware_profile = cal.hardware_profile;
+      ct.inputs.cluster = cal_cluster;
+      ct.out = cal.out;
+      if (!cal_json.empty()) {
+        ct.json_path = cal_json;
+      }
+      if (!cal_trace_size.empty()) {
+        meshsim::cli::set_trace_size(ct.inputs.limits, cal_trace_size);
+      }
+      return meshsim::cli::calibrate_traces_command(ct, std::cout);
+    }
+    if (!cal_cluster.empty()) {
+      throw meshsim::InputError("--cluster", "",
+                                "manifests' single devices need no cluster: --cluster is for "
+                                "profiler traces");
+    }
     if (!cal_json.empty()) {
       cal.json_path = cal_json;
     }

@@ -101,6 +101,8 @@ bool not_empty(const ParallelPlan& p) {
   return !(p.*Member).empty();
 }
 // The routing draw's own fields go with it; alone, when set (they change nothing then).
+bool graphs_used(const ParallelPlan& p) { return p.cuda_graphs != workloads::CudaGraphs::kNone; }
+
 bool routing_drawn(const ParallelPlan& p) {
   return p.moe_load_skew.has_value() || p.moe_drop_tokens || p.moe_seed != 0;
 }
@@ -207,12 +209,19 @@ std::vector<PlanFieldSpec> make_table() {
                             "through memory); default: the stack's"),
       choice<&P::stack>(F::kStack,
                         "Software stack: megatron (Megatron-Core + Transformer Engine), "
-                        "megatron-2021, fsdp (PyTorch FSDP eager), llm-foundry-2023, fsdp-compile "
-                        "(torchtitan), maxtext (JAX/XLA); default: megatron on GPUs, maxtext on "
-                        "TPUs"),
+                        "megatron-2021, megatron-2022, deepspeed-zero3-2021, fsdp (PyTorch FSDP "
+                        "eager), llm-foundry-2023, fsdp-compile (torchtitan), maxtext and paxml "
+                        "(JAX/XLA); `meshsim presets` says what each runs; default: megatron on "
+                        "GPUs, maxtext on TPUs"),
       choice<&P::fp8_scaling>(F::kFp8Recipe,
                               "FP8 scaling of fp8 runs: delayed (amax history) or current (an amax "
                               "pass before each cast); default: the stack's"),
+      choice<&P::cuda_graphs>(F::kCudaGraphs,
+                              "CUDA graphs: none (every kernel issued by the host), layers (each "
+                              "layer's forward and backward one graph: Megatron-Core "
+                              "--enable-cuda-graph) or step (the whole step one graph: "
+                              "--cuda-graph-scope full_iteration); GPU stacks only",
+                              &graphs_used),
       choice<&P::kernels>(F::kKernels,
                           "Memory-bound kernels: fused (Megatron/TE, XLA) or eager (PyTorch eager "
                           "mode, one kernel per tensor op)"),

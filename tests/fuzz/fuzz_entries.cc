@@ -17,11 +17,14 @@
 #include "meshsim/topology/network.h"
 #include "meshsim/traces/chakra.h"
 #include "meshsim/traces/import.h"
+#include "meshsim/traces/kineto.h"
 #include "meshsim/traces/nccl_tests.h"
+#include "meshsim/traces/rank_steps.h"
 #include "meshsim/validation/collective_fit.h"
 #include "meshsim/validation/manifest.h"
 #include "meshsim/validation/profile.h"
 #include "meshsim/validation/published.h"
+#include "meshsim/validation/trace_replay.h"
 #include "meshsim/workloads/accounting.h"
 #include "meshsim/studies/chakra_run.h"
 #include "meshsim/studies/failures.h"
@@ -218,6 +221,25 @@ void run_trace(std::string_view data) {
   }
 }
 
+// One rank of a multi-GPU profiler trace (meshsim validate TRACE...): streamed, cut into steps,
+// each step measured and replayed on an H100 with collectives that take a fixed time.
+void run_kineto_trace(std::string_view data) {
+  traces::KinetoLimits limits;
+  limits.max_kept_events = int64_t{1} << 16;
+  const traces::RankTrace t = traces::read_kineto_bytes(data, kSource, limits);
+  const traces::RankSteps steps = traces::find_steps(t);
+  (void)traces::host_dispatch(t, steps);
+  static const topology::Chip chip = topology::Catalogue::builtin().chip("h100-sxm");
+  const validation::RankIdentity id = validation::rank_identity(t, 0, 1);
+  for (const traces::RankStep& step : steps.steps) {
+    IsolatedCommModel comm(
+        [](CollectiveKind, Bytes, std::span<const RankId>) { return Microseconds(10); },
+        [](RankId, RankId, Bytes) { return Microseconds(10); });
+    const validation::Replay r = validation::replay_step(t, step, id.rank, id.world, chip, comm);
+    (void)validation::kernel_rows(t, {&r});
+  }
+}
+
 // A published-runs file (meshsim validate-published): every run mapped to a scenario with the
 // builtin catalogue, or refused with its reason (the first refusal is the outcome); nothing is
 // simulated.
@@ -345,6 +367,7 @@ const std::map<std::string, Entry, std::less<>>& entries() {
       {"chips", run_chips},     {"scenario", run_scenario},   {"manifest", run_manifest},
       {"profile", run_profile}, {"pytorch_trace", run_trace}, {"jax_trace", run_trace},
       {"sweep_spec", run_sweep_spec}, {"failure_table", run_failure_table},
+      {"kineto_trace", run_kineto_trace},
       {"published_runs", run_published_runs}, {"published_facts", run_published_facts},
       {"nccl_tests_log", run_nccl_tests_log}, {"chakra_trace", run_chakra_trace}};
   return kEntries;

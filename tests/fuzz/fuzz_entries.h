@@ -24,9 +24,9 @@ struct Outcome {
 };
 
 // The targets, one per input format: model, hf_config, cluster, chips, scenario, manifest,
-// profile, pytorch_trace, jax_trace, sweep_spec, failure_table, published_runs, nccl_tests_log,
-// chakra_trace (model and hf_config share a loader, as do the two traces; they differ in seeds and
-// dictionary).
+// profile, pytorch_trace, jax_trace, kineto_trace (one rank of a multi-GPU trace, streamed),
+// sweep_spec, failure_table, published_runs, nccl_tests_log, chakra_trace (model and hf_config
+// share a loader, as do the two traces; they differ in seeds and dictionary).
 const std::vector<std::string>& target_names();
 
 // Runs `data` through the named target. Throws std::invalid_argument for an unknown name.

@@ -373,6 +373,53 @@ TEST(Stacks, MegatronSynchronisesTheHostWhereItsCodeDoes) {
   EXPECT_TRUE(syncs(Stack::kFsdp, 1, 1).empty());
 }
 
+// CUDA graphs: per layer, each layer's forward (or backward) of each microbatch costs the host
+// one graph launch, paid by its first op, and its other ops nothing; data-parallel and pipeline
+// ops and the optimizer are issued as before. Per step, one launch for the whole program and no
+// host synchronisation inside it.
+TEST(Stacks, CudaGraphsLaunchALayerOrTheStepInOneCall) {
+  const auto program = [](CudaGraphs g) {
+    ParallelPlan p = plan_with(Stack::kMegatron, DeviceFamily::kHopper);
+    p.gbs = 2;  // two microbatches
+    p.cuda_graphs = g;
+    return plan_step(load_model("llama3.2-1b"), p);
+  };
+  const HostDispatch& h = stack_profile(Stack::kMegatron, DeviceFamily::kHopper).host;
+  const StepPlan eager_plan = program(CudaGraphs::kNone);
+  const StepPlan layers_plan = program(CudaGraphs::kLayers);
+  const StepPlan step_plan = program(CudaGraphs::kStep);
+  const Program& eager = eager_plan.programs.at(0);
+  const Program& layers = layers_plan.programs.at(0);
+  const Program& step = step_plan.programs.at(0);
+  ASSERT_EQ(eager.size(), layers.size());
+  ASSERT_EQ(eager.size(), step.size());
+  int64_t fwd_l3_ops = 0;
+  int64_t fwd_l3_launches = 0;
+  int64_t step_launches = 0;
+  int64_t step_syncs = 0;
+  for (size_t i = 0; i < eager.size(); ++i) {
+    const OpId id(static_cast<uint32_t>(i));
+    const Op& e = eager.op(id);
+    const Op& l = layers.op(id);
+    if (e.name.starts_with("fwd.L3.")) {
+      ++fwd_l3_ops;
+      EXPECT_GT(e.host, Duration::zero()) << e.name;
+      fwd_l3_launches += l.host > Duration::zero() ? 1 : 0;
+      EXPECT_TRUE(l.host == Duration::zero() || l.host == h.graph_launch) << l.name;
+    }
+    if (e.name.starts_with("step.") || e.name.find("optimizer") != std::string::npos) {
+      EXPECT_EQ(l.host, e.host) << e.name;  // outside the layers' graphs
+    }
+    step_launches += step.op(id).host > Duration::zero() ? 1 : 0;
+    step_syncs += step.op(id).host_sync != HostSync::kNone ? 1 : 0;
+  }
+  EXPECT_GT(fwd_l3_ops, 2 * 10);   // many kernels per layer pass...
+  EXPECT_EQ(fwd_l3_launches, 2);   // ...one launch per microbatch's pass
+  EXPECT_EQ(step_launches, 1);
+  EXPECT_EQ(step_syncs, 0);
+  EXPECT_EQ(step.op(OpId(0)).host, h.graph_launch);
+}
+
 // The ops of rank 0's program whose names contain `part`.
 std::vector<const Op*> ops_named(const Program& prog, const std::string& part) {
   std::vector<const Op*> out;

@@ -51,21 +51,23 @@ const std::string& Chip::source_of(const std::string& pointer) const {
   return it == sources.end() ? kNone : it->second;
 }
 
-Catalogue Catalogue::builtin() {
+nlohmann::json Catalogue::builtin_document() {
   for (const auto& [stem, contents] : detail::embedded_chip_catalogue()) {
     if (stem == "chips") {
-      nlohmann::json document;
       try {
-        document = nlohmann::json::parse(contents);
+        return nlohmann::json::parse(contents);
       } catch (const nlohmann::json::parse_error& e) {
         throw InputError(std::string(kBuiltinCatalogueSource), fmt::format("byte {}", e.byte),
                          "not valid JSON");
       }
-      return parse(document, std::string(kBuiltinCatalogueSource));
     }
   }
   SIM_CHECK(false, "the builtin chip catalogue (chips.json) was not embedded");
   return {};
+}
+
+Catalogue Catalogue::builtin() {
+  return parse(builtin_document(), std::string(kBuiltinCatalogueSource));
 }
 
 Catalogue Catalogue::load(const std::string& path) { return parse(load_json_file(path), path); }

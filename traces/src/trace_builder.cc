@@ -83,7 +83,9 @@ const ThreadTrack& TraceBuilder::thread(RankId rank, uint8_t stream, bool host_c
                      p.pid,
                      thread_tid(rank, stream),
                      thread_sort_rank(rank, stream),
-                     t.placement.track_prefix + " " + stream_label(stream, host_copies)};
+                     t.placement.track_prefix + " " +
+                         (options_.stream_name ? options_.stream_name(rank, stream)
+                                               : stream_label(stream, host_copies))};
     sink_.add_thread(th);
   }
   return th;

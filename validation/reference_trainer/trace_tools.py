@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Trim profiler traces to a few steps (and optionally shallow call depth), plain or gzipped.
 
-    python3 trace_tools.py trim IN OUT [--steps 2] [--max-op-depth D]
+    python3 trace_tools.py trim IN OUT [--steps 2] [--first-step K] [--max-op-depth D] [--slim]
     python3 trace_tools.py steps IN
 
 `trim` keeps every metadata ("M") event and the events of the first --steps steps: the host
@@ -13,6 +13,9 @@ keeps its shape (a bare array stays an array; other top-level keys are kept).
 --max-op-depth D also drops host events nested D or more operators deep (D=1: only top-level
 operators stay; D=2: their direct children too). meshsim's importer reads only top-level
 operators of CPU traces, so this shrinks test fixtures without changing what they import to.
+
+--first-step K skips the first K steps (warm-up); --slim keeps only what meshsim's multi-GPU
+reader uses: the complete events of SLIM_CATS with the args in SLIM_ARGS, and metadata events.
 
 Steps are found the way meshsim's importer finds them (traces/include/meshsim/traces/import.h):
 PyTorch "ProfilerStep#N" ranges, JAX ranges with args.step_num, else events named *train_step*.
@@ -137,9 +140,33 @@ def _op_depths(events: list[dict]) -> dict[int, int]:
     return depth
 
 
-def trim(doc: Any, keep_steps: int, max_op_depth: int | None = None) -> Any:
+# --slim: what meshsim's multi-GPU reader uses (traces/include/meshsim/traces/kineto.h), and
+# nothing else: complete events of these categories with these args, and the metadata events.
+SLIM_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "cpu_op",
+             "operator", "user_annotation"}
+SLIM_ARGS = {"External id", "correlation", "device", "stream", "bytes", "Input Dims", "Input type",
+             "Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype",
+             "Process Group Name", "Process Group Description", "Process Group Ranks",
+             "Src Rank", "Dst Rank"}
+
+
+def slim(events: list[dict]) -> list[dict]:
+    out = []
+    for e in events:
+        if e.get("ph") == "M":
+            out.append(e)
+        elif e.get("ph") == "X" and e.get("cat") in SLIM_CATS:
+            e = dict(e)
+            if isinstance(e.get("args"), dict):
+                e["args"] = {k: v for k, v in e["args"].items() if k in SLIM_ARGS}
+            out.append(e)
+    return out
+
+
+def trim(doc: Any, keep_steps: int, max_op_depth: int | None = None, first_step: int = 0,
+         slim_events: bool = False) -> Any:
     events = events_of(doc)
-    steps = find_steps(events)
+    steps = find_steps(events)[first_step:]
     if not steps:
         raise ValueError("no steps found (ProfilerStep#N, args.step_num or *train_step*)")
     keep = max(1, min(keep_steps, len(steps)))
@@ -156,7 +183,7 @@ def trim(doc: Any, keep_steps: int, max_op_depth: int | None = None) -> Any:
         if max_op_depth and depth.get(id(e), 0) >= max_op_depth:
             continue
         kept.append(e)
-    return with_events(doc, kept)
+    return with_events(doc, slim(kept) if slim_events else kept)
 
 
 def main(argv=None) -> int:
@@ -167,6 +194,9 @@ def main(argv=None) -> int:
     t.add_argument("output")
     t.add_argument("--steps", type=int, default=2)
     t.add_argument("--max-op-depth", type=int, default=None)
+    t.add_argument("--first-step", type=int, default=0, help="skip this many steps first")
+    t.add_argument("--slim", action="store_true",
+                   help="keep only what meshsim's multi-GPU reader uses (see SLIM_CATS)")
     s = sub.add_parser("steps", help="print the steps a trace holds")
     s.add_argument("input")
     args = p.parse_args(argv)
@@ -175,7 +205,7 @@ def main(argv=None) -> int:
         for i, (a, b) in enumerate(find_steps(events_of(doc))):
             print(f"step {i}: ts {a:.3f} us, {(b - a) / 1e3:.3f} ms")
         return 0
-    out = trim(doc, args.steps, args.max_op_depth)
+    out = trim(doc, args.steps, args.max_op_depth, args.first_step, args.slim)
     save(out, args.output)
     print(f"{args.output}: {len(events_of(out))} of {len(events_of(doc))} events", file=sys.stderr)
     return 0

@@ -406,6 +406,12 @@ void check_routing(const ModelConfig& m, const ParallelPlan& p) {
 }
 
 void check_combinations(const ModelConfig& m, const ParallelPlan& p) {
+  if (p.cuda_graphs != CudaGraphs::kNone && p.host.issue == HostIssue::kXla) {
+    bad(F::kCudaGraphs, fmt::format("the {} stack runs each step as one XLA executable, which "
+                                    "leaves the host nothing per kernel to save; CUDA graphs are "
+                                    "an option of the PyTorch stacks",
+                                    to_string(p.stack)));
+  }
   if (splits_backward(p.schedule) && p.recompute == Recompute::kFull) {
     bad(F::kRecompute, "full recompute with the zero-bubble schedule is not modelled (its "
                        "deferred weight gradients need the re-materialised activations); use "

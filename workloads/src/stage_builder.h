@@ -129,6 +129,8 @@ class StageBuilder {
   // Primitives: one op each, its dependencies from the compute stream. `add` charges the op's
   // host time by its phase (HostDispatch).
   OpId add(Op op, const std::vector<OpId>& deps, Phase phase);
+  // ParallelPlan::cuda_graphs: the op's host time as a graph's member (stage_program.cc).
+  void graph_launch(Op& op, Phase phase);
   OpId compute(const Scope& scope, const KernelSpec& k, std::vector<MemoryEffect> memory = {});
   // A collective after the last kernel; `blocking`: the next kernel waits for it.
   OpId collective(const Scope& scope, const std::string& name, CommKind kind, CollectiveKind op,
@@ -206,6 +208,16 @@ class StageBuilder {
   // The last pipeline send or receive added, if it synchronises the host (HostDispatch's
   // sync_after_p2p): a send or receive right after it joins its batch and takes the sync over.
   std::optional<OpId> synced_p2p_;
+  // CUDA graphs: the per-layer graph the last op joined (layer, microbatch, phase), and whether
+  // the whole-step graph has been launched.
+  struct GraphKey {
+    int32_t layer;
+    int32_t microbatch;
+    Phase phase;
+    bool operator==(const GraphKey&) const = default;
+  };
+  std::optional<GraphKey> graph_;
+  bool graph_open_ = false;
 };
 
 }  // namespace meshsim::workloads::detail

@@ -38,11 +38,37 @@ OpId StageBuilder::add(Op op, const std::vector<OpId>& deps, Phase phase) {
       w != nullptr && w->op_class == OpClass::kMatmul && w->shape) {
     op.host += h.gemm_call;
   }
+  graph_launch(op, phase);
   const OpId id = prog_.add(std::move(op));
   for (const OpId d : deps) {
     prog_.add_dependency(d, id);
   }
   return id;
+}
+
+// CUDA graphs (CudaGraphs): an op inside a graph costs the host nothing but the graph's one
+// launch, paid by the graph's first op. Per layer, a graph is one layer's forward (or backward)
+// of one microbatch: its compute and the layer's own TP/SP/CP/EP communication (ops labelled with
+// the layer and not data-parallel or pipeline traffic); per step, every op is in the one graph,
+// which cannot synchronise with the host.
+void StageBuilder::graph_launch(Op& op, Phase phase) {
+  if (p_.cuda_graphs == CudaGraphs::kStep) {
+    op.host = graph_open_ ? Duration::zero() : p_.host.graph_launch;
+    op.host_sync = HostSync::kNone;
+    graph_open_ = true;
+    return;
+  }
+  const std::optional<OpCategory> cat = op.labels.category;
+  const bool in_layer = op.labels.layer.has_value() && phase != Phase::kStep &&
+                        cat != category_of(CommKind::kData) &&
+                        cat != category_of(CommKind::kPipeline);
+  if (p_.cuda_graphs != CudaGraphs::kLayers || !in_layer) {
+    graph_ = std::nullopt;
+    return;
+  }
+  const GraphKey key{*op.labels.layer, op.labels.microbatch.value_or(-1), phase};
+  op.host = graph_ == key ? Duration::zero() : p_.host.graph_launch;
+  graph_ = key;
 }
 
 OpId StageBuilder::compute(const Scope& scope, const KernelSpec& k,

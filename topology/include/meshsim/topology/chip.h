@@ -222,6 +222,9 @@ class Catalogue {
  public:
   // The catalogue compiled into the library from topology/chips.json.
   static Catalogue builtin();
+  // The document it is parsed from (topology/chips.json as compiled in): a base for one-chip
+  // profiles that `meshsim calibrate` writes.
+  static nlohmann::json builtin_document();
   // A user catalogue file with the same schema.
   static Catalogue load(const std::string& path);
   // Parses an already-read document; `source` names it in errors.

@@ -54,6 +54,9 @@ struct TraceOptions {
   // Process and names of a rank's tracks. Default: one process per rank, named after the global
   // rank it stands for ("rank 0007").
   RankPlacementFn placement;
+  // The name of a rank's stream track after the prefix; default stream_label ("compute",
+  // "comm 1", ...). Measured timelines name theirs after the trace ("stream 7", "host").
+  std::function<std::string(RankId, uint8_t)> stream_name;
   // Scenario metadata (model, cluster, plan, meshsim version, ...): written as the args of the
   // "scenario" instant on the cluster process, and in JSON also as the top-level "metadata".
   std::vector<std::pair<std::string, std::string>> metadata;

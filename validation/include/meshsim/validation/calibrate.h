@@ -30,6 +30,8 @@
 #pragma once
 
 #include <array>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,6 +43,7 @@
 #include "meshsim/traces/import.h"
 #include "meshsim/validation/manifest.h"
 #include "meshsim/validation/profile.h"
+#include "meshsim/validation/trace_replay.h"
 
 namespace meshsim::validation {
 
@@ -78,5 +81,71 @@ Calibration calibrate(const Profile& base, const std::vector<Manifest>& manifest
 // The source of every fitted value in the written profile: `tool` (e.g. "meshsim calibrate
 // (meshsim 0.1.0)"), the base profile, the manifests and the held-out errors.
 std::string calibration_source(const Calibration& c, const Profile& base, std::string_view tool);
+
+// Calibration from profiler traces of multi-GPU jobs (`meshsim calibrate TRACE...`): the same
+// model, loss and optimizer as above, on the kernels the replay costs (trace_replay.h: GEMMs by
+// shape, memory-bound kernels by their operators' bytes, device copies and sets), each step of
+// each rank one case: its measured kernel times per class and per GEMM shape, and their sum as
+// the "step" term (what the fit can change: the kernels' time, not the host's or the network's).
+// Host copies (the host link's measured rates), collectives (the cluster's) and kernels kept as
+// measured take no part.
+//
+// A parameter the traces pin down moves the loss: the fit's loss rises by more than 0.1% when the
+// parameter is doubled, halved (durations also +-0.5 us) or set back to the base chip's value.
+// The others go back to the base chip's values, and the report says so: a trace without GEMM
+// shapes says nothing about e_m.
+// Leave-one-out: with traces of several ranks, each rank's steps are replayed with a fit to the
+// other ranks; with one rank of several steps, each step with a fit to the others.
+struct TraceCase {
+  const traces::RankTrace* trace = nullptr;
+  const traces::RankStep* step = nullptr;
+  int64_t rank = 0;  // global
+};
+
+// A communication model for one replay (collectives on the cluster the traces ran on).
+using CommFactory = std::function<std::unique_ptr<CommModel>()>;
+
+struct FittedParameter {
+  std::string name;  // "matmul", "memory", "memory/norm", "launch_overhead", "k_half", ...
+  double before = 0;  // efficiencies as fractions, durations in seconds
+  double after = 0;
+  bool pinned = false;
+};
+
+struct TraceCalibrationCase {
+  int64_t rank = 0;
+  int64_t step = 0;
+  std::string held_out_with;  // "rank 3" or "step 12": the group left out of its held-out fit
+  Duration measured;
+  Duration fitted_kernels;  // measured time of the kernels the fit saw
+  double error_before = 0;  // step time, simulated / measured - 1, through the replay
+  double error_after = 0;
+  std::optional<double> error_held_out;
+};
+
+struct TraceCalibration {
+  topology::Efficiency before;
+  topology::Efficiency after;
+  bool shape_fitted = false;
+  double loss_before = 0;
+  double loss_after = 0;
+  std::vector<FittedParameter> parameters;
+  std::vector<TraceCalibrationCase> cases;
+  std::string held_out_by;  // "rank", "step", or "" (one case: no leave-one-out)
+  std::optional<double> max_abs_held_out_error;
+  // Summed kernel time per class over the cases the fit saw, simulated / measured - 1.
+  std::array<std::optional<double>, kNumOpClasses> class_errors_before{};
+  std::array<std::optional<double>, kNumOpClasses> class_errors_after{};
+  int64_t fitted_kernels = 0;
+};
+
+// Throws InputError when no case has a kernel to fit.
+TraceCalibration calibrate_traces(const topology::Chip& base, const std::vector<TraceCase>& cases,
+                                  int64_t world, const CommFactory& comm);
+
+// The source of the values a trace calibration wrote (tool, base, traces, held-out errors).
+std::string trace_calibration_source(const TraceCalibration& c, const std::string& base,
+                                     const std::vector<std::string>& traces,
+                                     std::string_view tool);
 
 }  // namespace meshsim::validation

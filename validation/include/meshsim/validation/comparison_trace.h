@@ -17,6 +17,7 @@
 #include "meshsim/traces/trace_writer.h"
 #include "meshsim/validation/manifest.h"
 #include "meshsim/validation/profile.h"
+#include "meshsim/validation/trace_replay.h"
 
 namespace meshsim::validation {
 
@@ -24,5 +25,13 @@ namespace meshsim::validation {
 void write_comparison_trace(std::ostream& out, traces::TraceFormat format, const Manifest& m,
                             const Profile& profile, const traces::MeasuredTrace& trace,
                             std::vector<std::pair<std::string, std::string>> metadata);
+
+// Replayed steps of measured ranks (trace_replay.h), each rank twice: a process "simulated: rank
+// N" and a process "measured: rank N", with the same ops (the replay's program) on the same tracks
+// (one per CUDA stream of the trace, and the host), each step from t = 0. The programs are moved
+// out of `replays`. The scenario marker holds `metadata`.
+void write_replay_trace(std::ostream& out, traces::TraceFormat format,
+                        std::vector<Replay>& replays,
+                        std::vector<std::pair<std::string, std::string>> metadata);
 
 }  // namespace meshsim::validation

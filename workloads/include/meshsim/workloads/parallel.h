@@ -218,6 +218,7 @@ struct ParallelPlan {
   // attention and optimizer fields the user did not set, and sets the two below from it.
   Stack stack = Stack::kMegatron;
   Fp8Scaling fp8_scaling = Fp8Scaling::kDelayed;  // FP8 runs: how tensors are scaled
+  CudaGraphs cuda_graphs = CudaGraphs::kNone;      // what the host launches as CUDA graphs
   StepWork step_work;                             // per-step work outside the layers
   BackwardPrefetch backward_prefetch = BackwardPrefetch::kPre;  // ZeRO-3's backward gathers
   // TP: a column-parallel layer's input gradient is reduced while its weight gradient is computed

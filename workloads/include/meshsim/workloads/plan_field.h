@@ -48,6 +48,7 @@ enum class PlanField : uint8_t {
   kOverlapTp,
   kStack,
   kFp8Recipe,
+  kCudaGraphs,
 };
 constexpr auto enum_names(PlanField) {
   using F = PlanField;
@@ -84,7 +85,8 @@ constexpr auto enum_names(PlanField) {
                                      {F::kOverlapP2p, "overlap_p2p"},
                                      {F::kOverlapTp, "overlap_tp"},
                                      {F::kStack, "stack"},
-                                     {F::kFp8Recipe, "fp8_recipe"}});
+                                     {F::kFp8Recipe, "fp8_recipe"},
+                                     {F::kCudaGraphs, "cuda_graphs"}});
 }
 using PlanError = FieldError<PlanField>;
 

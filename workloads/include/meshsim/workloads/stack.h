@@ -95,6 +95,23 @@ constexpr auto enum_names(HostIssue) {
                                              {HostIssue::kXla, "xla"}});
 }
 
+// CUDA graphs (ParallelPlan::cuda_graphs): kernels captured once and replayed by one
+// cudaGraphLaunch each, so the host no longer issues them one by one.
+//  kNone:    every kernel issued by the host (the stack's HostDispatch).
+//  kLayers:  each transformer layer's forward and backward of each microbatch is one graph
+//            (Megatron-Core's --enable-cuda-graph: Transformer Engine's make_graphed_callables per
+//            TransformerLayer, with the layer's TP/SP/CP/EP communication captured in it);
+//            pipeline, data-parallel and optimizer work stays outside, issued as before.
+//  kStep:    the whole step is one graph (Megatron-Core's --cuda-graph-scope full_iteration, as
+//            NVIDIA's large-scale GPT-3 runs use): one launch, and no host synchronisation inside
+//            it (a capture cannot read values on the host: the gradient norm and loss checks run
+//            on the device).
+enum class CudaGraphs : uint8_t { kNone, kLayers, kStep };
+constexpr auto enum_names(CudaGraphs) {
+  return std::to_array<EnumName<CudaGraphs>>(
+      {{CudaGraphs::kNone, "none"}, {CudaGraphs::kLayers, "layers"}, {CudaGraphs::kStep, "step"}});
+}
+
 enum class P2pSync : uint8_t { kNone, kWhenBatched, kAlways };
 
 // What the host spends on each op, by where the op is issued, and where it waits for the device.
@@ -106,6 +123,7 @@ struct HostDispatch {
   Duration backward_kernel;  // a kernel of the backward (autograd's engine)
   Duration gemm_call;        // a GEMM's library call on top of its kernel's (cuBLAS heuristics)
   Duration optimizer_kernel; // a kernel of the optimizer step
+  Duration graph_launch;     // one cudaGraphLaunch (ParallelPlan::cuda_graphs)
   // Megatron's pipeline: torch.cuda.synchronize() after each batched send/receive
   // (p2p_communication.py): kWhenBatched where the schedule batches them (Megatron-Core: not
   // with the interleaved schedule's overlapped p2p), kAlways (Megatron-LM 2021). Modelled for the
