@@ -350,9 +350,16 @@ void set_stack(ParallelPlan& p, const RunFacts& rf, std::vector<std::string>& as
     assumptions.push_back(fmt::format("attention {}: {}", to_string(p.attention), f->source));
   }
   if (const SourceFact* f = rf.setting(&SourceFact::Set::tp_comm_overlap)) {
-    p.overlap.tensor_parallel = *f->set.tp_comm_overlap;
-    assumptions.push_back(fmt::format("TP communication overlap {}: {}",
-                                      p.overlap.tensor_parallel ? "on" : "off", f->source));
+    // Megatron-LM's validate_args turns sequence parallelism off at TP 1 and then asserts it for
+    // --tp-comm-overlap (megatron/training/arguments.py @ d98e8a64): a TP 1 run of a source that
+    // names the flag did not pass it.
+    p.overlap.tensor_parallel = *f->set.tp_comm_overlap && p.tp > 1;
+    assumptions.push_back(
+        p.tp > 1 || !*f->set.tp_comm_overlap
+            ? fmt::format("TP communication overlap {}: {}",
+                          p.overlap.tensor_parallel ? "on" : "off", f->source)
+            : "TP communication overlap off: the run has TP 1, where Megatron-LM disables "
+              "sequence parallelism and --tp-comm-overlap would fail its assertion");
   }
   const auto& after = rf.framework->grad_reduce_after_backward;
   if (after && (after->value == GradReduceAfterBackward::kAll || p.pp > 1)) {

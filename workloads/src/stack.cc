@@ -301,9 +301,9 @@ StackProfile custom(DeviceFamily family) {
   StackProfile p = megatron(family);
   p.stack = Stack::kCustom;
   p.basis =
-      "custom: Megatron-Core's kernel set with Transformer Engine (as the megatron stack), "
-      "with no capability checks: meshsim simulates combinations no framework it knows of "
-      "runs (its report lists the megatron rules the plan breaks as caveats)";
+      "Megatron-Core's kernel set with Transformer Engine, without any framework's checks: "
+      "meshsim simulates combinations no framework it knows of runs (its report lists the "
+      "megatron rules the plan breaks as caveats)";
   return p;
 }
 
