@@ -4,10 +4,10 @@
 #include <cmath>
 #include <functional>
 #include <map>
-#include <nlopt.hpp>
 #include <optional>
 #include <tuple>
 
+#include "box_search.h"
 #include "meshsim/topology/compute_model.h"
 
 namespace meshsim::validation {
@@ -15,12 +15,11 @@ namespace {
 
 using Vec = std::vector<double>;
 
-// The local search: NLopt's Subplex (LN_SBPLX; T. Rowan's thesis, 1990), Nelder-Mead on a
-// sequence of subspaces, derivative-free and bounded. The loss has kinks wherever a kernel turns
+// The local search (box_search.h): NLopt's Subplex (LN_SBPLX; T. Rowan's thesis, 1990),
+// Nelder-Mead on a sequence of subspaces, derivative-free and bounded. The loss has kinks wherever a kernel turns
 // from compute- to memory-bound (the roofline's max), which derivative-free simplex methods take in
 // their stride; on the committed CPU traces Subplex, Nelder-Mead and BOBYQA reach the same minimum.
 // Deterministic: no random numbers, and stopping by tolerance and evaluation count only.
-constexpr nlopt::algorithm kAlgorithm = nlopt::LN_SBPLX;
 constexpr int kMaxEvaluations = 20000;
 
 // The fitted parameters as the optimizer sees them: times in seconds.
@@ -139,33 +138,20 @@ struct Space {
   }
 };
 
-using Objective = std::function<double(const Vec&)>;
-
-// NLopt takes the objective as a C function and a void* (its API, nlopt.hpp): the one place where
-// a void* stands for a typed callable.
-double call_objective(const Vec& x, Vec& /*gradient: derivative-free*/, void* objective) {
-  return (*static_cast<const Objective*>(objective))(x);
-}
+using detail::Objective;
 
 // A bounded local search of `f` in `space` from `x` with a first step of `step` along each axis
 // (log units), to a relative change of the loss of 1e-12 or kMaxEvaluations evaluations: a
 // deterministic number of evaluations, never a time limit.
 Vec minimize(const Objective& f, const Space& space, Vec x, double step) {
-  nlopt::opt opt(kAlgorithm, static_cast<unsigned>(x.size()));
-  opt.set_lower_bounds(space.lower());
-  opt.set_upper_bounds(space.upper());
-  opt.set_min_objective(call_objective, const_cast<Objective*>(&f));
-  opt.set_initial_step(step);
-  opt.set_ftol_rel(1e-12);
-  opt.set_xtol_rel(1e-10);
-  opt.set_maxeval(kMaxEvaluations);
-  double value = 0;
-  try {
-    opt.optimize(x, value);
-  } catch (const nlopt::roundoff_limited&) {
-    // Converged as far as floating point allows: x holds the best point found.
-  }
-  return x;
+  detail::BoxSearch b;
+  b.lower = space.lower();
+  b.upper = space.upper();
+  b.initial_step = step;
+  b.ftol_rel = 1e-12;
+  b.xtol_rel = 1e-10;
+  b.max_evaluations = kMaxEvaluations;
+  return detail::minimize_in_box(f, std::move(x), b);
 }
 
 // A local search from `x`, then again from its end with a smaller first step (a restart rebuilds

@@ -9,8 +9,8 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <nlopt.hpp>
 
+#include "box_search.h"
 #include "meshsim/collectives/collective_planner.h"
 #include "meshsim/collectives/shared_network.h"
 #include "meshsim/sim/error.h"
@@ -132,31 +132,18 @@ double rounded(P p, double v) {
   return duration ? std::round(v * 1e10) / 1e10 : std::round(v * 1e4) / 1e4;
 }
 
-using Objective = std::function<double(const std::vector<double>&)>;
+using detail::Objective;
 
-// NLopt takes the objective as a C function and a void* (its API, nlopt.hpp): the one place where
-// a void* stands for a typed callable.
-double call_objective(const std::vector<double>& x, std::vector<double>& /*gradient*/,
-                      void* objective) {
-  return (*static_cast<const Objective*>(objective))(x);
-}
-
+// A subplex search in the unit box from `x` with a first step of `step`.
 std::vector<double> search(const Objective& f, std::vector<double> x, double step) {
-  nlopt::opt opt(nlopt::LN_SBPLX, static_cast<unsigned>(x.size()));
-  opt.set_lower_bounds(std::vector<double>(x.size(), 0.0));
-  opt.set_upper_bounds(std::vector<double>(x.size(), 1.0));
-  opt.set_min_objective(call_objective, const_cast<Objective*>(&f));
-  opt.set_initial_step(step);
-  opt.set_ftol_rel(1e-10);
-  opt.set_xtol_rel(1e-8);
-  opt.set_maxeval(kEvaluationsPerSearch);
-  double value = 0;
-  try {
-    opt.optimize(x, value);
-  } catch (const nlopt::roundoff_limited&) {
-    // Converged as far as floating point allows: x holds the best point found.
-  }
-  return x;
+  detail::BoxSearch b;
+  b.lower.assign(x.size(), 0.0);
+  b.upper.assign(x.size(), 1.0);
+  b.initial_step = step;
+  b.ftol_rel = 1e-10;
+  b.xtol_rel = 1e-8;
+  b.max_evaluations = kEvaluationsPerSearch;
+  return detail::minimize_in_box(f, std::move(x), b);
 }
 
 class Fitter {
