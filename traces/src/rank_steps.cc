@@ -567,10 +567,10 @@ HostDispatch host_dispatch(const RankTrace& t, const RankSteps& steps) {
     std::sort(launches.begin(), launches.end());
     for (size_t i = 1; i < launches.size(); ++i) {
       // Named copies, not structured bindings: clang 14 cannot capture a binding in a lambda.
-      const auto tid0 = launches[i - 1].first;
-      const auto s0 = launches[i - 1].second;
-      const auto tid1 = launches[i].first;
-      const auto s1 = launches[i].second;
+      const auto tid0 = std::get<0>(launches[i - 1]);
+      const auto s0 = std::get<1>(launches[i - 1]);
+      const auto tid1 = std::get<0>(launches[i]);
+      const auto s1 = std::get<1>(launches[i]);
       const bool sync_between = std::any_of(s.syncs.begin(), s.syncs.end(), [&](const HostSync& h) {
         return h.start >= s0 && h.start < s1;
       });
