@@ -88,9 +88,12 @@ void Simulation::Impl::try_start(RankId id, const RankHot& r, const ProgramInfo&
           p.pending[p.at(op, r.local)] != 0) {
         continue;
       }
+      // When the rank's host issued the op (the host model; without one, now).
+      SimTime issued = now;
       if (p.has_host) {
         detail::HostState& h = host[id.index()];
-        if (const SimTime issued = issue_time(id, p, op); issued > now) {
+        issued = issue_time(id, p, op);
+        if (issued > now) {
           if (s == 0 && h.waiting_since == SimTime::max()) {
             h.waiting_since = now;
           }
@@ -106,7 +109,7 @@ void Simulation::Impl::try_start(RankId id, const RankHot& r, const ProgramInfo&
       }
       st.busy = true;
       ++st.head;
-      start_op(id, r, p, op);
+      start_op(id, r, p, op, issued);
     }
   };
   // The communication streams in index order, then the compute stream (0).
@@ -115,31 +118,32 @@ void Simulation::Impl::try_start(RankId id, const RankHot& r, const ProgramInfo&
 }
 
 void Simulation::Impl::start_op(RankId id, const RankHot& r, const ProgramInfo& p,
-                                uint32_t op_index) {
+                                uint32_t op_index, SimTime issued) {
   switch (p.meta[op_index].kind) {
     case OpKind::kCompute: {
       const Duration d = compute_duration(r, id, op_index);
       SIM_CHECK(d >= Duration::zero(), "negative duration {} ps for op {} of rank {}", d.ps(),
                 op_index, id.value());
       queue.push(now + d, EventKind::kOpEnd,
-                 begin(r, p, Arrival{id, op_index, now, issued_at(id, p, op_index)}, 0));
+                 begin(r, p, Arrival{id, op_index, now, issued}, 0));
       break;
     }
     case OpKind::kCollective:
       ++collectives_in_flight[id.index()];
-      arrive_collective(id, r, p, op_index, std::get<CollectiveWork>(p.ops[op_index]->work));
+      arrive_collective(id, r, p, op_index, std::get<CollectiveWork>(p.ops[op_index]->work),
+                        issued);
       break;
     case OpKind::kSend:
     case OpKind::kRecv: {
       const Op& op = *p.ops[op_index];
-      arrive_p2p(id, r, p, op_index, std::get<PeerWork>(op.work), op.is_send);
+      arrive_p2p(id, r, p, op_index, std::get<PeerWork>(op.work), op.is_send, issued);
       break;
     }
   }
 }
 
 void Simulation::Impl::arrive_collective(RankId id, const RankHot& r, const ProgramInfo& p,
-                                         uint32_t op, const CollectiveWork& w) {
+                                         uint32_t op, const CollectiveWork& w, SimTime issued) {
   const GroupId g = p.groups[p.at(w.group_slot, r.local)];
   const uint32_t ordinal = p.ordinal[op];
   detail::GroupRendezvous& rv = rendezvous[g.index()];
@@ -158,7 +162,7 @@ void Simulation::Impl::arrive_collective(RankId id, const RankHot& r, const Prog
             "collective #{} on group {}: rank {} issues {} of {} B, others {} of {} B", ordinal,
             g.value(), id.value(), to_string(w.kind), w.bytes.count(), to_string(pc.kind),
             pc.bytes.count());
-  pc.arrivals.push_back(Arrival{id, op, now, issued_at(id, p, op)});
+  pc.arrivals.push_back(Arrival{id, op, now, issued});
   if (pc.arrivals.size() < rv.members) {
     return;
   }
@@ -209,7 +213,7 @@ uint32_t next_on_channel(std::vector<ChannelCount>& channels, uint32_t peer, uin
 }  // namespace
 
 void Simulation::Impl::arrive_p2p(RankId id, const RankHot& r, const ProgramInfo& p, uint32_t op,
-                                  const PeerWork& w, bool is_send) {
+                                  const PeerWork& w, bool is_send, SimTime issued) {
   const RankId peer = p.peers[p.at(w.peer_slot, r.local)];
   const RankId src = is_send ? id : peer;
   const RankId dst = is_send ? peer : id;
@@ -224,7 +228,7 @@ void Simulation::Impl::arrive_p2p(RankId id, const RankHot& r, const ProgramInfo
     pending.push_back(detail::PendingP2P{dst.value(), w.tag, ordinal, {}, {}, Bytes()});
     it = pending.end() - 1;
   }
-  (is_send ? it->send : it->recv) = Arrival{id, op, now, issued_at(id, p, op)};
+  (is_send ? it->send : it->recv) = Arrival{id, op, now, issued};
   if (is_send) {
     it->bytes = w.bytes;
   }
@@ -320,11 +324,6 @@ SimTime Simulation::Impl::issue_time(RankId id, const ProgramInfo& p, uint32_t o
           1;
   }
   return seg->second + Duration::from_ps(p.host_prefix[op + 1] - p.host_prefix[seg->first]);
-}
-
-// With the host model off the op counts as issued when it became ready.
-SimTime Simulation::Impl::issued_at(RankId id, const ProgramInfo& p, uint32_t op) const {
-  return p.has_host ? issue_time(id, p, op) : now;
 }
 
 void Simulation::Impl::wake_at(RankId id, SimTime when) {

@@ -220,12 +220,13 @@ struct Simulation::Impl {
   // dependencies are done, in stream order.
   void try_start(RankId id, const RankHot& r, const ProgramInfo& p,
                  uint64_t candidates = ~uint64_t{0});
-  // Starts `op` of rank `id` (r, p: its hot state and program) now.
-  void start_op(RankId id, const RankHot& r, const ProgramInfo& p, uint32_t op);
+  // Starts `op` of rank `id` (r, p: its hot state and program) now; its host issued it at
+  // `issued` (now without the host model), which the op's record carries.
+  void start_op(RankId id, const RankHot& r, const ProgramInfo& p, uint32_t op, SimTime issued);
   void arrive_collective(RankId id, const RankHot& r, const ProgramInfo& p, uint32_t op,
-                         const CollectiveWork& w);
+                         const CollectiveWork& w, SimTime issued);
   void arrive_p2p(RankId id, const RankHot& r, const ProgramInfo& p, uint32_t op,
-                  const PeerWork& w, bool is_send);
+                  const PeerWork& w, bool is_send, SimTime issued);
   CommPlan collective_plan(GroupId g, CollectiveKind kind, Bytes bytes);
   CommPlan p2p_plan(RankId src, RankId dst, uint16_t tag, Bytes bytes);
   uint32_t begin(const RankHot& h, const ProgramInfo& p, const Arrival& a, uint64_t match);
@@ -240,8 +241,6 @@ struct Simulation::Impl {
   // After `op` of rank `id` ended: true if that satisfied the sync holding its host.
   bool host_after_end(RankId id, const RankHot& r, const ProgramInfo& p, uint32_t op);
   void host_wake(RankId id);
-  // issue_time with the host model, `now` (the op is ready) without.
-  SimTime issued_at(RankId id, const ProgramInfo& p, uint32_t op) const;
   void handle(const Event& e);
   void apply_memory(RankId id, const ProgramInfo& p, uint32_t op, bool at_end);
   void change_memory(RankId id, MemoryCategory c, Bytes delta);
