@@ -11,6 +11,7 @@
 
 #include "meshsim/sim/analysis.h"
 #include "meshsim/sim/error.h"
+#include "meshsim/sim/median.h"
 #include "meshsim/traces/import.h"
 
 namespace meshsim::traces {
@@ -532,19 +533,6 @@ StepBreakdown breakdown(std::vector<Span> spans, SimTime t0) {
   }
   return b;
 }
-
-namespace {
-
-std::optional<Duration> median(std::vector<Duration> v) {
-  if (v.empty()) {
-    return std::nullopt;
-  }
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
-}
-
-}  // namespace
 
 HostDispatch host_dispatch(const RankTrace& t, const RankSteps& steps) {
   std::vector<Duration> op_to_launch, call, interval, latency;

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "meshsim/sim/error.h"
+#include "meshsim/sim/median.h"
 #include "meshsim/topology/compute_model.h"
 
 namespace meshsim::validation {
@@ -26,22 +27,6 @@ Duration abs(Duration d) { return d < Duration::zero() ? Duration::zero() - d : 
 
 // `d` times `k`, to the nearest picosecond.
 Duration scaled(Duration d, double k) { return Seconds(d.seconds() * k); }
-
-double midpoint(double a, double b) { return 0.5 * (a + b); }
-Duration midpoint(Duration a, Duration b) {
-  return Duration::from_ps(std::midpoint(a.ps(), b.ps()));
-}
-
-// The median of `v` (the midpoint of the two middle values of an even count; T{} when empty).
-template <typename T>
-T median(std::vector<T> v) {
-  if (v.empty()) {
-    return T{};
-  }
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : midpoint(v[n / 2 - 1], v[n / 2]);
-}
 
 // One profiled step: time per class and per GEMM shape, profiler cost removed; on host-op traces
 // with the dispatch before each op, scaled to the unprofiled step.
@@ -95,7 +80,7 @@ void take_medians(const std::vector<StepTimes>& steps, Measured& r) {
     for (const StepTimes& s : steps) {
       v.push_back(value(s));
     }
-    return median(std::move(v));
+    return median(std::move(v)).value_or(decltype(value(steps.front())){});
   };
   for (size_t k = 0; k < r.by_class.size(); ++k) {
     r.by_class[k] = median_of([k](const StepTimes& s) { return s.by_class[k]; });
@@ -145,8 +130,8 @@ Measured measure(const Manifest& m, const traces::MeasuredTrace& trace) {
     durations.push_back(s.duration);
     events.push_back(static_cast<double>(s.host_events));
   }
-  r.trace_step = median(durations);
-  r.events_per_step = host ? median(events) : 0;
+  r.trace_step = median(durations).value_or(Duration::zero());
+  r.events_per_step = host ? median(events).value_or(0.0) : 0;
   if (host) {
     r.overhead_per_event = m.profiler_overhead_per_event;
   }

@@ -6,6 +6,7 @@
 
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/json_input.h"
+#include "meshsim/sim/median.h"
 #include "meshsim/validation/published.h"
 
 namespace meshsim::validation {
@@ -13,12 +14,6 @@ namespace {
 
 // Sequences at least this long count as attention-heavy (the "seq >= 16K").
 constexpr int64_t kLongSequence = 16384;
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 }  // namespace
 
@@ -32,8 +27,8 @@ ErrorSummary summarize(const std::vector<double>& errors) {
   for (const double e : errors) {
     abs.push_back(std::fabs(e));
   }
-  s.median_abs = median_of(abs);
-  s.median_signed = median_of(errors);
+  s.median_abs = *median(abs);
+  s.median_signed = *median(errors);
   std::sort(abs.begin(), abs.end());
   // Nearest rank: the smallest value with at least 90% of the points at or below it.
   const auto rank = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(abs.size())));

@@ -9,6 +9,7 @@
 
 #include "meshsim/sim/checked.h"
 #include "meshsim/sim/error.h"
+#include "meshsim/sim/median.h"
 #include "meshsim/traces/import.h"
 #include "meshsim/validation/trace_replay.h"
 
@@ -482,11 +483,6 @@ traces::StepBreakdown mean(const std::vector<traces::StepBreakdown>& v) {
   return m;
 }
 
-Duration median_of(std::vector<Duration> v) {
-  std::sort(v.begin(), v.end());
-  return v[(v.size() - 1) / 2];
-}
-
 }  // namespace
 
 void RankSummarizer::add(const Replay& r) {
@@ -514,8 +510,8 @@ void RankSummarizer::add(const Replay& r) {
 RankSummary RankSummarizer::summary() const {
   SIM_CHECK(s_.steps > 0, "a rank summary of no steps");
   RankSummary s = s_;
-  s.measured_step = median_of(measured_);
-  s.simulated_step = median_of(simulated_);
+  s.measured_step = median(measured_).value_or(Duration::zero());
+  s.simulated_step = median(simulated_).value_or(Duration::zero());
   s.step_error =
       s.measured_step > Duration::zero() ? s.simulated_step / s.measured_step - 1 : 0.0;
   s.measured = mean(measured_breakdowns_);
