@@ -10,8 +10,8 @@ them to a tolerance per chip.
 
 The model (topology/include/meshsim/topology/compute_model.h is the reference):
   GEMM       t = max(F / (peak(dtype) * e), bytes / (HBM * e_mem)) + launch
-             e = e_max(dtype) * q * k / (k + k_half); q the best tile/wave quantization over the
-             chip's candidate tiles
+             e = e_max(dtype) * q * k_s / (k_s + k_half); q the tile/wave quantization and k_s
+             the reduction per split-K slice, for the best of the chip's tiles and splits
   attention  t = F / (peak * e) + launch, e = e_inf * s / (s + s_half) per (implementation, pass,
              causal mask, head dim)
   memory     t = bytes / (HBM * e_class) + launch, bytes as meshsim's kernels count them
@@ -73,12 +73,22 @@ def rows(name):
 GPU_TILES = [(128, 256), (256, 128), (128, 128)]
 
 
-def quantization(m, n, b, units, tiles):
-    best = 0.0
+# The shortest reduction slice cuBLAS's split-K and stream-K kernels cut a GEMM into (the
+# catalogue's matmul_shape.split_k_min on the GPUs; compute_model.h); TPUs do not split.
+SPLIT_K_MIN = 64
+
+
+def tiling_rate(m, n, k, b, units, tiles, k_half, split_k_min):
+    """q * k_s / (k_s + k_half) for the tile that maximises it, each tile with its split of the
+    reduction: as many slices as fit in one wave, each at least split_k_min (topology::gemm_tiling)."""
+    best = -1.0
     for tm, tn in tiles:
         t = b * math.ceil(m / tm) * math.ceil(n / tn)
-        waves = math.ceil(t / units)
-        best = max(best, b * m * n / (waves * units * tm * tn))
+        s = max(1, min(units // t, k // split_k_min)) if split_k_min and t < units else 1
+        waves = math.ceil(t * s / units)
+        q = b * m * n * s / (waves * units * tm * tn)
+        ks = k / s
+        best = max(best, q * ks / (ks + k_half))
     return best
 
 
@@ -86,8 +96,8 @@ def gemm_time(r, chip, e_max, k_half, launch, mem_eff, tiles):
     m, n, k, b = int(r['m']), int(r['n']), int(r['k']), int(r['batch'] or 1)
     dt = r['dtype']
     peak = chip['peak']['fp16' if dt == 'fp16' else dt]
-    q = quantization(m, n, b, chip['units'], tiles)
-    e = e_max * q * k / (k + k_half)
+    split = SPLIT_K_MIN if chip['kind'] == 'gpu' else 0
+    e = e_max * tiling_rate(m, n, k, b, chip['units'], tiles, k_half, split)
     flops = 2.0 * m * n * k * b
     width = 1 if dt == 'fp8' else 2
     mem = b * ((m * k + k * n) * width + m * n * 2) / (chip['hbm'] * mem_eff)

@@ -40,6 +40,9 @@ std::vector<std::string> required_fields(const Chip& chip) {
                   std::string(to_string(static_cast<OpClass>(c))));
     }
   }
+  if (chip.efficiency.matmul_shape && chip.efficiency.matmul_shape->split_k_min > 0) {
+    f.emplace_back("/efficiency/matmul_shape/split_k_min");
+  }
   if (chip.efficiency.matmul_fp8) {
     f.emplace_back("/efficiency/matmul_fp8");
   }

@@ -86,6 +86,45 @@ TEST(WaveQuantization, BatchesShareWavesAndSmallTilesArePadded) {
   EXPECT_THROW(wave_quantization(m, {0, 64, 100, 1}), InternalError);
 }
 
+// Split-K (cuBLAS's split-K and stream-K kernels): a GEMM whose output tiles leave SMs idle runs
+// its reduction in slices on the idle SMs, as many as make it fastest under k / (k + k_half).
+TEST(SplitK, OneOutputTileSpreadsItsReductionOverEverySm) {
+  const MatmulShapeEfficiency m{128, 128, 132, 384, Duration{}, false, {}, 64};
+  // 15 x 98304 x 15 (a weight gradient of a tiny layer, k the batch): one tile; 132 slices of
+  // 744.7 k each fill one wave, and the rate only grows with the slices here.
+  const GemmTiling t = gemm_tiling(m, {15, 98304, 15, 1});
+  EXPECT_EQ(t.slices, 132);
+  EXPECT_DOUBLE_EQ(t.quantization, 15.0 * 15 * 132 / (132.0 * 16384));
+  EXPECT_DOUBLE_EQ(t.k_per_slice, 98304.0 / 132);
+  // Without split_k_min the same GEMM is one tile on one SM.
+  const MatmulShapeEfficiency whole{128, 128, 132, 384, Duration{}, false, {}, 0};
+  EXPECT_EQ(gemm_tiling(whole, {15, 98304, 15, 1}).slices, 1);
+  EXPECT_DOUBLE_EQ(wave_quantization(whole, {15, 98304, 15, 1}), 15.0 * 15 / (132.0 * 16384));
+}
+
+TEST(SplitK, SlicesStopAtAFullWaveAndAtTheShortestSlice) {
+  const MatmulShapeEfficiency m{128, 128, 132, 384, Duration{}, false, {}, 64};
+  // 1024^3: 64 tiles; a third slice would need a second wave, so two slices of 512:
+  // 0.97 * 512 / 896 = 0.554 against one slice's 0.485 * 1024 / 1408 = 0.353.
+  const GemmTiling cube = gemm_tiling(m, {1024, 1024, 1024, 1});
+  EXPECT_EQ(cube.slices, 2);
+  EXPECT_DOUBLE_EQ(cube.k_per_slice, 512.0);
+  EXPECT_DOUBLE_EQ(cube.quantization, 1024.0 * 1024 * 2 / (132.0 * 16384));
+  // k = 100 holds one slice of 64 at most: not split.
+  EXPECT_EQ(gemm_tiling(m, {128, 100, 128, 1}).slices, 1);
+  // A full wave of tiles is never split.
+  EXPECT_EQ(gemm_tiling(m, {1408, 8192, 1536, 1}).slices, 1);
+}
+
+TEST(SplitK, TheShortestSliceLimitsTheSplit) {
+  const MatmulShapeEfficiency m{128, 128, 132, 384, Duration{}, false, {}, 64};
+  // One tile, k = 200: three slices of 66.7 (a fourth would be shorter than 64).
+  const GemmTiling t = gemm_tiling(m, {128, 200, 128, 1});
+  EXPECT_EQ(t.slices, 3);
+  EXPECT_DOUBLE_EQ(t.k_per_slice, 200.0 / 3);
+  EXPECT_DOUBLE_EQ(t.quantization, 3.0 / 132);
+}
+
 TEST(GemmCalls, PerMatrixLibrariesCallOncePerBatchElement) {
   EXPECT_EQ(gemm_calls({1, 1, 1, 0, Duration{}, true, {}}, {64, 32, 64, 12}), 12);
   EXPECT_EQ(gemm_calls({1, 1, 1, 0, Duration{}, false, {}}, {64, 32, 64, 12}), 1);

@@ -114,6 +114,9 @@ void read_efficiency(JsonObject& chip_obj, Chip& chip, SourceSink& sink) {
     m.call_overhead = detail::sourced_duration(shape, "call_overhead", sink, /*allow_zero=*/true);
     m.per_matrix_calls =
         detail::sourced_choice(shape, "batched", {"one_call", "per_matrix"}, sink) == "per_matrix";
+    if (shape.has("split_k_min")) {
+      m.split_k_min = detail::sourced_count(shape, "split_k_min", sink);
+    }
     shape.finish();
     chip.efficiency.matmul_shape = m;
   }

@@ -20,29 +20,62 @@ bool on_matrix_units(const ComputeWork& w) { return w.shape.has_value() || w.att
 // For a >= 0, b > 0, without forming a + b - 1 (which overflows near 2^63).
 int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 
-double tile_quantization(int64_t tile_m, int64_t tile_n, int64_t units, const MatmulShape& s) {
-  const int64_t tiles = checked_product({s.batch, ceil_div(s.m, tile_m), ceil_div(s.n, tile_n)},
-                                        "output tiles of a GEMM");
-  const int64_t waves = ceil_div(tiles, units);
+// Tile and wave quantization of `tiles` output tiles of tile_m x tile_n, each run as `slices`
+// slices of its reduction: the share of the units' work over whole waves that is real output.
+double tile_quantization(int64_t tile_m, int64_t tile_n, int64_t units, const MatmulShape& s,
+                         int64_t tiles, int64_t slices) {
+  const int64_t waves = ceil_div(checked_product({tiles, slices}, "split-K tiles of a GEMM"), units);
   const double computed = static_cast<double>(waves) * static_cast<double>(units) *
                           static_cast<double>(tile_m) * static_cast<double>(tile_n);
-  return static_cast<double>(s.batch) * static_cast<double>(s.m) * static_cast<double>(s.n) /
-         computed;
+  return static_cast<double>(s.batch) * static_cast<double>(s.m) * static_cast<double>(s.n) *
+         static_cast<double>(slices) / computed;
 }
 
 }  // namespace
 
-double wave_quantization(const MatmulShapeEfficiency& model, const MatmulShape& shape,
-                         int64_t units) {
+GemmTiling gemm_tiling(const MatmulShapeEfficiency& model, const MatmulShape& shape,
+                       int64_t units) {
   SIM_CHECK(shape.m > 0 && shape.n > 0 && shape.k > 0 && shape.batch > 0,
             "GEMM shape {}x{}x{} (batch {}) must be positive", shape.m, shape.k, shape.n,
             shape.batch);
   SIM_CHECK(units > 0, "{} units", units);
-  double q = tile_quantization(model.tile_m, model.tile_n, units, shape);
+  const auto k = static_cast<double>(shape.k);
+  GemmTiling best;
+  double best_rate = -1;
+  // The library's choice: the tile, with its split of the reduction, that wastes least (ties to
+  // the first tile).
+  const auto consider = [&](int64_t tm, int64_t tn) {
+    const int64_t tiles = checked_product({shape.batch, ceil_div(shape.m, tm), ceil_div(shape.n, tn)},
+                                          "output tiles of a GEMM");
+    // As many slices as fit in the one wave the tiles leave idle, each at least split_k_min
+    // long: q grows with the slices as fast as k_s / (k_s + k_half) falls or faster, so the most
+    // slices are the fastest (the reduction of the partial sums is not costed).
+    int64_t slices = 1;
+    if (model.split_k_min > 0 && tiles < units) {
+      slices = std::max<int64_t>(1, std::min(units / tiles, shape.k / model.split_k_min));
+    }
+    const double q = tile_quantization(tm, tn, units, shape, tiles, slices);
+    const double k_slice = k / static_cast<double>(slices);
+    const double rate = q * k_slice / (k_slice + model.k_half);
+    if (rate > best_rate) {
+      best_rate = rate;
+      best = GemmTiling{q, k_slice, slices};
+    }
+  };
+  consider(model.tile_m, model.tile_n);
   for (const auto& [tm, tn] : model.alternative_tiles) {
-    q = std::max(q, tile_quantization(tm, tn, units, shape));
+    consider(tm, tn);
   }
-  return q;
+  return best;
+}
+
+GemmTiling gemm_tiling(const MatmulShapeEfficiency& model, const MatmulShape& shape) {
+  return gemm_tiling(model, shape, model.units);
+}
+
+double wave_quantization(const MatmulShapeEfficiency& model, const MatmulShape& shape,
+                         int64_t units) {
+  return gemm_tiling(model, shape, units).quantization;
 }
 
 double wave_quantization(const MatmulShapeEfficiency& model, const MatmulShape& shape) {
@@ -114,8 +147,8 @@ double RooflineComputeModel::gemm_efficiency(const ComputeWork& work, int64_t un
   const Efficiency& e = chip_.efficiency;
   double eff = work.dtype == Dtype::kFp8 ? e.matmul_fp8_for(work.fast_accumulation) : e.matmul;
   if (const auto& m = e.matmul_shape) {
-    const auto k = static_cast<double>(work.shape->k);
-    eff *= wave_quantization(*m, *work.shape, units) * k / (k + m->k_half) *
+    const GemmTiling t = gemm_tiling(*m, *work.shape, units);
+    eff *= t.quantization * t.k_per_slice / (t.k_per_slice + m->k_half) *
            static_cast<double>(units) / static_cast<double>(m->units);
   }
   return eff;

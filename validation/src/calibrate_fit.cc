@@ -205,8 +205,13 @@ FitCase make_fit_case(const std::vector<StepKernel>& kernels, const topology::Ch
     k.flops_s = (w.flops / model.flop_rate(w)).seconds();
     k.memory_s = (w.bytes / model.memory_bandwidth(w)).seconds();
     if (k.matrix) {
-      k.k = static_cast<double>(w.shape->k);
-      k.quantization = shape_model ? topology::wave_quantization(*shape_model, *w.shape) : 1.0;
+      // The split of the reduction is the library's choice at the base profile's k_half (the
+      // fit moves k_half, not the kernels cuBLAS picked).
+      const topology::GemmTiling tiling =
+          shape_model ? topology::gemm_tiling(*shape_model, *w.shape)
+                      : topology::GemmTiling{1.0, static_cast<double>(w.shape->k), 1};
+      k.k = tiling.k_per_slice;
+      k.quantization = tiling.quantization;
       k.calls = static_cast<double>(shape_model ? topology::gemm_calls(*shape_model, *w.shape) : 1);
       const GemmKey key = gemm_key(w.op_class, *w.shape);
       if (const auto m = measured.gemms.find(key);

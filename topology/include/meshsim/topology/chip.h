@@ -70,6 +70,10 @@ struct MatmulShapeEfficiency {
   // Other tiles the library chooses from (GPU: cuBLAS's CTA tile configurations); a GEMM runs on
   // the tile, of these and tile_m x tile_n, that wastes least to tile and wave quantization.
   std::vector<std::array<int64_t, 2>> alternative_tiles;
+  // Split-K (GPU: cuBLAS's split-K and stream-K kernels): when a GEMM's output tiles leave units
+  // idle, the library may cut its reduction into up to units / tiles slices of at least this
+  // many k each, computed on as many units and summed; 0: the reduction is never split.
+  int64_t split_k_min = 0;
 };
 
 // One fitted series of a fused attention kernel (compute_model.h): its efficiency against the

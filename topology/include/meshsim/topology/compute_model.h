@@ -6,9 +6,16 @@
 // GEMMs (kernels with a MatmulShape: projections, naive attention's batched GEMMs) run on the
 // matrix units at the peak of their dtype derated by the matmul efficiency
 //
-//   eff_flops = e_max(dtype) * q * k / (k + k_half)
-//   q = max over the library's tiles of batch * m * n / (waves * units * tile_m * tile_n),
-//   waves = ceil(batch * ceil(m / tile_m) * ceil(n / tile_n) / units)
+//   eff_flops = e_max(dtype) * q * k_s / (k_s + k_half),   k_s = k / slices
+//   q = batch * m * n * slices / (waves * units * tile_m * tile_n),
+//   waves = ceil(batch * ceil(m / tile_m) * ceil(n / tile_n) * slices / units)
+//
+// for the library's tile (the one that maximises eff_flops) and split of the reduction: slices is
+// 1 unless the catalogue gives split_k_min and the output tiles leave units idle, when it is
+// max(1, min(units / tiles, k / split_k_min)), the most that fit in one wave (cuBLAS's split-K and stream-K kernels run the
+// slices of one output tile on several SMs and sum them: Osama et al., "Stream-K: Work-centric
+// Parallel Decomposition for Dense Matrix Multiplication on the GPU", PPoPP 2023; the
+// reduction's own small cost is not modelled)
 //
 // where e_max is the chip's matmul efficiency (matmul_fp8 for FP8 GEMMs where the catalogue has
 // one, times matmul_fp8_fast_accum_speedup for those run with fast accumulation where it has
@@ -66,8 +73,18 @@ struct KernelTime {
   }
 };
 
-// q above: tile and wave quantization of a GEMM of `shape` under `model`, in (0, 1], on `units`
-// units (default: the model's).
+// How the library runs a GEMM of `shape` under `model` on `units` units (default: the model's):
+// the tile that gives the best q * k_s / (k_s + k_half) above, with its split of the reduction, with q the tile and wave quantization over all slices, in (0, 1], and k_s = k / slices
+// the reduction each slice runs. Without split-K, slices is 1 and k_s is k.
+struct GemmTiling {
+  double quantization = 1;
+  double k_per_slice = 1;
+  int64_t slices = 1;
+};
+GemmTiling gemm_tiling(const MatmulShapeEfficiency& model, const MatmulShape& shape);
+GemmTiling gemm_tiling(const MatmulShapeEfficiency& model, const MatmulShape& shape,
+                       int64_t units);
+// q of gemm_tiling.
 double wave_quantization(const MatmulShapeEfficiency& model, const MatmulShape& shape);
 double wave_quantization(const MatmulShapeEfficiency& model, const MatmulShape& shape,
                          int64_t units);
