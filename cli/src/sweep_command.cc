@@ -42,7 +42,7 @@ void write_file(const std::string& path, const std::string& flag, Write write) {
   f.commit();
 }
 
-void print_summary(const nlohmann::json& sweep, const std::string& how, std::ostream& out) {
+void print_sweep_summary(const nlohmann::json& sweep, const std::string& how, std::ostream& out) {
   const auto& points = sweep.at("points");
   out << fmt::format("meshsim: sweep \"{}\": {} points ({} plans), {}\n",
                      sweep.at("title").get<std::string>(), points.size(),
@@ -91,7 +91,7 @@ int sweep_command(const SweepArgs& a, std::ostream& out) {
     return 0;
   }
   const nlohmann::json sweep = studies::merge_sweep(spec, parts);
-  print_summary(sweep, dist->describe(), out);
+  print_sweep_summary(sweep, dist->describe(), out);
   if (!a.csv_path.empty()) {
     write_file(a.csv_path, "--csv", [&](std::ostream& f) { studies::write_sweep_csv(sweep, f); });
     out << fmt::format("  csv   {}\n", a.csv_path);

@@ -15,18 +15,15 @@ namespace meshsim::studies {
 using workloads::CommKind;
 using workloads::ParallelPlan;
 
-namespace {
-
 // Where an op of the probe's single stage sits: before the first layer (embedding), in a layer's
 // forward or backward, between them (the head), or after the last backward (the embedding's
-// backward, gradient reduction, optimizer: left out of the bound).
-enum class Part { kEmbedding, kLayerForward, kHead, kLayerBackward, kTail };
-
-}  // namespace
+// backward, gradient reduction, optimizer: left out of the bound). Not file-local: ProbeOps holds
+// them (a member of a file-local type trips GCC's -Wsubobject-linkage in a unity batch).
+enum class ProbePart { kEmbedding, kLayerForward, kHead, kLayerBackward, kTail };
 
 struct StepLowerBound::ProbeOps {
   const Program& program;
-  std::vector<Part> part;              // per op
+  std::vector<ProbePart> part;              // per op
   std::vector<int32_t> layer;          // per op, -1 outside layers
   std::vector<OpId> compute_order;     // compute-stream ops in program (stream) order
 };
@@ -38,7 +35,7 @@ using ProbeOps = StepLowerBound::ProbeOps;
 ProbeOps classify(const Program& prog) {
   ProbeOps p{prog, {}, {}, {}};
   const size_t n = prog.size();
-  p.part.resize(n, Part::kEmbedding);
+  p.part.resize(n, ProbePart::kEmbedding);
   p.layer.resize(n, -1);
   bool seen_layer = false;
   bool backward = false;
@@ -55,14 +52,14 @@ ProbeOps classify(const Program& prog) {
     if (op.labels.layer) {
       seen_layer = true;
       p.layer[i] = *op.labels.layer;
-      p.part[i] = backward ? Part::kLayerBackward : Part::kLayerForward;
+      p.part[i] = backward ? ProbePart::kLayerBackward : ProbePart::kLayerForward;
       backward_layers = backward_layers || backward;
     } else if (!seen_layer) {
-      p.part[i] = Part::kEmbedding;
+      p.part[i] = ProbePart::kEmbedding;
     } else {
       // Outside the layers after the first one: the head until the first backward layer op, the
       // tail after the backward's layers.
-      p.part[i] = backward_layers ? Part::kTail : Part::kHead;
+      p.part[i] = backward_layers ? ProbePart::kTail : ProbePart::kHead;
     }
   }
   return p;
@@ -266,24 +263,24 @@ StepLowerBound::LayerCosts sum_by_part(const ProbeOps& ops, const StepLowerBound
   for (size_t i = 0; i < ops.part.size(); ++i) {
     const auto l = static_cast<size_t>(std::max(ops.layer[i], 0));
     switch (ops.part[i]) {
-      case Part::kEmbedding:
+      case ProbePart::kEmbedding:
         c.embedding_forward += oc.cost[i];
         break;
-      case Part::kLayerForward:
+      case ProbePart::kLayerForward:
         fwd.at(l) += oc.cost[i];
         fwd_slowed.at(l) += oc.slowed[i];
         cp_stream.at(l) += oc.context_sends[i];
         break;
-      case Part::kHead:
+      case ProbePart::kHead:
         c.head += oc.cost[i];
         break;
-      case Part::kLayerBackward:
+      case ProbePart::kLayerBackward:
         bwd.at(l) += oc.cost[i];
         bwd_slowed.at(l) += oc.slowed[i];
         bwd_compute.at(l) += oc.sandwiched[i] ? Duration::zero() : oc.cost[i];
         cp_stream.at(l) += oc.context_sends[i];
         break;
-      case Part::kTail:
+      case ProbePart::kTail:
         break;
     }
   }

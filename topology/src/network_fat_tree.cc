@@ -40,6 +40,7 @@
 #include <algorithm>
 
 #include "meshsim/sim/error.h"
+#include "cluster_checks.h"
 #include "network_impl.h"
 
 namespace meshsim::topology {
@@ -70,11 +71,6 @@ int64_t smallest_divisor_at_least(int64_t n, int64_t lo) {
   return n;
 }
 
-[[noreturn]] void fail(const ClusterSpec& spec, const std::string& pointer,
-                       const std::string& msg) {
-  throw InputError(spec.source, pointer, msg);
-}
-
 // PCIe x16 between a GPU and its NIC, per direction (PCI-SIG: 16 GT/s per lane for Gen4, 32 GT/s
 // for Gen5, so x16 moves 32 / 64 GB/s before 128b/130b encoding). A100 (NVLink 3) sits on PCIe
 // Gen4 (NVIDIA A100 datasheet); H100, H200 and Blackwell parts on Gen5 (their datasheets).
@@ -92,7 +88,7 @@ void plan_leaves(const ClusterSpec& spec, FatTreeLayout& t) {
     t.leaves = 1;
     t.leaves_per_pod = 1;
     if (nics > t.radix) {
-      fail(spec, "/scale_out/tiers",
+      fail_spec(spec, "/scale_out/tiers",
            fmt::format("one radix-{} switch holds {} NICs, but the cluster has {} (expected more "
                        "tiers or fewer nodes)",
                        t.radix, t.radix, nics));
@@ -103,7 +99,7 @@ void plan_leaves(const ClusterSpec& spec, FatTreeLayout& t) {
   t.down_ports = static_cast<int64_t>(static_cast<double>(t.radix) * s / (s + 1.0));
   t.up_ports = t.radix - t.down_ports;
   if (t.down_ports < 1 || t.up_ports < 1) {
-    fail(spec, "/scale_out/oversubscription",
+    fail_spec(spec, "/scale_out/oversubscription",
          fmt::format("a radix-{} leaf at oversubscription {} has {} down and {} up ports "
                      "(expected at least one of each)",
                      t.radix, s, t.down_ports, t.up_ports));
@@ -118,7 +114,7 @@ void plan_spines(const ClusterSpec& spec, FatTreeLayout& t) {
   const int64_t half = t.radix / 2;
   if (t.tiers == 2) {
     if (t.leaves > t.radix) {
-      fail(spec, "/nodes",
+      fail_spec(spec, "/nodes",
            fmt::format("{} rails x {} leaves per rail = {} leaves, but radix-{} spines join at "
                        "most {} leaves in 2 tiers (expected 3 tiers or fewer nodes)",
                        t.rails, t.leaves_per_rail, t.leaves, t.radix, t.radix));
@@ -130,7 +126,7 @@ void plan_spines(const ClusterSpec& spec, FatTreeLayout& t) {
     t.pods = ceil_div(t.leaves, half);
     t.leaves_per_pod = t.pods == 1 ? t.leaves : half;
     if (t.pods > t.radix) {
-      fail(spec, "/nodes",
+      fail_spec(spec, "/nodes",
            fmt::format("{} leaves fill {} pods of {}, but radix-{} cores join at most {} pods "
                        "(expected fewer nodes)",
                        t.leaves, t.pods, half, t.radix, t.radix));
@@ -147,20 +143,20 @@ void plan_spines(const ClusterSpec& spec, FatTreeLayout& t) {
 
 FatTreeLayout plan_fat_tree(const ClusterSpec& spec) {
   if (!spec.fat_tree) {
-    fail(spec, "/scale_out/fabric", "a GPU cluster needs a \"fat_tree\" scale-out fabric");
+    fail_spec(spec, "/scale_out/fabric", "a GPU cluster needs a \"fat_tree\" scale-out fabric");
   }
   const FatTreeSpec& ft = *spec.fat_tree;
   require_positive(spec, "/scale_out/nic_bandwidth", ft.nic_bandwidth, "NIC bandwidth");
   if (ft.tiers < 1 || ft.tiers > 3) {
-    fail(spec, "/scale_out/tiers",
+    fail_spec(spec, "/scale_out/tiers",
          fmt::format("expected 1 to 3 tiers for a network graph, got {}", ft.tiers));
   }
   if (ft.nics_per_device < 1) {
-    fail(spec, "/scale_out/nics_per_device",
+    fail_spec(spec, "/scale_out/nics_per_device",
          fmt::format("expected at least one NIC per device, got {}", ft.nics_per_device));
   }
   if (ft.switch_radix < 2 || ft.switch_radix % 2 != 0 || !(ft.oversubscription >= 1.0)) {
-    fail(spec, "/scale_out/switch_radix",
+    fail_spec(spec, "/scale_out/switch_radix",
          fmt::format("expected an even radix >= 2 and oversubscription >= 1, got {} and {}",
                      ft.switch_radix, ft.oversubscription));
   }
@@ -191,7 +187,7 @@ void build_scale_up(NetworkData& impl, GpuLayout& g) {
   g.devices_per_node = spec.devices_per_node;
   g.domain_devices = per_node ? spec.devices_per_node : spec.nvlink_domain_devices;
   if (g.domain_devices <= 0 || devices % g.domain_devices != 0) {
-    fail(spec, "/scale_up/domain_devices",
+    fail_spec(spec, "/scale_up/domain_devices",
          fmt::format("{} devices do not divide into NVLink domains of {}", devices,
                      g.domain_devices));
   }

@@ -26,6 +26,7 @@
 #include <cstdlib>
 
 #include "meshsim/sim/error.h"
+#include "cluster_checks.h"
 #include "network_impl.h"
 
 namespace meshsim::topology {
@@ -61,16 +62,11 @@ int64_t TorusLayout::ring_delta(size_t axis, int64_t a, int64_t b) const {
 namespace detail {
 namespace {
 
-[[noreturn]] void fail(const ClusterSpec& spec, const std::string& pointer,
-                       const std::string& msg) {
-  throw InputError(spec.source, pointer, msg);
-}
-
 TorusLayout plan_torus(const ClusterSpec& spec) {
   TorusLayout t;
   t.shape = spec.torus_shape;
   if (t.shape.empty() || spec.torus_wraparound.size() != t.shape.size()) {
-    fail(spec, "/scale_up/shape",
+    fail_spec(spec, "/scale_up/shape",
          fmt::format("expected one extent and one wraparound flag per torus axis, got [{}] and "
                      "{} flags",
                      fmt::join(t.shape, ", "), spec.torus_wraparound.size()));
@@ -78,7 +74,7 @@ TorusLayout plan_torus(const ClusterSpec& spec) {
   t.chips_per_slice = 1;
   for (size_t i = 0; i < t.shape.size(); ++i) {
     if (t.shape[i] <= 0) {
-      fail(spec, fmt::format("/scale_up/shape/{}", i),
+      fail_spec(spec, fmt::format("/scale_up/shape/{}", i),
            fmt::format("expected a positive extent, got {}", t.shape[i]));
     }
     t.chips_per_slice *= t.shape[i];
@@ -86,7 +82,7 @@ TorusLayout plan_torus(const ClusterSpec& spec) {
   }
   t.slices = spec.slices;
   if (t.slices <= 0 || t.chips_per_slice * t.slices != spec.device_count()) {
-    fail(spec, "/scale_up/shape",
+    fail_spec(spec, "/scale_up/shape",
          fmt::format("{} slice(s) of a {} torus hold {} chips, but the cluster has {} nodes x {} "
                      "= {} devices (expected equal counts)",
                      t.slices, fmt::join(t.shape, "x"), t.chips_per_slice * t.slices, spec.nodes,

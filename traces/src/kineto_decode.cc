@@ -143,6 +143,10 @@ std::optional<KinetoKind> kind_of(std::string_view cat, std::string_view name) {
   return std::nullopt;
 }
 
+}  // namespace
+
+// Not file-local: KinetoDecoder::Impl holds one (a member of a file-local type trips GCC's
+// -Wsubobject-linkage when the file is compiled in a unity batch).
 constexpr size_t kKeptDims = kShapeInputs;  // inputs whose dims a shape-costed op keeps
 
 // What an event's args say, reused from event to event.
@@ -165,8 +169,6 @@ struct Args {
     collective = KinetoCollective{};
   }
 };
-
-}  // namespace
 
 struct KinetoDecoder::Impl {
   RankTrace& out;

@@ -241,7 +241,7 @@ int64_t mla_rank(JsonObject& o, const std::string& key) {
   return v;
 }
 
-ModelFact read_model(JsonObject o) {
+ModelFact read_model_fact(JsonObject o) {
   ModelFact m;
   m.id = non_empty(o, "id");
   for (const std::string& n : string_array(o, "names", true)) {
@@ -506,7 +506,7 @@ PublishedFacts PublishedFacts::parse(std::string_view text, const std::string& s
   f.tpu_slices_3d = torus_table(tpu, "3d");
   tpu.finish();
   f.frameworks = entries<FrameworkFact>(root, "frameworks", read_framework);
-  f.models = entries<ModelFact>(root, "models", read_model);
+  f.models = entries<ModelFact>(root, "models", read_model_fact);
   if (root.has("default_model")) {
     const std::string id = non_empty(root, "default_model");
     const auto it = std::find_if(f.models.begin(), f.models.end(),

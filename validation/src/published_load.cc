@@ -39,7 +39,7 @@ void ignore_text(JsonObject& o, std::initializer_list<const char*> keys) {
   }
 }
 
-PublishedRun::Model read_model(JsonObject o) {
+PublishedRun::Model read_run_model(JsonObject o) {
   PublishedRun::Model m;
   m.name = text_or_empty(o, "name");
   m.arch_notes = text_or_empty(o, "arch_notes");
@@ -111,7 +111,7 @@ PublishedRun read_run(JsonObject o) {
   }
   ignore_text(hw, {"type", "notes"});
   hw.finish();
-  r.model = read_model(o.object("model"));
+  r.model = read_run_model(o.object("model"));
   r.parallelism = read_parallelism(o.object("parallelism"));
   r.batch = read_batch(o.object("batch"));
   r.precision = text_or_empty(o, "precision");
