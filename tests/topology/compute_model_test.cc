@@ -70,20 +70,20 @@ ComputeWork streaming(Bytes bytes) {
 TEST(WaveQuantization, OneFullWaveIsOne) {
   const MatmulShapeEfficiency m{128, 128, 132, 0, Duration{}, false, {}};
   // 11 x 12 = 132 tiles of 128 x 128: exactly one wave on 132 units.
-  EXPECT_DOUBLE_EQ(wave_quantization(m, {1408, 64, 1536, 1}), 1.0);
+  EXPECT_DOUBLE_EQ(gemm_tiling(m, {1408, 64, 1536, 1}).quantization, 1.0);
 }
 
 TEST(WaveQuantization, OneRowTooManyCostsASecondWave) {
   const MatmulShapeEfficiency m{128, 128, 132, 0, Duration{}, false, {}};
   // m = 1409: 12 x 12 = 144 tiles, 2 waves of 132: 1409 * 1536 useful of 2 * 132 * 128 * 128.
-  EXPECT_DOUBLE_EQ(wave_quantization(m, {1409, 64, 1536, 1}), 1409.0 * 1536.0 / (2.0 * 132 * 16384));
+  EXPECT_DOUBLE_EQ(gemm_tiling(m, {1409, 64, 1536, 1}).quantization, 1409.0 * 1536.0 / (2.0 * 132 * 16384));
 }
 
 TEST(WaveQuantization, BatchesShareWavesAndSmallTilesArePadded) {
   const MatmulShapeEfficiency m{128, 128, 132, 0, Duration{}, false, {}};
   // Two 100 x 100 GEMMs: 2 tiles, one (mostly idle) wave.
-  EXPECT_DOUBLE_EQ(wave_quantization(m, {100, 64, 100, 2}), 2.0 * 100 * 100 / (132.0 * 16384));
-  EXPECT_THROW(wave_quantization(m, {0, 64, 100, 1}), InternalError);
+  EXPECT_DOUBLE_EQ(gemm_tiling(m, {100, 64, 100, 2}).quantization, 2.0 * 100 * 100 / (132.0 * 16384));
+  EXPECT_THROW(gemm_tiling(m, {0, 64, 100, 1}), InternalError);
 }
 
 // Split-K (cuBLAS's split-K and stream-K kernels): a GEMM whose output tiles leave SMs idle runs
@@ -99,7 +99,7 @@ TEST(SplitK, OneOutputTileSpreadsItsReductionOverEverySm) {
   // Without split_k_min the same GEMM is one tile on one SM.
   const MatmulShapeEfficiency whole{128, 128, 132, 384, Duration{}, false, {}, 0};
   EXPECT_EQ(gemm_tiling(whole, {15, 98304, 15, 1}).slices, 1);
-  EXPECT_DOUBLE_EQ(wave_quantization(whole, {15, 98304, 15, 1}), 15.0 * 15 / (132.0 * 16384));
+  EXPECT_DOUBLE_EQ(gemm_tiling(whole, {15, 98304, 15, 1}).quantization, 15.0 * 15 / (132.0 * 16384));
 }
 
 TEST(SplitK, SlicesStopAtAFullWaveAndAtTheShortestSlice) {

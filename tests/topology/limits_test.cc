@@ -172,12 +172,12 @@ TEST(ComputeLimits, GemmTilesAreACheckedProduct) {
   m.tile_n = 1;
   m.units = 1;
   const int64_t big = int64_t{1} << 31;
-  EXPECT_DOUBLE_EQ(wave_quantization(m, MatmulShape{big, 1, big, 1}), 1.0);
+  EXPECT_DOUBLE_EQ(gemm_tiling(m, MatmulShape{big, 1, big, 1}).quantization, 1.0);
   // 2^31 x 2^31 x 2^31 tiles: a LimitError, not a wrapped count.
-  EXPECT_THROW(wave_quantization(m, MatmulShape{big, 1, big, big}), LimitError);
+  EXPECT_THROW(gemm_tiling(m, MatmulShape{big, 1, big, big}), LimitError);
   // m near 2^63 no longer overflows ceil(m / tile) (a + b - 1 did).
   m.tile_m = 128;
-  EXPECT_GT(wave_quantization(m, MatmulShape{std::numeric_limits<int64_t>::max(), 1, 1, 1}), 0.0);
+  EXPECT_GT(gemm_tiling(m, MatmulShape{std::numeric_limits<int64_t>::max(), 1, 1, 1}).quantization, 0.0);
 }
 
 }  // namespace

@@ -73,15 +73,6 @@ GemmTiling gemm_tiling(const MatmulShapeEfficiency& model, const MatmulShape& sh
   return gemm_tiling(model, shape, model.units);
 }
 
-double wave_quantization(const MatmulShapeEfficiency& model, const MatmulShape& shape,
-                         int64_t units) {
-  return gemm_tiling(model, shape, units).quantization;
-}
-
-double wave_quantization(const MatmulShapeEfficiency& model, const MatmulShape& shape) {
-  return wave_quantization(model, shape, model.units);
-}
-
 int64_t gemm_calls(const MatmulShapeEfficiency& model, const MatmulShape& shape) {
   return model.per_matrix_calls ? shape.batch : 1;
 }

@@ -205,8 +205,9 @@ FitCase make_fit_case(const std::vector<StepKernel>& kernels, const topology::Ch
     k.flops_s = (w.flops / model.flop_rate(w)).seconds();
     k.memory_s = (w.bytes / model.memory_bandwidth(w)).seconds();
     if (k.matrix) {
-      // The split of the reduction is the library's choice at the base profile's k_half (the
-      // fit moves k_half, not the kernels cuBLAS picked).
+      // The tile and the split of the reduction depend on the shape and the SMs, not on the
+      // parameters fitted; they are fixed per kernel (a k_half far from the base's could in
+      // principle pick another of the alternative tiles; the fit keeps the base's choice).
       const topology::GemmTiling tiling =
           shape_model ? topology::gemm_tiling(*shape_model, *w.shape)
                       : topology::GemmTiling{1.0, static_cast<double>(w.shape->k), 1};

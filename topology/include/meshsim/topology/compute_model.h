@@ -12,10 +12,10 @@
 //
 // for the library's tile (the one that maximises eff_flops) and split of the reduction: slices is
 // 1 unless the catalogue gives split_k_min and the output tiles leave units idle, when it is
-// max(1, min(units / tiles, k / split_k_min)), the most that fit in one wave (cuBLAS's split-K and stream-K kernels run the
-// slices of one output tile on several SMs and sum them: Osama et al., "Stream-K: Work-centric
-// Parallel Decomposition for Dense Matrix Multiplication on the GPU", PPoPP 2023; the
-// reduction's own small cost is not modelled)
+// max(1, min(units / tiles, k / split_k_min)), the most that fit in one wave (cuBLAS's split-K
+// and stream-K kernels run the slices of one output tile on several SMs and sum them: Osama et
+// al., "Stream-K: Work-centric Parallel Decomposition for Dense Matrix Multiplication on the
+// GPU", PPoPP 2023; the reduction's own small cost is not modelled)
 //
 // where e_max is the chip's matmul efficiency (matmul_fp8 for FP8 GEMMs where the catalogue has
 // one, times matmul_fp8_fast_accum_speedup for those run with fast accumulation where it has
@@ -74,8 +74,9 @@ struct KernelTime {
 };
 
 // How the library runs a GEMM of `shape` under `model` on `units` units (default: the model's):
-// the tile that gives the best q * k_s / (k_s + k_half) above, with its split of the reduction, with q the tile and wave quantization over all slices, in (0, 1], and k_s = k / slices
-// the reduction each slice runs. Without split-K, slices is 1 and k_s is k.
+// the tile that gives the best q * k_s / (k_s + k_half) above, with its split of the reduction;
+// q is the tile and wave quantization over all slices, in (0, 1], and k_s = k / slices the
+// reduction each slice runs. Without split-K, slices is 1 and k_s is k.
 struct GemmTiling {
   double quantization = 1;
   double k_per_slice = 1;
@@ -84,10 +85,6 @@ struct GemmTiling {
 GemmTiling gemm_tiling(const MatmulShapeEfficiency& model, const MatmulShape& shape);
 GemmTiling gemm_tiling(const MatmulShapeEfficiency& model, const MatmulShape& shape,
                        int64_t units);
-// q of gemm_tiling.
-double wave_quantization(const MatmulShapeEfficiency& model, const MatmulShape& shape);
-double wave_quantization(const MatmulShapeEfficiency& model, const MatmulShape& shape,
-                         int64_t units);
 // The library calls a GEMM of `shape` makes: its batch for per-matrix libraries, else 1.
 int64_t gemm_calls(const MatmulShapeEfficiency& model, const MatmulShape& shape);
 // The fit that costs an attention kernel: its implementation, pass (or the combined series),
