@@ -23,7 +23,7 @@ enum class ProbePart { kEmbedding, kLayerForward, kHead, kLayerBackward, kTail }
 
 struct StepLowerBound::ProbeOps {
   const Program& program;
-  std::vector<ProbePart> part;              // per op
+  std::vector<ProbePart> part;         // per op
   std::vector<int32_t> layer;          // per op, -1 outside layers
   std::vector<OpId> compute_order;     // compute-stream ops in program (stream) order
 };

@@ -76,13 +76,15 @@ TEST(WaveQuantization, OneFullWaveIsOne) {
 TEST(WaveQuantization, OneRowTooManyCostsASecondWave) {
   const MatmulShapeEfficiency m{128, 128, 132, 0, Duration{}, false, {}};
   // m = 1409: 12 x 12 = 144 tiles, 2 waves of 132: 1409 * 1536 useful of 2 * 132 * 128 * 128.
-  EXPECT_DOUBLE_EQ(gemm_tiling(m, {1409, 64, 1536, 1}).quantization, 1409.0 * 1536.0 / (2.0 * 132 * 16384));
+  EXPECT_DOUBLE_EQ(gemm_tiling(m, {1409, 64, 1536, 1}).quantization,
+                   1409.0 * 1536.0 / (2.0 * 132 * 16384));
 }
 
 TEST(WaveQuantization, BatchesShareWavesAndSmallTilesArePadded) {
   const MatmulShapeEfficiency m{128, 128, 132, 0, Duration{}, false, {}};
   // Two 100 x 100 GEMMs: 2 tiles, one (mostly idle) wave.
-  EXPECT_DOUBLE_EQ(gemm_tiling(m, {100, 64, 100, 2}).quantization, 2.0 * 100 * 100 / (132.0 * 16384));
+  EXPECT_DOUBLE_EQ(gemm_tiling(m, {100, 64, 100, 2}).quantization,
+                   2.0 * 100 * 100 / (132.0 * 16384));
   EXPECT_THROW(gemm_tiling(m, {0, 64, 100, 1}), InternalError);
 }
 
@@ -99,7 +101,8 @@ TEST(SplitK, OneOutputTileSpreadsItsReductionOverEverySm) {
   // Without split_k_min the same GEMM is one tile on one SM.
   const MatmulShapeEfficiency whole{128, 128, 132, 384, Duration{}, false, {}, 0};
   EXPECT_EQ(gemm_tiling(whole, {15, 98304, 15, 1}).slices, 1);
-  EXPECT_DOUBLE_EQ(gemm_tiling(whole, {15, 98304, 15, 1}).quantization, 15.0 * 15 / (132.0 * 16384));
+  EXPECT_DOUBLE_EQ(gemm_tiling(whole, {15, 98304, 15, 1}).quantization,
+                   15.0 * 15 / (132.0 * 16384));
 }
 
 TEST(SplitK, SlicesStopAtAFullWaveAndAtTheShortestSlice) {

@@ -177,7 +177,8 @@ TEST(ComputeLimits, GemmTilesAreACheckedProduct) {
   EXPECT_THROW(gemm_tiling(m, MatmulShape{big, 1, big, big}), LimitError);
   // m near 2^63 no longer overflows ceil(m / tile) (a + b - 1 did).
   m.tile_m = 128;
-  EXPECT_GT(gemm_tiling(m, MatmulShape{std::numeric_limits<int64_t>::max(), 1, 1, 1}).quantization, 0.0);
+  EXPECT_GT(gemm_tiling(m, MatmulShape{std::numeric_limits<int64_t>::max(), 1, 1, 1}).quantization,
+            0.0);
 }
 
 }  // namespace

@@ -73,33 +73,36 @@ void check_torus(ClusterSpec& spec) {
   const int64_t dims = spec.chip.ici->torus_dims;
   if (static_cast<int64_t>(spec.torus_shape.size()) != dims) {
     detail::fail_spec(spec, "/scale_up/shape",
-         fmt::format("expected {} extents ({} has a {}D torus), got [{}]", dims, spec.chip.name,
-                     dims, fmt::join(spec.torus_shape, ", ")));
+                      fmt::format("expected {} extents ({} has a {}D torus), got [{}]", dims,
+                                  spec.chip.name, dims, fmt::join(spec.torus_shape, ", ")));
   }
   for (size_t i = 0; i < spec.torus_shape.size(); ++i) {
     if (spec.torus_shape[i] <= 0) {
       detail::fail_spec(spec, fmt::format("/scale_up/shape/{}", i),
-           fmt::format("expected a positive extent, got {}", spec.torus_shape[i]));
+                        fmt::format("expected a positive extent, got {}", spec.torus_shape[i]));
     }
     const std::optional<int64_t> edge = spec.chip.ici->pod_edge;
     if (dims == 2 && edge && spec.torus_shape[i] > *edge) {
-      detail::fail_spec(spec, fmt::format("/scale_up/shape/{}", i),
-           fmt::format("expected at most {0}: a {1} pod is a {0}x{0} torus (larger jobs use "
-                       "several slices joined by DCN)",
-                       *edge, spec.chip.name));
+      detail::fail_spec(
+          spec, fmt::format("/scale_up/shape/{}", i),
+          fmt::format("expected at most {0}: a {1} pod is a {0}x{0} torus (larger jobs use "
+                      "several slices joined by DCN)",
+                      *edge, spec.chip.name));
     }
   }
   if (spec.slices <= 0) {
-    detail::fail_spec(spec, "/slices", fmt::format("expected a positive number of slices, got {}", spec.slices));
+    detail::fail_spec(spec, "/slices",
+                      fmt::format("expected a positive number of slices, got {}", spec.slices));
   }
   check_torus_size(spec, spec.torus_shape, spec.slices, "/scale_up/shape");
   const int64_t chips = product(spec.torus_shape) * spec.slices;
   if (chips != spec.device_count()) {
-    detail::fail_spec(spec, "/scale_up/shape",
-         fmt::format("the torus {} x {} slice(s) has {} chips, but nodes x devices_per_node is "
-                     "{} x {} = {} (they must be equal)",
-                     shape_text(spec.torus_shape), spec.slices, chips, spec.nodes,
-                     spec.devices_per_node, spec.device_count()));
+    detail::fail_spec(
+        spec, "/scale_up/shape",
+        fmt::format("the torus {} x {} slice(s) has {} chips, but nodes x devices_per_node is "
+                    "{} x {} = {} (they must be equal)",
+                    shape_text(spec.torus_shape), spec.slices, chips, spec.nodes,
+                    spec.devices_per_node, spec.device_count()));
   }
   spec.torus_wraparound = torus_wraparound(spec.torus_shape, *spec.chip.ici);
 }
@@ -107,21 +110,23 @@ void check_torus(ClusterSpec& spec) {
 void check_nvlink_domain(const ClusterSpec& spec) {
   const int64_t domain = spec.nvlink_domain_devices;
   if (domain > kMaxDevices) {
-    detail::fail_spec(spec, "/scale_up/domain_devices",
-         fmt::format("{} devices in one NVLink domain, more than the {} devices meshsim simulates",
-                     domain, kMaxDevices));
+    detail::fail_spec(
+        spec, "/scale_up/domain_devices",
+        fmt::format("{} devices in one NVLink domain, more than the {} devices meshsim simulates",
+                    domain, kMaxDevices));
   }
   if (domain <= 0 || domain % spec.devices_per_node != 0) {
     detail::fail_spec(spec, "/scale_up/domain_devices",
-         fmt::format("expected a positive multiple of devices_per_node ({}), got {}",
-                     spec.devices_per_node, domain));
+                      fmt::format("expected a positive multiple of devices_per_node ({}), got {}",
+                                  spec.devices_per_node, domain));
   }
   if (spec.device_count() % domain != 0) {
-    detail::fail_spec(spec, "/nodes",
-         fmt::format("{} nodes x {} devices = {} devices is not a whole number of {}-device NVLink "
-                     "domains (expected a multiple of {} nodes)",
-                     spec.nodes, spec.devices_per_node, spec.device_count(), domain,
-                     domain / spec.devices_per_node));
+    detail::fail_spec(
+        spec, "/nodes",
+        fmt::format("{} nodes x {} devices = {} devices is not a whole number of {}-device NVLink "
+                    "domains (expected a multiple of {} nodes)",
+                    spec.nodes, spec.devices_per_node, spec.device_count(), domain,
+                    domain / spec.devices_per_node));
   }
 }
 
@@ -166,14 +171,15 @@ void check_fat_tree(const ClusterSpec& spec) {
   const int64_t endpoints = spec.device_count() * ft.nics_per_device;
   if (endpoints > ft.max_endpoints()) {
     const AttachRemedy fix = attach_remedy(ft, endpoints);
-    detail::fail_spec(spec,
-         fix.field == FabricField::kOversubscription ? "/scale_out/oversubscription"
-                                                      : "/scale_out/tiers",
-         fmt::format(
-             "a {}-tier fat tree of radix-{} switches (oversubscription {}) attaches at most "
-             "{} NICs, but {} devices x {} NICs = {} ({})",
-             ft.tiers, ft.switch_radix, ft.oversubscription, ft.max_endpoints(),
-             spec.device_count(), ft.nics_per_device, endpoints, fix.text));
+    detail::fail_spec(
+        spec,
+        fix.field == FabricField::kOversubscription ? "/scale_out/oversubscription"
+                                                    : "/scale_out/tiers",
+        fmt::format(
+            "a {}-tier fat tree of radix-{} switches (oversubscription {}) attaches at most "
+            "{} NICs, but {} devices x {} NICs = {} ({})",
+            ft.tiers, ft.switch_radix, ft.oversubscription, ft.max_endpoints(), spec.device_count(),
+            ft.nics_per_device, endpoints, fix.text));
   }
 }
 
@@ -230,20 +236,22 @@ void detail::fail_spec(const ClusterSpec& spec, const std::string& pointer,
 
 void detail::check_device_count(const ClusterSpec& spec) {
   if (spec.nodes <= 0) {
-    detail::fail_spec(spec, "/nodes", fmt::format("expected a positive number of nodes, got {}", spec.nodes));
+    detail::fail_spec(spec, "/nodes",
+                      fmt::format("expected a positive number of nodes, got {}", spec.nodes));
   }
   if (spec.devices_per_node <= 0) {
     detail::fail_spec(spec, "/devices_per_node",
-         fmt::format("expected a positive number of devices per node, got {}",
-                     spec.devices_per_node));
+                      fmt::format("expected a positive number of devices per node, got {}",
+                                  spec.devices_per_node));
   }
   const std::optional<int64_t> devices = try_mul(spec.nodes, spec.devices_per_node);
   if (!devices || *devices > kMaxDevices) {
     const bool per_node = spec.nodes <= kMaxDevices && spec.devices_per_node > kMaxDevices;
-    detail::fail_spec(spec, per_node ? "/devices_per_node" : "/nodes",
-         fmt::format("{} nodes x {} devices is more than {} devices, the most meshsim simulates "
-                     "(a network that size takes about a minute)",
-                     spec.nodes, spec.devices_per_node, kMaxDevices));
+    detail::fail_spec(
+        spec, per_node ? "/devices_per_node" : "/nodes",
+        fmt::format("{} nodes x {} devices is more than {} devices, the most meshsim simulates "
+                    "(a network that size takes about a minute)",
+                    spec.nodes, spec.devices_per_node, kMaxDevices));
   }
 }
 
@@ -263,10 +271,11 @@ namespace {
 
 void forbid_graph(const ClusterSpec& spec) {
   if (spec.graph) {
-    detail::fail_spec(spec, "/graph",
-         fmt::format("cannot resize \"{}\": it has an explicit graph whose devices are wired by "
-                     "name (edit the graph instead)",
-                     spec.name));
+    detail::fail_spec(
+        spec, "/graph",
+        fmt::format("cannot resize \"{}\": it has an explicit graph whose devices are wired by "
+                    "name (edit the graph instead)",
+                    spec.name));
   }
 }
 
@@ -276,8 +285,8 @@ void require_torus(const ClusterSpec& spec, const std::string& pointer, const st
   forbid_graph(spec);
   if (spec.scale_up != ScaleUpFabric::kIciTorus) {
     detail::fail_spec(spec, pointer,
-         fmt::format("cannot {} \"{}\": its scale-up fabric is {}, not ici_torus: {}", what,
-                     spec.name, to_string(spec.scale_up), why));
+                      fmt::format("cannot {} \"{}\": its scale-up fabric is {}, not ici_torus: {}",
+                                  what, spec.name, to_string(spec.scale_up), why));
   }
 }
 
@@ -366,15 +375,17 @@ void require_attaches_every_nic(const ClusterSpec& spec) {
 ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes, const FabricOverrides& fabric) {
   forbid_graph(spec);
   if (spec.scale_up == ScaleUpFabric::kIciTorus) {
-    detail::fail_spec(spec, "/nodes",
-         fmt::format("cannot set nodes of TPU cluster \"{}\": a TPU slice is sized by its torus "
-                     "shape, e.g. 8x16x16",
-                     spec.name));
+    detail::fail_spec(
+        spec, "/nodes",
+        fmt::format("cannot set nodes of TPU cluster \"{}\": a TPU slice is sized by its torus "
+                    "shape, e.g. 8x16x16",
+                    spec.name));
   }
   if (nodes <= 0) {
-    detail::fail_spec(spec, "/nodes",
-         fmt::format("cannot resize \"{}\" to {} nodes: expected a positive number of nodes",
-                     spec.name, nodes));
+    detail::fail_spec(
+        spec, "/nodes",
+        fmt::format("cannot resize \"{}\" to {} nodes: expected a positive number of nodes",
+                    spec.name, nodes));
   }
   if (nodes != spec.nodes) {
     spec.description += fmt::format(" (preset resized to {} nodes)", nodes);
@@ -439,8 +450,8 @@ ClusterSpec resize_torus(ClusterSpec spec, std::vector<int64_t> shape) {
   const int64_t per_host = std::min(spec.chip.ici->chips_per_host, chips);
   if (chips % per_host != 0) {
     detail::fail_spec(spec, "/scale_up/shape",
-         fmt::format("a {} slice has {} chips, which do not fill whole {}-chip hosts",
-                     shape_text(spec.torus_shape), chips, per_host));
+                      fmt::format("a {} slice has {} chips, which do not fill whole {}-chip hosts",
+                                  shape_text(spec.torus_shape), chips, per_host));
   }
   spec.devices_per_node = per_host;
   spec.nodes = chips / per_host;
@@ -452,7 +463,8 @@ ClusterSpec resize_torus(ClusterSpec spec, std::vector<int64_t> shape) {
 ClusterSpec join_slices(ClusterSpec spec, int64_t slices) {
   require_torus(spec, "/slices", "join slices of", "only TPU slices are joined by DCN");
   if (slices <= 0) {
-    detail::fail_spec(spec, "/slices", fmt::format("expected a positive number of slices, got {}", slices));
+    detail::fail_spec(spec, "/slices",
+                      fmt::format("expected a positive number of slices, got {}", slices));
   }
   check_torus_size(spec, spec.torus_shape, slices, "/scale_up/shape");
   const int64_t per_slice = product(spec.torus_shape);

@@ -24,7 +24,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 // slices of its reduction: the share of the units' work over whole waves that is real output.
 double tile_quantization(int64_t tile_m, int64_t tile_n, int64_t units, const MatmulShape& s,
                          int64_t tiles, int64_t slices) {
-  const int64_t waves = ceil_div(checked_product({tiles, slices}, "split-K tiles of a GEMM"), units);
+  const int64_t waves =
+      ceil_div(checked_product({tiles, slices}, "split-K tiles of a GEMM"), units);
   const double computed = static_cast<double>(waves) * static_cast<double>(units) *
                           static_cast<double>(tile_m) * static_cast<double>(tile_n);
   return static_cast<double>(s.batch) * static_cast<double>(s.m) * static_cast<double>(s.n) *
@@ -45,8 +46,8 @@ GemmTiling gemm_tiling(const MatmulShapeEfficiency& model, const MatmulShape& sh
   // The library's choice: the tile, with its split of the reduction, that wastes least (ties to
   // the first tile).
   const auto consider = [&](int64_t tm, int64_t tn) {
-    const int64_t tiles = checked_product({shape.batch, ceil_div(shape.m, tm), ceil_div(shape.n, tn)},
-                                          "output tiles of a GEMM");
+    const int64_t tiles = checked_product(
+        {shape.batch, ceil_div(shape.m, tm), ceil_div(shape.n, tn)}, "output tiles of a GEMM");
     // As many slices as fit in the one wave the tiles leave idle, each at least split_k_min
     // long: q grows with the slices as fast as k_s / (k_s + k_half) falls or faster, so the most
     // slices are the fastest (the reduction of the partial sums is not costed).

@@ -39,8 +39,8 @@
 
 #include <algorithm>
 
-#include "meshsim/sim/error.h"
 #include "cluster_checks.h"
+#include "meshsim/sim/error.h"
 #include "network_impl.h"
 
 namespace meshsim::topology {
@@ -88,10 +88,11 @@ void plan_leaves(const ClusterSpec& spec, FatTreeLayout& t) {
     t.leaves = 1;
     t.leaves_per_pod = 1;
     if (nics > t.radix) {
-      fail_spec(spec, "/scale_out/tiers",
-           fmt::format("one radix-{} switch holds {} NICs, but the cluster has {} (expected more "
-                       "tiers or fewer nodes)",
-                       t.radix, t.radix, nics));
+      fail_spec(
+          spec, "/scale_out/tiers",
+          fmt::format("one radix-{} switch holds {} NICs, but the cluster has {} (expected more "
+                      "tiers or fewer nodes)",
+                      t.radix, t.radix, nics));
     }
     return;
   }
@@ -100,9 +101,9 @@ void plan_leaves(const ClusterSpec& spec, FatTreeLayout& t) {
   t.up_ports = t.radix - t.down_ports;
   if (t.down_ports < 1 || t.up_ports < 1) {
     fail_spec(spec, "/scale_out/oversubscription",
-         fmt::format("a radix-{} leaf at oversubscription {} has {} down and {} up ports "
-                     "(expected at least one of each)",
-                     t.radix, s, t.down_ports, t.up_ports));
+              fmt::format("a radix-{} leaf at oversubscription {} has {} down and {} up ports "
+                          "(expected at least one of each)",
+                          t.radix, s, t.down_ports, t.up_ports));
   }
   t.rails = ft.rail_optimized ? spec.devices_per_node * t.nics_per_device : 1;
   const int64_t per_rail = ft.rail_optimized ? spec.nodes : nics;
@@ -114,10 +115,11 @@ void plan_spines(const ClusterSpec& spec, FatTreeLayout& t) {
   const int64_t half = t.radix / 2;
   if (t.tiers == 2) {
     if (t.leaves > t.radix) {
-      fail_spec(spec, "/nodes",
-           fmt::format("{} rails x {} leaves per rail = {} leaves, but radix-{} spines join at "
-                       "most {} leaves in 2 tiers (expected 3 tiers or fewer nodes)",
-                       t.rails, t.leaves_per_rail, t.leaves, t.radix, t.radix));
+      fail_spec(
+          spec, "/nodes",
+          fmt::format("{} rails x {} leaves per rail = {} leaves, but radix-{} spines join at "
+                      "most {} leaves in 2 tiers (expected 3 tiers or fewer nodes)",
+                      t.rails, t.leaves_per_rail, t.leaves, t.radix, t.radix));
     }
     t.leaves_per_pod = t.leaves;
     t.spines_per_pod =
@@ -127,9 +129,9 @@ void plan_spines(const ClusterSpec& spec, FatTreeLayout& t) {
     t.leaves_per_pod = t.pods == 1 ? t.leaves : half;
     if (t.pods > t.radix) {
       fail_spec(spec, "/nodes",
-           fmt::format("{} leaves fill {} pods of {}, but radix-{} cores join at most {} pods "
-                       "(expected fewer nodes)",
-                       t.leaves, t.pods, half, t.radix, t.radix));
+                fmt::format("{} leaves fill {} pods of {}, but radix-{} cores join at most {} pods "
+                            "(expected fewer nodes)",
+                            t.leaves, t.pods, half, t.radix, t.radix));
     }
     t.spines_per_pod =
         smallest_divisor_at_least(t.up_ports, ceil_div(t.leaves_per_pod * t.up_ports, half));
@@ -149,16 +151,16 @@ FatTreeLayout plan_fat_tree(const ClusterSpec& spec) {
   require_positive(spec, "/scale_out/nic_bandwidth", ft.nic_bandwidth, "NIC bandwidth");
   if (ft.tiers < 1 || ft.tiers > 3) {
     fail_spec(spec, "/scale_out/tiers",
-         fmt::format("expected 1 to 3 tiers for a network graph, got {}", ft.tiers));
+              fmt::format("expected 1 to 3 tiers for a network graph, got {}", ft.tiers));
   }
   if (ft.nics_per_device < 1) {
     fail_spec(spec, "/scale_out/nics_per_device",
-         fmt::format("expected at least one NIC per device, got {}", ft.nics_per_device));
+              fmt::format("expected at least one NIC per device, got {}", ft.nics_per_device));
   }
   if (ft.switch_radix < 2 || ft.switch_radix % 2 != 0 || !(ft.oversubscription >= 1.0)) {
     fail_spec(spec, "/scale_out/switch_radix",
-         fmt::format("expected an even radix >= 2 and oversubscription >= 1, got {} and {}",
-                     ft.switch_radix, ft.oversubscription));
+              fmt::format("expected an even radix >= 2 and oversubscription >= 1, got {} and {}",
+                          ft.switch_radix, ft.oversubscription));
   }
   FatTreeLayout t;
   t.tiers = ft.tiers;
@@ -188,8 +190,8 @@ void build_scale_up(NetworkData& impl, GpuLayout& g) {
   g.domain_devices = per_node ? spec.devices_per_node : spec.nvlink_domain_devices;
   if (g.domain_devices <= 0 || devices % g.domain_devices != 0) {
     fail_spec(spec, "/scale_up/domain_devices",
-         fmt::format("{} devices do not divide into NVLink domains of {}", devices,
-                     g.domain_devices));
+              fmt::format("{} devices do not divide into NVLink domains of {}", devices,
+                          g.domain_devices));
   }
   g.first_nvswitch = static_cast<uint32_t>(impl.vertices.size());
   for (int64_t dom = 0; dom < devices / g.domain_devices; ++dom) {

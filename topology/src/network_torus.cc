@@ -25,8 +25,8 @@
 
 #include <cstdlib>
 
-#include "meshsim/sim/error.h"
 #include "cluster_checks.h"
+#include "meshsim/sim/error.h"
 #include "network_impl.h"
 
 namespace meshsim::topology {
@@ -66,27 +66,29 @@ TorusLayout plan_torus(const ClusterSpec& spec) {
   TorusLayout t;
   t.shape = spec.torus_shape;
   if (t.shape.empty() || spec.torus_wraparound.size() != t.shape.size()) {
-    fail_spec(spec, "/scale_up/shape",
-         fmt::format("expected one extent and one wraparound flag per torus axis, got [{}] and "
-                     "{} flags",
-                     fmt::join(t.shape, ", "), spec.torus_wraparound.size()));
+    fail_spec(
+        spec, "/scale_up/shape",
+        fmt::format("expected one extent and one wraparound flag per torus axis, got [{}] and "
+                    "{} flags",
+                    fmt::join(t.shape, ", "), spec.torus_wraparound.size()));
   }
   t.chips_per_slice = 1;
   for (size_t i = 0; i < t.shape.size(); ++i) {
     if (t.shape[i] <= 0) {
       fail_spec(spec, fmt::format("/scale_up/shape/{}", i),
-           fmt::format("expected a positive extent, got {}", t.shape[i]));
+                fmt::format("expected a positive extent, got {}", t.shape[i]));
     }
     t.chips_per_slice *= t.shape[i];
     t.wraps.push_back(spec.torus_wraparound[i] && t.shape[i] > 2);
   }
   t.slices = spec.slices;
   if (t.slices <= 0 || t.chips_per_slice * t.slices != spec.device_count()) {
-    fail_spec(spec, "/scale_up/shape",
-         fmt::format("{} slice(s) of a {} torus hold {} chips, but the cluster has {} nodes x {} "
-                     "= {} devices (expected equal counts)",
-                     t.slices, fmt::join(t.shape, "x"), t.chips_per_slice * t.slices, spec.nodes,
-                     spec.devices_per_node, spec.device_count()));
+    fail_spec(
+        spec, "/scale_up/shape",
+        fmt::format("{} slice(s) of a {} torus hold {} chips, but the cluster has {} nodes x {} "
+                    "= {} devices (expected equal counts)",
+                    t.slices, fmt::join(t.shape, "x"), t.chips_per_slice * t.slices, spec.nodes,
+                    spec.devices_per_node, spec.device_count()));
   }
   return t;
 }

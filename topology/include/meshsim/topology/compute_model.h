@@ -83,8 +83,7 @@ struct GemmTiling {
   int64_t slices = 1;
 };
 GemmTiling gemm_tiling(const MatmulShapeEfficiency& model, const MatmulShape& shape);
-GemmTiling gemm_tiling(const MatmulShapeEfficiency& model, const MatmulShape& shape,
-                       int64_t units);
+GemmTiling gemm_tiling(const MatmulShapeEfficiency& model, const MatmulShape& shape, int64_t units);
 // The library calls a GEMM of `shape` makes: its batch for per-matrix libraries, else 1.
 int64_t gemm_calls(const MatmulShapeEfficiency& model, const MatmulShape& shape);
 // The fit that costs an attention kernel: its implementation, pass (or the combined series),
