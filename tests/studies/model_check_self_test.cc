@@ -101,6 +101,13 @@ TEST(ModelCheckSelf, InvariantsCatchABrokenReport) {
     b.apply(broken);
     EXPECT_TRUE(breaks(broken, b.invariant)) << b.what << " did not break " << b.invariant;
   }
+  // The memory pre-check refusing a step that fits when simulated.
+  Observation refused = good;
+  refused.unchecked = good.report;
+  refused.report.simulated = false;
+  refused.report.oom = true;
+  ASSERT_FALSE(good.report.oom);
+  EXPECT_TRUE(breaks(refused, "memory")) << "a pre-check refusing a step that fits";
 }
 
 // Records a real run's timeline, breaks a copy of it in one way per case and examines each, while
