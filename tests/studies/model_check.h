@@ -122,7 +122,7 @@ struct Violation {
 // The relative difference representative mode may show against full simulation (step time):
 // floating-point rounding only. A collective run with its images as one transfer gets a rate that
 // differs in the last bits from the rates of the same transfers run apart, and the picosecond
-// rounding of their ends can then differ: measured up to 4 ps in a 284 ms step (1.4e-11;
+// rounding of their ends can then differ: measured up to 1 ps in a 25.7 ms step (3.9e-11;
 // docs/model-checker.md). 1e-9 is 1 ps per millisecond of step.
 inline constexpr double kRepresentativeTolerance = 1e-9;
 

@@ -213,7 +213,7 @@ constexpr std::array kKnownIssues = {
                "unevenly (a pipeline stage, a data-parallel or HSDP shard group whose size "
                "neither fills whole nodes nor divides one: DP 3 or 6 on 3 nodes): ranks of one "
                "class then reach their peers over different links, which one simulated rank per "
-               "class cannot show; both network backends agree (seed 3679: 3.73 %)",
+               "class cannot show; both network backends agree (seed 3679: 4.21 %)",
                [](const Observation& o) {
                  const workloads::ParallelPlan& p = o.plan;
                  const int64_t n = o.devices_per_node;
@@ -226,7 +226,7 @@ constexpr std::array kKnownIssues = {
                "ring attention's sends, pipeline sends, expert all-to-alls): the fluid model's "
                "full simulation gives another step than its representative mode, and SimGrid "
                "gives both modes the representative step (seed 8764, one DGX H100: 146.44 ms "
-               "representative, 149.30 ms full; 1.9 %); the peak memory, which follows the "
+               "representative, 149.30 ms full; 1.92 %); the peak memory, which follows the "
                "gathers' timing, differs with it",
                [](const Observation& o) {
                  const workloads::ParallelPlan& p = o.plan;
@@ -244,32 +244,40 @@ constexpr std::array kKnownIssues = {
                }},
     KnownIssue{"representative-no-rails", "representative-vs-full",
                "representative mode on a fat tree without rail optimisation: the TP positions' "
-               "data-parallel groups meet on different leaves (seed 8311: 0.30 %)",
+               "data-parallel groups meet on different leaves (seed 3112: 0.34 %)",
                [](const Observation& o) { return !o.torus && !o.rail_optimized; }},
+    KnownIssue{"representative-xla-blocking-p2p", "representative-vs-full",
+               "representative mode on GPUs under the XLA stacks (paxml, maxtext) with blocking "
+               "pipeline transfers (overlap_p2p false): both network backends give full "
+               "simulation another step (seed 9229: 11.390 ms representative, 11.401 ms full; "
+               "0.094 %); cause not found",
+               [](const Observation& o) {
+                 const workloads::Stack k = o.plan.stack;
+                 return !o.torus && o.plan.pp > 1 && !o.plan.overlap.pipeline_p2p &&
+                        (k == workloads::Stack::kPaxml || k == workloads::Stack::kMaxText);
+               }},
     KnownIssue{"lower-bound-scatter-gather", "step-lower-bound",
                "studies::StepLowerBound costs a pipeline transfer as the whole activation, "
                "while under Megatron-LM's scatter/gather of pipeline tensors (the megatron-2021 "
                "and -2022 stacks, TP without SP) each TP rank sends 1/TP of it "
-               "(StageBuilder::pipe_wire_bytes); seed 3141: bound 38.012 ms, step 37.696 ms",
+               "(StageBuilder::pipe_wire_bytes); seed 1805: bound 32.436 ms, step 32.431 ms",
                [](const Observation& o) {
                  const workloads::ParallelPlan& p = o.plan;
                  return p.pp > 1 && p.pipeline_scatter_gather && p.tp > 1 && !p.sp;
                }},
     KnownIssue{"lower-bound-fp32-compiled", "step-lower-bound",
                "studies::StepLowerBound a few tens of microseconds above the step of fp32 "
-               "pipelines under the fsdp-compile stack (seed 7404: bound 38.388 ms, step "
-               "38.343 ms); cause not found (the other stacks' host time hides it)",
+               "pipelines under the fsdp-compile stack (seed 7404: bound 21.137 ms, step "
+               "21.103 ms); cause not found (the other stacks' host time hides it)",
                [](const Observation& o) {
                  return o.plan.stack == workloads::Stack::kFsdpCompile &&
                         o.plan.matmul_dtype == Dtype::kFp32;
                }},
     KnownIssue{"least-peak-uneven-interleaved", "least-peak-memory",
                "workloads::least_peak_memory above the ledger's peak for an interleaved "
-               "pipeline split unevenly per virtual stage (seed 542, stage 0: 3.112 GB against "
-               "the ledger's 3.058 GB)",
-               [](const Observation& o) {
-                 return o.plan.vpp > 1 && !o.plan.stage_layers.empty();
-               }},
+               "pipeline split unevenly per virtual stage (seed 9806, stage 2: 1.759 GB against "
+               "the ledger's 1.696 GB)",
+               [](const Observation& o) { return o.plan.vpp > 1 && !o.plan.stage_layers.empty(); }},
 };
 
 }  // namespace
@@ -311,7 +319,8 @@ std::string describe_failure(uint64_t seed, const nlohmann::json& doc,
   out += fmt::format("  scenario: {}\n", doc.dump());
   out += fmt::format(
       "  replay this seed: MESHSIM_MODEL_CHECK_SEED={} MESHSIM_MODEL_CHECK_COUNT=1 "
-      "MESHSIM_MODEL_CHECK_VERBOSE=1 studies_model_check_test\n",
+      "MESHSIM_MODEL_CHECK_VERBOSE=1 build/tests/studies/studies_model_check_test "
+      "--gtest_filter=ModelCheck.Random*\n",
       seed);
   out += fmt::format("  or: {}\n", run_flags(doc));
   return out;

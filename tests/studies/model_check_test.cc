@@ -162,13 +162,15 @@ bool check_scenario(uint64_t seed, const nlohmann::json& doc, bool verbose, bool
   if (verbose) {
     std::cout << "seed " << seed << ": "
               << (o.report.simulated ? summary(o) : "out of memory (pre-check)") << "\n  "
-              << doc.dump() << "\n";
+              << doc.dump() << "\n  " << run_flags(doc) << "\n";
   }
   std::vector<Violation> violations;
   for (const Violation& v : check_invariants(o)) {
     const KnownIssue* known = known_issue(o, v);
-    if (known == nullptr || strict) {
+    if (known == nullptr) {
       violations.push_back(v);
+    } else if (strict) {
+      violations.push_back({v.invariant, v.message + " (known issue " + known->id + ")"});
     } else {
       ++t.known[known->id];
       if (verbose) {
