@@ -681,7 +681,10 @@ StepLowerBound::StageTerms StepLowerBound::stage_terms(
   t.to_next.assign(static_cast<size_t>(virtuals), Duration::zero());
   t.to_prev.assign(static_cast<size_t>(virtuals), Duration::zero());
   if (plan.pp > 1 && comm_ != nullptr) {
-    const Bytes msg = workloads::stage_extras(model_, plan, parts.front()).pipeline_message;
+    // One rank's share of the tensor on the wire (its 1/TP slice under Megatron-LM's scatter/gather;
+    // the TP all-gather that reassembles it is not counted, so the bound stays below the step).
+    const Bytes msg =
+        plan.pipeline_wire_bytes(workloads::stage_extras(model_, plan, parts.front()).pipeline_message);
     const auto transfer = [&](int64_t from, int64_t to) {
       const auto a = static_cast<uint32_t>(stage_rank(from));
       const auto b = static_cast<uint32_t>(stage_rank(to));

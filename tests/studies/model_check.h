@@ -39,7 +39,12 @@ nlohmann::json generate_scenario(uint64_t seed);
 // Throws what the loaders throw (InputError, ScenarioError).
 scenario::Scenario to_scenario(const nlohmann::json& doc);
 
-// The same scenario as `meshsim run` flags: "--model llama3.2-1b --cluster dgx-h100 --tp 2 ...".
+// The scenario as printed in a reproducer: the model files named relative to the repository root
+// (where `meshsim run` is meant to be replayed), so a report reads the same on every machine.
+nlohmann::json for_display(const nlohmann::json& doc);
+
+// The same scenario as `meshsim run` flags, paths as for_display prints them:
+// "--model llama3.2-1b --cluster dgx-h100 --tp 2 ...".
 std::string run_flags(const nlohmann::json& doc);
 
 // What one traced simulation's timeline shows, gathered while the engine is still alive

@@ -371,9 +371,21 @@ scenario::Scenario to_scenario(const nlohmann::json& doc) {
   return s;
 }
 
+nlohmann::json for_display(const nlohmann::json& doc) {
+  const std::string root = std::string(MESHSIM_SOURCE_DIR) + "/";
+  nlohmann::json out = doc;
+  for (auto& [key, value] : out.items()) {
+    if (value.is_string() && value.get<std::string>().starts_with(root)) {
+      value = value.get<std::string>().substr(root.size());
+    }
+  }
+  return out;
+}
+
 std::string run_flags(const nlohmann::json& doc) {
   std::string out = "meshsim run";
-  for (const auto& [key, value] : doc.items()) {
+  const nlohmann::json shown = for_display(doc);  // named: items() does not extend its life
+  for (const auto& [key, value] : shown.items()) {
     if (key == "faults") {
       continue;  // no one-line form: the scenario file carries them
     }

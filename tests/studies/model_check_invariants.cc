@@ -256,15 +256,6 @@ constexpr std::array kKnownIssues = {
                  return !o.torus && o.plan.pp > 1 && !o.plan.overlap.pipeline_p2p &&
                         (k == workloads::Stack::kPaxml || k == workloads::Stack::kMaxText);
                }},
-    KnownIssue{"lower-bound-scatter-gather", "step-lower-bound",
-               "studies::StepLowerBound costs a pipeline transfer as the whole activation, "
-               "while under Megatron-LM's scatter/gather of pipeline tensors (the megatron-2021 "
-               "and -2022 stacks, TP without SP) each TP rank sends 1/TP of it "
-               "(StageBuilder::pipe_wire_bytes); seed 1805: bound 32.436 ms, step 32.431 ms",
-               [](const Observation& o) {
-                 const workloads::ParallelPlan& p = o.plan;
-                 return p.pp > 1 && p.pipeline_scatter_gather && p.tp > 1 && !p.sp;
-               }},
     KnownIssue{"lower-bound-fp32-compiled", "step-lower-bound",
                "studies::StepLowerBound a few tens of microseconds above the step of fp32 "
                "pipelines under the fsdp-compile stack (seed 7404: bound 21.137 ms, step "
@@ -316,13 +307,13 @@ std::string describe_failure(uint64_t seed, const nlohmann::json& doc,
   for (const Violation& v : violations) {
     out += fmt::format("  [{}] {}\n", v.invariant, v.message);
   }
-  out += fmt::format("  scenario: {}\n", doc.dump());
+  out += fmt::format("  scenario (paths from the repository root): {}\n", for_display(doc).dump());
   out += fmt::format(
       "  replay this seed: MESHSIM_MODEL_CHECK_SEED={} MESHSIM_MODEL_CHECK_COUNT=1 "
       "MESHSIM_MODEL_CHECK_VERBOSE=1 build/tests/studies/studies_model_check_test "
       "--gtest_filter=ModelCheck.Random*\n",
       seed);
-  out += fmt::format("  or: {}\n", run_flags(doc));
+  out += fmt::format("  or, from the repository root: {}\n", run_flags(doc));
   return out;
 }
 

@@ -162,7 +162,7 @@ bool check_scenario(uint64_t seed, const nlohmann::json& doc, bool verbose, bool
   if (verbose) {
     std::cout << "seed " << seed << ": "
               << (o.report.simulated ? summary(o) : "out of memory (pre-check)") << "\n  "
-              << doc.dump() << "\n  " << run_flags(doc) << "\n";
+              << for_display(doc).dump() << "\n  " << run_flags(doc) << "\n";
   }
   std::vector<Violation> violations;
   for (const Violation& v : check_invariants(o)) {

@@ -124,5 +124,39 @@ TEST(StepLowerBound, NeverExceedsTheSimulatedStepOfAnUnevenZeroBubbleVSplit) {
                               {2, 2, 2, 10, 2, 2, 2, 10});
 }
 
+// Megatron-LM 2021/2022 without SP sends each pipeline tensor in 1/TP slices, one per TP rank
+// (ParallelPlan::pipeline_wire_bytes): a bound that costs the whole tensor on one rank's wire
+// passed the step on two nodes with TP 4 and interleaving (the model checker's seed 1805).
+TEST(StepLowerBound, CountsOneSliceOfAScatteredPipelineTensor) {
+  Scenario s;
+  s.model = "llama3.2-1b";
+  s.cluster = "dgx-h100";
+  s.nodes = 2;
+  s.plan.tp = 4;
+  s.plan.dp = 2;
+  s.plan.pp = 2;
+  s.plan.vpp = 4;
+  s.plan.schedule = workloads::PipelineSchedule::kInterleaved;
+  s.plan.recompute = workloads::Recompute::kFull;
+  s.plan.seq = 2048;
+  s.plan.gbs = 4;
+  s.plan.mbs = 1;
+  s.plan.stack = workloads::Stack::kMegatron2022;
+  s.plan.origins.set(workloads::PlanField::kStack, Origin::flag("--stack"));
+  const LoadedScenario loaded = load_inputs(s);
+  apply_stack_for(s.plan, loaded.cluster.chip);
+  ASSERT_TRUE(s.plan.scatters_pipeline_tensors());
+  const StepReport r = simulate_step(s, loaded, StepOptions{});
+  ASSERT_TRUE(r.simulated);
+  const topology::Network net = topology::Network::build(loaded.cluster);
+  collectives::NetworkCommModel comm(net,
+                                     topology::Placement::in_order(loaded.cluster.device_count()),
+                                     collectives::NetworkBackend::kAnalytical);
+  StepLowerBound bound(loaded.model, loaded.cluster, &comm);
+  const Duration lb = bound(s.plan);
+  EXPECT_LE(lb, r.step_time) << lb.seconds() << " s vs " << r.step_time.seconds() << " s";
+  EXPECT_GT(lb / r.step_time, 0.5);
+}
+
 }  // namespace
 }  // namespace meshsim::studies

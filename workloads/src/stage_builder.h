@@ -175,9 +175,6 @@ class StageBuilder {
   void reduce(const Scope& scope, const GradientBucket& bucket);
   void gather_parameters_ahead();
   OpId zero3_gather(const Scope& scope, int64_t layer, bool blocking);
-  // Megatron-LM's scatter/gather of pipeline tensors (ParallelPlan::pipeline_scatter_gather).
-  bool scatter_gather_pipe() const;
-  Bytes pipe_wire_bytes(Bytes tensor) const;
   void gather_pipe_slices(const Scope& scope, const std::string& name, Bytes tensor);
   // Autograd's gradient accumulation (ParallelPlan::wgrad_accumulation_fused off).
   void accumulate_gradients(const Scope& scope, int64_t params);

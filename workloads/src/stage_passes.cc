@@ -89,20 +89,11 @@ OpId StageBuilder::zero3_gather(const Scope& scope, int64_t layer, bool blocking
                     {alloc(MemoryCategory::kCommBuffers, full)}, Stream::kDataGather);
 }
 
-// A pipeline tensor's bytes on the wire: with the scatter/gather optimization (TP > 1, no SP) each
-// TP rank sends its 1/TP slice of it.
-Bytes StageBuilder::pipe_wire_bytes(Bytes tensor) const {
-  return scatter_gather_pipe() ? tensor / p_.tp : tensor;
-}
-
-bool StageBuilder::scatter_gather_pipe() const {
-  return p_.pipeline_scatter_gather && p_.tp > 1 && !p_.sp;
-}
 
 // A received pipeline tensor, in slices: the TP group all-gathers them before the next kernel
 // (Megatron-LM's mpu.gather_split_1d_tensor), blocking; a TP-group collective, counted as TP.
 void StageBuilder::gather_pipe_slices(const Scope& scope, const std::string& name, Bytes tensor) {
-  if (scatter_gather_pipe()) {
+  if (p_.scatters_pipeline_tensors()) {
     collective(scope, name + ".tp_gather", CommKind::kTensor, CollectiveKind::kAllGather, tensor,
                true);
   }
@@ -135,7 +126,7 @@ void StageBuilder::forward(const PipelinePass& pass) {
          alloc(MemoryCategory::kActivations, part_.activations.embedding), {});
   } else if (const auto from = pipe_channel(pass.chunk, true, false)) {
     stream_.next_waits_for(p2p(scope, fmt::format("c{}.recv_activation", chunk), false, from->peer,
-                               Tag::kActivation, pipe_wire_bytes(msg), from->stream));
+                               Tag::kActivation, p_.pipeline_wire_bytes(msg), from->stream));
     gather_pipe_slices(scope, fmt::format("c{}.recv_activation", chunk), msg);
   }
   // Under the interleaved schedule the receives are posted where their chunk needs them, not in
@@ -186,7 +177,7 @@ void StageBuilder::forward(const PipelinePass& pass) {
          {});
   } else if (const auto to = pipe_channel(pass.chunk, true, true)) {
     const OpId send = p2p(scope, fmt::format("c{}.send_activation", chunk), true, to->peer,
-                          Tag::kActivation, pipe_wire_bytes(msg), to->stream);
+                          Tag::kActivation, p_.pipeline_wire_bytes(msg), to->stream);
     if (!p_.overlap.pipeline_p2p) {
       stream_.next_waits_for(send);
     }
@@ -212,7 +203,7 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
     }
   } else if (const auto from = pipe_channel(pass.chunk, false, false)) {
     stream_.next_waits_for(p2p(scope, fmt::format("c{}.recv_gradient", chunk), false, from->peer,
-                               Tag::kGradient, pipe_wire_bytes(msg), from->stream));
+                               Tag::kGradient, p_.pipeline_wire_bytes(msg), from->stream));
     gather_pipe_slices(scope, fmt::format("c{}.recv_gradient", chunk), msg);
   }
   const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];
@@ -318,7 +309,7 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
   }
   if (const auto to = pipe_channel(pass.chunk, false, true)) {
     const OpId send = p2p(scope, fmt::format("c{}.send_gradient", chunk), true, to->peer,
-                          Tag::kGradient, pipe_wire_bytes(msg), to->stream);
+                          Tag::kGradient, p_.pipeline_wire_bytes(msg), to->stream);
     if (!p_.overlap.pipeline_p2p) {
       stream_.next_waits_for(send);
     }

@@ -303,6 +303,12 @@ struct ParallelPlan {
   bool experts_tp_split() const { return expert_tp() == tp; }
   // Ranks holding the same experts: DP / EP, or with etp 1 (and TP > 1) TP x CP x DP / EP.
   int64_t expert_grad_group() const { return experts_tp_split() ? dp / ep : tp * cp * dp / ep; }
+  // Whether pipeline tensors travel in 1/TP slices (pipeline_scatter_gather, which needs TP > 1
+  // and no SP), and the bytes of one such tensor on one rank's wire.
+  bool scatters_pipeline_tensors() const { return pipeline_scatter_gather && tp > 1 && !sp; }
+  Bytes pipeline_wire_bytes(Bytes tensor) const {
+    return scatters_pipeline_tensors() ? tensor / tp : tensor;
+  }
 };
 
 // Upper bounds on a plan, checked with its other rules (validate_plan, validate_sharding); each
