@@ -88,6 +88,27 @@ void print_classes(const RankSummary& s, std::ostream& out) {
   }
 }
 
+// What find_steps set aside or could not link, for the rank's header line.
+std::string steps_notes(const traces::RankSteps& steps) {
+  std::string out;
+  if (steps.unlinked_ops > 0) {
+    out += fmt::format("; {} device ops without a launch in the trace", steps.unlinked_ops);
+  }
+  if (steps.before_trace_ops > 0) {
+    out += fmt::format(
+        "; {} device ops launched before the trace began (in no step; the first "
+        "step is measured from their end)",
+        steps.before_trace_ops);
+  }
+  if (steps.unfinished_steps > 0) {
+    out += fmt::format(
+        "; {} step(s) left out: their device work had not run when the trace "
+        "ended",
+        steps.unfinished_steps);
+  }
+  return out;
+}
+
 std::string modelled_text(const RankSummary& s) {
   const double total = std::max(s.device_time.seconds(), 1e-30);
   std::vector<std::string> parts;
@@ -191,12 +212,8 @@ RankResult validate_rank(const std::string& file, const traces::RankTrace& t,
   const traces::HostDispatch h = traces::host_dispatch(t, steps);
 
   out << fmt::format("\nrank {} ({}{}): {} step(s) by {}{}\n", id.rank, file,
-                     id.from_trace ? "" : "; rank from the file's position",
-                     steps.steps.size(), steps.method,
-                     steps.unlinked_ops > 0
-                         ? fmt::format("; {} device ops without a launch in the trace",
-                                       steps.unlinked_ops)
-                         : "");
+                     id.from_trace ? "" : "; rank from the file's position", steps.steps.size(),
+                     steps.method, steps_notes(steps));
   out << fmt::format("  step time    measured {:.3f} ms, simulated {:.3f} ms, error {} (medians; "
                      "worst step {})\n",
                      ms(s.measured_step), ms(s.simulated_step), percent(s.step_error),

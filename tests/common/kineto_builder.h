@@ -61,6 +61,19 @@ class KinetoBuilder {
     add({{"ph", "X"}, {"cat", cat}, {"name", name}, {"pid", 0}, {"tid", stream}, {"ts", ts},
          {"dur", dur}, {"args", args}});
   }
+  // A kernel whose launch is not in the trace, with correlation `corr` (a call before the trace
+  // began has a smaller one than every call in it; the builder's calls start at 1000).
+  void unlaunched_kernel(const std::string& name, double ts, double dur, int64_t stream,
+                         int64_t corr) {
+    add({{"ph", "X"},
+         {"cat", "kernel"},
+         {"name", name},
+         {"pid", 0},
+         {"tid", stream},
+         {"ts", ts},
+         {"dur", dur},
+         {"args", {{"device", 0}, {"stream", stream}, {"correlation", corr}}}});
+  }
   void runtime(const std::string& name, double ts, double dur) {
     add({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", name}, {"pid", 100}, {"tid", 1},
          {"ts", ts}, {"dur", dur}, {"args", {{"correlation", next_corr_++}}}});
@@ -80,7 +93,7 @@ class KinetoBuilder {
 
  private:
   nlohmann::json doc_;
-  int64_t next_corr_ = 1;
+  int64_t next_corr_ = 1000;
   int64_t next_ext_ = 1;
 };
 

@@ -234,6 +234,44 @@ TEST(RankSteps, StepsByLaunchAndGapsByWhoWasLate) {
   EXPECT_EQ(first.host_gap, us(55 - 30));  // its second kernel launched at 45..46, after the gap
 }
 
+// A GPU running behind its host, as in a software pipeline that copies the next batch while the
+// current one trains: each step's copy starts at once on its own stream, its compute waits on
+// stream 7 for the step before. Steps are measured from the end of the work queued ahead of them,
+// so they tile the timeline (the period, 100 us) instead of overlapping (150 us spans); the work
+// launched before the trace (correlation below every call's) is in no step but still delays the
+// first; a last step whose work never ran before the trace ended is left out.
+TEST(RankSteps, AStepRunningBehindItsHostIsMeasuredFromTheWorkQueuedAheadOfIt) {
+  KinetoBuilder b;
+  b.unlaunched_kernel("elementwise_kernel", 0, 50, 7, 10);  // step 0's tail
+  for (int k = 1; k <= 3; ++k) {
+    const double t = 100.0 * (k - 1);
+    b.step(k, t, 100);
+    b.kernel("Memcpy HtoD (Pinned -> Device)", t + 2, 5, 25, t + 1, 1, nlohmann::json::object(),
+             "gpu_memcpy");
+    b.kernel("gemm_kernel", t + 50, 100, 7, t + 3);  // queued behind the step before
+  }
+  b.step(4, 300, 100);
+  b.kernel("Memcpy HtoD (Pinned -> Device)", 302, 5, 25, 301, 1, nlohmann::json::object(),
+           "gpu_memcpy");  // then the
+  // trace stops recording the device: step 4's compute never appears
+  const RankSteps s = find_steps(read_kineto_bytes(b.text(), "r"));
+  EXPECT_EQ(s.before_trace_ops, 1);
+  EXPECT_EQ(s.unlinked_ops, 0);
+  EXPECT_EQ(s.unfinished_steps, 1);
+  ASSERT_EQ(s.steps.size(), 3u);
+  for (size_t k = 0; k < 3; ++k) {
+    const RankStep& step = s.steps[k];
+    EXPECT_EQ(step.ops.size(), 2u);
+    EXPECT_EQ(step.duration(), us(100)) << "step " << step.number;
+    const StepBreakdown d = breakdown(measured_spans(step), SimTime::zero());
+    EXPECT_EQ(d.step, us(100));
+    EXPECT_EQ(d.compute, us(100));  // the copy before t0 is the previous step's time
+    EXPECT_EQ(d.idle, Duration::zero());
+    EXPECT_EQ(d.by_class[static_cast<size_t>(OpClass::kMatmul)], us(100));
+  }
+  // Without the queue (an idle GPU between steps) the span is kept: StepsByLaunch... above.
+}
+
 TEST(RankSteps, RepeatedStructureWithoutProfilerSteps) {
   KinetoBuilder b;
   double t = 0;

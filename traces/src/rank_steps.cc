@@ -390,11 +390,34 @@ RankSteps find_steps(const RankTrace& t) {
   l.nest_host_events();
   std::vector<DeviceOp> ops;
   RankSteps out;
+  // CUPTI numbers runtime calls in order; a device op without a launch in the trace whose
+  // correlation precedes every call's was launched before the trace began (rank_steps.h).
+  int64_t first_call = INT64_MAX;
+  for (const KinetoEvent& e : t.events) {
+    if (e.kind == KinetoKind::kRuntime && e.correlation >= 0) {
+      first_call = std::min(first_call, e.correlation);
+    }
+  }
+  std::optional<SimTime> before_trace_end;  // the end of the work launched before the trace
   for (uint32_t i = 0; i < t.events.size(); ++i) {
     if (is_device(t.events[i].kind)) {
-      ops.push_back(l.device_op(i));
-      out.unlinked_ops += ops.back().launch ? 0 : 1;
+      DeviceOp op = l.device_op(i);
+      const int64_t corr = t.events[i].correlation;
+      if (!op.launch && corr >= 0 && corr < first_call) {
+        ++out.before_trace_ops;
+        before_trace_end = std::max(before_trace_end.value_or(op.end()), op.end());
+        continue;
+      }
+      out.unlinked_ops += op.launch ? 0 : 1;
+      ops.push_back(std::move(op));
     }
+  }
+  if (ops.empty() && out.before_trace_ops > 0) {
+    throw InputError(t.source, "/traceEvents",
+                     fmt::format("all {} device ops were launched before the trace began (their "
+                                 "correlation ids precede every runtime call's): no step's work "
+                                 "is in the trace",
+                                 out.before_trace_ops));
   }
   if (ops.empty()) {
     throw InputError(t.source, "/traceEvents",
@@ -435,6 +458,7 @@ RankSteps find_steps(const RankTrace& t) {
     }
     std::vector<DeviceOp>().swap(ops);
   }
+  std::optional<SimTime> queued = before_trace_end;  // the end of the work launched so far
   for (size_t s = 0; s < ranges.size(); ++s) {
     if (per[s].empty()) {
       ++out.empty_steps;
@@ -446,6 +470,12 @@ RankSteps find_steps(const RankTrace& t) {
     step.host_end = ranges[s].end;
     step.ops = std::move(per[s]);
     finish_step(step);
+    step.queued_until = queued.value_or(step.start);
+    queued = std::max(queued.value_or(step.end()), step.end());
+    if (step.end() <= step.queued_until) {
+      ++out.unfinished_steps;
+      continue;
+    }
     out.steps.push_back(std::move(step));
   }
   for (uint32_t i = 0; i < t.events.size(); ++i) {  // the host's waits, by the step they start in
@@ -474,13 +504,14 @@ std::vector<Span> measured_spans(const RankStep& step) {
   spans.reserve(step.ops.size());
   for (const DeviceOp& op : step.ops) {
     Span s;
-    s.start = SimTime::zero() + (op.start - step.start);
-    s.end = SimTime::zero() + (op.end() - step.start);
+    s.start = SimTime::zero() + (op.start - step.measured_start());
+    s.end = SimTime::zero() + (op.end() - step.measured_start());
     s.op_class = op.op_class;
     s.communication = op.communication;
     s.p2p = op.p2p;
     if (op.launch_start) {
-      s.launched = SimTime::zero() + (*op.launch_start + op.launch_duration - step.start);
+      s.launched =
+          SimTime::zero() + (*op.launch_start + op.launch_duration - step.measured_start());
     }
     spans.push_back(s);
   }
@@ -496,11 +527,14 @@ StepBreakdown breakdown(std::vector<Span> spans, SimTime t0) {
   SimTime end = t0;
   for (const Span& s : spans) {
     b.by_class[static_cast<size_t>(s.op_class)] += s.end - s.start;
-    (s.communication ? comm : compute).emplace_back(s.start, s.end);
+    // The unions count the step's window only: a measured step's ops may start before its t0,
+    // while the work queued ahead of them still runs (RankStep::measured_start).
+    const std::pair<SimTime, SimTime> in{std::max(s.start, t0), std::max(s.end, t0)};
+    (s.communication ? comm : compute).push_back(in);
     if (s.p2p) {
-      p2p.emplace_back(s.start, s.end);
+      p2p.push_back(in);
     }
-    all.emplace_back(s.start, s.end);
+    all.push_back(in);
     end = std::max(end, s.end);
   }
   b.step = end - t0;

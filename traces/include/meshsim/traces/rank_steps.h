@@ -10,6 +10,10 @@
 //  * "ProfilerStep#N" ranges (torch.profiler's schedule, or record_function around each step):
 //    a device op belongs to the range in which its launch started (device ops with no launch in
 //    the trace: the range their own start falls in); host calls to the range they start in.
+//  * Device work launched before the trace began belongs to no step: an op with no launch in the
+//    trace whose correlation id precedes every runtime call's (CUPTI numbers the calls in
+//    order, so its call came before the profiler's window: the backlog of a GPU that runs behind
+//    its host, or of a software pipeline that overlaps steps).
 //  * Otherwise repeated structure: the device ops, in order of start, are cut at each occurrence
 //    of an anchor kernel name, chosen as the name occurring most often such that every piece
 //    between two consecutive occurrences holds the same multiset of kernel names (one training
@@ -65,17 +69,30 @@ struct RankStep {
   // t0 of the step: its first device op's start. (Not its first launch: a host that runs ahead
   // of its GPU launches a step's kernels while the device still runs the step before.)
   SimTime start;
+  // The end of the device work launched before the step (earlier steps', and work launched
+  // before the trace began); start when none ends later.
+  SimTime queued_until;
   std::vector<DeviceOp> ops;     // by (start, device, stream, event)
   std::vector<HostSync> syncs;   // by start
   SimTime end() const;           // the last device op's end (start when it has none)
-  Duration duration() const { return end() - start; }
+  // Where the step's measured time begins: its first device op, or the end of the work queued
+  // ahead of it if later. When steps overlap on the device (a host ahead of its GPU; a software
+  // pipeline copying the next batch while this one trains), a step's first ops start while the
+  // step before still runs and the span from them would count that step's tail twice; from the
+  // end of the earlier work, consecutive steps tile the timeline and the duration is the period.
+  SimTime measured_start() const { return std::max(start, queued_until); }
+  Duration duration() const { return end() - measured_start(); }
 };
 
 struct RankSteps {
   std::string method;  // "ProfilerStep#N ranges" or "repeated structure (anchor kernel ...)"
   std::vector<RankStep> steps;
-  int64_t unlinked_ops = 0;  // device ops with no launch found in the trace
+  int64_t unlinked_ops = 0;  // device ops with no launch found in the trace (in a step)
   int64_t empty_steps = 0;   // steps found with no device work (left out of `steps`)
+  int64_t before_trace_ops = 0;  // device ops launched before the trace began (in no step)
+  // Steps left out because all their device work ends before the work queued ahead of them
+  // does: the trace stopped recording the device before the step ran (its last step, typically).
+  int64_t unfinished_steps = 0;
 };
 
 // Splits `trace` into steps (see above). InputError(trace.source, "/traceEvents", ...) when it has
