@@ -10,12 +10,16 @@ them to a tolerance per chip.
 
 The model (topology/include/meshsim/topology/compute_model.h is the reference):
   GEMM       t = max(F / (peak(dtype) * e), bytes / (HBM * e_mem)) + launch
-             e = e_max(dtype) * q * k_s / (k_s + k_half); q the tile/wave quantization and k_s
-             the reduction per split-K slice, for the best of the chip's tiles and splits
+             e = e_max(dtype) * f, f = q * k_s / (k_s + k_half); q the tile/wave quantization
+             and k_s the reduction per split-K slice, for the best of the chip's tiles and
+             splits. f is not computed here: `meshsim kernel-model` evaluates meshsim's own
+             gemm_tiling on every row, once per k_half of the grid (--meshsim names the binary,
+             default build/meshsim), so the fit and the simulator cannot drift apart.
   attention  t = F / (peak * e) + launch, e = e_inf * s / (s + s_half) per (implementation, pass,
              causal mask, head dim)
   memory     t = bytes / (HBM * e_class) + launch, bytes as meshsim's kernels count them
-Grid search, deterministic; no randomness. Usage: tools/fit_kernels.py [--chip h100-sxm]
+Grid search, deterministic; no randomness. Usage: tools/fit_kernels.py [--family hopper]
+[--meshsim build/meshsim]
 """
 import argparse
 import csv
@@ -24,6 +28,7 @@ import math
 import os
 import re
 import statistics
+import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MB = os.path.join(ROOT, 'validation', 'microbench')
@@ -60,9 +65,7 @@ def chips():
         peaks = {d: rate(v['value']) for d, v in c['peak'].items()}
         hbm = rate(c['hbm']['bandwidth']['value'])
         units = c['gpu']['sm_count']['value'] if 'gpu' in c else c['tpu']['mxu_count']['value']
-        out[name] = {'peak': peaks, 'hbm': hbm, 'units': units, 'kind': c['kind']}
-        if 'tpu' in c:
-            out[name]['tiles'] = [(c['tpu']['mxu_rows']['value'], c['tpu']['mxu_cols']['value'])]
+        out[name] = {'name': name, 'peak': peaks, 'hbm': hbm, 'units': units, 'kind': c['kind']}
     return out
 
 
@@ -70,44 +73,52 @@ def rows(name):
     return list(csv.DictReader(open(os.path.join(MB, name))))
 
 
-GPU_TILES = [(128, 256), (256, 128), (128, 128)]
+MESHSIM = os.path.join(ROOT, 'build', 'meshsim')
 
 
-# The shortest reduction slice cuBLAS's split-K and stream-K kernels cut a GEMM into (the
-# catalogue's matmul_shape.split_k_min on the GPUs; compute_model.h); TPUs do not split.
-SPLIT_K_MIN = 64
+class TileFactors:
+    """f = q * k_s / (k_s + k_half) of each GEMM row, from `meshsim kernel-model` (one call per
+    k_half, over every row of gemm.csv), so the tiling, the split-K rule and the chips' tiles are
+    the simulator's own."""
+
+    def __init__(self):
+        self.by_k_half = {}
+        self.meshsim = MESHSIM
+
+    def __call__(self, chip, m, n, k, b, k_half):
+        if k_half not in self.by_k_half:
+            self.by_k_half[k_half] = self.evaluate(k_half)
+        return self.by_k_half[k_half][(chip, m, n, k, b)]
+
+    def evaluate(self, k_half):
+        shapes = sorted({(r['chip'], int(r['m']), int(r['n']), int(r['k']), int(r['batch'] or 1))
+                         for r in rows('gemm.csv')})
+        text = 'chip,dtype,m,n,k,batch\n' + ''.join(
+            f'{c},bf16,{m},{n},{k},{b}\n' for c, m, n, k, b in shapes)
+        out = subprocess.run([self.meshsim, 'kernel-model', '-', '--k-half', str(k_half)], input=text,
+                             capture_output=True, text=True, check=True).stdout
+        return {(r['chip'], int(r['m']), int(r['n']), int(r['k']), int(r['batch'])):
+                float(r['tile_factor']) for r in csv.DictReader(out.splitlines())}
 
 
-def tiling_rate(m, n, k, b, units, tiles, k_half, split_k_min):
-    """q * k_s / (k_s + k_half) for the tile that maximises it, each tile with its split of the
-    reduction: as many slices as fit in one wave, each at least split_k_min (topology::gemm_tiling)."""
-    best = -1.0
-    for tm, tn in tiles:
-        t = b * math.ceil(m / tm) * math.ceil(n / tn)
-        s = max(1, min(units // t, k // split_k_min)) if split_k_min and t < units else 1
-        waves = math.ceil(t * s / units)
-        q = b * m * n * s / (waves * units * tm * tn)
-        ks = k / s
-        best = max(best, q * ks / (ks + k_half))
-    return best
+tile_factor = TileFactors()
 
 
-def gemm_time(r, chip, e_max, k_half, launch, mem_eff, tiles):
+def gemm_time(r, chip, e_max, k_half, launch, mem_eff):
     m, n, k, b = int(r['m']), int(r['n']), int(r['k']), int(r['batch'] or 1)
     dt = r['dtype']
     peak = chip['peak']['fp16' if dt == 'fp16' else dt]
-    split = SPLIT_K_MIN if chip['kind'] == 'gpu' else 0
-    e = e_max * tiling_rate(m, n, k, b, chip['units'], tiles, k_half, split)
+    e = e_max * tile_factor(chip['name'], m, n, k, b, k_half)
     flops = 2.0 * m * n * k * b
     width = 1 if dt == 'fp8' else 2
     mem = b * ((m * k + k * n) * width + m * n * 2) / (chip['hbm'] * mem_eff)
     return max(flops / (peak * e), mem) + launch
 
 
-def gemm_error(r, chip, e, k_half, launch, tiles):
+def gemm_error(r, chip, e, k_half, launch):
     flops = 2.0 * int(r['m']) * int(r['n']) * int(r['k']) * int(r['batch'] or 1)
     measured = flops / (float(r['tflops']) * 1e12)
-    return gemm_time(r, chip, e, k_half, launch, 0.9, tiles) / measured - 1
+    return gemm_time(r, chip, e, k_half, launch, 0.9) / measured - 1
 
 
 def group_of(r):
@@ -214,7 +225,7 @@ def fit_training_regime(names, cat, launch, k_half, group):
     if not sub:
         return None
     return best_e_max(sub, ceilings,
-                      lambda n, r, e: gemm_error(r, cat[n], e, k_half, launch, GPU_TILES))
+                      lambda n, r, e: gemm_error(r, cat[n], e, k_half, launch))
 
 
 K_HALF_GRID = [0, 64, 128, 192, 256, 320, 384, 448, 512, 640, 768]
@@ -238,8 +249,7 @@ def fit_gemm_family(names, cat, launch, pooled):
     best = None
     for k_half in PINNED_K_HALF.get(tuple(names), K_HALF_GRID):
         def error(n, r, e):
-            tiles = GPU_TILES if cat[n]['kind'] == 'gpu' else cat[n]['tiles']
-            return gemm_error(r, cat[n], e, k_half, launch, tiles)
+            return gemm_error(r, cat[n], e, k_half, launch)
         total = 0
         fits = {}
         for key in keys:
@@ -461,7 +471,9 @@ def summary(errs):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--family')
+    ap.add_argument('--meshsim', default=MESHSIM, help='the meshsim binary (kernel-model)')
     args = ap.parse_args()
+    tile_factor.meshsim = args.meshsim
     cat = chips()
     for fam, names in FAMILIES.items():
         if args.family and fam != args.family:

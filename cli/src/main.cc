@@ -1,8 +1,8 @@
 // The meshsim command. Exit codes: 0 success, 2 bad input (the message names the file or flag, the
 // field and what was expected), 3 the configuration does not fit in memory, 1 internal error.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -12,24 +12,25 @@
 #include "calc_command.h"
 #include "calibrate_collectives_command.h"
 #include "calibrate_command.h"
+#include "calibrate_traces.h"
 #include "collective_command.h"
-#include "plan_command.h"
-#include "sweep_command.h"
 #include "compare_command.h"
 #include "fault_flags.h"
 #include "goodput_command.h"
 #include "help_markdown.h"
+#include "kernel_model_command.h"
 #include "meshsim/sim/error.h"
 #include "output_file.h"
-#include "run_command.h"
-#include "presets_command.h"
+#include "plan_command.h"
 #include "plan_flags.h"
+#include "presets_command.h"
 #include "published_command.h"
+#include "run_command.h"
 #include "scenario_flags.h"
+#include "sweep_command.h"
 #include "trace_limits.h"
 #include "validate_command.h"
 #include "validate_traces.h"
-#include "calibrate_traces.h"
 #include "version.h"
 #include "workload_command.h"
 
@@ -434,6 +435,8 @@ int run_main(int argc, char** argv) {
 
   meshsim::cli::CalibrateCollectivesArgs calcoll_args;
   CLI::App* calcoll = meshsim::cli::add_calibrate_collectives_command(app, calcoll_args);
+  meshsim::cli::KernelModelArgs kernel_args;
+  CLI::App* kernel_model = meshsim::cli::add_kernel_model_command(app, kernel_args);
 
   meshsim::cli::PlanArgs plan_args;
   CLI::App* plan = meshsim::cli::add_plan_command(app, plan_args);
@@ -588,6 +591,9 @@ int run_main(int argc, char** argv) {
   }
   if (*calcoll) {
     return meshsim::cli::calibrate_collectives_command(calcoll_args, std::cout);
+  }
+  if (*kernel_model) {
+    return meshsim::cli::kernel_model_command(kernel_args, std::cout);
   }
   if (*compare) {
     return meshsim::cli::compare_command(compare_a, compare_b, std::cout);
