@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "meshsim/scenario/scenario.h"
+#include "meshsim/scenario/step.h"
 #include "meshsim/scenario/step_report.h"
 #include "meshsim/sim/breakdown.h"
 #include "meshsim/sim/simulation.h"
@@ -66,6 +67,22 @@ struct TimelineFacts {
 // Examines a timeline recorded from `sim` (still alive: its programs give each op's dependencies
 // and stream) for a step that ended at `end`.
 TimelineFacts examine(const Timeline& t, const Simulation& sim, SimTime end);
+
+// A step observer that records the run's timeline without changing what is simulated; finish()
+// of a subclass examines timeline_ while the engine (sim_) is still alive.
+class TimelineRecorder : public scenario::StepObserver {
+ public:
+  bool needs_full_simulation() const override { return false; }
+  std::vector<int64_t> ranks_to_simulate() const override { return {}; }
+  void attach(Simulation& sim, scenario::CommSetup&, const scenario::StepReport&) override {
+    sim_ = &sim;
+    sim.record_into(timeline_);
+  }
+
+ protected:
+  const Simulation* sim_ = nullptr;
+  Timeline timeline_;
+};
 
 // One scenario's simulations and the facts the invariants need.
 struct Observation {

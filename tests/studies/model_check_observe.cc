@@ -196,23 +196,13 @@ class Examiner {
 
 // Records the timeline of a run (without changing what is simulated) and examines it in finish,
 // while the engine and its programs are alive.
-class Recorder final : public scenario::StepObserver {
+class Recorder final : public TimelineRecorder {
  public:
-  bool needs_full_simulation() const override { return false; }
-  std::vector<int64_t> ranks_to_simulate() const override { return {}; }
-  void attach(Simulation& sim, scenario::CommSetup&, const scenario::StepReport&) override {
-    sim_ = &sim;
-    sim.record_into(timeline_);
-  }
   void finish(SimTime end, scenario::StepReport&) override {
     facts_ = examine(timeline_, *sim_, end);
     timeline_ = Timeline{};
   }
   TimelineFacts facts_;
-
- private:
-  const Simulation* sim_ = nullptr;
-  Timeline timeline_;
 };
 
 scenario::StepReport traced(const scenario::Scenario& s, const scenario::LoadedScenario& l,

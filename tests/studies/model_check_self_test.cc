@@ -112,14 +112,8 @@ TEST(ModelCheckSelf, InvariantsCatchABrokenReport) {
 
 // Records a real run's timeline, breaks a copy of it in one way per case and examines each, while
 // the engine is alive.
-class Tamperer final : public scenario::StepObserver {
+class Tamperer final : public TimelineRecorder {
  public:
-  bool needs_full_simulation() const override { return false; }
-  std::vector<int64_t> ranks_to_simulate() const override { return {}; }
-  void attach(Simulation& sim, scenario::CommSetup&, const scenario::StepReport&) override {
-    sim_ = &sim;
-    sim.record_into(timeline_);
-  }
   void finish(SimTime end, scenario::StepReport&) override {
     clean_ = examine(timeline_, *sim_, end).problems;
     for (const auto& [what, tamper] : cases_) {
@@ -133,10 +127,6 @@ class Tamperer final : public scenario::StepObserver {
   std::vector<std::pair<std::string, std::function<void(Timeline&)>>> cases_;
   std::vector<std::string> clean_;
   std::vector<std::string> missed_;
-
- private:
-  const Simulation* sim_ = nullptr;
-  Timeline timeline_;
 };
 
 // Index of the first record matching `pred`.
