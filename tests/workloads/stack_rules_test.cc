@@ -149,6 +149,217 @@ TEST(StackRules, Megatron2021HasTensorPipelineAndPlainDataParallelism) {
   EXPECT_EQ(refused_on(m, moe()), PlanField::kStack);
 }
 
+// Megatron-LM @ cfd2e21607: 2021's parallelisms plus sequence parallelism and selective
+// recompute of the core attention; still no distributed optimizer, CP, fused attention or FP8.
+TEST(StackRules, Megatron2022AddsSequenceParallelismAndSelectiveRecompute) {
+  ParallelPlan p = plan_for(Stack::kMegatron2022);
+  p.attention = AttentionKernel::kNaive;   // the profile's: baddbmm and FusedScaleMaskSoftmax
+  EXPECT_EQ(refused_on(p), std::nullopt);  // TP 2 with SP, PP 4, DP 8
+  p.zero = ZeroStage::kOptimizerStates;
+  EXPECT_EQ(refused_on(p), PlanField::kZero);  // no distributed optimizer yet
+  p.zero = ZeroStage::kNone;
+  p.cp = 2;
+  p.dp = 4;
+  p.gbs = 32;
+  EXPECT_EQ(refused_on(p), PlanField::kCp);
+  p = plan_for(Stack::kMegatron2022);
+  p.attention = AttentionKernel::kNaive;
+  p.recompute = Recompute::kSelective;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+  p.recompute_modules = {RecomputeModule::kCoreAttn};
+  EXPECT_EQ(refused_on(p), std::nullopt);
+  p.recompute_modules = {RecomputeModule::kCoreAttn, RecomputeModule::kMlp};
+  EXPECT_EQ(refused_on(p), PlanField::kRecomputeModules);  // core attention only
+  p.recompute_modules.clear();
+  p.recompute = Recompute::kDots;
+  EXPECT_EQ(refused_on(p), PlanField::kRecompute);
+  p.recompute = Recompute::kFull;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+  p.overlap.tensor_parallel = true;
+  EXPECT_EQ(refused_on(p), PlanField::kOverlapTp);  // SP's all-gather precedes the GEMM
+  p.overlap.tensor_parallel = false;
+  p.offload_layers = 1;
+  EXPECT_EQ(refused_on(p), PlanField::kOffloadLayers);
+  p.offload_layers = 0;
+  p.attention = AttentionKernel::kFlash;
+  EXPECT_EQ(refused_on(p), PlanField::kAttention);  // --use-flash-attn: December 2022
+  p.attention = AttentionKernel::kNaive;
+  p.set_training_dtype(Dtype::kFp8);
+  EXPECT_EQ(refused_on(p), PlanField::kDtype);
+  p.set_training_dtype(Dtype::kBf16);
+  EXPECT_EQ(refused_on(p), std::nullopt);
+}
+
+TEST(StackRules, Megatron2022SchedulesAreOneFOneBAndInterleavedOnMoreThanTwoStages) {
+  ParallelPlan p = plan_for(Stack::kMegatron2022);
+  p.attention = AttentionKernel::kNaive;
+  p.schedule = PS::kGpipe;
+  EXPECT_EQ(refused_on(p), PlanField::kSchedule);
+  p.schedule = PS::kInterleaved;
+  p.vpp = 2;
+  EXPECT_EQ(refused_on(p), std::nullopt);  // 8 microbatches over 4 stages
+  p.gbs = 48;                              // 6: "not divisible by pipeline-model-parallel-size"
+  EXPECT_EQ(refused_on(p), PlanField::kSchedule);
+  p.gbs = 64;
+  p.pp = 2;
+  p.dp = 16;
+  EXPECT_EQ(refused_on(p), PlanField::kPp);  // "greater than 2 with interleaved schedule"
+  p.schedule = PS::kOneFOneB;
+  p.vpp = 1;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+}
+
+// SwitchMLP @ cfd2e21607: top-1 routing in every layer, every expert on every rank and split over
+// TP like the dense MLP, no capacity.
+TEST(StackRules, Megatron2022RunsSwitchTransformersOnly) {
+  ParallelPlan p = plan_for(Stack::kMegatron2022);
+  p.attention = AttentionKernel::kNaive;
+  EXPECT_EQ(refused_on(p, moe()), PlanField::kStack);  // Mixtral routes to 2 experts
+  ModelConfig top1 = moe();
+  top1.moe->experts_per_token = 1;
+  EXPECT_EQ(refused_on(p, top1), std::nullopt);
+  p.ep = 2;
+  EXPECT_EQ(refused_on(p, top1), PlanField::kEp);
+  p.ep = 1;
+  p.etp = 1;
+  EXPECT_EQ(refused_on(p, top1), PlanField::kEtp);
+  p.etp = 2;
+  EXPECT_EQ(refused_on(p, top1), std::nullopt);
+  p.moe_drop_tokens = true;
+  EXPECT_EQ(refused_on(p, top1), PlanField::kMoeDropTokens);
+  p.moe_drop_tokens = false;
+  ModelConfig shared = top1;
+  shared.moe->num_shared_experts = 1;
+  shared.moe->shared_expert_d_ff = shared.moe->expert_d_ff;
+  EXPECT_EQ(refused_on(p, shared), PlanField::kStack);
+}
+
+// DeepSpeed v0.3.13 on Megatron-LM 2021's GPT: ZeRO in fp16 over the whole data-parallel group,
+// ZeRO-1 at most with the pipeline engine's 1F1B, whole-layer recompute.
+TEST(StackRules, DeepSpeed2021ShardsInFp16OverTheWholeDataParallelGroup) {
+  ParallelPlan p = plan_for(Stack::kDeepSpeedZero3_2021);
+  p.tp = 1;
+  p.sp = false;
+  p.pp = 1;
+  p.dp = 64;
+  p.zero = ZeroStage::kParameters;
+  p.recompute = Recompute::kFull;
+  p.attention = AttentionKernel::kNaive;
+  p.set_training_dtype(Dtype::kFp16);
+  EXPECT_EQ(refused_on(p), std::nullopt);  // Narayanan et al.'s ZeRO-3 runs
+  for (const Dtype d : {Dtype::kBf16, Dtype::kFp8}) {
+    p.set_training_dtype(d);
+    EXPECT_EQ(refused_on(p), PlanField::kDtype) << to_string(d);
+  }
+  p.set_training_dtype(Dtype::kFp32);
+  EXPECT_EQ(refused_on(p), PlanField::kDtype);  // "ZeRO is only supported if fp16 is enabled"
+  p.zero = ZeroStage::kNone;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+  p.zero = ZeroStage::kParameters;
+  p.set_training_dtype(Dtype::kFp16);
+  p.fsdp = 8;
+  EXPECT_EQ(refused_on(p), PlanField::kFsdp);
+  p.fsdp = 64;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+  p.fsdp = 0;
+  p.recompute = Recompute::kSelective;
+  EXPECT_EQ(refused_on(p), PlanField::kRecompute);
+  p.recompute = Recompute::kNone;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+  p.offload_layers = 1;
+  EXPECT_EQ(refused_on(p), PlanField::kOffloadLayers);
+  p.offload_layers = 0;
+  p.attention = AttentionKernel::kFlash;
+  EXPECT_EQ(refused_on(p), PlanField::kAttention);
+  p.attention = AttentionKernel::kNaive;
+  EXPECT_EQ(refused_on(p, moe()), PlanField::kStack);
+}
+
+TEST(StackRules, DeepSpeed2021PipelinesWithZero1AndOneFOneB) {
+  ParallelPlan p = plan_for(Stack::kDeepSpeedZero3_2021);
+  p.sp = false;
+  p.attention = AttentionKernel::kNaive;
+  p.set_training_dtype(Dtype::kFp16);
+  p.zero = ZeroStage::kOptimizerStates;
+  EXPECT_EQ(refused_on(p), std::nullopt);  // TP 2, PP 4, DP 8
+  for (const ZeroStage z : {ZeroStage::kGradients, ZeroStage::kParameters}) {
+    p.zero = z;
+    EXPECT_EQ(refused_on(p), PlanField::kZero);  // "incompatible with pipeline parallelism"
+  }
+  p.zero = ZeroStage::kOptimizerStates;
+  p.schedule = PS::kGpipe;
+  EXPECT_EQ(refused_on(p), PlanField::kSchedule);
+  p.schedule = PS::kInterleaved;
+  p.vpp = 2;
+  EXPECT_EQ(refused_on(p), PlanField::kSchedule);  // TrainSchedule has no virtual stages
+  p.schedule = PS::kOneFOneB;
+  p.vpp = 1;
+  p.sp = true;
+  EXPECT_EQ(refused_on(p), PlanField::kSp);
+  p.sp = false;
+  p.overlap.tensor_parallel = true;
+  EXPECT_EQ(refused_on(p), PlanField::kOverlapTp);
+  p.overlap.tensor_parallel = false;
+  p.cp = 2;
+  p.dp = 4;
+  p.gbs = 32;
+  EXPECT_EQ(refused_on(p), PlanField::kCp);
+}
+
+// PaxML @ 4a6bf20 / Praxis @ a4742bc: Adam's state sharded as its weights (zero 0 or 3, HSDP as
+// DGX Cloud Benchmarking ran it), JAX remat policies for the whole stack, GPipe-order pipelines of
+// equal stages, no sequence axis.
+TEST(StackRules, PaxmlShardsAsFsdpAndRematsTheWholeStack) {
+  ParallelPlan p = plan_for(Stack::kPaxml);
+  p.tp = 1;
+  p.sp = false;
+  p.pp = 1;
+  p.dp = 64;
+  p.zero = ZeroStage::kParameters;
+  p.fsdp = 8;
+  p.recompute = Recompute::kDots;
+  p.set_training_dtype(Dtype::kFp8);
+  EXPECT_EQ(refused_on(p), std::nullopt);  // the dgxc2411 GPT-5B plan, at 64 GPUs
+  for (const ZeroStage z : {ZeroStage::kOptimizerStates, ZeroStage::kGradients}) {
+    p.zero = z;
+    EXPECT_EQ(refused_on(p), PlanField::kZero) << static_cast<int>(z);
+  }
+  p.zero = ZeroStage::kNone;
+  p.fsdp = 0;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+  p.zero = ZeroStage::kParameters;
+  p.recompute = Recompute::kSelective;
+  EXPECT_EQ(refused_on(p), PlanField::kRecompute);
+  p.recompute = Recompute::kQkvOutProj;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+  p.recompute = Recompute::kFull;
+  p.recompute_num_layers = 4;
+  EXPECT_EQ(refused_on(p), PlanField::kRecomputeNumLayers);
+  p.recompute_num_layers = 0;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+  p.offload_layers = 1;
+  EXPECT_EQ(refused_on(p), PlanField::kOffloadLayers);
+  p.offload_layers = 0;
+  p.cp = 2;
+  p.dp = 32;
+  p.gbs = 32;
+  EXPECT_EQ(refused_on(p), PlanField::kCp);
+}
+
+TEST(StackRules, PaxmlPipelinesInGpipeOrderOverEqualStages) {
+  ParallelPlan p = plan_for(Stack::kPaxml);
+  EXPECT_EQ(refused_on(p), PlanField::kSchedule);  // 1F1B
+  p.schedule = PS::kGpipe;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+  p.vpp = 2;  // CircularLayerwiseShardablePipelined: not modelled
+  EXPECT_EQ(refused_on(p), PlanField::kSchedule);
+  p.vpp = 1;
+  p.stage_layers = {10, 6, 8, 8};
+  EXPECT_EQ(refused_on(p), PlanField::kStageLayers);
+  p.stage_layers = {8, 8, 8, 8};
+  EXPECT_EQ(refused_on(p), std::nullopt);
+}
+
 // PyTorch FSDP's sharding strategies (no optimizer-only sharding); Composer has FSDP and TP only.
 TEST(StackRules, FsdpShardsLikeFsdpAndHasNoPipelineOrContextParallelism) {
   for (const Stack s : {Stack::kFsdp, Stack::kLlmFoundry2023}) {

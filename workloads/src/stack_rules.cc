@@ -14,6 +14,16 @@
 //    parallelize_llama.py; PyTorch torch/distributed/pipelining/stage.py @ 01386103
 //    (backward_maybe_with_nosync) and schedules.py (get_schedule_class).
 //  * MaxText @ e591f30c (2026-08): src/maxtext/configs/types.py and base.yml, layers/pipeline.py.
+//  * Megatron-LM @ cfd2e21607 (2022-04-28, the megatron-2022 profile's commit): megatron/
+//    arguments.py, megatron/schedules.py, megatron/model/transformer.py, megatron/mpu/layers.py.
+//  * DeepSpeed v0.3.13 (12a53b43, 2021-03-16): deepspeed/runtime/config.py, engine.py,
+//    pipe/engine.py, pipe/schedule.py, pipe/topology.py, activation_checkpointing/; and fbece50b2
+//    (2021-04-19, first released in v0.3.16), which turned the pipeline engine's ZeRO-2/3 caveat
+//    into an assert. The model code is Megatron-LM's of 2021 (@ de7dc40f), as the profile's.
+//  * PaxML @ 4a6bf20 and Praxis @ a4742bc, the last commits before the PaxML 24.03.04 container
+//    (2024-02-28 and 2024-03-04) that DGX Cloud Benchmarking v24.11.1 runs: paxml/tasks/lm/
+//    model_params.py, praxis/optimizers.py, praxis/layers/pipeline.py, repeats.py and
+//    checkpoint_policy.py. The container's NVIDIA patches (Transformer Engine) were not read.
 #include "meshsim/workloads/stack_rules.h"
 
 #include <fmt/format.h>
@@ -34,6 +44,23 @@ bool jax_remat(const ParallelPlan& p) {
 }
 bool microbatches_not_multiple_of_pp(const ParallelPlan& p) {
   return p.pp > 1 && p.microbatches() % p.pp != 0;
+}
+bool fused_attention_kernel(const ParallelPlan& p) {
+  return p.attention != AttentionKernel::kNaive;
+}
+// Megatron-LM 2022's SwitchMLP: a router's top-1 choice among experts in every layer's MLP.
+bool switch_mlp_cannot_express(const ModelConfig& m) {
+  return m.moe && (m.moe->experts_per_token != 1 || m.moe->num_shared_experts > 0 ||
+                   m.moe->first_dense_layers > 0);
+}
+// The layers of each stage, when stated, differ from stage to stage.
+bool uneven_stage_layers(const ParallelPlan& p) {
+  for (const int64_t l : p.stage_layers) {
+    if (l != p.stage_layers.front()) {
+      return true;
+    }
+  }
+  return false;
 }
 
 // Megatron-Core with Transformer Engine (the megatron stack).
@@ -151,6 +178,171 @@ constexpr std::array kMegatron2021 = {
     StackRule{F::kOffloadLayers, "activation offloading",
               "Megatron-LM @ de7dc40f has no CPU offloading",
               [](const ModelConfig&, const ParallelPlan& p) { return p.offload_layers > 0; }},
+};
+
+// Megatron-LM as of Korthikanti et al. 2022 (megatron-2022, @ cfd2e21607).
+constexpr std::array kMegatron2022 = {
+    StackRule{F::kZero, "ZeRO sharding",
+              "Megatron-LM @ cfd2e21607 has no distributed optimizer (329fe5820f, where it "
+              "began, is not in its history): data parallelism is --DDP-impl local or torch "
+              "(megatron/arguments.py), the optimizer Float16OptimizerWithFloat16Params or "
+              "FP32Optimizer (megatron/optimizer/__init__.py)",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.zero != ZeroStage::kNone; }},
+    StackRule{F::kCp, "context parallelism",
+              "megatron/arguments.py @ cfd2e21607 sizes tensor, pipeline (and virtual pipeline) "
+              "and data parallelism only (_add_distributed_args)",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.cp > 1; }},
+    StackRule{F::kEp, "expert parallelism",
+              "SwitchMLP (megatron/model/transformer.py @ cfd2e21607) builds all --num-experts "
+              "experts on every rank and runs them one after another on the tokens routed to "
+              "each: no expert-parallel group",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.ep > 1; }},
+    StackRule{
+        F::kStack, "a mixture-of-experts model other than top-1 experts in every layer",
+        "SwitchMLP (megatron/model/transformer.py @ cfd2e21607) sends each token to the "
+        "argmax of its router's softmax (top-1) and replaces the MLP of every layer "
+        "(ParallelTransformerLayer: \"if args.num_experts is not None\"), with no shared "
+        "experts",
+        [](const ModelConfig& m, const ParallelPlan&) { return switch_mlp_cannot_express(m); }},
+    StackRule{
+        F::kEtp, "experts not split over the tensor-parallel group",
+        "SwitchMLP's experts are ParallelMLPs, column- and row-parallel over the "
+        "tensor-parallel group like the dense MLP (megatron/model/transformer.py @ "
+        "cfd2e21607)",
+        [](const ModelConfig& m, const ParallelPlan& p) { return m.moe && !p.experts_tp_split(); }},
+    StackRule{
+        F::kMoeDropTokens, "dropping tokens beyond an expert capacity",
+        "SwitchMLP runs each expert on every token routed to it (local_indices = (max_ind "
+        "== expert_num).nonzero()), with no capacity (megatron/model/transformer.py @ "
+        "cfd2e21607)",
+        [](const ModelConfig& m, const ParallelPlan& p) { return m.moe && p.moe_drop_tokens; }},
+    StackRule{F::kSchedule, "a pipeline schedule other than 1F1B or interleaved 1F1B",
+              "get_forward_backward_func returns forward_backward_no_pipelining, "
+              "forward_backward_pipelining_without_interleaving or "
+              "forward_backward_pipelining_with_interleaving (megatron/schedules.py @ "
+              "cfd2e21607)",
+              [](const ModelConfig&, const ParallelPlan& p) {
+                return p.pp > 1 && p.schedule != PS::kOneFOneB && p.schedule != PS::kInterleaved;
+              }},
+    StackRule{F::kPp, "interleaved 1F1B on 2 stages",
+              "validate_args asserts \"pipeline-model-parallel size should be greater than 2 "
+              "with interleaved schedule\" (megatron/arguments.py @ cfd2e21607)",
+              [](const ModelConfig&, const ParallelPlan& p) {
+                return p.schedule == PS::kInterleaved && p.pp <= 2;
+              }},
+    StackRule{F::kSchedule, "interleaved 1F1B with microbatches not a multiple of pp",
+              "get_forward_backward_func asserts \"number of microbatches ... is not divisible by "
+              "pipeline-model-parallel-size ... when using interleaved schedule\" "
+              "(megatron/schedules.py @ cfd2e21607)",
+              [](const ModelConfig&, const ParallelPlan& p) {
+                return p.schedule == PS::kInterleaved && microbatches_not_multiple_of_pp(p);
+              }},
+    StackRule{F::kRecompute, "JAX rematerialisation policies (dots, qkv_out_proj)",
+              "--checkpoint-granularity takes full or selective (megatron/arguments.py @ "
+              "cfd2e21607)",
+              [](const ModelConfig&, const ParallelPlan& p) { return jax_remat(p); }},
+    StackRule{F::kRecomputeModules, "selective recompute of modules other than core_attn",
+              "selective granularity checkpoints the core attention only "
+              "(ParallelAttention.checkpoint_core_attention = args.checkpoint_granularity == "
+              "'selective', megatron/model/transformer.py @ cfd2e21607)",
+              [](const ModelConfig&, const ParallelPlan& p) {
+                for (const RecomputeModule r : p.recompute_modules) {
+                  if (r != RecomputeModule::kCoreAttn) {
+                    return true;
+                  }
+                }
+                return false;
+              }},
+    StackRule{F::kOverlapTp, "TP communication overlap",
+              "LinearWithGradAccumulationAndAsyncCommunication all-gathers the sequence-parallel "
+              "input before its GEMM and overlaps only the backward's input-gradient "
+              "reduction with the weight gradient (megatron/mpu/layers.py @ cfd2e21607): no "
+              "split GEMMs",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.overlap.tensor_parallel; }},
+    StackRule{F::kOffloadLayers, "activation offloading",
+              "megatron/arguments.py @ cfd2e21607 has no CPU offloading option",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.offload_layers > 0; }},
+    StackRule{F::kAttention, "a fused (flash) attention kernel",
+              "CoreAttention computes the scores with torch.baddbmm and normalises them with "
+              "FusedScaleMaskSoftmax (megatron/model/transformer.py @ cfd2e21607); "
+              "--use-flash-attn came with d693034ecf (2022-12-08)",
+              [](const ModelConfig&, const ParallelPlan& p) { return fused_attention_kernel(p); }},
+    StackRule{
+        F::kDtype, "FP8 training",
+        "megatron/arguments.py @ cfd2e21607 trains in --fp16, --bf16 or fp32; FP8 came "
+        "with Transformer Engine (3499542edd, 2022-12-21)",
+        [](const ModelConfig&, const ParallelPlan& p) { return p.matmul_dtype == Dtype::kFp8; }},
+};
+
+// DeepSpeed v0.3.13 on Megatron-LM 2021's GPT (deepspeed-zero3-2021).
+constexpr std::array kDeepSpeedZero3_2021 = {
+    StackRule{F::kDtype, "bf16 or FP8 training",
+              "DeepSpeed v0.3.13's mixed precision is its fp16 section or Apex amp "
+              "(deepspeed/runtime/config.py get_fp16_enabled, amp): no bf16 or FP8",
+              [](const ModelConfig&, const ParallelPlan& p) {
+                return p.matmul_dtype == Dtype::kBf16 || p.matmul_dtype == Dtype::kFp8;
+              }},
+    StackRule{F::kDtype, "ZeRO without fp16",
+              "_do_error_check asserts \"DeepSpeedConfig: ZeRO is only supported if fp16 is "
+              "enabled\" (deepspeed/runtime/config.py @ v0.3.13)",
+              [](const ModelConfig&, const ParallelPlan& p) {
+                return p.zero != ZeroStage::kNone && p.matmul_dtype != Dtype::kFp16;
+              }},
+    StackRule{F::kZero, "ZeRO-2 or 3 with pipeline parallelism",
+              "PipelineEngine @ v0.3.13 reduces gradients itself and patches ZeRO-2 in only "
+              "\"enough to run a demo\" (_exec_reduce_tied_grads, deepspeed/runtime/pipe/"
+              "engine.py); fbece50b2 (v0.3.16) made it assert \"ZeRO-2 and ZeRO-3 are "
+              "incompatible with pipeline parallelism\". With PP, ZeRO is stage 1",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.pp > 1 && zero_2_or_3(p); }},
+    StackRule{
+        F::kFsdp, "ZeRO sharded over part of the data-parallel group",
+        "_configure_zero_optimizer partitions over the whole data-parallel group "
+        "(dp_process_group=self.data_parallel_group, deepspeed/runtime/engine.py @ "
+        "v0.3.13): no hybrid sharding",
+        [](const ModelConfig&, const ParallelPlan& p) { return p.fsdp > 0 && p.fsdp != p.dp; }},
+    StackRule{F::kSchedule, "a pipeline schedule other than 1F1B",
+              "PipelineEngine.train_batch runs TrainSchedule, one forward and one backward in "
+              "turn on each stage, without virtual stages (deepspeed/runtime/pipe/schedule.py "
+              "@ v0.3.13)",
+              [](const ModelConfig&, const ParallelPlan& p) {
+                return p.pp > 1 && (p.schedule != PS::kOneFOneB || p.vpp > 1);
+              }},
+    StackRule{F::kCp, "context parallelism",
+              "PipeModelDataParallelTopology's axes are pipe, data and model (deepspeed/runtime/"
+              "pipe/topology.py @ v0.3.13)",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.cp > 1; }},
+    StackRule{F::kSp, "sequence parallelism",
+              "PipeModelDataParallelTopology's axes are pipe, data and model (deepspeed/runtime/"
+              "pipe/topology.py @ v0.3.13), and Megatron-LM's tensor parallelism of 2021 "
+              "all-reduces whole activations (megatron/mpu/layers.py @ de7dc40f)",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.sp; }},
+    StackRule{F::kStack, "a mixture-of-experts model",
+              "DeepSpeed v0.3.13 has no mixture-of-experts layers (deepspeed/moe came in "
+              "v0.5.0, 2021-08), nor has Megatron-LM @ de7dc40f",
+              [](const ModelConfig& m, const ParallelPlan&) { return m.moe.has_value(); }},
+    StackRule{F::kRecompute, "recompute other than none or full",
+              "deepspeed.checkpointing.checkpoint(function, *args) recomputes what the model "
+              "wraps (deepspeed/runtime/activation_checkpointing/checkpointing.py @ v0.3.13), and "
+              "Megatron-LM's GPT of 2021 wraps whole layers (--checkpoint-activations, "
+              "megatron/model/transformer.py @ de7dc40f)",
+              [](const ModelConfig&, const ParallelPlan& p) {
+                return p.recompute != Recompute::kNone && p.recompute != Recompute::kFull;
+              }},
+    StackRule{F::kOffloadLayers, "Megatron-Core's activation offloading",
+              "DeepSpeed v0.3.13 offloads optimizer state and ZeRO-3 parameters (zero_"
+              "optimization cpu_offload, cpu_offload_params: deepspeed/runtime/zero/constants.py) "
+              "and, with partition_activations, the checkpointed layer inputs (cpu_checkpointing: "
+              "activation_checkpointing/config.py), not a layer's saved activations",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.offload_layers > 0; }},
+    StackRule{F::kOverlapTp, "TP communication overlap",
+              "Megatron-LM @ de7dc40f all-reduces TP activations after each layer's GEMMs "
+              "(megatron/mpu/layers.py)",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.overlap.tensor_parallel; }},
+    StackRule{F::kAttention, "a fused (flash) attention kernel",
+              "Megatron-LM 2021's ParallelAttention computes the scores with torch.baddbmm and "
+              "normalises them with FusedScaleMaskSoftmax (megatron/model/transformer.py @ "
+              "de7dc40f)",
+              [](const ModelConfig&, const ParallelPlan& p) { return fused_attention_kernel(p); }},
 };
 
 // PyTorch FSDP (FSDP1) through Composer / llm-foundry (fsdp, llm-foundry-2023).
@@ -275,6 +467,53 @@ constexpr std::array kMaxText = {
               [](const ModelConfig&, const ParallelPlan& p) { return p.offload_layers > 0; }},
 };
 
+// PaxML/Praxis on XLA (paxml), as the PaxML 24.03.04 container ran it.
+constexpr std::array kPaxml = {
+    StackRule{F::kZero, "ZeRO-1 or 2",
+              "Praxis's Adam keeps its moments sharded as the variable they update "
+              "(opt_state_sharding_spec: \"m and v simply share the same sharding\", "
+              "praxis/optimizers.py @ a4742bc): replicated (zero 0), or with the weights sharded "
+              "over the data axis, FSDP (zero 3)",
+              [](const ModelConfig&, const ParallelPlan& p) {
+                return p.zero == ZeroStage::kOptimizerStates || p.zero == ZeroStage::kGradients;
+              }},
+    StackRule{F::kCp, "context parallelism",
+              "PaxML's LM meshes have the axes replica, data and mdl (set_sharding_annotations_"
+              "v1), and stage before them for pipelines (paxml/tasks/lm/model_params.py @ "
+              "4a6bf20): no sequence axis",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.cp > 1; }},
+    StackRule{F::kSchedule, "a pipeline schedule other than GPipe",
+              "LayerwiseShardablePipelined runs every microbatch's forward through a loop of "
+              "num_microbatches + num_stages - 1 iterations and the backward by autodiff of the "
+              "loop (praxis/layers/pipeline.py @ a4742bc): GPipe's order (the circular repeats "
+              "of CircularLayerwiseShardablePipelined are not modelled)",
+              [](const ModelConfig&, const ParallelPlan& p) {
+                return p.pp > 1 && (p.schedule != PS::kGpipe || p.vpp > 1);
+              }},
+    StackRule{F::kStageLayers, "pipeline stages of different layer counts",
+              "the pipelined LM asserts \"self.NUM_LAYERS % (self.NUM_STAGES * "
+              "self.CIRCULAR_REPEAT) == 0\" (paxml/tasks/lm/model_params.py @ 4a6bf20) and "
+              "vmaps one stage body over the stages (praxis/layers/pipeline.py @ a4742bc)",
+              [](const ModelConfig&, const ParallelPlan& p) {
+                return p.pp > 1 && uneven_stage_layers(p);
+              }},
+    StackRule{F::kRecompute, "Megatron's selective recompute",
+              "PaxML's CHECKPOINT_POLICY names JAX checkpoint policies (save_nothing, "
+              "save_dot_only, save_qkv_out_proj, ...; AutodiffCheckpointType, praxis/layers/"
+              "checkpoint_policy.py @ a4742bc)",
+              [](const ModelConfig&, const ParallelPlan& p) {
+                return p.recompute == Recompute::kSelective || !p.recompute_modules.empty();
+              }},
+    StackRule{F::kRecomputeNumLayers, "recompute of only some layers",
+              "Repeat applies one checkpoint_policy to the scanned body of every layer "
+              "(nn.remat inside nn.scan, praxis/layers/repeats.py @ a4742bc)",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.recompute_num_layers > 0; }},
+    StackRule{F::kOffloadLayers, "activation offloading",
+              "Praxis's AutodiffCheckpointType policies save or recompute each residual; none "
+              "moves it to host memory (praxis/layers/checkpoint_policy.py @ a4742bc)",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.offload_layers > 0; }},
+};
+
 }  // namespace
 
 std::span<const StackRule> stack_rules(Stack stack) {
@@ -290,12 +529,12 @@ std::span<const StackRule> stack_rules(Stack stack) {
       return kFsdpCompile;
     case Stack::kMaxText:
       return kMaxText;
-    // The stacks of published runs (megatron-2022, deepspeed-zero3-2021, paxml) set the kernels
-    // and host costs of their time; their frameworks' argument checks have not been read into
-    // rules yet, so they refuse nothing (a plan is taken as given, as with custom).
     case Stack::kMegatron2022:
+      return kMegatron2022;
     case Stack::kDeepSpeedZero3_2021:
+      return kDeepSpeedZero3_2021;
     case Stack::kPaxml:
+      return kPaxml;
     case Stack::kCustom:
       break;
   }

@@ -9,8 +9,9 @@
 //
 // The rules cover the combinations meshsim's plans can express: ZeRO stages against pipeline
 // parallelism and the stack's data-parallel implementations, pipeline schedules, the microbatch
-// count of interleaved and circular pipelines, activation offloading, recompute policies,
-// attention kernels, tensor-parallel overlap, and which parallelisms the framework has at all.
+// count of interleaved and circular pipelines, uneven stage splits, activation offloading,
+// recompute policies, attention kernels, training precisions, tensor-parallel overlap, the MoE
+// routing the framework implements, and which parallelisms it has at all.
 // Degrees that do not divide (heads, layers, the sequence) are validate_plan's, for every stack.
 #pragma once
 
