@@ -39,7 +39,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
       ->check(CLI::PositiveNumber);
   c->add_option("--tokens-per-step", a.tokens_per_step,
                 "Or the global batch in tokens (e.g. 4M); a multiple of --seq");
-  c->add_option("--dtype", a.dtype, "Training precision: bf16, fp8, fp32, tf32");
+  c->add_option("--dtype", a.dtype, "Training precision: bf16, fp16, fp8, fp32, tf32");
   c->add_option("--stack", a.stack,
                 "Software stack whose plans are searched (as meshsim run's --stack; custom: "
                 "Megatron's kernels without its capability checks); default: the chip's")
