@@ -94,6 +94,12 @@ struct Observation {
   TimelineFacts timeline_again;
   std::optional<scenario::StepReport> full;  // StepOptions::full_simulation (absent with faults:
                                              // the report already simulated every rank)
+  // The same scenario on hardware kFasterHardware times as fast in every rate (compute peaks,
+  // HBM and cache, every link): absent with faults.
+  std::optional<scenario::StepReport> faster;
+  // The same scenario on SimGrid's network model instead of the fluid one (every
+  // kSimGridEvery-th seed, without faults).
+  std::optional<scenario::StepReport> simgrid;
   Duration lower_bound;                      // studies::StepLowerBound of the plan
   std::vector<Bytes> least_peak;             // workloads::least_peak_memory, per stage
   // Model state (weights + gradients + optimizer state) per stage, from the ledger at each
@@ -109,6 +115,7 @@ struct Observation {
   workloads::ParallelPlan plan;
   bool torus = false;
   bool rail_optimized = true;
+  bool sharp = false;  // the fat tree reduces in the network (SHARP)
   int64_t devices_per_node = 1;
   // The fp8 peak is counted against the bf16 rate (MFU as Megatron reports it), so MFU and HFU
   // may pass 1 only then.
@@ -147,6 +154,13 @@ struct Violation {
 // rounding of their ends can then differ: measured up to 1 ps in a 25.7 ms step (3.9e-11;
 // docs/model-checker.md). 1e-9 is 1 ps per millisecond of step.
 inline constexpr double kRepresentativeTolerance = 1e-9;
+
+// How much faster the `faster` run's hardware is, in every rate.
+inline constexpr double kFasterHardware = 1.5;
+// Every how many seeds the scenario also runs on SimGrid (a few times slower than the fluid
+// model), and how far the two network models may differ on the step (the figure).
+inline constexpr uint64_t kSimGridEvery = 10;
+inline constexpr double kSimGridTolerance = 0.05;
 
 // Every violation of the invariants by what the scenario's simulations gave.
 std::vector<Violation> check_invariants(const Observation& o);

@@ -69,6 +69,24 @@ void representative_vs_full(const Observation& o, Checker& c) {
            o.report.peak_memory.count(), o.full->peak_memory.count());
 }
 
+// Faster hardware (every compute and memory rate and every link kFasterHardware times as fast,
+// the host unchanged) never gives a slower step; and SimGrid's network model, where it runs,
+// gives the fluid model's step within kSimGridTolerance.
+void faster_and_simgrid(const Observation& o, Checker& c) {
+  if (o.faster && o.faster->simulated) {
+    c.expect(o.faster->step_time.seconds() <=
+                 o.report.step_time.seconds() * (1 + kRepresentativeTolerance),
+             "faster-hardware", "on hardware {}x as fast the step is {} ms, slower than {} ms",
+             kFasterHardware, ms(o.faster->step_time), ms(o.report.step_time));
+  }
+  if (o.simgrid && o.simgrid->simulated) {
+    const double dev = relative(o.simgrid->step_time.seconds(), o.report.step_time.seconds());
+    c.expect(dev <= kSimGridTolerance, "simgrid-agrees",
+             "SimGrid's step {} ms vs the fluid model's {} ms: {:.3g} % apart (tolerance {:.3g} %)",
+             ms(o.simgrid->step_time), ms(o.report.step_time), 100 * dev, 100 * kSimGridTolerance);
+  }
+}
+
 // 3. The step against what must fit in it, and the fractions and rates derived from it.
 void step_bounds(const Observation& o, Checker& c) {
   const StepReport& r = o.report;
@@ -256,6 +274,14 @@ constexpr std::array kKnownIssues = {
                  return !o.torus && o.plan.pp > 1 && !o.plan.overlap.pipeline_p2p &&
                         (k == workloads::Stack::kPaxml || k == workloads::Stack::kMaxText);
                }},
+    KnownIssue{"faster-hardware-sharp", "faster-hardware",
+               "on a fat tree with in-network reduction (SHARP), hardware 1.5x as fast in every "
+               "rate gave a step 0.013 % slower (seed 4871: ZeRO-3 over 24 A100s of 3 nodes, "
+               "14.2714 ms against 14.2695 ms); the same scenario without SHARP does not. The "
+               "suspect, not confirmed: NCCL's tuner, which meshsim follows, chooses CollNet or "
+               "the ring by NCCL's cost model, and on the faster fabric picks the one meshsim's "
+               "network runs slower",
+               [](const Observation& o) { return o.sharp; }},
     KnownIssue{"lower-bound-fp32-compiled", "step-lower-bound",
                "studies::StepLowerBound a few tens of microseconds above the step of fp32 "
                "pipelines under the fsdp-compile stack (seed 7404: bound 21.137 ms, step "
@@ -293,6 +319,7 @@ std::vector<Violation> check_invariants(const Observation& o) {
     return out;
   }
   representative_vs_full(o, c);
+  faster_and_simgrid(o, c);
   step_bounds(o, c);
   rates(o, c);
   memory(o, c);

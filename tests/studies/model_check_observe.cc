@@ -248,6 +248,47 @@ void observe_higher_zero(const nlohmann::json& doc, const scenario::LoadedScenar
   }
 }
 
+// `l` on hardware `factor` times as fast in every rate: the chip's compute peaks, HBM and cache,
+// host link, NVLink, NICs, ICI and DCN, and the cluster's links.
+scenario::LoadedScenario faster_hardware(scenario::LoadedScenario l, double factor) {
+  topology::Chip& c = l.cluster.chip;
+  for (auto& [dtype, peak] : c.peaks) {
+    peak = peak * factor;
+  }
+  c.hbm_bandwidth = c.hbm_bandwidth * factor;
+  if (c.cache) {
+    c.cache->bandwidth = c.cache->bandwidth * factor;
+  }
+  if (c.host_link) {
+    c.host_link->to_device = c.host_link->to_device * factor;
+    c.host_link->to_host = c.host_link->to_host * factor;
+  }
+  if (c.nvlink) {
+    c.nvlink->link_bandwidth = c.nvlink->link_bandwidth * factor;
+  }
+  if (c.nic_bandwidth) {
+    *c.nic_bandwidth = *c.nic_bandwidth * factor;
+  }
+  if (c.ici) {
+    c.ici->link_bandwidth = c.ici->link_bandwidth * factor;
+  }
+  if (c.dcn_bandwidth) {
+    *c.dcn_bandwidth = *c.dcn_bandwidth * factor;
+  }
+  topology::ClusterSpec& k = l.cluster;
+  k.scale_up_link_bandwidth = k.scale_up_link_bandwidth * factor;
+  k.dcn_bandwidth = k.dcn_bandwidth * factor;
+  if (k.fat_tree) {
+    k.fat_tree->nic_bandwidth = k.fat_tree->nic_bandwidth * factor;
+  }
+  if (k.graph) {
+    for (topology::GraphLinkSpec& link : k.graph->links) {
+      link.bandwidth = link.bandwidth * factor;
+    }
+  }
+  return l;
+}
+
 Duration step_lower_bound(const scenario::Scenario& s, const scenario::LoadedScenario& l,
                           std::vector<Bytes>& least_peak) {
   workloads::ParallelPlan plan = s.plan;
@@ -285,6 +326,7 @@ SeedResult observe(uint64_t seed, const nlohmann::json& doc) {
   scenario::bind_to_cluster(o.plan, loaded.cluster);
   o.torus = loaded.cluster.scale_up == topology::ScaleUpFabric::kIciTorus;
   o.rail_optimized = !loaded.cluster.fat_tree || loaded.cluster.fat_tree->rail_optimized;
+  o.sharp = loaded.cluster.fat_tree && loaded.cluster.fat_tree->sharp;
   o.devices_per_node = loaded.cluster.devices_per_node;
   o.fp8 = s.plan.matmul_dtype == Dtype::kFp8;
   o.jitter = !s.faults.compute.is_uniform() && s.faults.compute.jitter_cv > 0;
@@ -303,6 +345,12 @@ SeedResult observe(uint64_t seed, const nlohmann::json& doc) {
     scenario::StepOptions full;
     full.full_simulation = true;
     o.full = scenario::simulate_step(s, loaded, full);
+    o.faster = scenario::simulate_step(s, faster_hardware(loaded, kFasterHardware), representative);
+    if (seed % kSimGridEvery == 0) {
+      scenario::StepOptions simgrid;
+      simgrid.comm.backend = collectives::NetworkBackend::kSimGrid;
+      o.simgrid = scenario::simulate_step(s, loaded, simgrid);
+    }
   }
   o.lower_bound = step_lower_bound(s, loaded, o.least_peak);
   o.model_state = model_state(o.report);

@@ -24,6 +24,7 @@ Observation rich_observation() {
     }
     SeedResult r = observe(seed, doc);
     if (r.outcome == Outcome::kSimulated && r.observation->full && r.observation->higher_zero &&
+        r.observation->faster && r.observation->simgrid &&
         r.observation->report.exposed_comm > Duration::zero() &&
         check_invariants(*r.observation).empty()) {
       return *r.observation;
@@ -48,6 +49,8 @@ TEST(ModelCheckSelf, InvariantsCatchABrokenReport) {
   const std::vector<Violation> clean = check_invariants(good);
   ASSERT_TRUE(clean.empty()) << describe_failure(good.seed, good.doc, clean);
   const Duration ps = Duration::from_ps(1);
+  // The faster hardware is faster: the comparison is not vacuous.
+  EXPECT_LT(good.faster->step_time, good.report.step_time);
   struct Breakage {
     const char* invariant;
     const char* what;
@@ -63,6 +66,15 @@ TEST(ModelCheckSelf, InvariantsCatchABrokenReport) {
        }},
       {"representative-vs-full", "full simulation's peak 1 B higher",
        [](Observation& o) { o.full->peak_memory = o.full->peak_memory + Bytes::of(1); }},
+      {"faster-hardware", "faster hardware 0.0001 % slower",
+       [](Observation& o) {
+         o.faster->step_time =
+             o.report.step_time + Duration::from_ps(o.report.step_time.ps() / 1000000 + 1);
+       }},
+      {"simgrid-agrees", "SimGrid 6 % slower",
+       [](Observation& o) {
+         o.simgrid->step_time = Duration::from_ps(o.report.step_time.ps() / 100 * 106);
+       }},
       {"step-lower-bound", "lower bound past the step",
        [&](Observation& o) { o.lower_bound = o.report.step_time + ps; }},
       {"step-bounds", "compute past the step",

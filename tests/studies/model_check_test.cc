@@ -93,6 +93,11 @@ struct Tally {
   Extreme representative, representative_known, bound, bound_known;
   uint64_t full_compared = 0;
   uint64_t zero_compared = 0;
+  // Faster hardware's step over the step, less 1 (largest), and SimGrid's relative difference from
+  // the fluid model (largest), with how many of each were compared.
+  Extreme faster, simgrid;
+  uint64_t faster_compared = 0;
+  uint64_t simgrid_compared = 0;
   std::map<std::string, uint64_t> known;    // violations explained by a known issue, by its id
   std::map<std::string, uint64_t> covered;  // scenarios in each known issue's class
 };
@@ -121,6 +126,14 @@ void note(const Observation& o, Tally& t) {
   }
   if (o.higher_zero) {
     ++t.zero_compared;
+  }
+  if (o.faster && o.faster->simulated && o.report.simulated) {
+    ++t.faster_compared;
+    t.faster.note(o.faster->step_time / o.report.step_time - 1, o.seed);
+  }
+  if (o.simgrid && o.simgrid->simulated && o.report.simulated) {
+    ++t.simgrid_compared;
+    t.simgrid.note(std::abs(o.simgrid->step_time / o.report.step_time - 1), o.seed);
   }
   if (o.report.simulated && !o.jitter) {
     Extreme& e = under_known_issue(o, "step-lower-bound") ? t.bound_known : t.bound;
@@ -225,12 +238,15 @@ TEST(ModelCheck, RandomScenariosKeepTheModelsInvariants) {
       "  representative vs full simulation compared on {}: largest step difference {}, {} "
       "under a known issue\n"
       "  step lower bound / step: largest {}, {} under a known issue; ZeRO stages compared on {}\n"
+      "  {}x faster hardware, compared on {}: largest slowdown {}; SimGrid vs the fluid "
+      "model, compared on {}: largest difference {}\n"
       "  violations explained by known issues (not failures{}):{}\n",
       first, first + count - 1, seconds, t.simulated, t.out_of_memory, t.refused, refusals,
       t.failed, strict ? " (strict: known issues fail too)" : "", t.full_compared,
       extreme(t.representative, 100, " %"), extreme(t.representative_known, 100, " %"),
-      extreme(t.bound, 1, ""), extreme(t.bound_known, 1, ""), t.zero_compared,
-      strict ? "; strict, so they failed" : "", known);
+      extreme(t.bound, 1, ""), extreme(t.bound_known, 1, ""), t.zero_compared, kFasterHardware,
+      t.faster_compared, extreme(t.faster, 100, " %"), t.simgrid_compared,
+      extreme(t.simgrid, 100, " %"), strict ? "; strict, so they failed" : "", known);
   // The generator must mostly make scenarios the checks accept, or the invariants check little.
   if (count >= 50) {
     EXPECT_GE(t.simulated + t.out_of_memory, count / 2) << "the generator's scenarios are mostly "
