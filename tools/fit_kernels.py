@@ -12,14 +12,16 @@ The model (topology/include/meshsim/topology/compute_model.h is the reference):
   GEMM       t = max(F / (peak(dtype) * e), bytes / (HBM * e_mem)) + launch
              e = e_max(dtype) * f, f = q * k_s / (k_s + k_half); q the tile/wave quantization
              and k_s the reduction per split-K slice, for the best of the chip's tiles and
-             splits. f is not computed here: `meshsim kernel-model` evaluates meshsim's own
-             gemm_tiling on every row, once per k_half of the grid (--meshsim names the binary,
-             default build/meshsim), so the fit and the simulator cannot drift apart.
+             splits. f and the memory term are not computed here: `meshsim kernel-model`
+             evaluates meshsim's own gemm_tiling and roofline on every row, f once per k_half of
+             the grid (--meshsim names the binary, default build/meshsim), so the fit and the
+             simulator cannot drift apart (--check-model, a CTest test, holds them equal).
   attention  t = F / (peak * e) + launch, e = e_inf * s / (s + s_half) per (implementation, pass,
              causal mask, head dim)
   memory     t = bytes / (HBM * e_class) + launch, bytes as meshsim's kernels count them
 Grid search, deterministic; no randomness. Usage: tools/fit_kernels.py [--family hopper]
-[--meshsim build/meshsim]
+[--meshsim build/meshsim]; --check-model only checks that the fit costs every GEMM row as meshsim
+does (a CTest test).
 """
 import argparse
 import csv
@@ -83,6 +85,7 @@ class TileFactors:
 
     def __init__(self):
         self.by_k_half = {}
+        self.memory = {}
         self.meshsim = MESHSIM
 
     def __call__(self, chip, m, n, k, b, k_half):
@@ -100,25 +103,38 @@ class TileFactors:
         return {(r['chip'], int(r['m']), int(r['n']), int(r['k']), int(r['batch'])):
                 float(r['tile_factor']) for r in csv.DictReader(out.splitlines())}
 
+    def memory_time(self, r):
+        """The GEMM's memory-bound time as meshsim costs it (its bytes over the chip's HBM or
+        cache at the catalogue's efficiency), from the same `kernel-model` call."""
+        key = (r['chip'], r['dtype'])
+        if key not in self.memory:
+            shapes = sorted({(int(x['m']), int(x['n']), int(x['k']), int(x['batch'] or 1))
+                             for x in rows('gemm.csv') if (x['chip'], x['dtype']) == key})
+            text = 'chip,dtype,m,n,k,batch\n' + ''.join(
+                f'{key[0]},{key[1]},{m},{n},{k},{b}\n' for m, n, k, b in shapes)
+            out = subprocess.run([self.meshsim, 'kernel-model', '-'], input=text,
+                                 capture_output=True, text=True, check=True).stdout
+            self.memory[key] = {(int(x['m']), int(x['n']), int(x['k']), int(x['batch'])):
+                                float(x['memory_bound_s']) for x in csv.DictReader(out.splitlines())}
+        return self.memory[key][(int(r['m']), int(r['n']), int(r['k']), int(r['batch'] or 1))]
+
 
 tile_factor = TileFactors()
 
 
-def gemm_time(r, chip, e_max, k_half, launch, mem_eff):
+def gemm_time(r, chip, e_max, k_half, launch):
     m, n, k, b = int(r['m']), int(r['n']), int(r['k']), int(r['batch'] or 1)
     dt = r['dtype']
     peak = chip['peak']['fp16' if dt == 'fp16' else dt]
     e = e_max * tile_factor(chip['name'], m, n, k, b, k_half)
     flops = 2.0 * m * n * k * b
-    width = 1 if dt == 'fp8' else 2
-    mem = b * ((m * k + k * n) * width + m * n * 2) / (chip['hbm'] * mem_eff)
-    return max(flops / (peak * e), mem) + launch
+    return max(flops / (peak * e), tile_factor.memory_time(r)) + launch
 
 
 def gemm_error(r, chip, e, k_half, launch):
     flops = 2.0 * int(r['m']) * int(r['n']) * int(r['k']) * int(r['batch'] or 1)
     measured = flops / (float(r['tflops']) * 1e12)
-    return gemm_time(r, chip, e, k_half, launch, 0.9) / measured - 1
+    return gemm_time(r, chip, e, k_half, launch) / measured - 1
 
 
 def group_of(r):
@@ -468,13 +484,50 @@ def summary(errs):
     return f'n={len(a)} median|err|={statistics.median(a):.3f} max|err|={a[-1]:.3f}'
 
 
+def check_model(cat):
+    """Whether the fit's objective is the simulator's cost: for every GEMM row of gemm.csv (but
+    the fast-accumulation ones, which the fit leaves out), gemm_time at the catalogue's e_max and
+    k_half against `meshsim kernel-model`'s time for the shape. Returns the rows that differ."""
+    raw = json.load(open(os.path.join(ROOT, 'topology', 'chips.json')))['chips']
+
+    def value(x):
+        return x['value'] if isinstance(x, dict) else x
+
+    checked = [r for r in rows('gemm.csv') if r['chip'] in cat and not fast_accumulation(r)]
+    text = 'chip,dtype,m,n,k,batch\n' + ''.join(
+        f"{r['chip']},{r['dtype']},{r['m']},{r['n']},{r['k']},{r['batch'] or 1}\n" for r in checked)
+    out = subprocess.run([tile_factor.meshsim, 'kernel-model', '-'], input=text,
+                         capture_output=True, text=True, check=True).stdout
+    bad = []
+    for r, c in zip(checked, csv.DictReader(out.splitlines())):
+        chip = raw[r['chip']]
+        if 'variant_of' in chip:
+            chip = merge_patch(raw[chip['variant_of']['chip']], chip)
+        e = chip['efficiency']
+        e_max = value(e.get('matmul_fp8', e['matmul'])) if r['dtype'] == 'fp8' else value(e['matmul'])
+        k_half = value(e['matmul_shape']['k_half']) if 'matmul_shape' in e else 0
+        t = gemm_time(r, cat[r['chip']], e_max, k_half, float(c['overhead_s']))
+        if abs(t / float(c['time_s']) - 1) > 1e-6:
+            bad.append((r, t, float(c['time_s'])))
+    return checked, bad
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--family')
+    ap.add_argument('--check-model', action='store_true',
+                    help='only check that the fit costs every GEMM row as meshsim does; exit 1 if not')
     ap.add_argument('--meshsim', default=MESHSIM, help='the meshsim binary (kernel-model)')
     args = ap.parse_args()
     tile_factor.meshsim = args.meshsim
     cat = chips()
+    if args.check_model:
+        checked, bad = check_model(cat)
+        for r, t, want in bad:
+            print(f"{r['chip']} {r['dtype']} {r['m']}x{r['n']}x{r['k']}: the fit costs "
+                  f"{t:.6g} s, meshsim {want:.6g} s")
+        print(f'{len(checked)} GEMM rows of gemm.csv: {len(bad)} costed otherwise than by meshsim')
+        raise SystemExit(1 if bad or not checked else 0)
     for fam, names in FAMILIES.items():
         if args.family and fam != args.family:
             continue
