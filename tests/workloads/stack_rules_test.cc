@@ -124,6 +124,7 @@ TEST(StackRules, MegatronOffloadTpOverlapRecomputeAndAttention) {
 // Megatron-LM @ de7dc40f: no distributed optimizer, CP, SP or MoE; interleaving needs pp > 2.
 TEST(StackRules, Megatron2021HasTensorPipelineAndPlainDataParallelism) {
   ParallelPlan p = plan_for(Stack::kMegatron2021);
+  p.attention = AttentionKernel::kNaive;  // the profile's: baddbmm and FusedScaleMaskSoftmax
   p.sp = false;
   EXPECT_EQ(refused_on(p), std::nullopt);
   p.zero = ZeroStage::kOptimizerStates;
@@ -137,6 +138,7 @@ TEST(StackRules, Megatron2021HasTensorPipelineAndPlainDataParallelism) {
   p.gbs = 32;
   EXPECT_EQ(refused_on(p), PlanField::kCp);
   p = plan_for(Stack::kMegatron2021);
+  p.attention = AttentionKernel::kNaive;
   p.sp = false;
   p.pp = 2;
   p.dp = 16;
@@ -145,8 +147,18 @@ TEST(StackRules, Megatron2021HasTensorPipelineAndPlainDataParallelism) {
   p.vpp = 2;
   EXPECT_EQ(refused_on(p), PlanField::kPp);  // "greater than 2 with interleaved schedule"
   ParallelPlan m = plan_for(Stack::kMegatron2021);
+  m.attention = AttentionKernel::kNaive;
   m.sp = false;
   EXPECT_EQ(refused_on(m, moe()), PlanField::kStack);
+  // Scores through baddbmm and the fused softmax; no FP8 before Transformer Engine.
+  ParallelPlan a = plan_for(Stack::kMegatron2021);
+  a.sp = false;
+  a.attention = AttentionKernel::kFlash;
+  EXPECT_EQ(refused_on(a), PlanField::kAttention);
+  a.attention = AttentionKernel::kNaive;
+  EXPECT_EQ(refused_on(a), std::nullopt);
+  a.set_training_dtype(Dtype::kFp8);
+  EXPECT_EQ(refused_on(a), PlanField::kDtype);
 }
 
 // Megatron-LM @ cfd2e21607: 2021's parallelisms plus sequence parallelism and selective

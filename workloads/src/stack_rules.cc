@@ -133,9 +133,7 @@ constexpr std::array kMegatron2021 = {
     StackRule{F::kZero, "ZeRO sharding",
               "Megatron-LM @ de7dc40f has no distributed optimizer: its data parallelism is "
               "--DDP-impl local or torch (megatron/arguments.py)",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.zero != ZeroStage::kNone;
-              }},
+              [](const ModelConfig&, const ParallelPlan& p) { return p.zero != ZeroStage::kNone; }},
     StackRule{F::kCp, "context parallelism",
               "Megatron-LM @ de7dc40f has tensor, pipeline and data parallelism only "
               "(megatron/arguments.py _add_distributed_args)",
@@ -178,6 +176,16 @@ constexpr std::array kMegatron2021 = {
     StackRule{F::kOffloadLayers, "activation offloading",
               "Megatron-LM @ de7dc40f has no CPU offloading",
               [](const ModelConfig&, const ParallelPlan& p) { return p.offload_layers > 0; }},
+    StackRule{F::kAttention, "a fused (flash) attention kernel",
+              "ParallelAttention computes the scores with torch.baddbmm and normalises them with "
+              "FusedScaleMaskSoftmax (megatron/model/transformer.py @ de7dc40f); flash attention "
+              "came with --use-flash-attn (d693034ecf, 2022-12-08)",
+              [](const ModelConfig&, const ParallelPlan& p) { return fused_attention_kernel(p); }},
+    StackRule{
+        F::kDtype, "FP8 training",
+        "megatron/arguments.py @ de7dc40f trains in --fp16, --bf16 or fp32; FP8 came with "
+        "Transformer Engine (3499542edd, 2022-12-21)",
+        [](const ModelConfig&, const ParallelPlan& p) { return p.matmul_dtype == Dtype::kFp8; }},
 };
 
 // Megatron-LM as of Korthikanti et al. 2022 (megatron-2022, @ cfd2e21607).
