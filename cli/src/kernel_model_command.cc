@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <tuple>
 #include <vector>
 
 #include "meshsim/sim/enum_names.h"
@@ -22,6 +24,7 @@ namespace {
 // A table of shapes is small (a sweep of a few thousand rows); 16 MiB bounds what is read.
 constexpr int64_t kMaxShapesBytes = int64_t{16} << 20;
 constexpr int64_t kMaxDimension = int64_t{1} << 24;  // 16 M: beyond any GEMM of a training step
+constexpr double kMaxElements = 281474976710656.0;   // 2^48, as the trace importer bounds GEMMs
 
 std::vector<std::string> split_csv_line(const std::string& line) {
   std::vector<std::string> out(1);
@@ -102,6 +105,15 @@ std::vector<ShapeRow> read_shapes(const std::string& path) {
     if (column.contains("batch") && !cell("batch").empty()) {
       r.shape.batch = parse_dimension(cell("batch"), path, where, "batch");
     }
+    const auto [m, n, k] =
+        std::tuple{static_cast<double>(r.shape.m), static_cast<double>(r.shape.n),
+                   static_cast<double>(r.shape.k)};
+    if ((m * k + k * n + m * n) * static_cast<double>(r.shape.batch) > kMaxElements) {
+      throw InputError(path, where,
+                       fmt::format("{}x{}x{} (batch {}): the operands and result hold more than "
+                                   "2^48 elements (512 TB in bf16): not a GEMM of this world",
+                                   r.shape.m, r.shape.n, r.shape.k, r.shape.batch));
+    }
     if (column.contains("fast_accumulation")) {
       const std::string f = cell("fast_accumulation");
       if (f != "" && f != "0" && f != "1" && f != "true" && f != "false") {
@@ -166,34 +178,17 @@ int kernel_model_command(const KernelModelArgs& a, std::ostream& out) {
       it = models.emplace(r.chip, topology::RooflineComputeModel(std::move(chip))).first;
     }
     const topology::RooflineComputeModel& model = it->second;
-    ComputeWork w;
-    w.op_class = OpClass::kMatmul;
-    w.dtype = r.dtype;
+    // The output at the activation width: 16 bits, 32 for fp32 and tf32 GEMMs.
+    ComputeWork w = matmul_work(r.shape, r.dtype, std::max<int64_t>(2, bytes_per_element(r.dtype)));
     w.fast_accumulation = r.fast_accumulation;
-    const auto m = static_cast<double>(r.shape.m);
-    const auto n = static_cast<double>(r.shape.n);
-    const auto k = static_cast<double>(r.shape.k);
-    const auto b = static_cast<double>(r.shape.batch);
-    w.flops = Flops::of(2.0 * m * n * k * b);
-    // Inputs at the dtype's width, the output in 16 bits (32 for fp32 and tf32 GEMMs).
-    const double in = r.dtype == Dtype::kFp8                                 ? 1
-                      : (r.dtype == Dtype::kBf16 || r.dtype == Dtype::kFp16) ? 2
-                                                                             : 4;
-    const double out_width = in == 4 ? 4 : 2;
-    w.bytes = Bytes::of(static_cast<int64_t>(b * ((m * k + k * n) * in + m * n * out_width)));
-    w.shape = r.shape;
     const auto& shape_model = model.chip().efficiency.matmul_shape;
-    topology::GemmTiling t;
-    double factor = 1;
-    if (shape_model) {
-      t = topology::gemm_tiling(*shape_model, r.shape);
-      factor = t.quantization * t.k_per_slice / (t.k_per_slice + shape_model->k_half);
-    }
+    const topology::GemmTiling t =
+        shape_model ? topology::gemm_tiling(*shape_model, r.shape) : topology::GemmTiling{};
     const topology::KernelTime time = model.kernel_time(w);
     *os << fmt::format(
         "{},{},{},{},{},{},{},{:.9g},{:.9g},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}\n", r.chip,
         to_string(r.dtype), r.shape.m, r.shape.n, r.shape.k, r.shape.batch,
-        r.fast_accumulation ? "true" : "false", t.quantization, t.k_per_slice, t.slices, factor,
+        r.fast_accumulation ? "true" : "false", t.quantization, t.k_per_slice, t.slices, t.rate,
         model.flop_efficiency(w), time.flops_bound.seconds(), time.memory_bound.seconds(),
         time.overhead.seconds(), time.total().seconds());
   }

@@ -10,6 +10,18 @@
 
 namespace meshsim {
 
+ComputeWork matmul_work(const MatmulShape& s, Dtype dtype, int64_t out_bytes) {
+  ComputeWork w;
+  w.op_class = OpClass::kMatmul;
+  w.dtype = dtype;
+  w.flops = Flops::of(2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) *
+                      static_cast<double>(s.n) * static_cast<double>(s.batch));
+  w.bytes = Bytes::of(s.batch *
+                      ((s.m * s.k + s.k * s.n) * bytes_per_element(dtype) + s.m * s.n * out_bytes));
+  w.shape = s;
+  return w;
+}
+
 int64_t bytes_per_element(Dtype d) {
   switch (d) {
     case Dtype::kFp32:

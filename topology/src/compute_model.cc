@@ -60,7 +60,7 @@ GemmTiling gemm_tiling(const MatmulShapeEfficiency& model, const MatmulShape& sh
     const double rate = q * k_slice / (k_slice + model.k_half);
     if (rate > best_rate) {
       best_rate = rate;
-      best = GemmTiling{q, k_slice, slices};
+      best = GemmTiling{q, k_slice, slices, rate};
     }
   };
   consider(model.tile_m, model.tile_n);
@@ -140,8 +140,7 @@ double RooflineComputeModel::gemm_efficiency(const ComputeWork& work, int64_t un
   double eff = work.dtype == Dtype::kFp8 ? e.matmul_fp8_for(work.fast_accumulation) : e.matmul;
   if (const auto& m = e.matmul_shape) {
     const GemmTiling t = gemm_tiling(*m, *work.shape, units);
-    eff *= t.quantization * t.k_per_slice / (t.k_per_slice + m->k_half) *
-           static_cast<double>(units) / static_cast<double>(m->units);
+    eff *= t.rate * static_cast<double>(units) / static_cast<double>(m->units);
   }
   return eff;
 }

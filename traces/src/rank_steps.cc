@@ -502,16 +502,16 @@ RankSteps find_steps(const RankTrace& t) {
 std::vector<Span> measured_spans(const RankStep& step) {
   std::vector<Span> spans;
   spans.reserve(step.ops.size());
+  const SimTime t0 = step.measured_start();
   for (const DeviceOp& op : step.ops) {
     Span s;
-    s.start = SimTime::zero() + (op.start - step.measured_start());
-    s.end = SimTime::zero() + (op.end() - step.measured_start());
+    s.start = SimTime::zero() + (op.start - t0);
+    s.end = SimTime::zero() + (op.end() - t0);
     s.op_class = op.op_class;
     s.communication = op.communication;
     s.p2p = op.p2p;
     if (op.launch_start) {
-      s.launched =
-          SimTime::zero() + (*op.launch_start + op.launch_duration - step.measured_start());
+      s.launched = SimTime::zero() + (*op.launch_start + op.launch_duration - t0);
     }
     spans.push_back(s);
   }

@@ -16,15 +16,7 @@ namespace meshsim::workloads::detail {
 // element (the activation width).
 inline ComputeWork matmul(int64_t m, int64_t k, int64_t n, int64_t batch, Dtype dtype,
                           int64_t out_bytes) {
-  ComputeWork w;
-  w.op_class = OpClass::kMatmul;
-  w.dtype = dtype;
-  w.flops = Flops::of(2.0 * static_cast<double>(m) * static_cast<double>(k) *
-                      static_cast<double>(n) * static_cast<double>(batch));
-  const int64_t in = bytes_per_element(dtype);
-  w.bytes = Bytes::of(batch * ((m * k + k * n) * in + m * n * out_bytes));
-  w.shape = MatmulShape{m, k, n, batch};
-  return w;
+  return matmul_work(MatmulShape{m, k, n, batch}, dtype, out_bytes);
 }
 
 inline ComputeWork memory_bound(OpClass cls, double flops_per_element, int64_t elements, int64_t bytes) {

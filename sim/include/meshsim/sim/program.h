@@ -161,6 +161,10 @@ struct ComputeWork {
   std::optional<Duration> measured = std::nullopt;
 };
 
+// A GEMM [m,k]x[k,n], `batch` times, as the cost model sees it: 2mkn FLOPs per matrix, both
+// operands read at the dtype's width and the output written at `out_bytes` per element.
+ComputeWork matmul_work(const MatmulShape& shape, Dtype dtype, int64_t out_bytes);
+
 // `bytes` is the buffer size in nccl-tests' convention: the full buffer for all-reduce, broadcast
 // and reduce; the full (gathered / unscattered) buffer for all-gather and reduce-scatter; what one
 // rank holds before the exchange for all-to-all.

@@ -81,6 +81,7 @@ struct GemmTiling {
   double quantization = 1;
   double k_per_slice = 1;
   int64_t slices = 1;
+  double rate = 1;  // quantization * k_per_slice / (k_per_slice + k_half): the shape's factor
 };
 GemmTiling gemm_tiling(const MatmulShapeEfficiency& model, const MatmulShape& shape);
 GemmTiling gemm_tiling(const MatmulShapeEfficiency& model, const MatmulShape& shape, int64_t units);
