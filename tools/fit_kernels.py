@@ -67,7 +67,7 @@ def chips():
         peaks = {d: rate(v['value']) for d, v in c['peak'].items()}
         hbm = rate(c['hbm']['bandwidth']['value'])
         units = c['gpu']['sm_count']['value'] if 'gpu' in c else c['tpu']['mxu_count']['value']
-        out[name] = {'name': name, 'peak': peaks, 'hbm': hbm, 'units': units, 'kind': c['kind']}
+        out[name] = {'peak': peaks, 'hbm': hbm, 'units': units, 'kind': c['kind']}
     return out
 
 
@@ -78,57 +78,52 @@ def rows(name):
 MESHSIM = os.path.join(ROOT, 'build', 'meshsim')
 
 
-class TileFactors:
-    """f = q * k_s / (k_s + k_half) of each GEMM row, from `meshsim kernel-model` (one call per
-    k_half, over every row of gemm.csv), so the tiling, the split-K rule and the chips' tiles are
-    the simulator's own."""
+def gemm_key(r):
+    return (r['chip'], r['dtype'], int(r['m']), int(r['n']), int(r['k']), int(r['batch'] or 1))
+
+
+class KernelModel:
+    """meshsim's own GEMM cost (`meshsim kernel-model`) of every row of gemm.csv: one call per
+    k_half, so the tiling, the split-K rule, the chips' tiles and the memory term are the
+    simulator's."""
 
     def __init__(self):
         self.by_k_half = {}
-        self.memory = {}
         self.meshsim = MESHSIM
 
-    def __call__(self, chip, m, n, k, b, k_half):
-        if k_half not in self.by_k_half:
-            self.by_k_half[k_half] = self.evaluate(k_half)
-        return self.by_k_half[k_half][(chip, m, n, k, b)]
-
-    def evaluate(self, k_half):
-        shapes = sorted({(r['chip'], int(r['m']), int(r['n']), int(r['k']), int(r['batch'] or 1))
-                         for r in rows('gemm.csv')})
-        text = 'chip,dtype,m,n,k,batch\n' + ''.join(
-            f'{c},bf16,{m},{n},{k},{b}\n' for c, m, n, k, b in shapes)
-        out = subprocess.run([self.meshsim, 'kernel-model', '-', '--k-half', str(k_half)], input=text,
+    def run(self, shapes, *flags):
+        """kernel-model's rows for `shapes`, (chip, dtype, m, n, k, batch) tuples, in order."""
+        text = 'chip,dtype,m,n,k,batch\n' + ''.join(','.join(map(str, s)) + '\n' for s in shapes)
+        out = subprocess.run([self.meshsim, 'kernel-model', '-', *flags], input=text,
                              capture_output=True, text=True, check=True).stdout
-        return {(r['chip'], int(r['m']), int(r['n']), int(r['k']), int(r['batch'])):
-                float(r['tile_factor']) for r in csv.DictReader(out.splitlines())}
+        return list(csv.DictReader(out.splitlines()))
+
+    def row(self, r, k_half):
+        if k_half not in self.by_k_half:
+            shapes = sorted({gemm_key(x) for x in rows('gemm.csv')})
+            self.by_k_half[k_half] = dict(zip(shapes, self.run(shapes, '--k-half', str(k_half))))
+        return self.by_k_half[k_half][gemm_key(r)]
+
+    def tile_factor(self, r, k_half):
+        """f = q * k_s / (k_s + k_half) of the row's shape on its chip."""
+        return float(self.row(r, k_half)['tile_factor'])
 
     def memory_time(self, r):
-        """The GEMM's memory-bound time as meshsim costs it (its bytes over the chip's HBM or
-        cache at the catalogue's efficiency), from the same `kernel-model` call."""
-        key = (r['chip'], r['dtype'])
-        if key not in self.memory:
-            shapes = sorted({(int(x['m']), int(x['n']), int(x['k']), int(x['batch'] or 1))
-                             for x in rows('gemm.csv') if (x['chip'], x['dtype']) == key})
-            text = 'chip,dtype,m,n,k,batch\n' + ''.join(
-                f'{key[0]},{key[1]},{m},{n},{k},{b}\n' for m, n, k, b in shapes)
-            out = subprocess.run([self.meshsim, 'kernel-model', '-'], input=text,
-                                 capture_output=True, text=True, check=True).stdout
-            self.memory[key] = {(int(x['m']), int(x['n']), int(x['k']), int(x['batch'])):
-                                float(x['memory_bound_s']) for x in csv.DictReader(out.splitlines())}
-        return self.memory[key][(int(r['m']), int(r['n']), int(r['k']), int(r['batch'] or 1))]
+        """The GEMM's memory-bound time (its bytes over the chip's HBM or cache at the
+        catalogue's efficiency), which k_half does not change."""
+        return float(self.row(r, 0)['memory_bound_s'])
 
 
-tile_factor = TileFactors()
+model = KernelModel()
 
 
 def gemm_time(r, chip, e_max, k_half, launch):
     m, n, k, b = int(r['m']), int(r['n']), int(r['k']), int(r['batch'] or 1)
     dt = r['dtype']
     peak = chip['peak']['fp16' if dt == 'fp16' else dt]
-    e = e_max * tile_factor(chip['name'], m, n, k, b, k_half)
+    e = e_max * model.tile_factor(r, k_half)
     flops = 2.0 * m * n * k * b
-    return max(flops / (peak * e), tile_factor.memory_time(r)) + launch
+    return max(flops / (peak * e), model.memory_time(r)) + launch
 
 
 def gemm_error(r, chip, e, k_half, launch):
@@ -494,12 +489,9 @@ def check_model(cat):
         return x['value'] if isinstance(x, dict) else x
 
     checked = [r for r in rows('gemm.csv') if r['chip'] in cat and not fast_accumulation(r)]
-    text = 'chip,dtype,m,n,k,batch\n' + ''.join(
-        f"{r['chip']},{r['dtype']},{r['m']},{r['n']},{r['k']},{r['batch'] or 1}\n" for r in checked)
-    out = subprocess.run([tile_factor.meshsim, 'kernel-model', '-'], input=text,
-                         capture_output=True, text=True, check=True).stdout
+    meshsim = model.run([gemm_key(r) for r in checked])
     bad = []
-    for r, c in zip(checked, csv.DictReader(out.splitlines())):
+    for r, c in zip(checked, meshsim):
         chip = raw[r['chip']]
         if 'variant_of' in chip:
             chip = merge_patch(raw[chip['variant_of']['chip']], chip)
@@ -519,7 +511,7 @@ def main():
                     help='only check that the fit costs every GEMM row as meshsim does; exit 1 if not')
     ap.add_argument('--meshsim', default=MESHSIM, help='the meshsim binary (kernel-model)')
     args = ap.parse_args()
-    tile_factor.meshsim = args.meshsim
+    model.meshsim = args.meshsim
     cat = chips()
     if args.check_model:
         checked, bad = check_model(cat)

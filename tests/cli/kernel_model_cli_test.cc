@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "command_test.h"
+#include "csv_rows.h"
 #include "meshsim/topology/chip.h"
 #include "meshsim/topology/compute_model.h"
 
@@ -20,43 +21,8 @@ using ::testing::HasSubstr;
 
 class KernelModelTest : public CommandTest {};
 
-std::vector<std::map<std::string, std::string>> parse_csv(const std::string& text) {
-  std::istringstream in(text);
-  std::string line;
-  std::vector<std::string> header;
-  std::vector<std::map<std::string, std::string>> rows;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells(1);
-    for (const char c : line) {
-      if (c == ',') {
-        cells.emplace_back();
-      } else {
-        cells.back().push_back(c);
-      }
-    }
-    if (header.empty()) {
-      header = cells;
-      continue;
-    }
-    std::map<std::string, std::string> row;
-    for (size_t i = 0; i < header.size() && i < cells.size(); ++i) {
-      row[header[i]] = cells[i];
-    }
-    rows.push_back(row);
-  }
-  return rows;
-}
-
-ComputeWork gemm(Dtype dtype, const MatmulShape& s, double in_width, double out_width) {
-  ComputeWork w;
-  w.op_class = OpClass::kMatmul;
-  w.dtype = dtype;
-  const auto [m, k, n, b] = std::tuple{static_cast<double>(s.m), static_cast<double>(s.k),
-                                       static_cast<double>(s.n), static_cast<double>(s.batch)};
-  w.flops = Flops::of(2 * m * k * n * b);
-  w.bytes = Bytes::of(static_cast<int64_t>(b * ((m * k + k * n) * in_width + m * n * out_width)));
-  w.shape = s;
-  return w;
+std::vector<meshsim::testing::CsvRow> parse_csv(const std::string& text) {
+  return meshsim::testing::csv_rows(text, "meshsim kernel-model's output");
 }
 
 TEST_F(KernelModelTest, EachRowIsTheSimulatorsOwnCost) {
@@ -71,14 +37,14 @@ TEST_F(KernelModelTest, EachRowIsTheSimulatorsOwnCost) {
   const auto rows = parse_csv(r.output);
   ASSERT_EQ(rows.size(), 3u) << r.output;
   const topology::Catalogue cat = topology::Catalogue::builtin();
-  const std::vector<std::tuple<std::string, Dtype, MatmulShape, double>> expect = {
-      {"h100-sxm", Dtype::kBf16, {8192, 8192, 8192, 1}, 2},
-      {"a100-80gb", Dtype::kBf16, {15, 98304, 15, 1}, 2},
-      {"h200", Dtype::kFp8, {2048, 4096, 1024, 4}, 1}};
+  const std::vector<std::tuple<std::string, Dtype, MatmulShape>> expect = {
+      {"h100-sxm", Dtype::kBf16, {8192, 8192, 8192, 1}},
+      {"a100-80gb", Dtype::kBf16, {15, 98304, 15, 1}},
+      {"h200", Dtype::kFp8, {2048, 4096, 1024, 4}}};
   for (size_t i = 0; i < rows.size(); ++i) {
-    const auto& [chip, dtype, shape, width] = expect[i];
+    const auto& [chip, dtype, shape] = expect[i];
     const topology::RooflineComputeModel model(cat.chip(chip));
-    const ComputeWork w = gemm(dtype, shape, width, 2);
+    const ComputeWork w = matmul_work(shape, dtype, 2);
     EXPECT_NEAR(std::stod(rows[i].at("time_s")), model.kernel_time(w).total().seconds(),
                 1e-8 * model.kernel_time(w).total().seconds())
         << chip;
@@ -86,6 +52,7 @@ TEST_F(KernelModelTest, EachRowIsTheSimulatorsOwnCost) {
     const topology::GemmTiling t =
         topology::gemm_tiling(*model.chip().efficiency.matmul_shape, shape);
     EXPECT_EQ(std::stoll(rows[i].at("slices")), t.slices) << chip;
+    EXPECT_NEAR(std::stod(rows[i].at("tile_factor")), t.rate, 1e-8) << chip;
   }
   // The skinny reduction is split over the SMs its one output tile leaves idle.
   EXPECT_GT(std::stoll(rows[1].at("slices")), 1);
@@ -117,6 +84,9 @@ TEST_F(KernelModelTest, BadTablesExitTwoNamingTheLineAndColumn) {
   write_file("chip.csv", "chip,dtype,m,n,k\nh999,bf16,4096,4096,4096\n");
   meshsim::testing::expect_input_error(meshsim({"kernel-model", path("chip.csv").string()}),
                                        {"h999"});
+  write_file("huge.csv", "chip,dtype,m,n,k,batch\nh200,bf16,16777216,16777216,16777216,1\n");
+  meshsim::testing::expect_input_error(meshsim({"kernel-model", path("huge.csv").string()}),
+                                       {"huge.csv", "line 2", "2^48 elements"});
   write_file("cells.csv", "chip,dtype,m,n,k\nh200,bf16,4096,4096\n");
   meshsim::testing::expect_input_error(meshsim({"kernel-model", path("cells.csv").string()}),
                                        {"cells.csv", "line 2", "4 cells"});

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "csv_rows.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/program.h"
 #include "meshsim/sim/units.h"
@@ -17,58 +18,14 @@
 
 namespace meshsim::topology::testing {
 
-// One CSV row by column name. Quoted fields may hold commas and doubled quotes.
-using CsvRow = std::map<std::string, std::string>;
-
-inline std::vector<std::string> split_csv_line(const std::string& line) {
-  std::vector<std::string> out;
-  std::string field;
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        field += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      out.push_back(field);
-      field.clear();
-    } else {
-      field += c;
-    }
-  }
-  out.push_back(field);
-  return out;
-}
+using meshsim::testing::CsvRow;
 
 inline std::vector<CsvRow> read_csv(const std::string& relative) {
   std::ifstream in(source_path(relative));
   SIM_CHECK(static_cast<bool>(in), "cannot read {}", relative);
-  std::string line;
-  std::getline(in, line);
-  const std::vector<std::string> header = split_csv_line(line);
-  std::vector<CsvRow> rows;
-  while (std::getline(in, line)) {
-    if (line.empty()) {
-      continue;
-    }
-    const std::vector<std::string> cells = split_csv_line(line);
-    SIM_CHECK(cells.size() == header.size(), "{}: {} cells in a row of {} columns", relative,
-              cells.size(), header.size());
-    CsvRow row;
-    for (size_t i = 0; i < header.size(); ++i) {
-      row[header[i]] = cells[i];
-    }
-    rows.push_back(std::move(row));
-  }
-  return rows;
+  std::stringstream text;
+  text << in.rdbuf();
+  return meshsim::testing::csv_rows(text.str(), relative);
 }
 
 inline int64_t int_of(const CsvRow& r, const std::string& key) { return std::stoll(r.at(key)); }
