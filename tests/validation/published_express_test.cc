@@ -201,6 +201,8 @@ TEST(PublishedExpress, TorchtitansMicroBatchIsTheLocalBatch) {
 //    Integration Rebase") is megatron-2022: Korthikanti et al.'s (arXiv:2205.05198), whose
 //    train_step all-reduces after forward_backward_func ("model_module.allreduce_gradients()")
 //    whatever the pipeline;
+//  * Megatron-LM from then until Transformer Engine became its default (2024-04) is megatron-2023,
+//    unless the text names Megatron-Core, NeMo or Transformer Engine;
 //  * DeepSpeed without model parallelism in 2021 is deepspeed-zero3-2021 (constants.py @ v0.3.13:
 //    "ZERO3_OPTIMIZATION_OVERLAP_COMM_DEFAULT = True", "stage3_prefetch_bucket_size" 50000000);
 //  * PaxML is paxml (configure.sh @ 35a9aec: "python3 -u -m paxml.main").
@@ -215,7 +217,24 @@ TEST(PublishedStacks, EachFrameworkMapsToTheStackOfItsTime) {
   EXPECT_EQ(k.plan.stack, workloads::Stack::kMegatron2022);
   EXPECT_FALSE(k.plan.overlap.grad_reduce);  // the local DDP's all-reduce after the backward
   EXPECT_THAT(k.assumptions, Contains(HasSubstr("train_step all-reduces after")));
-  r.framework = "Megatron-LM (2023)";  // Transformer Engine's era: today's stack
+  // From Transformer Engine's integration until it became the default implementation
+  // (e7b74a4b7e, 2024-04-02: "Change default `transformer_impl` to `transformer_engine` instead
+  // of `local`"), Megatron-LM ran its legacy layers unless told: megatron-2023, materialised
+  // scores unless the record names FlashAttention (--use-flash-attn), gradients after the backward.
+  r.framework = "Megatron-LM (2023)";
+  const PublishedScenario l = mapped(r);
+  EXPECT_EQ(l.plan.stack, workloads::Stack::kMegatron2023);
+  EXPECT_FALSE(l.plan.origins[workloads::PlanField::kAttention].given());  // the stack's: naive
+  EXPECT_FALSE(l.plan.overlap.grad_reduce);
+  r.framework = "Megatron-LM (2023) with FlashAttention";
+  const PublishedScenario f = mapped(r);
+  EXPECT_EQ(f.plan.stack, workloads::Stack::kMegatron2023);
+  EXPECT_EQ(f.plan.attention, workloads::AttentionKernel::kFlash);
+  EXPECT_TRUE(f.plan.origins[workloads::PlanField::kAttention].given());
+  EXPECT_THAT(f.assumptions, Contains(HasSubstr("attention flash: the record names")));
+  r.framework = "Megatron-LM (2024-04)";  // Transformer Engine by default: today's stack
+  EXPECT_EQ(mapped(r).plan.stack, workloads::Stack::kMegatron);
+  r.framework = "Megatron-LM / Megatron-Core (2023)";  // Megatron-Core named: TE's layers
   EXPECT_EQ(mapped(r).plan.stack, workloads::Stack::kMegatron);
 
   // Narayanan et al.'s Table 2 names both frameworks: a run with model parallelism is PTD-P

@@ -202,6 +202,45 @@ TEST(StackRules, Megatron2022AddsSequenceParallelismAndSelectiveRecompute) {
   EXPECT_EQ(refused_on(p), std::nullopt);
 }
 
+// Megatron-LM @ b90fb2685f (2023-06-28), its default legacy layers: 2022's plus the distributed
+// optimizer (zero 1 only) and --use-flash-attn; still no CP, no expert parallelism, and FP8 only
+// through Transformer Engine's layers (the megatron stack).
+TEST(StackRules, Megatron2023AddsTheDistributedOptimizerAndFlashAttention) {
+  ParallelPlan p = plan_for(Stack::kMegatron2023);
+  p.attention = AttentionKernel::kNaive;
+  EXPECT_EQ(refused_on(p), std::nullopt);  // TP 2 with SP, PP 4, DP 8
+  p.zero = ZeroStage::kOptimizerStates;
+  EXPECT_EQ(refused_on(p), std::nullopt);  // --use-distributed-optimizer
+  p.zero = ZeroStage::kGradients;
+  EXPECT_EQ(refused_on(p), PlanField::kZero);
+  p.zero = ZeroStage::kNone;
+  p.attention = AttentionKernel::kFlash;
+  EXPECT_EQ(refused_on(p), std::nullopt);  // --use-flash-attn
+  p.attention = AttentionKernel::kCudnn;
+  EXPECT_EQ(refused_on(p), PlanField::kAttention);
+  p.attention = AttentionKernel::kNaive;
+  p.cp = 2;
+  p.dp = 4;
+  p.gbs = 32;
+  EXPECT_EQ(refused_on(p), PlanField::kCp);
+  p = plan_for(Stack::kMegatron2023);
+  p.attention = AttentionKernel::kNaive;
+  p.set_training_dtype(Dtype::kFp8);
+  EXPECT_EQ(refused_on(p), PlanField::kDtype);
+  p.set_training_dtype(Dtype::kBf16);
+  p.overlap.tensor_parallel = true;
+  EXPECT_EQ(refused_on(p), PlanField::kOverlapTp);
+  p.overlap.tensor_parallel = false;
+  p.schedule = PS::kGpipe;
+  EXPECT_EQ(refused_on(p), PlanField::kSchedule);
+  ModelConfig top1 = moe();
+  top1.moe->experts_per_token = 1;
+  p.schedule = PS::kOneFOneB;
+  EXPECT_EQ(refused_on(p, top1), std::nullopt);  // SwitchMLP
+  p.ep = 2;
+  EXPECT_EQ(refused_on(p, top1), PlanField::kEp);
+}
+
 TEST(StackRules, Megatron2022SchedulesAreOneFOneBAndInterleavedOnMoreThanTwoStages) {
   ParallelPlan p = plan_for(Stack::kMegatron2022);
   p.attention = AttentionKernel::kNaive;

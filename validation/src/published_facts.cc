@@ -161,6 +161,9 @@ NotesFlag read_flag(JsonObject o) {
   }
   f.fp32_gradients = o.has("fp32_gradients") ? o.boolean("fp32_gradients")
                                              : (o.ignore("fp32_gradients"), false);
+  if (o.has("attention")) {
+    f.attention = o.choice<workloads::AttentionKernel>("attention");
+  }
   o.finish();
   return f;
 }
@@ -169,6 +172,8 @@ FrameworkFact read_framework(JsonObject o) {
   FrameworkFact f;
   f.id = non_empty(o, "id");
   f.names = string_array(o, "names", true);
+  f.except_names = o.has("except_names") ? string_array(o, "except_names", true)
+                                         : (o.ignore("except_names"), std::vector<std::string>{});
   f.from = opt_month(o, "from");
   f.until = opt_month(o, "until");
   f.stack = o.choice<workloads::Stack>("stack");

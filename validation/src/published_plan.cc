@@ -305,15 +305,31 @@ void set_batch(ParallelPlan& p, const RunFacts& rf, std::vector<std::string>& as
 
 // The framework's notes flags (NotesFlag): a refusal, the sharding the notes state (which must
 // be the plan's), fp32 gradients. Of each group the first flag found applies.
+// A flag's text is looked for in the parallelism notes as written; an attention flag's also in the
+// framework text and the model's notes, case-insensitively, where records name the software.
+bool flag_found(const NotesFlag& f, const PublishedRun& r) {
+  if (f.attention) {
+    return icontains(r.parallelism.notes, f.text) || icontains(r.framework, f.text) ||
+           icontains(r.model.arch_notes, f.text);
+  }
+  return contains(r.parallelism.notes, f.text);
+}
+
 void apply_notes_flags(ParallelPlan& p, const RunFacts& rf, std::vector<std::string>& assumptions) {
   const std::string& notes = rf.run.parallelism.notes;
   std::vector<std::string> done;
   for (const NotesFlag& f : rf.framework->notes_flags) {
-    const size_t at = notes.find(f.text);
-    if (std::find(done.begin(), done.end(), f.group) != done.end() || at == std::string::npos) {
+    if (std::find(done.begin(), done.end(), f.group) != done.end() || !flag_found(f, rf.run)) {
       continue;
     }
     done.push_back(f.group);
+    if (f.attention) {
+      p.attention = *f.attention;
+      p.origins.set(workloads::PlanField::kAttention, Origin::file(rf.run.id, "/framework"));
+      assumptions.push_back(fmt::format("attention {}: {}", to_string(p.attention), f.source));
+      continue;
+    }
+    const size_t at = notes.find(f.text);
     if (!f.refuse.empty()) {
       // The notes' words from the flag to the next separator: "sharding_strategy=HYBRID_SHARD".
       const size_t end = notes.find_first_of(",;", at);

@@ -123,9 +123,9 @@ bool data_parallel_only(const PublishedRun& r) {
 const FrameworkFact& framework_of(const PublishedRun& r, const PublishedFacts& facts,
                                   const std::optional<RunDate>& date) {
   for (const FrameworkFact& f : facts.frameworks) {
-    const bool named = std::any_of(f.names.begin(), f.names.end(), [&](const std::string& n) {
-      return icontains(r.framework, n);
-    });
+    const auto in_text = [&](const std::string& n) { return icontains(r.framework, n); };
+    const bool named = std::any_of(f.names.begin(), f.names.end(), in_text) &&
+                       std::none_of(f.except_names.begin(), f.except_names.end(), in_text);
     if (named && in_window(date, f.from, f.until) &&
         (!f.data_parallel_only || data_parallel_only(r))) {
       return f;

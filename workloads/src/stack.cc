@@ -165,6 +165,31 @@ StackProfile megatron_2022() {
   return p;
 }
 
+// Megatron-LM between Transformer Engine's integration (3499542edd, 2022-12-21) and TE becoming
+// the default (e7b74a4b7e, 2024-04-02: "Change default `transformer_impl` to
+// `transformer_engine` instead of `local`"), read at b90fb2685f (2023-06-28). Its default
+// --transformer-impl local runs the legacy ParallelTransformerLayer of megatron/model/
+// transformer.py, the kernels of 2022; FlashAttention only with --use-flash-attn (store_true);
+// the local DDP all-reduces the gradients after the backward (--DDP-impl default local); the
+// distributed optimizer (megatron/optimizer/distrib_optimizer.py) only with
+// --use-distributed-optimizer. get_batch still broadcasts its sizes through
+// tensor_parallel.broadcast_data (pretrain_gpt.py @ b90fb2685f; get_batch_on_this_tp_rank, which
+// does not read them back, replaced it in 8127d2a9d9 of 2023-11-07), and p2p_communication.py
+// still synchronises after batched transfers.
+StackProfile megatron_2023() {
+  StackProfile p = megatron_2022();
+  p.stack = Stack::kMegatron2023;
+  p.basis =
+      "Megatron-LM of 2023 (NVIDIA/Megatron-LM @ b90fb2685f, 2023-06-28), before Transformer "
+      "Engine became the default implementation (e7b74a4b7e, 2024-04): the legacy "
+      "--transformer-impl local layers with the kernels of 2022 (Apex fused LayerNorm, fused "
+      "bias-GeLU and bias-dropout-add, fused scale-mask-softmax over materialised scores; "
+      "FlashAttention with --use-flash-attn), the async TP all-reduce, gradient accumulation "
+      "fused into the weight-gradient GEMM, the distributed optimizer with "
+      "--use-distributed-optimizer (zero 1)";
+  return p;
+}
+
 // DeepSpeed's ZeRO-3 as Narayanan et al. 2021 compared it (Table 2: ZeRO-3 without model
 // parallelism on Megatron-LM's GPT), at DeepSpeed v0.3.13 (2021-03-16), the release of that
 // paper's time. deepspeed/runtime/zero/constants.py @ v0.3.13: stage3_prefetch_bucket_size
@@ -322,6 +347,8 @@ StackProfile stack_profile(Stack stack, DeviceFamily family) {
       return megatron_2021();
     case Stack::kMegatron2022:
       return megatron_2022();
+    case Stack::kMegatron2023:
+      return megatron_2023();
     case Stack::kDeepSpeedZero3_2021:
       return deepspeed_zero3_2021();
     case Stack::kPaxml:

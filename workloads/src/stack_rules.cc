@@ -16,6 +16,9 @@
 //  * MaxText @ e591f30c (2026-08): src/maxtext/configs/types.py and base.yml, layers/pipeline.py.
 //  * Megatron-LM @ cfd2e21607 (2022-04-28, the megatron-2022 profile's commit): megatron/
 //    arguments.py, megatron/schedules.py, megatron/model/transformer.py, megatron/mpu/layers.py.
+//  * Megatron-LM @ b90fb2685f (2023-06-28, the megatron-2023 profile's commit): megatron/
+//    arguments.py, megatron/model/transformer.py, megatron/core/pipeline_parallel/schedules.py,
+//    megatron/core/tensor_parallel/layers.py, megatron/optimizer/.
 //  * DeepSpeed v0.3.13 (12a53b43, 2021-03-16): deepspeed/runtime/config.py, engine.py,
 //    pipe/engine.py, pipe/schedule.py, pipe/topology.py, activation_checkpointing/; and fbece50b2
 //    (2021-04-19, first released in v0.3.16), which turned the pipeline engine's ZeRO-2/3 caveat
@@ -282,6 +285,101 @@ constexpr std::array kMegatron2022 = {
         [](const ModelConfig&, const ParallelPlan& p) { return p.matmul_dtype == Dtype::kFp8; }},
 };
 
+// Megatron-LM of 2023 (megatron-2023, @ b90fb2685f, 2023-06-28), its default legacy layers
+// (--transformer-impl local).
+constexpr std::array kMegatron2023 = {
+    StackRule{F::kZero, "ZeRO-2 or 3",
+              "Megatron-LM @ b90fb2685f shards the optimizer state only: "
+              "--use-distributed-optimizer (megatron/optimizer/distrib_optimizer.py) is zero 1; "
+              "--DDP-impl is local or torch (megatron/arguments.py)",
+              [](const ModelConfig&, const ParallelPlan& p) { return zero_2_or_3(p); }},
+    StackRule{F::kCp, "context parallelism",
+              "megatron/arguments.py @ b90fb2685f sizes tensor, pipeline (and virtual pipeline) "
+              "and data parallelism only (_add_distributed_args); --context-parallel-size came "
+              "with Megatron-Core's Transformer Engine attention",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.cp > 1; }},
+    StackRule{F::kEp, "expert parallelism",
+              "SwitchMLP (megatron/model/transformer.py @ b90fb2685f) builds all --num-experts "
+              "experts on every rank: no expert-parallel group",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.ep > 1; }},
+    StackRule{
+        F::kStack, "a mixture-of-experts model other than top-1 experts in every layer",
+        "SwitchMLP (megatron/model/transformer.py @ b90fb2685f) sends each token to the argmax "
+        "of its router (torch.max(route, dim=2)) and replaces every layer's MLP",
+        [](const ModelConfig& m, const ParallelPlan&) { return switch_mlp_cannot_express(m); }},
+    StackRule{
+        F::kEtp, "experts not split over the tensor-parallel group",
+        "SwitchMLP's experts are ParallelMLPs, column- and row-parallel over the tensor-parallel "
+        "group (megatron/model/transformer.py @ b90fb2685f)",
+        [](const ModelConfig& m, const ParallelPlan& p) { return m.moe && !p.experts_tp_split(); }},
+    StackRule{
+        F::kMoeDropTokens, "dropping tokens beyond an expert capacity",
+        "SwitchMLP runs each expert on every token routed to it, with no capacity "
+        "(megatron/model/transformer.py @ b90fb2685f)",
+        [](const ModelConfig& m, const ParallelPlan& p) { return m.moe && p.moe_drop_tokens; }},
+    StackRule{F::kSchedule, "a pipeline schedule other than 1F1B or interleaved 1F1B",
+              "get_forward_backward_func returns forward_backward_no_pipelining, "
+              "forward_backward_pipelining_without_interleaving or "
+              "forward_backward_pipelining_with_interleaving "
+              "(megatron/core/pipeline_parallel/schedules.py @ b90fb2685f)",
+              [](const ModelConfig&, const ParallelPlan& p) {
+                return p.pp > 1 && p.schedule != PS::kOneFOneB && p.schedule != PS::kInterleaved;
+              }},
+    StackRule{F::kPp, "interleaved 1F1B on 2 stages",
+              "validate_args asserts \"pipeline-model-parallel size should be greater than 2 "
+              "with interleaved schedule\" (megatron/arguments.py @ b90fb2685f)",
+              [](const ModelConfig&, const ParallelPlan& p) {
+                return p.schedule == PS::kInterleaved && p.pp <= 2;
+              }},
+    StackRule{F::kSchedule, "interleaved 1F1B with microbatches not a multiple of pp",
+              "forward_backward_pipelining_with_interleaving raises \"number of microbatches "
+              "... is not divisible by pipeline-model-parallel-size when using interleaved "
+              "schedule\" (megatron/core/pipeline_parallel/schedules.py @ b90fb2685f)",
+              [](const ModelConfig&, const ParallelPlan& p) {
+                return p.schedule == PS::kInterleaved && microbatches_not_multiple_of_pp(p);
+              }},
+    StackRule{F::kRecompute, "JAX rematerialisation policies (dots, qkv_out_proj)",
+              "--recompute-granularity takes full or selective (megatron/arguments.py @ "
+              "b90fb2685f)",
+              [](const ModelConfig&, const ParallelPlan& p) { return jax_remat(p); }},
+    StackRule{F::kRecomputeModules, "selective recompute of modules other than core_attn",
+              "selective granularity checkpoints the core attention only "
+              "(ParallelAttention.checkpoint_core_attention = config.recompute_granularity == "
+              "'selective', megatron/model/transformer.py @ b90fb2685f)",
+              [](const ModelConfig&, const ParallelPlan& p) {
+                for (const RecomputeModule r : p.recompute_modules) {
+                  if (r != RecomputeModule::kCoreAttn) {
+                    return true;
+                  }
+                }
+                return false;
+              }},
+    StackRule{F::kOverlapTp, "TP communication overlap",
+              "the local layers' LinearWithGradAccumulationAndAsyncCommunication overlaps only "
+              "the backward's input-gradient reduction with the weight gradient (megatron/core/"
+              "tensor_parallel/layers.py @ b90fb2685f): no split GEMMs (Transformer Engine's "
+              "userbuffers are the megatron stack's)",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.overlap.tensor_parallel; }},
+    StackRule{F::kOffloadLayers, "activation offloading",
+              "megatron/arguments.py @ b90fb2685f has no CPU offloading option",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.offload_layers > 0; }},
+    StackRule{F::kAttention, "attention other than materialised scores or FlashAttention",
+              "CoreAttention (torch.baddbmm, FusedScaleMaskSoftmax) or, with --use-flash-attn, "
+              "FlashSelfAttention (flash_attn_unpadded_func) (megatron/model/transformer.py @ "
+              "b90fb2685f)",
+              [](const ModelConfig&, const ParallelPlan& p) {
+                return p.attention != AttentionKernel::kNaive &&
+                       p.attention != AttentionKernel::kFlash;
+              }},
+    StackRule{
+        F::kDtype, "FP8 training",
+        "ParallelTransformer builds its FP8 recipe from transformer_engine.common.recipe, "
+        "imported only with --transformer-impl transformer_engine "
+        "(megatron/model/transformer.py @ b90fb2685f): FP8 runs Transformer Engine's "
+        "layers, the megatron stack",
+        [](const ModelConfig&, const ParallelPlan& p) { return p.matmul_dtype == Dtype::kFp8; }},
+};
+
 // DeepSpeed v0.3.13 on Megatron-LM 2021's GPT (deepspeed-zero3-2021).
 constexpr std::array kDeepSpeedZero3_2021 = {
     StackRule{F::kDtype, "bf16 or FP8 training",
@@ -539,6 +637,8 @@ std::span<const StackRule> stack_rules(Stack stack) {
       return kMaxText;
     case Stack::kMegatron2022:
       return kMegatron2022;
+    case Stack::kMegatron2023:
+      return kMegatron2023;
     case Stack::kDeepSpeedZero3_2021:
       return kDeepSpeedZero3_2021;
     case Stack::kPaxml:

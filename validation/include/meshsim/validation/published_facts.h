@@ -60,6 +60,7 @@ struct NotesFlag {
   std::string text;   // a substring of the notes, as written
   std::string group;  // of the flags of one group, the first that matches applies
   std::optional<workloads::ZeroStage> zero_stage;  // the notes state the sharding
+  std::optional<workloads::AttentionKernel> attention;  // the notes name the attention kernel
   bool fp32_gradients = false;                     // gradients reduced and kept in fp32
   std::string refuse;                              // non-empty: not expressible
   std::string source;
@@ -103,6 +104,9 @@ constexpr auto enum_names(GradReduceAfterBackward) {
 struct FrameworkFact {
   std::string id;
   std::vector<std::string> names;  // any occurring (case-insensitively) in the framework text
+  // None of these may occur in it (case-insensitively): a later product named beside the
+  // framework ("NeMo / Megatron-Core").
+  std::vector<std::string> except_names;
   std::optional<YearMonth> from, until;  // the era: the run's date must lie in it
   // Matches only a run without model parallelism: ZeRO stage 3 stated, TP and PP stated 1, or DP
   // stated as all the devices.
