@@ -14,19 +14,32 @@ namespace {
 //  * A GEMM's library call: an eager torch.mm of 64 x 64 issues one kernel per 9.89 and 11.59 us
 //    (misc.json, eager_mm64_host_us_per_launch; mean 10.74), 4.1 us more than the add.
 //  * The framework's work per kernel in a real model's code: one decoder block of the reference
-//    trainer (Llama-style nn.Modules, bf16 autocast) takes 505 us of host time forward and 378 us
+//    trainer (Llama-style nn.Modules, bf16 autocast) takes 481 us of host time forward and 410 us
 //    backward at a negligible width (host_dispatch.csv, llama_block_forward / _backward: torch
-//    1.13, this project's 2-vCPU EPYC, thread CPU time), and the same block launches 48 kernels
+//    1.13, this project's 2-vCPU Xeon, thread CPU time), and the same block launches 48 kernels
 //    forward and about 87 backward on a GPU (the H200 trace torch-val100m-s1024-b16: 48 per block
 //    forward by its rmsnorm ranges; 1077 backward launches over 12 blocks, less the head's and
-//    the embedding's): 10.5 us a forward kernel, 4.3 us a backward one.
-// Megatron's and llm-foundry's modules are PyTorch nn.Modules and autograd functions like the
-// reference trainer's, so eager stacks take these figures; the per-op costs of older PyTorch
-// releases and CPUs were not measured (none is at hand) and are assumed the same.
+//    the embedding's): 10.0 us a forward kernel, 4.7 us a backward one.
+// llm-foundry's and Megatron-Core's modules are PyTorch nn.Modules and autograd functions like the
+// reference trainer's, so those eager stacks take these figures; the per-op costs of older
+// PyTorch releases and CPUs were not measured (none is at hand) and are assumed the same.
+// Megatron-LM's legacy layer (megatron-2021 to 2023) has its own, measured the same way:
+// host_dispatch.py's replica of ParallelTransformerLayer at cfd2e21607 (its autograd Functions for
+// the TP mappings and linears, the RNG tracker's fork around the attention dropout, the
+// TorchScript bias-GeLU and bias-dropout-add) takes 388 us forward and 420 us backward
+// (megatron_layer_forward / _backward) and launches 15 kernels forward and 34 backward on a GPU
+// (counted from the code, host_dispatch.py). meshsim's layer issues fewer, larger ops (13 forward
+// and 18 backward, TP all-reduces aside: workloads/src/layer_ops.cc), so the layer's whole host
+// time, its launches included, is spread over them: (388 + 15 x 5.6) / 13 = 36.3 us a forward op,
+// (420 + 34 x 5.6) / 18 = 33.9 us a backward one. The TorchScript functions run unfused on a CPU;
+// with each replaced by one op the layer takes 252 and 294 us (megatron_layer_one_op_fusions_*),
+// a lower bound for nvfuser's launch, which was not measured.
 constexpr double kLaunchPathUs = 5.6;
 constexpr double kGemmCallUs = 4.1;
-constexpr double kEagerForwardUs = 10.5;
-constexpr double kEagerBackwardUs = 4.3;
+constexpr double kEagerForwardUs = 10.0;
+constexpr double kEagerBackwardUs = 4.7;
+constexpr double kMegatronLegacyForwardOpUs = (387.7 + 15 * kLaunchPathUs) / 13;
+constexpr double kMegatronLegacyBackwardOpUs = (420.0 + 34 * kLaunchPathUs) / 18;
 // An optimizer kernel: an eager op without autograd, the measured eager add on CUDA (6.67 us).
 constexpr double kOptimizerKernelUs = 6.67;
 // A CUDA graph's launch (cudaGraphLaunch) is taken as one kernel launch's host path: its own cost
@@ -66,6 +79,14 @@ HostDispatch megatron_host() {
   HostDispatch h = eager_host();
   h.sync_host_reads = true;
   h.sync_after_p2p = P2pSync::kWhenBatched;
+  return h;
+}
+
+// Megatron-LM's legacy layers (megatron-2021 to 2023): the measured layer's host time per op.
+HostDispatch megatron_legacy_host() {
+  HostDispatch h = megatron_host();
+  h.forward_kernel = Microseconds(kMegatronLegacyForwardOpUs);
+  h.backward_kernel = Microseconds(kMegatronLegacyBackwardOpUs);
   return h;
 }
 
@@ -121,7 +142,7 @@ StackProfile megatron_2021() {
   // sizes (megatron/mpu/data.py _build_key_size_numel_dictionaries: sizes_cuda.cpu(), called by
   // pretrain_gpt.py's get_batch on every stage; the pipeline's torch.cuda.synchronize() in
   // megatron/p2p_communication.py _communicate, unconditional; NVIDIA/Megatron-LM @ de7dc40f).
-  p.host = megatron_host();
+  p.host = megatron_legacy_host();
   p.host.sync_after_p2p = P2pSync::kAlways;
   p.host.sync_per_microbatch = true;
   // megatron/p2p_communication.py _communicate @ 6985e589: "reqs =
