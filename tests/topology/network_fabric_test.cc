@@ -144,6 +144,32 @@ TEST(NetworkFabrics, SuperPodOnThreeTiers) {
   EXPECT_EQ(s.bisection_bandwidth, Gbps(200) * 560.0);  // non-blocking: every NIC of a half
 }
 
+// InfiniBand's fat-tree routing gives each destination port its own up-ports: flows with one salt
+// (the destination node, as the collectives choose it) from the 8 GPUs of a node to the 8 GPUs of
+// a node in another pod, one per rail, cross the cores on 8 different spine -> core links, not
+// all on one (which made every rail-aligned ring across pods share a single link).
+TEST(NetworkFabrics, OneNodesRailsCrossPodsOnDifferentCores) {
+  const Network net = Network::build(resize_nodes(preset("dgx-h100"), 1344));
+  const int64_t other = 8 * 128 * 8;  // node 1024: another pod (128 nodes a pod at radix 64)
+  ASSERT_EQ(net.hops(dev(0), dev(other)), 8);
+  std::vector<std::pair<VertexId, VertexId>> up_to_core;
+  for (int64_t rail = 0; rail < 8; ++rail) {
+    const Path p = net.route(vtx(rail), vtx(other + rail), /*salt=*/1024);
+    for (const LinkId l : p) {
+      const Link& link = net.link(l);
+      if (net.vertex(link.dst).kind == VertexKind::kCore) {
+        up_to_core.emplace_back(link.src, link.dst);
+      }
+    }
+  }
+  ASSERT_EQ(up_to_core.size(), 8u);
+  std::sort(up_to_core.begin(), up_to_core.end());
+  EXPECT_EQ(std::unique(up_to_core.begin(), up_to_core.end()), up_to_core.end());
+  // The same salt still picks one path per NIC pair, and every path stays an equal-cost path.
+  EXPECT_EQ(net.route(vtx(3), vtx(other + 3), 1024), net.route(vtx(3), vtx(other + 3), 1024));
+  EXPECT_EQ(net.route(vtx(3), vtx(other + 3), 1024).size(), net.route(vtx(3), vtx(other + 3), 0).size());
+}
+
 struct TorusCase {
   std::string name;
   ClusterSpec spec;

@@ -34,7 +34,9 @@
 // Routing: within a scale-up domain, device -> NVSwitch -> device (one path). Otherwise over the
 // NIC pairs (ka, kb) with the fewest hops: same leaf 4 hops (1 path), same pod 6 hops (one path
 // per spine of the pod), across pods 8 hops (spines x cores of a group). Path i of a NIC pair
-// takes spine i mod S and core i / S, so consecutive salts spread flows over spines first.
+// takes spine i mod S and core (i / S + r) mod C, r the destination NIC's rail, so consecutive
+// salts spread flows over spines first, and flows to one node's NICs on different rails over
+// different cores (InfiniBand's fat-tree routing assigns up-ports per destination port).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -367,7 +369,13 @@ void append_leaf_segment(const NetworkData& impl, const FatTreeLayout& t, int64_
   const VertexId down = v(t.first_spine, t.pod_of_leaf(lb) * t.spines_per_pod + j);
   path.push_back(impl.link_or_die(v(t.first_leaf, la), up));
   if (distance == 4) {
-    const VertexId core = v(t.first_core, j * t.cores_per_group + i / spines);
+    // The spine's up-port per destination NIC, as InfiniBand's fat-tree routing assigns them
+    // (OpenSM's ftree engine spreads the destinations below a switch over its up-ports): the NICs
+    // of one node on different rails are different destinations, so flows to them leave the
+    // spine on different cores (the destination leaf's rail turns the core round).
+    const int64_t rail = t.rails > 1 ? lb % t.rails : 0;
+    const int64_t c = (i / spines + rail) % t.cores_per_group;
+    const VertexId core = v(t.first_core, j * t.cores_per_group + c);
     path.push_back(impl.link_or_die(up, core));
     path.push_back(impl.link_or_die(core, down));
   }
