@@ -209,7 +209,7 @@ std::vector<PlanFieldSpec> make_table() {
                             "through memory); default: the stack's"),
       choice<&P::stack>(F::kStack,
                         "Software stack: megatron (Megatron-Core + Transformer Engine), "
-                        "megatron-2021, megatron-2022, deepspeed-zero3-2021, fsdp (PyTorch FSDP "
+                        "megatron-2021, megatron-2022, megatron-2023, deepspeed-zero3-2021, fsdp (PyTorch FSDP "
                         "eager), llm-foundry-2023, fsdp-compile (torchtitan), maxtext and paxml "
                         "(JAX/XLA); `meshsim presets` says what each runs; default: megatron on "
                         "GPUs, maxtext on TPUs"),
@@ -222,6 +222,11 @@ std::vector<PlanFieldSpec> make_table() {
                               "--enable-cuda-graph) or step (the whole step one graph: "
                               "--cuda-graph-scope full_iteration); GPU stacks only",
                               &graphs_used),
+      scalar<&P::fp8_param_gather>(
+          F::kFp8ParamGather, B::kAny, "",
+          "ZeRO/FSDP parameter gathers in FP8: the layers' weights kept and all-gathered in FP8 "
+          "(Megatron-Core --fp8-param-gather; fp8 training with --zero 1 to 3)",
+          &positive<&P::fp8_param_gather>),
       choice<&P::kernels>(F::kKernels,
                           "Memory-bound kernels: fused (Megatron/TE, XLA) or eager (PyTorch eager "
                           "mode, one kernel per tensor op)"),

@@ -193,6 +193,23 @@ TEST(PublishedExpress, TorchtitansMicroBatchIsTheLocalBatch) {
   EXPECT_THAT(s.assumptions, Contains(HasSubstr("micro-batch 16 (not stated): torchtitan")));
 }
 
+// A record that names Megatron-Core's --fp8-param-gather gets it where Megatron runs it (FP8
+// training with the distributed optimizer); where it could not run, the words are an assumption.
+TEST(PublishedExpress, FP8ParameterGathersWhereTheRecordNamesThem) {
+  PublishedRun r = dev_run("dgxc2504-llama3.1-70b-2048xH100-fp8");
+  EXPECT_FALSE(mapped(r).plan.fp8_param_gather);
+  r.parallelism.notes += "; FP8 parameter gather";
+  const PublishedScenario s = mapped(r);
+  ASSERT_NE(s.plan.zero, workloads::ZeroStage::kNone);
+  EXPECT_TRUE(s.plan.fp8_param_gather);
+  EXPECT_THAT(s.assumptions, Contains(HasSubstr("FP8 parameter gathers: Megatron-Core's")));
+  PublishedRun bf16 = dev_run("dgxc2504-llama3.1-70b-64xH100-bf16");
+  bf16.framework += " with --fp8-param-gather";
+  const PublishedScenario b = mapped(bf16);
+  EXPECT_FALSE(b.plan.fp8_param_gather);
+  EXPECT_THAT(b.assumptions, Contains(HasSubstr("named but not run")));
+}
+
 // A point of a known framework maps to the stack of its time by a rule over its framework text and
 // date (run_facts.json's eras), never by a per-run constant.
 //  * Megatron-LM before 16c90445e (2021-09-02, which added "--no-async-tensor-model-parallel-

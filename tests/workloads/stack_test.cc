@@ -564,6 +564,62 @@ TEST(Stacks, DeepSpeedZero3GathersALayerAgainForItsBackward) {
             AttentionKernel::kNaive);  // Megatron-LM 2021's GPT
 }
 
+// --fp8-param-gather: the layers' weights all-gathered in FP8, one byte each (the embedding and
+// head in 16 bits); only with FP8 training, ZeRO and Megatron-Core (validate_plan refuses the rest
+// with the field named).
+TEST(Stacks, Fp8ParamGatherMovesOneByteALayerParameter) {
+  const ModelConfig m = load_model("llama3.2-1b");
+  const auto gathered = [&](ZeroStage zero, bool fp8_gather, const std::string& name) {
+    ParallelPlan p = plan_with(Stack::kMegatron, DeviceFamily::kHopper, Dtype::kFp8);
+    p.dp = 4;
+    p.gbs = 4;
+    p.zero = zero;
+    p.fp8_param_gather = fp8_gather;
+    validate_plan(m, p);
+    const StepPlan plan = plan_step(m, p);
+    const Program& prog = plan.programs.at(0);
+    int64_t bytes = 0;
+    for (const Op* op : ops_named(prog, name)) {
+      bytes += std::get<CollectiveWork>(op->work).bytes.count();
+    }
+    return bytes;
+  };
+  // ZeRO-3: every layer's gather halves.
+  const int64_t z3 = gathered(ZeroStage::kParameters, false, "L3.fsdp_allgather");
+  ASSERT_GT(z3, 0);
+  EXPECT_EQ(gathered(ZeroStage::kParameters, true, "L3.fsdp_allgather") * 2, z3);
+  // ZeRO-1: the distributed optimizer's gathers lose one byte per layer parameter only.
+  const int64_t z1 = gathered(ZeroStage::kOptimizerStates, false, "param_gather");
+  const int64_t z1_fp8 = gathered(ZeroStage::kOptimizerStates, true, "param_gather");
+  // 16 bits outside the layers: the embedding (tied: the head is the embedding) and the final norm.
+  const int64_t embedding = m.vocab_size * m.d_model + m.d_model;
+  ASSERT_GT(z1, 0);
+  EXPECT_EQ(z1 - z1_fp8, (z1 - 2 * embedding) / 2);
+
+  const auto refused = [&](ParallelPlan p) {
+    try {
+      validate_plan(m, p);
+    } catch (const PlanError& e) {
+      return e.field() == PlanField::kFp8ParamGather;
+    }
+    return false;
+  };
+  ParallelPlan p = plan_with(Stack::kMegatron, DeviceFamily::kHopper, Dtype::kFp8);
+  p.dp = 4;
+  p.gbs = 4;
+  p.zero = ZeroStage::kOptimizerStates;
+  p.fp8_param_gather = true;
+  EXPECT_FALSE(refused(p));
+  p.set_training_dtype(Dtype::kBf16);
+  EXPECT_TRUE(refused(p));  // no FP8 weights
+  p.set_training_dtype(Dtype::kFp8);
+  p.zero = ZeroStage::kNone;
+  EXPECT_TRUE(refused(p));  // no distributed optimizer or FSDP
+  p.zero = ZeroStage::kOptimizerStates;
+  apply_stack(p, stack_profile(Stack::kFsdp, DeviceFamily::kHopper), {});
+  EXPECT_TRUE(refused(p));  // not Megatron-Core's
+}
+
 // PaxML on GPU (DGX Cloud Benchmarking's paxml/configure.sh @ 35a9aec: "export ENABLE_TE=1",
 // "export NVTE_FUSED_ATTN=1"): Transformer Engine's fused attention; on TPU the Pallas kernels.
 TEST(Stacks, PaxmlRunsTransformerEnginesAttentionOnGpusAndPallasOnTpus) {

@@ -164,6 +164,8 @@ NotesFlag read_flag(JsonObject o) {
   if (o.has("attention")) {
     f.attention = o.choice<workloads::AttentionKernel>("attention");
   }
+  f.fp8_param_gather = o.has("fp8_param_gather") ? o.boolean("fp8_param_gather")
+                                                 : (o.ignore("fp8_param_gather"), false);
   o.finish();
   return f;
 }

@@ -305,12 +305,13 @@ void set_batch(ParallelPlan& p, const RunFacts& rf, std::vector<std::string>& as
 
 // The framework's notes flags (NotesFlag): a refusal, the sharding the notes state (which must
 // be the plan's), fp32 gradients. Of each group the first flag found applies.
-// A flag's text is looked for in the parallelism notes as written; an attention flag's also in the
-// framework text and the model's notes, case-insensitively, where records name the software.
+// A flag's text is looked for in the parallelism notes as written; a flag that names a kernel or
+// an option (attention, FP8 parameter gathers) also in the framework text, the precision and the
+// model's notes, case-insensitively, where records name the software.
 bool flag_found(const NotesFlag& f, const PublishedRun& r) {
-  if (f.attention) {
+  if (f.attention || f.fp8_param_gather) {
     return icontains(r.parallelism.notes, f.text) || icontains(r.framework, f.text) ||
-           icontains(r.model.arch_notes, f.text);
+           icontains(r.precision, f.text) || icontains(r.model.arch_notes, f.text);
   }
   return contains(r.parallelism.notes, f.text);
 }
@@ -327,6 +328,22 @@ void apply_notes_flags(ParallelPlan& p, const RunFacts& rf, std::vector<std::str
       p.attention = *f.attention;
       p.origins.set(workloads::PlanField::kAttention, Origin::file(rf.run.id, "/framework"));
       assumptions.push_back(fmt::format("attention {}: {}", to_string(p.attention), f.source));
+      continue;
+    }
+    if (f.fp8_param_gather) {
+      // Only where Megatron runs it (validate_plan's conditions); elsewhere the words are kept as
+      // an assumption, not a refusal.
+      const bool runs = p.matmul_dtype == Dtype::kFp8 && p.zero != workloads::ZeroStage::kNone &&
+                        (p.stack == workloads::Stack::kMegatron ||
+                         p.stack == workloads::Stack::kCustom);
+      p.fp8_param_gather = runs;
+      if (runs) {
+        p.origins.set(workloads::PlanField::kFp8ParamGather, Origin::file(rf.run.id, "/framework"));
+      }
+      assumptions.push_back(runs ? fmt::format("FP8 parameter gathers: {}", f.source)
+                                 : fmt::format("FP8 parameter gathers named but not run (they "
+                                               "need fp8 training with ZeRO on Megatron-Core): {}",
+                                               f.source));
       continue;
     }
     const size_t at = notes.find(f.text);

@@ -83,7 +83,7 @@ Scope StageBuilder::pass_scope(const PipelinePass& pass, std::string prefix) con
 
 // ZeRO-3: the layer's parameters, gathered into a transient buffer on the gather stream.
 OpId StageBuilder::zero3_gather(const Scope& scope, int64_t layer, bool blocking) {
-  const Bytes full = param_bytes(part_.params.of(layer).total());
+  const Bytes full = layer_param_bytes(part_.params.of(layer).total());
   return collective(scope, fmt::format("L{}.fsdp_allgather", layer), CommKind::kData,
                     CollectiveKind::kAllGather, full, blocking, shard_slot(),
                     {alloc(MemoryCategory::kCommBuffers, full)}, Stream::kDataGather);
@@ -154,7 +154,8 @@ void StageBuilder::forward(const PipelinePass& pass) {
       if (layer + 1 < end) {
         prefetched = zero3_gather(in_layer, layer + 1, !p_.overlap.param_gather);
       }
-      drop = release(MemoryCategory::kCommBuffers, param_bytes(part_.params.of(layer).total()));
+      drop = release(MemoryCategory::kCommBuffers,
+                     layer_param_bytes(part_.params.of(layer).total()));
     } else if (const auto it = param_gathers_.find(layer); it != param_gathers_.end()) {
       stream_.next_waits_for(it->second);  // the step's first forward of the layer only
       param_gathers_.erase(it);
@@ -248,7 +249,8 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
         // Released after the recomputed forward, the layer is gathered again for its backward
         // (in the same buffer: no memory effect).
         collective(in_layer, fmt::format("L{}.fsdp_allgather_again", layer), CommKind::kData,
-                   CollectiveKind::kAllGather, param_bytes(part_.params.of(layer).total()), true,
+                   CollectiveKind::kAllGather, layer_param_bytes(part_.params.of(layer).total()),
+                   true,
                    shard_slot(), {}, Stream::kDataGather);
       }
     }
@@ -286,7 +288,7 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
       const int64_t params = part_.params.of(layer).total();
       collective(in_layer, fmt::format("L{}.fsdp_reducescatter", layer), CommKind::kData,
                  CollectiveKind::kReduceScatter, grad_bytes(params), false, shard_slot(),
-                 {release(MemoryCategory::kCommBuffers, param_bytes(params))});
+                 {release(MemoryCategory::kCommBuffers, layer_param_bytes(params))});
       replica_reduce(in_layer, fmt::format("L{}", layer), params);
     } else if (reduce_grads) {
       grads_ready(in_layer, part_.params.of(layer).dense, part_.params.of(layer).expert);
@@ -401,26 +403,30 @@ void StageBuilder::gather_parameters_ahead() {
       p_.dense_grad_group() == 1) {
     return;
   }
-  int64_t pending = 0;
+  int64_t pending = 0;          // parameters, which size the buckets (16-bit bytes)
+  Bytes moved = Bytes::zero();  // what the gather moves (layers in FP8 with fp8_param_gather)
   std::vector<int64_t> layers;
   auto gather = [&] {
     if (pending == 0) {
       return;
     }
     const OpId ag = collective(Scope{}, fmt::format("param_gather{}", param_gathers_.size()),
-                               CommKind::kData, CollectiveKind::kAllGather, param_bytes(pending),
+                               CommKind::kData, CollectiveKind::kAllGather, moved,
                                !p_.overlap.param_gather, shard_slot());
     dp_ops_.push_back(ag);
     for (const int64_t l : layers) {
       param_gathers_[l] = ag;
     }
     pending = 0;
+    moved = Bytes::zero();
     layers.clear();
   };
   pending += part_.params.embedding;
+  moved += param_bytes(part_.params.embedding);
   for (const LayerRange& chunk : part_.chunks) {
     for (int64_t layer = chunk.first; layer < chunk.end; ++layer) {
       pending += part_.params.of(layer).total();
+      moved += layer_param_bytes(part_.params.of(layer).total());
       layers.push_back(layer);
       if (param_bytes(pending) >= p_.grad_bucket) {
         gather();
@@ -428,6 +434,7 @@ void StageBuilder::gather_parameters_ahead() {
     }
   }
   pending += part_.params.head;
+  moved += param_bytes(part_.params.head);
   gather();
 }
 

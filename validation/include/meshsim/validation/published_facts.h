@@ -61,6 +61,7 @@ struct NotesFlag {
   std::string group;  // of the flags of one group, the first that matches applies
   std::optional<workloads::ZeroStage> zero_stage;  // the notes state the sharding
   std::optional<workloads::AttentionKernel> attention;  // the notes name the attention kernel
+  bool fp8_param_gather = false;  // the notes name FP8 parameter gathers (--fp8-param-gather)
   bool fp32_gradients = false;                     // gradients reduced and kept in fp32
   std::string refuse;                              // non-empty: not expressible
   std::string source;

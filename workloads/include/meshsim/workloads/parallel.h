@@ -219,6 +219,11 @@ struct ParallelPlan {
   Stack stack = Stack::kMegatron;
   Fp8Scaling fp8_scaling = Fp8Scaling::kDelayed;  // FP8 runs: how tensors are scaled
   CudaGraphs cuda_graphs = CudaGraphs::kNone;      // what the host launches as CUDA graphs
+  // Megatron-Core's --fp8-param-gather: the layers' weights kept in FP8 (Transformer Engine's
+  // Float8Tensor) and all-gathered as such, 1 byte a parameter, by the distributed optimizer's
+  // and FSDP's parameter gathers; the embedding and head stay in 16 bits. FP8 training with
+  // ZeRO 1-3 only (validate_plan).
+  bool fp8_param_gather = false;
   StepWork step_work;                             // per-step work outside the layers
   BackwardPrefetch backward_prefetch = BackwardPrefetch::kPre;  // ZeRO-3's backward gathers
   // TP: a column-parallel layer's input gradient is reduced while its weight gradient is computed

@@ -49,6 +49,7 @@ enum class PlanField : uint8_t {
   kStack,
   kFp8Recipe,
   kCudaGraphs,
+  kFp8ParamGather,
 };
 constexpr auto enum_names(PlanField) {
   using F = PlanField;
@@ -86,7 +87,8 @@ constexpr auto enum_names(PlanField) {
                                      {F::kOverlapTp, "overlap_tp"},
                                      {F::kStack, "stack"},
                                      {F::kFp8Recipe, "fp8_recipe"},
-                                     {F::kCudaGraphs, "cuda_graphs"}});
+                                     {F::kCudaGraphs, "cuda_graphs"},
+                                     {F::kFp8ParamGather, "fp8_param_gather"}});
 }
 using PlanError = FieldError<PlanField>;
 
