@@ -73,6 +73,12 @@ OpId Program::add(Op op) {
   return OpId(static_cast<uint32_t>(v));
 }
 
+void Program::reserve(size_t ops) {
+  // adjacency_list's vertex storage (vecS) is the public std::vector m_vertices of its
+  // vec_adj_list_impl base (boost/graph/detail/adjacency_list.hpp).
+  impl_->graph.m_vertices.reserve(std::min(ops, kMaxOps));
+}
+
 void Program::add_dependency(OpId before, OpId after) {
   SIM_CHECK(after.index() < size(), "dependency on op {} of a program of {} ops", after.value(),
             size());

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <set>
 #include <tuple>
@@ -368,6 +369,18 @@ void finish_step(RankStep& s) {
   s.start = s.ops.empty() ? s.host_start : s.ops.front().start;
 }
 
+// Moves a deque's elements into a vector of exactly their number, freeing the deque's blocks as
+// it goes, so that the two never hold every op at once.
+std::vector<DeviceOp> drain(std::deque<DeviceOp>& d) {
+  std::vector<DeviceOp> v;
+  v.reserve(d.size());
+  while (!d.empty()) {
+    v.push_back(std::move(d.front()));
+    d.pop_front();
+  }
+  return v;
+}
+
 }  // namespace
 
 SimTime RankStep::end() const {
@@ -388,7 +401,6 @@ OpClass classify_device_op(const RankTrace& trace, const DeviceOp& op, bool* cla
 RankSteps find_steps(const RankTrace& t) {
   Linker l(t);
   l.nest_host_events();
-  std::vector<DeviceOp> ops;
   RankSteps out;
   // CUPTI numbers runtime calls in order; a device op without a launch in the trace whose
   // correlation precedes every call's was launched before the trace began (rank_steps.h).
@@ -398,6 +410,14 @@ RankSteps find_steps(const RankTrace& t) {
       first_call = std::min(first_call, e.correlation);
     }
   }
+  std::vector<Range> ranges = profiler_steps(t, l);
+  // The device ops in file order, with the ProfilerStep range each was issued in (kNoStep:
+  // none). A deque, and each step's vector sized by a count, so that a trace of millions of ops
+  // (~100 bytes each) is never held twice, nor in a vector's doubled storage.
+  constexpr uint32_t kNoStep = UINT32_MAX;
+  std::deque<DeviceOp> ops;
+  std::deque<uint32_t> step_of;
+  std::vector<size_t> count(ranges.size());
   std::optional<SimTime> before_trace_end;  // the end of the work launched before the trace
   for (uint32_t i = 0; i < t.events.size(); ++i) {
     if (is_device(t.events[i].kind)) {
@@ -409,6 +429,13 @@ RankSteps find_steps(const RankTrace& t) {
         continue;
       }
       out.unlinked_ops += op.launch ? 0 : 1;
+      if (!ranges.empty()) {
+        const auto s = range_of(ranges, issue_time(op));
+        step_of.push_back(s ? static_cast<uint32_t>(*s) : kNoStep);
+        if (s) {
+          ++count[*s];
+        }
+      }
       ops.push_back(std::move(op));
     }
   }
@@ -424,22 +451,28 @@ RankSteps find_steps(const RankTrace& t) {
                      "no device work (kernels, copies, sets): meshsim compares GPU timelines; a "
                      "CPU-only trace goes through a validation manifest instead");
   }
-  std::vector<Range> ranges = profiler_steps(t, l);
   std::vector<std::vector<DeviceOp>> per(ranges.size());
   if (!ranges.empty()) {
     out.method = "ProfilerStep#N ranges";
-    for (DeviceOp& op : ops) {
-      if (const auto s = range_of(ranges, issue_time(op))) {
-        per[*s].push_back(std::move(op));
+    // Held once, by the steps: each step's vector is sized when its first op arrives (ops come
+    // roughly step by step), while the deque frees what has been moved.
+    while (!ops.empty()) {
+      if (const uint32_t s = step_of.front(); s != kNoStep) {
+        if (per[s].capacity() == 0) {
+          per[s].reserve(count[s]);
+        }
+        per[s].push_back(std::move(ops.front()));
       }
+      ops.pop_front();
+      step_of.pop_front();
     }
-    std::vector<DeviceOp>().swap(ops);  // held once, by the steps
   } else {
-    std::stable_sort(ops.begin(), ops.end(), [](const DeviceOp& a, const DeviceOp& b) {
+    std::vector<DeviceOp> all = drain(ops);
+    std::stable_sort(all.begin(), all.end(), [](const DeviceOp& a, const DeviceOp& b) {
       return std::tie(a.start, a.device, a.stream) < std::tie(b.start, b.device, b.stream);
     });
     uint32_t anchor_name = 0;
-    const auto pos = anchors(t, ops, anchor_name);
+    const auto pos = anchors(t, all, anchor_name);
     if (!pos) {
       throw InputError(t.source, "/traceEvents",
                        "no ProfilerStep#N ranges and no repeating kernel sequence to cut steps "
@@ -449,14 +482,13 @@ RankSteps find_steps(const RankTrace& t) {
     out.method = fmt::format("repeated structure: {} repeats between occurrences of kernel {}",
                              pos->size() - 1, t.names[anchor_name].substr(0, 80));
     for (size_t k = 0; k + 1 < pos->size(); ++k) {
-      const SimTime a = issue_time(ops[(*pos)[k]]);
-      const SimTime b = issue_time(ops[(*pos)[k + 1]]);
+      const SimTime a = issue_time(all[(*pos)[k]]);
+      const SimTime b = issue_time(all[(*pos)[k + 1]]);
       ranges.push_back({static_cast<int64_t>(k), a, b});
-      const auto from = ops.begin() + static_cast<std::ptrdiff_t>((*pos)[k]);
-      const auto to = ops.begin() + static_cast<std::ptrdiff_t>((*pos)[k + 1]);
+      const auto from = all.begin() + static_cast<std::ptrdiff_t>((*pos)[k]);
+      const auto to = all.begin() + static_cast<std::ptrdiff_t>((*pos)[k + 1]);
       per.emplace_back(std::make_move_iterator(from), std::make_move_iterator(to));
     }
-    std::vector<DeviceOp>().swap(ops);
   }
   std::optional<SimTime> queued = before_trace_end;  // the end of the work launched so far
   for (size_t s = 0; s < ranges.size(); ++s) {

@@ -80,6 +80,11 @@ class Builder {
   Program build() {
     assign_streams();
     const std::vector<HostItem> items = host_items();
+    // At most one op per device op and per host item, and one more per sync (the host's time
+    // before it).
+    const size_t most = s_.ops.size() + items.size() + s_.syncs.size();
+    program_.reserve(most);
+    measured_.reserve(most);
     for (const HostItem& h : items) {
       if (h.sync) {
         add_sync(s_.syncs[h.sync_index]);

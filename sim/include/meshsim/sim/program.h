@@ -257,6 +257,10 @@ class Program {
   Program& operator=(const Program&) = delete;
 
   OpId add(Op op);
+  // Room for `ops` ops in all, so that a builder that knows its size (the replay of a measured
+  // step: hundreds of thousands of ops) adds them without the vector's regrowth, which holds the
+  // old and the new storage at once.
+  void reserve(size_t ops);
   // `before` must have been added earlier than `after`.
   void add_dependency(OpId before, OpId after);
   // Changes what the host does after issuing `id` (Op::host_sync), e.g. when a later op takes a
