@@ -31,6 +31,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 
 namespace meshsim::workloads {
@@ -64,6 +65,16 @@ bool uneven_stage_layers(const ParallelPlan& p) {
     }
   }
   return false;
+}
+
+// The rules of several tables, in order, as one table (stacks that share rules list them once).
+template <size_t... N>
+constexpr auto concat(const std::array<StackRule, N>&... parts) {
+  std::array<StackRule, (N + ...)> out{};
+  size_t at = 0;
+  ((std::copy(parts.begin(), parts.end(), out.begin() + static_cast<std::ptrdiff_t>(at)), at += N),
+   ...);
+  return out;
 }
 
 // Megatron-Core with Transformer Engine (the megatron stack).
@@ -191,27 +202,19 @@ constexpr std::array kMegatron2021 = {
         [](const ModelConfig&, const ParallelPlan& p) { return p.matmul_dtype == Dtype::kFp8; }},
 };
 
-// Megatron-LM as of Korthikanti et al. 2022 (megatron-2022, @ cfd2e21607).
-constexpr std::array kMegatron2022 = {
-    StackRule{F::kZero, "ZeRO sharding",
-              "Megatron-LM @ cfd2e21607 has no distributed optimizer (329fe5820f, where it "
-              "began, is not in its history): data parallelism is --DDP-impl local or torch "
-              "(megatron/arguments.py), the optimizer Float16OptimizerWithFloat16Params or "
-              "FP32Optimizer (megatron/optimizer/__init__.py)",
-              [](const ModelConfig&, const ParallelPlan& p) { return p.zero != ZeroStage::kNone; }},
-    StackRule{F::kCp, "context parallelism",
-              "megatron/arguments.py @ cfd2e21607 sizes tensor, pipeline (and virtual pipeline) "
-              "and data parallelism only (_add_distributed_args)",
-              [](const ModelConfig&, const ParallelPlan& p) { return p.cp > 1; }},
+// Megatron-LM's legacy layers and schedules as Korthikanti et al. 2022 ran them (@ cfd2e21607)
+// and as they still were in 2023 (@ b90fb2685f, the legacy --transformer-impl local): what
+// megatron-2022 and megatron-2023 share.
+constexpr std::array kLegacyMegatronShared = {
     StackRule{F::kEp, "expert parallelism",
-              "SwitchMLP (megatron/model/transformer.py @ cfd2e21607) builds all --num-experts "
-              "experts on every rank and runs them one after another on the tokens routed to "
-              "each: no expert-parallel group",
+              "SwitchMLP (megatron/model/transformer.py @ cfd2e21607 and b90fb2685f) builds all "
+              "--num-experts experts on every rank and runs them one after another on the "
+              "tokens routed to each: no expert-parallel group",
               [](const ModelConfig&, const ParallelPlan& p) { return p.ep > 1; }},
     StackRule{
         F::kStack, "a mixture-of-experts model other than top-1 experts in every layer",
-        "SwitchMLP (megatron/model/transformer.py @ cfd2e21607) sends each token to the "
-        "argmax of its router's softmax (top-1) and replaces the MLP of every layer "
+        "SwitchMLP (megatron/model/transformer.py @ cfd2e21607 and b90fb2685f) sends each token "
+        "to the argmax of its router's softmax (top-1) and replaces the MLP of every layer "
         "(ParallelTransformerLayer: \"if args.num_experts is not None\"), with no shared "
         "experts",
         [](const ModelConfig& m, const ParallelPlan&) { return switch_mlp_cannot_express(m); }},
@@ -219,43 +222,44 @@ constexpr std::array kMegatron2022 = {
         F::kEtp, "experts not split over the tensor-parallel group",
         "SwitchMLP's experts are ParallelMLPs, column- and row-parallel over the "
         "tensor-parallel group like the dense MLP (megatron/model/transformer.py @ "
-        "cfd2e21607)",
+        "cfd2e21607 and b90fb2685f)",
         [](const ModelConfig& m, const ParallelPlan& p) { return m.moe && !p.experts_tp_split(); }},
     StackRule{
         F::kMoeDropTokens, "dropping tokens beyond an expert capacity",
         "SwitchMLP runs each expert on every token routed to it (local_indices = (max_ind "
         "== expert_num).nonzero()), with no capacity (megatron/model/transformer.py @ "
-        "cfd2e21607)",
+        "cfd2e21607 and b90fb2685f)",
         [](const ModelConfig& m, const ParallelPlan& p) { return m.moe && p.moe_drop_tokens; }},
     StackRule{F::kSchedule, "a pipeline schedule other than 1F1B or interleaved 1F1B",
               "get_forward_backward_func returns forward_backward_no_pipelining, "
               "forward_backward_pipelining_without_interleaving or "
               "forward_backward_pipelining_with_interleaving (megatron/schedules.py @ "
-              "cfd2e21607)",
+              "cfd2e21607; megatron/core/pipeline_parallel/schedules.py @ b90fb2685f)",
               [](const ModelConfig&, const ParallelPlan& p) {
                 return p.pp > 1 && p.schedule != PS::kOneFOneB && p.schedule != PS::kInterleaved;
               }},
     StackRule{F::kPp, "interleaved 1F1B on 2 stages",
               "validate_args asserts \"pipeline-model-parallel size should be greater than 2 "
-              "with interleaved schedule\" (megatron/arguments.py @ cfd2e21607)",
+              "with interleaved schedule\" (megatron/arguments.py @ cfd2e21607 and b90fb2685f)",
               [](const ModelConfig&, const ParallelPlan& p) {
                 return p.schedule == PS::kInterleaved && p.pp <= 2;
               }},
     StackRule{F::kSchedule, "interleaved 1F1B with microbatches not a multiple of pp",
-              "get_forward_backward_func asserts \"number of microbatches ... is not divisible by "
-              "pipeline-model-parallel-size ... when using interleaved schedule\" "
-              "(megatron/schedules.py @ cfd2e21607)",
+              "the interleaved schedule asserts \"number of microbatches ... is not divisible "
+              "by pipeline-model-parallel-size ... when using interleaved schedule\" "
+              "(megatron/schedules.py @ cfd2e21607; megatron/core/pipeline_parallel/"
+              "schedules.py @ b90fb2685f)",
               [](const ModelConfig&, const ParallelPlan& p) {
                 return p.schedule == PS::kInterleaved && microbatches_not_multiple_of_pp(p);
               }},
     StackRule{F::kRecompute, "JAX rematerialisation policies (dots, qkv_out_proj)",
-              "--checkpoint-granularity takes full or selective (megatron/arguments.py @ "
-              "cfd2e21607)",
+              "--checkpoint-granularity (@ cfd2e21607), later --recompute-granularity (@ "
+              "b90fb2685f), takes full or selective (megatron/arguments.py)",
               [](const ModelConfig&, const ParallelPlan& p) { return jax_remat(p); }},
     StackRule{F::kRecomputeModules, "selective recompute of modules other than core_attn",
               "selective granularity checkpoints the core attention only "
-              "(ParallelAttention.checkpoint_core_attention = args.checkpoint_granularity == "
-              "'selective', megatron/model/transformer.py @ cfd2e21607)",
+              "(ParallelAttention.checkpoint_core_attention, megatron/model/transformer.py @ "
+              "cfd2e21607 and b90fb2685f)",
               [](const ModelConfig&, const ParallelPlan& p) {
                 for (const RecomputeModule r : p.recompute_modules) {
                   if (r != RecomputeModule::kCoreAttn) {
@@ -267,118 +271,76 @@ constexpr std::array kMegatron2022 = {
     StackRule{F::kOverlapTp, "TP communication overlap",
               "LinearWithGradAccumulationAndAsyncCommunication all-gathers the sequence-parallel "
               "input before its GEMM and overlaps only the backward's input-gradient "
-              "reduction with the weight gradient (megatron/mpu/layers.py @ cfd2e21607): no "
-              "split GEMMs",
+              "reduction with the weight gradient (megatron/mpu/layers.py @ cfd2e21607; "
+              "megatron/core/tensor_parallel/layers.py @ b90fb2685f): no split GEMMs "
+              "(Transformer Engine's userbuffers are the megatron stack's)",
               [](const ModelConfig&, const ParallelPlan& p) { return p.overlap.tensor_parallel; }},
     StackRule{F::kOffloadLayers, "activation offloading",
-              "megatron/arguments.py @ cfd2e21607 has no CPU offloading option",
+              "megatron/arguments.py @ cfd2e21607 and b90fb2685f has no CPU offloading option",
               [](const ModelConfig&, const ParallelPlan& p) { return p.offload_layers > 0; }},
-    StackRule{F::kAttention, "a fused (flash) attention kernel",
-              "CoreAttention computes the scores with torch.baddbmm and normalises them with "
-              "FusedScaleMaskSoftmax (megatron/model/transformer.py @ cfd2e21607); "
-              "--use-flash-attn came with d693034ecf (2022-12-08)",
-              [](const ModelConfig&, const ParallelPlan& p) { return fused_attention_kernel(p); }},
-    StackRule{
-        F::kDtype, "FP8 training",
-        "megatron/arguments.py @ cfd2e21607 trains in --fp16, --bf16 or fp32; FP8 came "
-        "with Transformer Engine (3499542edd, 2022-12-21)",
-        [](const ModelConfig&, const ParallelPlan& p) { return p.matmul_dtype == Dtype::kFp8; }},
 };
+
+// Megatron-LM as of Korthikanti et al. 2022 (megatron-2022, @ cfd2e21607).
+constexpr auto kMegatron2022 = concat(
+    std::array{
+        StackRule{
+            F::kZero, "ZeRO sharding",
+            "Megatron-LM @ cfd2e21607 has no distributed optimizer (329fe5820f, where it "
+            "began, is not in its history): data parallelism is --DDP-impl local or torch "
+            "(megatron/arguments.py), the optimizer Float16OptimizerWithFloat16Params or "
+            "FP32Optimizer (megatron/optimizer/__init__.py)",
+            [](const ModelConfig&, const ParallelPlan& p) { return p.zero != ZeroStage::kNone; }},
+        StackRule{F::kCp, "context parallelism",
+                  "megatron/arguments.py @ cfd2e21607 sizes tensor, pipeline (and virtual "
+                  "pipeline) and data parallelism only (_add_distributed_args)",
+                  [](const ModelConfig&, const ParallelPlan& p) { return p.cp > 1; }}},
+    kLegacyMegatronShared,
+    std::array{
+        StackRule{
+            F::kAttention, "a fused (flash) attention kernel",
+            "CoreAttention computes the scores with torch.baddbmm and normalises them with "
+            "FusedScaleMaskSoftmax (megatron/model/transformer.py @ cfd2e21607); "
+            "--use-flash-attn came with d693034ecf (2022-12-08)",
+            [](const ModelConfig&, const ParallelPlan& p) { return fused_attention_kernel(p); }},
+        StackRule{F::kDtype, "FP8 training",
+                  "megatron/arguments.py @ cfd2e21607 trains in --fp16, --bf16 or fp32; FP8 came "
+                  "with Transformer Engine (3499542edd, 2022-12-21)",
+                  [](const ModelConfig&, const ParallelPlan& p) {
+                    return p.matmul_dtype == Dtype::kFp8;
+                  }}});
 
 // Megatron-LM of 2023 (megatron-2023, @ b90fb2685f, 2023-06-28), its default legacy layers
 // (--transformer-impl local).
-constexpr std::array kMegatron2023 = {
-    StackRule{F::kZero, "ZeRO-2 or 3",
-              "Megatron-LM @ b90fb2685f shards the optimizer state only: "
-              "--use-distributed-optimizer (megatron/optimizer/distrib_optimizer.py) is zero 1; "
-              "--DDP-impl is local or torch (megatron/arguments.py)",
-              [](const ModelConfig&, const ParallelPlan& p) { return zero_2_or_3(p); }},
-    StackRule{F::kCp, "context parallelism",
-              "megatron/arguments.py @ b90fb2685f sizes tensor, pipeline (and virtual pipeline) "
-              "and data parallelism only (_add_distributed_args); --context-parallel-size came "
-              "with Megatron-Core's Transformer Engine attention",
-              [](const ModelConfig&, const ParallelPlan& p) { return p.cp > 1; }},
-    StackRule{F::kEp, "expert parallelism",
-              "SwitchMLP (megatron/model/transformer.py @ b90fb2685f) builds all --num-experts "
-              "experts on every rank: no expert-parallel group",
-              [](const ModelConfig&, const ParallelPlan& p) { return p.ep > 1; }},
-    StackRule{
-        F::kStack, "a mixture-of-experts model other than top-1 experts in every layer",
-        "SwitchMLP (megatron/model/transformer.py @ b90fb2685f) sends each token to the argmax "
-        "of its router (torch.max(route, dim=2)) and replaces every layer's MLP",
-        [](const ModelConfig& m, const ParallelPlan&) { return switch_mlp_cannot_express(m); }},
-    StackRule{
-        F::kEtp, "experts not split over the tensor-parallel group",
-        "SwitchMLP's experts are ParallelMLPs, column- and row-parallel over the tensor-parallel "
-        "group (megatron/model/transformer.py @ b90fb2685f)",
-        [](const ModelConfig& m, const ParallelPlan& p) { return m.moe && !p.experts_tp_split(); }},
-    StackRule{
-        F::kMoeDropTokens, "dropping tokens beyond an expert capacity",
-        "SwitchMLP runs each expert on every token routed to it, with no capacity "
-        "(megatron/model/transformer.py @ b90fb2685f)",
-        [](const ModelConfig& m, const ParallelPlan& p) { return m.moe && p.moe_drop_tokens; }},
-    StackRule{F::kSchedule, "a pipeline schedule other than 1F1B or interleaved 1F1B",
-              "get_forward_backward_func returns forward_backward_no_pipelining, "
-              "forward_backward_pipelining_without_interleaving or "
-              "forward_backward_pipelining_with_interleaving "
-              "(megatron/core/pipeline_parallel/schedules.py @ b90fb2685f)",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.pp > 1 && p.schedule != PS::kOneFOneB && p.schedule != PS::kInterleaved;
-              }},
-    StackRule{F::kPp, "interleaved 1F1B on 2 stages",
-              "validate_args asserts \"pipeline-model-parallel size should be greater than 2 "
-              "with interleaved schedule\" (megatron/arguments.py @ b90fb2685f)",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.schedule == PS::kInterleaved && p.pp <= 2;
-              }},
-    StackRule{F::kSchedule, "interleaved 1F1B with microbatches not a multiple of pp",
-              "forward_backward_pipelining_with_interleaving raises \"number of microbatches "
-              "... is not divisible by pipeline-model-parallel-size when using interleaved "
-              "schedule\" (megatron/core/pipeline_parallel/schedules.py @ b90fb2685f)",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.schedule == PS::kInterleaved && microbatches_not_multiple_of_pp(p);
-              }},
-    StackRule{F::kRecompute, "JAX rematerialisation policies (dots, qkv_out_proj)",
-              "--recompute-granularity takes full or selective (megatron/arguments.py @ "
-              "b90fb2685f)",
-              [](const ModelConfig&, const ParallelPlan& p) { return jax_remat(p); }},
-    StackRule{F::kRecomputeModules, "selective recompute of modules other than core_attn",
-              "selective granularity checkpoints the core attention only "
-              "(ParallelAttention.checkpoint_core_attention = config.recompute_granularity == "
-              "'selective', megatron/model/transformer.py @ b90fb2685f)",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                for (const RecomputeModule r : p.recompute_modules) {
-                  if (r != RecomputeModule::kCoreAttn) {
-                    return true;
-                  }
-                }
-                return false;
-              }},
-    StackRule{F::kOverlapTp, "TP communication overlap",
-              "the local layers' LinearWithGradAccumulationAndAsyncCommunication overlaps only "
-              "the backward's input-gradient reduction with the weight gradient (megatron/core/"
-              "tensor_parallel/layers.py @ b90fb2685f): no split GEMMs (Transformer Engine's "
-              "userbuffers are the megatron stack's)",
-              [](const ModelConfig&, const ParallelPlan& p) { return p.overlap.tensor_parallel; }},
-    StackRule{F::kOffloadLayers, "activation offloading",
-              "megatron/arguments.py @ b90fb2685f has no CPU offloading option",
-              [](const ModelConfig&, const ParallelPlan& p) { return p.offload_layers > 0; }},
-    StackRule{F::kAttention, "attention other than materialised scores or FlashAttention",
-              "CoreAttention (torch.baddbmm, FusedScaleMaskSoftmax) or, with --use-flash-attn, "
-              "FlashSelfAttention (flash_attn_unpadded_func) (megatron/model/transformer.py @ "
-              "b90fb2685f)",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.attention != AttentionKernel::kNaive &&
-                       p.attention != AttentionKernel::kFlash;
-              }},
-    StackRule{
-        F::kDtype, "FP8 training",
-        "ParallelTransformer builds its FP8 recipe from transformer_engine.common.recipe, "
-        "imported only with --transformer-impl transformer_engine "
-        "(megatron/model/transformer.py @ b90fb2685f): FP8 runs Transformer Engine's "
-        "layers, the megatron stack",
-        [](const ModelConfig&, const ParallelPlan& p) { return p.matmul_dtype == Dtype::kFp8; }},
-};
+constexpr auto kMegatron2023 = concat(
+    std::array{StackRule{F::kZero, "ZeRO-2 or 3",
+                         "Megatron-LM @ b90fb2685f shards the optimizer state only: "
+                         "--use-distributed-optimizer (megatron/optimizer/distrib_optimizer.py) is "
+                         "zero 1; --DDP-impl is local or torch (megatron/arguments.py)",
+                         [](const ModelConfig&, const ParallelPlan& p) { return zero_2_or_3(p); }},
+               StackRule{F::kCp, "context parallelism",
+                         "megatron/arguments.py @ b90fb2685f sizes tensor, pipeline (and virtual "
+                         "pipeline) and data parallelism only (_add_distributed_args); "
+                         "--context-parallel-size came with Megatron-Core's Transformer Engine "
+                         "attention",
+                         [](const ModelConfig&, const ParallelPlan& p) { return p.cp > 1; }}},
+    kLegacyMegatronShared,
+    std::array{
+        StackRule{F::kAttention, "attention other than materialised scores or FlashAttention",
+                  "CoreAttention (torch.baddbmm, FusedScaleMaskSoftmax) or, with "
+                  "--use-flash-attn, FlashSelfAttention (flash_attn_unpadded_func) "
+                  "(megatron/model/transformer.py @ b90fb2685f)",
+                  [](const ModelConfig&, const ParallelPlan& p) {
+                    return p.attention != AttentionKernel::kNaive &&
+                           p.attention != AttentionKernel::kFlash;
+                  }},
+        StackRule{F::kDtype, "FP8 training",
+                  "ParallelTransformer builds its FP8 recipe from "
+                  "transformer_engine.common.recipe, imported only with --transformer-impl "
+                  "transformer_engine (megatron/model/transformer.py @ b90fb2685f): FP8 runs "
+                  "Transformer Engine's layers, the megatron stack",
+                  [](const ModelConfig&, const ParallelPlan& p) {
+                    return p.matmul_dtype == Dtype::kFp8;
+                  }}});
 
 // DeepSpeed v0.3.13 on Megatron-LM 2021's GPT (deepspeed-zero3-2021).
 constexpr std::array kDeepSpeedZero3_2021 = {
