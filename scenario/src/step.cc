@@ -105,10 +105,11 @@ std::string describe_plan(const workloads::ParallelPlan& p) {
       p.tp, p.sp ? " (SP)" : "", p.cp, p.pp, to_string(p.schedule),
       p.vpp > 1 ? fmt::format(", {} virtual stages", p.vpp) : "", p.dp,
       p.zero != workloads::ZeroStage::kNone
-          ? fmt::format(" (ZeRO-{}{})", static_cast<int>(p.zero),
+          ? fmt::format(" (ZeRO-{}{}{})", static_cast<int>(p.zero),
                         p.fsdp > 0 ? fmt::format(", HSDP: sharded over {}, {} replicas", p.fsdp,
                                                  p.dp / p.fsdp)
-                                   : "")
+                                   : "",
+                        p.fp8_param_gather ? ", FP8 parameter gathers" : "")
           : "",
       p.ep > 1 ? fmt::format(", EP {}", p.ep) : "", p.mbs, p.seq, p.gbs, p.microbatches(),
       to_string(p.matmul_dtype), to_string(p.attention), describe_recompute(p), to_string(p.stack),
