@@ -331,19 +331,16 @@ void apply_notes_flags(ParallelPlan& p, const RunFacts& rf, std::vector<std::str
       continue;
     }
     if (f.fp8_param_gather) {
-      // Only where Megatron runs it (validate_plan's conditions); elsewhere the words are kept as
-      // an assumption, not a refusal.
-      const bool runs = p.matmul_dtype == Dtype::kFp8 && p.zero != workloads::ZeroStage::kNone &&
-                        (p.stack == workloads::Stack::kMegatron ||
-                         p.stack == workloads::Stack::kCustom);
-      p.fp8_param_gather = runs;
-      if (runs) {
+      // Only where Megatron runs it; elsewhere the words are kept as an assumption, with the
+      // reason, not a refusal.
+      const std::optional<std::string> why = workloads::fp8_param_gather_refusal(p);
+      p.fp8_param_gather = !why;
+      if (!why) {
         p.origins.set(workloads::PlanField::kFp8ParamGather, Origin::file(rf.run.id, "/framework"));
       }
-      assumptions.push_back(runs ? fmt::format("FP8 parameter gathers: {}", f.source)
-                                 : fmt::format("FP8 parameter gathers named but not run (they "
-                                               "need fp8 training with ZeRO on Megatron-Core): {}",
-                                               f.source));
+      assumptions.push_back(
+          why ? fmt::format("FP8 parameter gathers named but not run ({}): {}", *why, f.source)
+              : fmt::format("FP8 parameter gathers: {}", f.source));
       continue;
     }
     const size_t at = notes.find(f.text);

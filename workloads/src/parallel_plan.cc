@@ -407,24 +407,8 @@ void check_routing(const ModelConfig& m, const ParallelPlan& p) {
 
 void check_combinations(const ModelConfig& m, const ParallelPlan& p) {
   if (p.fp8_param_gather) {
-    // megatron/training/arguments.py @ d98e8a64: "--fp8-param-gather only supported with
-    // distributed optimizer, torch fsdp2, megatron fsdp"; the FP8 weights are Transformer
-    // Engine's, which exist only in FP8 training.
-    if (p.matmul_dtype != Dtype::kFp8) {
-      bad(F::kFp8ParamGather, fmt::format("FP8 parameter gathers need FP8 weights: fp8 training "
-                                          "(dtype fp8), not {}",
-                                          to_string(p.matmul_dtype)));
-    }
-    if (p.zero == ZeroStage::kNone) {
-      bad(F::kFp8ParamGather, "FP8 parameter gathers are the distributed optimizer's or FSDP's "
-                              "(Megatron: \"--fp8-param-gather only supported with distributed "
-                              "optimizer, torch fsdp2, megatron fsdp\"); set zero 1, 2 or 3");
-    }
-    if (p.stack != Stack::kMegatron && p.stack != Stack::kCustom) {
-      bad(F::kFp8ParamGather, fmt::format("FP8 parameter gathers are Megatron-Core's "
-                                          "(--fp8-param-gather with Transformer Engine); the {} "
-                                          "stack does not keep FP8 weights",
-                                          to_string(p.stack)));
+    if (const std::optional<std::string> why = fp8_param_gather_refusal(p)) {
+      bad(F::kFp8ParamGather, *why);
     }
   }
   if (p.cuda_graphs != CudaGraphs::kNone && p.host.issue == HostIssue::kXla) {
@@ -471,6 +455,28 @@ void validate_split(const ModelConfig& model, const ParallelPlan& plan) {
   check_hsdp(plan);
   check_recompute(model, plan);
   check_offload(model, plan);
+}
+
+std::optional<std::string> fp8_param_gather_refusal(const ParallelPlan& p) {
+  // megatron/training/arguments.py @ d98e8a64: "--fp8-param-gather only supported with
+  // distributed optimizer, torch fsdp2, megatron fsdp"; the FP8 weights are Transformer Engine's,
+  // which exist only in FP8 training.
+  if (p.matmul_dtype != Dtype::kFp8) {
+    return fmt::format("FP8 parameter gathers need FP8 weights: fp8 training (dtype fp8), not {}",
+                       to_string(p.matmul_dtype));
+  }
+  if (p.zero == ZeroStage::kNone) {
+    return "FP8 parameter gathers are the distributed optimizer's or FSDP's (Megatron: "
+           "\"--fp8-param-gather only supported with distributed optimizer, torch fsdp2, megatron "
+           "fsdp\"); set zero 1, 2 or 3";
+  }
+  if (p.stack != Stack::kMegatron && p.stack != Stack::kCustom) {
+    return fmt::format(
+        "FP8 parameter gathers are Megatron-Core's (--fp8-param-gather with "
+        "Transformer Engine); the {} stack does not keep FP8 weights",
+        to_string(p.stack));
+  }
+  return std::nullopt;
 }
 
 void validate_plan(const ModelConfig& model, const ParallelPlan& plan) {

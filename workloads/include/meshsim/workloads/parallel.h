@@ -357,6 +357,11 @@ bool recomputes(const ParallelPlan& plan, Recompute recompute, RecomputeModule m
 // max(40000000, 1000000 * dp_group.size()); NVIDIA/Megatron-LM @ d98e8a64), one bucket without
 // overlap. Others: 80 MB. The plan's grad_bucket, when set, overrides both.
 Bytes grad_bucket_bytes(const ParallelPlan& p);
+// Why the plan cannot gather its parameters in FP8 (ParallelPlan::fp8_param_gather), whether or
+// not it asks to: it does not train in FP8, has no ZeRO, or is not on Megatron-Core. None: it can.
+// validate_plan refuses fp8_param_gather with this reason; the published-run mapper applies a
+// record's FP8 gathers only where there is none.
+std::optional<std::string> fp8_param_gather_refusal(const ParallelPlan& plan);
 void validate_plan(const ModelConfig& model, const ParallelPlan& plan);
 // Caveats on a plan meshsim simulates, each as one sentence naming the frameworks (empty when there
 // is none): under the custom stack, the megatron rules the plan breaks (stack_rules.h; the other
