@@ -37,7 +37,7 @@ struct PlanArgs {
   int64_t fsdp = -1;  // the HSDP shard group (0: ZeRO over all of DP; -1: searched)
   int64_t dcn_dp = 0;  // replicas across slices (0: searched through fsdp)
   int64_t offload_layers = 0;  // held activation offloading (0: none)
-  std::string recompute, schedule, overlap_tp;
+  std::string recompute, schedule, overlap_tp, fp8_param_gather;
   int64_t top = 20;
   std::string objective = "time";
   int64_t max_tp = 0;

@@ -125,7 +125,8 @@ std::vector<int64_t> hsdp_choices(const ParallelPlan& p, int64_t domain, const F
   return out;
 }
 
-// The innermost loops: ZeRO, EP, HSDP, microbatch, recompute and TP overlap for fixed degrees.
+// The innermost loops: ZeRO, FP8 parameter gathers, EP, HSDP, microbatch, recompute and TP overlap
+// for fixed degrees.
 void enumerate_inner(const workloads::ModelConfig& model, int64_t domain, ParallelPlan p,
                      const Fixed& f, const std::function<void(const ParallelPlan&)>& visit) {
   std::vector<ZeroStage> zeros = {ZeroStage::kNone};
@@ -148,18 +149,28 @@ void enumerate_inner(const workloads::ModelConfig& model, int64_t domain, Parall
       p.tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
   for (const ZeroStage zero : only_or(f.zero, zeros)) {
     p.zero = zero;
-    for (const int64_t ep : only_or(f.ep, eps)) {
-      p.ep = ep;
-      for (const int64_t fsdp : hsdp_choices(p, domain, f)) {
-        p.fsdp = fsdp;
-        for (const int64_t mbs :
-             only_or(f.mbs, per_dp > 0 ? divisors(per_dp) : std::vector{p.mbs})) {
-          for (const Recompute rc : only_or(f.recompute, recomputes)) {
-            for (const bool ovl : only_or(f.overlap_tp, overlaps)) {
-              p.mbs = mbs;
-              p.recompute = rc;
-              p.overlap.tensor_parallel = ovl;
-              visit(p);
+    // Gathering the weights in FP8 halves the parameter gathers but is its own plan
+    // (Megatron-Core's
+    // --fp8-param-gather), so both are tried where the plan can take it; held, it is what it is
+    // (validate_plan refuses it where it cannot be).
+    const std::vector<bool> fp8_gathers = workloads::fp8_param_gather_refusal(p)
+                                              ? std::vector<bool>{false}
+                                              : std::vector<bool>{false, true};
+    for (const bool fp8_gather : only_or(f.fp8_param_gather, fp8_gathers)) {
+      p.fp8_param_gather = fp8_gather;
+      for (const int64_t ep : only_or(f.ep, eps)) {
+        p.ep = ep;
+        for (const int64_t fsdp : hsdp_choices(p, domain, f)) {
+          p.fsdp = fsdp;
+          for (const int64_t mbs :
+               only_or(f.mbs, per_dp > 0 ? divisors(per_dp) : std::vector{p.mbs})) {
+            for (const Recompute rc : only_or(f.recompute, recomputes)) {
+              for (const bool ovl : only_or(f.overlap_tp, overlaps)) {
+                p.mbs = mbs;
+                p.recompute = rc;
+                p.overlap.tensor_parallel = ovl;
+                visit(p);
+              }
             }
           }
         }
@@ -342,11 +353,24 @@ struct PlanKey {
   Recompute recompute = Recompute::kNone;
   bool sp = false;
   bool overlap_tp = false;
+  bool fp8_param_gather = false;
 };
 
 PlanKey key_of(const ParallelPlan& p) {
-  return PlanKey{p.tp,       p.cp,   p.pp,        p.vpp, p.dp, p.ep, p.fsdp, p.mbs,
-                 p.schedule, p.zero, p.recompute, p.sp,  p.overlap.tensor_parallel};
+  return PlanKey{p.tp,
+                 p.cp,
+                 p.pp,
+                 p.vpp,
+                 p.dp,
+                 p.ep,
+                 p.fsdp,
+                 p.mbs,
+                 p.schedule,
+                 p.zero,
+                 p.recompute,
+                 p.sp,
+                 p.overlap.tensor_parallel,
+                 p.fp8_param_gather};
 }
 
 ParallelPlan with_key(ParallelPlan p, const PlanKey& k) {
@@ -363,6 +387,7 @@ ParallelPlan with_key(ParallelPlan p, const PlanKey& k) {
   p.recompute = k.recompute;
   p.sp = k.sp;
   p.overlap.tensor_parallel = k.overlap_tp;
+  p.fp8_param_gather = k.fp8_param_gather;
   return p;
 }
 

@@ -39,6 +39,9 @@ std::string short_plan(const ParallelPlan& p) {
   if (p.zero != workloads::ZeroStage::kNone) {
     s += fmt::format(" Z{}", static_cast<int>(p.zero));
   }
+  if (p.fp8_param_gather) {
+    s += " fp8-gather";
+  }
   if (p.fsdp > 0) {  // HSDP: shard groups of fsdp DP ranks, dp / fsdp replicas
     s += fmt::format(" HSDP{}x{}", p.fsdp, p.zero_replicas());
   }

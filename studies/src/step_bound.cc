@@ -111,6 +111,7 @@ ParallelPlan probe_plan(const ParallelPlan& plan) {
   p.dp = plan.ep;
   p.zero = workloads::ZeroStage::kNone;
   p.fsdp = 0;                        // HSDP needs ZeRO; the probe has none
+  p.fp8_param_gather = false;        // so do FP8 parameter gathers (the probe gathers nothing)
   if (p.recompute_num_layers > 0) {  // some layers keep their activations: the cheaper kind
     p.recompute = workloads::Recompute::kNone;
     p.recompute_num_layers = 0;
@@ -354,6 +355,9 @@ Duration StepLowerBound::data_parallel_bound(
            time(CollectiveKind::kAllReduce,
                 (params + shard_size - 1) / shard_size * plan.state.gradient, replicas);
   };
+  // Bytes a gathered parameter takes, at most: the layers' weights in FP8 with fp8_param_gather
+  // (the embedding stays in 16 bits, so counting it at the layers' width keeps the bound below).
+  const int64_t gathered = plan.layer_gather_bytes();
   Duration worst;
   for (const workloads::StagePartition& st : parts) {
     Duration data;
@@ -361,7 +365,7 @@ Duration StepLowerBound::data_parallel_bound(
     if (plan.zero != workloads::ZeroStage::kParameters) {
       data = reduce(st.params.dense());
       if (zero) {
-        data += time(CollectiveKind::kAllGather, st.params.dense() * plan.state.weight, shard);
+        data += time(CollectiveKind::kAllGather, st.params.dense() * gathered, shard);
       }
     } else {
       // Each layer's own collectives (layers differ: dense first layers, MoE layers' routers).
@@ -369,8 +373,8 @@ Duration StepLowerBound::data_parallel_bound(
       for (const workloads::LayerShare& layer : st.params.by_layer) {
         auto [it, fresh] = by_size.try_emplace(layer.dense);
         if (fresh) {
-          it->second = {reduce(layer.dense), time(CollectiveKind::kAllGather,
-                                                  layer.dense * plan.state.weight, shard)};
+          it->second = {reduce(layer.dense),
+                        time(CollectiveKind::kAllGather, layer.dense * gathered, shard)};
         }
         data += it->second.first * plan.microbatches();
         gather += it->second.second * (2 * plan.microbatches());
@@ -620,6 +624,7 @@ StepLowerBound::StageTerms StepLowerBound::stage_terms(
   };
   const bool zero = plan.zero != workloads::ZeroStage::kNone;
   const bool reduces = plan.dense_grad_group() > 1 && comm_ != nullptr;
+  const int64_t gathered = plan.layer_gather_bytes();                  // as in data_parallel_bound
   std::map<std::tuple<int64_t, int64_t, int64_t>, Duration> step_end;  // by (params, first, last)
   for (const workloads::StagePartition& st : parts) {
     const auto s = static_cast<size_t>(st.stage);
@@ -639,12 +644,14 @@ StepLowerBound::StageTerms StepLowerBound::stage_terms(
     if (reduces && first_layer >= 0) {
       Duration gather;
       if (plan.zero == workloads::ZeroStage::kParameters) {
-        gather = time(CollectiveKind::kAllGather,
-                      st.params.of(first_layer).total() * plan.state.weight, shard);
+        gather =
+            time(CollectiveKind::kAllGather, st.params.of(first_layer).total() * gathered, shard);
       } else if (zero) {
         gather = time(CollectiveKind::kAllGather,
-                      std::min(workloads::grad_bucket_bytes(plan).count(),
-                               st.params.total() * plan.state.weight),
+                      // A bucket is sized in 16-bit parameters (stage_passes.cc).
+                      std::min(workloads::grad_bucket_bytes(plan).count() / plan.state.weight,
+                               st.params.total()) *
+                          gathered,
                       shard);
       }
       t.start[s] = std::max(Duration::zero(), gather - (st.first ? costs(plan).embedding_forward
@@ -652,8 +659,7 @@ StepLowerBound::StageTerms StepLowerBound::stage_terms(
       if (zero && plan.zero != workloads::ZeroStage::kParameters) {
         // The gathers of all the stage's parameters, one after another on the data stream from
         // the step's start (bucketing splits them into pieces that together take no less).
-        t.window[s] = time(CollectiveKind::kAllGather, st.params.total() * plan.state.weight,
-                           shard);
+        t.window[s] = time(CollectiveKind::kAllGather, st.params.total() * gathered, shard);
       }
     }
     if (reduces) {

@@ -185,10 +185,9 @@ class StageBuilder {
   }
   void finish(const Scope& last_pass);
   Bytes param_bytes(int64_t params) const { return Bytes::of(params * p_.state.weight); }
-  // A layer's parameters as the ZeRO/FSDP gathers move them: 1 byte each where the weights are
-  // kept in FP8 (ParallelPlan::fp8_param_gather).
+  // A layer's parameters as the ZeRO/FSDP gathers move them (ParallelPlan::layer_gather_bytes).
   Bytes layer_param_bytes(int64_t params) const {
-    return p_.fp8_param_gather ? Bytes::of(params) : param_bytes(params);
+    return Bytes::of(params * p_.layer_gather_bytes());
   }
   LayerContext layer_ctx(int64_t layer) const {
     return LayerContext{ctx_.model, ctx_.plan, ctx_.stage, layer};

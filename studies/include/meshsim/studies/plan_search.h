@@ -67,6 +67,9 @@ struct Fixed {
   // Activation offloading, layers per model chunk (not searched: absent means none).
   std::optional<int64_t> offload_layers;
   std::optional<bool> sp, overlap_tp;
+  // FP8 parameter gathers (ParallelPlan::fp8_param_gather): searched where the plan can take them
+  // (fp8 training, ZeRO 1-3, a Megatron-Core stack: workloads::fp8_param_gather_refusal).
+  std::optional<bool> fp8_param_gather;
   std::optional<workloads::ZeroStage> zero;
   std::optional<workloads::Recompute> recompute;
   std::optional<workloads::PipelineSchedule> schedule;

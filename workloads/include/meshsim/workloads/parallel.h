@@ -295,6 +295,9 @@ struct ParallelPlan {
   int64_t dense_grad_group() const { return dp * cp; }
   // Ranks the ZeRO-sharded dense state is split over: the HSDP shard group x CP, or DP x CP.
   int64_t zero_shard_group() const { return (fsdp > 0 ? fsdp : dp) * cp; }
+  // Bytes a layer's parameter takes in the ZeRO/FSDP parameter gathers: 1 where the weights are
+  // kept in FP8 (fp8_param_gather), else the 16-bit weight's.
+  int64_t layer_gather_bytes() const { return fp8_param_gather ? 1 : state.weight; }
   // Replicas of the sharded state (HSDP), whose gradients are all-reduced across: dp / fsdp.
   int64_t zero_replicas() const { return fsdp > 0 ? dp / fsdp : 1; }
   int64_t expert_tp() const { return etp > 0 ? etp : tp; }
