@@ -115,8 +115,10 @@ void print_time_to_train(const studies::TimeToTrain& t, std::ostream& out) {
                        si(*t.cost_usd), *t.usd_per_device_hour,
                        short_source(t.price_source));
   } else {
-    out << "  cost                  no price for this chip in the table (give "
-           "--usd-per-device-hour or --price-table)\n";
+    out << fmt::format(
+        "  cost                  no price for this chip in the table{} (give "
+        "--usd-per-device-hour or --price-table)\n",
+        t.price_source.empty() ? "" : ": " + short_source(t.price_source));
   }
   if (t.facility_energy_mwh) {
     out << fmt::format("  energy                {:.0f} MWh at the facility (IT {:.0f} MWh x PUE "
@@ -124,7 +126,8 @@ void print_time_to_train(const studies::TimeToTrain& t, std::ostream& out) {
                        *t.facility_energy_mwh, *t.it_energy_mwh, t.pue,
                        short_source(t.power_source));
   } else {
-    out << "  energy                no power figure for this chip in the table\n";
+    out << fmt::format("  energy                no power figure for this chip in the table{}\n",
+                       t.power_source.empty() ? "" : ": " + short_source(t.power_source));
   }
 }
 

@@ -1,9 +1,10 @@
 #include "plan_command.h"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
 #include <set>
 #include <thread>
 
@@ -78,6 +79,10 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--schedule", a.schedule, "Hold the schedule: gpipe, 1f1b, interleaved, zb, zbv")
       ->check(CLI::IsMember(enum_spellings<workloads::PipelineSchedule>()));
   c->add_option("--overlap-tp", a.overlap_tp, "Hold TP overlap: on or off")
+      ->check(CLI::IsMember({"on", "off"}));
+  c->add_option("--fp8-param-gather", a.fp8_param_gather,
+                "Hold FP8 parameter gathers: on or off (searched where the plan can take them: "
+                "fp8 training with ZeRO 1-3 on Megatron-Core)")
       ->check(CLI::IsMember({"on", "off"}));
   c->add_option("--top", a.top, "How many plans to rank (default 20)")
       ->check(CLI::Range(int64_t{1}, studies::kMaxTop));
@@ -271,6 +276,9 @@ studies::SearchOptions search_options(const PlanArgs& a) {
   if (!a.overlap_tp.empty()) {
     f.overlap_tp = a.overlap_tp == "on";
   }
+  if (!a.fp8_param_gather.empty()) {
+    f.fp8_param_gather = a.fp8_param_gather == "on";
+  }
   return o;
 }
 
@@ -330,19 +338,25 @@ std::string ms(const scenario::StepReport& r, std::string_view kind) {
 }
 
 void print_table(const std::vector<studies::PlanRow>& rows, std::ostream& out) {
-  out << fmt::format("\n  {:>4}  {:<46} {:>9} {:>10} {:>6} {:>10} {:>8}  {:<22} {:>6}\n", "rank",
-                     "plan", "step", "tokens/s", "MFU", "peak mem", "headroom",
+  // The plan column as wide as its longest plan (46 at least), so every row stays aligned.
+  size_t width = 46;
+  for (const studies::PlanRow& row : rows) {
+    width = std::max(width, studies::short_plan(row.plan).size());
+  }
+  out << fmt::format("\n  {:>4}  {:<{}} {:>9} {:>10} {:>6} {:>10} {:>8}  {:<22} {:>6}\n", "rank",
+                     "plan", width, "step", "tokens/s", "MFU", "peak mem", "headroom",
                      "exposed ms tp/cp/dp/pp/ep", "bubble");
   for (size_t i = 0; i < rows.size(); ++i) {
     const scenario::StepReport& r = rows[i].report;
     const std::string exposed = fmt::format("{}/{}/{}/{}/{}", ms(r, "tp"), ms(r, "cp"), ms(r, "dp"),
                                             ms(r, "pp"), ms(r, "ep"));
-    out << fmt::format("  {:>4}  {:<46} {:>9} {:>10.0f} {:>5.1f}% {:>10} {:>7.1f}%  {:<22} "
-                       "{:>5.1f}%\n",
-                       i + 1, studies::short_plan(rows[i].plan), format_duration(r.step_time),
-                       r.tokens_per_s, 100.0 * r.mfu, format_bytes(r.peak_memory),
-                       100.0 * (1.0 - r.peak_memory.as_double() / r.memory_capacity.as_double()),
-                       exposed, 100.0 * r.bubble_fraction);
+    out << fmt::format(
+        "  {:>4}  {:<{}} {:>9} {:>10.0f} {:>5.1f}% {:>10} {:>7.1f}%  {:<22} "
+        "{:>5.1f}%\n",
+        i + 1, studies::short_plan(rows[i].plan), width, format_duration(r.step_time),
+        r.tokens_per_s, 100.0 * r.mfu, format_bytes(r.peak_memory),
+        100.0 * (1.0 - r.peak_memory.as_double() / r.memory_capacity.as_double()), exposed,
+        100.0 * r.bubble_fraction);
   }
   out << "  (exposed communication by kind: each kind's time not hidden by compute; kinds may "
          "overlap each other, so they need not add up to the step's exposed total)\n";
@@ -361,16 +375,19 @@ int plan_command(const PlanArgs& a, std::ostream& out) {
     // The price the cost objective ranks by: --usd-per-device-hour, else the price table's.
     const topology::ClusterSpec cluster =
         located(base, [&] { return scenario::load_cluster(base); });
-    std::optional<double> price = price_table(a.budget).device(cluster.chip.name).usd_per_device_hour;
+    const studies::PriceTable table = price_table(a.budget);
+    const studies::DevicePrice listed = table.device(cluster.chip.name);
+    std::optional<double> price = listed.usd_per_device_hour;
     if (a.budget.usd_per_device_hour > 0) {
       price = a.budget.usd_per_device_hour;
     }
     if (!price) {
       throw InputError("--objective", "",
                        fmt::format("cost: the price table ({}) has no price per device-hour of "
-                                   "{} (no on-demand list price was found for it); give "
-                                   "--usd-per-device-hour or --price-table",
-                                   price_table(a.budget).source, cluster.chip.name));
+                                   "{} ({}); give --usd-per-device-hour or --price-table",
+                                   table.source, cluster.chip.name,
+                                   listed.price_source.empty() ? "it does not list the chip"
+                                                               : listed.price_source));
     }
     o.usd_per_device_hour = price;
   }

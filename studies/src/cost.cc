@@ -19,20 +19,26 @@ namespace {
 
 DevicePrice read_device(JsonObject o) {
   DevicePrice d;
-  const auto at_most = [&o](const char* key, double v, double most) {
-    if (v > most) {
-      o.fail(key, fmt::format("{} is above the limit of {:g}", v, most));
+  // A figure with its source, or the reason there is none (not both).
+  const auto figure = [&o](const char* key, const char* source_key, const char* unknown_key,
+                           double most, std::optional<double>& value, std::string& source) {
+    if (auto v = opt(o, key, &JsonObject::positive_number)) {
+      if (o.has(unknown_key)) {
+        o.fail(unknown_key, fmt::format("give {} or {}, not both", key, unknown_key));
+      }
+      if (*v > most) {
+        o.fail(key, fmt::format("{} is above the limit of {:g}", *v, most));
+      }
+      value = *v;
+      source = o.string(source_key);
+    } else if (o.has(unknown_key)) {
+      source = o.string(unknown_key);
     }
-    return v;
   };
-  if (auto v = opt(o, "usd_per_device_hour", &JsonObject::positive_number)) {
-    d.usd_per_device_hour = at_most("usd_per_device_hour", *v, kMaxUsdPerDeviceHour);
-    d.price_source = o.string("price_source");
-  }
-  if (auto v = opt(o, "watts_per_device", &JsonObject::positive_number)) {
-    d.watts_per_device = at_most("watts_per_device", *v, kMaxWattsPerDevice);
-    d.power_source = o.string("power_source");
-  }
+  figure("usd_per_device_hour", "price_source", "price_unknown", kMaxUsdPerDeviceHour,
+         d.usd_per_device_hour, d.price_source);
+  figure("watts_per_device", "power_source", "power_unknown", kMaxWattsPerDevice,
+         d.watts_per_device, d.power_source);
   o.finish();
   return d;
 }
@@ -118,16 +124,16 @@ TimeToTrain time_to_train(double tokens, Flops flops_per_token, int64_t devices,
   t.devices = devices;
   t.days = workloads::training_days(flops_per_token * tokens, devices, peak, mfu);
   t.device_hours = static_cast<double>(devices) * t.days * 24.0;
+  t.price_source = price.price_source;
+  t.power_source = price.power_source;
   if (price.usd_per_device_hour) {
     t.usd_per_device_hour = price.usd_per_device_hour;
     t.cost_usd = workloads::training_cost_usd(devices, t.days, *price.usd_per_device_hour);
-    t.price_source = price.price_source;
   }
   if (price.watts_per_device) {
     t.pue = pue;
     t.it_energy_mwh = t.device_hours * *price.watts_per_device * 1e-6;
     t.facility_energy_mwh = *t.it_energy_mwh * pue;
-    t.power_source = price.power_source;
   }
   return t;
 }
@@ -146,12 +152,16 @@ nlohmann::json to_json(const TimeToTrain& t) {
     j["cost_usd"] = *t.cost_usd;
     j["usd_per_device_hour"] = *t.usd_per_device_hour;
     j["price_source"] = t.price_source;
+  } else if (!t.price_source.empty()) {
+    j["price_unknown"] = t.price_source;
   }
   if (t.it_energy_mwh) {
     j["it_energy_mwh"] = *t.it_energy_mwh;
     j["facility_energy_mwh"] = *t.facility_energy_mwh;
     j["pue"] = t.pue;
     j["power_source"] = t.power_source;
+  } else if (!t.power_source.empty()) {
+    j["power_unknown"] = t.power_source;
   }
   return j;
 }

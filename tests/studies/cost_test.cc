@@ -1,13 +1,15 @@
 // Time to train and cost against hand computation and the scaling workbook's worked examples
 // (validation/workbook/workbook_cases.json, cases 5.1 and 5.2).
+#include "meshsim/studies/cost.h"
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "meshsim/sim/error.h"
-#include "meshsim/studies/cost.h"
+#include "meshsim/topology/chip.h"
 #include "meshsim/workloads/accounting.h"
 
 namespace meshsim::studies {
@@ -83,14 +85,30 @@ TEST(TimeToTrain, TokenCountsParse) {
   }
 }
 
-TEST(PriceTable, BuiltinHasSourcesForEveryFigure) {
+// Every catalogued chip has a price and a power figure with their sources, or the reason the table
+// has none; every GPU has a price or a reason and a power figure, and the table lists no chip the
+// catalogue lacks.
+TEST(PriceTable, EveryCataloguedChipHasSourcedFiguresOrTheReasonItHasNone) {
   const PriceTable t = PriceTable::builtin();
   EXPECT_GE(t.pue, 1.0);
   EXPECT_FALSE(t.pue_source.empty());
   ASSERT_TRUE(t.device("h100-sxm").usd_per_device_hour);
+  const topology::Catalogue catalogue = topology::Catalogue::builtin();
+  const std::vector<std::string> chips = catalogue.names();
+  for (const std::string& chip : chips) {
+    ASSERT_TRUE(t.devices.contains(chip)) << chip << " is not in studies/data/prices.json";
+    const DevicePrice& d = t.device(chip);
+    EXPECT_FALSE(d.price_source.empty()) << chip << ": a price needs its source, no price a reason";
+    EXPECT_FALSE(d.power_source.empty())
+        << chip << ": a power figure needs its source, none a reason";
+    if (chip.starts_with("tpu")) {
+      EXPECT_TRUE(d.usd_per_device_hour) << chip << ": Google Cloud lists every TPU";
+    } else {
+      EXPECT_TRUE(d.watts_per_device) << chip;
+    }
+  }
   for (const auto& [chip, d] : t.devices) {
-    EXPECT_EQ(d.usd_per_device_hour.has_value(), !d.price_source.empty()) << chip;
-    EXPECT_EQ(d.watts_per_device.has_value(), !d.power_source.empty()) << chip;
+    EXPECT_NE(std::find(chips.begin(), chips.end(), chip), chips.end()) << chip;
   }
   EXPECT_FALSE(t.device("no-such-chip").usd_per_device_hour);
 }
@@ -119,6 +137,10 @@ TEST(PriceTable, BadFilesNameTheFieldAndWhatWasExpected) {
   bad = ok;
   bad["pue"] = 0.5;
   EXPECT_NE(error_of(bad).find("/pue"), std::string::npos) << error_of(bad);
+  bad = ok;
+  bad["devices"]["x"]["price_unknown"] = "not rented";
+  EXPECT_NE(error_of(bad).find("/devices/x/price_unknown"), std::string::npos) << error_of(bad);
+  EXPECT_NE(error_of(bad).find("not both"), std::string::npos) << error_of(bad);
   bad = ok;
   bad["devices"]["x"]["watts"] = 3;
   EXPECT_NE(error_of(bad).find("watts"), std::string::npos) << error_of(bad);

@@ -28,6 +28,8 @@ inline constexpr double kMaxUsdPerDeviceHour = 1e6;
 inline constexpr double kMaxWattsPerDevice = 1e6;
 inline constexpr double kMaxPue = 10.0;
 
+// A chip's price and power, each with its source; where the table has no figure, the source says
+// why (the table's "price_unknown" / "power_unknown": no list price, no published draw).
 struct DevicePrice {
   std::optional<double> usd_per_device_hour;
   std::string price_source;
@@ -63,11 +65,11 @@ struct TimeToTrain {
   double device_hours = 0;
   std::optional<double> cost_usd;          // with a price
   std::optional<double> usd_per_device_hour;
-  std::string price_source;
+  std::string price_source;                // without a price: why the table has none
   std::optional<double> it_energy_mwh;     // with a power figure
   std::optional<double> facility_energy_mwh;
   double pue = 1.0;
-  std::string power_source;
+  std::string power_source;  // without a power figure: why the table has none
 };
 
 // A run of `tokens` at the simulated step: `flops_per_token` (model FLOPs), `mfu` over `devices`
