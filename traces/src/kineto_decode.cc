@@ -108,9 +108,7 @@ std::optional<Dtype> dtype_of(std::string_view type) {
 
 // Operators meshsim costs from their shapes: their inputs' dims are kept (kineto.h).
 bool shape_costed(std::string_view name) {
-  static constexpr std::array<std::string_view, 5> kGemms = {
-      "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_scaled_mm"};
-  if (std::find(kGemms.begin(), kGemms.end(), name) != kGemms.end()) {
+  if (gemm_operator(name) != nullptr) {
     return true;
   }
   return (name.starts_with("aten::_") && name.find("attention") != std::string_view::npos) ||

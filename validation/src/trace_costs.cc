@@ -18,6 +18,8 @@ namespace meshsim::validation {
 namespace {
 
 using traces::DeviceOp;
+using traces::gemm_operator;
+using traces::GemmOperator;
 using traces::KinetoCollective;
 using traces::KinetoEvent;
 using traces::KinetoInputs;
@@ -34,28 +36,6 @@ std::string lower(std::string_view s) {
 
 bool contains(std::string_view s, std::string_view part) {
   return s.find(part) != std::string_view::npos;
-}
-
-// GEMM operators and where their two matrix operands sit in the inputs (addmm and baddbmm take
-// the added tensor first), as traces/src/import_pytorch.cc reads them.
-struct GemmOperator {
-  std::string_view name;
-  size_t lhs;
-  bool batched;
-};
-constexpr GemmOperator kGemmOperators[] = {{"aten::mm", 0, false},
-                                           {"aten::addmm", 1, false},
-                                           {"aten::bmm", 0, true},
-                                           {"aten::baddbmm", 1, true},
-                                           {"aten::_scaled_mm", 0, false}};
-
-const GemmOperator* gemm_operator(std::string_view name) {
-  for (const GemmOperator& g : kGemmOperators) {
-    if (name == g.name) {
-      return &g;
-    }
-  }
-  return nullptr;
 }
 
 std::optional<MatmulShape> gemm_shape(const GemmOperator& g, const traces::KinetoShape& in) {
