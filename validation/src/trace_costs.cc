@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -432,34 +433,29 @@ std::vector<KernelRow> kernel_rows(const RankTrace& trace,
 
 namespace {
 
+// The breakdown's times other than by_class.
+constexpr std::array<Duration traces::StepBreakdown::*, 9> kBreakdownTimes = {
+    &traces::StepBreakdown::step,        &traces::StepBreakdown::compute,
+    &traces::StepBreakdown::comm,        &traces::StepBreakdown::exposed_comm,
+    &traces::StepBreakdown::overlap,     &traces::StepBreakdown::idle,
+    &traces::StepBreakdown::exposed_p2p, &traces::StepBreakdown::bubble,
+    &traces::StepBreakdown::host_gap};
+
+// The mean of each time over `v` (rounded toward zero to the picosecond); by_class stays a sum.
 traces::StepBreakdown mean(const std::vector<traces::StepBreakdown>& v) {
-  traces::StepBreakdown sum;
+  traces::StepBreakdown m;
   for (const traces::StepBreakdown& b : v) {
-    sum.step += b.step;
-    for (size_t c = 0; c < b.by_class.size(); ++c) {
-      sum.by_class[c] += b.by_class[c];
+    for (const auto time : kBreakdownTimes) {
+      m.*time += b.*time;
     }
-    sum.compute += b.compute;
-    sum.comm += b.comm;
-    sum.exposed_comm += b.exposed_comm;
-    sum.overlap += b.overlap;
-    sum.idle += b.idle;
-    sum.exposed_p2p += b.exposed_p2p;
-    sum.bubble += b.bubble;
-    sum.host_gap += b.host_gap;
+    for (size_t c = 0; c < b.by_class.size(); ++c) {
+      m.by_class[c] += b.by_class[c];
+    }
   }
   const auto n = static_cast<int64_t>(std::max<size_t>(v.size(), 1));
-  const auto avg = [n](Duration d) { return Duration::from_ps(d.ps() / n); };
-  traces::StepBreakdown m = sum;  // by_class stays a sum
-  m.step = avg(sum.step);
-  m.compute = avg(sum.compute);
-  m.comm = avg(sum.comm);
-  m.exposed_comm = avg(sum.exposed_comm);
-  m.overlap = avg(sum.overlap);
-  m.idle = avg(sum.idle);
-  m.exposed_p2p = avg(sum.exposed_p2p);
-  m.bubble = avg(sum.bubble);
-  m.host_gap = avg(sum.host_gap);
+  for (const auto time : kBreakdownTimes) {
+    m.*time = Duration::from_ps((m.*time).ps() / n);
+  }
   return m;
 }
 
