@@ -22,6 +22,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "meshsim/sim/comm_model.h"
 #include "meshsim/topology/chip.h"
@@ -61,6 +62,15 @@ void write_trace(const fs::path& path, int64_t bytes) {
     fmt::print(f, "{}{}", first ? "" : ",\n", text);
     first = false;
   };
+  // A cudaLaunchKernel call on the host for the operator `ext`, correlated with its kernel.
+  const auto launch_kernel = [&](double ts, std::string_view dur, int64_t ext,
+                                 int64_t correlation) {
+    event(
+        fmt::format("{{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
+                    "\"pid\":10,\"tid\":10,\"ts\":{:.3f},\"dur\":{},\"args\":{{\"External "
+                    "id\":{},\"cbid\":211,\"correlation\":{}}}}}",
+                    ts, dur, ext, correlation));
+  };
   while (written < bytes) {
     if (op % 40'000 == 0) {
       event(fmt::format("{{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#{}\","
@@ -88,10 +98,7 @@ void write_trace(const fs::path& path, int64_t bytes) {
     const int64_t ext = corr++;
     const bool nccl = op % 64 == 63;
     const int64_t launch = corr++;
-    event(fmt::format("{{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
-                      "\"pid\":10,\"tid\":10,\"ts\":{:.3f},\"dur\":3.1,\"args\":{{\"External "
-                      "id\":{},\"cbid\":211,\"correlation\":{}}}}}",
-                      host + 1, ext, launch));
+    launch_kernel(host + 1, "3.1", ext, launch);
     event(fmt::format("{{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"{}\",\"pid\":0,\"tid\":7,"
                       "\"ts\":{:.3f},\"dur\":{:.3f},\"args\":{{\"External id\":{},\"queued\":0,"
                       "\"device\":0,\"context\":1,\"stream\":7,\"correlation\":{},\"registers "
@@ -109,10 +116,7 @@ void write_trace(const fs::path& path, int64_t bytes) {
                       "Dims\":[[8,1024,64],[8,1024,64],[]],\"Input type\":[\"c10::BFloat16\","
                       "\"c10::BFloat16\",\"Scalar\"]}}}}",
                       host + 5, ext2));
-    event(fmt::format("{{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
-                      "\"pid\":10,\"tid\":10,\"ts\":{:.3f},\"dur\":2.5,\"args\":{{\"External "
-                      "id\":{},\"cbid\":211,\"correlation\":{}}}}}",
-                      host + 5.5, ext2, launch2));
+    launch_kernel(host + 5.5, "2.5", ext2, launch2);
     event(fmt::format("{{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"void at::native::"
                       "vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::"
                       "BFloat16>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<"

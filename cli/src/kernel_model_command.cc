@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "meshsim/sim/csv.h"
 #include "meshsim/sim/enum_names.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/json_input.h"
@@ -25,18 +26,6 @@ namespace {
 constexpr int64_t kMaxShapesBytes = int64_t{16} << 20;
 constexpr int64_t kMaxDimension = int64_t{1} << 24;  // 16 M: beyond any GEMM of a training step
 constexpr double kMaxElements = 281474976710656.0;   // 2^48, as the trace importer bounds GEMMs
-
-std::vector<std::string> split_csv_line(const std::string& line) {
-  std::vector<std::string> out(1);
-  for (const char c : line) {
-    if (c == ',') {
-      out.emplace_back();
-    } else if (c != '\r' && c != ' ') {
-      out.back() += c;
-    }
-  }
-  return out;
-}
 
 struct ShapeRow {
   std::string chip;

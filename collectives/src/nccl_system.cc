@@ -30,6 +30,7 @@
 //    where the fat tree has SHARP.
 #include <algorithm>
 #include <array>
+#include <span>
 #include <vector>
 
 #include "meshsim/collectives/nccl.h"
@@ -51,24 +52,21 @@ constexpr std::array<double, 17> kInterBlackwell = {96, 86, 80, 48, 45.1, 42,  4
                                                     22, 20, 17.5, 15, 12, 6, 3, 2.4};
 constexpr int kMaxRingChannels = 16;  // before duplication (MAXCHANNELS / 2)
 
+// The speeds of `a`'s generation: Blackwell's, Hopper's, or those of the GPUs before Hopper.
+std::vector<double> speeds_of(GpuArch a, std::span<const double> blackwell,
+                              std::span<const double> hopper, std::span<const double> pre_hopper) {
+  const std::span<const double> s = a == GpuArch::kBlackwell ? blackwell
+                                    : a == GpuArch::kHopper  ? hopper
+                                                             : pre_hopper;
+  return {s.begin(), s.end()};
+}
+
 std::vector<double> intra_speeds(GpuArch a) {
-  if (a == GpuArch::kBlackwell) {
-    return {kIntraBlackwell.begin(), kIntraBlackwell.end()};
-  }
-  if (a == GpuArch::kHopper) {
-    return {kIntraHopper.begin(), kIntraHopper.end()};
-  }
-  return {kIntraPreHopper.begin(), kIntraPreHopper.end()};
+  return speeds_of(a, kIntraBlackwell, kIntraHopper, kIntraPreHopper);
 }
 
 std::vector<double> inter_speeds(GpuArch a) {
-  if (a == GpuArch::kBlackwell) {
-    return {kInterBlackwell.begin(), kInterBlackwell.end()};
-  }
-  if (a == GpuArch::kHopper) {
-    return {kInterHopper.begin(), kInterHopper.end()};
-  }
-  return {kInterPreHopper.begin(), kInterPreHopper.end()};
+  return speeds_of(a, kInterBlackwell, kInterHopper, kInterPreHopper);
 }
 
 GpuArch arch_of(const topology::Chip& chip) {

@@ -65,9 +65,6 @@ Schedule plan_hierarchical(CollectiveKind kind, Bytes bytes, Group group,
                            const topology::Network& net) {
   Schedule s;
   s.algorithm = Algorithm::kHierarchical;
-  if (group.size() < 2 || bytes.count() == 0) {
-    return s;
-  }
   const auto doms = domains(group, net);
   const auto m = static_cast<int64_t>(doms.front().size());
   const auto k = static_cast<int64_t>(doms.size());

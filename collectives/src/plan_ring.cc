@@ -84,9 +84,6 @@ Schedule plan_ring(CollectiveKind kind, Bytes bytes, Group group, const topology
   Schedule s;
   s.algorithm = Algorithm::kRing;
   const auto p = static_cast<int64_t>(group.size());
-  if (p < 2 || bytes.count() == 0) {
-    return s;
-  }
   const int64_t fwd[] = {1};
   const auto rings = channels(group, net);
   const Bytes block = shard(bytes, 1, p * static_cast<int64_t>(rings.size()));

@@ -255,9 +255,6 @@ Schedule plan_torus_rings(CollectiveKind kind, Bytes bytes, Group group,
                           const topology::Network& net) {
   Schedule s;
   s.algorithm = Algorithm::kTorusRings;
-  if (group.size() < 2 || bytes.count() == 0) {
-    return s;
-  }
   auto found = find_subgrid(group, net);
   SIM_CHECK(std::holds_alternative<SubGrid>(found),
             "torus rings on a group that is not a sub-grid");

@@ -64,6 +64,10 @@ std::optional<int64_t> tree_parent(int64_t p, int64_t r, bool second);
 // Per-algorithm applicability (nullopt: applies) and planners. Kinds an algorithm has no pattern
 // for are rejected before these are called (supports_kind). GPU algorithms apply where NCCL's
 // tuner has them (collective_planner.cc); the planners here only check the shape of the group.
+// plan_collective (algorithms.cc) calls the planners only with two or more ranks and some bytes;
+// a smaller collective is an empty schedule, planned there once for every algorithm. plan_nvls
+// alone also takes one rank or no bytes (an empty schedule): plan_nccl.cc plans each node's part
+// of a collective with it.
 Reason ring_unsupported(CollectiveKind kind, Group group, const topology::Network& net);
 Schedule plan_ring(CollectiveKind kind, Bytes bytes, Group group, const topology::Network& net);
 

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace meshsim {
@@ -69,33 +70,49 @@ std::optional<std::string> rate_out_of_range(double v, double max, std::string_v
   return std::nullopt;
 }
 
-}  // namespace
-
-std::optional<double> parse_number(std::string_view text) {
+// A plain number: optional blanks, an optional '+', the digits, nothing after (a double must be
+// finite).
+template <typename T>
+std::optional<T> parse_plain(std::string_view text) {
   std::string_view s = trim(text);
   if (!s.empty() && s.front() == '+') {
     s.remove_prefix(1);
   }
-  double value = 0.0;
-  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc() || s.empty() || ptr != s.data() + s.size() || !std::isfinite(value)) {
-    return std::nullopt;
-  }
-  return value;
-}
-
-std::optional<int64_t> parse_integer(std::string_view text) {
-  std::string_view s = trim(text);
-  if (!s.empty() && s.front() == '+') {
-    s.remove_prefix(1);
-  }
-  int64_t value = 0;
+  T value{};
   const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
   if (ec != std::errc() || s.empty() || ptr != s.data() + s.size()) {
     return std::nullopt;
   }
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(value)) {
+      return std::nullopt;
+    }
+  }
   return value;
 }
+
+// "<number> <unit>" scaled by the unit's factor in `table`.
+template <size_t N>
+double scaled(std::string_view text,
+              const std::array<std::pair<std::string_view, double>, N>& table,
+              std::string_view examples) {
+  const Split sp = split_number(text, examples);
+  return sp.value * lookup(table, sp.unit, text, examples);
+}
+
+// A rate must pass its range check (`why` names what is wrong, nullopt when nothing is).
+double checked_rate(std::string_view text, double v, const std::optional<std::string>& why) {
+  if (why) {
+    throw UnitParseError(fmt::format("\"{}\": {}", text, *why));
+  }
+  return v;
+}
+
+}  // namespace
+
+std::optional<double> parse_number(std::string_view text) { return parse_plain<double>(text); }
+
+std::optional<int64_t> parse_integer(std::string_view text) { return parse_plain<int64_t>(text); }
 
 std::optional<std::string> bandwidth_out_of_range(double bytes_per_s) {
   return rate_out_of_range(bytes_per_s, kMaxBandwidth, "B/s", "1 EB/s");
@@ -148,12 +165,8 @@ BytesPerSec parse_bandwidth(std::string_view text) {
       {"TBps", 1e12},            {"MiB/s", kKi * kKi},
       {"GiB/s", kKi * kKi * kKi}, {"TiB/s", kKi * kKi * kKi * kKi},
   }};
-  const Split sp = split_number(text, kExamples);
-  const double v = sp.value * lookup(kTable, sp.unit, text, kExamples);
-  if (const auto why = bandwidth_out_of_range(v)) {
-    throw UnitParseError(fmt::format("\"{}\": {}", text, *why));
-  }
-  return BytesPerSec::of(v);
+  const double v = scaled(text, kTable, kExamples);
+  return BytesPerSec::of(checked_rate(text, v, bandwidth_out_of_range(v)));
 }
 
 Duration parse_duration(std::string_view text) {
@@ -166,8 +179,7 @@ Duration parse_duration(std::string_view text) {
       {"ms", 1e9},
       {"s", 1e12},
   }};
-  const Split sp = split_number(text, kExamples);
-  const double ps = sp.value * lookup(kTable, sp.unit, text, kExamples);
+  const double ps = scaled(text, kTable, kExamples);
   if (ps > 9.2e18) {
     throw UnitParseError(fmt::format("\"{}\": longer than int64 picoseconds can hold", text));
   }
@@ -188,12 +200,8 @@ FlopsPerSec parse_flops_rate(std::string_view text) {
       {"MFLOP/s", 1e6},
       {"MFLOPS", 1e6},
   }};
-  const Split sp = split_number(text, kExamples);
-  const double v = sp.value * lookup(kTable, sp.unit, text, kExamples);
-  if (const auto why = flops_rate_out_of_range(v)) {
-    throw UnitParseError(fmt::format("\"{}\": {}", text, *why));
-  }
-  return FlopsPerSec::of(v);
+  const double v = scaled(text, kTable, kExamples);
+  return FlopsPerSec::of(checked_rate(text, v, flops_rate_out_of_range(v)));
 }
 
 }  // namespace meshsim

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -145,14 +146,31 @@ void read_efficiency(JsonObject& chip_obj, Chip& chip, SourceSink& sink) {
   eff.finish();
 }
 
-void read_gpu_parts(JsonObject& obj, Chip& chip, SourceSink& sink) {
-  for (const char* key : {"ici", "dcn", "tpu"}) {
+// A chip of one kind refuses the parts of the other kind (`keys`), saying `why`.
+void refuse(JsonObject& obj, std::initializer_list<const char*> keys, const std::string& why) {
+  for (const char* key : keys) {
     if (obj.has(key)) {
-      obj.fail(key,
-               "not allowed for a gpu chip (\"ici\", \"dcn\" and \"tpu\" describe TPUs; a gpu "
-               "takes \"nvlink\", \"nic\", \"host_link\" and \"gpu\")");
+      obj.fail(key, why);
     }
   }
+}
+
+// A chip's scale-out port (a GPU's "nic", a TPU's "dcn"): its bandwidth per direction and,
+// when given, the fraction of it collectives achieve (the chip's default otherwise).
+void read_port(JsonObject& obj, const char* key, std::optional<BytesPerSec>& bandwidth,
+               double& efficiency, SourceSink& sink) {
+  JsonObject port = obj.object(key);
+  bandwidth = detail::sourced_bandwidth(port, "bandwidth", sink);
+  if (port.has("efficiency")) {
+    efficiency = detail::sourced_fraction(port, "efficiency", sink);
+  }
+  port.finish();
+}
+
+void read_gpu_parts(JsonObject& obj, Chip& chip, SourceSink& sink) {
+  refuse(obj, {"ici", "dcn", "tpu"},
+         "not allowed for a gpu chip (\"ici\", \"dcn\" and \"tpu\" describe TPUs; a gpu takes "
+         "\"nvlink\", \"nic\", \"host_link\" and \"gpu\")");
   JsonObject nvlink = obj.object("nvlink");
   NvlinkSpec nv{};
   nv.generation = detail::sourced_count(nvlink, "generation", sink);
@@ -167,12 +185,7 @@ void read_gpu_parts(JsonObject& obj, Chip& chip, SourceSink& sink) {
   nvlink.finish();
   chip.nvlink = nv;
 
-  JsonObject nic = obj.object("nic");
-  chip.nic_bandwidth = detail::sourced_bandwidth(nic, "bandwidth", sink);
-  if (nic.has("efficiency")) {
-    chip.nic_efficiency = detail::sourced_fraction(nic, "efficiency", sink);
-  }
-  nic.finish();
+  read_port(obj, "nic", chip.nic_bandwidth, chip.nic_efficiency, sink);
 
   if (obj.has("host_link")) {
     JsonObject host = obj.object("host_link");
@@ -215,13 +228,9 @@ void check_mxu_consistency(JsonObject& tpu_obj, const Chip& chip) {
 }
 
 void read_tpu_parts(JsonObject& obj, Chip& chip, SourceSink& sink) {
-  for (const char* key : {"nvlink", "nic", "gpu"}) {
-    if (obj.has(key)) {
-      obj.fail(key,
-               "not allowed for a tpu chip (\"nvlink\", \"nic\" and \"gpu\" describe GPUs; a "
-               "tpu takes \"ici\", \"dcn\" and \"tpu\")");
-    }
-  }
+  refuse(obj, {"nvlink", "nic", "gpu"},
+         "not allowed for a tpu chip (\"nvlink\", \"nic\" and \"gpu\" describe GPUs; a tpu "
+         "takes \"ici\", \"dcn\" and \"tpu\")");
   JsonObject ici = obj.object("ici");
   IciSpec spec{};
   spec.links = detail::sourced_count(ici, "links", sink);
@@ -247,12 +256,7 @@ void read_tpu_parts(JsonObject& obj, Chip& chip, SourceSink& sink) {
   ici.finish();
   chip.ici = spec;
 
-  JsonObject dcn = obj.object("dcn");
-  chip.dcn_bandwidth = detail::sourced_bandwidth(dcn, "bandwidth", sink);
-  if (dcn.has("efficiency")) {
-    chip.dcn_efficiency = detail::sourced_fraction(dcn, "efficiency", sink);
-  }
-  dcn.finish();
+  read_port(obj, "dcn", chip.dcn_bandwidth, chip.dcn_efficiency, sink);
 
   JsonObject tpu = obj.object("tpu");
   TpuMicroarch t{};

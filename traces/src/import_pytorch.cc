@@ -126,32 +126,11 @@ std::vector<int64_t> input_dims(const EventTable& table, const Event& e, size_t 
   return out;
 }
 
-// GEMM operators and where their two matrix operands sit in the inputs (addmm and baddbmm take
-// the added tensor first).
-struct GemmOperator {
-  std::string_view name;
-  size_t lhs;
-  bool batched;
-};
-constexpr GemmOperator kGemmOperators[] = {{"aten::mm", 0, false},
-                                           {"aten::addmm", 1, false},
-                                           {"aten::bmm", 0, true},
-                                           {"aten::baddbmm", 1, true}};
-
-const GemmOperator* gemm_operator(const Event& e) {
-  for (const GemmOperator& g : kGemmOperators) {
-    if (e.name == g.name) {
-      return &g;
-    }
-  }
-  return nullptr;
-}
-
 // The shape of a GEMM operator from its "Input Dims" (nullopt without them, or for an empty
 // product, which launches no work).
 std::optional<MatmulShape> gemm_shape(const EventTable& table, const Event& e) {
-  const GemmOperator* g = gemm_operator(e);
-  if (g == nullptr || !e.has_arg("Input Dims")) {
+  const GemmOperator* g = gemm_operator(e.name);
+  if (g == nullptr || g->fp8 || !e.has_arg("Input Dims")) {  // FP8: MeasuredGemm has no dtype
     return std::nullopt;
   }
   const size_t rank = g->batched ? 3 : 2;

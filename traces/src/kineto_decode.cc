@@ -90,6 +90,29 @@ std::optional<int64_t> element_bytes(std::string_view type) {
 
 namespace {
 
+// The ranks of a list as Kineto writes it in a string ("[0, 1, 2]": digits between brackets,
+// commas and spaces); nullopt for any other character or a number past int64.
+std::optional<std::vector<int64_t>> rank_list(std::string_view s) {
+  std::vector<int64_t> ranks;
+  size_t i = 0;
+  while (i < s.size()) {
+    if (s[i] >= '0' && s[i] <= '9') {
+      int64_t n = 0;
+      const auto [ptr, ec] = std::from_chars(s.data() + i, s.data() + s.size(), n);
+      if (ec != std::errc()) {
+        return std::nullopt;
+      }
+      ranks.push_back(n);
+      i = static_cast<size_t>(ptr - s.data());
+    } else if (s[i] == '[' || s[i] == ']' || s[i] == ',' || s[i] == ' ') {
+      ++i;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return ranks;
+}
+
 std::optional<Dtype> dtype_of(std::string_view type) {
   if (type == "float") {
     return Dtype::kFp32;
@@ -108,9 +131,7 @@ std::optional<Dtype> dtype_of(std::string_view type) {
 
 // Operators meshsim costs from their shapes: their inputs' dims are kept (kineto.h).
 bool shape_costed(std::string_view name) {
-  static constexpr std::array<std::string_view, 5> kGemms = {
-      "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_scaled_mm"};
-  if (std::find(kGemms.begin(), kGemms.end(), name) != kGemms.end()) {
+  if (gemm_operator(name) != nullptr) {
     return true;
   }
   return (name.starts_with("aten::_") && name.find("attention") != std::string_view::npos) ||
@@ -412,23 +433,11 @@ std::vector<int64_t> KinetoDecoder::Impl::read_ranks(od::value v, std::string_vi
     return ranks;
   }
   const std::string s = string(v, field);
-  size_t i = 0;
-  while (i < s.size()) {
-    if (s[i] >= '0' && s[i] <= '9') {
-      int64_t n = 0;
-      const auto [ptr, ec] = std::from_chars(s.data() + i, s.data() + s.size(), n);
-      if (ec != std::errc()) {
-        fail(field, fmt::format("expected a list of ranks, got \"{}\"", s.substr(0, 80)));
-      }
-      ranks.push_back(n);
-      i = static_cast<size_t>(ptr - s.data());
-    } else if (s[i] == '[' || s[i] == ']' || s[i] == ',' || s[i] == ' ') {
-      ++i;
-    } else {
-      fail(field, fmt::format("expected a list of ranks, got \"{}\"", s.substr(0, 80)));
-    }
+  std::optional<std::vector<int64_t>> listed = rank_list(s);
+  if (!listed) {
+    fail(field, fmt::format("expected a list of ranks, got \"{}\"", s.substr(0, 80)));
   }
-  return ranks;
+  return std::move(*listed);
 }
 
 void KinetoDecoder::Impl::read_args(od::value v) {
@@ -707,22 +716,11 @@ struct HeaderReader {
       return out;
     }
     const std::string s = string(v, at);
-    for (size_t i = 0; i < s.size();) {
-      if (s[i] >= '0' && s[i] <= '9') {
-        int64_t n = 0;
-        const auto [ptr, ec] = std::from_chars(s.data() + i, s.data() + s.size(), n);
-        if (ec != std::errc()) {
-          fail(at, "expected a list of ranks");
-        }
-        out.push_back(n);
-        i = static_cast<size_t>(ptr - s.data());
-      } else if (s[i] == '[' || s[i] == ']' || s[i] == ',' || s[i] == ' ') {
-        ++i;
-      } else {
-        fail(at, fmt::format("expected a list of ranks, got \"{}\"", s.substr(0, 80)));
-      }
+    std::optional<std::vector<int64_t>> listed = rank_list(s);
+    if (!listed) {
+      fail(at, fmt::format("expected a list of ranks, got \"{}\"", s.substr(0, 80)));
     }
-    return out;
+    return std::move(*listed);
   }
 
   KinetoProcessGroup group(dom::element v, const std::string& at) const {

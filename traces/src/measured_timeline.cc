@@ -1,9 +1,9 @@
 // A measured step as a Program and a Timeline (import.h, to_timeline).
 #include <algorithm>
 #include <map>
-#include <tuple>
 #include <utility>
 
+#include "meshsim/sim/timeline.h"
 #include "meshsim/traces/import.h"
 
 namespace meshsim::traces {
@@ -36,10 +36,7 @@ MeasuredTimeline to_timeline(const MeasuredStep& step, RankId rank) {
     it->second = r.end;
     out.timeline.ops.push_back(r);
   }
-  std::stable_sort(out.timeline.ops.begin(), out.timeline.ops.end(),
-                   [](const OpRecord& a, const OpRecord& b) {
-                     return std::tie(a.end, a.op) < std::tie(b.end, b.op);
-                   });
+  sort_by_completion(out.timeline.ops);  // one rank: by end, then op
   return out;
 }
 

@@ -1,5 +1,6 @@
 #include "meshsim/traces/trace_writer.h"
 
+#include "meshsim/sim/timeline.h"
 #include "trace_builder.h"
 #include "trace_sink.h"
 
@@ -50,6 +51,12 @@ TraceWriter::TraceWriter(TraceFormat format, Simulation& sim, std::ostream& out,
 TraceWriter::~TraceWriter() = default;
 
 void TraceWriter::record_op(const OpRecord& record) { impl_->builder.record_op(record); }
+void TraceWriter::record_ops(std::vector<OpRecord> records) {
+  sort_by_completion(records);
+  for (const OpRecord& r : records) {
+    record_op(r);
+  }
+}
 void TraceWriter::record_memory(const MemoryRecord& record) {
   impl_->builder.record_memory(record);
 }

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 #include <numeric>
-#include <tuple>
+#include <utility>
 
 #include "meshsim/sim/simulation.h"
 
@@ -53,12 +53,7 @@ void write_comparison_trace(std::ostream& out, traces::TraceFormat format, const
     }
   }
   records.insert(records.end(), measured.timeline.ops.begin(), measured.timeline.ops.end());
-  std::stable_sort(records.begin(), records.end(), [](const OpRecord& a, const OpRecord& b) {
-    return std::tie(a.end, a.rank, a.op) < std::tie(b.end, b.rank, b.op);
-  });
-  for (const OpRecord& r : records) {
-    writer.record_op(r);
-  }
+  writer.record_ops(std::move(records));
   writer.finish();
 }
 

@@ -240,12 +240,17 @@ FrameworkFact read_framework(JsonObject o) {
   return f;
 }
 
-int64_t mla_rank(JsonObject& o, const std::string& key) {
+// A positive integer of at most `max` (a limit of model.h or parallel.h).
+int64_t positive_at_most(JsonObject& o, const std::string& key, int64_t max) {
   const int64_t v = o.positive_integer(key);
-  if (v > workloads::ModelLimits::kHeadDim) {
-    o.fail(key, fmt::format("expected at most {}", workloads::ModelLimits::kHeadDim));
+  if (v > max) {
+    o.fail(key, fmt::format("expected at most {}", max));
   }
   return v;
+}
+
+int64_t mla_rank(JsonObject& o, const std::string& key) {
+  return positive_at_most(o, key, workloads::ModelLimits::kHeadDim);
 }
 
 ModelFact read_model_fact(JsonObject o) {
@@ -361,11 +366,7 @@ SourceFact::Match read_match(JsonObject o) {
 }
 
 int64_t plan_count(JsonObject& o, const std::string& key) {
-  const int64_t v = o.positive_integer(key);
-  if (v > workloads::PlanLimits::kRanks) {
-    o.fail(key, fmt::format("expected at most {}", workloads::PlanLimits::kRanks));
-  }
-  return v;
+  return positive_at_most(o, key, workloads::PlanLimits::kRanks);
 }
 
 SourceFact::Set read_set(JsonObject o) {

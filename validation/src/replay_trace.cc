@@ -1,8 +1,7 @@
 // Replayed ranks, simulated and measured side by side (comparison_trace.h, write_replay_trace).
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <tuple>
+#include <utility>
 
 #include "meshsim/sim/simulation.h"
 #include "meshsim/validation/comparison_trace.h"
@@ -69,12 +68,7 @@ void write_replay_trace(std::ostream& out, traces::TraceFormat format,
       }
     }
   }
-  std::stable_sort(records.begin(), records.end(), [](const OpRecord& a, const OpRecord& b) {
-    return std::tie(a.end, a.rank, a.op) < std::tie(b.end, b.rank, b.op);
-  });
-  for (const OpRecord& r : records) {
-    writer.record_op(r);
-  }
+  writer.record_ops(std::move(records));
   writer.finish();
 }
 

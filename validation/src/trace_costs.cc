@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -18,6 +19,8 @@ namespace meshsim::validation {
 namespace {
 
 using traces::DeviceOp;
+using traces::gemm_operator;
+using traces::GemmOperator;
 using traces::KinetoCollective;
 using traces::KinetoEvent;
 using traces::KinetoInputs;
@@ -34,28 +37,6 @@ std::string lower(std::string_view s) {
 
 bool contains(std::string_view s, std::string_view part) {
   return s.find(part) != std::string_view::npos;
-}
-
-// GEMM operators and where their two matrix operands sit in the inputs (addmm and baddbmm take
-// the added tensor first), as traces/src/import_pytorch.cc reads them.
-struct GemmOperator {
-  std::string_view name;
-  size_t lhs;
-  bool batched;
-};
-constexpr GemmOperator kGemmOperators[] = {{"aten::mm", 0, false},
-                                           {"aten::addmm", 1, false},
-                                           {"aten::bmm", 0, true},
-                                           {"aten::baddbmm", 1, true},
-                                           {"aten::_scaled_mm", 0, false}};
-
-const GemmOperator* gemm_operator(std::string_view name) {
-  for (const GemmOperator& g : kGemmOperators) {
-    if (name == g.name) {
-      return &g;
-    }
-  }
-  return nullptr;
 }
 
 std::optional<MatmulShape> gemm_shape(const GemmOperator& g, const traces::KinetoShape& in) {
@@ -452,34 +433,29 @@ std::vector<KernelRow> kernel_rows(const RankTrace& trace,
 
 namespace {
 
+// The breakdown's times other than by_class.
+constexpr std::array<Duration traces::StepBreakdown::*, 9> kBreakdownTimes = {
+    &traces::StepBreakdown::step,        &traces::StepBreakdown::compute,
+    &traces::StepBreakdown::comm,        &traces::StepBreakdown::exposed_comm,
+    &traces::StepBreakdown::overlap,     &traces::StepBreakdown::idle,
+    &traces::StepBreakdown::exposed_p2p, &traces::StepBreakdown::bubble,
+    &traces::StepBreakdown::host_gap};
+
+// The mean of each time over `v` (rounded toward zero to the picosecond); by_class stays a sum.
 traces::StepBreakdown mean(const std::vector<traces::StepBreakdown>& v) {
-  traces::StepBreakdown sum;
+  traces::StepBreakdown m;
   for (const traces::StepBreakdown& b : v) {
-    sum.step += b.step;
-    for (size_t c = 0; c < b.by_class.size(); ++c) {
-      sum.by_class[c] += b.by_class[c];
+    for (const auto time : kBreakdownTimes) {
+      m.*time += b.*time;
     }
-    sum.compute += b.compute;
-    sum.comm += b.comm;
-    sum.exposed_comm += b.exposed_comm;
-    sum.overlap += b.overlap;
-    sum.idle += b.idle;
-    sum.exposed_p2p += b.exposed_p2p;
-    sum.bubble += b.bubble;
-    sum.host_gap += b.host_gap;
+    for (size_t c = 0; c < b.by_class.size(); ++c) {
+      m.by_class[c] += b.by_class[c];
+    }
   }
   const auto n = static_cast<int64_t>(std::max<size_t>(v.size(), 1));
-  const auto avg = [n](Duration d) { return Duration::from_ps(d.ps() / n); };
-  traces::StepBreakdown m = sum;  // by_class stays a sum
-  m.step = avg(sum.step);
-  m.compute = avg(sum.compute);
-  m.comm = avg(sum.comm);
-  m.exposed_comm = avg(sum.exposed_comm);
-  m.overlap = avg(sum.overlap);
-  m.idle = avg(sum.idle);
-  m.exposed_p2p = avg(sum.exposed_p2p);
-  m.bubble = avg(sum.bubble);
-  m.host_gap = avg(sum.host_gap);
+  for (const auto time : kBreakdownTimes) {
+    m.*time = Duration::from_ps((m.*time).ps() / n);
+  }
   return m;
 }
 

@@ -8,6 +8,7 @@
 
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/simulation.h"
+#include "meshsim/sim/timeline.h"
 #include "meshsim/topology/compute_model.h"
 
 namespace meshsim::validation {
@@ -360,10 +361,7 @@ Replay replay_step(const RankTrace& trace, const RankStep& step, int64_t global_
     rec.match = op.kind() == OpKind::kCompute ? 0 : match++;
     r.measured_timeline.ops.push_back(rec);
   }
-  std::stable_sort(r.measured_timeline.ops.begin(), r.measured_timeline.ops.end(),
-                   [](const OpRecord& a, const OpRecord& b) {
-                     return std::tie(a.end, a.op) < std::tie(b.end, b.op);
-                   });
+  sort_by_completion(r.measured_timeline.ops);  // one rank: by end, then op
   return r;
 }
 

@@ -34,7 +34,20 @@ std::string file_stem(const std::string& path) {
   return std::filesystem::path(path).stem().string();
 }
 
-// Positive, and at most `max` (a width, rank or window: ModelLimits in model.h).
+// 2^20 -> "2^20 (1,048,576)"
+std::string power_of_two(int64_t v) {
+  int bits = 0;
+  while ((int64_t{1} << bits) < v) {
+    ++bits;
+  }
+  std::string digits = std::to_string(v);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) {
+    digits.insert(static_cast<size_t>(i), ",");
+  }
+  return (int64_t{1} << bits) == v ? fmt::format("2^{} ({})", bits, digits) : digits;
+}
+
+// Positive, and at most `max` (a size, width, rank or window; why: ModelLimits in model.h).
 void positive(int64_t v, const std::string& source, const std::string& field,
               int64_t max = ModelLimits::kDff) {
   if (v <= 0) {
@@ -44,7 +57,7 @@ void positive(int64_t v, const std::string& source, const std::string& field,
     throw InputError(source, field,
                      fmt::format("{} is above the limit of {}: far beyond any transformer "
                                  "trained, and past what meshsim's 64-bit accounting holds",
-                                 v, max));
+                                 v, power_of_two(max)));
   }
 }
 
@@ -210,19 +223,6 @@ void derive_head_dim(ModelConfig& model, bool head_dim_given, const std::string&
 
 namespace {
 
-// 2^20 -> "2^20 (1,048,576)"
-std::string power_of_two(int64_t v) {
-  int bits = 0;
-  while ((int64_t{1} << bits) < v) {
-    ++bits;
-  }
-  std::string digits = std::to_string(v);
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) {
-    digits.insert(static_cast<size_t>(i), ",");
-  }
-  return (int64_t{1} << bits) == v ? fmt::format("2^{} ({})", bits, digits) : digits;
-}
-
 // The counts the accounting derives per layer and per table, against their limits; the sizes are
 // already within theirs, so none of these products can overflow.
 void check_parameter_counts(const ModelConfig& m, const std::string& source,
@@ -251,26 +251,14 @@ void check_parameter_counts(const ModelConfig& m, const std::string& source,
 
 void validate_model_fields(const ModelConfig& m, const std::string& source,
                            const ModelFieldNames& f) {
-  // Positive, and at most `max` (why: ModelLimits in model.h).
-  const auto size = [&](int64_t v, const std::string& field, int64_t max) {
-    if (v <= 0) {
-      throw InputError(source, field, fmt::format("expected a positive integer, got {}", v));
-    }
-    if (v > max) {
-      throw InputError(source, field,
-                       fmt::format("{} is above the limit of {}: far beyond any transformer "
-                                   "trained, and past what meshsim's 64-bit accounting holds",
-                                   v, power_of_two(max)));
-    }
-  };
-  size(m.num_layers, f.num_layers, ModelLimits::kLayers);
-  size(m.d_model, f.d_model, ModelLimits::kDModel);
-  size(m.num_heads, f.num_heads, ModelLimits::kHeads);
-  size(m.num_kv_heads, f.num_kv_heads, ModelLimits::kHeads);
-  size(m.head_dim, f.head_dim, ModelLimits::kHeadDim);
-  size(m.d_ff, f.d_ff, ModelLimits::kDff);
-  size(m.vocab_size, f.vocab_size, ModelLimits::kVocab);
-  size(m.max_position_embeddings, f.max_position_embeddings, ModelLimits::kPositions);
+  positive(m.num_layers, source, f.num_layers, ModelLimits::kLayers);
+  positive(m.d_model, source, f.d_model, ModelLimits::kDModel);
+  positive(m.num_heads, source, f.num_heads, ModelLimits::kHeads);
+  positive(m.num_kv_heads, source, f.num_kv_heads, ModelLimits::kHeads);
+  positive(m.head_dim, source, f.head_dim, ModelLimits::kHeadDim);
+  positive(m.d_ff, source, f.d_ff, ModelLimits::kDff);
+  positive(m.vocab_size, source, f.vocab_size, ModelLimits::kVocab);
+  positive(m.max_position_embeddings, source, f.max_position_embeddings, ModelLimits::kPositions);
   if (m.num_kv_heads > m.num_heads || m.num_heads % m.num_kv_heads != 0) {
     throw InputError(source, f.num_kv_heads,
                      fmt::format("{} key/value heads do not divide the {} query heads; expected "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iterator>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "meshsim/sim/checked.h"
@@ -559,14 +560,24 @@ std::vector<int64_t> RankLayout::group_along(int64_t r, Axis axis) const {
   return out;
 }
 
-std::vector<int64_t> RankLayout::dp_cp_group(int64_t r) const {
+namespace {
+
+// The context groups of `data_ranks`, together, ascending.
+std::vector<int64_t> with_context_groups(const RankLayout& layout,
+                                         std::span<const int64_t> data_ranks) {
   std::vector<int64_t> out;
-  for (const int64_t d : group_along(r, Axis::kData)) {
-    const auto cps = group_along(d, Axis::kContext);
+  for (const int64_t d : data_ranks) {
+    const auto cps = layout.group_along(d, Axis::kContext);
     out.insert(out.end(), cps.begin(), cps.end());
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+}  // namespace
+
+std::vector<int64_t> RankLayout::dp_cp_group(int64_t r) const {
+  return with_context_groups(*this, group_along(r, Axis::kData));
 }
 
 std::vector<int64_t> RankLayout::shard_group(int64_t r) const {
@@ -574,14 +585,9 @@ std::vector<int64_t> RankLayout::shard_group(int64_t r) const {
     return dp_cp_group(r);
   }
   const std::vector<int64_t> dp = group_along(r, Axis::kData);
-  const int64_t block = coords(r).dp / fsdp_;
-  std::vector<int64_t> out;
-  for (int64_t i = block * fsdp_; i < (block + 1) * fsdp_; ++i) {
-    const auto cps = group_along(dp[static_cast<size_t>(i)], Axis::kContext);
-    out.insert(out.end(), cps.begin(), cps.end());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+  const auto block = static_cast<size_t>(coords(r).dp / fsdp_);
+  const auto width = static_cast<size_t>(fsdp_);
+  return with_context_groups(*this, std::span(dp).subspan(block * width, width));
 }
 
 std::vector<int64_t> RankLayout::replica_group(int64_t r) const {

@@ -67,6 +67,35 @@ bool uneven_stage_layers(const ParallelPlan& p) {
   return false;
 }
 
+// A pipeline schedule other than 1F1B and interleaved 1F1B.
+bool schedule_not_1f1b_or_interleaved(const ModelConfig&, const ParallelPlan& p) {
+  return p.pp > 1 && p.schedule != PS::kOneFOneB && p.schedule != PS::kInterleaved;
+}
+// Interleaved 1F1B with microbatches not a multiple of pp.
+bool interleaved_microbatches_not_multiple_of_pp(const ModelConfig&, const ParallelPlan& p) {
+  return p.schedule == PS::kInterleaved && microbatches_not_multiple_of_pp(p);
+}
+// Recompute other than none or full.
+bool recompute_not_none_or_full(const ModelConfig&, const ParallelPlan& p) {
+  return p.recompute != Recompute::kNone && p.recompute != Recompute::kFull;
+}
+// Interleaved 1F1B on 2 stages (or fewer).
+bool interleaved_on_two_stages(const ModelConfig&, const ParallelPlan& p) {
+  return p.schedule == PS::kInterleaved && p.pp <= 2;
+}
+// FP8 GEMMs.
+bool fp8_training(const ModelConfig&, const ParallelPlan& p) {
+  return p.matmul_dtype == Dtype::kFp8;
+}
+// A pipeline schedule other than GPipe (one model chunk a stage).
+bool schedule_not_gpipe(const ModelConfig&, const ParallelPlan& p) {
+  return p.pp > 1 && (p.schedule != PS::kGpipe || p.vpp > 1);
+}
+// Megatron's selective recompute (of the default modules or of named ones).
+bool selective_recompute(const ModelConfig&, const ParallelPlan& p) {
+  return p.recompute == Recompute::kSelective || !p.recompute_modules.empty();
+}
+
 // The rules of several tables, in order, as one table (stacks that share rules list them once).
 template <size_t... N>
 constexpr auto concat(const std::array<StackRule, N>&... parts) {
@@ -95,18 +124,14 @@ constexpr std::array kMegatron = {
               "forward_backward_pipelining_without_interleaving (1F1B) or "
               "forward_backward_pipelining_with_interleaving (megatron/core/pipeline_parallel/"
               "schedules.py @ d98e8a64): no GPipe and no zero-bubble schedule",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.pp > 1 && p.schedule != PS::kOneFOneB && p.schedule != PS::kInterleaved;
-              }},
+              schedule_not_1f1b_or_interleaved},
     StackRule{F::kSchedule, "interleaved 1F1B with microbatches not a multiple of pp",
               "forward_backward_pipelining_with_interleaving raises \"The number of contiguous "
               "micro-batches in a virtual pipeline stage should range in [PP, M]\" and \"The "
               "remainder of M ... divided by N ... should be 0, or larger than or equal to the "
               "pipeline-parallel size\", N being microbatch_group_size_per_vp_stage, pp by "
               "default (megatron/core/pipeline_parallel/schedules.py @ d98e8a64)",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.schedule == PS::kInterleaved && microbatches_not_multiple_of_pp(p);
-              }},
+              interleaved_microbatches_not_multiple_of_pp},
     StackRule{F::kOverlapP2p, "interleaved 1F1B on 2 stages without p2p overlap",
               "validate_args asserts \"When interleaved schedule is used and p2p communication "
               "overlap is disabled, pipeline-model-parallel size should be greater than 2\" "
@@ -114,13 +139,12 @@ constexpr std::array kMegatron = {
               [](const ModelConfig&, const ParallelPlan& p) {
                 return p.schedule == PS::kInterleaved && p.pp <= 2 && !p.overlap.pipeline_p2p;
               }},
-    StackRule{F::kOffloadLayers, "activation offloading with pipeline parallelism",
-              "TransformerConfig raises \"Currently there is no support for Pipeline parallelism "
-              "with CPU offloading\" (megatron/core/transformer/transformer_config.py @ "
-              "d98e8a64)",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.offload_layers > 0 && p.pp > 1;
-              }},
+    StackRule{
+        F::kOffloadLayers, "activation offloading with pipeline parallelism",
+        "TransformerConfig raises \"Currently there is no support for Pipeline parallelism "
+        "with CPU offloading\" (megatron/core/transformer/transformer_config.py @ "
+        "d98e8a64)",
+        [](const ModelConfig&, const ParallelPlan& p) { return p.offload_layers > 0 && p.pp > 1; }},
     StackRule{F::kOverlapTp, "TP communication overlap without sequence parallelism",
               "validate_args asserts \"Tensor parallel communication/GEMM overlap can happen "
               "only when sequence parallelism is enabled\" (megatron/training/arguments.py @ "
@@ -162,27 +186,19 @@ constexpr std::array kMegatron2021 = {
     StackRule{F::kSchedule, "a pipeline schedule other than 1F1B or interleaved 1F1B",
               "megatron/schedules.py @ de7dc40f has forward_backward_pipelining_without_"
               "interleaving and forward_backward_pipelining_with_interleaving",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.pp > 1 && p.schedule != PS::kOneFOneB && p.schedule != PS::kInterleaved;
-              }},
+              schedule_not_1f1b_or_interleaved},
     StackRule{F::kPp, "interleaved 1F1B on 2 stages",
               "validate_args asserts \"pipeline-model-parallel size should be greater than 2 "
               "with interleaved schedule\" (megatron/arguments.py @ de7dc40f)",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.schedule == PS::kInterleaved && p.pp <= 2;
-              }},
+              interleaved_on_two_stages},
     StackRule{F::kSchedule, "interleaved 1F1B with microbatches not a multiple of pp",
               "\"number of microbatches is not divisible by pipeline-parallel size when using "
               "interleaved schedule\" (megatron/schedules.py @ de7dc40f)",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.schedule == PS::kInterleaved && microbatches_not_multiple_of_pp(p);
-              }},
+              interleaved_microbatches_not_multiple_of_pp},
     StackRule{F::kRecompute, "recompute other than none or full",
               "Megatron-LM @ de7dc40f recomputes whole layers (--checkpoint-activations); "
               "selective recompute came in 2022",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.recompute != Recompute::kNone && p.recompute != Recompute::kFull;
-              }},
+              recompute_not_none_or_full},
     StackRule{F::kOverlapTp, "TP communication overlap",
               "Megatron-LM @ de7dc40f all-reduces TP activations after each layer's GEMMs "
               "(megatron/mpu/layers.py)",
@@ -195,11 +211,10 @@ constexpr std::array kMegatron2021 = {
               "FusedScaleMaskSoftmax (megatron/model/transformer.py @ de7dc40f); flash attention "
               "came with --use-flash-attn (d693034ecf, 2022-12-08)",
               [](const ModelConfig&, const ParallelPlan& p) { return fused_attention_kernel(p); }},
-    StackRule{
-        F::kDtype, "FP8 training",
-        "megatron/arguments.py @ de7dc40f trains in --fp16, --bf16 or fp32; FP8 came with "
-        "Transformer Engine (3499542edd, 2022-12-21)",
-        [](const ModelConfig&, const ParallelPlan& p) { return p.matmul_dtype == Dtype::kFp8; }},
+    StackRule{F::kDtype, "FP8 training",
+              "megatron/arguments.py @ de7dc40f trains in --fp16, --bf16 or fp32; FP8 came with "
+              "Transformer Engine (3499542edd, 2022-12-21)",
+              fp8_training},
 };
 
 // Megatron-LM's legacy layers and schedules as Korthikanti et al. 2022 ran them (@ cfd2e21607)
@@ -235,23 +250,17 @@ constexpr std::array kLegacyMegatronShared = {
               "forward_backward_pipelining_without_interleaving or "
               "forward_backward_pipelining_with_interleaving (megatron/schedules.py @ "
               "cfd2e21607; megatron/core/pipeline_parallel/schedules.py @ b90fb2685f)",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.pp > 1 && p.schedule != PS::kOneFOneB && p.schedule != PS::kInterleaved;
-              }},
+              schedule_not_1f1b_or_interleaved},
     StackRule{F::kPp, "interleaved 1F1B on 2 stages",
               "validate_args asserts \"pipeline-model-parallel size should be greater than 2 "
               "with interleaved schedule\" (megatron/arguments.py @ cfd2e21607 and b90fb2685f)",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.schedule == PS::kInterleaved && p.pp <= 2;
-              }},
+              interleaved_on_two_stages},
     StackRule{F::kSchedule, "interleaved 1F1B with microbatches not a multiple of pp",
               "the interleaved schedule asserts \"number of microbatches ... is not divisible "
               "by pipeline-model-parallel-size ... when using interleaved schedule\" "
               "(megatron/schedules.py @ cfd2e21607; megatron/core/pipeline_parallel/"
               "schedules.py @ b90fb2685f)",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.schedule == PS::kInterleaved && microbatches_not_multiple_of_pp(p);
-              }},
+              interleaved_microbatches_not_multiple_of_pp},
     StackRule{F::kRecompute, "JAX rematerialisation policies (dots, qkv_out_proj)",
               "--checkpoint-granularity (@ cfd2e21607), later --recompute-granularity (@ "
               "b90fb2685f), takes full or selective (megatron/arguments.py)",
@@ -305,9 +314,7 @@ constexpr auto kMegatron2022 = concat(
         StackRule{F::kDtype, "FP8 training",
                   "megatron/arguments.py @ cfd2e21607 trains in --fp16, --bf16 or fp32; FP8 came "
                   "with Transformer Engine (3499542edd, 2022-12-21)",
-                  [](const ModelConfig&, const ParallelPlan& p) {
-                    return p.matmul_dtype == Dtype::kFp8;
-                  }}});
+                  fp8_training}});
 
 // Megatron-LM of 2023 (megatron-2023, @ b90fb2685f, 2023-06-28), its default legacy layers
 // (--transformer-impl local).
@@ -338,9 +345,7 @@ constexpr auto kMegatron2023 = concat(
                   "transformer_engine.common.recipe, imported only with --transformer-impl "
                   "transformer_engine (megatron/model/transformer.py @ b90fb2685f): FP8 runs "
                   "Transformer Engine's layers, the megatron stack",
-                  [](const ModelConfig&, const ParallelPlan& p) {
-                    return p.matmul_dtype == Dtype::kFp8;
-                  }}});
+                  fp8_training}});
 
 // DeepSpeed v0.3.13 on Megatron-LM 2021's GPT (deepspeed-zero3-2021).
 constexpr std::array kDeepSpeedZero3_2021 = {
@@ -393,9 +398,7 @@ constexpr std::array kDeepSpeedZero3_2021 = {
               "wraps (deepspeed/runtime/activation_checkpointing/checkpointing.py @ v0.3.13), and "
               "Megatron-LM's GPT of 2021 wraps whole layers (--checkpoint-activations, "
               "megatron/model/transformer.py @ de7dc40f)",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.recompute != Recompute::kNone && p.recompute != Recompute::kFull;
-              }},
+              recompute_not_none_or_full},
     StackRule{F::kOffloadLayers, "Megatron-Core's activation offloading",
               "DeepSpeed v0.3.13 offloads optimizer state and ZeRO-3 parameters (zero_"
               "optimization cpu_offload, cpu_offload_params: deepspeed/runtime/zero/constants.py) "
@@ -437,9 +440,7 @@ constexpr std::array kFsdp = {
     StackRule{F::kRecompute, "recompute other than none or full",
               "Composer's FSDPConfig.activation_checkpointing wraps whole blocks (composer/"
               "utils/parallelism.py @ 008dac70)",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.recompute != Recompute::kNone && p.recompute != Recompute::kFull;
-              }},
+              recompute_not_none_or_full},
     StackRule{F::kOffloadLayers, "Megatron-Core's activation offloading",
               "Composer offloads activations only inside activation checkpointing "
               "(FSDPConfig.activation_cpu_offload, composer/utils/parallelism.py @ 008dac70), "
@@ -503,20 +504,17 @@ constexpr std::array kFsdpCompile = {
 
 // MaxText on XLA (maxtext).
 constexpr std::array kMaxText = {
-    StackRule{F::kZero, "ZeRO-2",
-              "MaxText shards over its data axis (zero 0, with shard_optimizer_over_data: "
-              "\"ZeRO-1 optimizer sharding over the data axis\") or its fsdp axis (zero 3) "
-              "(src/maxtext/configs/types.py @ e591f30c): no gradient-only sharding",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.zero == ZeroStage::kGradients;
-              }},
+    StackRule{
+        F::kZero, "ZeRO-2",
+        "MaxText shards over its data axis (zero 0, with shard_optimizer_over_data: "
+        "\"ZeRO-1 optimizer sharding over the data axis\") or its fsdp axis (zero 3) "
+        "(src/maxtext/configs/types.py @ e591f30c): no gradient-only sharding",
+        [](const ModelConfig&, const ParallelPlan& p) { return p.zero == ZeroStage::kGradients; }},
     StackRule{F::kSchedule, "a pipeline schedule other than GPipe",
               "MaxText's pipeline (src/maxtext/layers/pipeline.py @ e591f30c) runs every "
               "microbatch's forward through a scanned loop and the backward by autodiff of the "
               "loop: GPipe's order (its circular repeats are not modelled)",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.pp > 1 && (p.schedule != PS::kGpipe || p.vpp > 1);
-              }},
+              schedule_not_gpipe},
     StackRule{F::kMbs, "a pipeline whose microbatches are not a multiple of pp",
               "types.py asserts \"The number of microbatches ... must be divisible by the number "
               "of stages\" (src/maxtext/configs/types.py @ e591f30c)",
@@ -526,9 +524,7 @@ constexpr std::array kMaxText = {
     StackRule{F::kRecompute, "Megatron's selective recompute",
               "MaxText's remat_policy names JAX checkpoint policies (full, minimal, "
               "save_dot_except_mlp, ...; src/maxtext/configs/base.yml @ e591f30c)",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.recompute == Recompute::kSelective || !p.recompute_modules.empty();
-              }},
+              selective_recompute},
     StackRule{F::kOffloadLayers, "Megatron-Core's activation offloading",
               "MaxText offloads activations through remat policies (qkv_proj_offloaded, "
               "minimal_offloaded; base.yml @ e591f30c), not per layer",
@@ -555,9 +551,7 @@ constexpr std::array kPaxml = {
               "num_microbatches + num_stages - 1 iterations and the backward by autodiff of the "
               "loop (praxis/layers/pipeline.py @ a4742bc): GPipe's order (the circular repeats "
               "of CircularLayerwiseShardablePipelined are not modelled)",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.pp > 1 && (p.schedule != PS::kGpipe || p.vpp > 1);
-              }},
+              schedule_not_gpipe},
     StackRule{F::kStageLayers, "pipeline stages of different layer counts",
               "the pipelined LM asserts \"self.NUM_LAYERS % (self.NUM_STAGES * "
               "self.CIRCULAR_REPEAT) == 0\" (paxml/tasks/lm/model_params.py @ 4a6bf20) and "
@@ -569,9 +563,7 @@ constexpr std::array kPaxml = {
               "PaxML's CHECKPOINT_POLICY names JAX checkpoint policies (save_nothing, "
               "save_dot_only, save_qkv_out_proj, ...; AutodiffCheckpointType, praxis/layers/"
               "checkpoint_policy.py @ a4742bc)",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.recompute == Recompute::kSelective || !p.recompute_modules.empty();
-              }},
+              selective_recompute},
     StackRule{F::kRecomputeNumLayers, "recompute of only some layers",
               "Repeat applies one checkpoint_policy to the scanned body of every layer "
               "(nn.remat inside nn.scan, praxis/layers/repeats.py @ a4742bc)",

@@ -175,6 +175,7 @@ class StageBuilder {
   void reduce(const Scope& scope, const GradientBucket& bucket);
   void gather_parameters_ahead();
   OpId zero3_gather(const Scope& scope, int64_t layer, bool blocking);
+  void zero3_await(const Scope& scope, int64_t layer, std::optional<OpId>& prefetched);
   void gather_pipe_slices(const Scope& scope, const std::string& name, Bytes tensor);
   // Autograd's gradient accumulation (ParallelPlan::wgrad_accumulation_fused off).
   void accumulate_gradients(const Scope& scope, int64_t params);

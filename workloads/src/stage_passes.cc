@@ -89,6 +89,16 @@ OpId StageBuilder::zero3_gather(const Scope& scope, int64_t layer, bool blocking
                     {alloc(MemoryCategory::kCommBuffers, full)}, Stream::kDataGather);
 }
 
+// ZeRO-3: the layer's parameters before its pass: the gather prefetched for it, or one issued now
+// (blocking) when none was; the prefetch is used up either way.
+void StageBuilder::zero3_await(const Scope& scope, int64_t layer, std::optional<OpId>& prefetched) {
+  if (prefetched) {
+    stream_.next_waits_for(*prefetched);
+  } else {
+    zero3_gather(scope, layer, true);
+  }
+  prefetched.reset();
+}
 
 // A received pipeline tensor, in slices: the TP group all-gathers them before the next kernel
 // (Megatron-LM's mpu.gather_split_1d_tensor), blocking; a TP-group collective, counted as TP.
@@ -145,12 +155,7 @@ void StageBuilder::forward(const PipelinePass& pass) {
     const Scope in_layer = scope.in_layer(layer, fmt::format("fwd.L{}.", layer));
     std::optional<MemoryEffect> drop;
     if (zero3) {
-      if (prefetched) {
-        stream_.next_waits_for(*prefetched);
-      } else {
-        zero3_gather(in_layer, layer, true);
-      }
-      prefetched.reset();
+      zero3_await(in_layer, layer, prefetched);
       if (layer + 1 < end) {
         prefetched = zero3_gather(in_layer, layer + 1, !p_.overlap.param_gather);
       }
@@ -232,12 +237,7 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
       stream_.next_waits_for(*reloads[static_cast<size_t>(layer - first)]);
     }
     if (zero3) {
-      if (prefetched) {
-        stream_.next_waits_for(*prefetched);
-      } else {
-        zero3_gather(in_layer, layer, true);
-      }
-      prefetched.reset();
+      zero3_await(in_layer, layer, prefetched);
       if (layer > first && prefetch_pre) {
         prefetched = zero3_gather(in_layer, layer - 1, !p_.overlap.param_gather);
       }

@@ -4,7 +4,9 @@
 // is one subscriber that keeps them all (trace writers are others, and may stream instead).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <tuple>
 #include <vector>
 
 #include "meshsim/sim/ids.h"
@@ -40,5 +42,13 @@ struct Timeline {
   std::vector<OpRecord> ops;         // in order of completion
   std::vector<MemoryRecord> memory;  // in order of occurrence
 };
+
+// Puts records made outside the engine (a measured trace's ops, records of several runs merged)
+// in an order of completion: by end time, then rank, then op; a stable sort. O(n log n).
+inline void sort_by_completion(std::vector<OpRecord>& ops) {
+  std::stable_sort(ops.begin(), ops.end(), [](const OpRecord& a, const OpRecord& b) {
+    return std::tie(a.end, a.rank, a.op) < std::tie(b.end, b.rank, b.op);
+  });
+}
 
 }  // namespace meshsim

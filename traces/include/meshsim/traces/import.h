@@ -105,6 +105,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -131,8 +132,35 @@ struct MeasuredOp {
   int64_t events = 0;
 };
 
+// The ATen GEMM operators meshsim costs from their shapes, and where their two matrix operands
+// sit in the operator's inputs (addmm and baddbmm take the added tensor first; _scaled_mm's
+// scales follow its operands): what the Kineto reader keeps the dims of (kineto.h), the replay
+// costs (validation/trace_replay.h) and the PyTorch importer measures (MeasuredGemm).
+struct GemmOperator {
+  std::string_view name;
+  size_t lhs;    // the input that is the left operand; the right one is the next input
+  bool batched;  // operands [batch, rows, cols] (bmm, baddbmm); [rows, cols] otherwise
+  bool fp8;      // FP8 operands with their scales (torch._scaled_mm)
+};
+inline constexpr std::array<GemmOperator, 5> kGemmOperators{{{"aten::mm", 0, false, false},
+                                                             {"aten::addmm", 1, false, false},
+                                                             {"aten::bmm", 0, true, false},
+                                                             {"aten::baddbmm", 1, true, false},
+                                                             {"aten::_scaled_mm", 0, false, true}}};
+
+// The GEMM operator called `name`, or nullptr.
+constexpr const GemmOperator* gemm_operator(std::string_view name) {
+  for (const GemmOperator& g : kGemmOperators) {
+    if (name == g.name) {
+      return &g;
+    }
+  }
+  return nullptr;
+}
+
 // A GEMM whose shape the trace records, with the time it took. PyTorch: the innermost GEMM
-// operators (aten::mm, aten::addmm, aten::bmm, aten::baddbmm) with their "Input Dims" (the
+// operators of 16 or 32 bits (aten::mm, aten::addmm, aten::bmm, aten::baddbmm: kGemmOperators
+// but the FP8 one, as a MeasuredGemm holds no dtype) with their "Input Dims" (the
 // profiler's record_shapes): on the host their own duration, on GPUs the summed durations of the
 // kernels they launched. Its class is the op class of the range it ran in (matmul outside any, so
 // attention's batched GEMMs are attention). The shape is [m, k] x [k, n], `batch` times.

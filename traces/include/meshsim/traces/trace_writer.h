@@ -56,6 +56,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "meshsim/sim/simulation.h"
 #include "meshsim/traces/trace_content.h"
@@ -81,6 +82,10 @@ class TraceWriter {
   // Manual feed (TraceFeed::kManual): records in the order the engine would emit them (see
   // src/trace_builder.h); the ops must belong to `sim`'s programs.
   void record_op(const OpRecord& record);
+  // Manual feed of a whole timeline in any order (ops of several runs merged, say): `records`
+  // sorted into an order of completion, by end time, then rank, then op (a stable sort), and
+  // recorded.
+  void record_ops(std::vector<OpRecord> records);
   void record_memory(const MemoryRecord& record);
 
   // A sample on the cluster counter track `track`, created on first use under the "cluster"
