@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "meshsim/sim/error.h"
+#include "meshsim/validation/published_facts.h"
 #include "meshsim/validation/published_flops.h"
 #include "meshsim/workloads/training_memory.h"
 #include "validation_test_util.h"
@@ -365,10 +366,34 @@ TEST(PublishedMap, RefusesWhatItCannotExpressAndSaysWhy) {
   EXPECT_THAT(reason("mlm-readme-h100-strong-177B-96xH100"),
               HasSubstr("the parallel layout (tp, pp, dp) is not stated"));
   EXPECT_THAT(reason("nemo-longseq-llama3-8b-8k-8xB200"), HasSubstr("do not multiply"));
-  // 64 sequences over dp 8 leave the micro-batch open; 4 over dp 4 leave one per rank, so the
-  // micro-batch is 1 and what stops the run is its metric.
-  EXPECT_THAT(reason("nemo-longseq-llama2-7b-64k-64xH100"), HasSubstr("micro-batch size"));
-  EXPECT_THAT(reason("nemo-longseq-llama2-7b-1024k-1024xH100"), HasSubstr("FLOP convention"));
+  // Without the source's micro-batch, 64 sequences over dp 8 leave it open.
+  PublishedFacts no_launcher = PublishedFacts::builtin();
+  std::erase_if(no_launcher.source_facts, [](const SourceFact& f) {
+    return f.set.micro_batch && f.source.find("NeMo-Framework-Launcher") != std::string::npos;
+  });
+  const PublishedMapping open =
+      map_published_run(run(dev_set(), "nemo-longseq-llama2-7b-64k-64xH100"), cat, no_launcher);
+  ASSERT_TRUE(std::holds_alternative<NotExpressible>(open));
+  EXPECT_THAT(std::get<NotExpressible>(open).reason, HasSubstr("micro-batch size"));
+}
+
+// NeMo's performance tables count TFLOP/s with nemo/utils/flops_formulas.py; for Llama 2 that is
+// gbs s L h^2 (12 + 12 g/a + 18 f/h + 12 s/h + 6 V / (L h)), written out here, and the step is
+// those FLOPs over the table's TFLOP/s per GPU times the GPUs. The micro-batch is the launcher
+// config's 1.
+TEST(PublishedMap, NemoLongSequenceTablesCountFlopsAsNemoDoes) {
+  const topology::Catalogue cat = topology::Catalogue::builtin();
+  const PublishedRun r = run(dev_set(), "nemo-longseq-llama2-7b-64k-64xH100");
+  const PublishedScenario s = mapped(r, cat);
+  const double gbs = 64, seq = 65536, layers = 32, h = 4096, heads = 32, groups = 32, ffn = 11008,
+               vocab = 32000;
+  const double flops =
+      gbs * seq * layers * h * h *
+      (12 + 12 * groups / heads + 18 * ffn / h + 12 * seq / h + 6 * vocab / (layers * h));
+  EXPECT_NEAR(s.measured_step.seconds(), flops / (574e12 * 64), 1e-9 * s.measured_step.seconds());
+  EXPECT_EQ(s.plan.mbs, 1);
+  EXPECT_EQ(s.plan.cp, 2);
+  EXPECT_THAT(s.conversion, HasSubstr("flops_formulas.py"));
 }
 
 // llm-foundry's FSDP columns: a sharding strategy other than the stated ZeRO stage's, a hybrid

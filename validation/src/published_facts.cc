@@ -232,7 +232,11 @@ FrameworkFact read_framework(JsonObject o) {
   }
   if (o.has("metric_conventions")) {
     for (JsonObject m : o.object_array("metric_conventions")) {
-      f.metric_conventions[non_empty(m, "metric")] = m.choice<FlopConvention>("convention");
+      auto& c = f.metric_conventions[non_empty(m, "metric")];
+      c.convention = m.choice<FlopConvention>("convention");
+      if (m.has("source")) {
+        c.source = non_empty(m, "source");
+      }
       m.finish();
     }
   }

@@ -476,13 +476,14 @@ MeasuredStep measured_step(const RunFacts& rf, const workloads::ModelConfig& m,
     throw Unmappable(fmt::format("metric {} ({}): the source's FLOP convention is not known",
                                  metric, r.measured.unit));
   }
-  switch (convention->second) {
+  switch (convention->second.convention) {
     case FlopConvention::kMegatronCore08: {
       const Flops f = megatron_core_flops(p.gbs, p.seq, m);
+      const std::string& also = convention->second.source;
       return {f / (TFlopsPerSec(v) * devices),
               fmt::format("Megatron-LM's num_floating_point_operations (megatron/training/"
-                          "training.py @ core_r0.8.0): {:.4g} FLOPs / ({} TFLOP/s x {} GPUs)",
-                          f.count(), v, p.world())};
+                          "training.py @ core_r0.8.0{}): {:.4g} FLOPs / ({} TFLOP/s x {} GPUs)",
+                          also.empty() ? "" : "; " + also, f.count(), v, p.world())};
     }
     case FlopConvention::kMegatron2021Eq3: {
       const Flops f =

@@ -138,7 +138,13 @@ struct FrameworkFact {
   };
   std::vector<RecomputeAlias> recompute_aliases;
   std::vector<NotesFlag> notes_flags;
-  std::map<std::string, FlopConvention> metric_conventions;  // by measured metric
+  // How the source counted the FLOPs of a measured metric, and where that count is written (empty
+  // where the convention's name says it).
+  struct MetricConvention {
+    FlopConvention convention = FlopConvention::kMegatronCore08;
+    std::string source;
+  };
+  std::map<std::string, MetricConvention> metric_conventions;  // by measured metric
 };
 
 // The decoder a model entry describes; published_map.cc builds the ModelConfig of each.
