@@ -6,17 +6,13 @@
 #include <functional>
 
 #include "meshsim/sim/error.h"
+#include "thrown.h"
 
 namespace meshsim {
 namespace {
 
 std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "<no error>";
+  return testing::what_thrown<InputError>(f, "<no error>");
 }
 
 TEST(JsonObject, ReadsTypedFields) {
