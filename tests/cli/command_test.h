@@ -10,11 +10,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <source_location>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace meshsim::testing {
 
@@ -42,6 +42,17 @@ inline void expect_no_crash(const CommandResult& r) {
   for (const char* bad : {"internal error", "terminate called", "what():", "Segmentation fault",
                           "Aborted", "AddressSanitizer", "runtime error:", "stack trace"}) {
     EXPECT_THAT(r.output, Not(HasSubstr(bad)));
+  }
+}
+
+// Every one of `phrases` in `text` (a command's output, or a file it wrote): one check each, which
+// names the phrase and the caller's line.
+inline void expect_has_all(const std::string& text, const std::vector<std::string>& phrases,
+                           const std::source_location where = std::source_location::current()) {
+  const ::testing::ScopedTrace trace(where.file_name(), static_cast<int>(where.line()),
+                                     "expect_has_all");
+  for (const std::string& p : phrases) {
+    EXPECT_THAT(text, ::testing::HasSubstr(p));
   }
 }
 
