@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <source_location>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -46,11 +45,11 @@ inline void expect_no_crash(const CommandResult& r) {
 }
 
 // Every one of `phrases` in `text` (a command's output, or a file it wrote): one check each, which
-// names the phrase and the caller's line.
+// names the phrase and the caller's line. (__builtin_FILE and __builtin_LINE, which gcc and clang
+// both have: clang 14 with libstdc++ has no std::source_location.)
 inline void expect_has_all(const std::string& text, const std::vector<std::string>& phrases,
-                           const std::source_location where = std::source_location::current()) {
-  const ::testing::ScopedTrace trace(where.file_name(), static_cast<int>(where.line()),
-                                     "expect_has_all");
+                           const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  const ::testing::ScopedTrace trace(file, line, "expect_has_all");
   for (const std::string& p : phrases) {
     EXPECT_THAT(text, ::testing::HasSubstr(p));
   }
