@@ -10,11 +10,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace meshsim::testing {
 
@@ -42,6 +41,17 @@ inline void expect_no_crash(const CommandResult& r) {
   for (const char* bad : {"internal error", "terminate called", "what():", "Segmentation fault",
                           "Aborted", "AddressSanitizer", "runtime error:", "stack trace"}) {
     EXPECT_THAT(r.output, Not(HasSubstr(bad)));
+  }
+}
+
+// Every one of `phrases` in `text` (a command's output, or a file it wrote): one check each, which
+// names the phrase and the caller's line. (__builtin_FILE and __builtin_LINE, which gcc and clang
+// both have: clang 14 with libstdc++ has no std::source_location.)
+inline void expect_has_all(const std::string& text, const std::vector<std::string>& phrases,
+                           const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  const ::testing::ScopedTrace trace(file, line, "expect_has_all");
+  for (const std::string& p : phrases) {
+    EXPECT_THAT(text, ::testing::HasSubstr(p));
   }
 }
 

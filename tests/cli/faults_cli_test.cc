@@ -4,13 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "command_test.h"
 
 namespace {
 
-using ::testing::HasSubstr;
 using meshsim::testing::CommandResult;
+using meshsim::testing::expect_has_all;
 using meshsim::testing::expect_input_error;
 
 class FaultsCli : public meshsim::testing::CommandTest {
@@ -18,6 +20,20 @@ class FaultsCli : public meshsim::testing::CommandTest {
   nlohmann::json scenario() const {
     return {{"model", "llama3.2-1b"}, {"cluster", "dgx-h100"}, {"nodes", 1}, {"dp", 8},
             {"gbs", 16},              {"seq", 2048}};
+  }
+  // `meshsim run` refuses the scenario with `faults`: exit 2, and the message has every one of
+  // `words`.
+  void expect_faults_refused(const nlohmann::json& faults, const std::vector<std::string>& words) {
+    nlohmann::json s = scenario();
+    s["faults"] = faults;
+    write_json("s.json", s);
+    expect_input_error(meshsim({"run", "s.json", "--no-trace"}), words);
+  }
+  // `meshsim run s.json` refuses `flag` with `value`: exit 2, and the message names the flag and
+  // says `expected`.
+  void expect_flag_refused(const std::string& flag, const std::string& value,
+                           const std::string& expected) {
+    expect_input_error(meshsim({"run", "s.json", "--no-trace", flag, value}), {flag, expected});
   }
 };
 
@@ -30,9 +46,9 @@ TEST_F(FaultsCli, ScenarioBlockSlowsTheStepAndTheReportSaysWhy) {
   write_json("s.json", s);
   const CommandResult r = meshsim({"run", "s.json", "--json", "out.json", "--trace", "t.json"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("the others wait on rank 5"));
-  EXPECT_THAT(r.output, HasSubstr("every rank simulated: the faults make ranks differ"));
-  EXPECT_THAT(r.output, HasSubstr("and the slow ranks"));
+  expect_has_all(r.output,
+                 {"the others wait on rank 5", "every rank simulated: the faults make ranks differ",
+                  "and the slow ranks"});
   const nlohmann::json j = read_json("out.json");
   EXPECT_EQ(j["simulation"]["mode"], "full");
   EXPECT_EQ(j["faults"]["busiest_rank"]["rank"], 5);
@@ -79,27 +95,17 @@ TEST_F(FaultsCli, FlagsReplaceTheBlockAndMatchIt) {
 }
 
 TEST_F(FaultsCli, BadFaultsAreNamedWhereTheyWereGiven) {
-  nlohmann::json s = scenario();
-  s["faults"] = {{"slow_ranks", {{{"rank", 5}, {"factr", 1.5}}}}};
-  write_json("s.json", s);
-  expect_input_error(meshsim({"run", "s.json", "--no-trace"}), {"s.json", "/faults/slow_ranks/0"});
-  s["faults"] = {{"slow_ranks", {{{"rank", 64}, {"factor", 1.5}}}}};
-  write_json("s.json", s);
-  expect_input_error(meshsim({"run", "s.json", "--no-trace"}),
-                     {"s.json", "/faults/slow_ranks/0/rank", "outside the run's 8 ranks"});
-  s["faults"] = {{"degraded_links", {{{"device", 1}, {"link", "wifi"}, {"factor", 0.5}}}}};
-  write_json("s.json", s);
-  expect_input_error(meshsim({"run", "s.json", "--no-trace"}),
-                     {"s.json", "/faults/degraded_links/0/link", "wifi"});
+  expect_faults_refused({{"slow_ranks", {{{"rank", 5}, {"factr", 1.5}}}}},
+                        {"s.json", "/faults/slow_ranks/0"});
+  expect_faults_refused({{"slow_ranks", {{{"rank", 64}, {"factor", 1.5}}}}},
+                        {"s.json", "/faults/slow_ranks/0/rank", "outside the run's 8 ranks"});
+  expect_faults_refused({{"degraded_links", {{{"device", 1}, {"link", "wifi"}, {"factor", 0.5}}}}},
+                        {"s.json", "/faults/degraded_links/0/link", "wifi"});
   write_json("s.json", scenario());
-  expect_input_error(meshsim({"run", "s.json", "--no-trace", "--slow-rank", "5"}),
-                     {"--slow-rank", "RANK:FACTOR"});
-  expect_input_error(meshsim({"run", "s.json", "--no-trace", "--degrade", "1:network:1.5"}),
-                     {"--degrade", "DEVICE:LINK:FACTOR"});
-  expect_input_error(meshsim({"run", "s.json", "--no-trace", "--stragglers", "2:1:1"}),
-                     {"--stragglers", "FRACTION:MIN:MAX"});
-  expect_input_error(meshsim({"run", "s.json", "--no-trace", "--degrade", "9:network:0.5"}),
-                     {"--degrade", "device 9 is outside"});
+  expect_flag_refused("--slow-rank", "5", "RANK:FACTOR");
+  expect_flag_refused("--degrade", "1:network:1.5", "DEVICE:LINK:FACTOR");
+  expect_flag_refused("--stragglers", "2:1:1", "FRACTION:MIN:MAX");
+  expect_flag_refused("--degrade", "9:network:0.5", "device 9 is outside");
 }
 
 // A failed NIC: two nodes, so the data-parallel all-reduce crosses the NICs. The step grows, the
@@ -117,8 +123,8 @@ TEST_F(FaultsCli, FailedNicIsReroutedAndReported) {
   write_json("s.json", s);
   const CommandResult r = meshsim({"run", "s.json", "--json", "out.json", "--trace", "t.json"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("1 link down, rerouted"));
-  EXPECT_THAT(r.output, HasSubstr("device 0 network down: rerouted over NVLink to devices 1, 2"));
+  expect_has_all(r.output, {"1 link down, rerouted",
+                            "device 0 network down: rerouted over NVLink to devices 1, 2"});
   const nlohmann::json j = read_json("out.json");
   EXPECT_GT(j["step_time_s"].get<double>(), read_json("n.out.json")["step_time_s"].get<double>());
   EXPECT_EQ(j["faults"]["failed_links"], 1);
@@ -152,25 +158,17 @@ TEST_F(FaultsCli, FaultsApplyToTheSearchedPlan) {
       meshsim({"run", "--model", "llama3.2-1b", "--nodes", "2", "--no-trace", "--fail",
                "0:network", "--slow-rank", "3:1.5"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("no plan given"));
-  EXPECT_THAT(r.output, HasSubstr("1 slow rank, up to x1.50; 1 link down, rerouted"));
+  expect_has_all(r.output, {"no plan given", "1 slow rank, up to x1.50; 1 link down, rerouted"});
 }
 
 TEST_F(FaultsCli, UnroutableFailuresAreRefusedWhereTheyWereGiven) {
-  nlohmann::json s = scenario();
-  s["faults"] = {{"failed_links", {{{"device", 3}, {"link", "nvlink"}}}}};
-  write_json("s.json", s);
-  expect_input_error(meshsim({"run", "s.json", "--no-trace"}),
-                     {"s.json", "/faults/failed_links/0/device", "no route is left"});
-  s["faults"] = {{"failed_links", {{{"device", 3}, {"link", "ici"}, {"direction", "w+"}}}}};
-  write_json("s.json", s);
-  expect_input_error(meshsim({"run", "s.json", "--no-trace"}),
-                     {"s.json", "/faults/failed_links/0/direction", "x+, x-"});
+  expect_faults_refused({{"failed_links", {{{"device", 3}, {"link", "nvlink"}}}}},
+                        {"s.json", "/faults/failed_links/0/device", "no route is left"});
+  expect_faults_refused({{"failed_links", {{{"device", 3}, {"link", "ici"}, {"direction", "w+"}}}}},
+                        {"s.json", "/faults/failed_links/0/direction", "x+, x-"});
   write_json("s.json", scenario());
-  expect_input_error(meshsim({"run", "s.json", "--no-trace", "--fail", "3:nvlink"}),
-                     {"--fail", "only path to the other GPUs"});
-  expect_input_error(meshsim({"run", "s.json", "--no-trace", "--fail", "3"}),
-                     {"--fail", "DEVICE:LINK[:WHICH]"});
+  expect_flag_refused("--fail", "3:nvlink", "only path to the other GPUs");
+  expect_flag_refused("--fail", "3", "DEVICE:LINK[:WHICH]");
 }
 
 }  // namespace

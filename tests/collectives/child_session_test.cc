@@ -2,7 +2,6 @@
 // replies in order, errors and deaths reported with what the child said, no descriptor leaked,
 // chatty children not blocked.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,6 +9,7 @@
 #include <stdexcept>
 
 #include "meshsim/sim/error.h"
+#include "thrown.h"
 
 // The network's private layer, tested on its own (tests may include module internals).
 #include "../../collectives/src/child_session.h"
@@ -70,14 +70,10 @@ TEST(ChildSession, AChildThatDiesIsReportedWithItsOutput) {
     std::fflush(stderr);
     ::_exit(3);
   });
-  try {
-    s.call({1});
-    FAIL() << "expected an InternalError";
-  } catch (const InternalError& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("exited with status 3"), std::string::npos) << what;
-    EXPECT_NE(what.find("assertion failed"), std::string::npos) << what;
-  }
+  const std::string what = meshsim::testing::what_thrown<InternalError>(
+      [&] { s.call({1}); }, "no InternalError: the call returned");
+  EXPECT_NE(what.find("exited with status 3"), std::string::npos) << what;
+  EXPECT_NE(what.find("assertion failed"), std::string::npos) << what;
 }
 
 TEST(ChildSession, MuchOutputDoesNotBlockTheChild) {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "../sim/test_models.h"
 #include "meshsim/sim/analysis.h"
 #include "meshsim/sim/simulation.h"
 
@@ -39,14 +40,7 @@ double hidden_fraction(double comm_ms, double compute_ms) {
   ar.stream = 1;
   ar.work = CollectiveWork{CollectiveKind::kAllReduce, MB(1), 0};
   p.add(std::move(ar));
-  const auto prog = sim.add_program(std::move(p));
-  const GroupId g = sim.add_group({RankId(0), RankId(1)});
-  sim.add_rank(prog, {g}, {});
-  sim.add_rank(prog, {g}, {});
-  Timeline tl;
-  sim.record_into(tl);
-  const RunResult r = sim.run();
-  const RankBreakdown b = analyze(tl, sim, r.end)[0];
+  const RankBreakdown b = testing::run_on_two_ranks(sim, std::move(p)).first;
   return 1.0 - b.exposed_comm / b.comm;
 }
 

@@ -280,6 +280,23 @@ TEST(Layout, TensorGroupsInsideNodesDataGroupsAcrossThem) {
   }
 }
 
+// Representative mode (one simulated rank per class) plans fewer ranks than full simulation and
+// ends the step at the same time: exactly, or within 1 ns on SimGrid, whose clock is in double
+// seconds.
+void expect_representative_equals_full(
+    const std::string& model, const ParallelPlan& p,
+    const std::optional<scenario::CommOptions>& network = std::nullopt,
+    const topology::FabricOverrides& fabric = {}) {
+  const Outcome rep = simulate(model, p, SimulationMode::kRepresentative, network, fabric);
+  const Outcome full = simulate(model, p, SimulationMode::kFull, network, fabric);
+  EXPECT_LT(rep.plan.ranks.size(), full.plan.ranks.size());
+  if (network && network->backend == collectives::NetworkBackend::kSimGrid) {
+    EXPECT_NEAR(rep.run.end.seconds(), full.run.end.seconds(), 1e-9);
+  } else {
+    EXPECT_EQ(rep.run.end, full.run.end);
+  }
+}
+
 // Symmetric inputs: simulating one representative per (stage, CP index) gives the same step as
 // simulating every rank.
 TEST(Symmetry, RepresentativeEqualsFullSimulation) {
@@ -295,10 +312,8 @@ TEST(Symmetry, RepresentativeEqualsFullSimulation) {
                 : 1;
     p.sp = true;
     p.zero = workloads::ZeroStage::kOptimizerStates;
-    const Outcome rep = simulate("llama3.2-1b", p, SimulationMode::kRepresentative);
-    const Outcome full = simulate("llama3.2-1b", p, SimulationMode::kFull);
-    EXPECT_LT(rep.plan.ranks.size(), full.plan.ranks.size());
-    EXPECT_EQ(rep.run.end, full.run.end) << to_string(schedule);
+    SCOPED_TRACE(to_string(schedule));
+    expect_representative_equals_full("llama3.2-1b", p);
   }
 }
 
@@ -323,16 +338,11 @@ TEST(Symmetry, RepresentativeEqualsFullOnTheSharedNetwork) {
   using collectives::NetworkBackend;
   for (const NetworkBackend backend : {NetworkBackend::kAnalytical, NetworkBackend::kSimGrid}) {
     for (const auto& fabric : {topology::FabricOverrides{}, thin}) {
+      SCOPED_TRACE(fmt::format("{} network, oversubscription {}", to_string(backend),
+                               fabric.oversubscription.value_or(1.0)));
       scenario::CommOptions o;
       o.backend = backend;
-      const Outcome rep = simulate("llama3.2-1b", p, SimulationMode::kRepresentative, o, fabric);
-      const Outcome full = simulate("llama3.2-1b", p, SimulationMode::kFull, o, fabric);
-      EXPECT_LT(rep.plan.ranks.size(), full.plan.ranks.size());
-      if (backend == NetworkBackend::kAnalytical) {
-        EXPECT_EQ(rep.run.end, full.run.end);
-      } else {  // SimGrid's clock is in double seconds
-        EXPECT_NEAR(rep.run.end.seconds(), full.run.end.seconds(), 1e-9);
-      }
+      expect_representative_equals_full("llama3.2-1b", p, o, fabric);
     }
   }
 }
@@ -349,11 +359,7 @@ TEST(Symmetry, FlexDispatcherRepresentativeEqualsFull) {
   p.seq = 1024;
   p.moe_dispatcher = workloads::MoeDispatcher::kFlex;
   p.node_ranks = 8;
-  const scenario::CommOptions o;
-  const Outcome rep = simulate("mixtral-8x7b", p, SimulationMode::kRepresentative, o);
-  const Outcome full = simulate("mixtral-8x7b", p, SimulationMode::kFull, o);
-  EXPECT_LT(rep.plan.ranks.size(), full.plan.ranks.size());
-  EXPECT_EQ(rep.run.end, full.run.end);
+  expect_representative_equals_full("mixtral-8x7b", p, scenario::CommOptions{});
 }
 
 TEST(Symmetry, ContextParallelRingRepresentativeEqualsFull) {
@@ -363,9 +369,7 @@ TEST(Symmetry, ContextParallelRingRepresentativeEqualsFull) {
   p.dp = 2;
   p.gbs = 4;
   p.seq = 2048;
-  const Outcome rep = simulate("llama3.2-1b", p, SimulationMode::kRepresentative);
-  const Outcome full = simulate("llama3.2-1b", p, SimulationMode::kFull);
-  EXPECT_EQ(rep.run.end, full.run.end);
+  expect_representative_equals_full("llama3.2-1b", p);
 }
 
 // The library's error names the plan field and what was expected, never a flag: "tp: ...".

@@ -9,9 +9,11 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/units.h"
+#include "thrown.h"
 
 namespace meshsim {
 namespace {
@@ -22,12 +24,7 @@ constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
 template <typename F>
 std::string limit_error(F&& f) {
-  try {
-    f();
-  } catch (const LimitError& e) {
-    return e.what();
-  }
-  return "<no LimitError>";
+  return testing::what_thrown<LimitError>(std::forward<F>(f), "<no LimitError>");
 }
 
 TEST(Checked, ExactResultsWithinRange) {

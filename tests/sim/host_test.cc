@@ -1,19 +1,20 @@
 // The host model of the engine (simulation.h): one host thread per rank issues the program's ops
 // in order, each after its Op::host; ops start no earlier than they are issued; syncs stop the
 // host until the device catches up.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/simulation.h"
 #include "test_models.h"
+#include "thrown.h"
 
 namespace meshsim {
 namespace {
 
 using testing::collective_op;
 using testing::compute_op;
-using testing::PsCommModel;
-using testing::PsComputeModel;
+using testing::PsSimulation;
 
 Op with_host(Op op, int64_t host_ps, HostSync sync = HostSync::kNone) {
   op.host = Duration::from_ps(host_ps);
@@ -27,9 +28,7 @@ struct HostRun {
 };
 
 HostRun run_one(Program p) {
-  PsComputeModel cm;
-  PsCommModel nm;
-  Simulation sim(cm, nm);
+  PsSimulation sim;
   sim.add_rank(sim.add_program(std::move(p)), {}, {});
   HostRun r;
   sim.record_into(r.timeline);
@@ -137,9 +136,7 @@ TEST(HostModel, DeviceSyncWaitsForEverythingIssued) {
 // A collective is issued like any op: both ranks reach it when their hosts have issued it, so the
 // slower host decides when it starts.
 TEST(HostModel, CollectiveStartsWhenTheSlowestHostIssuedIt) {
-  PsComputeModel cm;
-  PsCommModel nm;
-  Simulation sim(cm, nm);
+  PsSimulation sim;
   Program fast;
   fast.add(with_host(collective_op("ar", 8), 100));
   Program slow;
@@ -158,9 +155,7 @@ TEST(HostModel, CollectiveStartsWhenTheSlowestHostIssuedIt) {
 // Two hosts that each wait for a receive whose send the other has not issued yet (both blocking
 // receives first): the engine reports the stuck hosts instead of hanging.
 TEST(HostModel, StuckHostsAreReportedNotHungOn) {
-  PsComputeModel cm;
-  PsCommModel nm;
-  Simulation sim(cm, nm);
+  PsSimulation sim;
   auto program = [] {
     Program p;
     p.add(with_host(testing::peer_op("recv", false, 8, 0, 1), 10, HostSync::kWaitOp));
@@ -170,13 +165,9 @@ TEST(HostModel, StuckHostsAreReportedNotHungOn) {
   const ProgramIndex prog = sim.add_program(program());
   sim.add_rank(prog, {}, {RankId(1)});
   sim.add_rank(prog, {}, {RankId(0)});
-  try {
-    sim.run();
-    FAIL() << "expected the stuck hosts to be reported";
-  } catch (const InternalError& e) {
-    EXPECT_NE(std::string(e.what()).find("host waits after 'recv'"), std::string::npos)
-        << e.what();
-  }
+  EXPECT_THAT(testing::what_thrown<InternalError>(
+                  [&] { sim.run(); }, "expected the stuck hosts to be reported, and the run ended"),
+              ::testing::HasSubstr("host waits after 'recv'"));
 }
 
 TEST(HostModel, NegativeOrHugeHostTimeIsRefused) {

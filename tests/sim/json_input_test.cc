@@ -6,17 +6,13 @@
 #include <functional>
 
 #include "meshsim/sim/error.h"
+#include "thrown.h"
 
 namespace meshsim {
 namespace {
 
 std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "<no error>";
+  return testing::what_thrown<InputError>(f, "<no error>");
 }
 
 TEST(JsonObject, ReadsTypedFields) {
@@ -35,33 +31,31 @@ TEST(JsonObject, ReadsTypedFields) {
 TEST(JsonObject, ErrorsNameFileFieldAndExpectation) {
   const auto j = nlohmann::json::parse(
       R"({"layers": -3, "links": [{"bandwidth": "10 Gbsp"}], "name": 5, "extra": 1})");
-  EXPECT_EQ(error_of([&] {
-              JsonObject o(j, "m.json");
-              o.positive_integer("layers");
-            }),
+  // The error of reading `j` as `file` with `read`.
+  const auto reading = [&](const char* file, const std::function<void(JsonObject&)>& read) {
+    return error_of([&] {
+      JsonObject o(j, file);
+      read(o);
+    });
+  };
+  EXPECT_EQ(reading("m.json", [](JsonObject& o) { o.positive_integer("layers"); }),
             "m.json: /layers: expected a positive integer, got -3");
-  EXPECT_NE(error_of([&] {
-              JsonObject o(j, "cluster.json");
-              o.object_array("links")[0].bandwidth("bandwidth");
-            }).find("cluster.json: /links/0/bandwidth: \"10 Gbsp\": unknown unit \"Gbsp\""),
+  EXPECT_NE(reading("cluster.json",
+                    [](JsonObject& o) { o.object_array("links")[0].bandwidth("bandwidth"); })
+                .find("cluster.json: /links/0/bandwidth: \"10 Gbsp\": unknown unit \"Gbsp\""),
             std::string::npos);
-  EXPECT_EQ(error_of([&] {
-              JsonObject o(j, "m.json");
-              o.string("name");
-            }),
+  EXPECT_EQ(reading("m.json", [](JsonObject& o) { o.string("name"); }),
             "m.json: /name: expected a string, got 5");
-  EXPECT_EQ(error_of([&] {
-              JsonObject o(j, "m.json");
-              o.string("missing");
-            }),
+  EXPECT_EQ(reading("m.json", [](JsonObject& o) { o.string("missing"); }),
             "m.json: /missing: required field is missing");
-  EXPECT_NE(error_of([&] {
-              JsonObject o(j, "m.json");
-              o.ignore("layers");
-              o.ignore("links");
-              o.ignore("name");
-              o.finish();
-            }).find("m.json: /extra: unknown field"),
+  EXPECT_NE(reading("m.json",
+                    [](JsonObject& o) {
+                      o.ignore("layers");
+                      o.ignore("links");
+                      o.ignore("name");
+                      o.finish();
+                    })
+                .find("m.json: /extra: unknown field"),
             std::string::npos);
 }
 

@@ -1,6 +1,7 @@
 #include "meshsim/sim/simulation.h"
 
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "meshsim/sim/heterogeneity.h"
 #include "meshsim/sim/rng.h"
 #include "test_models.h"
+#include "thrown.h"
 
 namespace meshsim {
 namespace {
@@ -21,6 +23,7 @@ using testing::compute_op;
 using testing::peer_op;
 using testing::PsCommModel;
 using testing::PsComputeModel;
+using testing::PsSimulation;
 
 TEST(Program, RejectsBackwardDependencies) {
   Program p;
@@ -33,9 +36,7 @@ TEST(Program, RejectsBackwardDependencies) {
 
 // One rank, a chain on the compute stream: ops run back to back.
 TEST(Simulation, ChainRunsBackToBack) {
-  PsComputeModel cm;
-  PsCommModel nm;
-  Simulation sim(cm, nm);
+  PsSimulation sim;
   Program p;
   const OpId a = p.add(compute_op("a", 10));
   const OpId b = p.add(compute_op("b", 20));
@@ -52,9 +53,7 @@ TEST(Simulation, ChainRunsBackToBack) {
 
 // Ops on one stream serialize in program order even without a dependency.
 TEST(Simulation, StreamIsInOrder) {
-  PsComputeModel cm;
-  PsCommModel nm;
-  Simulation sim(cm, nm);
+  PsSimulation sim;
   Program p;
   p.add(compute_op("a", 10));
   p.add(compute_op("b", 5));
@@ -66,23 +65,10 @@ TEST(Simulation, StreamIsInOrder) {
   EXPECT_EQ(tl.ops[1].start.ps(), 10);
 }
 
-// Runs `p` on two ranks bound to one group (slot 0); rank 0's breakdown and the step's end.
+// Runs `p` on two ranks of one group over the picosecond models.
 std::pair<RankBreakdown, SimTime> run_on_two_ranks(Program p) {
-  PsComputeModel cm;
-  PsCommModel nm;
-  Simulation sim(cm, nm);
-  const auto prog = sim.add_program(std::move(p));
-  const GroupId grp = sim.add_group({RankId(0), RankId(1)});
-  sim.add_rank(prog, {grp}, {});
-  sim.add_rank(prog, {grp}, {});
-  Timeline tl;
-  sim.record_into(tl);
-  const RunResult r = sim.run();
-  const std::vector<RankBreakdown> offline = analyze(tl, sim, r.end);
-  // Issue 16: the engine's online breakdown equals the analysis of the recorded timeline.
-  EXPECT_EQ(r.ranks[0].breakdown, offline[0]);
-  EXPECT_EQ(r.ranks[1].breakdown, offline[1]);
-  return {offline.front(), r.end};
+  PsSimulation sim;
+  return testing::run_on_two_ranks(sim, std::move(p));
 }
 
 // A communication op on its own stream overlaps independent compute.
@@ -183,9 +169,7 @@ TEST(Analysis, ManyCategoriesOnlineAndOffline) {
 
 // A collective starts only when the last member arrives; everyone ends together.
 TEST(Simulation, CollectiveRendezvous) {
-  PsComputeModel cm;
-  PsCommModel nm;
-  Simulation sim(cm, nm);
+  PsSimulation sim;
   const GroupId grp = sim.add_group({RankId(0), RankId(1), RankId(2)});
   for (int i = 0; i < 3; ++i) {
     Program p;
@@ -208,13 +192,11 @@ TEST(Simulation, CollectiveRendezvous) {
     }
   }
   EXPECT_EQ(collectives, 3);
-  EXPECT_EQ(nm.collective_calls, 1);  // one question per collective, not per rank
+  EXPECT_EQ(sim.nm.collective_calls, 1);  // one question per collective, not per rank
 }
 
 TEST(Simulation, SendMatchesReceive) {
-  PsComputeModel cm;
-  PsCommModel nm;
-  Simulation sim(cm, nm);
+  PsSimulation sim;
   Program sender;
   const OpId c = sender.add(compute_op("fwd", 100));
   const OpId s = sender.add(peer_op("send", true, 7));
@@ -231,9 +213,7 @@ TEST(Simulation, SendMatchesReceive) {
 }
 
 TEST(Simulation, MissingMemberIsReportedNotHung) {
-  PsComputeModel cm;
-  PsCommModel nm;
-  Simulation sim(cm, nm);
+  PsSimulation sim;
   const GroupId grp = sim.add_group({RankId(0), RankId(1)});
   Program waits;
   waits.add(collective_op("ar", 4));
@@ -241,19 +221,13 @@ TEST(Simulation, MissingMemberIsReportedNotHung) {
   skips.add(compute_op("c", 1));
   sim.add_rank(sim.add_program(std::move(waits)), {grp}, {});
   sim.add_rank(sim.add_program(std::move(skips)), {grp}, {});
-  try {
-    sim.run();
-    FAIL() << "expected a deadlock report";
-  } catch (const InternalError& e) {
-    EXPECT_NE(std::string(e.what()).find("rank 0 stream 1 waits in 'ar'"), std::string::npos)
-        << e.what();
-  }
+  EXPECT_THAT(testing::what_thrown<InternalError>([&] { sim.run(); },
+                                                  "expected a deadlock report, and the run ended"),
+              ::testing::HasSubstr("rank 0 stream 1 waits in 'ar'"));
 }
 
 TEST(Simulation, MemoryLedgerTracksPeakAndBreakdown) {
-  PsComputeModel cm;
-  PsCommModel nm;
-  Simulation sim(cm, nm);
+  PsSimulation sim;
   Program p;
   p.set_initial_memory(MemoryCategory::kWeights, Bytes::of(1000));
   Op fwd = compute_op("fwd", 10);
@@ -279,9 +253,7 @@ TEST(Simulation, MemoryLedgerTracksPeakAndBreakdown) {
 
 // Builds a small DP-like scenario; used twice to check determinism.
 Timeline run_scenario(int ranks) {
-  PsComputeModel cm;
-  PsCommModel nm;
-  Simulation sim(cm, nm);
+  PsSimulation sim;
   std::vector<RankId> members;
   for (int i = 0; i < ranks; ++i) {
     members.emplace_back(static_cast<uint32_t>(i));
@@ -363,9 +335,7 @@ TEST(Simulation, RepresentativeMatchesFullSimulation) {
 }
 
 TEST(Simulation, MatchIdsTieCollectiveMembersAndSendReceivePairs) {
-  testing::PsComputeModel cm;
-  testing::PsCommModel nm;
-  Simulation sim(cm, nm);
+  testing::PsSimulation sim;
   const GroupId g = sim.add_group({RankId(0), RankId(1)});
   Program a;
   a.add(testing::collective_op("ar", 3));
@@ -399,9 +369,7 @@ namespace {
 // 50 ps. Returns the step's end; `slow` slows one rank.
 int64_t synchronous_step(std::optional<std::pair<uint32_t, double>> slow, double jitter_cv = 0,
                          uint64_t seed = 0) {
-  PsComputeModel cm;
-  PsCommModel nm;
-  Simulation sim(cm, nm);
+  PsSimulation sim;
   Program p;
   const OpId a = p.add(compute_op("fwd-bwd", 100));
   const OpId ar = p.add(collective_op("allreduce", 1));

@@ -3,16 +3,18 @@
 // -> import gives the same step time and the same bytes; a real trace of Chakra's own tests
 // simulates within the bounds its measured times set; programs that wait on each other forever
 // are the input's error.
+#include "meshsim/studies/chakra_run.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "meshsim/sim/error.h"
-#include "meshsim/studies/chakra_run.h"
 #include "meshsim/scenario/scenario.h"
 #include "meshsim/scenario/step.h"
+#include "meshsim/sim/error.h"
+#include "scenario_from_json.h"
 #include "temp_file.h"
 
 namespace meshsim::studies {
@@ -25,12 +27,16 @@ namespace fs = std::filesystem;
 Scenario scenario() {
   // Tensor, pipeline and data parallelism on 8 GPUs: all-reduces and all-gathers, pipeline sends
   // and receives, several streams.
-  const nlohmann::json doc = {{"model", "llama3.2-1b"}, {"cluster", "dgx-h100"}, {"nodes", 1},
-                              {"tp", 2},  {"pp", 2},  {"dp", 2},  {"mbs", 1},
-                              {"gbs", 8}, {"seq", 1024}, {"zero", 1}};
-  Scenario s = apply_scenario_json(doc, "s.json", "", Scenario{});
-  complete(s);
-  return s;
+  return testing::scenario_from_json({{"model", "llama3.2-1b"},
+                                      {"cluster", "dgx-h100"},
+                                      {"nodes", 1},
+                                      {"tp", 2},
+                                      {"pp", 2},
+                                      {"dp", 2},
+                                      {"mbs", 1},
+                                      {"gbs", 8},
+                                      {"seq", 1024},
+                                      {"zero", 1}});
 }
 
 std::string read(const fs::path& p) {

@@ -7,6 +7,7 @@
 
 #include "meshsim/scenario/scenario.h"
 #include "meshsim/scenario/step.h"
+#include "scenario_from_json.h"
 
 namespace meshsim::studies {
 
@@ -23,9 +24,7 @@ Scenario scenario(const nlohmann::json& extra) {
   if (doc["cluster"] != "dgx-h100") {
     doc.erase("nodes");  // a TPU slice takes its preset's shape
   }
-  Scenario s = apply_scenario_json(doc, "s.json", "", Scenario{});
-  complete(s);
-  return s;
+  return testing::scenario_from_json(doc);
 }
 
 StepReport run(const nlohmann::json& extra) {

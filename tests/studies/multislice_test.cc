@@ -7,6 +7,7 @@
 
 #include "meshsim/scenario/scenario.h"
 #include "meshsim/topology/network.h"
+#include "scenario_from_json.h"
 
 namespace meshsim::studies {
 
@@ -17,13 +18,14 @@ using topology::LinkKind;
 using topology::Network;
 
 Scenario two_v5p_cubes(const nlohmann::json& extra) {
-  nlohmann::json doc = {{"model", "llama3-8b"}, {"cluster", "tpu-v5p"}, {"shape", "4x4x4"},
-                        {"slices", 2},          {"dp", 128},           {"zero", 3},
-                        {"gbs", 128}};
-  doc.update(extra);
-  Scenario s = apply_scenario_json(doc, "s.json", "", Scenario{});
-  complete(s);
-  return s;
+  return testing::scenario_from_json({{"model", "llama3-8b"},
+                                      {"cluster", "tpu-v5p"},
+                                      {"shape", "4x4x4"},
+                                      {"slices", 2},
+                                      {"dp", 128},
+                                      {"zero", 3},
+                                      {"gbs", 128}},
+                                     extra);
 }
 
 // Whether the route from device a to device b takes a DCN link.
@@ -103,20 +105,18 @@ TEST(ScenarioCluster, NodesAreCheckedWithTheFabricKnobs) {
   // Non-blocking, 3 tiers (the most the network model builds) attach 65,536 NICs: the knob that
   // attaches them is the oversubscription, with the tiers given or grown to 3 (issue 40).
   doc["oversubscription"] = 1;
-  s = apply_scenario_json(doc, "s.json", "", Scenario{});
-  try {
-    load_cluster(s);
-    ADD_FAILURE() << "98,304 NICs on a non-blocking 3-tier tree accepted";
-  } catch (const topology::FabricError& e) {
-    EXPECT_EQ(e.field(), topology::FabricField::kOversubscription);
-  }
-  doc.erase("tiers");
-  s = apply_scenario_json(doc, "s.json", "", Scenario{});
-  try {
-    load_cluster(s);
-    ADD_FAILURE() << "98,304 NICs on a non-blocking tree accepted";
-  } catch (const topology::FabricError& e) {
-    EXPECT_EQ(e.field(), topology::FabricField::kOversubscription);
+  for (const bool tiers_given : {true, false}) {
+    SCOPED_TRACE(tiers_given ? "3 tiers given" : "tiers grown to 3");
+    if (!tiers_given) {
+      doc.erase("tiers");
+    }
+    s = apply_scenario_json(doc, "s.json", "", Scenario{});
+    try {
+      load_cluster(s);
+      ADD_FAILURE() << "98,304 NICs on a non-blocking tree accepted";
+    } catch (const topology::FabricError& e) {
+      EXPECT_EQ(e.field(), topology::FabricField::kOversubscription);
+    }
   }
 }
 

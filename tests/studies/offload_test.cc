@@ -10,6 +10,7 @@
 #include "meshsim/studies/plan_search.h"
 #include "meshsim/workloads/model.h"
 #include "meshsim/workloads/partition.h"
+#include "scenario_from_json.h"
 
 namespace meshsim::studies {
 
@@ -17,15 +18,15 @@ using namespace meshsim::scenario;  // the step these studies run
 namespace {
 
 Scenario scenario(const nlohmann::json& extra) {
-  nlohmann::json doc = {{"model", "llama3-8b"}, {"cluster", "dgx-h100"}, {"nodes", 1},
-                        {"dp", 8},              {"mbs", 2},            {"gbs", 16},
-                        {"seq", 8192},          {"zero", 3}};
-  if (!extra.is_null()) {
-    doc.update(extra);
-  }
-  Scenario s = apply_scenario_json(doc, "s.json", "", Scenario{});
-  complete(s);
-  return s;
+  return testing::scenario_from_json({{"model", "llama3-8b"},
+                                      {"cluster", "dgx-h100"},
+                                      {"nodes", 1},
+                                      {"dp", 8},
+                                      {"mbs", 2},
+                                      {"gbs", 16},
+                                      {"seq", 8192},
+                                      {"zero", 3}},
+                                     extra);
 }
 
 // Simulated even where the memory precheck would stop it: the plan without offloading needs
@@ -136,11 +137,15 @@ TEST(Offload, RefusesWhatCannotOffload) {
   EXPECT_EQ(error_field({{"offload_layers", 4}, {"recompute", "selective"}}),
             PlanField::kOffloadLayers);
   EXPECT_NO_THROW((void)load_and_check(scenario({{"offload_layers", 31}})));
-  const nlohmann::json doc = {{"model", "llama3-8b"}, {"cluster", "tpu-v5p"}, {"shape", "2x2x2"},
-                             {"dp", 8},  {"mbs", 2},  {"gbs", 16},  {"seq", 8192},
-                             {"recompute", "none"}, {"offload_layers", 4}};
-  Scenario tpu = apply_scenario_json(doc, "s.json", "", Scenario{});
-  complete(tpu);
+  const Scenario tpu = testing::scenario_from_json({{"model", "llama3-8b"},
+                                                    {"cluster", "tpu-v5p"},
+                                                    {"shape", "2x2x2"},
+                                                    {"dp", 8},
+                                                    {"mbs", 2},
+                                                    {"gbs", 16},
+                                                    {"seq", 8192},
+                                                    {"recompute", "none"},
+                                                    {"offload_layers", 4}});
   try {
     (void)load_and_check(tpu);
     ADD_FAILURE() << "a TPU offloaded";

@@ -8,17 +8,14 @@
 
 #include "meshsim/scenario/scenario.h"
 #include "meshsim/scenario/step.h"
+#include "scenario_from_json.h"
 
 namespace meshsim::studies {
 
 using namespace meshsim::scenario;  // the step these studies run
 namespace {
 
-Scenario scenario(const nlohmann::json& doc) {
-  Scenario s = apply_scenario_json(doc, "s.json", "", Scenario{});
-  complete(s);
-  return s;
-}
+using testing::scenario_from_json;
 
 StepReport run(const Scenario& s, bool full) {
   StepOptions options;
@@ -28,10 +25,17 @@ StepReport run(const Scenario& s, bool full) {
 
 TEST(RepresentativeTorus, TpGroupSimulatedWholeMatchesFullSimulation) {
   // TP along one axis of a 4x4x8 v5p slice, FSDP over the other two, sequence parallel.
-  const Scenario s = scenario({{"model", "llama3-8b"}, {"cluster", "tpu-v5p"}, {"shape", "4x4x8"},
-                               {"tp", 8},             {"sp", true},          {"dp", 16},
-                               {"zero", 3},           {"mbs", 4},            {"gbs", 64},
-                               {"seq", 4096},         {"recompute", "full"}});
+  const Scenario s = scenario_from_json({{"model", "llama3-8b"},
+                                         {"cluster", "tpu-v5p"},
+                                         {"shape", "4x4x8"},
+                                         {"tp", 8},
+                                         {"sp", true},
+                                         {"dp", 16},
+                                         {"zero", 3},
+                                         {"mbs", 4},
+                                         {"gbs", 64},
+                                         {"seq", 4096},
+                                         {"recompute", "full"}});
   const StepReport representative = run(s, false);
   const StepReport full = run(s, true);
   EXPECT_EQ(representative.simulation_mode, "representative");
@@ -41,9 +45,14 @@ TEST(RepresentativeTorus, TpGroupSimulatedWholeMatchesFullSimulation) {
 }
 
 TEST(RepresentativeTorus, FatTreeKeepsOneRankPerClass) {
-  const Scenario s = scenario({{"model", "llama3-8b"}, {"cluster", "dgx-h100"}, {"nodes", 4},
-                               {"tp", 8},             {"dp", 4},             {"mbs", 1},
-                               {"gbs", 16},           {"seq", 4096}});
+  const Scenario s = scenario_from_json({{"model", "llama3-8b"},
+                                         {"cluster", "dgx-h100"},
+                                         {"nodes", 4},
+                                         {"tp", 8},
+                                         {"dp", 4},
+                                         {"mbs", 1},
+                                         {"gbs", 16},
+                                         {"seq", 4096}});
   const StepReport representative = run(s, false);
   EXPECT_EQ(representative.simulated_ranks, 1);
   EXPECT_DOUBLE_EQ(representative.step_time.seconds(), run(s, true).step_time.seconds());

@@ -13,6 +13,7 @@
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/json_input.h"
 #include "temp_file.h"
+#include "thrown.h"
 
 namespace meshsim::topology::testing {
 
@@ -32,26 +33,9 @@ inline std::string write_temp(const std::string& name, const nlohmann::json& doc
 }
 
 // Runs `load` and returns the InputError it throws; fails the test if it throws nothing.
-inline InputError capture_input_error(const std::function<void()>& load) {
-  try {
-    load();
-  } catch (const InputError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return InputError("", "", "");
-}
+using ::meshsim::testing::capture_input_error;
 
 // Asserts that the error names the file, the JSON pointer, and what was expected.
-inline void expect_error(const InputError& e, const std::string& file, const std::string& pointer,
-                         const std::string& expectation) {
-  const std::string what = e.what();
-  EXPECT_EQ(e.source(), file) << what;
-  EXPECT_EQ(e.location(), pointer) << what;
-  EXPECT_NE(what.find(file), std::string::npos) << what;
-  EXPECT_NE(what.find(pointer), std::string::npos) << what;
-  EXPECT_NE(e.message().find(expectation), std::string::npos)
-      << "message \"" << e.message() << "\" lacks \"" << expectation << "\"";
-}
+using ::meshsim::testing::expect_error;
 
 }  // namespace meshsim::topology::testing

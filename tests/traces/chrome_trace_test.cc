@@ -118,9 +118,7 @@ TEST(ChromeTrace, ByteIdenticalAcrossRuns) { EXPECT_EQ(json_trace(), json_trace(
 
 // A run without metadata or counters is a valid document.
 TEST(ChromeTrace, MinimalRun) {
-  testing::PsComputeModel cm;
-  testing::PsCommModel nm;
-  Simulation sim(cm, nm);
+  testing::PsSimulation sim;
   Program p;
   p.add(testing::compute_op("only", 1'000'000));
   sim.add_rank(sim.add_program(std::move(p)), {}, {});

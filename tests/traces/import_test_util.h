@@ -10,10 +10,12 @@
 #include <map>
 #include <ostream>
 #include <string>
+#include <utility>
 
 #include "meshsim/sim/error.h"
 #include "meshsim/traces/import.h"
 #include "temp_file.h"
+#include "thrown.h"
 
 namespace meshsim {
 // gtest prints these in picoseconds instead of as raw bytes.
@@ -52,13 +54,7 @@ inline std::string read_file(const std::string& path) {
 // Runs `f` and returns the InputError it throws (fails the test if it throws nothing).
 template <typename F>
 InputError input_error(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected an InputError";
-  return InputError("", "", "");
+  return ::meshsim::testing::capture_input_error(std::forward<F>(f));
 }
 
 }  // namespace meshsim::traces::testing

@@ -1,6 +1,8 @@
 // The streaming Kineto reader (traces/kineto.h), the steps and breakdown of a rank
 // (traces/rank_steps.h): synthetic traces with known answers, hostile inputs, and the committed
 // real traces (validation/traces/multi-gpu/, with their sources).
+#include "meshsim/traces/kineto.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -12,8 +14,8 @@
 #include "kineto_builder.h"
 #include "kineto_decode.h"
 #include "meshsim/sim/error.h"
-#include "meshsim/traces/kineto.h"
 #include "meshsim/traces/rank_steps.h"
+#include "thrown.h"
 
 namespace meshsim::traces {
 namespace {
@@ -40,12 +42,8 @@ std::string gzip(const std::string& text) {
 
 // The InputError's "source: location: message" for `text`.
 std::string error_of(const std::string& text, const KinetoLimits& limits = {}) {
-  try {
-    (void)read_kineto_bytes(text, "t.json", limits);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "accepted";
+  return meshsim::testing::what_thrown<InputError>(
+      [&] { (void)read_kineto_bytes(text, "t.json", limits); }, "accepted");
 }
 
 TEST(JsonSplitter, CutsTheSameEventsWhateverTheChunks) {

@@ -64,9 +64,7 @@ inline Program make_program(bool sender) {
 
 // The four-rank run; construct in place, attach writers, then call sim.run().
 struct SmallCluster {
-  testing::PsComputeModel compute_model;
-  testing::PsCommModel comm_model;
-  Simulation sim{compute_model, comm_model};
+  testing::PsSimulation sim;
 
   SmallCluster() {
     const auto sender = sim.add_program(make_program(true));

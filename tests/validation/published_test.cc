@@ -19,6 +19,7 @@
 namespace meshsim::validation::test {
 namespace {
 
+using meshsim::testing::expect_has_all;
 using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -47,6 +48,12 @@ PublishedScenario mapped(const PublishedRun& r, const topology::Catalogue& cat) 
     return {};
   }
   return std::get<PublishedScenario>(std::move(m));
+}
+
+// The scenario the dev set's run `id` maps to on the built-in catalogue; likewise.
+PublishedScenario mapped(const std::string& id) {
+  static const topology::Catalogue cat = topology::Catalogue::builtin();
+  return mapped(run(dev_set(), id), cat);
 }
 
 // Why `r` does not map; a run that maps fails the test.
@@ -107,11 +114,7 @@ TEST(PublishedFlops, MaxTextAtTheCitedCommit) {
 }
 
 TEST(PublishedMap, MptRunBecomesAnFsdpScenario) {
-  const PublishedMapping m =
-      map_published_run(run(dev_set(), "mpt-h100_80gb-amp_bf16-30b-seq2048-256gpu-mbs8-ga1"),
-                        topology::Catalogue::builtin());
-  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(m)) << std::get<NotExpressible>(m).reason;
-  const PublishedScenario& s = std::get<PublishedScenario>(m);
+  const PublishedScenario s = mapped("mpt-h100_80gb-amp_bf16-30b-seq2048-256gpu-mbs8-ga1");
   EXPECT_EQ(s.cluster.device_count(), 256);
   EXPECT_EQ(s.cluster.chip.name, "h100-sxm");
   EXPECT_EQ(s.plan.dp, 256);
@@ -136,57 +139,38 @@ TEST(PublishedMap, MptRunBecomesAnFsdpScenario) {
 
 // The 2023 tables ran llm-foundry v0.3.0: the llm-foundry-2023 stack (attn_impl triton).
 TEST(PublishedMap, MptTablesOf2023RunTheLlmFoundry2023Stack) {
-  const PublishedMapping m =
-      map_published_run(run(dev_set(), "mpt-a100_80gb-amp_bf16-7b-seq16384-8gpu-mbs4-ga2"),
-                        topology::Catalogue::builtin());
-  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(m)) << std::get<NotExpressible>(m).reason;
-  const PublishedScenario& s = std::get<PublishedScenario>(m);
+  const PublishedScenario s = mapped("mpt-a100_80gb-amp_bf16-7b-seq16384-8gpu-mbs4-ga2");
   EXPECT_EQ(s.plan.stack, workloads::Stack::kLlmFoundry2023);
   EXPECT_FALSE(s.plan.origins[workloads::PlanField::kAttention].given());  // the stack's
 }
 
 // Megatron-LM 2021 ran with its default dropout (0.1, examples/sc21 sets none); MPT without.
 TEST(PublishedMap, Megatron2021RunsTrainWithDropout) {
-  const auto scenario = [](const std::string& id) {
-    const PublishedMapping m =
-        map_published_run(run(dev_set(), id), topology::Catalogue::builtin());
-    EXPECT_TRUE(std::holds_alternative<PublishedScenario>(m)) << id;
-    return std::get<PublishedScenario>(m);
-  };
-  const PublishedScenario mlm = scenario("mlm2021-t1-7.5B-128xA100");
+  const PublishedScenario mlm = mapped("mlm2021-t1-7.5B-128xA100");
   EXPECT_EQ(mlm.plan.stack, workloads::Stack::kMegatron2021);
   EXPECT_TRUE(mlm.model.dropout);
   EXPECT_THAT(mlm.assumptions, Contains(HasSubstr("dropout 0.1")));
-  EXPECT_FALSE(scenario("mpt-a100_80gb-amp_bf16-7b-seq16384-8gpu-mbs4-ga2").model.dropout);
+  EXPECT_FALSE(mapped("mpt-a100_80gb-amp_bf16-7b-seq16384-8gpu-mbs4-ga2").model.dropout);
 }
 
 // Megatron-LM 2021's DDP: torch DDP (overlapped with the last backward) for the PP 1 models of
 // examples/sc21, the local DDP for the pipelined ones, its all-reduce after the whole pass.
 TEST(PublishedMap, Megatron2021PipelinedRunsReduceGradientsAfterTheBackward) {
-  const topology::Catalogue catalogue = topology::Catalogue::builtin();
-  const auto plan = [&](const std::string& id) {
-    const PublishedMapping m = map_published_run(run(dev_set(), id), catalogue);
-    EXPECT_TRUE(std::holds_alternative<PublishedScenario>(m)) << id;
-    return std::get<PublishedScenario>(m);
-  };
-  const PublishedScenario torch_ddp = plan("mlm2021-t1-7.5B-128xA100");
+  const PublishedScenario torch_ddp = mapped("mlm2021-t1-7.5B-128xA100");
   EXPECT_EQ(torch_ddp.plan.pp, 1);
   EXPECT_TRUE(torch_ddp.plan.overlap.grad_reduce);
   EXPECT_THAT(torch_ddp.assumptions, Not(Contains(HasSubstr("local DDP"))));
-  const PublishedScenario local = plan("mlm2021-t1-310.1B-1920xA100");
+  const PublishedScenario local = mapped("mlm2021-t1-310.1B-1920xA100");
   EXPECT_EQ(local.plan.pp, 16);
   EXPECT_FALSE(local.plan.overlap.grad_reduce);
   EXPECT_THAT(local.assumptions, Contains(HasSubstr("local DDP")));
   // Today's Megatron-Core overlaps it (the DGX Cloud runs).
-  EXPECT_TRUE(plan("dgxc2504-gpt3-175B-128xH100-bf16").plan.overlap.grad_reduce);
+  EXPECT_TRUE(mapped("dgxc2504-gpt3-175B-128xH100-bf16").plan.overlap.grad_reduce);
 }
 
 // Multi-slice MaxText runs: the slices joined by DCN, FSDP inside each slice, data parallel across.
 TEST(PublishedMap, MultiSliceRunsShardInsideASlice) {
-  const topology::Catalogue cat = topology::Catalogue::builtin();
-  const PublishedMapping m = map_published_run(run(dev_set(), "maxtext-v5e-16B-2xv5e-256"), cat);
-  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(m));
-  const PublishedScenario& s = std::get<PublishedScenario>(m);
+  const PublishedScenario s = mapped("maxtext-v5e-16B-2xv5e-256");
   EXPECT_EQ(s.cluster.slices, 2);
   EXPECT_EQ(s.plan.fsdp * 2, s.plan.dp);
   EXPECT_THAT(s.assumptions, Contains(HasSubstr("2 slices: FSDP inside each slice")));
@@ -195,10 +179,7 @@ TEST(PublishedMap, MultiSliceRunsShardInsideASlice) {
 // MaxText's default decoder at the cited commit is a parallel block (models.py DecoderLayer):
 // one norm, attention and MLP side by side; with TP its gather and reduction happen once a layer.
 TEST(PublishedMap, MaxTextDecoderIsAParallelBlock) {
-  const topology::Catalogue cat = topology::Catalogue::builtin();
-  const PublishedMapping m = map_published_run(run(dev_set(), "maxtext-v5e-128B-4xv5e-256"), cat);
-  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(m));
-  const PublishedScenario& s = std::get<PublishedScenario>(m);
+  const PublishedScenario s = mapped("maxtext-v5e-128B-4xv5e-256");
   EXPECT_TRUE(s.model.parallel_blocks);
   EXPECT_EQ(s.model.norms_per_layer, 1);
   EXPECT_EQ(s.plan.tp, 16);
@@ -233,41 +214,26 @@ TEST(PublishedMap, NeMoLauncherGpt3TakesItsConfigsVocabularyAndDropout) {
 // MaxText's remat_policy "minimal" is JAX's checkpoint_dots_with_no_batch_dims: meshsim's dots
 // policy (weight matmul outputs kept, the rest re-run), not Megatron's selective recompute.
 TEST(PublishedMap, MaxTextMinimalRematIsTheDotsPolicy) {
-  const topology::Catalogue cat = topology::Catalogue::builtin();
-  const PublishedMapping m = map_published_run(run(dev_set(), "maxtext-v5p-32B-1xv5p-128"), cat);
-  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(m));
-  EXPECT_EQ(std::get<PublishedScenario>(m).plan.recompute, workloads::Recompute::kDots);
+  EXPECT_EQ(mapped("maxtext-v5p-32B-1xv5p-128").plan.recompute, workloads::Recompute::kDots);
 }
 
 // Llama 3.1 405B's 126 layers over pp 8 x vpp 8: Megatron-Core counts the embedding and the loss
 // as a layer each, so 64 virtual stages of 2 layers but 1 on the first and the last.
 TEST(PublishedMap, MegatronCountsEmbeddingAndLossInAnUnevenSplit) {
-  const topology::Catalogue cat = topology::Catalogue::builtin();
-  const PublishedMapping m =
-      map_published_run(run(dev_set(), "dgxc2504-llama3.1-405b-1024xH100-bf16"), cat);
-  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(m));
-  const PublishedScenario& s = std::get<PublishedScenario>(m);
+  const PublishedScenario s = mapped("dgxc2504-llama3.1-405b-1024xH100-bf16");
   ASSERT_EQ(s.plan.stage_layers.size(), 64u);
   EXPECT_EQ(s.plan.stage_layers.front(), 1);
   EXPECT_EQ(s.plan.stage_layers.back(), 1);
   EXPECT_EQ(std::count(s.plan.stage_layers.begin(), s.plan.stage_layers.end(), 2), 62);
   EXPECT_THAT(s.assumptions, Contains(HasSubstr("account_for_embedding/loss_in_pipeline_split")));
   // 126 layers over pp 9 x vpp 7 divide: no uneven split is assumed.
-  const PublishedMapping even =
-      map_published_run(run(dev_set(), "dgxc2411-llama3.1-405b-576xH100-bf16"), cat);
-  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(even));
-  EXPECT_TRUE(std::get<PublishedScenario>(even).plan.stage_layers.empty());
+  EXPECT_TRUE(mapped("dgxc2411-llama3.1-405b-576xH100-bf16").plan.stage_layers.empty());
 }
 
 // DeepSeek-V3 on 1024 H100s (Megatron-Bridge 25.09): its pipeline layout "Et|(tt|)*30mL" is 32
 // virtual stages of 1, 30 x 2 and 0 layers (the last runs the MTP module and the loss), EP 64.
 TEST(PublishedMap, DeepSeekV3RunsWithItsPipelineLayout) {
-  const topology::Catalogue cat = topology::Catalogue::builtin();
-  const PublishedMapping m =
-      map_published_run(run(dev_set(), "mbridge2509-deepseekv3dropless-1024xH100-fp8"), cat);
-  ASSERT_TRUE(std::holds_alternative<PublishedScenario>(m))
-      << std::get<NotExpressible>(m).reason;
-  const PublishedScenario& s = std::get<PublishedScenario>(m);
+  const PublishedScenario s = mapped("mbridge2509-deepseekv3dropless-1024xH100-fp8");
   ASSERT_EQ(s.plan.stage_layers.size(), 32U);
   EXPECT_EQ(s.plan.stage_layers.front(), 1);
   EXPECT_EQ(s.plan.stage_layers[1], 2);
@@ -412,8 +378,8 @@ TEST(PublishedMap, ComposerFsdpColumnsMustBeWhatIsModelled) {
   EXPECT_THAT(refusal(with_notes("offload=False", "offload=True"), cat),
               HasSubstr("offloads activations to the CPU"));
   const std::string hybrid = refusal(with_notes("FULL_SHARD", "HYBRID_SHARD"), cat);
-  EXPECT_THAT(hybrid, HasSubstr("sharding_strategy is not modelled"));
-  EXPECT_THAT(hybrid, HasSubstr("(the notes: \"sharding_strategy=HYBRID_SHARD\")"));
+  expect_has_all(hybrid, {"sharding_strategy is not modelled",
+                          "(the notes: \"sharding_strategy=HYBRID_SHARD\")"});
   EXPECT_THAT(refusal(with_notes("FULL_SHARD", "SHARD_GRAD_OP"), cat),
               HasSubstr("sharding_strategy=SHARD_GRAD_OP is ZeRO stage 2, but the run maps to "
                         "stage 3"));
@@ -667,12 +633,12 @@ TEST_F(PublishedCommandTest, RunsEndToEndOnAFewPoints) {
   write_json("few.json", few);
   const CommandResult r = meshsim({"validate-published", "few.json", "--json", "p.json"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("7 runs, 4 simulated, 1 out of memory in meshsim (not scored), 2 "
-                                  "not expressible"));
-  EXPECT_THAT(r.output, HasSubstr("mlm-readme-h100-strong-177B-96xH100: the parallel layout"));
-  EXPECT_THAT(r.output, HasSubstr("out of memory in meshsim, not scored (1):\n  llama-80b-oom: "));
-  EXPECT_THAT(r.output, HasSubstr("mpt-3b-on-gb200: meshsim refuses the scenario"));
-  EXPECT_THAT(r.output, HasSubstr("no measurements of triton attention"));
+  expect_has_all(
+      r.output,
+      {"7 runs, 4 simulated, 1 out of memory in meshsim (not scored), 2 not expressible",
+       "mlm-readme-h100-strong-177B-96xH100: the parallel layout",
+       "out of memory in meshsim, not scored (1):\n  llama-80b-oom: ",
+       "mpt-3b-on-gb200: meshsim refuses the scenario", "no measurements of triton attention"});
   const nlohmann::json j = read_json("p.json");
   ASSERT_EQ(j["points"].size(), 4u);
   ASSERT_EQ(j["out_of_memory"].size(), 1u);
@@ -732,11 +698,9 @@ TEST_F(PublishedCommandTest, OneRunWithItsReportAndTimeline) {
   const CommandResult one = meshsim({"validate-published", kRuns, "--run", id, "--json",
                                      "one.json", "--trace", "one.pftrace"});
   ASSERT_EQ(one.exit_code, 0) << one.output;
-  EXPECT_THAT(one.output, HasSubstr("run " + id));
-  EXPECT_THAT(one.output, HasSubstr("measured: "));
-  EXPECT_THAT(one.output, HasSubstr("exposed communication"));
-  EXPECT_THAT(one.output, HasSubstr("trace                 one.pftrace"));
-  EXPECT_THAT(one.output, HasSubstr(fmt::format("{:+.1f}%", 100 * expected_error)));
+  expect_has_all(one.output, {"run " + id, "measured: ", "exposed communication",
+                              "trace                 one.pftrace",
+                              fmt::format("{:+.1f}%", 100 * expected_error)});
   const nlohmann::json j = read_json("one.json");
   EXPECT_EQ(j["published"]["id"], id);
   EXPECT_NEAR(j["published"]["error"].get<double>(), expected_error, 1e-12);
@@ -752,8 +716,7 @@ TEST_F(PublishedCommandTest, OneRunWithItsReportAndTimeline) {
 
   const CommandResult unknown = meshsim({"validate-published", kRuns, "--run", "no-such-run"});
   EXPECT_EQ(unknown.exit_code, 2);
-  EXPECT_THAT(unknown.output, HasSubstr("--run"));
-  EXPECT_THAT(unknown.output, HasSubstr("no run \"no-such-run\""));
+  expect_has_all(unknown.output, {"--run", "no run \"no-such-run\""});
   const CommandResult trace_alone =
       meshsim({"validate-published", kRuns, "--trace", "x.pftrace"});
   EXPECT_EQ(trace_alone.exit_code, 2);

@@ -13,9 +13,10 @@
 namespace meshsim::validation::test {
 namespace {
 
-using ::testing::HasSubstr;
 using meshsim::testing::CommandTest;
+using meshsim::testing::expect_has_all;
 using meshsim::testing::KinetoBuilder;
+using ::testing::HasSubstr;
 
 // One rank of a two-rank data-parallel step: GEMMs with shapes, an all-reduce overlapping the last.
 std::string rank_trace(int64_t rank) {
@@ -47,12 +48,10 @@ TEST_F(TraceCommandTest, ValidateReplaysEveryRankOfADirectory) {
   write_ranks();
   const auto r = meshsim({"validate", "job", "--json", "v.json", "--trace", "v.trace.json"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("h100-sxm (deviceProperties: \"NVIDIA H100 80GB HBM3\""));
-  EXPECT_THAT(r.output, HasSubstr("dgx-h100"));
-  EXPECT_THAT(r.output, HasSubstr("rank 0 (job/rank0.json): 3 step(s) by ProfilerStep#N ranges"));
-  EXPECT_THAT(r.output, HasSubstr("rank 1 (job/rank1.json)"));
-  EXPECT_THAT(r.output, HasSubstr("exposed communication"));
-  EXPECT_THAT(r.output, HasSubstr("collective all-reduce 33.6 MB over 2"));
+  expect_has_all(r.output, {"h100-sxm (deviceProperties: \"NVIDIA H100 80GB HBM3\"", "dgx-h100",
+                            "rank 0 (job/rank0.json): 3 step(s) by ProfilerStep#N ranges",
+                            "rank 1 (job/rank1.json)", "exposed communication",
+                            "collective all-reduce 33.6 MB over 2"});
   const nlohmann::json j = read_json("v.json");
   ASSERT_EQ(j["ranks"].size(), 2u);
   EXPECT_EQ(j["world_size"], 2);
@@ -66,18 +65,15 @@ TEST_F(TraceCommandTest, ValidateReplaysEveryRankOfADirectory) {
   EXPECT_NEAR(m["exposed_communication_s"].get<double>(), 140e-6, 1e-12);
   EXPECT_GT(j["ranks"][0]["measured_time_by_cost_s"]["gemm"].get<double>(), 0);
   const std::string trace = read_file("v.trace.json");
-  EXPECT_THAT(trace, HasSubstr("simulated: rank 0000, step"));
-  EXPECT_THAT(trace, HasSubstr("measured: rank 0001, step"));
-  EXPECT_THAT(trace, HasSubstr("stream 20"));
+  expect_has_all(trace, {"simulated: rank 0000, step", "measured: rank 0001, step", "stream 20"});
 }
 
 TEST_F(TraceCommandTest, CalibrateWritesAProfileRunAndValidateTake) {
   write_ranks();
   const auto c = meshsim({"calibrate", "job", "--out", "fitted.json", "--json", "c.json"});
   ASSERT_EQ(c.exit_code, 0) << c.output;
-  EXPECT_THAT(c.output, HasSubstr("pinned by the traces"));
-  EXPECT_THAT(c.output, HasSubstr("not pinned: catalogue value kept"));
-  EXPECT_THAT(c.output, HasSubstr("held out: each rank's steps replayed"));
+  expect_has_all(c.output, {"pinned by the traces", "not pinned: catalogue value kept",
+                            "held out: each rank's steps replayed"});
   const nlohmann::json j = read_json("c.json");
   EXPECT_EQ(j["held_out_by"], "rank");
   EXPECT_EQ(j["cases"].size(), 6u);
@@ -142,8 +138,8 @@ TEST_F(TraceCommandTest, AGpuRunningBehindItsHostIsMeasuredAtItsPeriod) {
   const std::string dir = std::string(MESHSIM_SOURCE_DIR) + "/validation/traces/multi-gpu/";
   const auto r = meshsim({"validate", dir + "hta-a100x16-rank0.json.gz", "--json", "r.json"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("880 device ops launched before the trace began"));
-  EXPECT_THAT(r.output, HasSubstr("1 step(s) left out"));
+  expect_has_all(r.output,
+                 {"880 device ops launched before the trace began", "1 step(s) left out"});
   const nlohmann::json j = read_json("r.json");
   ASSERT_EQ(j["ranks"][0]["steps"].size(), 3u);
   for (const nlohmann::json& step : j["ranks"][0]["steps"]) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "meshsim/sim/error.h"
+#include "thrown.h"
 
 namespace meshsim::workloads {
 namespace {
@@ -16,14 +17,11 @@ TEST(Analytic, MfuBelowPeakIsTheRatio) {
 }
 
 TEST(Analytic, MfuAbovePeakIsInfeasible) {
-  try {
-    model_flops_utilization(3000.0, Flops::of(1e12), TFlopsPerSec(1000));
-    ADD_FAILURE() << "MFU of 3 accepted";
-  } catch (const InfeasibleError& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("peak"), std::string::npos) << what;
-    EXPECT_NE(what.find("3.000"), std::string::npos) << what;
-  }
+  const std::string what = meshsim::testing::what_thrown<InfeasibleError>(
+      [] { model_flops_utilization(3000.0, Flops::of(1e12), TFlopsPerSec(1000)); },
+      "MFU of 3 accepted");
+  EXPECT_NE(what.find("peak"), std::string::npos) << what;
+  EXPECT_NE(what.find("3.000"), std::string::npos) << what;
 }
 
 TEST(Analytic, BubbleBoundIsStrict) {

@@ -15,6 +15,7 @@
 #include "meshsim/workloads/parallel.h"
 #include "meshsim/workloads/step.h"
 #include "meshsim/workloads/training_memory.h"
+#include "thrown.h"
 
 namespace meshsim::workloads {
 namespace {
@@ -117,12 +118,8 @@ TEST(ModelLimits, HfConfigGpt2DefaultInnerSizeDoesNotWrap) {
 }
 
 std::string plan_error(const ParallelPlan& p) {
-  try {
-    validate_plan(load_model("llama3-8b"), p);
-  } catch (const PlanError& e) {
-    return e.what();
-  }
-  return "<no error>";
+  return meshsim::testing::what_thrown<PlanError>(
+      [&] { validate_plan(load_model("llama3-8b"), p); }, "<no error>");
 }
 
 TEST(PlanLimits, EverySizeHasAStatedBound) {

@@ -11,8 +11,10 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "../sim/test_models.h"
@@ -51,28 +53,32 @@ inline std::string order_string(const PipelineConfig& c, int64_t stage) {
   return format_order(pipeline_order(c, stage), c.virtual_stages > 1);
 }
 
+// Most (microbatch, chunk) passes held at once along the order: each from its forward until the
+// first of its passes that `releases` it. The passes are followed by identity, apart from the
+// library's own count (max_in_flight), which the tests compare with this one.
+inline int64_t counted_held(const std::vector<PipelinePass>& order, bool (*releases)(PassKind)) {
+  std::set<std::pair<int32_t, int32_t>> held;
+  size_t peak = 0;
+  for (const PipelinePass& p : order) {
+    if (p.kind == PassKind::kForward) {
+      held.insert({p.microbatch, p.chunk});
+    } else if (releases(p.kind)) {
+      held.erase({p.microbatch, p.chunk});
+    }
+    peak = std::max(peak, held.size());
+  }
+  return static_cast<int64_t>(peak);
+}
+
 // Most forwards whose backward (zb: B) has not run yet, counted along the order.
 inline int64_t counted_in_flight(const std::vector<PipelinePass>& order) {
-  int64_t now = 0;
-  int64_t peak = 0;
-  for (const PipelinePass& p : order) {
-    now += p.kind == PassKind::kForward ? 1 : is_backward(p.kind) ? -1 : 0;
-    peak = std::max(peak, now);
-  }
-  return peak;
+  return counted_held(order, is_backward);
 }
 
 // Most forwards whose weight gradients (W, or the whole backward) have not run yet.
 inline int64_t counted_until_weights(const std::vector<PipelinePass>& order) {
-  int64_t now = 0;
-  int64_t peak = 0;
-  for (const PipelinePass& p : order) {
-    now += p.kind == PassKind::kForward                                             ? 1
-           : p.kind == PassKind::kBackward || p.kind == PassKind::kBackwardWeight ? -1
-                                                                                   : 0;
-    peak = std::max(peak, now);
-  }
-  return peak;
+  return counted_held(
+      order, [](PassKind k) { return k == PassKind::kBackward || k == PassKind::kBackwardWeight; });
 }
 
 // ---- the engine harness ----------------------------------------------------------------------
@@ -173,9 +179,7 @@ struct PipelineRun {
 
 inline PipelineRun simulate(const PipelineConfig& c, MemoryUnits mem = {},
                             const std::vector<int64_t>& layers = {}) {
-  testing::PsComputeModel compute;
-  testing::PsCommModel comm;  // zero-byte messages take zero time
-  Simulation sim(compute, comm);
+  testing::PsSimulation sim;  // zero-byte messages take zero time
   Timeline timeline;
   sim.record_into(timeline);
   for (int64_t s = 0; s < c.stages; ++s) {

@@ -38,6 +38,45 @@ const ModelConfig& moe() {
   return m;
 }
 
+// The same 64 ranks without pipelining: PP 1, DP 32, still one microbatch of 1 per DP rank.
+void unpipeline(ParallelPlan& p) {
+  p.pp = 1;
+  p.dp = 32;
+  p.gbs = 32;
+}
+
+// Data parallelism alone over the 64 ranks: no TP (nor SP), no PP, DP 64.
+void data_parallel_only(ParallelPlan& p) {
+  p.tp = 1;
+  p.sp = false;
+  p.pp = 1;
+  p.dp = 64;
+}
+
+// CP 2 carved out of DP: half the DP ranks and half the global batch, so that the microbatches
+// per pipeline stay as they were.
+void split_context(ParallelPlan& p) {
+  p.cp = 2;
+  p.dp /= 2;
+  p.gbs /= 2;
+}
+
+// Megatron-LM before Transformer Engine, as its profile runs: the scores through baddbmm and
+// FusedScaleMaskSoftmax, and (2021) no sequence parallelism.
+ParallelPlan legacy_megatron(Stack stack) {
+  ParallelPlan p = plan_for(stack);
+  p.attention = AttentionKernel::kNaive;
+  p.sp = stack != Stack::kMegatron2021;
+  return p;
+}
+
+// Mixtral routed to one expert per token, as a Switch Transformer.
+ModelConfig switch_moe() {
+  ModelConfig m = moe();
+  m.moe->experts_per_token = 1;
+  return m;
+}
+
 // The field of the rule that refuses `p` (nullopt: the stack runs it).
 std::optional<PlanField> refused_on(const ParallelPlan& p, const ModelConfig& m = dense()) {
   const StackRule* rule = stack_refusal(m, p);
@@ -69,9 +108,7 @@ TEST(StackRules, MegatronShardsWithPipelinesThroughTheDistributedOptimizerOnly) 
   }
   p.zero = ZeroStage::kOptimizerStates;
   EXPECT_EQ(refused_on(p), std::nullopt);
-  p.pp = 1;
-  p.dp = 32;
-  p.gbs = 32;
+  unpipeline(p);
   p.zero = ZeroStage::kParameters;
   EXPECT_EQ(refused_on(p), std::nullopt);
   p.ep = 8;
@@ -92,9 +129,7 @@ TEST(StackRules, MegatronSchedulesAreOneFOneBAndInterleaved) {
   EXPECT_EQ(refused_on(p), PlanField::kSchedule);
   // Without pipelining the schedule field means nothing: not refused.
   ParallelPlan q = plan_for(Stack::kMegatron);
-  q.pp = 1;
-  q.dp = 32;
-  q.gbs = 32;
+  unpipeline(q);
   q.schedule = PS::kGpipe;
   EXPECT_EQ(refused_on(q), std::nullopt);
 }
@@ -103,9 +138,7 @@ TEST(StackRules, MegatronOffloadTpOverlapRecomputeAndAttention) {
   ParallelPlan p = plan_for(Stack::kMegatron);
   p.offload_layers = 2;
   EXPECT_EQ(refused_on(p), PlanField::kOffloadLayers);  // "no support for Pipeline parallelism"
-  p.pp = 1;
-  p.dp = 32;
-  p.gbs = 32;
+  unpipeline(p);
   EXPECT_EQ(refused_on(p), std::nullopt);
   p.offload_layers = 0;
   p.sp = false;
@@ -123,9 +156,7 @@ TEST(StackRules, MegatronOffloadTpOverlapRecomputeAndAttention) {
 
 // Megatron-LM @ de7dc40f: no distributed optimizer, CP, SP or MoE; interleaving needs pp > 2.
 TEST(StackRules, Megatron2021HasTensorPipelineAndPlainDataParallelism) {
-  ParallelPlan p = plan_for(Stack::kMegatron2021);
-  p.attention = AttentionKernel::kNaive;  // the profile's: baddbmm and FusedScaleMaskSoftmax
-  p.sp = false;
+  ParallelPlan p = legacy_megatron(Stack::kMegatron2021);
   EXPECT_EQ(refused_on(p), std::nullopt);
   p.zero = ZeroStage::kOptimizerStates;
   EXPECT_EQ(refused_on(p), PlanField::kZero);
@@ -133,26 +164,18 @@ TEST(StackRules, Megatron2021HasTensorPipelineAndPlainDataParallelism) {
   p.sp = true;
   EXPECT_EQ(refused_on(p), PlanField::kSp);
   p.sp = false;
-  p.cp = 2;
-  p.dp = 4;
-  p.gbs = 32;
+  split_context(p);
   EXPECT_EQ(refused_on(p), PlanField::kCp);
-  p = plan_for(Stack::kMegatron2021);
-  p.attention = AttentionKernel::kNaive;
-  p.sp = false;
+  p = legacy_megatron(Stack::kMegatron2021);
   p.pp = 2;
   p.dp = 16;
   p.gbs = 64;
   p.schedule = PS::kInterleaved;
   p.vpp = 2;
   EXPECT_EQ(refused_on(p), PlanField::kPp);  // "greater than 2 with interleaved schedule"
-  ParallelPlan m = plan_for(Stack::kMegatron2021);
-  m.attention = AttentionKernel::kNaive;
-  m.sp = false;
-  EXPECT_EQ(refused_on(m, moe()), PlanField::kStack);
+  EXPECT_EQ(refused_on(legacy_megatron(Stack::kMegatron2021), moe()), PlanField::kStack);
   // Scores through baddbmm and the fused softmax; no FP8 before Transformer Engine.
-  ParallelPlan a = plan_for(Stack::kMegatron2021);
-  a.sp = false;
+  ParallelPlan a = legacy_megatron(Stack::kMegatron2021);
   a.attention = AttentionKernel::kFlash;
   EXPECT_EQ(refused_on(a), PlanField::kAttention);
   a.attention = AttentionKernel::kNaive;
@@ -164,18 +187,14 @@ TEST(StackRules, Megatron2021HasTensorPipelineAndPlainDataParallelism) {
 // Megatron-LM @ cfd2e21607: 2021's parallelisms plus sequence parallelism and selective
 // recompute of the core attention; still no distributed optimizer, CP, fused attention or FP8.
 TEST(StackRules, Megatron2022AddsSequenceParallelismAndSelectiveRecompute) {
-  ParallelPlan p = plan_for(Stack::kMegatron2022);
-  p.attention = AttentionKernel::kNaive;   // the profile's: baddbmm and FusedScaleMaskSoftmax
+  ParallelPlan p = legacy_megatron(Stack::kMegatron2022);
   EXPECT_EQ(refused_on(p), std::nullopt);  // TP 2 with SP, PP 4, DP 8
   p.zero = ZeroStage::kOptimizerStates;
   EXPECT_EQ(refused_on(p), PlanField::kZero);  // no distributed optimizer yet
   p.zero = ZeroStage::kNone;
-  p.cp = 2;
-  p.dp = 4;
-  p.gbs = 32;
+  split_context(p);
   EXPECT_EQ(refused_on(p), PlanField::kCp);
-  p = plan_for(Stack::kMegatron2022);
-  p.attention = AttentionKernel::kNaive;
+  p = legacy_megatron(Stack::kMegatron2022);
   p.recompute = Recompute::kSelective;
   EXPECT_EQ(refused_on(p), std::nullopt);
   p.recompute_modules = {RecomputeModule::kCoreAttn};
@@ -206,8 +225,7 @@ TEST(StackRules, Megatron2022AddsSequenceParallelismAndSelectiveRecompute) {
 // optimizer (zero 1 only) and --use-flash-attn; still no CP, no expert parallelism, and FP8 only
 // through Transformer Engine's layers (the megatron stack).
 TEST(StackRules, Megatron2023AddsTheDistributedOptimizerAndFlashAttention) {
-  ParallelPlan p = plan_for(Stack::kMegatron2023);
-  p.attention = AttentionKernel::kNaive;
+  ParallelPlan p = legacy_megatron(Stack::kMegatron2023);
   EXPECT_EQ(refused_on(p), std::nullopt);  // TP 2 with SP, PP 4, DP 8
   p.zero = ZeroStage::kOptimizerStates;
   EXPECT_EQ(refused_on(p), std::nullopt);  // --use-distributed-optimizer
@@ -219,12 +237,9 @@ TEST(StackRules, Megatron2023AddsTheDistributedOptimizerAndFlashAttention) {
   p.attention = AttentionKernel::kCudnn;
   EXPECT_EQ(refused_on(p), PlanField::kAttention);
   p.attention = AttentionKernel::kNaive;
-  p.cp = 2;
-  p.dp = 4;
-  p.gbs = 32;
+  split_context(p);
   EXPECT_EQ(refused_on(p), PlanField::kCp);
-  p = plan_for(Stack::kMegatron2023);
-  p.attention = AttentionKernel::kNaive;
+  p = legacy_megatron(Stack::kMegatron2023);
   p.set_training_dtype(Dtype::kFp8);
   EXPECT_EQ(refused_on(p), PlanField::kDtype);
   p.set_training_dtype(Dtype::kBf16);
@@ -233,8 +248,7 @@ TEST(StackRules, Megatron2023AddsTheDistributedOptimizerAndFlashAttention) {
   p.overlap.tensor_parallel = false;
   p.schedule = PS::kGpipe;
   EXPECT_EQ(refused_on(p), PlanField::kSchedule);
-  ModelConfig top1 = moe();
-  top1.moe->experts_per_token = 1;
+  const ModelConfig top1 = switch_moe();
   p.schedule = PS::kOneFOneB;
   EXPECT_EQ(refused_on(p, top1), std::nullopt);  // SwitchMLP
   p.ep = 2;
@@ -242,8 +256,7 @@ TEST(StackRules, Megatron2023AddsTheDistributedOptimizerAndFlashAttention) {
 }
 
 TEST(StackRules, Megatron2022SchedulesAreOneFOneBAndInterleavedOnMoreThanTwoStages) {
-  ParallelPlan p = plan_for(Stack::kMegatron2022);
-  p.attention = AttentionKernel::kNaive;
+  ParallelPlan p = legacy_megatron(Stack::kMegatron2022);
   p.schedule = PS::kGpipe;
   EXPECT_EQ(refused_on(p), PlanField::kSchedule);
   p.schedule = PS::kInterleaved;
@@ -263,11 +276,9 @@ TEST(StackRules, Megatron2022SchedulesAreOneFOneBAndInterleavedOnMoreThanTwoStag
 // SwitchMLP @ cfd2e21607: top-1 routing in every layer, every expert on every rank and split over
 // TP like the dense MLP, no capacity.
 TEST(StackRules, Megatron2022RunsSwitchTransformersOnly) {
-  ParallelPlan p = plan_for(Stack::kMegatron2022);
-  p.attention = AttentionKernel::kNaive;
+  ParallelPlan p = legacy_megatron(Stack::kMegatron2022);
   EXPECT_EQ(refused_on(p, moe()), PlanField::kStack);  // Mixtral routes to 2 experts
-  ModelConfig top1 = moe();
-  top1.moe->experts_per_token = 1;
+  const ModelConfig top1 = switch_moe();
   EXPECT_EQ(refused_on(p, top1), std::nullopt);
   p.ep = 2;
   EXPECT_EQ(refused_on(p, top1), PlanField::kEp);
@@ -289,10 +300,7 @@ TEST(StackRules, Megatron2022RunsSwitchTransformersOnly) {
 // ZeRO-1 at most with the pipeline engine's 1F1B, whole-layer recompute.
 TEST(StackRules, DeepSpeed2021ShardsInFp16OverTheWholeDataParallelGroup) {
   ParallelPlan p = plan_for(Stack::kDeepSpeedZero3_2021);
-  p.tp = 1;
-  p.sp = false;
-  p.pp = 1;
-  p.dp = 64;
+  data_parallel_only(p);
   p.zero = ZeroStage::kParameters;
   p.recompute = Recompute::kFull;
   p.attention = AttentionKernel::kNaive;
@@ -351,9 +359,7 @@ TEST(StackRules, DeepSpeed2021PipelinesWithZero1AndOneFOneB) {
   p.overlap.tensor_parallel = true;
   EXPECT_EQ(refused_on(p), PlanField::kOverlapTp);
   p.overlap.tensor_parallel = false;
-  p.cp = 2;
-  p.dp = 4;
-  p.gbs = 32;
+  split_context(p);
   EXPECT_EQ(refused_on(p), PlanField::kCp);
 }
 
@@ -362,10 +368,7 @@ TEST(StackRules, DeepSpeed2021PipelinesWithZero1AndOneFOneB) {
 // equal stages, no sequence axis.
 TEST(StackRules, PaxmlShardsAsFsdpAndRematsTheWholeStack) {
   ParallelPlan p = plan_for(Stack::kPaxml);
-  p.tp = 1;
-  p.sp = false;
-  p.pp = 1;
-  p.dp = 64;
+  data_parallel_only(p);
   p.zero = ZeroStage::kParameters;
   p.fsdp = 8;
   p.recompute = Recompute::kDots;
@@ -391,9 +394,7 @@ TEST(StackRules, PaxmlShardsAsFsdpAndRematsTheWholeStack) {
   p.offload_layers = 1;
   EXPECT_EQ(refused_on(p), PlanField::kOffloadLayers);
   p.offload_layers = 0;
-  p.cp = 2;
-  p.dp = 32;
-  p.gbs = 32;
+  split_context(p);
   EXPECT_EQ(refused_on(p), PlanField::kCp);
 }
 
@@ -415,9 +416,7 @@ TEST(StackRules, PaxmlPipelinesInGpipeOrderOverEqualStages) {
 TEST(StackRules, FsdpShardsLikeFsdpAndHasNoPipelineOrContextParallelism) {
   for (const Stack s : {Stack::kFsdp, Stack::kLlmFoundry2023}) {
     ParallelPlan p = plan_for(s);
-    p.pp = 1;
-    p.dp = 32;
-    p.gbs = 32;
+    unpipeline(p);
     for (const ZeroStage z : {ZeroStage::kNone, ZeroStage::kGradients, ZeroStage::kParameters}) {
       p.zero = z;
       EXPECT_EQ(refused_on(p), std::nullopt) << static_cast<int>(z);
@@ -429,9 +428,7 @@ TEST(StackRules, FsdpShardsLikeFsdpAndHasNoPipelineOrContextParallelism) {
     EXPECT_EQ(refused_on(p), PlanField::kRecompute);
     p.recompute = Recompute::kFull;
     EXPECT_EQ(refused_on(p), std::nullopt);
-    p.cp = 2;
-    p.dp = 16;
-    p.gbs = 16;
+    split_context(p);
     EXPECT_EQ(refused_on(p), PlanField::kCp);
     ParallelPlan q = plan_for(s);
     q.zero = ZeroStage::kParameters;
@@ -455,11 +452,7 @@ TEST(StackRules, TorchtitanDataParallelismIsFsdp2) {
   p.vpp = 2;
   EXPECT_EQ(refused_on(p), std::nullopt);
   ParallelPlan q = plan_for(Stack::kFsdpCompile);
-  q.tp = 1;
-  q.sp = false;
-  q.pp = 1;
-  q.dp = 64;
-  q.gbs = 64;
+  data_parallel_only(q);                   // gbs 64: one microbatch per DP rank
   EXPECT_EQ(refused_on(q), std::nullopt);  // plain DDP alone
   q.zero = ZeroStage::kGradients;
   EXPECT_EQ(refused_on(q), PlanField::kZero);

@@ -37,33 +37,36 @@ double without_norm_stats(const LayerActivations& a) {
   return (a.total() - a.norm_statistics).as_double();
 }
 
-TEST(Activations, KorthikantiNoParallelism) {
+// Korthikanti et al. 2022, Table 2: the activations of one layer per TP degree t and SP, without
+// recompute, as multiples of sbh.
+struct KorthikantiRow {
+  const char* name;
+  int64_t t;
+  bool sp;
+  double sbh;  // the paper's formula
+};
+
+void PrintTo(const KorthikantiRow& row, std::ostream* os) { *os << row.name; }
+
+class Korthikanti : public ::testing::TestWithParam<KorthikantiRow> {};
+
+TEST_P(Korthikanti, LayerActivationsMatchThePaper) {
   const ModelConfig m = load_model("gpt3-175b");
-  const LayerActivations a = layer_activations(m, gpt3(AttentionKernel::kNaive));
-  const double paper = kSbh * (34.0 + 5.0 * kA * kS / kH);
+  const KorthikantiRow& row = GetParam();
+  const LayerActivations a =
+      layer_activations(m, gpt3(AttentionKernel::kNaive, Recompute::kNone, row.t, row.sp));
+  const double paper = kSbh * row.sbh;
   EXPECT_DOUBLE_EQ(without_norm_stats(a), paper);
   EXPECT_NEAR(a.total().as_double() / paper, 1.0, 0.01);
 }
 
-TEST(Activations, KorthikantiTensorParallel) {
-  const ModelConfig m = load_model("gpt3-175b");
-  const double t = 8;
-  const LayerActivations a =
-      layer_activations(m, gpt3(AttentionKernel::kNaive, Recompute::kNone, 8, false));
-  const double paper = kSbh * (10.0 + 24.0 / t + 5.0 * kA * kS / (kH * t));
-  EXPECT_DOUBLE_EQ(without_norm_stats(a), paper);
-  EXPECT_NEAR(a.total().as_double() / paper, 1.0, 0.01);
-}
-
-TEST(Activations, KorthikantiTensorAndSequenceParallel) {
-  const ModelConfig m = load_model("gpt3-175b");
-  const double t = 8;
-  const LayerActivations a =
-      layer_activations(m, gpt3(AttentionKernel::kNaive, Recompute::kNone, 8, true));
-  const double paper = kSbh * (34.0 / t + 5.0 * kA * kS / (kH * t));
-  EXPECT_DOUBLE_EQ(without_norm_stats(a), paper);
-  EXPECT_NEAR(a.total().as_double() / paper, 1.0, 0.01);
-}
+constexpr double kScores = 5.0 * kA * kS / kH;  // the attention scores' term at t = 1
+INSTANTIATE_TEST_SUITE_P(
+    Activations, Korthikanti,
+    ::testing::Values(KorthikantiRow{"NoParallelism", 1, false, 34.0 + kScores},
+                      KorthikantiRow{"TensorParallel", 8, false, 10.0 + 24.0 / 8 + kScores / 8},
+                      KorthikantiRow{"TensorAndSequenceParallel", 8, true, 34.0 / 8 + kScores / 8}),
+    [](const ::testing::TestParamInfo<KorthikantiRow>& p) { return std::string(p.param.name); });
 
 TEST(Activations, SelectiveRecomputeDropsTheScoreTerm) {
   const ModelConfig m = load_model("gpt3-175b");
