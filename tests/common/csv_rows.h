@@ -1,5 +1,5 @@
 // CSV text as rows by column name, for tests that read tables (the committed microbenchmarks,
-// meshsim's own CSV output). Quoted fields may hold commas and doubled quotes.
+// meshsim's own CSV output), split as meshsim splits its CSV input (meshsim/sim/csv.h).
 #pragma once
 
 #include <map>
@@ -7,39 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "meshsim/sim/csv.h"
 #include "meshsim/sim/error.h"
 
 namespace meshsim::testing {
 
 using CsvRow = std::map<std::string, std::string>;
-
-inline std::vector<std::string> split_csv_line(const std::string& line) {
-  std::vector<std::string> out;
-  std::string field;
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        field += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      out.push_back(field);
-      field.clear();
-    } else {
-      field += c;
-    }
-  }
-  out.push_back(field);
-  return out;
-}
 
 // The rows of `text` under its first line's header; `source` names it in a failed check.
 inline std::vector<CsvRow> csv_rows(const std::string& text, const std::string& source) {
