@@ -119,6 +119,81 @@ TEST(PlanSearch, FindsTheBestPlansOfExhaustiveSimulation) {
   }
 }
 
+// The small problem on four nodes in FP8 training: ZeRO's gathers cross the NICs, where gathering
+// the weights in FP8 (Megatron-Core --fp8-param-gather) shows.
+Scenario fp8_problem() {
+  Scenario s = small_problem();
+  s.nodes = 4;
+  s.plan.gbs = 64;
+  s.plan.set_training_dtype(Dtype::kFp8);
+  s.plan.origins.set(workloads::PlanField::kDtype, Origin::flag("--dtype"));
+  return s;
+}
+
+SearchOptions fp8_options(int64_t top) {
+  SearchOptions o = small_options(top);
+  o.fixed.recompute = workloads::Recompute::kNone;
+  return o;
+}
+
+TEST(PlanSearch, TriesFp8ParameterGathersExactlyWhereAPlanCanTakeThem) {
+  const Scenario base = fp8_problem();
+  const LoadedScenario loaded = load_inputs(base);
+  int64_t with = 0;
+  int64_t zero_without = 0;
+  for (const ParallelPlan& p : enumerate_plans(loaded, base.plan, fp8_options(5))) {
+    if (p.fp8_param_gather) {
+      ++with;
+      EXPECT_FALSE(workloads::fp8_param_gather_refusal(p).has_value());
+    } else if (p.zero != workloads::ZeroStage::kNone) {
+      ++zero_without;
+    }
+  }
+  EXPECT_GT(with, 0);
+  EXPECT_EQ(with, zero_without);  // every ZeRO plan, with and without them
+
+  // Not in BF16 training, nor on a stack without FP8 weights.
+  Scenario bf16 = base;
+  bf16.plan.set_training_dtype(Dtype::kBf16);
+  Scenario fsdp = base;
+  fsdp.plan.stack = workloads::Stack::kFsdp;
+  fsdp.plan.origins.set(workloads::PlanField::kStack, Origin::flag("--stack"));
+  for (const Scenario& s : {bf16, fsdp}) {
+    for (const ParallelPlan& p : enumerate_plans(load_inputs(s), s.plan, fp8_options(5))) {
+      ASSERT_FALSE(p.fp8_param_gather) << to_string(s.plan.stack);
+    }
+  }
+  // Held off, none; held on, only plans with them (validate_plan refuses the rest).
+  for (const bool held : {false, true}) {
+    SearchOptions o = fp8_options(5);
+    o.fixed.fp8_param_gather = held;
+    for (const ParallelPlan& p : enumerate_plans(loaded, base.plan, o)) {
+      ASSERT_EQ(p.fp8_param_gather, held);
+    }
+  }
+}
+
+// The search's proven top 3 is what simulating every plan gives, and FP8 gathers win it: the same
+// plan with 16-bit gathers moves twice the bytes over the same NICs. Without pipelines or CP, to
+// keep the exhaustive side to a few hundred simulations.
+TEST(PlanSearch, Fp8GathersRankAsExhaustiveSimulationRanksThem) {
+  const Scenario base = fp8_problem();
+  SearchOptions o = fp8_options(3);
+  o.fixed.pp = 1;
+  o.fixed.cp = 1;
+  const SearchResult found = search_plans(base, o);
+  ASSERT_TRUE(found.exact);
+  ASSERT_EQ(found.top.size(), 3u);
+  const Exhaustive e = simulate_all(base, enumerate_plans(load_inputs(base), base.plan, o));
+  ASSERT_GE(e.fitting.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_DOUBLE_EQ(found.top[i].report.step_time.seconds(), e.fitting[i].first) << i;
+  }
+  const ParallelPlan& best = found.top[0].plan;
+  ASSERT_NE(best.zero, workloads::ZeroStage::kNone) << found.top[0].report.plan_description;
+  EXPECT_TRUE(best.fp8_param_gather) << found.top[0].report.plan_description;
+}
+
 TEST(PlanSearch, MemoryPruningDropsOnlyPlansThatDoNotFit) {
   // The memory bound never exceeds the ledger's simulated peak, so every plan it prunes is out of
   // memory in the simulation too. (The closed form, workloads::estimate_step_memory, exceeds the

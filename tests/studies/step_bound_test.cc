@@ -15,27 +15,17 @@ namespace meshsim::studies {
 using namespace meshsim::scenario;  // the step these studies run
 namespace {
 
-// Checks every `stride`-th valid plan of the problem (all that fit and some that do not).
-void check_bound(const std::string& model, int64_t nodes, int64_t seq, int64_t gbs,
-                 size_t stride, size_t min_checked) {
-  Scenario base;
-  base.model = model;
-  base.cluster = "dgx-h100";
-  base.nodes = nodes;
-  base.plan.seq = seq;
-  base.plan.gbs = gbs;
-  // The custom stack (Megatron's kernels, no capability checks): plans of every kind, also those
-  // the megatron stack refuses (ZeRO-3 with pipelines, zero-bubble schedules).
-  base.plan.stack = workloads::Stack::kCustom;
-  base.plan.origins.set(workloads::PlanField::kStack, Origin::flag("--stack"));
+// Checks every `stride`-th valid plan the search enumerates for `base` with `options` (all that
+// fit and some that do not).
+void check_bound(const Scenario& base, const SearchOptions& options, size_t stride,
+                 size_t min_checked) {
   const LoadedScenario loaded = load_inputs(base);
   const topology::Network net = topology::Network::build(loaded.cluster);
   collectives::NetworkCommModel comm(net,
                                      topology::Placement::in_order(loaded.cluster.device_count()),
                                      collectives::NetworkBackend::kAnalytical);
   StepLowerBound bound(loaded.model, loaded.cluster, &comm);
-  const std::vector<workloads::ParallelPlan> plans =
-      enumerate_plans(loaded, base.plan, SearchOptions{});
+  const std::vector<workloads::ParallelPlan> plans = enumerate_plans(loaded, base.plan, options);
   size_t checked = 0;
   for (size_t i = 0; i < plans.size(); i += stride) {
     Scenario s = base;
@@ -53,8 +43,41 @@ void check_bound(const std::string& model, int64_t nodes, int64_t seq, int64_t g
   EXPECT_GE(checked, min_checked);
 }
 
+// The problem on `nodes` DGX H100s with the custom stack (Megatron's kernels, no capability
+// checks): plans of every kind, also those the megatron stack refuses (ZeRO-3 with pipelines,
+// zero-bubble schedules).
+Scenario problem(const std::string& model, int64_t nodes, int64_t seq, int64_t gbs) {
+  Scenario base;
+  base.model = model;
+  base.cluster = "dgx-h100";
+  base.nodes = nodes;
+  base.plan.seq = seq;
+  base.plan.gbs = gbs;
+  base.plan.stack = workloads::Stack::kCustom;
+  base.plan.origins.set(workloads::PlanField::kStack, Origin::flag("--stack"));
+  return base;
+}
+
+void check_bound(const std::string& model, int64_t nodes, int64_t seq, int64_t gbs, size_t stride,
+                 size_t min_checked) {
+  check_bound(problem(model, nodes, seq, gbs), SearchOptions{}, stride, min_checked);
+}
+
 TEST(StepLowerBound, NeverExceedsTheSimulatedStepOnOneNode) {
   check_bound("llama3-8b", 1, 4096, 16, 7, 100);
+}
+
+// FP8 parameter gathers move a byte a weight: a bound that counted two would pass the step of the
+// plans that cannot hide their gathers, and prune a plan of the top.
+TEST(StepLowerBound, NeverExceedsTheSimulatedStepWithFp8ParameterGathers) {
+  Scenario base = problem("llama3-8b", 4, 4096, 64);
+  base.plan.set_training_dtype(Dtype::kFp8);
+  base.plan.origins.set(workloads::PlanField::kDtype, Origin::flag("--dtype"));
+  SearchOptions gathers;
+  gathers.fixed.fp8_param_gather = true;
+  gathers.fixed.overlap_tp = false;
+  gathers.fixed.recompute = workloads::Recompute::kNone;
+  check_bound(base, gathers, 17, 15);
 }
 
 TEST(StepLowerBound, NeverExceedsTheSimulatedStepAcrossNodes) {
