@@ -14,7 +14,7 @@ namespace {
 
 using R = StepReport;
 
-const std::vector<ReportFieldSpec>& table() {
+const std::vector<ReportFieldSpec>& report_table() {
   static const std::vector<ReportFieldSpec> kTable = {
       {"devices", "", "Devices of the cluster (ranks of the plan)", &R::devices, true, true,
        nullptr},
@@ -120,10 +120,10 @@ void ReportFieldSpec::set_exact(StepReport& r, const json& j) const {
       member);
 }
 
-std::span<const ReportFieldSpec> report_fields() { return table(); }
+std::span<const ReportFieldSpec> report_fields() { return report_table(); }
 
 const ReportFieldSpec& report_field(std::string_view key) {
-  for (const ReportFieldSpec& f : table()) {
+  for (const ReportFieldSpec& f : report_table()) {
     if (f.key == key) {
       return f;
     }

@@ -10,6 +10,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "meshsim/sim/text.h"
+
 namespace meshsim {
 namespace {
 
@@ -17,16 +19,6 @@ struct Split {
   double value;
   std::string_view unit;
 };
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 
 // Splits "1.5 us" into {1.5, "us"}. The number must be finite and non-negative.
 Split split_number(std::string_view text, std::string_view examples) {

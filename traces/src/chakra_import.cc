@@ -22,30 +22,30 @@ namespace meshsim::traces {
 namespace {
 
 namespace fs = std::filesystem;
-namespace pb = meshsim::chakra;
+namespace et = meshsim::chakra;
 
 // The attributes import reads, by name.
 struct Attrs {
-  const pb::AttributeProto* comm_type = nullptr;
-  const pb::AttributeProto* comm_size = nullptr;
-  const pb::AttributeProto* tensor_size = nullptr;
-  const pb::AttributeProto* comm_src = nullptr;
-  const pb::AttributeProto* comm_dst = nullptr;
-  const pb::AttributeProto* comm_tag = nullptr;
-  const pb::AttributeProto* pg_name = nullptr;
-  const pb::AttributeProto* stream = nullptr;
-  const pb::AttributeProto* is_cpu_op = nullptr;
-  const pb::AttributeProto* num_ops = nullptr;
-  const pb::AttributeProto* involved_dim = nullptr;
-  std::map<std::string, const pb::AttributeProto*, std::less<>> meshsim;  // meshsim_*
+  const et::AttributeProto* comm_type = nullptr;
+  const et::AttributeProto* comm_size = nullptr;
+  const et::AttributeProto* tensor_size = nullptr;
+  const et::AttributeProto* comm_src = nullptr;
+  const et::AttributeProto* comm_dst = nullptr;
+  const et::AttributeProto* comm_tag = nullptr;
+  const et::AttributeProto* pg_name = nullptr;
+  const et::AttributeProto* stream = nullptr;
+  const et::AttributeProto* is_cpu_op = nullptr;
+  const et::AttributeProto* num_ops = nullptr;
+  const et::AttributeProto* involved_dim = nullptr;
+  std::map<std::string, const et::AttributeProto*, std::less<>> meshsim;  // meshsim_*
 };
 
 // An involved_dim list that names every dimension (or is a single true): all ranks.
-bool all_true(const pb::AttributeProto& a) {
-  if (a.value_case() == pb::AttributeProto::kBoolVal) {
+bool all_true(const et::AttributeProto& a) {
+  if (a.value_case() == et::AttributeProto::kBoolVal) {
     return a.bool_val();
   }
-  if (a.value_case() != pb::AttributeProto::kBoolList) {
+  if (a.value_case() != et::AttributeProto::kBoolList) {
     return false;
   }
   const auto& v = a.bool_list().values();
@@ -58,16 +58,16 @@ ComputeWork untimed() {
   return w;
 }
 
-Attrs attrs_of(const pb::Node& n) {
+Attrs attrs_of(const et::Node& n) {
   Attrs a;
-  for (const pb::AttributeProto& attr : n.attr()) {
+  for (const et::AttributeProto& attr : n.attr()) {
     const std::string& name = attr.name();
-    const std::pair<const char*, const pb::AttributeProto**> known[] = {
-        {"comm_type", &a.comm_type}, {"comm_size", &a.comm_size},
-        {"tensor_size", &a.tensor_size}, {"comm_src", &a.comm_src},
-        {"comm_dst", &a.comm_dst},   {"comm_tag", &a.comm_tag},
-        {"pg_name", &a.pg_name},     {"stream", &a.stream},
-        {"is_cpu_op", &a.is_cpu_op}, {"num_ops", &a.num_ops},
+    const std::pair<const char*, const et::AttributeProto**> known[] = {
+        {"comm_type", &a.comm_type},      {"comm_size", &a.comm_size},
+        {"tensor_size", &a.tensor_size},  {"comm_src", &a.comm_src},
+        {"comm_dst", &a.comm_dst},        {"comm_tag", &a.comm_tag},
+        {"pg_name", &a.pg_name},          {"stream", &a.stream},
+        {"is_cpu_op", &a.is_cpu_op},      {"num_ops", &a.num_ops},
         {"involved_dim", &a.involved_dim}};
     for (const auto& [key, slot] : known) {
       if (name == key) {
@@ -116,7 +116,7 @@ class RankReader {
     if (!records.next(record)) {
       throw InputError(file_, "", "empty: expected a GlobalMetadata record, then Node records");
     }
-    pb::GlobalMetadata meta;
+    et::GlobalMetadata meta;
     if (!meta.ParseFromArray(record.data(), static_cast<int>(record.size()))) {
       throw InputError(file_, "record 0 at byte 0", "not a Chakra GlobalMetadata message");
     }
@@ -130,7 +130,7 @@ class RankReader {
                                      "of its own for each)",
                                      limits_.max_nodes));
       }
-      pb::Node node;
+      et::Node node;
       if (record.empty() || !node.ParseFromArray(record.data(), static_cast<int>(record.size()))) {
         throw InputError(file_, where_,
                          record.empty() ? "an empty Node message (Chakra's Python reader stops at "
@@ -147,14 +147,14 @@ class RankReader {
   }
 
  private:
-  [[noreturn]] void fail(const pb::Node& n, std::string_view field,
+  [[noreturn]] void fail(const et::Node& n, std::string_view field,
                          const std::string& message) const {
     throw InputError(file_, fmt::format("{}, node {} ('{}'), {}", where_, n.id(),
                                         printable(n.name()), field),
                      message);
   }
 
-  int64_t integer(const pb::Node& n, const pb::AttributeProto* a, std::string_view field,
+  int64_t integer(const et::Node& n, const et::AttributeProto* a, std::string_view field,
                   int64_t lo, int64_t hi) const {
     const std::optional<int64_t> v = integer_value(*a);
     if (!v || *v < lo || *v > hi) {
@@ -163,8 +163,8 @@ class RankReader {
     return *v;
   }
 
-  int64_t comm_bytes(const pb::Node& n, const Attrs& a) const {
-    const pb::AttributeProto* size = a.comm_size != nullptr ? a.comm_size : a.tensor_size;
+  int64_t comm_bytes(const et::Node& n, const Attrs& a) const {
+    const et::AttributeProto* size = a.comm_size != nullptr ? a.comm_size : a.tensor_size;
     if (size == nullptr) {
       fail(n, "comm_size", "a communication node without comm_size (or tensor_size)");
     }
@@ -172,7 +172,7 @@ class RankReader {
                    limits_.max_comm_bytes);
   }
 
-  static int64_t rank_in(const RankReader& r, const pb::Node& n, const pb::AttributeProto* a,
+  static int64_t rank_in(const RankReader& r, const et::Node& n, const et::AttributeProto* a,
                          std::string_view field) {
     if (a == nullptr) {
       r.fail(n, field, "a send or receive without its peer's rank");
@@ -180,7 +180,7 @@ class RankReader {
     return r.integer(n, a, field, 0, r.ranks_ - 1);
   }
 
-  Pending pending(const pb::Node& n) {
+  Pending pending(const et::Node& n) {
     const Attrs a = attrs_of(n);
     Pending p;
     p.id = n.id();
@@ -190,22 +190,22 @@ class RankReader {
       p.stream = integer(n, a.stream, "stream", 0, INT64_MAX);
     }
     switch (n.type()) {
-      case pb::COMP_NODE:
+      case et::COMP_NODE:
         compute(n, a, p);
         break;
-      case pb::METADATA_NODE:
+      case et::METADATA_NODE:
         p.op.work = untimed();
         ++counts_.untimed;
         break;
-      case pb::COMM_COLL_NODE:
+      case et::COMM_COLL_NODE:
         collective(n, a, p);
         break;
-      case pb::COMM_SEND_NODE:
-      case pb::COMM_RECV_NODE:
+      case et::COMM_SEND_NODE:
+      case et::COMM_RECV_NODE:
         point_to_point(n, a, p);
         break;
-      case pb::MEM_LOAD_NODE:
-      case pb::MEM_STORE_NODE:
+      case et::MEM_LOAD_NODE:
+      case et::MEM_STORE_NODE:
         fail(n, "type", "a remote memory node (MEM_LOAD_NODE / MEM_STORE_NODE): meshsim has no "
                         "remote memory model");
       default:
@@ -219,14 +219,14 @@ class RankReader {
 
   // The host's part of an op as meshsim writes it (meshsim_host_ps: Op::host, at most the
   // engine's 100 ms; meshsim_host_sync: Op::host_sync by name).
-  void host_part(const pb::Node& n, const Attrs& a, Op& op) const {
+  void host_part(const et::Node& n, const Attrs& a, Op& op) const {
     if (const auto it = a.meshsim.find("meshsim_host_ps"); it != a.meshsim.end()) {
       op.host = Duration::from_ps(
           integer(n, it->second, "meshsim_host_ps", 0, Milliseconds(100).ps()));
     }
     if (const auto it = a.meshsim.find("meshsim_host_sync"); it != a.meshsim.end()) {
       const std::optional<HostSync> sync =
-          it->second->value_case() == pb::AttributeProto::kStringVal
+          it->second->value_case() == et::AttributeProto::kStringVal
               ? parse_enum<HostSync>(it->second->string_val())
               : std::nullopt;
       if (!sync) {
@@ -236,7 +236,7 @@ class RankReader {
     }
   }
 
-  void compute(const pb::Node& n, const Attrs& a, Pending& p) {
+  void compute(const et::Node& n, const Attrs& a, Pending& p) {
     if (a.is_cpu_op != nullptr && integer(n, a.is_cpu_op, "is_cpu_op", 0, 1) == 1) {
       p.implicit = Pending::Implicit::kHost;
     }
@@ -273,14 +273,14 @@ class RankReader {
   }
 
   // A kernel as meshsim wrote it (write_chakra_workload): every field of its ComputeWork.
-  ComputeWork meshsim_work(const pb::Node& n, const Attrs& a) const {
-    const auto get = [&](const char* name) -> const pb::AttributeProto* {
+  ComputeWork meshsim_work(const et::Node& n, const Attrs& a) const {
+    const auto get = [&](const char* name) -> const et::AttributeProto* {
       const auto it = a.meshsim.find(name);
       return it == a.meshsim.end() ? nullptr : it->second;
     };
     const auto text = [&](const char* name) -> std::string {
-      const pb::AttributeProto* v = get(name);
-      if (v == nullptr || v->value_case() != pb::AttributeProto::kStringVal) {
+      const et::AttributeProto* v = get(name);
+      if (v == nullptr || v->value_case() != et::AttributeProto::kStringVal) {
         fail(n, name, "expected a string attribute");
       }
       return v->string_val();
@@ -295,20 +295,20 @@ class RankReader {
     }
     w.op_class = *cls;
     w.dtype = *dtype;
-    const pb::AttributeProto* flops = get("meshsim_flops");
+    const et::AttributeProto* flops = get("meshsim_flops");
     const std::optional<double> f = flops != nullptr ? number_value(*flops) : std::nullopt;
     if (!f || !std::isfinite(*f) || *f < 0 || *f > 1e21) {
       fail(n, "meshsim_flops", "expected a number of FLOPs from 0 to 1e21");
     }
     w.flops = Flops::of(*f);
-    if (const pb::AttributeProto* b = get("meshsim_bytes")) {
+    if (const et::AttributeProto* b = get("meshsim_bytes")) {
       w.bytes = Bytes::of(integer(n, b, "meshsim_bytes", 0, INT64_MAX));
     }
-    if (const pb::AttributeProto* m = get("meshsim_matmul")) {
+    if (const et::AttributeProto* m = get("meshsim_matmul")) {
       const std::vector<int64_t> v = extents(n, m, "meshsim_matmul", 4, 0);
       w.shape = MatmulShape{v[0], v[1], v[2], v[3]};
     }
-    if (const pb::AttributeProto* at = get("meshsim_attention")) {
+    if (const et::AttributeProto* at = get("meshsim_attention")) {
       const std::vector<int64_t> v = extents(n, at, "meshsim_attention", 7, 3);
       if (v[0] >= static_cast<int64_t>(enum_values<AttentionImpl>().size()) || v[1] > 1 ||
           v[2] > 1) {
@@ -317,13 +317,13 @@ class RankReader {
       w.attention = AttentionShape{static_cast<AttentionImpl>(v[0]), v[1] == 1, v[2] == 1, v[3],
                                    v[4], v[5], v[6]};
     }
-    if (const pb::AttributeProto* h = get("meshsim_host_copy")) {
+    if (const et::AttributeProto* h = get("meshsim_host_copy")) {
       w.host = static_cast<HostCopy>(integer(n, h, "meshsim_host_copy", 0, 2));
     }
-    if (const pb::AttributeProto* fa = get("meshsim_fast_accumulation")) {
+    if (const et::AttributeProto* fa = get("meshsim_fast_accumulation")) {
       w.fast_accumulation = integer(n, fa, "meshsim_fast_accumulation", 0, 1) == 1;
     }
-    if (const pb::AttributeProto* ps = get("meshsim_measured_ps")) {
+    if (const et::AttributeProto* ps = get("meshsim_measured_ps")) {
       w.measured = Duration::from_ps(integer(n, ps, "meshsim_measured_ps", 0, INT64_MAX));
     }
     return w;
@@ -331,9 +331,9 @@ class RankReader {
 
   // An int64 list of `count` values: from `first` on, extents from 1 to kMaxGemmExtent; before
   // it, from 0.
-  std::vector<int64_t> extents(const pb::Node& n, const pb::AttributeProto* a, const char* field,
+  std::vector<int64_t> extents(const et::Node& n, const et::AttributeProto* a, const char* field,
                                int count, int first) const {
-    if (a->value_case() != pb::AttributeProto::kInt64List ||
+    if (a->value_case() != et::AttributeProto::kInt64List ||
         a->int64_list().values_size() != count) {
       fail(n, field, fmt::format("expected a list of {} integers", count));
     }
@@ -348,7 +348,7 @@ class RankReader {
     return v;
   }
 
-  void collective(const pb::Node& n, const Attrs& a, Pending& p) {
+  void collective(const et::Node& n, const Attrs& a, Pending& p) {
     const bool host = a.is_cpu_op != nullptr && integer(n, a.is_cpu_op, "is_cpu_op", 0, 1) == 1;
     if (a.comm_type == nullptr && host) {
       // The host side of a collective (PyTorch's c10d operator, its NCCL kernel a node of its
@@ -376,7 +376,7 @@ class RankReader {
     p.op.work = w;
     p.implicit = Pending::Implicit::kGroup;
     if (a.pg_name != nullptr) {
-      if (a.pg_name->value_case() != pb::AttributeProto::kStringVal) {
+      if (a.pg_name->value_case() != et::AttributeProto::kStringVal) {
         fail(n, "pg_name", "expected a string (the communicator group's name)");
       }
       p.group_key = a.pg_name->string_val();
@@ -388,8 +388,8 @@ class RankReader {
     ++counts_.collectives;
   }
 
-  void point_to_point(const pb::Node& n, const Attrs& a, Pending& p) {
-    const bool send = n.type() == pb::COMM_SEND_NODE;
+  void point_to_point(const et::Node& n, const Attrs& a, Pending& p) {
+    const bool send = n.type() == et::COMM_SEND_NODE;
     PeerWork w;
     w.bytes = Bytes::of(comm_bytes(n, a));
     w.tag = a.comm_tag != nullptr

@@ -10,21 +10,12 @@
 
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/json_input.h"
+#include "meshsim/sim/text.h"
 #include "meshsim/sim/unit_parse.h"
 #include "meshsim/traces/nccl_tests.h"
 
 namespace meshsim::traces {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())) != 0) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())) != 0) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 
 std::vector<std::string_view> fields(std::string_view s) {
   std::vector<std::string_view> out;

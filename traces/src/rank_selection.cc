@@ -10,6 +10,7 @@
 #include <string>
 
 #include "meshsim/sim/error.h"
+#include "meshsim/sim/text.h"
 
 namespace meshsim::traces {
 namespace {
@@ -20,15 +21,6 @@ constexpr std::string_view kExpected =
 
 [[noreturn]] void fail(std::string_view where, const std::string& message) {
   throw InputError(std::string(kFlag), fmt::format("\"{}\"", where), message);
-}
-
-std::string_view trim(std::string_view s) {
-  const size_t begin = s.find_first_not_of(" \t");
-  if (begin == std::string_view::npos) {
-    return {};
-  }
-  const size_t end = s.find_last_not_of(" \t");
-  return s.substr(begin, end - begin + 1);
 }
 
 // A non-negative whole number made of digits only (no sign, no spaces).
