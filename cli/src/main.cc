@@ -20,6 +20,7 @@
 #include "help_markdown.h"
 #include "kernel_model_command.h"
 #include "meshsim/sim/error.h"
+#include "meshsim/sim/unit_parse.h"
 #include "output_file.h"
 #include "plan_command.h"
 #include "plan_flags.h"
@@ -45,6 +46,23 @@ constexpr const char* kMaxTraceSizeHelp =
     "the parsed document takes 15 to 35 times that in memory; per-rank profiler traces, streamed "
     "in bounded memory: default 64GiB stored, 256GiB inflated)";
 
+// --trace-limit as bytes (absent: the default limit); exit 2 naming the flag on a bad size.
+std::optional<int64_t> trace_limit_of(const std::string& text) {
+  if (text.empty()) {
+    return std::nullopt;
+  }
+  try {
+    const meshsim::Bytes b = meshsim::parse_bytes(text);
+    if (b.count() <= 0) {
+      throw meshsim::UnitParseError("expected a size above zero");
+    }
+    return b.count();
+  } catch (const meshsim::UnitParseError& e) {
+    throw meshsim::InputError("--trace-limit", fmt::format("\"{}\"", text),
+                              fmt::format("expected a size such as 64GiB: {}", e.what()));
+  }
+}
+
 // A flag bound to the override scenario, applied (with its origin) only when given on the
 // command line.
 struct Override {
@@ -62,6 +80,7 @@ struct RunFlags {
   int64_t gpus = 0;  // --gpus: the cluster resized to this many devices (whole nodes)
   std::string trace_path = "meshsim-trace.pftrace";
   std::string trace_ranks;
+  std::string trace_limit;  // --trace-limit, a size ("64GiB")
   bool no_trace = false;
   meshsim::cli::CommFlags comm;
   // Fault flags (cli/src/fault_flags.h), each replacing that part of the scenario's "faults"
@@ -128,6 +147,9 @@ int workload_main(const CLI::App& app, const CLI::App& run, RunFlags& f) {
     if (!f.trace_ranks.empty()) {
       w.trace_ranks = f.trace_ranks;
     }
+    w.trace_limit = trace_limit_of(f.trace_limit);
+  } else if (!f.trace_limit.empty()) {
+    throw meshsim::InputError("--trace-limit", "", "there is no trace to limit (--no-trace)");
   }
   if (!f.export_chakra.empty()) {
     w.export_dir = f.export_chakra;
@@ -240,6 +262,9 @@ void add_run_options(CLI::App* app, RunFlags& f) {
   app->add_option("--trace-ranks", f.trace_ranks,
                   "Ranks in the trace: all | 0-7,64 | stage:0 | node:3 (default: the first rank "
                   "of each stage and the TP group of rank 0)");
+  app->add_option("--trace-limit", f.trace_limit,
+                  "Largest trace to write, e.g. 64GiB (default 16GiB: Perfetto's UI opens about "
+                  "2 GB; past the limit the run stops with exit 2)");
   meshsim::cli::add_bool_flag(app, "--no-trace", f.no_trace, "Do not write a trace");
   meshsim::cli::add_bool_flag(app, "--full-simulation", f.outputs.step.full_simulation,
                 "Simulate every rank instead of one per class of identical ranks");
@@ -629,6 +654,9 @@ int run_main(int argc, char** argv) {
     if (!f.trace_ranks.empty()) {
       f.outputs.trace_ranks = f.trace_ranks;
     }
+    f.outputs.trace_limit = trace_limit_of(f.trace_limit);
+  } else if (!f.trace_limit.empty()) {
+    throw meshsim::InputError("--trace-limit", "", "there is no trace to limit (--no-trace)");
   }
   if (*goodput) {
     // A trace only when asked for (the run's default trace file is not written).

@@ -9,11 +9,13 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <streambuf>
 #include <system_error>
 #include <vector>
 
+#include "meshsim/scenario/step_report.h"
 #include "meshsim/sim/error.h"
 
 namespace meshsim::cli {
@@ -43,6 +45,11 @@ class OutputFile::FileBuf : public std::streambuf {
   FileBuf& operator=(const FileBuf&) = delete;
 
   int error() const { return error_; }
+  // Past `limit` bytes written, the write throws `on_limit`'s error (the stream rethrows it).
+  void set_limit(int64_t limit, std::function<void()> on_limit) {
+    limit_ = limit;
+    on_limit_ = std::move(on_limit);
+  }
   // Flushes and closes; false (error() says why) when anything failed.
   bool close() {
     if (fd_ < 0) {
@@ -58,7 +65,10 @@ class OutputFile::FileBuf : public std::streambuf {
 
  protected:
   int_type overflow(int_type c) override {
-    if (!flush()) {
+    check_limit();
+    // With a limit the stream throws on a bad bit (set_limit): a write error is kept for commit()
+    // to report, as without one, instead of leaving the write as an iostream failure.
+    if (!flush() && !on_limit_) {
       return traits_type::eof();
     }
     if (!traits_type::eq_int_type(c, traits_type::eof())) {
@@ -67,9 +77,20 @@ class OutputFile::FileBuf : public std::streambuf {
     }
     return traits_type::not_eof(c);
   }
-  int sync() override { return flush() ? 0 : -1; }
+  int sync() override {
+    check_limit();
+    return flush() || on_limit_ ? 0 : -1;
+  }
 
  private:
+  void check_limit() {
+    if (limit_ >= 0 && written_ + (pptr() - pbase()) > limit_) {
+      limit_ = -1;  // once: closing the file after the error flushes without it
+      error_ = EFBIG;
+      on_limit_();
+    }
+  }
+
   bool flush() {
     const char* p = pbase();
     while (p < pptr() && error_ == 0) {
@@ -82,6 +103,7 @@ class OutputFile::FileBuf : public std::streambuf {
         break;
       }
       p += n;
+      written_ += n;
     }
     setp(buffer_.data(), buffer_.data() + buffer_.size());
     return error_ == 0;
@@ -90,6 +112,9 @@ class OutputFile::FileBuf : public std::streambuf {
   int fd_;
   int error_ = 0;
   std::vector<char> buffer_;
+  int64_t written_ = 0;
+  int64_t limit_ = -1;  // none
+  std::function<void()> on_limit_;
 };
 
 OutputFile::OutputFile(std::string path, std::string flag)
@@ -141,6 +166,15 @@ OutputFile::~OutputFile() {
 void OutputFile::fail(const std::string& what, int error) const {
   const std::string reason = error != 0 ? fmt::format(": {}", std::strerror(error)) : "";
   throw OutputError(flag_, "", fmt::format("cannot write {}: {}{}", path_, what, reason));
+}
+
+void OutputFile::set_limit(int64_t bytes, std::string limit_flag, std::string advice) {
+  const std::string what =
+      fmt::format("{} would pass its limit of {}", path_, scenario::format_bytes(Bytes::of(bytes)));
+  buf_->set_limit(bytes, [flag = std::move(limit_flag), what, advice = std::move(advice)] {
+    throw InputError(flag, "", fmt::format("{}: {}", what, advice));
+  });
+  stream_.exceptions(std::ios::badbit);  // the limit's error leaves the write, not a bad bit
 }
 
 void OutputFile::commit() {

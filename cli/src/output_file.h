@@ -34,6 +34,9 @@ class OutputFile {
   const std::string& path() const { return path_; }
   // Flushes, closes and renames into place; throws OutputError on `flag` when any step fails.
   void commit();
+  // Stops the file at `bytes`: the write that would pass them throws InputError on `limit_flag`
+  // with `advice` (a trace of more ranks than anyone can open must not fill the disk first).
+  void set_limit(int64_t bytes, std::string limit_flag, std::string advice);
 
  private:
   [[noreturn]] void fail(const std::string& what, int error) const;

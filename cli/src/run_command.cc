@@ -136,8 +136,12 @@ std::unique_ptr<scenario::StepObserver> trace_observer(const RunOutputs& outputs
   if (!outputs.trace_path) {
     return nullptr;
   }
-  return std::make_unique<TraceObserver>(
-      TraceRequest{*outputs.trace_path, outputs.trace_ranks, {}}, s, cluster);
+  TraceRequest request{*outputs.trace_path, outputs.trace_ranks, {}, kDefaultTraceLimit, {}};
+  if (outputs.trace_limit) {
+    request.limit = *outputs.trace_limit;
+    request.limit_flag = "--trace-limit";
+  }
+  return std::make_unique<TraceObserver>(request, s, cluster);
 }
 
 StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {

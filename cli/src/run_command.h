@@ -19,6 +19,7 @@ struct RunOutputs {
   std::optional<std::string> json_path;
   std::optional<std::string> trace_path;   // .pftrace (native Perfetto) or .json (Chrome JSON)
   std::optional<std::string> trace_ranks;  // --trace-ranks
+  std::optional<int64_t> trace_limit;      // --trace-limit, bytes (absent: kDefaultTraceLimit)
   scenario::StepOptions step;              // --full-simulation, --backend, --algo
   BudgetArgs budget;                       // --tokens, --days, --price-table, ...
   std::optional<std::string> export_chakra;  // --export-chakra DIR

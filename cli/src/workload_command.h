@@ -18,6 +18,7 @@ struct WorkloadArgs {
   std::optional<std::string> json_path;
   std::optional<std::string> trace_path;
   std::optional<std::string> trace_ranks;
+  std::optional<int64_t> trace_limit;  // --trace-limit, bytes
   std::optional<std::string> export_dir;
 };
 

@@ -3,15 +3,15 @@
 // output, a token budget names its scale, an algorithm a collective lacks is refused, a setting
 // that changes nothing is said, a resize suggests the degree or size that works, the largest
 // fabrics name the knob that attaches them, and the default headroom shows in run and plan.
-#include "command_test.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "command_test.h"
 
 namespace {
 
@@ -157,6 +157,31 @@ TEST_F(FlagTrapTest, OutOfMemorySuggestionsAreAnnouncedAndKeepTheHeadroom) {
   EXPECT_THAT(r.output, HasSubstr("plans that fit with 5 % of memory left free"));
   EXPECT_THAT(r.output, HasSubstr("headroom"));
   expect_no_crash(r);
+}
+
+// A trace stops at its limit instead of filling the disk (every rank of a long-sequence step
+// writes tens of GB): exit 2 naming --trace-limit, the ranks and how to trace fewer, and no file
+// left behind; under the limit the trace is written as before.
+TEST_F(FlagTrapTest, ATraceStopsAtItsLimit) {
+  std::vector<std::string> traced = small({"--dp", "8", "--trace", "t.json"});
+  std::erase(traced, "--no-trace");
+  std::vector<std::string> capped = traced;
+  capped.insert(capped.end(), {"--trace-limit", "64KiB"});
+  const CommandResult over = meshsim(capped);
+  EXPECT_EQ(over.exit_code, 2) << over.output;
+  EXPECT_THAT(over.output, HasSubstr("--trace-limit"));
+  EXPECT_THAT(over.output, HasSubstr("t.json would pass its limit of"));
+  EXPECT_THAT(over.output, HasSubstr("--trace-ranks"));
+  for (const auto& entry : std::filesystem::directory_iterator(path("."))) {
+    ADD_FAILURE() << "left behind: " << entry.path();
+  }
+  const CommandResult under = meshsim(traced);
+  ASSERT_EQ(under.exit_code, 0) << under.output;
+  EXPECT_GT(std::filesystem::file_size(path("t.json")), 64u * 1024u);
+  std::vector<std::string> bad = traced;
+  bad.insert(bad.end(), {"--trace-limit", "lots"});
+  expect_input_error(meshsim(bad), {"--trace-limit", "lots"});
+  expect_input_error(meshsim(small({"--trace-limit", "1GiB"})), {"--trace-limit", "--no-trace"});
 }
 
 }  // namespace
