@@ -20,7 +20,10 @@
 // remembered, in a dense row per wide shape. So a re-share never walks the links of a wide
 // shape: representative simulation (few transfers, all wide) tests a few pairs; full simulation
 // (hundreds of narrow transfers at once, a few wide) walks the narrow ones' links, or one of them
-// where the shape's set of links is closed (no shape over other links touches it).
+// where the shape's set of links is closed (no shape over other links touches it). A narrow shape
+// that meets fewer narrow shapes than it has links (one with its images: 64 or 192 links that 3
+// to 9 shapes cross, in representative simulation of a CP plan) is searched through the list of
+// those shapes instead, and its transfers join no link's index (classify).
 // Memo: max-min rates depend only on the capacities and on the multiset of shapes in the
 // component, and equal shapes get equal rates, so solutions are memoized by the sorted list of
 // the component's shape ids (training repeats the same overlaps thousands of times); on a miss,
