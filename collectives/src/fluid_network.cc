@@ -20,7 +20,10 @@
 // remembered, in a dense row per wide shape. So a re-share never walks the links of a wide
 // shape: representative simulation (few transfers, all wide) tests a few pairs; full simulation
 // (hundreds of narrow transfers at once, a few wide) walks the narrow ones' links, or one of them
-// where the shape's set of links is closed (no shape over other links touches it).
+// where the shape's set of links is closed (no shape over other links touches it). A narrow shape
+// that meets fewer narrow shapes than it has links (one with its images: 64 or 192 links that 3
+// to 9 shapes cross, in representative simulation of a CP plan) is searched through the list of
+// those shapes instead, and its transfers join no link's index (classify).
 // Memo: max-min rates depend only on the capacities and on the multiset of shapes in the
 // component, and equal shapes get equal rates, so solutions are memoized by the sorted list of
 // the component's shape ids (training repeats the same overlaps thousands of times); on a miss,
@@ -46,11 +49,20 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // Shapes over more links than this are wide: not indexed per link.
 constexpr size_t kWideLinks = 256;
 
+// How the transfers sharing a link with a narrow shape's are found (FluidNetwork::classify).
+enum class Finder : uint8_t { kUndecided, kLinks, kNeighbours };
+
 struct Shape {
   std::vector<uint32_t> links;
   std::vector<double> weights;
   double cap = 0;        // <= 0: none
   uint32_t link_set = 0;  // shapes over the same links share it (FluidNetwork::link_sets_)
+  Finder finder = Finder::kUndecided;  // narrow: decided when a transfer of it first shares
+  // kNeighbours: every narrow shape sharing a link with it, itself included.
+  std::vector<uint32_t> neighbours;
+  // kLinks or undecided: the kNeighbours shapes sharing a link with it.
+  std::vector<uint32_t> listed_neighbours;
+  std::vector<uint32_t> sharing;  // narrow: its transfers in sharing_
   bool wide() const { return links.size() > kWideLinks; }
 };
 
@@ -69,7 +81,8 @@ struct Transfer {
   SimTime not_before;    // start + floor
   uint32_t generation = 0;
   uint32_t sharing_pos = kNotSharing;  // its index in sharing_ while it is there
-  uint32_t first_membership = 0;       // narrow, in sharing_: its nodes in the link lists
+  uint32_t shape_pos = 0;              // narrow, in sharing_: its index in its shape's sharing
+  uint32_t first_membership = 0;       // kLinks, in sharing_: its nodes in the link lists
 };
 
 // A narrow transfer's place in one link's list of the narrow transfers on it.
@@ -115,7 +128,10 @@ class FluidNetwork final : public SharedNetwork {
   explicit FluidNetwork(std::vector<double> capacities)
       : capacities_(std::move(capacities)),
         link_set_of_link_(capacities_.size(), kUnused),
-        link_head_(capacities_.size(), kNoNode) {}
+        link_head_(capacities_.size(), kNoNode),
+        narrow_on_link_(capacities_.size()),
+        listed_on_link_(capacities_.size()),
+        free_memberships_(kWideLinks + 1) {}
 
   std::string_view name() const override { return "analytical"; }
   ShapeId add_shape(const CommShape& shape) override;
@@ -151,8 +167,11 @@ class FluidNetwork final : public SharedNetwork {
   // its first_membership. Joining and leaving touch those nodes and the heads alone, and a search
   // walks short lists (a link carries no narrow transfer or one most of the time).
   std::vector<uint32_t> link_head_;  // per link: its first node, or kNoNode
+  // Per link: the narrow shapes over it, and those of them found by their neighbours.
+  std::vector<std::vector<uint32_t>> narrow_on_link_;
+  std::vector<std::vector<uint32_t>> listed_on_link_;
   std::vector<LinkMembership> memberships_;
-  std::vector<std::pair<uint32_t, std::vector<uint32_t>>> free_memberships_;  // by size: bases
+  std::vector<std::vector<uint32_t>> free_memberships_;  // by size (<= kWideLinks): bases
   BucketQueue<TransferEvent> events_;  // by (time, push order)
   SimTime clock_;
   size_t active_ = 0;
@@ -166,6 +185,8 @@ class FluidNetwork final : public SharedNetwork {
   std::vector<std::function<void(const TransferRate&)>> rate_subscribers_;
   std::vector<bool> transfer_seen_;  // scratch for re-sharing, all-false between uses
   std::vector<bool> shape_reached_;  // scratch for re-sharing, all-false between uses
+  std::vector<bool> shape_marked_;   // scratch for classify and add_shape, all-false between
+  std::vector<uint32_t> marked_;     // scratch: the shapes marked in it
   std::vector<uint32_t> reached_;    // scratch for re-sharing: the shapes marked in it
   std::vector<uint32_t> members_;    // scratch for re-sharing: the component
   std::vector<uint32_t> key_;        // scratch for re-sharing: its shapes, the memo's key
@@ -178,6 +199,8 @@ class FluidNetwork final : public SharedNetwork {
   void set_rate(uint32_t id, double rate);
   bool overlap(uint32_t a, uint32_t b);
   uint32_t add_link_set(const std::vector<uint32_t>& links);
+  void meet_listed(uint32_t id);
+  void classify(uint32_t id);
   void join(uint32_t id);
   void leave(uint32_t id);
   uint32_t take_memberships(uint32_t n);
@@ -207,9 +230,76 @@ ShapeId FluidNetwork::add_shape(const CommShape& shape) {
   const auto id = static_cast<uint32_t>(shapes_.size());
   shapes_.push_back(std::move(s));
   shape_reached_.push_back(false);
+  shape_marked_.push_back(false);
   overlap_rows_.emplace_back();
   shape_index_.emplace(std::move(key), id);
+  if (!shapes_[id].wide()) {
+    meet_listed(id);
+    for (const uint32_t l : shapes_[id].links) {
+      narrow_on_link_[l].push_back(id);
+    }
+  }
   return ShapeId(id);
+}
+
+// A new narrow shape and the kNeighbours shapes it shares a link with learn of each other.
+void FluidNetwork::meet_listed(uint32_t id) {
+  for (const uint32_t l : shapes_[id].links) {
+    for (const uint32_t other : listed_on_link_[l]) {
+      if (!shape_marked_[other]) {
+        shape_marked_[other] = true;
+        marked_.push_back(other);
+        shapes_[other].neighbours.push_back(id);
+        shapes_[id].listed_neighbours.push_back(other);
+      }
+    }
+  }
+  for (const uint32_t other : marked_) {
+    shape_marked_[other] = false;
+  }
+  marked_.clear();
+}
+
+// How a narrow shape's component is searched, chosen once, when a transfer of it first shares:
+// through the link lists (kLinks: its transfers join the list of each of its links, and a search
+// from it walks them), or, where fewer shapes share a link with it than it has links (a shape with
+// its images crosses dozens of links that few other shapes cross), through its list of those
+// neighbours (kNeighbours: its transfers join no link list; a search from it walks the neighbours'
+// transfers, and one from a kLinks shape walks its listed_neighbours' besides the link lists).
+void FluidNetwork::classify(uint32_t id) {
+  Shape& s = shapes_[id];
+  bool few = true;
+  for (const uint32_t l : s.links) {
+    for (const uint32_t other : narrow_on_link_[l]) {
+      if (!shape_marked_[other]) {
+        shape_marked_[other] = true;
+        marked_.push_back(other);
+      }
+    }
+    if (marked_.size() >= s.links.size()) {
+      few = false;
+      break;
+    }
+  }
+  for (const uint32_t other : marked_) {
+    shape_marked_[other] = false;
+  }
+  if (!few) {
+    marked_.clear();
+    s.finder = Finder::kLinks;
+    return;
+  }
+  s.finder = Finder::kNeighbours;
+  s.neighbours = marked_;
+  marked_.clear();
+  for (const uint32_t other : s.neighbours) {
+    if (other != id && shapes_[other].finder != Finder::kNeighbours) {
+      shapes_[other].listed_neighbours.push_back(id);
+    }
+  }
+  for (const uint32_t l : s.links) {
+    listed_on_link_[l].push_back(id);
+  }
 }
 
 // The id of this list of links' set, new or not; a new one opens the sets it meets on a link.
@@ -281,12 +371,20 @@ void FluidNetwork::enter_bandwidth(uint32_t id) {
 
 void FluidNetwork::join(uint32_t id) {
   Transfer& t = transfers_[id];
-  const Shape& s = shapes_[t.shape];
+  Shape& s = shapes_[t.shape];
   t.sharing_pos = static_cast<uint32_t>(sharing_.size());
   sharing_.push_back(id);
   if (s.wide()) {
     wide_.push_back(id);
-  } else {
+    dirty_shapes_.push_back(t.shape);
+    return;
+  }
+  if (s.finder == Finder::kUndecided) {
+    classify(t.shape);
+  }
+  t.shape_pos = static_cast<uint32_t>(s.sharing.size());
+  s.sharing.push_back(id);
+  if (s.finder == Finder::kLinks) {
     const auto n = static_cast<uint32_t>(s.links.size());
     t.first_membership = take_memberships(n);
     for (uint32_t i = 0; i < n; ++i) {
@@ -303,12 +401,10 @@ void FluidNetwork::join(uint32_t id) {
 }
 
 uint32_t FluidNetwork::take_memberships(uint32_t n) {
-  for (auto& [size, firsts] : free_memberships_) {
-    if (size == n && !firsts.empty()) {
-      const uint32_t first = firsts.back();
-      firsts.pop_back();
-      return first;
-    }
+  if (std::vector<uint32_t>& firsts = free_memberships_[n]; !firsts.empty()) {
+    const uint32_t first = firsts.back();
+    firsts.pop_back();
+    return first;
   }
   const auto first = static_cast<uint32_t>(memberships_.size());
   SIM_CHECK(memberships_.size() + n < kNoNode, "{} link memberships", memberships_.size());
@@ -317,27 +413,27 @@ uint32_t FluidNetwork::take_memberships(uint32_t n) {
 }
 
 void FluidNetwork::give_memberships(uint32_t first, uint32_t n) {
-  for (auto& [size, firsts] : free_memberships_) {
-    if (size == n) {
-      firsts.push_back(first);
-      return;
-    }
-  }
-  free_memberships_.emplace_back(n, std::vector<uint32_t>{first});
+  free_memberships_[n].push_back(first);
 }
 
 void FluidNetwork::leave(uint32_t id) {
   Transfer& t = transfers_[id];
-  const Shape& s = shapes_[t.shape];
+  Shape& s = shapes_[t.shape];
   sharing_[t.sharing_pos] = sharing_.back();
   transfers_[sharing_.back()].sharing_pos = t.sharing_pos;
   sharing_.pop_back();
   t.sharing_pos = kNotSharing;
+  dirty_shapes_.push_back(t.shape);
   if (s.wide()) {
     const auto it = std::find(wide_.begin(), wide_.end(), id);
     *it = wide_.back();
     wide_.pop_back();
-  } else {
+    return;
+  }
+  s.sharing[t.shape_pos] = s.sharing.back();
+  transfers_[s.sharing.back()].shape_pos = t.shape_pos;
+  s.sharing.pop_back();
+  if (s.finder == Finder::kLinks) {
     const auto n = static_cast<uint32_t>(s.links.size());
     for (uint32_t i = 0; i < n; ++i) {
       const LinkMembership& m = memberships_[t.first_membership + i];
@@ -348,7 +444,6 @@ void FluidNetwork::leave(uint32_t id) {
     }
     give_memberships(t.first_membership, n);
   }
-  dirty_shapes_.push_back(t.shape);
 }
 
 // Books the progress made at the old rate and schedules the last byte at the new one.
@@ -500,9 +595,24 @@ void FluidNetwork::find_component() {
         add(memberships_[node].transfer);
       }
     };
+    const auto add_sharing = [&](const std::vector<uint32_t>& shapes) {
+      for (const uint32_t shape : shapes) {
+        for (const uint32_t id : shapes_[shape].sharing) {
+          add(id);
+        }
+      }
+    };
     if (from.wide()) {
       add_tested(sharing_);
-    } else if (link_set_closed_[from.link_set]) {
+      return;
+    }
+    if (from.finder == Finder::kNeighbours) {
+      add_tested(wide_);
+      add_sharing(from.neighbours);
+      return;
+    }
+    add_sharing(from.listed_neighbours);
+    if (link_set_closed_[from.link_set]) {
       add_on_link(from.links.front());
     } else {
       add_tested(wide_);

@@ -126,6 +126,33 @@ TEST_P(SharedNetworkTest, ShapesOverTheSameLinksAndShapesThatLaterCrossThem) {
   expect_next_end(*m, b, Milliseconds(4), "B");
 }
 
+TEST_P(SharedNetworkTest, AShapeOverManyLinksAndTheFewShapesItMeets) {
+  // W crosses four 10 GB/s links that few other shapes cross (as a collective with its images
+  // does): the fluid model searches from it through the shapes it meets, not its links.
+  const std::vector<double> caps(4, 10e9);
+  const CommShape w = shape(
+      {{LinkId(0), 1.0}, {LinkId(1), 1.0}, {LinkId(2), 1.0}, {LinkId(3), 1.0}}, MB(20));
+  // S, over link 3 alone, starts with W: 5 GB/s each; S (10 MB) ends at 2 ms, W's last 10 MB
+  // alone take 1 ms more.
+  auto n = GetParam().make(caps);
+  const TransferId w1 = start(*n, SimTime::zero(), w);
+  const TransferId s = start(*n, SimTime::zero(), shape({{LinkId(3), 1.0}}, MB(10)));
+  expect_next_end(*n, s, Milliseconds(2), "S");
+  expect_next_end(*n, w1, Milliseconds(3), "W");
+  // T, over link 2 and first seen at 1 ms (W alone has 10 MB left), shares it with W at 5 GB/s:
+  // W ends at 3 ms, T has 30 MB left. W2, of W's shape, starts then with 10 MB and must meet T,
+  // a shape added after W's: 5 GB/s each, W2 ends at 5 ms, T's last 20 MB alone take 2 ms more.
+  auto m = GetParam().make(caps);
+  const TransferId w3 = start(*m, SimTime::zero(), w);
+  EXPECT_TRUE(m->advance(SimTime::zero() + Milliseconds(1)).finished.empty());
+  const TransferId t =
+      start(*m, SimTime::zero() + Milliseconds(1), shape({{LinkId(2), 1.0}}, MB(40)));
+  expect_next_end(*m, w3, Milliseconds(3), "W before T");
+  const TransferId w4 = start(*m, SimTime::zero() + Milliseconds(3), shape(w.loads, MB(10)));
+  expect_next_end(*m, w4, Milliseconds(5), "W2 beside T");
+  expect_next_end(*m, t, Milliseconds(7), "T");
+}
+
 TEST_P(SharedNetworkTest, LatencyPhasesLimitsAndLateStarts) {
   auto n = make();
   // A: 1 ms of latency, then 10 MB on link 0 alone: ends at 2 ms unless B interferes.
