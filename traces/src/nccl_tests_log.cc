@@ -311,7 +311,7 @@ class Parser {
   }
 
   double measured(std::string_view v, std::string_view what) const {
-    const std::optional<double> x = parse_number(v);
+    const std::optional<double> x = meshsim::parse_number(v);
     if (!x || *x < 0) {
       fail(fmt::format("{} \"{}\": expected a non-negative number", what, v));
     }

@@ -24,7 +24,7 @@ constexpr std::string_view kExpected =
 }
 
 // A non-negative whole number made of digits only (no sign, no spaces).
-std::optional<int64_t> parse_number(std::string_view s) {
+std::optional<int64_t> parse_rank_number(std::string_view s) {
   if (s.empty() || s.find_first_not_of("0123456789") != std::string_view::npos) {
     return std::nullopt;
   }
@@ -45,14 +45,14 @@ struct Range {
 Range parse_range(std::string_view text, std::string_view item, std::string_view what) {
   const size_t dash = text.find('-');
   if (dash == std::string_view::npos) {
-    const auto n = parse_number(text);
+    const auto n = parse_rank_number(text);
     if (!n) {
       fail(item, fmt::format("'{}' is not a {} number ({})", text, what, kExpected));
     }
     return {*n, *n};
   }
-  const auto lo = parse_number(trim(text.substr(0, dash)));
-  const auto hi = parse_number(trim(text.substr(dash + 1)));
+  const auto lo = parse_rank_number(trim(text.substr(0, dash)));
+  const auto hi = parse_rank_number(trim(text.substr(dash + 1)));
   if (!lo || !hi) {
     fail(item, fmt::format("'{}' is not a {} range (expected A-B with whole numbers, e.g. 0-7)",
                            text, what));
