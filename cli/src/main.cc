@@ -20,7 +20,6 @@
 #include "help_markdown.h"
 #include "kernel_model_command.h"
 #include "meshsim/sim/error.h"
-#include "meshsim/sim/unit_parse.h"
 #include "output_file.h"
 #include "plan_command.h"
 #include "plan_flags.h"
@@ -46,21 +45,12 @@ constexpr const char* kMaxTraceSizeHelp =
     "the parsed document takes 15 to 35 times that in memory; per-rank profiler traces, streamed "
     "in bounded memory: default 64GiB stored, 256GiB inflated)";
 
-// --trace-limit as bytes (absent: the default limit); exit 2 naming the flag on a bad size.
+// --trace-limit as bytes (absent: the default limit).
 std::optional<int64_t> trace_limit_of(const std::string& text) {
   if (text.empty()) {
     return std::nullopt;
   }
-  try {
-    const meshsim::Bytes b = meshsim::parse_bytes(text);
-    if (b.count() <= 0) {
-      throw meshsim::UnitParseError("expected a size above zero");
-    }
-    return b.count();
-  } catch (const meshsim::UnitParseError& e) {
-    throw meshsim::InputError("--trace-limit", fmt::format("\"{}\"", text),
-                              fmt::format("expected a size such as 64GiB: {}", e.what()));
-  }
+  return meshsim::cli::positive_size("--trace-limit", text).count();
 }
 
 // A flag bound to the override scenario, applied (with its origin) only when given on the

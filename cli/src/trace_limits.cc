@@ -6,17 +6,22 @@
 
 namespace meshsim::cli {
 
-traces::ImportLimits trace_limits_from(const std::string& size) {
+Bytes positive_size(const std::string& flag, const std::string& size) {
   Bytes b;
   try {
     b = parse_bytes(size);
   } catch (const UnitParseError& e) {
-    throw InputError("--max-trace-size", "", e.what());
+    throw InputError(flag, "", e.what());
   }
   if (b <= Bytes::zero()) {
-    throw InputError("--max-trace-size", "",
+    throw InputError(flag, "",
                      fmt::format("\"{}\": expected a positive size such as 512MiB", size));
   }
+  return b;
+}
+
+traces::ImportLimits trace_limits_from(const std::string& size) {
+  const Bytes b = positive_size("--max-trace-size", size);
   traces::ImportLimits limits;
   limits.max_file_bytes = b.count();
   limits.max_text_bytes = b.count();

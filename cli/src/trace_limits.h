@@ -10,6 +10,9 @@
 
 namespace meshsim::cli {
 
+// A size flag's value ("512MiB"): InputError on `flag` unless a positive byte count.
+Bytes positive_size(const std::string& flag, const std::string& size);
+
 // "512MiB" -> limits of 512 MiB on the file and on its text; InputError on --max-trace-size.
 traces::ImportLimits trace_limits_from(const std::string& size);
 

@@ -49,7 +49,8 @@ bool jax_remat(const ParallelPlan& p) {
 bool microbatches_not_multiple_of_pp(const ParallelPlan& p) {
   return p.pp > 1 && p.microbatches() % p.pp != 0;
 }
-bool fused_attention_kernel(const ParallelPlan& p) {
+// A fused attention kernel (FlashAttention, cuDNN, ...) where the stack had only the naive one.
+bool fused_attention_kernel(const ModelConfig&, const ParallelPlan& p) {
   return p.attention != AttentionKernel::kNaive;
 }
 // Megatron-LM 2022's SwitchMLP: a router's top-1 choice among experts in every layer's MLP.
@@ -210,7 +211,7 @@ constexpr std::array kMegatron2021 = {
               "ParallelAttention computes the scores with torch.baddbmm and normalises them with "
               "FusedScaleMaskSoftmax (megatron/model/transformer.py @ de7dc40f); flash attention "
               "came with --use-flash-attn (d693034ecf, 2022-12-08)",
-              [](const ModelConfig&, const ParallelPlan& p) { return fused_attention_kernel(p); }},
+              fused_attention_kernel},
     StackRule{F::kDtype, "FP8 training",
               "megatron/arguments.py @ de7dc40f trains in --fp16, --bf16 or fp32; FP8 came with "
               "Transformer Engine (3499542edd, 2022-12-21)",
@@ -305,12 +306,11 @@ constexpr auto kMegatron2022 = concat(
                   [](const ModelConfig&, const ParallelPlan& p) { return p.cp > 1; }}},
     kLegacyMegatronShared,
     std::array{
-        StackRule{
-            F::kAttention, "a fused (flash) attention kernel",
-            "CoreAttention computes the scores with torch.baddbmm and normalises them with "
-            "FusedScaleMaskSoftmax (megatron/model/transformer.py @ cfd2e21607); "
-            "--use-flash-attn came with d693034ecf (2022-12-08)",
-            [](const ModelConfig&, const ParallelPlan& p) { return fused_attention_kernel(p); }},
+        StackRule{F::kAttention, "a fused (flash) attention kernel",
+                  "CoreAttention computes the scores with torch.baddbmm and normalises them with "
+                  "FusedScaleMaskSoftmax (megatron/model/transformer.py @ cfd2e21607); "
+                  "--use-flash-attn came with d693034ecf (2022-12-08)",
+                  fused_attention_kernel},
         StackRule{F::kDtype, "FP8 training",
                   "megatron/arguments.py @ cfd2e21607 trains in --fp16, --bf16 or fp32; FP8 came "
                   "with Transformer Engine (3499542edd, 2022-12-21)",
@@ -413,7 +413,7 @@ constexpr std::array kDeepSpeedZero3_2021 = {
               "Megatron-LM 2021's ParallelAttention computes the scores with torch.baddbmm and "
               "normalises them with FusedScaleMaskSoftmax (megatron/model/transformer.py @ "
               "de7dc40f)",
-              [](const ModelConfig&, const ParallelPlan& p) { return fused_attention_kernel(p); }},
+              fused_attention_kernel},
 };
 
 // PyTorch FSDP (FSDP1) through Composer / llm-foundry (fsdp, llm-foundry-2023).
