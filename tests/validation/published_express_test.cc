@@ -142,7 +142,7 @@ TEST(PublishedExpress, ExportVariantsAndTheGrandTetonH100) {
 
   const PublishedScenario teton = mapped(dev_run("torchtitan-llama3-8B-8xH100-cp1-seq32768"));
   EXPECT_EQ(teton.cluster.chip.name, "h100-sxm-96gb-hbm2e");
-  EXPECT_THAT(teton.assumptions, Contains(HasSubstr("meshsim takes the SXM's, the upper bound")));
+  EXPECT_THAT(teton.assumptions, Contains(HasSubstr("meshsim interpolates by power")));
   r.hardware_key = "H20";
   EXPECT_THAT(refusal(r), HasSubstr("hardware \"H20\" has no cluster preset"));
 }

@@ -460,6 +460,11 @@ TEST(StackRules, TorchtitanDataParallelismIsFsdp2) {
   EXPECT_EQ(refused_on(q), std::nullopt);
   q.ep = 8;
   EXPECT_EQ(refused_on(q, moe()), PlanField::kEp);
+  // Its selective checkpointing counts the matmuls of the Llama block, which has no MoE.
+  q.ep = 1;
+  q.recompute = Recompute::kSelective;
+  EXPECT_EQ(refused_on(q), std::nullopt);
+  EXPECT_EQ(refused_on(q, moe()), PlanField::kRecompute);
 }
 
 // MaxText @ e591f30c: data (0), shard_optimizer_over_data (1), fsdp (3); a GPipe-order pipeline

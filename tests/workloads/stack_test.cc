@@ -236,6 +236,15 @@ TEST(Stacks, LlmFoundrysFlashPathUnpadsAndPadsAroundTheKernel) {
   EXPECT_EQ(count(kernels(plan_with(Stack::kLlmFoundry2023, DeviceFamily::kHopper)), "unpad"), 0);
 }
 
+// "selective" is the framework's own: torchtitan's checkpointing by op, Megatron's of the
+// attention core (variants_program_test.cc has what each re-runs).
+TEST(Stacks, SelectiveRecomputeIsTorchtitansByOpOnItsStackOnly) {
+  for (const Stack s : enum_values<Stack>()) {
+    EXPECT_EQ(plan_with(s, DeviceFamily::kHopper).selective_by_op, s == Stack::kFsdpCompile)
+        << to_string(s);
+  }
+}
+
 TEST(Stacks, Fp16RunsScaleTheirLoss) {
   EXPECT_EQ(count(kernels(plan_with(Stack::kMegatron, DeviceFamily::kHopper, Dtype::kFp16)),
                   "loss_scale"),

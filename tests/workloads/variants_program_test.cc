@@ -266,6 +266,72 @@ TEST(Variants, QkvOutProjPolicyKeepsTheProjectionsAndReRunsTheMlpUpProjection) {
   EXPECT_THROW(validate_plan(load_model("mixtral-8x7b"), p), PlanError);
 }
 
+// torchtitan's selective checkpointing by op (parallelize_llama.py @ 9dec370): the block keeps
+// its matmuls' outputs but every second one (wq, wk, wv, wo, w1, w3, w2: wk, wo and w3 are not
+// kept), and reduce-scatters'; the backward re-runs what it reads of the rest: the norms, wk,
+// RoPE, wo and the residual sum (the MLP norm's input), w3 and the SwiGLU. Under TP with SP the
+// saved reduce-scatter of wo's output spares wo.
+TEST(Variants, TorchtitanSelectiveCheckpointingByOp) {
+  const ModelConfig m = load_model("llama3-8b");
+  ParallelPlan p;
+  p.gbs = 1;
+  p.seq = 2048;
+  p.recompute = Recompute::kSelective;
+  p.kernels = Kernels::kFused;
+  const StepPlan megatron = plan_step(m, p);
+  EXPECT_TRUE(layer_ops(megatron.programs[0], "recompute.L0.").empty());  // flash attention
+  p.selective_by_op = true;
+  const StepPlan compiled = plan_step(m, p);
+  const auto redo = layer_ops(compiled.programs[0], "recompute.L0.");
+  for (const char* op : {"attn_norm", "wk", "rope", "attn_out", "residual_attn", "mlp_norm",
+                         "mlp_up.w3", "swiglu"}) {
+    EXPECT_TRUE(redo.contains(op)) << op;
+  }
+  for (const char* op : {"qkv", "attention", "mlp_up", "mlp_down", "residual_mlp"}) {
+    EXPECT_FALSE(redo.contains(op)) << op;
+  }
+  // K's projection: 2048 tokens x 4096 -> 8 KV heads x 128; w3, one half of the fused up
+  // projection the forward runs.
+  const auto fwd = layer_ops(compiled.programs[0], "fwd.L0.");
+  ASSERT_TRUE(redo.contains("wk") && redo.contains("mlp_up.w3") && fwd.contains("mlp_up"));
+  EXPECT_EQ(std::get<ComputeWork>(redo.at("wk")->work).flops.count(), 2.0 * 2048 * 4096 * 1024);
+  EXPECT_EQ(std::get<ComputeWork>(redo.at("mlp_up.w3")->work).flops.count(),
+            std::get<ComputeWork>(fwd.at("mlp_up")->work).flops.count() / 2);
+  EXPECT_TRUE(fwd.contains("qkv") && !fwd.contains("wk"));
+  ParallelPlan tp = p;
+  tp.tp = 2;
+  tp.sp = true;
+  const StepPlan sharded = plan_step(m, tp);
+  const auto tp_redo = layer_ops(sharded.programs[0], "recompute.L0.");
+  EXPECT_FALSE(tp_redo.contains("attn_out"));
+  EXPECT_TRUE(tp_redo.contains("residual_attn"));
+  EXPECT_TRUE(tp_redo.contains("wk.tp_allgather"));  // the gathered input is no saved output
+  // FP8 (torchao, current scaling): every linear's input is cast again (no cast's output is
+  // saved); abs and max are kept, so no amax pass.
+  p.kernels = Kernels::kFused;
+  p.matmul_dtype = Dtype::kFp8;
+  p.fp8_scaling = Fp8Scaling::kCurrent;
+  const StepPlan fp8_step = plan_step(m, p);
+  const auto fp8 = layer_ops(fp8_step.programs[0], "recompute.L0.");
+  for (const char* cast : {"qkv", "attn_out", "mlp_up", "mlp_down"}) {
+    EXPECT_TRUE(fp8.contains(std::string(cast) + ".input.cast_transpose")) << cast;
+    EXPECT_FALSE(fp8.contains(std::string(cast) + ".input.amax")) << cast;
+  }
+  // What it keeps per rank (bf16): the layer input and wo's reduce-scatter under TP 2 with SP
+  // (1024 tokens x 4096 each), Q (16 heads x 128) and V (4 x 128) over 2048 tokens, the attention
+  // output (as Q) and its fp32 log-sum-exp per head and token, and w1's output (2048 x 7168).
+  EXPECT_EQ(
+      layer_activations(m, tp).total(),
+      Bytes::of(2 * (2 * 1024 * 4096 + 2048 * (16 + 4 + 16) * 128 + 2048 * 7168) + 4 * 16 * 2048));
+  EXPECT_LT(layer_activations(m, tp).total(), layer_activations(m, tp, Recompute::kNone).total());
+  // Eager, checkpoint's cache also holds w2's output (2048 tokens x 4096 before its
+  // reduce-scatter).
+  ParallelPlan eager_tp = tp;
+  eager_tp.kernels = Kernels::kEager;
+  EXPECT_EQ(layer_activations(m, eager_tp).total() - layer_activations(m, tp).total(),
+            Bytes::of(2 * 2048 * 4096));
+}
+
 // Llama-3-405B's pipeline (Dubey et al. 2024, Sec. 3.3.2): 126 layers on PP 16 with
 // interleaving and one layer fewer on the first and the last virtual stage: here VP 2, 4 layers
 // per virtual stage, 3 on the first and on the last.

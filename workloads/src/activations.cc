@@ -154,6 +154,28 @@ LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p, 
     a.attention_output += a.attention_output / d.e;
   }
   drop_recomputed_modules(m, p, recompute, d, layer, a);
+  if (recompute == Recompute::kSelective && p.selective_by_op && !m.mla && !m.is_moe_layer(layer) &&
+      !m.parallel_blocks) {
+    // torchtitan's op policy (ParallelPlan::selective_by_op; layer_ops.h recompute_torchtitan_ops)
+    // keeps, of what the backward reads, the layer input (the checkpoint's argument), Q and V
+    // (wq's and wv's outputs), the attention kernel's output and statistics, wo's reduce-scatter
+    // under TP with SP (the residual sum's other input), and the first up projection's output
+    // (w1; a plain MLP's fc1). The rest is re-made in the backward. Eager (checkpoint's cache of
+    // every saved op's output, needed or not) also holds the down projection's output (w2, the
+    // block's seventh matmul, before its reduction under TP).
+    LayerActivations kept;
+    const bool saved_scatter = p.tp > 1 && p.sp;
+    kept.checkpoint = bytes_of({saved_scatter ? 2 : 1, d.e, d.sb_rep, d.h});
+    if (p.kernels == Kernels::kEager && is_gated(m.mlp)) {
+      kept.checkpoint += bytes_of({d.e, d.sb, d.h});
+    }
+    kept.q = a.q;
+    kept.v = a.v;
+    kept.attention_output = a.attention_output;
+    kept.softmax_statistics = a.softmax_statistics;
+    kept.mlp_hidden = bytes_of({d.e, d.sb, d.w.d_ff});
+    return kept;
+  }
   if (recompute == Recompute::kDots) {
     // JAX's checkpoint_dots_with_no_batch_dims (MaxText remat_policy "minimal"): the weight
     // matmuls' outputs that the backward needs stay (Q, K, V, the MLP's up projections, and the

@@ -118,6 +118,12 @@ class Items {
     }
     kernel(name + ".cast_transpose", quantize_work(elements, 4 * elements));
   }
+  // The same cast re-run by a recompute whose policy kept its scale: no amax pass.
+  void fp8_recast(const std::string& name, int64_t elements) {
+    if (c_.plan.matmul_dtype == Dtype::kFp8) {
+      kernel(name + ".cast_transpose", quantize_work(elements, 4 * elements));
+    }
+  }
   // Whether the norm before a column-parallel GEMM writes its FP8 input itself (Transformer
   // Engine's LayerNormLinear, under fused kernels) rather than a cast kernel doing it.
   bool norm_casts_fp8() const {

@@ -407,6 +407,40 @@ std::vector<LayerItem> recompute_selected_modules(const LayerContext& c) {
   return it.take();
 }
 
+std::vector<LayerItem> recompute_torchtitan_ops(const LayerContext& c) {
+  SIM_CHECK(!c.model.mla && !c.model.is_moe_layer(c.layer) && !c.model.parallel_blocks,
+            "torchtitan's op policy on a layer unlike its Llama blocks (the stack refuses it)");
+  const Dims d = dims_of(c);
+  Items it(c, d);
+  // FP8: every linear's input cast is re-made (no cast's output is saved), once per input as the
+  // forward casts it (qkv_forward, mlp_items); the scales are kept.
+  norm_items(it, "attn_norm", d.sp_tokens, false);
+  it.fp8_recast("qkv.input", d.sp_tokens * d.h);
+  it.column_gemm("wk", "wk", d.tokens, d.h, d.kv);
+  rope_items(it, false);
+  // The MLP norm's input, the residual sum, from the output projection's: under TP with SP its
+  // reduce-scatter's output is saved; otherwise wo re-runs (with its all-reduce under TP).
+  it.fp8_recast("attn_out.input", d.tokens * d.o);
+  if (!it.tensor_parallel() || !c.plan.sp) {
+    it.row_gemm("attn_out", "attn_out", d.tokens, d.o, d.h);
+  }
+  residual_items(it, "residual_attn", 0);
+  norm_items(it, "mlp_norm", d.sp_tokens, false);
+  // The second of the two up projections (w3; fc2, the down projection, in a plain MLP: the
+  // MLP's second matmul, whose output the backward does not read, so only eager re-runs it).
+  const bool gated = is_gated(c.model.mlp);
+  it.fp8_recast(gated ? "mlp_up.input" : "fc1.input", d.sp_tokens * d.h);
+  if (gated) {
+    it.column_gemm("mlp_up.w3", "mlp_up.w3", d.tokens, d.h, d.f);
+  }
+  activation_items(it, d.tokens * d.f, false);
+  it.fp8_recast(gated ? "mlp_down.input" : "fc2.input", d.tokens * d.f);
+  if (!gated && eager(c)) {
+    it.gemm("fc2", d.tokens, d.f, d.h);
+  }
+  return it.take();
+}
+
 std::vector<LayerItem> recompute_jax_policy(const LayerContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);

@@ -122,6 +122,22 @@ std::vector<LayerItem> recompute_jax_policy(const LayerContext& c);
 // forward of MLA's up-projections, a dense MLP, or the experts' activation, re-run before the
 // layer's backward.
 std::vector<LayerItem> recompute_selected_modules(const LayerContext& c);
+// torchtitan's selective checkpointing by op (ParallelPlan::selective_by_op), what the backward
+// re-runs before the layer's backward. The policy (_get_custom_policy in
+// torchtitan/parallelisms/parallelize_llama.py @ 9dec370) saves the outputs of the block's
+// matmuls except every second one, counted per block in forward order (wq, wk, wv, wo, w1, w3,
+// w2 in torchtitan/models/llama/model.py: wk, wo and w3 are not saved), of SDPA's flash and
+// efficient kernels, of reduce-scatters, and of abs and max (an FP8 cast's scale); every other
+// op's output is recomputed. Compiled (torch.compile's partitioner treats PREFER_RECOMPUTE as
+// must-recompute) it re-runs what the backward reads: the attention norm, wk on its output (K for
+// RoPE and the attention's backward), RoPE, the residual add (the MLP norm's input, no saved
+// output) with wo before it unless TP with SP saved wo's reduce-scatter, the MLP norm, w3 and the
+// activation function with its product (the down projection's input), every linear's FP8 input
+// cast (no cast's output is saved; its scale is), and under SP the gathers of the re-run
+// matmuls' inputs. Eager (checkpoint's replay
+// of the forward) re-runs the same, and in a plain MLP also fc2, the block's sixth matmul, whose
+// output the backward does not read.
+std::vector<LayerItem> recompute_torchtitan_ops(const LayerContext& c);
 std::vector<LayerItem> embedding_backward(const LayerContext& c);
 // The per-step work of the plan outside the layers (its stack's StepWork, fp16 loss scaling, FP8
 // weight casts) over the rank's `params` local parameters and `layer_weights` elements of its

@@ -292,13 +292,17 @@ StackProfile fsdp_compile() {
       "torchtitan (FSDP2 and torch.compile, pytorch/torchtitan @ 9dec370, torch nightly of "
       "2024-12): compiled (fused) memory-bound kernels, SDPA's flash backend (FlashAttention-2), "
       "AdamW's multi-tensor path, gradient clipping (max_norm 1.0), torchao float8 (tensorwise: "
-      "current scaling)";
+      "current scaling), selective activation checkpointing by op (the train configs' "
+      "selective_ac_option 'op')";
   p.kernels = Kernels::kFused;
   p.optimizer = OptimizerKernels::kForEach;
   p.attention = AttentionKernel::kFlash;
   p.fp8 = Fp8Scaling::kCurrent;
   p.step.grad_norm = true;
   p.fp8_fprop_fast_accumulation = true;  // torchao float8's output GEMM
+  // train_configs/llama3_{8b,70b,405b}.toml @ 9dec370: [activation_checkpoint] mode 'selective',
+  // selective_ac_option 'op' (_apply_ac_to_transformer_block, parallelisms/parallelize_llama.py).
+  p.selective_by_op = true;
   p.host = compiled_host();
   return p;
 }
@@ -412,6 +416,7 @@ void apply_stack(ParallelPlan& plan, const StackProfile& profile, const StackOve
   plan.fp8_fprop_fast_accumulation = profile.fp8_fprop_fast_accumulation;
   plan.tp_backward_async = profile.tp_backward_async;
   plan.attention_unpads = profile.attention_unpads;
+  plan.selective_by_op = profile.selective_by_op;
   plan.host = profile.host;
   plan.pipeline_scatter_gather = profile.pipeline_scatter_gather;
   plan.wgrad_accumulation_fused = profile.wgrad_accumulation_fused;

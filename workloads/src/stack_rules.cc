@@ -484,6 +484,14 @@ constexpr std::array kFsdpCompile = {
               "ParallelDims @ 9dec370 has dp_replicate, dp_shard, cp, tp and pp "
               "(torchtitan/parallelisms/parallel_dims.py)",
               [](const ModelConfig&, const ParallelPlan& p) { return p.ep > 1; }},
+    StackRule{F::kRecompute, "selective recompute of MoE, MLA or parallel-block layers",
+              "torchtitan's selective checkpointing counts the matmuls of its Llama blocks "
+              "(parallelize_llama.py and models/llama/model.py @ 9dec370, which has no MoE, MLA "
+              "or parallel blocks); meshsim models that policy on such blocks only",
+              [](const ModelConfig& m, const ParallelPlan& p) {
+                return p.recompute == Recompute::kSelective &&
+                       (m.is_moe() || m.mla || m.parallel_blocks);
+              }},
     StackRule{F::kSchedule, "the single-stage zero-bubble schedule (ZB-H1)",
               "torchtitan takes its schedule from torch.distributed.pipelining's "
               "get_schedule_class (GPipe, 1F1B, Interleaved1F1B, LoopedBFS, "

@@ -233,6 +233,12 @@ struct ParallelPlan {
   // FlashAttention through llm-foundry's flash path (eager kernels): Q, K and V unpadded to
   // flash-attn's varlen layout and the output padded back, copies each way (stack_profile.h).
   bool attention_unpads = false;
+  // Selective recompute as torchtitan's op policy (selective_ac_option "op"): the backward re-runs
+  // the forward ops whose outputs the policy does not save and the backward needs (norms, RoPE,
+  // the MLP's activation, every second matmul of the block: layer_ops.h
+  // recompute_torchtitan_ops), instead of Megatron's attention core, and keeps what the policy
+  // saves (layer_activations); the stack's profile sets it.
+  bool selective_by_op = false;
   // Without SP, each TP rank sends 1/TP of the activation (or its gradient) to the next stage and
   // the receiver all-gathers the pieces over its TP group before using them (Megatron-LM's
   // --scatter-gather-tensors-in-pipeline, on by default until sequence parallelism; the stack's

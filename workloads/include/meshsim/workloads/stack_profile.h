@@ -41,6 +41,9 @@ struct StackProfile {
   bool tp_backward_async = true;
   // llm-foundry calls FlashAttention through its varlen interface (ParallelPlan::attention_unpads).
   bool attention_unpads = false;
+  // Selective recompute is torchtitan's checkpointing by op (ParallelPlan::selective_by_op), not
+  // Megatron's of the attention core.
+  bool selective_by_op = false;
   // What the host spends issuing the step, and where it waits (ParallelPlan::host).
   HostDispatch host;
   // Pipeline sends and receives hold the compute stream until they complete (OverlapOptions::
