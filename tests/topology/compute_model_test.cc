@@ -195,6 +195,45 @@ TEST(ComputeModel, HostCopiesRunAtTheHostLinkRate) {
   EXPECT_LT(model.kernel_time(on_device).total() * int64_t{10}, model.kernel_time(out).total());
 }
 
+// torchao's float8 linear on the torchao developers' H100 (torchao/float8/README.md,
+// "Performance", example 2: forward input 4096 x 8192, weight 8192 x 16384, "benchmark speedup is
+// 1.39" over bf16 for forward and backward; torchao/testing/float8/roofline_utils.py gives that
+// H100's memory as 2.4 TB/s, "custom to Meta's H100 variant": the Grand Teton part). The float8
+// side: three GEMMs (the forward with fast accumulation) and the casts roofline_utils.py lists for
+// the tensorwise recipe under torch.compile: the input and the output gradient read once for
+// their amax and once more to write both FP8 layouts (2 + 2 + 1 + 1 bytes per element, two kernels
+// and a tiny second amax stage), the weight read for its amax and cast once for the forward and
+// once for the backward (2 + 3 + 3, three kernels and the stage). The catalogue's rates give the
+// measured speedup to within 3 %.
+TEST(ComputeModel, Float8LinearSpeedupOnTheGrandTetonH100MatchesTorchaosMeasurement) {
+  const RooflineComputeModel model(Catalogue::builtin().chip("h100-sxm-96gb-hbm2e"));
+  const int64_t m = 4096;
+  const int64_t k = 8192;
+  const int64_t n = 16384;
+  auto gemm = [&](int64_t rows, int64_t inner, int64_t cols, Dtype dtype, bool fast) {
+    ComputeWork w = matmul_work(MatmulShape{rows, inner, cols, 1}, dtype, 2);
+    w.fast_accumulation = fast;
+    return model.kernel_time(w).total();
+  };
+  auto pass = [&](int64_t elements, int64_t bytes_per_element) {
+    ComputeWork w;
+    w.op_class = OpClass::kQuantize;
+    w.dtype = Dtype::kFp32;
+    w.bytes = Bytes::of(elements * bytes_per_element);
+    return model.kernel_time(w).total();
+  };
+  const Duration bf16 = gemm(m, k, n, Dtype::kBf16, false) + gemm(m, n, k, Dtype::kBf16, false) +
+                        gemm(k, m, n, Dtype::kBf16, false);
+  const Duration stage = pass(1, 4);  // max_abs stage 2: a launch, no traffic to speak of
+  const Duration activation_cast = pass(m * k, 2) + stage + pass(m * k, 4);
+  const Duration gradient_cast = pass(m * n, 2) + stage + pass(m * n, 4);
+  const Duration weight_cast = pass(k * n, 2) + stage + pass(k * n, 3) + pass(k * n, 3);
+  const Duration fp8 = gemm(m, k, n, Dtype::kFp8, true) + gemm(m, n, k, Dtype::kFp8, false) +
+                       gemm(k, m, n, Dtype::kFp8, false) + activation_cast + gradient_cast +
+                       weight_cast;
+  EXPECT_NEAR(bf16 / fp8, 1.39, 0.03 * 1.39);
+}
+
 TEST(ChipCatalogue, MatmulShapeAndCacheCarryTheirSources) {
   const Chip chip = test_chip("per_matrix");
   ASSERT_TRUE(chip.efficiency.matmul_shape && chip.cache);
