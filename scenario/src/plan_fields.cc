@@ -207,15 +207,17 @@ std::vector<PlanFieldSpec> make_table() {
                             "Attention kernel: flash (FlashAttention-2), flash3, cudnn, splash "
                             "(TPU), triton (FlashAttention's Triton port) or naive (s x s scores "
                             "through memory); default: the stack's"),
-      choice<&P::stack>(F::kStack,
-                        "Software stack: megatron (Megatron-Core + Transformer Engine), "
-                        "megatron-2021, megatron-2022, megatron-2023, deepspeed-zero3-2021, fsdp (PyTorch FSDP "
-                        "eager), llm-foundry-2023, fsdp-compile (torchtitan), maxtext and paxml "
-                        "(JAX/XLA); `meshsim presets` says what each runs; default: megatron on "
-                        "GPUs, maxtext on TPUs"),
+      choice<&P::stack>(
+          F::kStack,
+          "Software stack: megatron (Megatron-Core + Transformer Engine), "
+          "megatron-2021, megatron-2022, megatron-2023, deepspeed-zero3-2021, fsdp (PyTorch FSDP "
+          "eager), llm-foundry-2023, fsdp-compile (torchtitan), maxtext and paxml "
+          "(JAX/XLA); `meshsim presets` says what each runs; default: megatron on "
+          "GPUs, maxtext on TPUs"),
       choice<&P::fp8_scaling>(F::kFp8Recipe,
-                              "FP8 scaling of fp8 runs: delayed (amax history) or current (an amax "
-                              "pass before each cast); default: the stack's"),
+                              "FP8 scaling of fp8 runs: delayed (amax history), current (an amax "
+                              "pass before each cast) or rowwise (torchao's per-row scales: two "
+                              "cast passes); default: the stack's"),
       choice<&P::cuda_graphs>(F::kCudaGraphs,
                               "CUDA graphs: none (every kernel issued by the host), layers (each "
                               "layer's forward and backward one graph: Megatron-Core "

@@ -431,8 +431,9 @@ TEST(PublishedMap, Gb200RunsOfPartOfARackAreOneNvlinkDomain) {
   EXPECT_EQ(mapped(r, cat).cluster.scale_up_domains(), 2);
 }
 
-// The FP8 recipe: current scaling where the record says FP8-CS, MXFP8 costed as one cast pass and
-// said so, otherwise the stack's recipe, said so too.
+// The FP8 recipe: current scaling where the record says FP8-CS, torchao's row-wise where it says
+// float8-rowwise, MXFP8 costed as one cast pass and said so, otherwise the stack's recipe, said so
+// too.
 TEST(PublishedMap, Fp8RecipeAsStatedOrSaidToBeTheStacks) {
   const topology::Catalogue cat = topology::Catalogue::builtin();
   PublishedRun r = run(dev_set(), "mbridge2511-llama3-8b-8xB200-fp8-cs");
@@ -445,6 +446,14 @@ TEST(PublishedMap, Fp8RecipeAsStatedOrSaidToBeTheStacks) {
   EXPECT_THAT(mx.assumptions, Contains(HasSubstr("MXFP8 block scaling")));
   r.precision = "fp8";
   EXPECT_THAT(mapped(r, cat).assumptions, Contains(HasSubstr("FP8 recipe of the framework")));
+  const PublishedScenario rowwise =
+      mapped(run(dev_set(), "torchtitan-asynctp-llama3-70B-256xH100-float8-rowwise-asyncTP"), cat);
+  EXPECT_EQ(rowwise.plan.fp8_scaling, workloads::Fp8Scaling::kRowwise);
+  EXPECT_TRUE(rowwise.plan.origins[workloads::PlanField::kFp8Recipe].given());
+  // Tensor-wise is the stack's own recipe (fsdp-compile: current scaling), applied with it.
+  const PublishedScenario tensorwise =
+      mapped(run(dev_set(), "torchtitan-asynctp-llama3-8B-64xH100-float8-tensorwise-asyncTP"), cat);
+  EXPECT_FALSE(tensorwise.plan.origins[workloads::PlanField::kFp8Recipe].given());
 }
 
 // Mixtral and Qwen3 MoE records: the routed experts on every layer (their config.json), EP as

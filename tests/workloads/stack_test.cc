@@ -276,6 +276,18 @@ TEST(Stacks, Fp8RecipeCastsTheLinearLayersOnly) {
   const auto cs = kernels(current);
   EXPECT_EQ(count(cs, "fwd.L0.") - count(bf16, "fwd.L0."), 8);
   EXPECT_EQ(count(cs, "fwd.L0.attn_out.input.amax"), 1);
+  // Row-wise scaling (torchao's roofline_utils.py): no amax pass, two casts per tensor, the first
+  // writing FP8 rows and a bf16 transpose (read 2, write 1 + 2 bytes), the second casting that
+  // (read 2, write 1): 8 bytes per element where the tensor-wise recipes move 4 or 6.
+  ParallelPlan rowwise = current;
+  rowwise.fp8_scaling = Fp8Scaling::kRowwise;
+  const auto rw = kernels(rowwise);
+  EXPECT_EQ(count(rw, ".amax"), 0);
+  EXPECT_EQ(count(rw, "cast_transpose"), 0);
+  EXPECT_EQ(count(rw, "fwd.L0.") - count(bf16, "fwd.L0."), 8);
+  EXPECT_EQ(find(rw, "fwd.L0.attn_out.input.cast_rows").work.bytes.count(), 5 * 1024 * 2048);
+  EXPECT_EQ(find(rw, "fwd.L0.attn_out.input.cast_columns").work.bytes.count(), 3 * 1024 * 2048);
+  EXPECT_EQ(parse_enum<Fp8Scaling>("rowwise"), Fp8Scaling::kRowwise);
 }
 
 // Transformer Engine runs an FP8 linear layer's forward GEMM with fast accumulation and its dgrad

@@ -407,8 +407,9 @@ void set_fp8_recipe(ParallelPlan& p, const RunFacts& rf, std::vector<std::string
     if (!contains(rf.run.precision, recipe.text)) {
       continue;
     }
-    if (recipe.recipe == Fp8Recipe::kCurrent) {
-      p.fp8_scaling = workloads::Fp8Scaling::kCurrent;
+    if (recipe.recipe == Fp8Recipe::kCurrent || recipe.recipe == Fp8Recipe::kRowwise) {
+      p.fp8_scaling = recipe.recipe == Fp8Recipe::kCurrent ? workloads::Fp8Scaling::kCurrent
+                                                           : workloads::Fp8Scaling::kRowwise;
       p.origins.set(workloads::PlanField::kFp8Recipe, Origin::file(rf.run.id, "/precision"));
     } else {
       assumptions.push_back(recipe.source);

@@ -108,7 +108,12 @@ class Items {
   // FP8 runs (the linear layers' GEMMs in FP8): the recipe's cast of `elements` bf16 values to
   // FP8, with the transposed copy the other GEMM layout needs (Transformer Engine's
   // cast_transpose: read 2 bytes, write 1 + 1 per element), preceded under current scaling by the
-  // amax pass that reads them once more. Nothing in other precisions.
+  // amax pass that reads them once more. Row-wise scaling, as torchao's roofline model lists its
+  // kernels (torchao/testing/float8/roofline_utils.py, get_tensor_memory_traffic_ovhd_s,
+  // "rowwise"): one pass casts along rows and writes a bf16 transpose (read 2, write 1 + 2), a
+  // second casts that along its rows (read 2, write 1); each computes its row scales as it goes.
+  // (Its weights take a third pass there, a separate bf16 transpose: not counted.) Nothing in
+  // other precisions.
   void fp8_cast(const std::string& name, int64_t elements) {
     if (c_.plan.matmul_dtype != Dtype::kFp8) {
       return;
@@ -116,13 +121,19 @@ class Items {
     if (c_.plan.fp8_scaling == Fp8Scaling::kCurrent) {
       kernel(name + ".amax", quantize_work(elements, 2 * elements));
     }
-    kernel(name + ".cast_transpose", quantize_work(elements, 4 * elements));
+    fp8_recast(name, elements);
   }
-  // The same cast re-run by a recompute whose policy kept its scale: no amax pass.
+  // The cast again, in a recompute whose policy kept the scale (no amax pass).
   void fp8_recast(const std::string& name, int64_t elements) {
-    if (c_.plan.matmul_dtype == Dtype::kFp8) {
-      kernel(name + ".cast_transpose", quantize_work(elements, 4 * elements));
+    if (c_.plan.matmul_dtype != Dtype::kFp8) {
+      return;
     }
+    if (c_.plan.fp8_scaling == Fp8Scaling::kRowwise) {
+      kernel(name + ".cast_rows", quantize_work(elements, 5 * elements));
+      kernel(name + ".cast_columns", quantize_work(elements, 3 * elements));
+      return;
+    }
+    kernel(name + ".cast_transpose", quantize_work(elements, 4 * elements));
   }
   // Whether the norm before a column-parallel GEMM writes its FP8 input itself (Transformer
   // Engine's LayerNormLinear, under fused kernels) rather than a cast kernel doing it.

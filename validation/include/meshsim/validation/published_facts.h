@@ -237,10 +237,11 @@ struct UnstatedNote {
   bool when_pipelined = false;  // only for runs with pp > 1
 };
 
-enum class Fp8Recipe : uint8_t { kCurrent, kMxfp8 };
+enum class Fp8Recipe : uint8_t { kCurrent, kRowwise, kMxfp8 };
 constexpr auto enum_names(Fp8Recipe) {
-  return std::to_array<EnumName<Fp8Recipe>>(
-      {{Fp8Recipe::kCurrent, "current"}, {Fp8Recipe::kMxfp8, "mxfp8"}});
+  return std::to_array<EnumName<Fp8Recipe>>({{Fp8Recipe::kCurrent, "current"},
+                                             {Fp8Recipe::kRowwise, "rowwise"},
+                                             {Fp8Recipe::kMxfp8, "mxfp8"}});
 }
 struct PrecisionRecipe {
   std::string text;  // a substring of the record's precision, as written

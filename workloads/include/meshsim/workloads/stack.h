@@ -66,10 +66,14 @@ constexpr auto enum_names(DeviceFamily) {
 // attention, the embedding and the LM head stay in bf16.
 //  kDelayed:  the scale comes from an amax history; amax is computed inside the cast kernels.
 //  kCurrent:  the scale comes from the tensor itself: an amax pass reads it before each cast.
-enum class Fp8Scaling : uint8_t { kDelayed, kCurrent };
+//  kRowwise:  torchao's float8 rowwise recipe: a scale per row of each GEMM operand, so the two
+//             layouts cannot come from one pass (layer_items.h fp8_cast). Its GEMMs are costed at
+//             the chip's FP8 rate: no measurement of the row-scaled kernels was found.
+enum class Fp8Scaling : uint8_t { kDelayed, kCurrent, kRowwise };
 constexpr auto enum_names(Fp8Scaling) {
-  return std::to_array<EnumName<Fp8Scaling>>(
-      {{Fp8Scaling::kDelayed, "delayed"}, {Fp8Scaling::kCurrent, "current"}});
+  return std::to_array<EnumName<Fp8Scaling>>({{Fp8Scaling::kDelayed, "delayed"},
+                                              {Fp8Scaling::kCurrent, "current"},
+                                              {Fp8Scaling::kRowwise, "rowwise"}});
 }
 
 // Per-step work outside the layers.
