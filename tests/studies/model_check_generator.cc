@@ -245,6 +245,9 @@ void draw_memory_and_precision(Draw& d, const Degrees& g, nlohmann::json& j) {
   if (g.cp == 1 && !jax && d.coin(0.1)) {
     j["attention"] = d.pick<std::string>({{"naive", 1}, {"flash", 2}});
   }
+  if (j["dtype"] == "fp8" && d.coin(0.3)) {  // else the stack's recipe
+    j["fp8_recipe"] = d.pick<std::string>({{"delayed", 1}, {"current", 1}, {"rowwise", 1}});
+  }
 }
 
 // The stack: the GPU stacks, or on a TPU slice the JAX ones. Megatron's and the custom stack most
