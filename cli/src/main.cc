@@ -45,14 +45,6 @@ constexpr const char* kMaxTraceSizeHelp =
     "the parsed document takes 15 to 35 times that in memory; per-rank profiler traces, streamed "
     "in bounded memory: default 64GiB stored, 256GiB inflated)";
 
-// --trace-limit as bytes (absent: the default limit).
-std::optional<int64_t> trace_limit_of(const std::string& text) {
-  if (text.empty()) {
-    return std::nullopt;
-  }
-  return meshsim::cli::positive_size("--trace-limit", text).count();
-}
-
 // A flag bound to the override scenario, applied (with its origin) only when given on the
 // command line.
 struct Override {
@@ -72,6 +64,13 @@ struct RunFlags {
   std::string trace_ranks;
   std::string trace_limit;  // --trace-limit, a size ("64GiB")
   bool no_trace = false;
+  // --trace-limit's limit (the default where not given); refused with --no-trace.
+  meshsim::cli::TraceLimit limit_of_trace() const {
+    if (no_trace && !trace_limit.empty()) {
+      throw meshsim::InputError("--trace-limit", "", "there is no trace to limit (--no-trace)");
+    }
+    return meshsim::cli::trace_limit_flag(trace_limit);
+  }
   meshsim::cli::CommFlags comm;
   // Fault flags (cli/src/fault_flags.h), each replacing that part of the scenario's "faults"
   // block.
@@ -132,14 +131,12 @@ int workload_main(const CLI::App& app, const CLI::App& run, RunFlags& f) {
   if (!f.json_path.empty()) {
     w.json_path = f.json_path;
   }
+  w.trace_limit = f.limit_of_trace();
   if (!f.no_trace) {
     w.trace_path = f.trace_path;
     if (!f.trace_ranks.empty()) {
       w.trace_ranks = f.trace_ranks;
     }
-    w.trace_limit = trace_limit_of(f.trace_limit);
-  } else if (!f.trace_limit.empty()) {
-    throw meshsim::InputError("--trace-limit", "", "there is no trace to limit (--no-trace)");
   }
   if (!f.export_chakra.empty()) {
     w.export_dir = f.export_chakra;
@@ -639,14 +636,12 @@ int run_main(int argc, char** argv) {
   if (!f.json_path.empty()) {
     f.outputs.json_path = f.json_path;
   }
+  f.outputs.trace_limit = f.limit_of_trace();
   if (!f.no_trace) {
     f.outputs.trace_path = f.trace_path;
     if (!f.trace_ranks.empty()) {
       f.outputs.trace_ranks = f.trace_ranks;
     }
-    f.outputs.trace_limit = trace_limit_of(f.trace_limit);
-  } else if (!f.trace_limit.empty()) {
-    throw meshsim::InputError("--trace-limit", "", "there is no trace to limit (--no-trace)");
   }
   if (*goodput) {
     // A trace only when asked for (the run's default trace file is not written).

@@ -136,12 +136,8 @@ std::unique_ptr<scenario::StepObserver> trace_observer(const RunOutputs& outputs
   if (!outputs.trace_path) {
     return nullptr;
   }
-  TraceRequest request{*outputs.trace_path, outputs.trace_ranks, {}, kDefaultTraceLimit, {}};
-  if (outputs.trace_limit) {
-    request.limit = *outputs.trace_limit;
-    request.limit_flag = "--trace-limit";
-  }
-  return std::make_unique<TraceObserver>(request, s, cluster);
+  return std::make_unique<TraceObserver>(
+      TraceRequest{*outputs.trace_path, outputs.trace_ranks, {}, outputs.trace_limit}, s, cluster);
 }
 
 StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {

@@ -6,10 +6,11 @@
 #include <ostream>
 #include <string>
 
-#include "meshsim/scenario/step.h"
 #include "budget.h"
+#include "meshsim/scenario/step.h"
 #include "report.h"
 #include "scenario_flags.h"
+#include "trace_limits.h"
 
 namespace meshsim::cli {
 
@@ -19,7 +20,7 @@ struct RunOutputs {
   std::optional<std::string> json_path;
   std::optional<std::string> trace_path;   // .pftrace (native Perfetto) or .json (Chrome JSON)
   std::optional<std::string> trace_ranks;  // --trace-ranks
-  std::optional<int64_t> trace_limit;      // --trace-limit, bytes (absent: kDefaultTraceLimit)
+  TraceLimit trace_limit;                  // --trace-limit (no flag: validate-published --run)
   scenario::StepOptions step;              // --full-simulation, --backend, --algo
   BudgetArgs budget;                       // --tokens, --days, --price-table, ...
   std::optional<std::string> export_chakra;  // --export-chakra DIR

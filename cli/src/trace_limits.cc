@@ -20,6 +20,15 @@ Bytes positive_size(const std::string& flag, const std::string& size) {
   return b;
 }
 
+TraceLimit trace_limit_flag(const std::string& size) {
+  TraceLimit limit;
+  limit.flag = "--trace-limit";
+  if (!size.empty()) {
+    limit.bytes = positive_size(limit.flag, size).count();
+  }
+  return limit;
+}
+
 traces::ImportLimits trace_limits_from(const std::string& size) {
   const Bytes b = positive_size("--max-trace-size", size);
   traces::ImportLimits limits;

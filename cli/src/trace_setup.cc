@@ -82,13 +82,13 @@ std::string TraceSetup::description() const {
 void TraceSetup::attach(Simulation& sim, collectives::NetworkCommModel& comm,
                         std::vector<std::pair<std::string, std::string>> meta) {
   file_ = std::make_unique<OutputFile>(request_.path, "--trace");
+  const TraceLimit& limit = request_.limit;
   file_->set_limit(
-      request_.limit, request_.limit_flag.empty() ? "--trace-ranks" : request_.limit_flag,
+      limit.bytes, limit.flag.empty() ? "--trace-ranks" : limit.flag,
       fmt::format("the trace holds {} of the ranks; trace fewer (--trace-ranks 0-7,64, stage:0 "
                   "or node:3){}",
                   selection_.size(),
-                  request_.limit_flag.empty() ? std::string()
-                                              : fmt::format(", or raise {}", request_.limit_flag)));
+                  limit.flag.empty() ? std::string() : fmt::format(", or raise {}", limit.flag)));
   traces::TraceOptions options;
   const traces::RankSelection sel = selection_;
   options.include_rank = [sel, &sim](RankId r) { return sel.contains(sim.global_rank(r)); };

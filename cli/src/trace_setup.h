@@ -23,6 +23,7 @@
 #include "meshsim/traces/trace_writer.h"
 #include "meshsim/workloads/parallel.h"
 #include "output_file.h"
+#include "trace_limits.h"
 
 namespace meshsim::cli {
 
@@ -30,18 +31,11 @@ namespace meshsim::cli {
 // an InputError on `flag`.
 traces::TraceFormat trace_format_of(const std::string& path, const std::string& flag);
 
-// The most a trace file may hold unless the command's --trace-limit says otherwise: Perfetto's UI
-// opens traces of about 2 GB in a browser tab (trace_processor reads larger ones), and all 2048
-// ranks of the default step write 1.8 GB; a trace of every rank of a long-sequence step can pass
-// 75 GB, which should not fill the disk before it fails.
-inline constexpr int64_t kDefaultTraceLimit = int64_t{16} << 30;
-
 struct TraceRequest {
   std::string path;
   std::optional<std::string> ranks;  // --trace-ranks; default selection when unset
   std::vector<int64_t> also;         // added to the default selection (slow ranks)
-  int64_t limit = kDefaultTraceLimit;  // bytes
-  std::string limit_flag;              // the flag that raises it; empty where the command has none
+  TraceLimit limit;
 };
 
 class TraceSetup {

@@ -71,12 +71,7 @@ int workload_command(const WorkloadArgs& a, std::ostream& out) {
   if (a.trace_path) {
     workloads::ParallelPlan plan;
     plan.dp = ranks;
-    TraceRequest request{*a.trace_path, a.trace_ranks, {}, kDefaultTraceLimit, {}};
-    if (a.trace_limit) {
-      request.limit = *a.trace_limit;
-      request.limit_flag = "--trace-limit";
-    }
-    trace.emplace(request, plan, cluster);
+    trace.emplace(TraceRequest{*a.trace_path, a.trace_ranks, {}, a.trace_limit}, plan, cluster);
   }
   studies::WorkloadHooks hooks;
   if (trace) {

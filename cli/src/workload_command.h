@@ -8,6 +8,7 @@
 
 #include "collective_command.h"
 #include "meshsim/scenario/comm_setup.h"
+#include "trace_limits.h"
 
 namespace meshsim::cli {
 
@@ -18,7 +19,7 @@ struct WorkloadArgs {
   std::optional<std::string> json_path;
   std::optional<std::string> trace_path;
   std::optional<std::string> trace_ranks;
-  std::optional<int64_t> trace_limit;  // --trace-limit, bytes
+  TraceLimit trace_limit;  // --trace-limit
   std::optional<std::string> export_dir;
 };
 

@@ -407,13 +407,13 @@ void set_fp8_recipe(ParallelPlan& p, const RunFacts& rf, std::vector<std::string
     if (!contains(rf.run.precision, recipe.text)) {
       continue;
     }
-    if (recipe.recipe == Fp8Recipe::kCurrent || recipe.recipe == Fp8Recipe::kRowwise) {
-      p.fp8_scaling = recipe.recipe == Fp8Recipe::kCurrent ? workloads::Fp8Scaling::kCurrent
-                                                           : workloads::Fp8Scaling::kRowwise;
-      p.origins.set(workloads::PlanField::kFp8Recipe, Origin::file(rf.run.id, "/precision"));
-    } else {
+    if (recipe.recipe == Fp8Recipe::kMxfp8) {  // costed as the stack's recipe, and said so
       assumptions.push_back(recipe.source);
+      return;
     }
+    p.fp8_scaling = recipe.recipe == Fp8Recipe::kCurrent ? workloads::Fp8Scaling::kCurrent
+                                                         : workloads::Fp8Scaling::kRowwise;
+    p.origins.set(workloads::PlanField::kFp8Recipe, Origin::file(rf.run.id, "/precision"));
     return;
   }
   assumptions.push_back("the FP8 recipe of the framework's stack (not stated)");

@@ -154,8 +154,7 @@ LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p, 
     a.attention_output += a.attention_output / d.e;
   }
   drop_recomputed_modules(m, p, recompute, d, layer, a);
-  if (recompute == Recompute::kSelective && p.selective_by_op && !m.mla && !m.is_moe_layer(layer) &&
-      !m.parallel_blocks) {
+  if (recompute == Recompute::kSelective && p.selective_by_op && op_checkpointing_fits(m)) {
     // torchtitan's op policy (ParallelPlan::selective_by_op; layer_ops.h recompute_torchtitan_ops)
     // keeps, of what the backward reads, the layer input (the checkpoint's argument), Q and V
     // (wq's and wv's outputs), the attention kernel's output and statistics, wo's reduce-scatter

@@ -408,8 +408,8 @@ std::vector<LayerItem> recompute_selected_modules(const LayerContext& c) {
 }
 
 std::vector<LayerItem> recompute_torchtitan_ops(const LayerContext& c) {
-  SIM_CHECK(!c.model.mla && !c.model.is_moe_layer(c.layer) && !c.model.parallel_blocks,
-            "torchtitan's op policy on a layer unlike its Llama blocks (the stack refuses it)");
+  SIM_CHECK(op_checkpointing_fits(c.model),
+            "torchtitan's op policy on a model unlike its Llama blocks (the stack refuses it)");
   const Dims d = dims_of(c);
   Items it(c, d);
   // FP8: every linear's input cast is re-made (no cast's output is saved), once per input as the

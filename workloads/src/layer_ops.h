@@ -134,9 +134,8 @@ std::vector<LayerItem> recompute_selected_modules(const LayerContext& c);
 // output) with wo before it unless TP with SP saved wo's reduce-scatter, the MLP norm, w3 and the
 // activation function with its product (the down projection's input), every linear's FP8 input
 // cast (no cast's output is saved; its scale is), and under SP the gathers of the re-run
-// matmuls' inputs. Eager (checkpoint's replay
-// of the forward) re-runs the same, and in a plain MLP also fc2, the block's sixth matmul, whose
-// output the backward does not read.
+// matmuls' inputs. Eager (checkpoint's replay of the forward) re-runs the same, and in a plain MLP
+// also fc2, the block's sixth matmul, whose output the backward does not read.
 std::vector<LayerItem> recompute_torchtitan_ops(const LayerContext& c);
 std::vector<LayerItem> embedding_backward(const LayerContext& c);
 // The per-step work of the plan outside the layers (its stack's StepWork, fp16 loss scaling, FP8

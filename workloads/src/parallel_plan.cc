@@ -603,6 +603,10 @@ std::vector<int64_t> RankLayout::replica_group(int64_t r) const {
   return out;
 }
 
+bool op_checkpointing_fits(const ModelConfig& model) {
+  return !model.is_moe() && !model.mla && !model.parallel_blocks;
+}
+
 bool recomputes(const ParallelPlan& plan, Recompute recompute, RecomputeModule module) {
   if (recompute != Recompute::kSelective) {
     return false;

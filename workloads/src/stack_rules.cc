@@ -489,8 +489,7 @@ constexpr std::array kFsdpCompile = {
               "(parallelize_llama.py and models/llama/model.py @ 9dec370, which has no MoE, MLA "
               "or parallel blocks); meshsim models that policy on such blocks only",
               [](const ModelConfig& m, const ParallelPlan& p) {
-                return p.recompute == Recompute::kSelective &&
-                       (m.is_moe() || m.mla || m.parallel_blocks);
+                return p.recompute == Recompute::kSelective && !op_checkpointing_fits(m);
               }},
     StackRule{F::kSchedule, "the single-stage zero-bubble schedule (ZB-H1)",
               "torchtitan takes its schedule from torch.distributed.pipelining's "

@@ -359,6 +359,10 @@ void check_plan_size(PlanField field, int64_t value);
 // Whether selective recompute `recompute` under `plan` re-runs `module`'s forward (false for any
 // other recompute).
 bool recomputes(const ParallelPlan& plan, Recompute recompute, RecomputeModule module);
+// Whether `model`'s blocks are like torchtitan's Llama ones (dense, no MLA, attention then MLP),
+// the only ones its selective checkpointing by op (ParallelPlan::selective_by_op) is modelled for;
+// its stack refuses selective recompute on the others.
+bool op_checkpointing_fits(const ModelConfig& model);
 
 // The gradient bucket of the plan's stack. Megatron-Core's DDP: max(40M, 1M x the data-parallel
 // size) parameters, so that a bucket's shard stays bandwidth-bound at large DP
