@@ -137,8 +137,9 @@ void enumerate_inner(const workloads::ModelConfig& model, int64_t domain, Parall
   const std::vector<int64_t> eps = model.moe ? divisors(p.dp) : std::vector<int64_t>{1};
   const int64_t per_dp = p.gbs % p.dp == 0 ? p.gbs / p.dp : 0;
   // Selective recompute drops the attention scores and their dropout, which a fused attention
-  // kernel (FlashAttention-2/3, cuDNN, splash, Triton) never saves: with one, selective is the
-  // same plan as none.
+  // kernel (FlashAttention-2/3, cuDNN, splash, Triton) never saves: with one, selective frees at
+  // most the kernel's statistics (and re-runs it, ParallelPlan::fused_attention_checkpointed), a
+  // plan none dominates.
   // Offloaded activations are not recomputed (Megatron-Core refuses the two together).
   const std::vector<Recompute> recomputes =
       p.offload_layers > 0 ? std::vector<Recompute>{Recompute::kNone}

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "meshsim/scenario/located.h"
+#include "meshsim/scenario/stack_setup.h"
 #include "meshsim/scenario/step.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/studies/plan_table.h"
@@ -190,17 +191,31 @@ std::optional<AutoPlan> auto_plan(const Scenario& s, const ProgressFn& progress)
 
 std::vector<std::string> run_notes(const Scenario& s, const scenario::StepReport& r) {
   std::vector<std::string> out;
-  const workloads::ParallelPlan& p = s.plan;
-  // Megatron's selective recompute of the attention core (its default module) drops the scores a
-  // materialising kernel saves; a fused kernel saves none and recomputes them itself, so the
-  // plan is recompute none. Said, not silently the same.
-  if (r.simulated && p.recompute == workloads::Recompute::kSelective &&
-      p.recompute_modules.empty() && workloads::fused_attention(p.attention)) {
+  if (!r.simulated || s.plan.recompute != workloads::Recompute::kSelective ||
+      !s.plan.recompute_modules.empty()) {
+    return out;
+  }
+  // The plan as it ran: its stack's attention kernel and checkpointing.
+  workloads::ParallelPlan p = s.plan;
+  scenario::bind_to_cluster(p, scenario::load_inputs(s).cluster);
+  if (!workloads::fused_attention(p.attention) || p.selective_by_op) {
+    return out;
+  }
+  // Megatron's selective recompute of the attention core (its default module) with a fused
+  // kernel: Megatron-Core re-runs it and frees only its statistics; Megatron-LM's legacy flash
+  // path runs outside the checkpoint and nothing changes. Said, not silently so.
+  if (workloads::reruns_core_attention(p)) {
     out.push_back(fmt::format(
         "selective recompute (the attention core, Megatron-Core's default module) with {} "
-        "attention recomputes nothing: a fused attention kernel saves no scores and recomputes "
-        "them in its own backward, so this step is the same as --recompute none (--recompute "
-        "full, or --recompute-modules mlp, trade compute for memory)",
+        "attention re-runs the kernel's forward in the backward and frees only its softmax "
+        "statistics (the output stays, the output projection's input): compute for almost no "
+        "memory (--recompute full, or --recompute-modules mlp, free more)",
+        to_string(p.attention)));
+  } else {
+    out.push_back(fmt::format(
+        "selective recompute (the attention core) with {} attention recomputes nothing on this "
+        "stack: its fused kernel runs outside the checkpoint, so this step is the same as "
+        "--recompute none (--recompute full trades compute for memory)",
         to_string(p.attention)));
   }
   return out;

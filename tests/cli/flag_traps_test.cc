@@ -73,15 +73,27 @@ TEST_F(FlagTrapTest, AnAlgorithmTheCollectiveLacksIsRefused) {
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
 }
 
-TEST_F(FlagTrapTest, SelectiveRecomputeWithFusedAttentionIsSaidToChangeNothing) {
+// What Megatron's selective recompute does with a fused attention kernel is said: Megatron-Core
+// re-runs it for almost no memory; Megatron-LM's legacy flash branch changes nothing. Judged on
+// the plan as its stack runs it (megatron-2022's materialised scores say nothing).
+TEST_F(FlagTrapTest, SelectiveRecomputeWithFusedAttentionIsSaidWhatItDoes) {
   const CommandResult r = meshsim(small({"--dp", "8", "--recompute", "selective"}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("note: selective recompute"));
-  EXPECT_THAT(r.output, HasSubstr("the same as --recompute none"));
-  const CommandResult naive =
-      meshsim(small({"--dp", "8", "--recompute", "selective", "--attention", "naive"}));
-  ASSERT_EQ(naive.exit_code, 0) << naive.output;
-  EXPECT_THAT(naive.output, Not(HasSubstr("note: selective recompute")));
+  EXPECT_THAT(r.output, HasSubstr("re-runs the kernel's forward"));
+  const CommandResult legacy = meshsim(small({"--dp", "8", "--recompute", "selective", "--stack",
+                                              "megatron-2023", "--attention", "flash"}));
+  ASSERT_EQ(legacy.exit_code, 0) << legacy.output;
+  EXPECT_THAT(legacy.output, HasSubstr("the same as --recompute none"));
+  for (const std::vector<std::string>& naive :
+       {std::vector<std::string>{"--attention", "naive"},
+        std::vector<std::string>{"--stack", "megatron-2022"}}) {
+    std::vector<std::string> args = {"--dp", "8", "--recompute", "selective"};
+    args.insert(args.end(), naive.begin(), naive.end());
+    const CommandResult n = meshsim(small(args));
+    ASSERT_EQ(n.exit_code, 0) << n.output;
+    EXPECT_THAT(n.output, Not(HasSubstr("note: selective recompute"))) << naive[1];
+  }
 }
 
 TEST_F(FlagTrapTest, DegreesThatDoNotMultiplySuggestTheDataParallelDegree) {

@@ -245,6 +245,16 @@ TEST(Stacks, SelectiveRecomputeIsTorchtitansByOpOnItsStackOnly) {
   }
 }
 
+// Megatron-LM's legacy flash branch runs outside the core_attn checkpoint; every other stack's
+// selective recompute (Megatron-Core's) checkpoints the fused kernel.
+TEST(Stacks, OnlyLegacyMegatronLeavesFusedAttentionOutOfItsCheckpoint) {
+  for (const Stack s : enum_values<Stack>()) {
+    EXPECT_EQ(plan_with(s, DeviceFamily::kHopper).fused_attention_checkpointed,
+              s != Stack::kMegatron2023)
+        << to_string(s);
+  }
+}
+
 TEST(Stacks, Fp16RunsScaleTheirLoss) {
   EXPECT_EQ(count(kernels(plan_with(Stack::kMegatron, DeviceFamily::kHopper, Dtype::kFp16)),
                   "loss_scale"),

@@ -279,7 +279,9 @@ TEST(Variants, TorchtitanSelectiveCheckpointingByOp) {
   p.recompute = Recompute::kSelective;
   p.kernels = Kernels::kFused;
   const StepPlan megatron = plan_step(m, p);
-  EXPECT_TRUE(layer_ops(megatron.programs[0], "recompute.L0.").empty());  // flash attention
+  const auto core = layer_ops(megatron.programs[0], "recompute.L0.");  // Megatron's: the kernel
+  EXPECT_EQ(core.size(), 1U);
+  EXPECT_TRUE(core.contains("attention"));
   p.selective_by_op = true;
   const StepPlan compiled = plan_step(m, p);
   const auto redo = layer_ops(compiled.programs[0], "recompute.L0.");
@@ -433,6 +435,57 @@ TEST(Variants, ParallelBlocksReduceOncePerLayer) {
 namespace meshsim::workloads {
 namespace {
 
+// Megatron's selective recompute of the attention core: its checkpoint keeps Q, K and V and
+// re-runs the core before its backward. Materialised (Megatron-LM @ cfd2e21607,
+// _checkpointed_attention_forward): the score GEMM, softmax, dropout and context GEMM, the scores
+// not kept; fused under Megatron-Core (attention.py @ core_r0.8.0): the kernel, its statistics
+// not kept; fused under Megatron-LM's legacy layer (transformer.py @ b90fb2685f, the flash branch
+// outside the checkpoint): nothing.
+TEST(Variants, SelectiveRecomputeReRunsTheAttentionCore) {
+  ModelConfig m = load_model("gpt3-175b");
+  m.num_layers = 2;
+  ParallelPlan p;
+  p.gbs = 1;
+  p.seq = 2048;
+  p.tp = 8;
+  p.sp = true;
+  p.kernels = Kernels::kFused;
+  p.attention = AttentionKernel::kNaive;
+  p.recompute = Recompute::kSelective;
+  const StepPlan naive = plan_step(m, p);
+  const auto fwd = layer_ops(naive.programs[0], "fwd.L0.");
+  const auto redo = layer_ops(naive.programs[0], "recompute.L0.");
+  for (const char* op :
+       {"attention.scores", "attention.softmax", "attention.dropout", "attention.context"}) {
+    ASSERT_TRUE(redo.contains(op) && fwd.contains(op)) << op;
+    EXPECT_EQ(std::get<ComputeWork>(redo.at(op)->work).flops,
+              std::get<ComputeWork>(fwd.at(op)->work).flops)
+        << op;
+  }
+  EXPECT_EQ(redo.size(), 4U);
+  EXPECT_EQ(layer_activations(m, p).softmax_output, Bytes::zero());
+
+  p.attention = AttentionKernel::kFlash;
+  const StepPlan flash = plan_step(m, p);
+  const auto fused = layer_ops(flash.programs[0], "recompute.L0.");
+  ASSERT_EQ(fused.size(), 1U);
+  ASSERT_TRUE(fused.contains("attention"));
+  EXPECT_EQ(
+      std::get<ComputeWork>(fused.at("attention")->work).flops,
+      std::get<ComputeWork>(layer_ops(flash.programs[0], "fwd.L0.").at("attention")->work).flops);
+  const LayerActivations kept = layer_activations(m, p);
+  EXPECT_EQ(kept.softmax_statistics, Bytes::zero());
+  ParallelPlan none = p;
+  none.recompute = Recompute::kNone;
+  const LayerActivations all = layer_activations(m, none);
+  EXPECT_EQ(all.total() - kept.total(), all.softmax_statistics);
+  EXPECT_GT(all.softmax_statistics, Bytes::zero());
+
+  p.fused_attention_checkpointed = false;
+  EXPECT_TRUE(layer_ops(plan_step(m, p).programs[0], "recompute.L0.").empty());
+  EXPECT_EQ(layer_activations(m, p).total(), all.total());
+}
+
 // Megatron-Core's selective recompute_modules on the miniature DeepSeek (layer 0 dense, layers
 // 1-3 MoE; TP 1): each module drops what its forward would keep and re-runs that forward before
 // the layer's backward; core_attn alone is the default selective recompute.
@@ -443,11 +496,17 @@ TEST(Variants, RecomputeModulesDropAndReRunTheirForward) {
   p.dp = 1;
   p.seq = 256;
   p.recompute = Recompute::kSelective;
-  const LayerActivations base0 = layer_activations(m, p, Recompute::kSelective, 0);
-  const LayerActivations base1 = layer_activations(m, p, Recompute::kSelective, 1);
+  const LayerActivations base0 = layer_activations(m, p, Recompute::kNone, 0);
+  const LayerActivations base1 = layer_activations(m, p, Recompute::kNone, 1);
+  // core_attn: the fused kernel's statistics go (its output is the output projection's input).
+  EXPECT_EQ(base1.total() - layer_activations(m, p, Recompute::kSelective, 1).total(),
+            base1.softmax_statistics);
   p.recompute_modules = {RecomputeModule::kCoreAttn};
-  EXPECT_EQ(layer_activations(m, p, Recompute::kSelective, 1).total(), base1.total());
-  EXPECT_TRUE(layer_ops(plan_step(m, p).programs[0], "recompute.L1.").empty());
+  EXPECT_EQ(base1.total() - layer_activations(m, p, Recompute::kSelective, 1).total(),
+            base1.softmax_statistics);
+  const auto core = layer_ops(plan_step(m, p).programs[0], "recompute.L1.");
+  EXPECT_EQ(core.size(), 1U);
+  EXPECT_TRUE(core.contains("attention"));
 
   // mla_up_proj: Q (4 heads x 48), K (4 x 48) and V (4 x 32) of 256 tokens in bf16 go.
   p.recompute_modules = {RecomputeModule::kMlaUpProj};

@@ -59,7 +59,11 @@ void add_attention(const ModelConfig& m, const ParallelPlan& p, Recompute recomp
     a.latents = bytes_of({d.e, d.sb, (mla.q_lora_rank + mla.kv_lora_rank + mla.qk_rope_head_dim)});
   }
   if (p.attention != AttentionKernel::kNaive) {
-    a.softmax_statistics = bytes_of({4, d.w.q_heads, d.sb});
+    // Under the core_attn checkpoint the kernel's statistics go with it; its output stays, the
+    // output projection's saved input (ParallelPlan::fused_attention_checkpointed).
+    const bool checkpointed = !p.selective_by_op && p.fused_attention_checkpointed &&
+                              recomputes(p, recompute, RecomputeModule::kCoreAttn);
+    a.softmax_statistics = checkpointed ? Bytes::zero() : bytes_of({4, d.w.q_heads, d.sb});
     return;
   }
   const int64_t scores = checked_product({d.w.q_heads, d.s, d.s, d.b},

@@ -118,9 +118,9 @@ std::vector<LayerItem> layer_backward(const LayerContext& c);
 // Recompute::kQkvOutProj: the same, and the dense MLP's up projection (with its TP gather under
 // SP) before its activation function; the QKV, output and down projections do not re-run.
 std::vector<LayerItem> recompute_jax_policy(const LayerContext& c);
-// Selective recompute's modules beyond the attention core (ParallelPlan::recompute_modules): the
-// forward of MLA's up-projections, a dense MLP, or the experts' activation, re-run before the
-// layer's backward.
+// Megatron's selective recompute (ParallelPlan::recompute_modules): the forward of the attention
+// core (reruns_core_attention), MLA's up-projections, a dense MLP, or the experts' activation,
+// re-run before the layer's backward.
 std::vector<LayerItem> recompute_selected_modules(const LayerContext& c);
 // torchtitan's selective checkpointing by op (ParallelPlan::selective_by_op), what the backward
 // re-runs before the layer's backward. The policy (_get_custom_policy in

@@ -618,5 +618,10 @@ bool recomputes(const ParallelPlan& plan, Recompute recompute, RecomputeModule m
          plan.recompute_modules.end();
 }
 
+bool reruns_core_attention(const ParallelPlan& plan) {
+  return !plan.selective_by_op && recomputes(plan, plan.recompute, RecomputeModule::kCoreAttn) &&
+         (plan.attention == AttentionKernel::kNaive || plan.fused_attention_checkpointed);
+}
+
 }  // namespace meshsim::workloads
 

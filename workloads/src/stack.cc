@@ -208,6 +208,10 @@ StackProfile megatron_2023() {
       "FlashAttention with --use-flash-attn), the async TP all-reduce, gradient accumulation "
       "fused into the weight-gradient GEMM, the distributed optimizer with "
       "--use-distributed-optimizer (zero 1)";
+  // ParallelAttention.forward @ b90fb2685f: `if not self.use_flash_attn: if
+  // self.checkpoint_core_attention: context_layer = self._checkpointed_attention_forward(...)`;
+  // the FlashSelfAttention branch runs outside the checkpoint.
+  p.fused_attention_checkpointed = false;
   return p;
 }
 
@@ -417,6 +421,7 @@ void apply_stack(ParallelPlan& plan, const StackProfile& profile, const StackOve
   plan.tp_backward_async = profile.tp_backward_async;
   plan.attention_unpads = profile.attention_unpads;
   plan.selective_by_op = profile.selective_by_op;
+  plan.fused_attention_checkpointed = profile.fused_attention_checkpointed;
   plan.host = profile.host;
   plan.pipeline_scatter_gather = profile.pipeline_scatter_gather;
   plan.wgrad_accumulation_fused = profile.wgrad_accumulation_fused;

@@ -269,9 +269,8 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
            recompute_jax_policy(layer_ctx(layer)), {}, {});
     } else if (p_.recompute == Recompute::kSelective && p_.selective_by_op) {
       emit(scope.recomputing(layer), recompute_torchtitan_ops(layer_ctx(layer)), {}, {});
-    } else if (!p_.recompute_modules.empty()) {
-      emit(scope.recomputing(layer),
-           recompute_selected_modules(layer_ctx(layer)), {}, {});
+    } else if (p_.recompute == Recompute::kSelective) {
+      emit(scope.recomputing(layer), recompute_selected_modules(layer_ctx(layer)), {}, {});
     }
     std::vector<LayerItem> items = layer_backward(layer_ctx(layer));
     if (!with_weights) {

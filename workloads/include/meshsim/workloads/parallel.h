@@ -96,7 +96,8 @@ constexpr auto enum_names(Recompute) {
 // Megatron-Core's recompute_modules under recompute_granularity "selective"
 // (megatron/core/transformer/transformer_config.py; its default is {core_attn}): each listed
 // module keeps its input and re-runs its forward in the backward. core_attn: the attention core
-// (materialised scores; a fused kernel recomputes them itself); mla_up_proj: MLA's Q and KV
+// (its materialised scores, or a fused kernel's output and statistics: ParallelPlan::
+// fused_attention_checkpointed); mla_up_proj: MLA's Q and KV
 // up-projections, whose outputs core attention would otherwise keep (the latents stay); mlp: a
 // dense layer's MLP (MoE layers are the "moe" module); moe_act: the routed experts' activation
 // function (its output is dropped, the up-projections' output stays).
@@ -239,6 +240,16 @@ struct ParallelPlan {
   // recompute_torchtitan_ops), instead of Megatron's attention core, and keeps what the policy
   // saves (layer_activations); the stack's profile sets it.
   bool selective_by_op = false;
+  // Selective recompute of the attention core (the core_attn module) wraps a fused attention
+  // kernel too: its output and statistics are dropped and its forward re-runs before its backward
+  // (Megatron-Core: Attention._checkpointed_attention_forward runs core_attention, TE's
+  // DotProductAttention, under tensor_parallel.checkpoint whenever recompute_granularity is
+  // selective, megatron/core/transformer/attention.py @ core_r0.8.0). false: a fused kernel is
+  // called outside the checkpoint and nothing re-runs (Megatron-LM's legacy ParallelAttention
+  // checkpoints only its materialising CoreAttention, `if not self.use_flash_attn: if
+  // self.checkpoint_core_attention:`, megatron/model/transformer.py @ b90fb2685f). Materialised
+  // scores are always re-made. The stack's profile sets it.
+  bool fused_attention_checkpointed = true;
   // Without SP, each TP rank sends 1/TP of the activation (or its gradient) to the next stage and
   // the receiver all-gathers the pieces over its TP group before using them (Megatron-LM's
   // --scatter-gather-tensors-in-pipeline, on by default until sequence parallelism; the stack's
@@ -359,6 +370,10 @@ void check_plan_size(PlanField field, int64_t value);
 // Whether selective recompute `recompute` under `plan` re-runs `module`'s forward (false for any
 // other recompute).
 bool recomputes(const ParallelPlan& plan, Recompute recompute, RecomputeModule module);
+// Whether the backward re-runs the attention core's forward (Megatron's selective recompute of
+// core_attn: the materialised scores, or a fused kernel under ParallelPlan::
+// fused_attention_checkpointed); torchtitan's op policy saves the attention output instead.
+bool reruns_core_attention(const ParallelPlan& plan);
 // Whether `model`'s blocks are like torchtitan's Llama ones (dense, no MLA, attention then MLP),
 // the only ones its selective checkpointing by op (ParallelPlan::selective_by_op) is modelled for;
 // its stack refuses selective recompute on the others.

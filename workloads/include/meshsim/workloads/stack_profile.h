@@ -44,6 +44,8 @@ struct StackProfile {
   // Selective recompute is torchtitan's checkpointing by op (ParallelPlan::selective_by_op), not
   // Megatron's of the attention core.
   bool selective_by_op = false;
+  // ParallelPlan::fused_attention_checkpointed.
+  bool fused_attention_checkpointed = true;
   // What the host spends issuing the step, and where it waits (ParallelPlan::host).
   HostDispatch host;
   // Pipeline sends and receives hold the compute stream until they complete (OverlapOptions::
