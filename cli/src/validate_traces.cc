@@ -219,8 +219,10 @@ RankResult validate_rank(const std::string& file, const traces::RankTrace& t,
                      ms(s.measured_step), ms(s.simulated_step), percent(s.step_error),
                      percent(s.worst_step_error));
   out << fmt::format("  modelled     {}\n", modelled_text(s));
-  out << fmt::format("  replay       {} host ops, {} cross-stream waits inferred\n", s.host_ops,
-                     s.inferred_dependencies);
+  out << fmt::format(
+      "  replay       {} host ops, {} cross-stream waits inferred, {} transfers kept "
+      "as measured held to their peers' measured start\n",
+      s.host_ops, s.inferred_dependencies, s.anchored_transfers);
   print_breakdown(s, out);
   print_classes(s, out);
   out << fmt::format("  host         operator to launch {}, launch call {}, launch to launch {}, "
@@ -256,6 +258,7 @@ RankResult validate_rank(const std::string& file, const traces::RankTrace& t,
             {"kept_as_measured_by_reason_s", by_reason},
             {"host_ops", s.host_ops},
             {"inferred_cross_stream_waits", s.inferred_dependencies},
+            {"anchored_transfers", s.anchored_transfers},
             {"host_dispatch",
              {{"operator_to_launch_s", us_json(h.op_to_launch)},
               {"launch_call_s", us_json(h.launch_call)},

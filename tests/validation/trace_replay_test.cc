@@ -117,6 +117,60 @@ TEST(TraceReplay, GemmAndAllReduceAreCostedAndOverlapExactly) {
   EXPECT_EQ(rows[0].name, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL");  // 700 us against 123
 }
 
+// A send/receive kept as measured waits for a peer the replay does not have: it starts no earlier
+// than it did (the peer's measured clock), so the rank's wait on its neighbour is kept even where
+// its own work ran faster in the simulation; where its own work runs longer, the transfer starts
+// after it and keeps its whole measured duration.
+TEST(TraceReplay, ATransferKeptAsMeasuredWaitsForItsPeersClock) {
+  for (const bool slower : {false, true}) {
+    KinetoBuilder b(0, 2);
+    b.step(1, 0, 2000);
+    // 256^3 in bf16 takes microseconds on an H100; 64K x 8K x 8K takes milliseconds.
+    const int64_t m = slower ? 65536 : 256;
+    const int64_t k = slower ? 8192 : 256;
+    b.op("aten::mm", 0, 0.9, {{m, k}, {k, k}}, {"c10::BFloat16", "c10::BFloat16"});
+    b.kernel("sm90_xmma_gemm_bf16bf16_bf16f32", 2, 400, 7, 0, 0.5);
+    b.kernel("ncclDevKernel_SendRecv", 402, 100, 7, 1, 0.5);
+    const Loaded l = load(b);
+    const auto comm = fixed_comm(Duration::zero());
+    const Replay r = replay_step(l.trace, l.steps.steps[0], 0, 2, h100(), *comm);
+    ASSERT_EQ(r.ops.size(), 2u);
+    EXPECT_EQ(r.ops[1].why, Unmodelled::kPointToPoint);
+    EXPECT_EQ(r.anchored_transfers, 1);
+    const SimTime gemm_end = r.ops[0].simulated_start + r.ops[0].simulated;
+    EXPECT_EQ(slower, gemm_end > SimTime::zero() + us(400)) << gemm_end.seconds();
+    EXPECT_EQ(r.ops[1].simulated_start, std::max(gemm_end, SimTime::zero() + us(400)));
+    EXPECT_EQ(r.ops[1].simulated, us(100));
+    if (!slower) {
+      EXPECT_EQ(r.simulated_step, r.measured_step);  // the peer's clock, kept
+    }
+  }
+}
+
+// The work queued before a step (here the previous step's long kernel on stream 7, which a sync
+// of this step waits for) is not replayed but kept at its measured end: the sync is released
+// there, and both timelines start the step's clock there (RankStep::measured_start), not at the
+// step's first op on another stream.
+TEST(TraceReplay, AStepStartsWhereTheWorkQueuedBeforeItEnds) {
+  KinetoBuilder b;
+  b.step(1, 0, 100);
+  b.kernel("elementwise_kernel", 10, 490, 7, 5, 2);  // runs until 500
+  b.step(2, 100, 500);
+  b.kernel("elementwise_kernel", 120, 10, 9, 115, 2);  // beside it, on stream 9
+  b.runtime("cudaStreamSynchronize", 140, 360);        // returns at 500
+  b.kernel("elementwise_kernel", 505, 50, 7, 503, 2);
+  const Loaded l = load(b);
+  ASSERT_EQ(l.steps.steps.size(), 2u);
+  const traces::RankStep& step = l.steps.steps[1];
+  EXPECT_EQ(step.measured_start(), SimTime::zero() + us(500));
+  const auto comm = fixed_comm(Duration::zero());
+  const Replay r = replay_step(l.trace, step, 0, 1, h100(), *comm);
+  ASSERT_EQ(r.ops.size(), 2u);
+  EXPECT_EQ(r.measured_step, us(55));
+  EXPECT_EQ(r.simulated_step, us(55));
+  EXPECT_EQ(r.ops[1].simulated_start, SimTime::zero() + us(505 - 120));
+}
+
 TEST(TraceReplay, SaysWhyAKernelKeepsItsMeasuredTime) {
   KinetoBuilder b(0, 4);
   b.step(1, 0, 100);

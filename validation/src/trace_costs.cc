@@ -481,6 +481,7 @@ void RankSummarizer::add(const Replay& r) {
   }
   s_.host_ops += r.host_ops;
   s_.inferred_dependencies += r.inferred_dependencies;
+  s_.anchored_transfers += r.anchored_transfers;
 }
 
 RankSummary RankSummarizer::summary() const {

@@ -81,11 +81,15 @@ class Builder {
   Program build() {
     assign_streams();
     const std::vector<HostItem> items = host_items();
-    // At most one op per device op and per host item, and one more per sync (the host's time
-    // before it).
-    const size_t most = s_.ops.size() + items.size() + s_.syncs.size();
+    // At most one op per device op and per host item, one more per sync (the host's time before
+    // it), one anchor per device op and the work queued before the step.
+    const size_t most = 2 * s_.ops.size() + items.size() + s_.syncs.size() + 1;
     program_.reserve(most);
     measured_.reserve(most);
+    if (queued_ > Duration::zero()) {
+      queued_op_ = add_anchor("work queued before the step (measured)", queued_stream(),
+                              Duration::zero(), queued_);
+    }
     for (const HostItem& h : items) {
       if (h.sync) {
         add_sync(s_.syncs[h.sync_index]);
@@ -102,13 +106,14 @@ class Builder {
   const std::vector<std::optional<OpId>>& launch_ops() const { return launch_of_; }
   int64_t host_ops() const { return host_ops_; }
   int64_t inferred() const { return inferred_; }
+  int64_t anchored() const { return anchored_; }
   const std::map<std::vector<RankId>, uint16_t>& groups() const { return groups_; }
   // Each op's measured span, relative to the step's start, by OpId.
   const std::vector<std::pair<Duration, Duration>>& measured() const { return measured_; }
   uint8_t host_stream() const { return host_stream_; }
   // Track names by stream index: "stream 7" (with the GPU when the rank drives several), "host".
   std::vector<std::string> stream_names() const {
-    std::vector<std::string> names(size_t{host_stream_} + 1);
+    std::vector<std::string> names(size_t{host_stream_} + 3);
     bool several = false;
     for (const auto& [key, index] : streams_) {
       several = several || key.first != streams_.begin()->first.first;
@@ -118,20 +123,45 @@ class Builder {
                              : fmt::format("stream {}", key.second);
     }
     names[host_stream_] = "host";
+    names[peer_stream()] = "peers (measured)";
+    names[queued_stream()] = "queued before the step (measured)";
     return names;
   }
+  // The measured end of the work queued before the step, from the step's start (RankStep::
+  // queued_until): where both timelines start the step's clock.
+  Duration queued() const { return queued_; }
 
  private:
   Duration rel(SimTime t) const { return std::max(Duration::zero(), t - s_.start); }
+  uint8_t peer_stream() const { return static_cast<uint8_t>(host_stream_ + 1); }
+  uint8_t queued_stream() const { return static_cast<uint8_t>(host_stream_ + 2); }
+
+  // An op of the measurement the replay does not simulate, on its own stream, ending at `until`
+  // (from the step's start): the chain of such ops on a stream keeps each at its measured time.
+  OpId add_anchor(std::string name, uint8_t stream, Duration from, Duration until) {
+    Op o;
+    if (names_) {
+      o.name = std::move(name);
+    }
+    o.stream = stream;
+    ComputeWork w;
+    w.op_class = OpClass::kCommunication;
+    w.measured = std::max(Duration::zero(), until - from);
+    o.work = w;
+    const OpId id = program_.add(std::move(o));
+    measured_.emplace_back(from, std::max(from, until));
+    return id;
+  }
 
   void assign_streams() {
     for (const DeviceOp& op : s_.ops) {
       const auto key = std::make_pair(op.device, op.stream);
       if (!streams_.contains(key)) {
-        if (streams_.size() >= 255) {
+        if (streams_.size() >= 253) {
           throw InputError(t_.source, "/traceEvents",
-                           "more than 255 device streams in one step: meshsim's programs hold at "
-                           "most 256 streams per rank");
+                           "more than 253 device streams in one step: meshsim's programs hold at "
+                           "most 256 streams per rank, three of them the replay's own (the host, "
+                           "the peers, the work queued before the step)");
         }
         streams_.emplace(key, static_cast<uint8_t>(streams_.size()));
       }
@@ -207,11 +237,18 @@ class Builder {
         waited = i;
       }
     }
-    const Duration released = waited ? std::max(s0, rel(s_.ops[*waited].end())) : s0;
+    // Or, where no op of the step ended during it but the work queued before the step did, that
+    // work (its measured end: the replay does not have it).
+    const bool on_queued = !waited && queued_op_ && s1 >= queued_;
+    const Duration released = waited      ? std::max(s0, rel(s_.ops[*waited].end()))
+                              : on_queued ? std::max(s0, queued_)
+                                          : s0;
     const OpId id = add_host(fmt::format("host: {}", t_.name_of(t_.events[sync.event])), released,
                              std::max(Duration::zero(), s1 - released));
     if (waited) {
       program_.add_dependency(*op_id_[*waited], id);
+    } else if (on_queued) {
+      program_.add_dependency(*queued_op_, id);
     }
     chain_ = std::max(chain_, s1);
   }
@@ -231,6 +268,16 @@ class Builder {
   void add_device(size_t i) {
     const DeviceOp& d = s_.ops[i];
     ReplayOp& r = ops_[i];
+    std::optional<OpId> peer;
+    if (d.communication && r.cost == ReplayCost::kMeasured) {
+      // A transfer kept as measured (point-to-point, a collective without its metadata) waits for
+      // peers the replay does not simulate: it starts no earlier than it did, on their clock.
+      const Duration at = rel(d.start);
+      peer = add_anchor(names_ ? fmt::format("peers: {}", t_.name_of(t_.events[d.event])) : "",
+                        peer_stream(), peer_chain_, at);
+      peer_chain_ = std::max(peer_chain_, at);
+      ++anchored_;
+    }
     Op o;
     if (names_) {
       o.name = t_.name_of(t_.events[d.event]);
@@ -257,6 +304,9 @@ class Builder {
       program_.add_dependency(*op_id_[*w], id);
       ++inferred_;
     }
+    if (peer) {
+      program_.add_dependency(*peer, id);
+    }
   }
 
   const RankTrace& t_;
@@ -273,9 +323,13 @@ class Builder {
   std::vector<std::pair<Duration, Duration>> measured_;
   uint8_t host_stream_ = 0;
   Duration chain_;
+  Duration peer_chain_;
+  Duration queued_ = rel(s_.queued_until);
+  std::optional<OpId> queued_op_;
   size_t next_ = 0;
   int64_t host_ops_ = 0;
   int64_t inferred_ = 0;
+  int64_t anchored_ = 0;
 };
 
 }  // namespace
@@ -298,6 +352,7 @@ Replay replay_step(const RankTrace& trace, const RankStep& step, int64_t global_
   r.host_ops = sim_builder.host_ops();
   r.stream_names = sim_builder.stream_names();
   r.inferred_dependencies = sim_builder.inferred();
+  r.anchored_transfers = sim_builder.anchored();
 
   const topology::RooflineComputeModel compute(chip);
   Simulation sim(compute, comm);
@@ -339,6 +394,9 @@ Replay replay_step(const RankTrace& trace, const RankStep& step, int64_t global_
   for (const traces::Span& s : spans) {
     first = std::min(first, s.start);
   }
+  // The step's clock starts where the measured one does: at the end of the work queued before it
+  // (which the replay keeps at its measured time), else at its first op.
+  first = std::max(first, SimTime::zero() + sim_builder.queued());
   r.simulated = traces::breakdown(std::move(spans), first);
   r.simulated_step = r.simulated.step;
   r.measured = traces::breakdown(traces::measured_spans(step), SimTime::zero());

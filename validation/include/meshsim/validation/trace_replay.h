@@ -40,9 +40,20 @@
 //    ended within kWaitSlack before it started, the replay makes it wait for that kernel.
 //  * each rank is replayed alone: a collective starts when this rank reaches it, costed over its
 //    whole group on the network (representative: the peers are taken to arrive together); the
-//    traffic of other groups does not load the links.
+//    traffic of other groups does not load the links. A transfer kept as measured (a send or
+//    receive, a collective without metadata) waits for peers the replay does not have: it starts
+//    no earlier than it did in the measurement (an anchor op of a "peers" stream ends there), so
+//    a pipeline rank's waits on its neighbours come from their measured clock, not from this
+//    rank's simulated one. Where this rank's own work runs longer than measured, the transfer
+//    starts later and keeps its whole measured duration.
+//  * the work queued before the step (RankStep::queued_until: earlier steps' device work) is not
+//    replayed; an anchor op of its own stream ends at its measured end, and a synchronizing call
+//    that waited for none of the step's ops but ended after it waits for it.
 //
-// Step time, both sides: from the step's first device op's start to its last device op's end.
+// Step time, both sides: from the step's start (its first device op's start, or the end of the
+// work queued before it if later: RankStep::measured_start) to its last device op's end. On a rank
+// whose step ends waiting on its peers, the step time is largely theirs (measured); this rank's
+// own model error shows in its compute and per-class rows.
 #pragma once
 
 #include <array>
@@ -128,6 +139,7 @@ struct Replay {
   traces::StepBreakdown simulated;
   int64_t host_ops = 0;               // ops of the host stream
   int64_t inferred_dependencies = 0;  // cross-stream waits inferred (see above)
+  int64_t anchored_transfers = 0;     // transfers kept as measured, held to their peers' clock
   // With keep_timelines, for traces: the simulated rank's (one rank: RankId 0) program, its
   // simulated records and the same ops' measured spans (relative to the step's start: host ops
   // at the measured chain, device ops where they ran); the global ranks of its group slots.
@@ -171,6 +183,7 @@ struct RankSummary {
   Duration device_time;  // summed measured time of every device op
   int64_t host_ops = 0;
   int64_t inferred_dependencies = 0;
+  int64_t anchored_transfers = 0;
 };
 // One rank's steps summarized as they are replayed (a multi-GB trace's replays are not kept).
 class RankSummarizer {
