@@ -139,17 +139,23 @@ class Builder {
   // An op of the measurement the replay does not simulate, on its own stream, ending at `until`
   // (from the step's start): the chain of such ops on a stream keeps each at its measured time.
   OpId add_anchor(std::string name, uint8_t stream, Duration from, Duration until) {
+    return add_measured(std::move(name), stream, OpClass::kCommunication, from,
+                        std::max(Duration::zero(), until - from));
+  }
+
+  // An op of `stream` lasting its measured `d`, from `from` (relative to the step's start).
+  OpId add_measured(std::string name, uint8_t stream, OpClass op_class, Duration from, Duration d) {
     Op o;
     if (names_) {
       o.name = std::move(name);
     }
     o.stream = stream;
     ComputeWork w;
-    w.op_class = OpClass::kCommunication;
-    w.measured = std::max(Duration::zero(), until - from);
+    w.op_class = op_class;
+    w.measured = d;
     o.work = w;
     const OpId id = program_.add(std::move(o));
-    measured_.emplace_back(from, std::max(from, until));
+    measured_.emplace_back(from, from + d);
     return id;
   }
 
@@ -197,19 +203,8 @@ class Builder {
 
   // A host op lasting `d`, measured from `from` (relative to the step's start).
   OpId add_host(std::string name, Duration from, Duration d) {
-    Op o;
-    if (names_) {
-      o.name = std::move(name);
-    }
-    o.stream = host_stream_;
-    ComputeWork w;
-    w.op_class = OpClass::kElementwise;
-    w.measured = d;
-    o.work = w;
     ++host_ops_;
-    const OpId id = program_.add(std::move(o));
-    measured_.emplace_back(from, from + d);
-    return id;
+    return add_measured(std::move(name), host_stream_, OpClass::kElementwise, from, d);
   }
 
   void add_launch(const HostItem& h) {
