@@ -1,8 +1,10 @@
 // The stage builder's typed roles: zero-bubble's W pass runs exactly the weight-gradient GEMMs its
 // B pass leaves out, and TP overlap splits exactly the GEMMs paired with a TP collective.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "meshsim/workloads/step.h"
@@ -80,6 +82,39 @@ TEST(StageProgram, TpOverlapSplitsThePairedGemmsOnly) {
       {"qkv", n},      {"qkv.tp_allgather", n}, {"attn_out", n}, {"attn_out.tp_reducescatter", n},
       {"mlp_up", n},   {"mlp.tp_allgather", n}, {"mlp_down", n}, {"mlp.tp_reducescatter", n}};
   EXPECT_EQ(pieces, expected);
+}
+
+// A gathered GEMM's pieces pipeline as Transformer Engine's ring-exchange overlap does: all four
+// gathers follow the kernel that made their input (the norm), one after another on the TP
+// stream, and GEMM piece i waits for gather i alone, so gather i + 1 runs beside it.
+TEST(StageProgram, TpOverlapGathersPipelineUnderTheGemmPieces) {
+  const ModelConfig m = load_model("llama3.2-1b");
+  ParallelPlan p = small(PipelineSchedule::kOneFOneB);
+  p.overlap.tensor_parallel = true;
+  const StepPlan plan = plan_step(m, p);
+  const Program& prog = plan.programs[0];
+  std::map<std::string, OpId> by_name;
+  for (size_t i = 0; i < prog.size(); ++i) {
+    const OpId id(static_cast<uint32_t>(i));
+    by_name.try_emplace(prog.op(id).name, id);  // the first microbatch's
+  }
+  const auto preds = [&](const std::string& name) {
+    const std::vector<OpId> v = prog.predecessors(by_name.at(name));
+    return std::set<OpId>(v.begin(), v.end());
+  };
+  const OpId norm = by_name.at("fwd.L0.attn_norm");
+  for (int i = 0; i < 4; ++i) {
+    const std::string gather = fmt::format("fwd.L0.qkv.tp_allgather[{}]", i);
+    const std::string gemm = fmt::format("fwd.L0.qkv[{}]", i);
+    ASSERT_TRUE(by_name.contains(gather) && by_name.contains(gemm)) << i;
+    EXPECT_TRUE(preds(gather).contains(norm)) << gather;  // not after the GEMM pieces
+    EXPECT_TRUE(preds(gemm).contains(by_name.at(gather))) << gemm;
+    for (int j = i + 1; j < 4; ++j) {
+      EXPECT_FALSE(preds(gemm).contains(by_name.at(fmt::format("fwd.L0.qkv.tp_allgather[{}]", j))))
+          << gemm << " waits for a later piece";
+    }
+    EXPECT_LT(by_name.at(gather), by_name.at("fwd.L0.qkv[0]")) << "issued before the first piece";
+  }
 }
 
 }  // namespace

@@ -209,6 +209,18 @@ void StageBuilder::emit_tp_gemm(const Scope& scope, const TpOverlapGemm& g,
   piece.work.flops = g.gemm.work.flops * (1.0 / kTpOverlapChunks);
   piece.work.bytes = g.gemm.work.bytes / kTpOverlapChunks;
   const Bytes comm_bytes = g.comm.bytes / kTpOverlapChunks;
+  // Gathered pieces are all issued at once, after the kernel that made the input, and follow
+  // each other on the communication stream; the GEMM piece i waits for piece i only, so piece
+  // i + 1 arrives while it runs (Transformer Engine's ring-exchange all-gather overlap,
+  // ub_overlap_ag: the GEMM of one chunk beside the exchange of the next, transformer_engine/
+  // pytorch/module/base.py and common/comm_gemm_overlap). Only the first piece is exposed.
+  std::vector<OpId> gathered;
+  if (g.comm_first) {
+    for (int i = 0; i < kTpOverlapChunks; ++i) {
+      gathered.push_back(collective(scope, fmt::format("{}[{}]", g.comm.name, i), g.comm.kind,
+                                    g.comm.op, comm_bytes, false));
+    }
+  }
   for (int i = 0; i < kTpOverlapChunks; ++i) {
     piece.name = fmt::format("{}[{}]", g.gemm.name, i);
     const std::string name = fmt::format("{}[{}]", g.comm.name, i);
@@ -218,10 +230,9 @@ void StageBuilder::emit_tp_gemm(const Scope& scope, const TpOverlapGemm& g,
         effects.push_back(e);
       }
     }
-    // Gathered pieces feed the GEMM piece after them; reduced pieces leave the stream free
-    // until the last, which the next kernel needs.
+    // Reduced pieces leave the stream free until the last, which the next kernel needs.
     if (g.comm_first) {
-      collective(scope, name, g.comm.kind, g.comm.op, comm_bytes, true);
+      stream_.next_waits_for(gathered[static_cast<size_t>(i)]);
       compute(scope, piece, std::move(effects));
     } else {
       compute(scope, piece, std::move(effects));
