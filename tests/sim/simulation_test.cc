@@ -127,6 +127,35 @@ TEST(Simulation, ComputeSeesTheCollectivesInFlight) {
   EXPECT_EQ(ctx.count(101), 0u);
 }
 
+// A transfer on the copy engines (CollectiveWork::holds_sms false: Transformer Engine's
+// ring-exchange gathers) holds no SMs: a kernel beside it sees nothing in flight, and one beside
+// both it and an NCCL collective sees only the NCCL one.
+TEST(Simulation, ComputeDoesNotSeeTransfersOnTheCopyEngines) {
+  ContextRecorder cm;
+  PsCommModel nm;
+  Simulation sim(cm, nm);
+  const GroupId grp = sim.add_group({RankId(0), RankId(1)});
+  for (int rank = 0; rank < 2; ++rank) {
+    Program p;
+    const OpId first = p.add(compute_op("first", 10));
+    Op ce = collective_op("ce", 20);
+    std::get<CollectiveWork>(ce.work).holds_sms = false;
+    const OpId exchange = p.add(std::move(ce));
+    const OpId beside = p.add(compute_op("beside", 5));      // 10-15: only the exchange
+    const OpId nccl = p.add(collective_op("ar", 10, 0, 2));  // 15-35, on its own stream
+    const OpId both = p.add(compute_op("both", 7));          // 15-22: the exchange and the ar
+    p.add_dependency(first, exchange);
+    p.add_dependency(first, beside);
+    p.add_dependency(beside, nccl);
+    p.add_dependency(beside, both);
+    sim.add_rank(sim.add_program(std::move(p)), {grp}, {});
+  }
+  sim.run();
+  const std::map<int64_t, int32_t> ctx(cm.seen.begin(), cm.seen.end());
+  EXPECT_EQ(ctx.count(5), 0u);  // nothing that holds SMs in flight: the program's time
+  EXPECT_EQ(ctx.at(7), 1);      // the all-reduce only
+}
+
 // grad (0-10), then a collective labelled `category` (10-40) and one on its own stream (10-20,
 // labelled `second` if given), and optionally a compute op overlapping them (10-22).
 RankBreakdown labelled_step(OpCategory category, std::optional<OpCategory> second,

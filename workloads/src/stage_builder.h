@@ -133,9 +133,11 @@ class StageBuilder {
   void graph_launch(Op& op, Phase phase);
   OpId compute(const Scope& scope, const KernelSpec& k, std::vector<MemoryEffect> memory = {});
   // A collective after the last kernel; `blocking`: the next kernel waits for it.
+  // `holds_sms` false: the transfer runs on the copy engines (CollectiveWork::holds_sms).
   OpId collective(const Scope& scope, const std::string& name, CommKind kind, CollectiveKind op,
                   Bytes bytes, bool blocking, std::optional<GroupSlot> slot = {},
-                  std::vector<MemoryEffect> memory = {}, std::optional<Stream> stream = {});
+                  std::vector<MemoryEffect> memory = {}, std::optional<Stream> stream = {},
+                  bool holds_sms = true);
   OpId p2p(const Scope& scope, const std::string& name, bool send, PeerSlot peer, Tag tag,
            Bytes bytes, Stream stream);
   // Megatron-LM 2021's get_batch: the batch's sizes copied to the host, which waits for the

@@ -128,12 +128,12 @@ OpId StageBuilder::host_copy(const Scope& scope, int64_t layer, bool to_host) {
 OpId StageBuilder::collective(const Scope& scope, const std::string& name, CommKind kind,
                               CollectiveKind coll, Bytes bytes, bool blocking,
                               std::optional<GroupSlot> slot, std::vector<MemoryEffect> memory,
-                              std::optional<Stream> stream) {
+                              std::optional<Stream> stream, bool holds_sms) {
   Op op;
   op.name = scope.prefix + name;
   op.memory = std::move(memory);
   op.stream = index(stream.value_or(stream_of(kind)));
-  op.work = CollectiveWork{coll, bytes, index(slot.value_or(group_slot_for(kind)))};
+  op.work = CollectiveWork{coll, bytes, index(slot.value_or(group_slot_for(kind))), holds_sms};
   op.labels = scope.labels;
   op.labels.category = category_of(kind);
   std::vector<OpId> deps;
@@ -213,12 +213,15 @@ void StageBuilder::emit_tp_gemm(const Scope& scope, const TpOverlapGemm& g,
   // each other on the communication stream; the GEMM piece i waits for piece i only, so piece
   // i + 1 arrives while it runs (Transformer Engine's ring-exchange all-gather overlap,
   // ub_overlap_ag: the GEMM of one chunk beside the exchange of the next, transformer_engine/
-  // pytorch/module/base.py and common/comm_gemm_overlap). Only the first piece is exposed.
+  // pytorch/module/base.py and common/comm_gemm_overlap). Only the first piece is exposed. The
+  // exchange runs on the copy engines (initialize_ub's default for "ring_exchange": use_ce True,
+  // num_sm 1, base.py @ v1.13), so the GEMM pieces keep their SMs; the reduce-scatters
+  // ("pipeline", 16 SMs by default) hold theirs as NCCL's kernels do.
   std::vector<OpId> gathered;
   if (g.comm_first) {
     for (int i = 0; i < kTpOverlapChunks; ++i) {
       gathered.push_back(collective(scope, fmt::format("{}[{}]", g.comm.name, i), g.comm.kind,
-                                    g.comm.op, comm_bytes, false));
+                                    g.comm.op, comm_bytes, false, {}, {}, {}, false));
     }
   }
   for (int i = 0; i < kTpOverlapChunks; ++i) {

@@ -13,8 +13,9 @@ namespace meshsim {
 
 // What the engine knows about a rank when one of its compute ops starts.
 struct ComputeContext {
-  // Collectives of the rank in flight on its communication streams (launched, or waiting for
-  // their peers: an NCCL kernel holds its SMs from launch to completion).
+  // Collectives of the rank in flight on its communication streams that hold SMs (launched, or
+  // waiting for their peers: an NCCL kernel holds its SMs from launch to completion;
+  // CollectiveWork::holds_sms).
   int32_t collectives_in_flight = 0;
 };
 

@@ -172,6 +172,10 @@ struct CollectiveWork {
   CollectiveKind kind = CollectiveKind::kAllReduce;
   Bytes bytes;
   uint16_t group_slot = 0;
+  // Whether the transfer holds SMs while in flight, slowing the GEMMs beside it (ComputeContext):
+  // NCCL's kernels do (one CTA per channel). false: it runs on the copy engines, as Transformer
+  // Engine's ring-exchange userbuffers gathers do (use_ce, one SM for signalling).
+  bool holds_sms = true;
 };
 
 // A send or a receive. Sends and receives between the same two ranks with the same tag match in
