@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "meshsim/sim/analysis.h"
@@ -97,15 +98,26 @@ class ContextRecorder : public PsComputeModel {
   mutable std::vector<std::pair<int64_t, int32_t>> seen;
 };
 
-// The engine tells the compute model how many collectives its rank has in flight when a kernel
-// starts (issue 11: interference): one launched at the same instant counts, one waiting for a
-// late peer counts (NCCL's kernel is already spinning on the SMs), a finished one does not.
-TEST(Simulation, ComputeSeesTheCollectivesInFlight) {
+// Runs `build(rank)`'s program on two ranks of one group: what the compute model was told of the
+// collectives in flight, by op flops (kernels started with nothing in flight take the program's
+// compute_time, asked once per op, and are not asked again with a context).
+std::map<int64_t, int32_t> contexts_on_two_ranks(const std::function<Program(int)>& build) {
   ContextRecorder cm;
   PsCommModel nm;
   Simulation sim(cm, nm);
   const GroupId grp = sim.add_group({RankId(0), RankId(1)});
   for (int rank = 0; rank < 2; ++rank) {
+    sim.add_rank(sim.add_program(build(rank)), {grp}, {});
+  }
+  sim.run();
+  return {cm.seen.begin(), cm.seen.end()};
+}
+
+// The engine tells the compute model how many collectives its rank has in flight when a kernel
+// starts (issue 11: interference): one launched at the same instant counts, one waiting for a
+// late peer counts (NCCL's kernel is already spinning on the SMs), a finished one does not.
+TEST(Simulation, ComputeSeesTheCollectivesInFlight) {
+  const auto ctx = contexts_on_two_ranks([](int rank) {
     Program p;
     const OpId first = p.add(compute_op("first", rank == 0 ? 10 : 30));
     const OpId ar = p.add(collective_op("ar", 10));  // 10 B * 2 ranks = 20 ps once both arrive
@@ -114,12 +126,8 @@ TEST(Simulation, ComputeSeesTheCollectivesInFlight) {
     p.add_dependency(first, ar);
     p.add_dependency(first, beside);
     p.add_dependency(ar, after);
-    sim.add_rank(sim.add_program(std::move(p)), {grp}, {});
-  }
-  sim.run();
-  // Kernels started with nothing in flight take the program's compute_time (asked once per op)
-  // and are not asked again with a context.
-  const std::map<int64_t, int32_t> ctx(cm.seen.begin(), cm.seen.end());
+    return p;
+  });
   EXPECT_EQ(ctx.count(10), 0u);   // rank 0's first kernel: nothing in flight yet
   EXPECT_EQ(ctx.at(5), 1);        // rank 0 arrived at 10 and waits for rank 1 (until 30)
   EXPECT_EQ(ctx.at(6), 1);        // rank 1: the all-reduce starts with it, at 30
@@ -131,14 +139,10 @@ TEST(Simulation, ComputeSeesTheCollectivesInFlight) {
 // ring-exchange gathers) holds no SMs: a kernel beside it sees nothing in flight, and one beside
 // both it and an NCCL collective sees only the NCCL one.
 TEST(Simulation, ComputeDoesNotSeeTransfersOnTheCopyEngines) {
-  ContextRecorder cm;
-  PsCommModel nm;
-  Simulation sim(cm, nm);
-  const GroupId grp = sim.add_group({RankId(0), RankId(1)});
-  for (int rank = 0; rank < 2; ++rank) {
+  const auto ctx = contexts_on_two_ranks([](int) {
     Program p;
     const OpId first = p.add(compute_op("first", 10));
-    Op ce = collective_op("ce", 20);
+    Op ce = collective_op("ce", 20);  // 10-50
     std::get<CollectiveWork>(ce.work).holds_sms = false;
     const OpId exchange = p.add(std::move(ce));
     const OpId beside = p.add(compute_op("beside", 5));      // 10-15: only the exchange
@@ -148,10 +152,8 @@ TEST(Simulation, ComputeDoesNotSeeTransfersOnTheCopyEngines) {
     p.add_dependency(first, beside);
     p.add_dependency(beside, nccl);
     p.add_dependency(beside, both);
-    sim.add_rank(sim.add_program(std::move(p)), {grp}, {});
-  }
-  sim.run();
-  const std::map<int64_t, int32_t> ctx(cm.seen.begin(), cm.seen.end());
+    return p;
+  });
   EXPECT_EQ(ctx.count(5), 0u);  // nothing that holds SMs in flight: the program's time
   EXPECT_EQ(ctx.at(7), 1);      // the all-reduce only
 }
