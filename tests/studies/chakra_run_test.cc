@@ -24,9 +24,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Scenario scenario() {
+Scenario scenario(bool overlap_tp = false) {
   // Tensor, pipeline and data parallelism on 8 GPUs: all-reduces and all-gathers, pipeline sends
-  // and receives, several streams.
+  // and receives, several streams; with TP overlap, gathers on the copy engines too.
   return testing::scenario_from_json({{"model", "llama3.2-1b"},
                                       {"cluster", "dgx-h100"},
                                       {"nodes", 1},
@@ -36,7 +36,9 @@ Scenario scenario() {
                                       {"mbs", 1},
                                       {"gbs", 8},
                                       {"seq", 1024},
-                                      {"zero", 1}});
+                                      {"zero", 1},
+                                      {"sp", overlap_tp},
+                                      {"overlap_tp", overlap_tp}});
 }
 
 std::string read(const fs::path& p) {
@@ -61,14 +63,17 @@ std::string nodes(const std::string& bytes) {
   return bytes.substr(pos + length);
 }
 
-TEST(ChakraRun, ExportedStepSimulatesInTheFullSimulationsStepTime) {
-  const Scenario s = scenario();
+class ChakraRunTp : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(OverlapTp, ChakraRunTp, ::testing::Bool());
+
+TEST_P(ChakraRunTp, ExportedStepSimulatesInTheFullSimulationsStepTime) {
+  const Scenario s = scenario(GetParam());
   StepOptions full;
   full.full_simulation = true;
   const StepReport step = simulate_step(s, full);
   ASSERT_TRUE(step.simulated);
   const LoadedScenario l = load_and_check(s);
-  const fs::path dir = scratch::temp_dir() / "chakra-step";
+  const fs::path dir = scratch::temp_dir() / (GetParam() ? "chakra-step-tp" : "chakra-step");
   export_step(s, l, dir.string());
   traces::ChakraWorkload w = traces::read_chakra_workload(dir.string());
   ASSERT_EQ(w.programs.size(), 8u);
@@ -87,7 +92,7 @@ TEST(ChakraRun, ExportedStepSimulatesInTheFullSimulationsStepTime) {
   EXPECT_GT(host_timed, 0);
   EXPECT_GT(host_syncs, 0);
   // Export the import again before simulating it (the programs move into the engine).
-  const fs::path again = scratch::temp_dir() / "chakra-again";
+  const fs::path again = scratch::temp_dir() / (GetParam() ? "chakra-again-tp" : "chakra-again");
   export_workload(w, l.cluster, again.string());
   const WorkloadReport r = simulate_workload(std::move(w), l.cluster, full.comm);
   EXPECT_EQ(r.step_time, step.step_time);

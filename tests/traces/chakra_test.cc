@@ -220,6 +220,10 @@ TEST_F(ChakraTest, RefusalsNameTheFileTheNodeAndTheField) {
   set_attr(gather, "comm_type", pb::GATHER);
   set_attr(gather, "comm_size", 8);
   EXPECT_THAT(error({{gather}}), HasSubstr("gather and scatter"));
+  pb::Node copy_engine = all_reduce(1, 8);
+  set_attr(copy_engine, "meshsim_copy_engine", 1);
+  EXPECT_THAT(error({{copy_engine}}),
+              AllOf(HasSubstr("node 1 ('node1'), meshsim_copy_engine"), HasSubstr("a bool")));
   pb::Node named = all_reduce(1, 8);
   set_text(named, "pg_name", "dp");
   EXPECT_THAT(error({{named}}), AllOf(HasSubstr("pg_name"), HasSubstr("comm_group.json")));

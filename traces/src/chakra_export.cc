@@ -173,6 +173,9 @@ class Writer {
       attr(n, "comm_type").set_int64_val(chakra_comm_type(coll->kind));
       attr(n, "comm_size").set_int64_val(coll->bytes.count());
       attr(n, "pg_name").set_string_val(std::to_string(names_.at(g)));
+      if (!coll->holds_sms) {
+        attr(n, "meshsim_copy_engine").set_bool_val(true);  // CollectiveWork::holds_sms
+      }
     } else {
       const auto& w = std::get<PeerWork>(op.work);
       n.set_type(op.is_send ? pb::COMM_SEND_NODE : pb::COMM_RECV_NODE);

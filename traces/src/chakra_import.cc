@@ -373,6 +373,13 @@ class RankReader {
     CollectiveWork w;
     w.kind = *kind;
     w.bytes = Bytes::of(t == 9 ? 0 : comm_bytes(n, a));  // BARRIER: a rendezvous
+    // meshsim's own: a transfer on the copy engines, which holds no SMs (CollectiveWork).
+    if (const auto it = a.meshsim.find("meshsim_copy_engine"); it != a.meshsim.end()) {
+      if (it->second->value_case() != et::AttributeProto::kBoolVal) {
+        fail(n, "meshsim_copy_engine", "expected a bool");
+      }
+      w.holds_sms = !it->second->bool_val();
+    }
     p.op.work = w;
     p.implicit = Pending::Implicit::kGroup;
     if (a.pg_name != nullptr) {

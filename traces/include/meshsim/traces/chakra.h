@@ -8,9 +8,9 @@
 // many bytes of one message (src/third_party/utils/protolib.py encodeMessage / decodeMessage,
 // protoio.cc ProtoOutputStream::write): first a GlobalMetadata, then one Node per record to the
 // end of the file; plain or gzip-compressed (protoio.cc's ProtoInputStream tells them apart by
-// gzip's magic bytes, and so does meshsim). Communicator groups are not in the traces: ASTRA-sim reads them from a JSON
-// file ({"<pg_name>": [ranks...], ...}, its --comm-group-configuration), which meshsim reads from
-// `comm_group.json` beside the traces.
+// gzip's magic bytes, and so does meshsim). Communicator groups are not in the traces: ASTRA-sim
+// reads them from a JSON file ({"<pg_name>": [ranks...], ...}, its --comm-group-configuration),
+// which meshsim reads from `comm_group.json` beside the traces.
 //
 // Import (read_chakra_workload): every node becomes an op of its rank's program, in the order of
 // a topological sort of the data dependencies that takes the smallest node id first (a trace
@@ -38,11 +38,12 @@
 //   MEM_LOAD_NODE, MEM_STORE_NODE (ASTRA-sim's remote memory) are refused: meshsim has no remote
 //   memory model.
 // Streams: a node with an integer attribute "stream" runs on that stream (the values as they are
-// when all are below 64, else numbered in order of value from 0); otherwise compute nodes run on one compute stream, host operators
-// (is_cpu_op true) on a host stream, and each communicator group's collectives and each peer's
-// sends and receives on a stream of their own. A stream runs its ops one at a time, in order.
-// Attributes are read by name whatever integer type they were written with (comm_type as int64,
-// comm_src as int32, tensor_size as uint64 by Chakra's own tools).
+// when all are below 64, else numbered in order of value from 0); otherwise compute nodes run on
+// one compute stream, host operators (is_cpu_op true) on a host stream, and each communicator
+// group's collectives and each peer's sends and receives on a stream of their own. A stream runs
+// its ops one at a time, in order. Attributes are read by name whatever integer type they were
+// written with (comm_type as int64, comm_src as int32, tensor_size as uint64 by Chakra's own
+// tools).
 //
 // Bad input is an InputError naming the file and, where there is one, the node (its id) and the
 // field, within bounded time and memory: a record whose varint or message runs past the end of
@@ -57,7 +58,8 @@
 // num_ops and tensor_size (FLOPs and bytes, as ASTRA-sim's roofline reads them) and meshsim's
 // own attributes that rebuild the kernel exactly (meshsim_op_class, meshsim_dtype, meshsim_flops,
 // meshsim_bytes, meshsim_matmul, meshsim_attention, meshsim_host_copy, meshsim_fast_accumulation,
-// meshsim_measured_ps); collectives comm_type, comm_size and pg_name; sends and receives comm_src,
+// meshsim_measured_ps); collectives comm_type, comm_size and pg_name (and meshsim_copy_engine when
+// the transfer holds no SMs, CollectiveWork::holds_sms); sends and receives comm_src,
 // comm_dst, comm_tag and comm_size. Memory effects and report labels are not exported. The output
 // is canonical: the same programs give the same bytes.
 #pragma once
