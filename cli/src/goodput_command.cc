@@ -283,10 +283,10 @@ int goodput_command(const Scenario& s, const RunOutputs& outputs, const GoodputA
   bool tpu = false;
   {
     Progress progress("simulation");
-    report = simulate_step(s, outputs);
-    const topology::ClusterSpec cluster = located(s, [&] { return scenario::load_cluster(s); });
-    counts = studies::count_components(cluster);
-    tpu = cluster.chip.kind == topology::ChipKind::kTpu;
+    const scenario::LoadedScenario loaded = load_located(s);
+    report = simulate_step(s, loaded, outputs);
+    counts = studies::count_components(loaded.cluster);
+    tpu = loaded.cluster.chip.kind == topology::ChipKind::kTpu;
   }
   const std::string note = borrowed_table_note(table, tpu);
   if (report.oom || !report.simulated || report.tokens_per_s <= 0) {

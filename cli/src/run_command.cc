@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "meshsim/scenario/scenario.h"
+#include "meshsim/scenario/stack_setup.h"
 #include "meshsim/studies/chakra_run.h"
 #include "meshsim/studies/plan_table.h"
 #include "meshsim/studies/what_if.h"
@@ -140,9 +141,13 @@ std::unique_ptr<scenario::StepObserver> trace_observer(const RunOutputs& outputs
       TraceRequest{*outputs.trace_path, outputs.trace_ranks, {}, outputs.trace_limit}, s, cluster);
 }
 
-StepReport simulate_step(const Scenario& s, const RunOutputs& outputs) {
+scenario::LoadedScenario load_located(const Scenario& s) {
+  return located(s, [&] { return scenario::load_and_check(s); });
+}
+
+StepReport simulate_step(const Scenario& s, const scenario::LoadedScenario& loaded,
+                         const RunOutputs& outputs) {
   return located(s, [&] {
-    const scenario::LoadedScenario loaded = scenario::load_and_check(s);
     const std::unique_ptr<scenario::StepObserver> trace =
         trace_observer(outputs, s, loaded.cluster);
     return scenario::simulate_step(s, loaded, outputs.step, trace.get());
@@ -158,19 +163,18 @@ int run_command(const Scenario& given, const RunOutputs& outputs, std::ostream& 
   }
   const std::optional<studies::AutoPlan> automatic = auto_plan(given);
   const Scenario& s = automatic ? automatic->scenario : given;
+  const scenario::LoadedScenario loaded = load_located(s);
   StepReport report;
   {
     Progress progress(outputs.step.full_simulation ? "full simulation" : "simulation");
-    report = simulate_step(s, outputs);
+    report = simulate_step(s, loaded, outputs);
   }
   if (automatic) {
     out << "meshsim: " << automatic->note << "\n";
   }
   print_summary(report, out);
   if (outputs.export_chakra) {
-    located(s, [&] {
-      studies::export_step(s, scenario::load_and_check(s), *outputs.export_chakra);
-    });
+    located(s, [&] { studies::export_step(s, loaded, *outputs.export_chakra); });
     out << fmt::format("  Chakra traces         {}/rank.0.et ... rank.{}.et, comm_group.json (every "
                        "rank's program)\n",
                        *outputs.export_chakra, s.plan.world() - 1);
@@ -178,7 +182,9 @@ int run_command(const Scenario& given, const RunOutputs& outputs, std::ostream& 
   for (const std::string& w : studies::result_warnings(s, report)) {
     out << "  warning: " << w << "\n";
   }
-  const std::vector<std::string> notes = studies::run_notes(s, report);
+  workloads::ParallelPlan ran = s.plan;  // as the step ran it: its stack applied
+  scenario::bind_to_cluster(ran, loaded.cluster);
+  const std::vector<std::string> notes = studies::run_notes(ran, report);
   for (const std::string& n : notes) {
     out << "  note: " << n << "\n";
   }

@@ -32,9 +32,12 @@ std::unique_ptr<scenario::StepObserver> trace_observer(const RunOutputs& outputs
                                                        const Scenario& s,
                                                        const topology::ClusterSpec& cluster);
 
-// scenario::simulate_step with the trace the outputs ask for; the library's errors located where
-// the scenario's values came from (meshsim/scenario/located.h).
-StepReport simulate_step(const Scenario& scenario, const RunOutputs& outputs);
+// scenario::load_and_check, its errors located where the scenario's values came from
+// (meshsim/scenario/located.h).
+scenario::LoadedScenario load_located(const Scenario& scenario);
+// scenario::simulate_step with the trace the outputs ask for, errors located as above.
+StepReport simulate_step(const Scenario& scenario, const scenario::LoadedScenario& loaded,
+                         const RunOutputs& outputs);
 
 // simulate_step + summary on `out` + --json. Returns the process exit code: 0, or 3 for OOM.
 int run_command(const Scenario& scenario, const RunOutputs& outputs, std::ostream& out);

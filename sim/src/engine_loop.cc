@@ -128,14 +128,13 @@ void Simulation::Impl::start_op(RankId id, const RankHot& r, const ProgramInfo& 
                  begin(r, p, Arrival{id, op_index, now, issued}, 0));
       break;
     }
-    case OpKind::kCollective: {
-      const auto& w = std::get<CollectiveWork>(p.ops[op_index]->work);
-      if (w.holds_sms) {
+    case OpKind::kCollective:
+      if (p.meta[op_index].holds_sms) {
         ++collectives_in_flight[id.index()];
       }
-      arrive_collective(id, r, p, op_index, w, issued);
+      arrive_collective(id, r, p, op_index, std::get<CollectiveWork>(p.ops[op_index]->work),
+                        issued);
       break;
-    }
     case OpKind::kSend:
     case OpKind::kRecv: {
       const Op& op = *p.ops[op_index];
@@ -287,7 +286,7 @@ void Simulation::Impl::finish(uint32_t running_index) {
   }
   sweeps[run.rank.index()].on_end(now, m, now - run.start, p.flops[run.op]);
   streams[stream_slot(r, p, m.stream)].busy = false;
-  if (m.kind == OpKind::kCollective && std::get<CollectiveWork>(p.ops[run.op]->work).holds_sms) {
+  if (m.holds_sms) {
     --collectives_in_flight[run.rank.index()];
   }
   --r.remaining;

@@ -55,6 +55,7 @@ ProgramInfo::ProgramInfo(Program p) : program(std::move(p)) {
     if (const auto* c = std::get_if<CollectiveWork>(&op.work)) {
       max_group_slot = std::max(max_group_slot, c->group_slot);
       uses_groups = true;
+      m.holds_sms = c->holds_sms;
     } else if (const auto* pw = std::get_if<PeerWork>(&op.work)) {
       max_peer_slot = std::max(max_peer_slot, pw->peer_slot);
       uses_peers = true;

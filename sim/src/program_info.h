@@ -17,6 +17,7 @@ struct OpMeta {
   uint8_t op_class = 0;             // OpClass (communication ops: kCommunication)
   bool memory_at_start = false;     // has MemoryEffects applied when it starts
   bool memory_at_end = false;       // ... when it ends
+  bool holds_sms = false;           // a collective that holds SMs in flight (CollectiveWork)
   uint16_t category = kNoCategory;  // OpLabels::category of a communication op
 };
 

@@ -6,7 +6,6 @@
 #include <thread>
 
 #include "meshsim/scenario/located.h"
-#include "meshsim/scenario/stack_setup.h"
 #include "meshsim/scenario/step.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/studies/plan_table.h"
@@ -189,22 +188,18 @@ std::optional<AutoPlan> auto_plan(const Scenario& s, const ProgressFn& progress)
   return a;
 }
 
-std::vector<std::string> run_notes(const Scenario& s, const scenario::StepReport& r) {
+std::vector<std::string> run_notes(const workloads::ParallelPlan& p,
+                                   const scenario::StepReport& r) {
   std::vector<std::string> out;
-  if (!r.simulated || s.plan.recompute != workloads::Recompute::kSelective ||
-      !s.plan.recompute_modules.empty()) {
-    return out;
-  }
-  // The plan as it ran: its stack's attention kernel and checkpointing.
-  workloads::ParallelPlan p = s.plan;
-  scenario::bind_to_cluster(p, scenario::load_inputs(s).cluster);
-  if (!workloads::fused_attention(p.attention) || p.selective_by_op) {
+  if (!r.simulated || p.recompute != workloads::Recompute::kSelective ||
+      !p.recompute_modules.empty() || !workloads::fused_attention(p.attention) ||
+      p.selective_by_op) {
     return out;
   }
   // Megatron's selective recompute of the attention core (its default module) with a fused
   // kernel: Megatron-Core re-runs it and frees only its statistics; Megatron-LM's legacy flash
   // path runs outside the checkpoint and nothing changes. Said, not silently so.
-  if (workloads::reruns_core_attention(p)) {
+  if (workloads::reruns_core_attention(p, p.recompute)) {
     out.push_back(fmt::format(
         "selective recompute (the attention core, Megatron-Core's default module) with {} "
         "attention re-runs the kernel's forward in the backward and frees only its softmax "

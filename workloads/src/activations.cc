@@ -58,18 +58,17 @@ void add_attention(const ModelConfig& m, const ParallelPlan& p, Recompute recomp
     a.attention_output = a.v;
     a.latents = bytes_of({d.e, d.sb, (mla.q_lora_rank + mla.kv_lora_rank + mla.qk_rope_head_dim)});
   }
+  // What the backward re-runs of the attention core, its checkpoint does not keep: a fused
+  // kernel's statistics (its output stays, the output projection's saved input), or the scores.
+  const bool rerun = reruns_core_attention(p, recompute);
   if (p.attention != AttentionKernel::kNaive) {
-    // Under the core_attn checkpoint the kernel's statistics go with it; its output stays, the
-    // output projection's saved input (ParallelPlan::fused_attention_checkpointed).
-    const bool checkpointed = !p.selective_by_op && p.fused_attention_checkpointed &&
-                              recomputes(p, recompute, RecomputeModule::kCoreAttn);
-    a.softmax_statistics = checkpointed ? Bytes::zero() : bytes_of({4, d.w.q_heads, d.sb});
+    a.softmax_statistics = rerun ? Bytes::zero() : bytes_of({4, d.w.q_heads, d.sb});
     return;
   }
   const int64_t scores = checked_product({d.w.q_heads, d.s, d.s, d.b},
                                          "attention scores of one layer");  // a*s^2*b elements
-  if (recomputes(p, recompute, RecomputeModule::kCoreAttn)) {
-    return;  // the attention core is recomputed in the backward pass
+  if (rerun) {
+    return;
   }
   a.softmax_output = bytes_of({d.e, scores});
   a.attention_dropout = m.dropout ? bytes_of({1 + d.e, scores}) : Bytes::zero();

@@ -391,7 +391,7 @@ std::vector<LayerItem> recompute_selected_modules(const LayerContext& c) {
   const Dims d = dims_of(c);
   Items it(c, d);
   const Recompute r = c.plan.recompute;
-  if (reruns_core_attention(c.plan)) {
+  if (reruns_core_attention(c.plan, r)) {
     // Its checkpoint keeps Q, K and V (after RoPE) and re-runs the kernel (or the score GEMM,
     // softmax, dropout and context GEMM) on them, with CP its ring exchange too.
     attention_items(it, false);

@@ -618,8 +618,8 @@ bool recomputes(const ParallelPlan& plan, Recompute recompute, RecomputeModule m
          plan.recompute_modules.end();
 }
 
-bool reruns_core_attention(const ParallelPlan& plan) {
-  return !plan.selective_by_op && recomputes(plan, plan.recompute, RecomputeModule::kCoreAttn) &&
+bool reruns_core_attention(const ParallelPlan& plan, Recompute recompute) {
+  return !plan.selective_by_op && recomputes(plan, recompute, RecomputeModule::kCoreAttn) &&
          (plan.attention == AttentionKernel::kNaive || plan.fused_attention_checkpointed);
 }
 

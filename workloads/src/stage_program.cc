@@ -217,16 +217,16 @@ void StageBuilder::emit_tp_gemm(const Scope& scope, const TpOverlapGemm& g,
   // exchange runs on the copy engines (initialize_ub's default for "ring_exchange": use_ce True,
   // num_sm 1, base.py @ v1.13), so the GEMM pieces keep their SMs; the reduce-scatters
   // ("pipeline", 16 SMs by default) hold theirs as NCCL's kernels do.
+  const auto comm_name = [&](int i) { return fmt::format("{}[{}]", g.comm.name, i); };
   std::vector<OpId> gathered;
   if (g.comm_first) {
     for (int i = 0; i < kTpOverlapChunks; ++i) {
-      gathered.push_back(collective(scope, fmt::format("{}[{}]", g.comm.name, i), g.comm.kind,
-                                    g.comm.op, comm_bytes, false, {}, {}, {}, false));
+      gathered.push_back(collective(scope, comm_name(i), g.comm.kind, g.comm.op, comm_bytes, false,
+                                    {}, {}, {}, false));
     }
   }
   for (int i = 0; i < kTpOverlapChunks; ++i) {
     piece.name = fmt::format("{}[{}]", g.gemm.name, i);
-    const std::string name = fmt::format("{}[{}]", g.comm.name, i);
     std::vector<MemoryEffect> effects;
     for (const MemoryEffect& e : memory) {
       if (e.at_end ? i + 1 == kTpOverlapChunks : i == 0) {
@@ -239,7 +239,8 @@ void StageBuilder::emit_tp_gemm(const Scope& scope, const TpOverlapGemm& g,
       compute(scope, piece, std::move(effects));
     } else {
       compute(scope, piece, std::move(effects));
-      collective(scope, name, g.comm.kind, g.comm.op, comm_bytes, i + 1 == kTpOverlapChunks);
+      collective(scope, comm_name(i), g.comm.kind, g.comm.op, comm_bytes,
+                 i + 1 == kTpOverlapChunks);
     }
   }
 }

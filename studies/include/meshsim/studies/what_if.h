@@ -32,8 +32,10 @@ bool wants_auto_plan(const scenario::Scenario& s);
 // none.
 std::optional<AutoPlan> auto_plan(const scenario::Scenario& s, const ProgressFn& progress = {});
 
-// Notes on the run's plan the report should carry (a setting that does nothing here, said).
-std::vector<std::string> run_notes(const scenario::Scenario& s, const scenario::StepReport& r);
+// Notes on the run's plan the report should carry (a setting that does nothing here, said);
+// `ran`: the plan as the step ran it, bound to its cluster (scenario::bind_to_cluster).
+std::vector<std::string> run_notes(const workloads::ParallelPlan& ran,
+                                   const scenario::StepReport& r);
 
 // Warnings about `r` of `s`: a global batch nobody set that leaves one microbatch per pipeline
 // (the bubble it costs), a peak within 5 % of the chip's memory. One line each, no prefix.

@@ -370,10 +370,11 @@ void check_plan_size(PlanField field, int64_t value);
 // Whether selective recompute `recompute` under `plan` re-runs `module`'s forward (false for any
 // other recompute).
 bool recomputes(const ParallelPlan& plan, Recompute recompute, RecomputeModule module);
-// Whether the backward re-runs the attention core's forward (Megatron's selective recompute of
-// core_attn: the materialised scores, or a fused kernel under ParallelPlan::
-// fused_attention_checkpointed); torchtitan's op policy saves the attention output instead.
-bool reruns_core_attention(const ParallelPlan& plan);
+// Whether the backward re-runs the attention core's forward under `recompute` (the plan's own, or
+// a layer's: layer_activations): Megatron's selective recompute of core_attn, the materialised
+// scores or a fused kernel under ParallelPlan::fused_attention_checkpointed; torchtitan's op
+// policy saves the attention output instead. What it re-runs, its checkpoint does not keep.
+bool reruns_core_attention(const ParallelPlan& plan, Recompute recompute);
 // Whether `model`'s blocks are like torchtitan's Llama ones (dense, no MLA, attention then MLP),
 // the only ones its selective checkpointing by op (ParallelPlan::selective_by_op) is modelled for;
 // its stack refuses selective recompute on the others.
