@@ -51,6 +51,8 @@ void apply_stack_for(workloads::ParallelPlan& plan, const topology::Chip& chip) 
   given.optimizer_kernels = plan.origins[PlanField::kOptimizerKernels].given();
   given.attention = plan.origins[PlanField::kAttention].given();
   given.fp8_recipe = plan.origins[PlanField::kFp8Recipe].given();
+  given.overlap_grad_reduce = plan.origins[PlanField::kOverlapGradReduce].given();
+  given.overlap_param_gather = plan.origins[PlanField::kOverlapParamGather].given();
   workloads::apply_stack(plan, workloads::stack_profile(plan.stack, family), given);
   const std::optional<AttentionImpl> impl = workloads::fused_attention(plan.attention);
   const std::vector<AttentionImpl> have = chip.attention_impls();

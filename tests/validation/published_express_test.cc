@@ -223,6 +223,52 @@ TEST(PublishedExpress, FP8ParameterGathersWhereTheRecordNamesThem) {
 //  * DeepSpeed without model parallelism in 2021 is deepspeed-zero3-2021 (constants.py @ v0.3.13:
 //    "ZERO3_OPTIMIZATION_OVERLAP_COMM_DEFAULT = True", "stage3_prefetch_bucket_size" 50000000);
 //  * PaxML is paxml (configure.sh @ 35a9aec: "python3 -u -m paxml.main").
+// A 2022 run naming DeepSpeed with model parallelism (BLOOM's Megatron-DeepSpeed) runs on
+// DeepSpeed's pipeline engine: its stages split as PipelineModule's type:transformer partition
+// does where the pipeline does not divide the layers, bf16 shards the optimizer whatever ZeRO
+// stage the record states (BF16_Optimizer), and its TFLOP/s count the recompute it ran.
+TEST(PublishedStacks, MegatronDeepSpeedRunsOnDeepSpeedsPipelineEngine) {
+  PublishedRun r = dev_run("mlm2021-t1-7.5B-128xA100");
+  r.citation =
+      "BigScience, 'BLOOM: A 176B-Parameter Open-Access Multilingual Language Model', "
+      "arXiv:2211.05100";
+  r.framework = "Megatron-DeepSpeed";
+  r.model.layers = 30;
+  r.parallelism.pp = 4;
+  r.parallelism.dp = 8;  // TP 4 x PP 4 x DP 8 = 128
+  r.batch.micro_batch = 2;
+  r.precision = "bf16";
+  r.precision_class = "bf16";
+  r.parallelism.zero_stage = 0;  // the config's stage; BF16_Optimizer shards anyway
+  const PublishedScenario s = mapped(r);
+  EXPECT_EQ(s.plan.stack, workloads::Stack::kMegatronDeepSpeed2022);
+  EXPECT_EQ(s.plan.stage_layers, (std::vector<int64_t>{8, 8, 8, 6}));
+  EXPECT_THAT(s.assumptions, Contains(HasSubstr("30 layers over pp 4: 8, 8, 8, 6 per stage")));
+  EXPECT_EQ(s.plan.zero, workloads::ZeroStage::kOptimizerStates);
+  EXPECT_THAT(s.assumptions, Contains(HasSubstr("BF16_Optimizer")));
+  EXPECT_FALSE(s.plan.overlap.grad_reduce);
+  EXPECT_THAT(s.assumptions, Contains(HasSubstr("TrainSchedule's last step")));
+  // Its TFLOP/s log: equation 3 with the factor of the recompute the run has (4 with full
+  // recompute, as Narayanan et al.'s; 3 without).
+  ASSERT_EQ(s.plan.recompute, workloads::Recompute::kFull);
+  const Flops eq3 = megatron2021_iteration_flops(512, 2048, 30, 4096, 51200);
+  EXPECT_NEAR(s.measured_step.seconds(), eq3.count() / (142e12 * 128), 1e-9);
+  r.parallelism.recompute = "none";
+  r.batch.micro_batch = 1;
+  const PublishedScenario none = mapped(r);
+  EXPECT_NEAR(none.measured_step / s.measured_step, 0.75, 1e-9);
+  EXPECT_THAT(none.conversion, HasSubstr("recompute factor 3"));
+  // A text naming DeepSpeed's ZeRO-3 is not its pipeline engine (which refuses ZeRO-2 and 3): a
+  // run with model parallelism is Megatron-LM's, as Narayanan et al.'s Table 2 rows of PTD-P are.
+  r.model.layers = 36;  // a split Megatron-LM's stacks run
+  r.framework = "Megatron-LM / DeepSpeed ZeRO-3";
+  EXPECT_EQ(mapped(r).plan.stack, workloads::Stack::kMegatron2022);  // Megatron-LM of 2022
+  // From 2023 a Megatron-DeepSpeed run is left to Megatron-LM's stacks of that time.
+  r.framework = "Megatron-DeepSpeed";
+  r.citation = "a 2023 report (arXiv:2305.00001)";
+  EXPECT_NE(mapped(r).plan.stack, workloads::Stack::kMegatronDeepSpeed2022);
+}
+
 TEST(PublishedStacks, EachFrameworkMapsToTheStackOfItsTime) {
   PublishedRun r = dev_run("mlm2021-t1-7.5B-128xA100");
   r.measured = {"step_time", 3.7, "s"};

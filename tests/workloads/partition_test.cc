@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <numeric>
 #include <set>
+#include <vector>
 
+#include "meshsim/sim/error.h"
 #include "meshsim/workloads/accounting.h"
 #include "meshsim/workloads/step.h"
 #include "meshsim/workloads/training_memory.h"
@@ -128,6 +131,33 @@ TEST(StagePartition, TokensOfAContextAndSequenceParallelRank) {
   EXPECT_EQ(s.tokens.per_rank, 2 * 8192 / 2);
   EXPECT_EQ(s.tokens.sequence, 2 * 8192 / 2 / 4);
   EXPECT_EQ(s.widths.kv_heads, 2);  // 8 KV heads over 4
+}
+
+// DeepSpeed's PipelineModule "type:transformer" partition, as deepspeed/runtime/utils.py's
+// partition_balanced @ v0.6.5 computes it: the expected splits are what that function returns for
+// GPTModelPipe's specs (3 before the layers, 4 after) and for bare layers, run once in Python.
+TEST(Partition, DeepSpeedSplitsTheTransformerLayersAsItsPipelineModuleDoes) {
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(deepspeed_type_partition(70, 12, 3, 4), V({6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 4}));
+  EXPECT_EQ(deepspeed_type_partition(126, 16, 3, 4),
+            V({8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 6}));
+  EXPECT_EQ(deepspeed_type_partition(105, 35, 3, 4), V(35, 3));    // MT-NLG's 105 over 35
+  EXPECT_EQ(deepspeed_type_partition(16, 3, 3, 4), V({5, 5, 6}));  // not 6, 6, 4: the probe's
+  EXPECT_EQ(deepspeed_type_partition(16, 3, 0, 0), V({5, 5, 6}));  // windows of len / stages
+  EXPECT_EQ(deepspeed_type_partition(30, 4, 3, 4), V({8, 8, 8, 6}));
+  EXPECT_EQ(deepspeed_type_partition(4, 3, 3, 4), V({1, 1, 2}));
+  EXPECT_EQ(deepspeed_type_partition(8, 7, 3, 4), V({1, 1, 1, 1, 1, 1, 2}));
+  EXPECT_EQ(deepspeed_type_partition(3, 6, 3, 4), V({1, 1, 1, 0, 0, 0}));  // stages left empty
+  EXPECT_EQ(deepspeed_type_partition(5, 5, 0, 0), V(5, 1));  // as many specs as stages
+  EXPECT_THROW(deepspeed_type_partition(0, 4, 3, 4), InternalError);
+  for (int64_t layers = 1; layers <= 130; ++layers) {
+    for (const int64_t stages : {2, 3, 5, 8, 12, 16, 35, 64}) {
+      const V split = deepspeed_type_partition(layers, stages, 3, 4);
+      ASSERT_EQ(static_cast<int64_t>(split.size()), stages);
+      EXPECT_EQ(std::accumulate(split.begin(), split.end(), int64_t{0}), layers)
+          << layers << " over " << stages;
+    }
+  }
 }
 
 }  // namespace

@@ -363,6 +363,67 @@ TEST(StackRules, DeepSpeed2021PipelinesWithZero1AndOneFOneB) {
   EXPECT_EQ(refused_on(p), PlanField::kCp);
 }
 
+// Megatron-DeepSpeed @ 0f23a729 on DeepSpeed v0.6.5's pipeline engine: ZeRO-1 at most, bf16
+// always through BF16_Optimizer's sharded state, 1F1B without virtual stages, Megatron-LM 2021's
+// layers, the data-parallel step after the backward.
+TEST(StackRules, MegatronDeepSpeedPipelinesWithZero1AndReducesAfterTheBackward) {
+  ParallelPlan p = legacy_megatron(Stack::kMegatronDeepSpeed2022);
+  p.sp = false;
+  p.overlap.grad_reduce = false;
+  p.overlap.param_gather = false;
+  p.recompute = Recompute::kFull;
+  p.zero = ZeroStage::kOptimizerStates;
+  EXPECT_EQ(refused_on(p), std::nullopt);  // BLOOM's layout in shape: TP, PP, ZeRO-1, bf16
+  for (const ZeroStage z : {ZeroStage::kGradients, ZeroStage::kParameters}) {
+    p.zero = z;
+    EXPECT_EQ(refused_on(p), PlanField::kZero) << static_cast<int>(z);
+    unpipeline(p);
+    EXPECT_EQ(refused_on(p), PlanField::kZero);  // GPTModelPipe is a PipelineModule at PP 1 too
+    p = legacy_megatron(Stack::kMegatronDeepSpeed2022);
+    p.sp = false;
+    p.overlap.grad_reduce = false;
+    p.overlap.param_gather = false;
+  }
+  p.zero = ZeroStage::kNone;
+  EXPECT_EQ(refused_on(p), PlanField::kZero);  // bf16: BF16_Optimizer shards whatever the stage
+  p.set_training_dtype(Dtype::kFp16);
+  EXPECT_EQ(refused_on(p), std::nullopt);  // fp16 without ZeRO: the engine's all-reduce
+  p.set_training_dtype(Dtype::kFp8);
+  EXPECT_EQ(refused_on(p), PlanField::kDtype);
+  p.set_training_dtype(Dtype::kBf16);
+  p.zero = ZeroStage::kOptimizerStates;
+  p.overlap.grad_reduce = true;
+  EXPECT_EQ(refused_on(p), PlanField::kOverlapGradReduce);  // ReduceGrads after the backward
+  p.overlap.grad_reduce = false;
+  p.overlap.param_gather = true;
+  EXPECT_EQ(refused_on(p), PlanField::kOverlapParamGather);  // gathered inside OptimizerStep
+  p.zero = ZeroStage::kNone;
+  p.set_training_dtype(Dtype::kFp16);
+  EXPECT_EQ(refused_on(p), std::nullopt);  // nothing to gather without ZeRO
+  p.zero = ZeroStage::kOptimizerStates;
+  p.overlap.param_gather = false;
+  p.schedule = PS::kInterleaved;
+  p.vpp = 2;
+  EXPECT_EQ(refused_on(p), PlanField::kSchedule);  // TrainSchedule has no virtual stages
+  p.schedule = PS::kOneFOneB;
+  p.vpp = 1;
+  p.sp = true;
+  EXPECT_EQ(refused_on(p), PlanField::kSp);
+  p.sp = false;
+  p.attention = AttentionKernel::kFlash;
+  EXPECT_EQ(refused_on(p), PlanField::kAttention);
+  p.attention = AttentionKernel::kNaive;
+  p.recompute = Recompute::kSelective;
+  EXPECT_EQ(refused_on(p), PlanField::kRecompute);
+  p.recompute = Recompute::kFull;
+  p.fsdp = 4;
+  EXPECT_EQ(refused_on(p), PlanField::kFsdp);
+  p.fsdp = 0;
+  EXPECT_EQ(refused_on(p, moe()), PlanField::kStack);
+  split_context(p);
+  EXPECT_EQ(refused_on(p), PlanField::kCp);
+}
+
 // PaxML @ 4a6bf20 / Praxis @ a4742bc: Adam's state sharded as its weights (zero 0 or 3, HSDP as
 // DGX Cloud Benchmarking ran it), JAX remat policies for the whole stack, GPipe-order pipelines of
 // equal stages, no sequence axis.

@@ -570,6 +570,58 @@ TEST(Stacks, Megatron2021AccumulatesGradientsOutsideTheGemm) {
   EXPECT_FALSE(later.overlap.pipeline_p2p);  // still batch_isend_irecv + synchronize
 }
 
+// Megatron-DeepSpeed on DeepSpeed v0.6.5: TrainSchedule's ReduceGrads follows the last backward
+// and OptimizerStep all-gathers the weights, neither overlapped; bf16's BF16_Optimizer all-reduces
+// its fp32 gradients whole (engine.py _bf16_reduce_grads) where fp16's ZeRO-1 reduce-scatters the
+// 16-bit ones (stage_1_and_2.py average_tensor); the p2p is a blocking send of 1/TP slices.
+TEST(Stacks, MegatronDeepSpeedReducesAfterTheBackwardAndBf16AllReducesFp32) {
+  const ModelConfig m = load_model("llama3.2-1b");
+  const auto bound = [](Dtype dtype, StackOverrides given = {}) {
+    ParallelPlan p;
+    p.dp = 4;
+    p.gbs = 4;
+    p.mbs = 1;
+    p.seq = 1024;
+    p.set_training_dtype(dtype);
+    p.zero = ZeroStage::kOptimizerStates;
+    apply_stack(p, stack_profile(Stack::kMegatronDeepSpeed2022, DeviceFamily::kAmpere), given);
+    return p;
+  };
+  const ParallelPlan bf16 = bound(Dtype::kBf16);
+  EXPECT_FALSE(bf16.overlap.grad_reduce);
+  EXPECT_FALSE(bf16.overlap.param_gather);
+  EXPECT_FALSE(bf16.overlap.pipeline_p2p);
+  EXPECT_TRUE(bf16.pipeline_scatter_gather);
+  EXPECT_EQ(bf16.host.sync_after_p2p, P2pSync::kNone);  // p2p.py: no torch.cuda.synchronize
+  EXPECT_TRUE(bf16.zero1_all_reduces_grads);
+  EXPECT_EQ(bf16.state.gradient, 4);
+  const ParallelPlan fp16 = bound(Dtype::kFp16);
+  EXPECT_FALSE(fp16.zero1_all_reduces_grads);
+  EXPECT_EQ(fp16.state.gradient, 2);
+  // What the user set explicitly stays (and the stack's rules refuse it, stack_rules_test.cc).
+  StackOverrides given;
+  given.overlap_grad_reduce = true;
+  EXPECT_TRUE(bound(Dtype::kBf16, given).overlap.grad_reduce);
+
+  const auto reductions = [&](const ParallelPlan& p, const std::string& kind) {
+    const StepPlan plan = plan_step(m, p);
+    Bytes total = Bytes::zero();
+    for (const Op* op : ops_named(plan.programs.at(0), "grad_bucket")) {
+      const auto& w = std::get<CollectiveWork>(op->work);
+      if (op->name.find(kind) != std::string::npos) {
+        total += w.bytes;
+      }
+    }
+    return total;
+  };
+  const Bytes fp32_all_reduced = reductions(bf16, "all-reduce");
+  const Bytes fp16_scattered = reductions(fp16, "reduce-scatter");
+  EXPECT_GT(fp32_all_reduced, Bytes::zero());
+  EXPECT_EQ(reductions(bf16, "reduce-scatter"), Bytes::zero());
+  EXPECT_EQ(reductions(fp16, "all-reduce"), Bytes::zero());
+  EXPECT_EQ(fp32_all_reduced, fp16_scattered * 2);  // the same gradients at 4 bytes, not 2
+}
+
 // DeepSpeed ZeRO-3 (v0.3.13, stage3.py): fetch_sub_module gathers a submodule's parameters before
 // its forward and release_sub_module frees them after ("params_to_release = [param for _, param
 // in sub_module.named_parameters(recurse=False)]"), so a checkpointed layer is gathered for its

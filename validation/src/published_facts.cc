@@ -218,6 +218,9 @@ FrameworkFact read_framework(JsonObject o) {
   });
   f.model_parallel_split = sourced<ModelParallelSplit>(
       o, "model_parallel_split", [](JsonObject& v) { return v.choice<ModelParallelSplit>("value"); });
+  f.pipeline_partition = sourced<PipelinePartition>(
+      o, "pipeline_partition", [](JsonObject& v) { return v.choice<PipelinePartition>("value"); });
+  f.bf16_shards_optimizer = sourced_flag(o, "bf16_shards_optimizer");
   if (o.has("recompute_aliases")) {
     for (JsonObject a : o.object_array("recompute_aliases")) {
       f.recompute_aliases.push_back({non_empty(a, "text"), a.choice<workloads::Recompute>("recompute"),

@@ -12,6 +12,12 @@ Flops megatron2021_iteration_flops(int64_t batch, int64_t seq, int64_t layers, i
   return Flops::of(96.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h)));
 }
 
+Flops megatron_deepspeed_iteration_flops(int64_t batch, int64_t seq, int64_t layers, int64_t hidden,
+                                         int64_t vocab, bool glu, bool checkpointed) {
+  const double factor = (glu ? 32.0 : 24.0) * (checkpointed ? 4.0 : 3.0) / 96.0;
+  return megatron2021_iteration_flops(batch, seq, layers, hidden, vocab) * factor;
+}
+
 Flops maxtext2023_flops_per_device(int64_t parameters, int64_t per_device_batch, int64_t seq,
                                    int64_t heads, int64_t layers, int64_t head_dim) {
   const auto n = static_cast<double>(parameters);

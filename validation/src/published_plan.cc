@@ -2,12 +2,14 @@
 // record's fields, the run's framework entry and the source facts that hold for it
 // (published_facts.h).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <tuple>
 
 #include "meshsim/sim/error.h"
 #include "meshsim/validation/published_flops.h"
+#include "meshsim/workloads/partition.h"
 #include "published_internal.h"
 
 namespace meshsim::validation::detail {
@@ -94,6 +96,24 @@ void set_uneven_split(ParallelPlan& p, const RunFacts& rf, int64_t layers,
       "(Megatron-Core's account_for_embedding/loss_in_pipeline_split), {} layers per virtual "
       "stage and {} on the first and the last; {}",
       layers, p.pp, p.vpp, (layers + 2) / chunks, (layers + 2) / chunks - 1, rule->source));
+}
+
+// Where the stages do not divide the layers, the framework's own partition (DeepSpeed's
+// PipelineModule balances the transformer layers: deepspeed_type_partition).
+void set_framework_partition(ParallelPlan& p, const RunFacts& rf, int64_t layers,
+                             std::vector<std::string>& assumptions) {
+  const auto& rule = rf.framework->pipeline_partition;
+  if (!rule || !p.stage_layers.empty() || p.vpp > 1 || layers % p.pp == 0 || layers < p.pp) {
+    return;
+  }
+  // GPTModelPipe's layer specs around the transformer layers in 16-bit training: the input cast,
+  // the embedding and a transpose before; the transpose back, the final LayerNorm, the tied head
+  // and the output cast after (megatron/model/gpt_model.py @ 0f23a729).
+  constexpr int64_t kLeading = 3;
+  constexpr int64_t kTrailing = 4;
+  p.stage_layers = workloads::deepspeed_type_partition(layers, p.pp, kLeading, kTrailing);
+  assumptions.push_back(fmt::format("{} layers over pp {}: {} per stage ({})", layers, p.pp,
+                                    fmt::join(p.stage_layers, ", "), rule->source));
 }
 
 // A degree the record states: at most the devices (so that products cannot overflow) and within
@@ -228,6 +248,7 @@ void set_pipeline(ParallelPlan& p, const RunFacts& rf, int64_t layers,
                           : workloads::PipelineSchedule::kOneFOneB;
     p.vpp = size;
     set_uneven_split(p, rf, layers, assumptions);
+    set_framework_partition(p, rf, layers, assumptions);
   }
 }
 
@@ -267,6 +288,11 @@ void set_sharding(ParallelPlan& p, const RunFacts& rf, const topology::ClusterSp
     // would shard it over the CP ranks alone, which meshsim's ZeRO does not model).
     p.zero = workloads::ZeroStage::kOptimizerStates;
     assumptions.push_back(fw.distributed_optimizer->source);
+  }
+  if (fw.bf16_shards_optimizer && fw.bf16_shards_optimizer->value &&
+      p.matmul_dtype == Dtype::kBf16 && p.zero == workloads::ZeroStage::kNone && p.dp * p.cp > 1) {
+    p.zero = workloads::ZeroStage::kOptimizerStates;
+    assumptions.push_back(fw.bf16_shards_optimizer->source);
   }
 }
 
@@ -492,6 +518,17 @@ MeasuredStep measured_step(const RunFacts& rf, const workloads::ModelConfig& m,
       return {f / (TFlopsPerSec(v) * devices),
               fmt::format("Narayanan et al. 2021 eq. 3: {:.4g} FLOPs / ({} TFLOP/s x {} GPUs)",
                           f.count(), v, p.world())};
+    }
+    case FlopConvention::kMegatronDeepSpeed2022: {
+      const bool glu = m.mlp == workloads::MlpKind::kGated || m.mlp == workloads::MlpKind::kGeglu;
+      const bool checkpointed = p.recompute == workloads::Recompute::kFull;
+      const Flops f = megatron_deepspeed_iteration_flops(p.gbs, p.seq, m.num_layers, m.d_model,
+                                                         m.vocab_size, glu, checkpointed);
+      return {f / (TFlopsPerSec(v) * devices),
+              fmt::format("Megatron-DeepSpeed's TFLOPs (megatron/training.py training_log @ "
+                          "0f23a729: eq. 3 with coefficient {} and recompute factor {}): {:.4g} "
+                          "FLOPs / ({} TFLOP/s x {} GPUs)",
+                          glu ? 32 : 24, checkpointed ? 4 : 3, f.count(), v, p.world())};
     }
     case FlopConvention::kMaxText2023: {
       const int64_t params = maxtext2023_parameters(m.vocab_size, m.d_model, m.num_heads,

@@ -271,4 +271,72 @@ std::vector<StagePartition> partition_stages(const ModelConfig& model, const Par
   return out;
 }
 
+std::vector<int64_t> deepspeed_type_partition(int64_t layers, int64_t stages, int64_t leading,
+                                              int64_t trailing) {
+  if (layers < 1 || stages < 1 || leading < 0 || trailing < 0) {
+    throw InternalError("deepspeed_type_partition: layers and stages >= 1, the others >= 0");
+  }
+  const int64_t n = leading + layers + trailing;
+  // Inclusive prefix weights: how many transformer layers specs 0..i hold.
+  const auto weight_through = [&](int64_t i) {
+    return static_cast<double>(std::clamp<int64_t>(i + 1 - leading, 0, layers));
+  };
+  const auto layers_in = [&](int64_t from, int64_t to) {  // specs [from, to)
+    return static_cast<int64_t>(weight_through(to - 1) - weight_through(from - 1));
+  };
+  std::vector<int64_t> bounds(static_cast<size_t>(stages + 1), n);
+  bounds[0] = 0;
+  if (n <= stages) {
+    for (int64_t s = 0; s <= stages; ++s) {
+      bounds[static_cast<size_t>(s)] = std::min(s, n);
+    }
+  } else {
+    const double total = weight_through(n - 1);
+    const int64_t window = n / stages;
+    // Whether parts no heavier than `most` hold every spec, the bounds it found in `bounds`.
+    const auto fits = [&](double most) {
+      std::fill(bounds.begin() + 1, bounds.end(), n);
+      double target = most;
+      int64_t step = window;
+      for (int64_t s = 1; s < stages; ++s) {
+        while (step < n && weight_through(step) < target) {
+          step += window;
+        }
+        int64_t end = step - window;  // the first spec in the window whose prefix reaches target
+        while (end < std::min(step, n) && weight_through(end) < target) {
+          ++end;
+        }
+        bounds[static_cast<size_t>(s)] = end;
+        if (end == n) {
+          // DeepSpeed measures the last part from the previous bound's own prefix.
+          return total - weight_through(bounds[static_cast<size_t>(s - 1)]) < most;
+        }
+        // (At end 0 DeepSpeed's weights[end - 1] reads its last prefix, the total.)
+        target = (end == 0 ? total : weight_through(end - 1)) + most;
+      }
+      return target >= total;
+    };
+    constexpr double kEps = 1e-3;  // partition_balanced's eps
+    double low = total / static_cast<double>(stages);
+    double high = total;
+    while (high > low + kEps) {
+      const double mid = low + (high - low) / 2;
+      if (fits(mid)) {
+        high = mid;
+      } else {
+        low = mid + kEps;
+      }
+    }
+    if (!fits(high)) {
+      throw InternalError("deepspeed_type_partition: the searched bound does not fit");
+    }
+  }
+  std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(stages));
+  for (int64_t s = 0; s < stages; ++s) {
+    out.push_back(layers_in(bounds[static_cast<size_t>(s)], bounds[static_cast<size_t>(s + 1)]));
+  }
+  return out;
+}
+
 }  // namespace meshsim::workloads

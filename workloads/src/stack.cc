@@ -186,6 +186,40 @@ StackProfile megatron_2022() {
   return p;
 }
 
+// Megatron-DeepSpeed as BigScience trained BLOOM with it (bigscience-workshop/Megatron-DeepSpeed
+// @ 0f23a729, 2022-07-20), on DeepSpeed's pipeline engine (microsoft/DeepSpeed @ v0.6.5). Its
+// layers are Megatron-LM's of 2021: ColumnParallelLinear all-reduces its input gradient through
+// copy_to_tensor_model_parallel_region around a plain F.linear (megatron/mpu/layers.py: no async
+// all-reduce, no fused gradient accumulation), ParallelAttention materialises the scores with
+// torch.baddbmm under FusedScaleMaskSoftmax and dropout (megatron/model/transformer.py), and
+// get_batch_pipe broadcasts the batch through mpu.broadcast_data, whose sizes end in .cpu()
+// (pretrain_gpt.py, megatron/mpu/data.py). What DeepSpeed changes:
+//  * the pipeline: GPTModelPipe is a PipelineModule run by PipelineEngine's TrainSchedule, whose
+//    steps alternate one forward and one backward per stage (deepspeed/runtime/pipe/schedule.py:
+//    1F1B's order and bubble); send and recv are blocking dist.send / dist.recv (pipe/p2p.py, no
+//    torch.cuda.synchronize) and a tensor-parallel rank sends its 1/TP slice, which the next
+//    stage all-gathers (engine.py: is_pipe_partitioned = is_model_parallel, PartitionedTensor);
+//  * the data-parallel step: the schedule's last step runs ReduceTiedGrads, ReduceGrads and
+//    OptimizerStep after the last backward (schedule.py TrainSchedule.steps), so nothing of it
+//    overlaps compute; bf16 runs BF16_Optimizer, which all-reduces the fp32 gradients
+//    (engine.py _bf16_reduce_grads over get_grads_for_reduction), updates its partition of the
+//    fp32 weights and Adam state, and all-gathers the bf16 weights (runtime/bf16_optimizer.py).
+StackProfile megatron_deepspeed_2022() {
+  StackProfile p = megatron_2021();
+  p.stack = Stack::kMegatronDeepSpeed2022;
+  p.basis =
+      "Megatron-DeepSpeed as BigScience ran BLOOM (bigscience-workshop/Megatron-DeepSpeed @ "
+      "0f23a729, 2022-07) on DeepSpeed v0.6.5's pipeline engine: Megatron-LM 2021's layers "
+      "(Apex fused LayerNorm, fused bias-GeLU and bias-dropout-add, fused scale-mask-softmax "
+      "over materialised scores, the TP input-gradient all-reduce after the linear's backward), "
+      "DeepSpeed's 1F1B TrainSchedule with blocking sends of 1/TP slices, gradients reduced "
+      "after the last backward, ZeRO 0 or 1 (bf16: BF16_Optimizer, fp32 gradients all-reduced)";
+  p.host.sync_after_p2p = P2pSync::kNone;
+  p.reduces_grads_after_backward = true;
+  p.bf16_optimizer_all_reduces_fp32_grads = true;
+  return p;
+}
+
 // Megatron-LM between Transformer Engine's integration (3499542edd, 2022-12-21) and TE becoming
 // the default (e7b74a4b7e, 2024-04-02: "Change default `transformer_impl` to
 // `transformer_engine` instead of `local`"), read at b90fb2685f (2023-06-28). Its default
@@ -380,6 +414,8 @@ StackProfile stack_profile(Stack stack, DeviceFamily family) {
       return megatron_2023();
     case Stack::kDeepSpeedZero3_2021:
       return deepspeed_zero3_2021();
+    case Stack::kMegatronDeepSpeed2022:
+      return megatron_deepspeed_2022();
     case Stack::kPaxml:
       return paxml(family);
     case Stack::kFsdp:
@@ -428,6 +464,16 @@ void apply_stack(ParallelPlan& plan, const StackProfile& profile, const StackOve
   plan.zero3_regather_for_recompute = profile.zero3_regather_for_recompute;
   if (profile.pipeline_p2p_blocking) {
     plan.overlap.pipeline_p2p = false;
+  }
+  if (profile.reduces_grads_after_backward) {
+    plan.overlap.grad_reduce = given.overlap_grad_reduce && plan.overlap.grad_reduce;
+    plan.overlap.param_gather = given.overlap_param_gather && plan.overlap.param_gather;
+  }
+  plan.zero1_all_reduces_grads = profile.bf16_optimizer_all_reduces_fp32_grads &&
+                                 plan.matmul_dtype == Dtype::kBf16 &&
+                                 plan.zero == ZeroStage::kOptimizerStates;
+  if (plan.zero1_all_reduces_grads) {
+    plan.state.gradient = 4;  // BF16_Optimizer's fp32 gradients, reduced as they are kept
   }
 }
 

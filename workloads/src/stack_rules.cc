@@ -416,6 +416,81 @@ constexpr std::array kDeepSpeedZero3_2021 = {
               fused_attention_kernel},
 };
 
+// Megatron-DeepSpeed on DeepSpeed's pipeline engine (megatron-deepspeed-2022), as BigScience ran
+// BLOOM: bigscience-workshop/Megatron-DeepSpeed @ 0f23a729 on microsoft/DeepSpeed @ v0.6.5.
+constexpr std::array kMegatronDeepSpeed2022 = {
+    StackRule{F::kZero, "ZeRO-2 or 3",
+              "PipelineEngine asserts \"ZeRO-2 and ZeRO-3 are incompatible with pipeline "
+              "parallelism\" (deepspeed/runtime/pipe/engine.py @ v0.6.5), and GPTModelPipe is a "
+              "PipelineModule at every pipeline size (megatron/model/gpt_model.py @ 0f23a729)",
+              [](const ModelConfig&, const ParallelPlan& p) { return zero_2_or_3(p); }},
+    StackRule{F::kZero, "bf16 with unsharded optimizer state (zero 0)",
+              "DeepSpeed trains bf16 through BF16_Optimizer, which partitions the fp32 weights "
+              "and Adam state over the data-parallel group whatever the config's ZeRO stage "
+              "(engine.py _configure_bf16_optimizer, runtime/bf16_optimizer.py @ v0.6.5): zero 1",
+              [](const ModelConfig&, const ParallelPlan& p) {
+                return p.matmul_dtype == Dtype::kBf16 && p.zero == ZeroStage::kNone &&
+                       p.dense_grad_group() > 1;
+              }},
+    StackRule{
+        F::kFsdp, "ZeRO sharded over part of the data-parallel group",
+        "BF16_Optimizer and ZeRO-1 partition over the whole data-parallel group "
+        "(real_dp_process_group, dp_process_group: runtime/bf16_optimizer.py, "
+        "runtime/zero/stage_1_and_2.py @ v0.6.5)",
+        [](const ModelConfig&, const ParallelPlan& p) { return p.fsdp > 0 && p.fsdp != p.dp; }},
+    StackRule{F::kDtype, "FP8 training",
+              "Megatron-DeepSpeed @ 0f23a729 trains in --fp16 or --bf16 (megatron/arguments.py)",
+              fp8_training},
+    StackRule{F::kSchedule, "a pipeline schedule other than 1F1B",
+              "PipelineEngine.train_batch runs TrainSchedule, one forward and one backward in turn "
+              "on each stage, without virtual stages (deepspeed/runtime/pipe/schedule.py @ "
+              "v0.6.5)",
+              [](const ModelConfig&, const ParallelPlan& p) {
+                return p.pp > 1 && (p.schedule != PS::kOneFOneB || p.vpp > 1);
+              }},
+    StackRule{F::kCp, "context parallelism",
+              "PipeModelDataParallelTopology's axes are pipe, data and model (deepspeed/runtime/"
+              "pipe/topology.py @ v0.6.5)",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.cp > 1; }},
+    StackRule{F::kSp, "sequence parallelism",
+              "Megatron-DeepSpeed @ 0f23a729 all-reduces whole activations over the TP group "
+              "(megatron/mpu/mappings.py) and has no --sequence-parallel",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.sp; }},
+    StackRule{F::kStack, "a mixture-of-experts model",
+              "GPTModelPipe stacks ParallelTransformerLayerPipe layers with dense MLPs "
+              "(megatron/model/gpt_model.py, megatron/model/transformer.py @ 0f23a729)",
+              [](const ModelConfig& m, const ParallelPlan&) { return m.moe.has_value(); }},
+    StackRule{F::kRecompute, "recompute other than none or full",
+              "--checkpoint-activations checkpoints whole layers (PipelineModule's "
+              "activation_checkpoint_interval, megatron/model/gpt_model.py @ 0f23a729)",
+              recompute_not_none_or_full},
+    StackRule{F::kOffloadLayers, "activation offloading",
+              "DeepSpeed @ v0.6.5 moves optimizer state and, with partition_activations, "
+              "checkpointed layer inputs to the host (cpu_checkpointing), not a layer's saved "
+              "activations",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.offload_layers > 0; }},
+    StackRule{F::kOverlapTp, "TP communication overlap",
+              "ColumnParallelLinear all-reduces its input gradient through "
+              "copy_to_tensor_model_parallel_region around F.linear (megatron/mpu/layers.py @ "
+              "0f23a729)",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.overlap.tensor_parallel; }},
+    StackRule{F::kAttention, "a fused (flash) attention kernel",
+              "ParallelAttention computes the scores with torch.baddbmm and normalises them with "
+              "FusedScaleMaskSoftmax (megatron/model/transformer.py @ 0f23a729)",
+              fused_attention_kernel},
+    StackRule{F::kOverlapGradReduce, "gradient reduction overlapped with the backward",
+              "TrainSchedule's last step runs ReduceTiedGrads, ReduceGrads and OptimizerStep "
+              "after the last backward (deepspeed/runtime/pipe/schedule.py @ v0.6.5)",
+              [](const ModelConfig&, const ParallelPlan& p) { return p.overlap.grad_reduce; }},
+    StackRule{F::kOverlapParamGather, "the weight gather overlapped with compute",
+              "the optimizer all-gathers the updated 16-bit weights inside OptimizerStep "
+              "(BF16_Optimizer.step: update_lp_params, all_gather_dp_groups; ZeRO-1's step: "
+              "all_gather_dp_groups, @ v0.6.5)",
+              [](const ModelConfig&, const ParallelPlan& p) {
+                return p.overlap.param_gather && p.zero == ZeroStage::kOptimizerStates;
+              }},
+};
+
 // PyTorch FSDP (FSDP1) through Composer / llm-foundry (fsdp, llm-foundry-2023).
 constexpr std::array kFsdp = {
     StackRule{F::kZero, "ZeRO-1",
@@ -600,6 +675,8 @@ std::span<const StackRule> stack_rules(Stack stack) {
       return kMegatron2022;
     case Stack::kMegatron2023:
       return kMegatron2023;
+    case Stack::kMegatronDeepSpeed2022:
+      return kMegatronDeepSpeed2022;
     case Stack::kDeepSpeedZero3_2021:
       return kDeepSpeedZero3_2021;
     case Stack::kPaxml:

@@ -68,12 +68,25 @@ struct NotesFlag {
 };
 
 // How a framework's published TFLOP/s figure counts FLOPs (published_flops.h).
-enum class FlopConvention : uint8_t { kMegatron2021Eq3, kMaxText2023, kMegatronCore08 };
+enum class FlopConvention : uint8_t {
+  kMegatron2021Eq3,
+  kMegatronDeepSpeed2022,
+  kMaxText2023,
+  kMegatronCore08
+};
 constexpr auto enum_names(FlopConvention) {
   return std::to_array<EnumName<FlopConvention>>(
       {{FlopConvention::kMegatron2021Eq3, "megatron-2021-eq3"},
+       {FlopConvention::kMegatronDeepSpeed2022, "megatron-deepspeed-2022"},
        {FlopConvention::kMaxText2023, "maxtext-2023"},
        {FlopConvention::kMegatronCore08, "megatron-core-0.8"}});
+}
+
+// How a framework splits layers over pipeline stages where the stages do not divide them.
+enum class PipelinePartition : uint8_t { kDeepSpeedTypeTransformer };
+constexpr auto enum_names(PipelinePartition) {
+  return std::to_array<EnumName<PipelinePartition>>(
+      {{PipelinePartition::kDeepSpeedTypeTransformer, "deepspeed-type-transformer"}});
 }
 
 // How a framework splits a model-parallel size (devices / (dp x cp)) that a record states only as
@@ -131,6 +144,12 @@ struct FrameworkFact {
   // The TP and PP degrees where a record states part of the layout (1 in every framework here).
   std::optional<SourcedFact<int64_t>> parallel_defaults;
   std::optional<SourcedFact<ModelParallelSplit>> model_parallel_split;
+  // The stages' layers where the pipeline size does not divide them (workloads'
+  // deepspeed_type_partition).
+  std::optional<SourcedFact<PipelinePartition>> pipeline_partition;
+  // bf16 training shards the optimizer state over the data-parallel group whatever ZeRO stage the
+  // record states (DeepSpeed's BF16_Optimizer): ZeRO-1.
+  std::optional<SourcedFact<bool>> bf16_shards_optimizer;
   struct RecomputeAlias {
     std::string text;  // the record's activation_recompute, exactly
     workloads::Recompute recompute = workloads::Recompute::kNone;

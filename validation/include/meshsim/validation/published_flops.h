@@ -18,6 +18,14 @@ namespace meshsim::validation {
 Flops megatron2021_iteration_flops(int64_t batch, int64_t seq, int64_t layers, int64_t hidden,
                                    int64_t vocab);
 
+// Megatron-DeepSpeed's TFLOPs log (bigscience-workshop/Megatron-DeepSpeed megatron/training.py
+// training_log @ 0f23a729): equation 3 with the recompute factor the run has, 4 with
+// --checkpoint-activations and 3 without, and coefficient 32 instead of 24 for a GLU MLP:
+//   F = c k B s l h^2 (1 + s / (6 h) + V / (16 l h)),  c = 24 or 32, k = 4 or 3,
+// V the padded vocabulary.
+Flops megatron_deepspeed_iteration_flops(int64_t batch, int64_t seq, int64_t layers, int64_t hidden,
+                                         int64_t vocab, bool glu, bool checkpointed);
+
 // MaxText at commit 76bd53b0f (AI-Hypercomputer/maxtext MaxText/train.py,
 // calculate_training_tflops, after PaLM's appendix B): per device and step
 //   6 N L b + 12 a l d L^2 b / 2

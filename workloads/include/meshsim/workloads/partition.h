@@ -136,6 +136,19 @@ struct StagePartition {
   std::optional<FlexRoute> flex;  // MoE under the flex dispatcher with EP > 1
 };
 
+// The transformer layers per stage of DeepSpeed's PipelineModule with partition_method
+// "type:transformer", Megatron-DeepSpeed's default (megatron/model/gpt_model.py @ 0f23a729), for
+// `layers` transformer layers between `leading` and `trailing` other layer specs (GPTModelPipe: 3
+// before, the input cast, the embedding and a transpose; 4 after in 16-bit training, the
+// transpose back, the final LayerNorm, the tied head and the output cast). The layer specs weigh
+// 1 each for a transformer layer, 0 otherwise, and deepspeed/runtime/utils.py's partition_balanced
+// (@ v0.6.5; unchanged from 65c2f974d, 2020-09, until 2bdf061f4, 2023-12) binary-searches the
+// smallest heaviest-stage weight for which its greedy probe, stepping through the specs in
+// windows of len / stages, fits every spec. Not always the most even split: 70 layers over 12
+// stages are eleven of 6 and one of 4. stages >= 1, layers >= 1, leading and trailing >= 0.
+std::vector<int64_t> deepspeed_type_partition(int64_t layers, int64_t stages, int64_t leading,
+                                              int64_t trailing);
+
 // Every stage of a plan. Checks that the plan splits the model (validate_split: PlanError).
 std::vector<StagePartition> partition_stages(const ModelConfig& model, const ParallelPlan& plan);
 // One stage (0 <= stage < pp, else InternalError). Checks the split.

@@ -58,6 +58,14 @@ struct StackProfile {
   bool wgrad_accumulation_fused = true;
   // ParallelPlan::zero3_regather_for_recompute.
   bool zero3_regather_for_recompute = false;
+  // The data-parallel gradients are reduced after the last backward of the step and the updated
+  // parameters gathered after the optimizer step, neither overlapped with compute (DeepSpeed's
+  // pipeline engine: its ReduceGrads and OptimizerStep instructions end the schedule). The
+  // plan's overlap_grad_reduce and overlap_param_gather default to off; on is refused.
+  bool reduces_grads_after_backward = false;
+  // bf16 with partitioned optimizer states reduces fp32 gradients by an all-reduce (DeepSpeed's
+  // BF16_Optimizer; ParallelPlan::zero1_all_reduces_grads).
+  bool bf16_optimizer_all_reduces_fp32_grads = false;
 };
 
 // The profile of `stack` on chips of `family`. Throws PlanError on the stack field for a stack the
@@ -73,6 +81,8 @@ struct StackOverrides {
   bool optimizer_kernels = false;
   bool attention = false;
   bool fp8_recipe = false;
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
 };
 
 // Applies `profile` to `plan`: the kernels, optimizer kernels, attention and FP8 scaling unless
