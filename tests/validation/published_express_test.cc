@@ -269,6 +269,29 @@ TEST(PublishedStacks, MegatronDeepSpeedRunsOnDeepSpeedsPipelineEngine) {
   EXPECT_NE(mapped(r).plan.stack, workloads::Stack::kMegatronDeepSpeed2022);
 }
 
+// A JAX (or TensorFlow) model of the years before Pallas kernels is costed as the XLA executable
+// MaxText's stack models, with its attention as einsums around a softmax (scores materialised),
+// and says so; MaxText and PaxML keep their own entries.
+TEST(PublishedStacks, AJaxModelOfItsTimeRunsAsXlaWithMaterialisedAttention) {
+  PublishedRun r = dev_run("maxtext-v4-22B-4xv4-128");
+  r.measured = {"step_time", 30.0, "s"};
+  r.framework = "JAX (Haiku)";
+  r.citation =
+      "Rae et al., 'Scaling Language Models: Methods, Analysis & Insights from Training "
+      "Gopher', arXiv:2112.11446";
+  const PublishedScenario s = mapped(r);
+  EXPECT_EQ(s.plan.stack, workloads::Stack::kMaxText);
+  EXPECT_EQ(s.plan.attention, workloads::AttentionKernel::kNaive);
+  EXPECT_TRUE(s.plan.origins[workloads::PlanField::kAttention].given());
+  EXPECT_THAT(s.assumptions, Contains(HasSubstr("costed as MaxText's")));
+  EXPECT_THAT(s.assumptions, Contains(HasSubstr("no fused attention kernel for TPUs before")));
+  r.measured = {"tflops_per_chip", 100.0, "TFLOP/s"};  // whose count this framework is not known
+  EXPECT_THAT(refusal(r), HasSubstr("the source's FLOP convention is not known"));
+  r.framework = "MaxText (JAX/XLA)";
+  r.measured = {"step_time", 30.0, "s"};
+  EXPECT_FALSE(mapped(r).plan.origins[workloads::PlanField::kAttention].given());  // its stack's
+}
+
 TEST(PublishedStacks, EachFrameworkMapsToTheStackOfItsTime) {
   PublishedRun r = dev_run("mlm2021-t1-7.5B-128xA100");
   r.measured = {"step_time", 3.7, "s"};

@@ -180,6 +180,8 @@ FrameworkFact read_framework(JsonObject o) {
   f.until = opt_month(o, "until");
   f.stack = o.choice<workloads::Stack>("stack");
   f.stack_assumption = opt_text(o, "stack_assumption");
+  f.attention = sourced<workloads::AttentionKernel>(
+      o, "attention", [](JsonObject& v) { return v.choice<workloads::AttentionKernel>("value"); });
   f.source = non_empty(o, "source");
   f.dropout = sourced_flag(o, "dropout");
   f.grad_reduce_after_backward = sourced<GradReduceAfterBackward>(

@@ -400,6 +400,11 @@ void set_stack(ParallelPlan& p, const RunFacts& rf, std::vector<std::string>& as
     assumptions.push_back(rf.framework->stack_assumption);
   }
   p.origins.set(workloads::PlanField::kStack, Origin::file(r.id, "/framework"));
+  if (const auto& a = rf.framework->attention) {
+    p.attention = a->value;
+    p.origins.set(workloads::PlanField::kAttention, Origin::file(r.id, "/framework"));
+    assumptions.push_back(fmt::format("attention {}: {}", to_string(p.attention), a->source));
+  }
   if (const SourceFact* f = rf.setting(&SourceFact::Set::attention)) {
     p.attention = *f->set.attention;
     p.origins.set(workloads::PlanField::kAttention, Origin::file(r.id, "/model/name"));

@@ -130,6 +130,9 @@ struct FrameworkFact {
   std::optional<SourcedFact<int64_t>> zero_stage;
   workloads::Stack stack = workloads::Stack::kMegatron;
   std::string stack_assumption;  // said when the stack stands in for the framework's own
+  // The attention kernel of the framework's era where the stack's own would be later (XLA's
+  // einsums and softmax before Pallas kernels existed).
+  std::optional<SourcedFact<workloads::AttentionKernel>> attention;
   std::string source;
   std::optional<SourcedFact<bool>> dropout;
   // The data-parallel gradient reduction runs after the whole backward, not overlapped with it:
