@@ -62,11 +62,11 @@ void split_context(ParallelPlan& p) {
 }
 
 // Megatron-LM before Transformer Engine, as its profile runs: the scores through baddbmm and
-// FusedScaleMaskSoftmax, and (2021) no sequence parallelism.
+// FusedScaleMaskSoftmax, and (2021, and Megatron-DeepSpeed's fork of it) no sequence parallelism.
 ParallelPlan legacy_megatron(Stack stack) {
   ParallelPlan p = plan_for(stack);
   p.attention = AttentionKernel::kNaive;
-  p.sp = stack != Stack::kMegatron2021;
+  p.sp = stack != Stack::kMegatron2021 && stack != Stack::kMegatronDeepSpeed2022;
   return p;
 }
 
@@ -296,6 +296,28 @@ TEST(StackRules, Megatron2022RunsSwitchTransformersOnly) {
   EXPECT_EQ(refused_on(p, shared), PlanField::kStack);
 }
 
+// DeepSpeed's pipeline engine under Megatron-LM 2021's layers, from a plan it runs: TrainSchedule
+// (1F1B, no virtual stages), PipeModelDataParallelTopology's pipe, data and model axes (no context
+// parallelism), whole-activation TP all-reduces (no sequence parallelism, no TP overlap).
+void expect_pipeline_engine_limits(ParallelPlan p) {
+  ASSERT_EQ(refused_on(p), std::nullopt);
+  p.schedule = PS::kGpipe;
+  EXPECT_EQ(refused_on(p), PlanField::kSchedule);
+  p.schedule = PS::kInterleaved;
+  p.vpp = 2;
+  EXPECT_EQ(refused_on(p), PlanField::kSchedule);  // TrainSchedule has no virtual stages
+  p.schedule = PS::kOneFOneB;
+  p.vpp = 1;
+  p.sp = true;
+  EXPECT_EQ(refused_on(p), PlanField::kSp);
+  p.sp = false;
+  p.overlap.tensor_parallel = true;
+  EXPECT_EQ(refused_on(p), PlanField::kOverlapTp);
+  p.overlap.tensor_parallel = false;
+  split_context(p);
+  EXPECT_EQ(refused_on(p), PlanField::kCp);
+}
+
 // DeepSpeed v0.3.13 on Megatron-LM 2021's GPT: ZeRO in fp16 over the whole data-parallel group,
 // ZeRO-1 at most with the pipeline engine's 1F1B, whole-layer recompute.
 TEST(StackRules, DeepSpeed2021ShardsInFp16OverTheWholeDataParallelGroup) {
@@ -346,43 +368,29 @@ TEST(StackRules, DeepSpeed2021PipelinesWithZero1AndOneFOneB) {
     EXPECT_EQ(refused_on(p), PlanField::kZero);  // "incompatible with pipeline parallelism"
   }
   p.zero = ZeroStage::kOptimizerStates;
-  p.schedule = PS::kGpipe;
-  EXPECT_EQ(refused_on(p), PlanField::kSchedule);
-  p.schedule = PS::kInterleaved;
-  p.vpp = 2;
-  EXPECT_EQ(refused_on(p), PlanField::kSchedule);  // TrainSchedule has no virtual stages
-  p.schedule = PS::kOneFOneB;
-  p.vpp = 1;
-  p.sp = true;
-  EXPECT_EQ(refused_on(p), PlanField::kSp);
-  p.sp = false;
-  p.overlap.tensor_parallel = true;
-  EXPECT_EQ(refused_on(p), PlanField::kOverlapTp);
-  p.overlap.tensor_parallel = false;
-  split_context(p);
-  EXPECT_EQ(refused_on(p), PlanField::kCp);
+  expect_pipeline_engine_limits(p);
 }
 
 // Megatron-DeepSpeed @ 0f23a729 on DeepSpeed v0.6.5's pipeline engine: ZeRO-1 at most, bf16
 // always through BF16_Optimizer's sharded state, 1F1B without virtual stages, Megatron-LM 2021's
 // layers, the data-parallel step after the backward.
 TEST(StackRules, MegatronDeepSpeedPipelinesWithZero1AndReducesAfterTheBackward) {
-  ParallelPlan p = legacy_megatron(Stack::kMegatronDeepSpeed2022);
-  p.sp = false;
-  p.overlap.grad_reduce = false;
-  p.overlap.param_gather = false;
-  p.recompute = Recompute::kFull;
-  p.zero = ZeroStage::kOptimizerStates;
-  EXPECT_EQ(refused_on(p), std::nullopt);  // BLOOM's layout in shape: TP, PP, ZeRO-1, bf16
+  const auto bloom_like = [] {  // BLOOM's layout in shape: TP, PP, ZeRO-1, bf16, full recompute
+    ParallelPlan p = legacy_megatron(Stack::kMegatronDeepSpeed2022);
+    p.overlap.grad_reduce = false;
+    p.overlap.param_gather = false;
+    p.recompute = Recompute::kFull;
+    p.zero = ZeroStage::kOptimizerStates;
+    return p;
+  };
+  ParallelPlan p = bloom_like();
+  expect_pipeline_engine_limits(p);
   for (const ZeroStage z : {ZeroStage::kGradients, ZeroStage::kParameters}) {
     p.zero = z;
     EXPECT_EQ(refused_on(p), PlanField::kZero) << static_cast<int>(z);
     unpipeline(p);
     EXPECT_EQ(refused_on(p), PlanField::kZero);  // GPTModelPipe is a PipelineModule at PP 1 too
-    p = legacy_megatron(Stack::kMegatronDeepSpeed2022);
-    p.sp = false;
-    p.overlap.grad_reduce = false;
-    p.overlap.param_gather = false;
+    p = bloom_like();
   }
   p.zero = ZeroStage::kNone;
   EXPECT_EQ(refused_on(p), PlanField::kZero);  // bf16: BF16_Optimizer shards whatever the stage
@@ -390,8 +398,7 @@ TEST(StackRules, MegatronDeepSpeedPipelinesWithZero1AndReducesAfterTheBackward) 
   EXPECT_EQ(refused_on(p), std::nullopt);  // fp16 without ZeRO: the engine's all-reduce
   p.set_training_dtype(Dtype::kFp8);
   EXPECT_EQ(refused_on(p), PlanField::kDtype);
-  p.set_training_dtype(Dtype::kBf16);
-  p.zero = ZeroStage::kOptimizerStates;
+  p = bloom_like();
   p.overlap.grad_reduce = true;
   EXPECT_EQ(refused_on(p), PlanField::kOverlapGradReduce);  // ReduceGrads after the backward
   p.overlap.grad_reduce = false;
@@ -400,16 +407,7 @@ TEST(StackRules, MegatronDeepSpeedPipelinesWithZero1AndReducesAfterTheBackward) 
   p.zero = ZeroStage::kNone;
   p.set_training_dtype(Dtype::kFp16);
   EXPECT_EQ(refused_on(p), std::nullopt);  // nothing to gather without ZeRO
-  p.zero = ZeroStage::kOptimizerStates;
-  p.overlap.param_gather = false;
-  p.schedule = PS::kInterleaved;
-  p.vpp = 2;
-  EXPECT_EQ(refused_on(p), PlanField::kSchedule);  // TrainSchedule has no virtual stages
-  p.schedule = PS::kOneFOneB;
-  p.vpp = 1;
-  p.sp = true;
-  EXPECT_EQ(refused_on(p), PlanField::kSp);
-  p.sp = false;
+  p = bloom_like();
   p.attention = AttentionKernel::kFlash;
   EXPECT_EQ(refused_on(p), PlanField::kAttention);
   p.attention = AttentionKernel::kNaive;
@@ -420,8 +418,6 @@ TEST(StackRules, MegatronDeepSpeedPipelinesWithZero1AndReducesAfterTheBackward) 
   EXPECT_EQ(refused_on(p), PlanField::kFsdp);
   p.fsdp = 0;
   EXPECT_EQ(refused_on(p, moe()), PlanField::kStack);
-  split_context(p);
-  EXPECT_EQ(refused_on(p), PlanField::kCp);
 }
 
 // PaxML @ 4a6bf20 / Praxis @ a4742bc: Adam's state sharded as its weights (zero 0 or 3, HSDP as
