@@ -33,6 +33,7 @@ The manifest schema (MANIFEST_SCHEMA, one object per run directory):
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import os
@@ -143,3 +144,35 @@ def write_manifest(out_dir: Path, manifest: dict[str, Any]) -> Path:
 
 def python_version() -> str:
     return platform.python_version()
+
+
+def add_run_args(p: argparse.ArgumentParser, *, devices: list[str], dtype_auto: str,
+                 warmup_help: str) -> None:
+    """The options both trainers take: the model and its shape, the steps, the precision, the
+    device and where the run is recorded. `devices` are the --device choices besides "auto";
+    `dtype_auto` says what --dtype auto picks; `warmup_help` what the untimed steps are for."""
+    p.add_argument("--model", required=True, help="meshsim model JSON or HF config.json (Llama)")
+    p.add_argument("--seq", type=int, required=True, help="sequence length (tokens)")
+    p.add_argument("--batch", type=int, required=True, help="global batch (sequences per step)")
+    p.add_argument("--steps", type=int, default=10, help="timed steps")
+    p.add_argument("--warmup", type=int, default=2, help=warmup_help)
+    p.add_argument("--profile-steps", type=int, default=3, help="steps in the profiler trace (0: none)")
+    p.add_argument("--dtype", choices=["auto", "fp32", "bf16"], default="auto",
+                   help=f"auto: {dtype_auto}")
+    p.add_argument("--device", choices=["auto", *devices], default="auto")
+    p.add_argument("--case", default="adhoc", help="case name recorded in the manifest")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, help="output directory")
+
+
+def check_run_args(p: argparse.ArgumentParser, args: argparse.Namespace, *, min_warmup: int,
+                   why: str = "") -> None:
+    """Refuses (argparse's exit 2) a non-positive shape or step count, fewer warm-up steps than
+    `min_warmup` (`why` says what needs them) and a negative profile."""
+    for name in ("seq", "batch", "steps"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name} must be positive")
+    if args.warmup < min_warmup:
+        p.error(f"--warmup must be at least {min_warmup}{f' ({why})' if why else ''}")
+    if args.profile_steps < 0:
+        p.error("--profile-steps must not be negative")

@@ -147,25 +147,11 @@ class Llama(nn.Module):
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True, help="meshsim model JSON or HF config.json (Llama)")
-    p.add_argument("--seq", type=int, required=True, help="sequence length (tokens)")
-    p.add_argument("--batch", type=int, required=True, help="global batch (sequences per step)")
-    p.add_argument("--steps", type=int, default=10, help="timed steps")
-    p.add_argument("--warmup", type=int, default=2, help="untimed steps before timing")
-    p.add_argument("--profile-steps", type=int, default=3, help="steps in the profiler trace (0: none)")
-    p.add_argument("--dtype", choices=["auto", "fp32", "bf16"], default="auto",
-                   help="auto: bf16 autocast on CUDA, fp32 on CPU")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    runinfo.add_run_args(p, devices=["cpu", "cuda"], dtype_auto="bf16 autocast on CUDA, fp32 on CPU",
+                         warmup_help="untimed steps before timing")
     p.add_argument("--threads", type=int, default=0, help="CPU intra-op threads (0: usable cores)")
-    p.add_argument("--case", default="adhoc", help="case name recorded in the manifest")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", required=True, help="output directory")
     args = p.parse_args(argv)
-    for name in ("seq", "batch", "steps"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name} must be positive")
-    if args.warmup < 0 or args.profile_steps < 0:
-        p.error("--warmup and --profile-steps must not be negative")
+    runinfo.check_run_args(p, args, min_warmup=0)
     return args
 
 
