@@ -139,6 +139,9 @@ std::vector<std::pair<std::string, int>> schedules(const std::string& stack) {
   if (stack == "maxtext" || stack == "paxml") {
     return {{"gpipe", 1}};
   }
+  if (stack == "megatron-deepspeed-2022") {
+    return {{"1f1b", 1}};  // DeepSpeed's TrainSchedule
+  }
   if (stack == "custom") {
     return {{"gpipe", 2}, {"1f1b", 3}, {"interleaved", 3}, {"zb", 1}, {"zbv", 1}};
   }
@@ -203,6 +206,8 @@ std::vector<std::pair<int64_t, int>> zero_stages(const std::string& stack, const
     favour({0, 1});  // its distributed optimizer only
   } else if (stack == "megatron-2021" || stack == "paxml") {
     favour({0});
+  } else if (stack == "megatron-deepspeed-2022") {
+    favour({0, 1});  // DeepSpeed's pipeline engine: ZeRO-1 at most (bf16 always sharded)
   } else if (stack == "maxtext") {
     favour({0, 1, 3});
   } else if (stack == "fsdp" || stack == "llm-foundry-2023" || stack == "deepspeed-zero3-2021") {
@@ -258,6 +263,7 @@ void draw_stack(Draw& d, bool gpu, nlohmann::json& j) {
                                           {"megatron-2021", 1},
                                           {"megatron-2022", 1},
                                           {"deepspeed-zero3-2021", 1},
+                                          {"megatron-deepspeed-2022", 1},
                                           {"fsdp", 1},
                                           {"llm-foundry-2023", 1},
                                           {"fsdp-compile", 1},
