@@ -412,7 +412,7 @@ TEST(Stacks, MegatronLegacyLayerCostsItsHostTheMeasuredLayer) {
 // last of each adjacent pair carrying it (1F1B's send_forward_recv_backward), and Megatron-LM
 // 2021's get_batch waits for the compute stream every microbatch; FSDP has none of them.
 TEST(Stacks, MegatronSynchronisesTheHostWhereItsCodeDoes) {
-  const auto syncs = [](Stack stack, int64_t pp, int64_t vpp) {
+  const auto syncs = [](Stack stack, int64_t pp, int64_t vpp, size_t stage = 0) {
     ParallelPlan p = plan_with(stack, DeviceFamily::kAmpere);
     p.pp = pp;
     p.vpp = vpp;
@@ -420,7 +420,7 @@ TEST(Stacks, MegatronSynchronisesTheHostWhereItsCodeDoes) {
     p.gbs = 4;
     const StepPlan plan = plan_step(load_model("llama3.2-1b"), p);
     std::vector<std::pair<std::string, HostSync>> out;
-    const Program& prog = plan.programs.at(0);
+    const Program& prog = plan.programs.at(stage);
     for (size_t i = 0; i < prog.size(); ++i) {
       const Op& op = prog.op(OpId(static_cast<uint32_t>(i)));
       if (op.host_sync != HostSync::kNone) {
@@ -450,6 +450,13 @@ TEST(Stacks, MegatronSynchronisesTheHostWhereItsCodeDoes) {
   EXPECT_EQ(names(syncs(Stack::kMegatron, 2, 2), "_activation"), 0);
   const auto old = syncs(Stack::kMegatron2021, 2, 1);
   EXPECT_EQ(names(old, "get_batch"), 4);  // one per microbatch
+  EXPECT_EQ(names(syncs(Stack::kMegatron2021, 4, 1, 1), "get_batch"), 4);  // on every stage
+  // DeepSpeed's pipeline engine loads microbatches on its first and last stages only.
+  for (const size_t stage : {size_t{0}, size_t{1}, size_t{2}, size_t{3}}) {
+    EXPECT_EQ(names(syncs(Stack::kMegatronDeepSpeed2022, 4, 1, stage), "get_batch"),
+              stage == 0 || stage == 3 ? 4 : 0)
+        << stage;
+  }
   EXPECT_TRUE(syncs(Stack::kFsdp, 1, 1).empty());
 }
 

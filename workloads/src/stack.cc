@@ -144,7 +144,7 @@ StackProfile megatron_2021() {
   // megatron/p2p_communication.py _communicate, unconditional; NVIDIA/Megatron-LM @ de7dc40f).
   p.host = megatron_legacy_host();
   p.host.sync_after_p2p = P2pSync::kAlways;
-  p.host.sync_per_microbatch = true;
+  p.host.sync_per_microbatch = BatchSync::kEveryStage;
   // megatron/p2p_communication.py _communicate @ 6985e589: "reqs =
   // torch.distributed.batch_isend_irecv(ops)", "req.wait()", then "torch.cuda.synchronize()":
   // the schedule issues the next kernel only after the transfer.
@@ -215,6 +215,9 @@ StackProfile megatron_deepspeed_2022() {
       "DeepSpeed's 1F1B TrainSchedule with blocking sends of 1/TP slices, gradients reduced "
       "after the last backward, ZeRO 0 or 1 (bf16: BF16_Optimizer, fp32 gradients all-reduced)";
   p.host.sync_after_p2p = P2pSync::kNone;
+  // PipelineEngine loads microbatches on the first and last stages only (schedule.py
+  // TrainSchedule: LoadMicroBatch "if self.stage_id == 0 or self.stage_id == self.stages - 1").
+  p.host.sync_per_microbatch = BatchSync::kFirstAndLastStages;
   p.reduces_grads_after_backward = true;
   p.bf16_optimizer_all_reduces_fp32_grads = true;
   return p;

@@ -143,7 +143,10 @@ void StageBuilder::forward(const PipelinePass& pass) {
   // Megatron's batches with the sends (schedules.py), so a host wait between a blocking send and
   // its peer's receive could deadlock where the real code cannot; there the sync is left out, as
   // the pipeline's own syncs are (StageBuilder::p2p).
-  if (p_.host.sync_per_microbatch && p_.vpp == 1) {
+  const BatchSync loads = p_.host.sync_per_microbatch;
+  if ((loads == BatchSync::kEveryStage ||
+       (loads == BatchSync::kFirstAndLastStages && (part_.first || part_.last))) &&
+      p_.vpp == 1) {
     get_batch(scope);
   }
   const auto [first, end] = part_.chunks[static_cast<size_t>(chunk)];

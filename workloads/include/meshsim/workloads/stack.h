@@ -121,6 +121,10 @@ constexpr auto enum_names(CudaGraphs) {
 }
 
 enum class P2pSync : uint8_t { kNone, kWhenBatched, kAlways };
+// Which pipeline stages load each microbatch through a host-synchronising broadcast: none, every
+// stage (Megatron-LM's forward_step calls get_batch on each), or only the first and the last
+// (DeepSpeed's pipeline engine runs LoadMicroBatch there alone).
+enum class BatchSync : uint8_t { kNone, kEveryStage, kFirstAndLastStages };
 
 // What the host spends on each op, by where the op is issued, and where it waits for the device.
 // The times come from component measurements (stack.cc names them); zero everywhere is a host that
@@ -138,8 +142,9 @@ struct HostDispatch {
   // non-interleaved schedules (stage_program.cc says why).
   P2pSync sync_after_p2p = P2pSync::kNone;
   // Megatron-LM 2021's get_batch: the broadcast of the batch's sizes ends in .cpu() (mpu/data.py),
-  // a wait for the compute stream at the start of every microbatch's forward, on every stage.
-  bool sync_per_microbatch = false;
+  // a wait for the compute stream at the start of every microbatch's forward, on the stages that
+  // load the batch.
+  BatchSync sync_per_microbatch = BatchSync::kNone;
   // Megatron reads what the optimizer's checks compute on the host before the optimizer runs:
   // the global gradient norm (clip_grads.py, total_norm.item()) and fp16's inf/nan flag.
   bool sync_host_reads = false;
