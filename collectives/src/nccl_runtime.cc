@@ -120,17 +120,23 @@ double blackwell_rate(const NcclTuner& tuner, C coll, NcclTuner::Choice choice, 
   return bw;
 }
 
-// Simple protocol steps whose overhead the platform adds: ring steps; chain and tree hops.
+// Simple protocol steps whose overhead the platform adds: the steps of a ring inside one NVLink
+// domain, and a tree's hops along its chain inside each domain. The overhead is measured there
+// (single-node sweeps); across domains every ring step has a network hop, whose latency NCCL's
+// own per-step figure (hwLat[NET]) already prices, and the NVLink hops of the same step run
+// beside it.
 int simple_steps(const NcclSystem& s, A a, C coll) {
   const int n = s.ranks;
   if (a == A::kRing) {
+    if (s.nodes > 1) {
+      return 0;
+    }
     return coll == C::kAllReduce                                    ? 2 * (n - 1)
            : (coll == C::kAllGather || coll == C::kReduceScatter) ? n - 1
                                                                     : n;
   }
   if (a == A::kTree) {
-    const int log_nodes = s.nodes > 1 ? static_cast<int>(std::floor(std::log2(s.nodes))) : 0;
-    return 2 * (s.ranks_per_node() - 1 + log_nodes);
+    return 2 * (s.ranks_per_node() - 1);
   }
   return 0;
 }

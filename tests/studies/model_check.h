@@ -116,6 +116,8 @@ struct Observation {
   bool torus = false;
   bool rail_optimized = true;
   bool sharp = false;  // the fat tree reduces in the network (SHARP)
+  // The platform runs LL128 below NCCL's own estimate of it (topology::CollectivePlatform).
+  bool ll128_below_nccl = false;
   int64_t devices_per_node = 1;
   // The fp8 peak is counted against the bf16 rate (MFU as Megatron reports it), so MFU and HFU
   // may pass 1 only then.

@@ -327,6 +327,7 @@ SeedResult observe(uint64_t seed, const nlohmann::json& doc) {
   o.torus = loaded.cluster.scale_up == topology::ScaleUpFabric::kIciTorus;
   o.rail_optimized = !loaded.cluster.fat_tree || loaded.cluster.fat_tree->rail_optimized;
   o.sharp = loaded.cluster.fat_tree && loaded.cluster.fat_tree->sharp;
+  o.ll128_below_nccl = loaded.cluster.collectives.ll128_efficiency < 1.0;
   o.devices_per_node = loaded.cluster.devices_per_node;
   o.fp8 = s.plan.matmul_dtype == Dtype::kFp8;
   o.jitter = !s.faults.compute.is_uniform() && s.faults.compute.jitter_cv > 0;

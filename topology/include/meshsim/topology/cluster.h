@@ -115,9 +115,11 @@ struct GraphSpec {
 //   launch_floor          the least time any collective takes on the platform (launch and
 //                         completion on the host, overlapping the GPU's work): a collective
 //                         lasts max(floor, its modelled time). Default 0.
-//   simple_step_overhead  time per ring step of the Simple protocol beyond NCCL's own per-step
-//                         latency (measured ring Simple curves put it above the tuner's).
-//                         Default 0.
+//   simple_step_overhead  time per ring step of the Simple protocol inside one NVLink domain
+//                         (a tree's per hop of its chain in each domain) beyond NCCL's own
+//                         per-step latency (measured ring Simple curves put it above the
+//                         tuner's); a ring across domains pays NCCL's network step latency
+//                         alone. Default 0.
 //   ll128_efficiency      the fraction of NCCL's LL128 bandwidth the platform achieves, (0, 1].
 //                         Default 1.
 enum class HostCpu : uint8_t { kIntel, kAmd, kArm };

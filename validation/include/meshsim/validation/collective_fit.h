@@ -11,8 +11,9 @@
 // The parameters are the platform figures a cluster file carries (topology/cluster.h), each with a
 // physical meaning:
 //   launch_floor          collectives.launch_floor: the least time a collective takes;
-//   simple_step_overhead  collectives.simple_step_overhead: time per Simple-protocol ring step (or
-//                         tree hop) beyond NCCL's own per-step latency;
+//   simple_step_overhead  collectives.simple_step_overhead: time per Simple-protocol ring step
+//                         inside one NVLink domain (or tree hop along a domain's chain) beyond
+//                         NCCL's own per-step latency;
 //   ll128_efficiency      collectives.ll128_efficiency: the fraction of NCCL's LL128 rate achieved;
 //   scale_up_efficiency   scale_up.efficiency: the fraction of the NVLink (ICI) line rate that
 //                         collective traffic achieves;
