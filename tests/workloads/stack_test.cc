@@ -627,6 +627,10 @@ TEST(Stacks, MegatronDeepSpeedReducesAfterTheBackwardAndBf16AllReducesFp32) {
   EXPECT_EQ(reductions(bf16, "reduce-scatter"), Bytes::zero());
   EXPECT_EQ(reductions(fp16, "all-reduce"), Bytes::zero());
   EXPECT_EQ(fp32_all_reduced, fp16_scattered * 2);  // the same gradients at 4 bytes, not 2
+  // In buffers of 500M elements (MEMORY_OPT_ALLREDUCE_SIZE): Llama-3.2 1B's 1.24B gradients in
+  // two, the first closing after 9 of its 16 layers of 61M, the second with the embedding.
+  const StepPlan step = plan_step(m, bf16);
+  EXPECT_EQ(ops_named(step.programs.at(0), "grad_bucket").size(), 2u);
 }
 
 // DeepSpeed ZeRO-3 (v0.3.13, stage3.py): fetch_sub_module gathers a submodule's parameters before
@@ -653,6 +657,26 @@ TEST(Stacks, DeepSpeedZero3GathersALayerAgainForItsBackward) {
   EXPECT_EQ(ds_all, fsdp_all + ds_again);
   EXPECT_EQ(stack_profile(Stack::kDeepSpeedZero3_2021, DeviceFamily::kAmpere).attention,
             AttentionKernel::kNaive);  // Megatron-LM 2021's GPT
+}
+
+// ZeRO-1/2's weight gathers run bucket by bucket, the buckets of the gradient reduction
+// (Megatron-Core's DDP buckets, max(40M, 1M x DP) parameters; param_and_grad_buffer.py): a
+// bucket holds as many layers as fit, not one gather per layer.
+TEST(Stacks, ZeroWeightGathersRunByTheGradientBuckets) {
+  const ModelConfig m = load_model("llama3.2-1b");
+  const auto gathers = [&](int64_t dp) {
+    ParallelPlan p = plan_with(Stack::kMegatron, DeviceFamily::kHopper);
+    p.dp = dp;
+    p.gbs = dp;
+    p.zero = ZeroStage::kOptimizerStates;
+    validate_plan(m, p);
+    return ops_named(plan_step(m, p).programs.at(0), "param_gather").size();
+  };
+  const size_t small = gathers(8);    // 40M-parameter buckets: about one layer each
+  const size_t large = gathers(512);  // 512M: several layers each
+  EXPECT_GE(small, static_cast<size_t>(m.num_layers));
+  EXPECT_LT(large, static_cast<size_t>(m.num_layers) / 2);
+  EXPECT_GT(large, 0u);
 }
 
 // --fp8-param-gather: the layers' weights all-gathered in FP8, one byte each (the embedding and

@@ -434,7 +434,7 @@ void StageBuilder::gather_parameters_ahead() {
       pending += part_.params.of(layer).total();
       moved += layer_param_bytes(part_.params.of(layer).total());
       layers.push_back(layer);
-      if (param_bytes(pending) >= p_.grad_bucket) {
+      if (param_bytes(pending) >= grad_bucket_bytes(p_)) {
         gather();
       }
     }
@@ -525,6 +525,12 @@ Bytes grad_bucket_bytes(const ParallelPlan& p) {
     }
     const int64_t params = std::max<int64_t>(40'000'000, 1'000'000 * p.dense_grad_group());
     return Bytes::of(params * p.state.gradient);
+  }
+  if (p.stack == Stack::kMegatronDeepSpeed2022) {
+    // DeepSpeed's reductions after the backward: buffered_allreduce_fallback's
+    // elements_per_buffer, MEMORY_OPT_ALLREDUCE_SIZE = 500,000,000 (deepspeed/runtime/engine.py
+    // @ v0.6.5), the same count as ZeRO's default reduce_bucket_size.
+    return Bytes::of(int64_t{500'000'000} * p.state.gradient);
   }
   // 40M bf16 gradients, the rule's floor: what meshsim has used for every other stack.
   return MB(80);
