@@ -203,11 +203,13 @@ void enumerate_all(const LoadedScenario& l, const ParallelPlan& base, const Sear
   const Fixed& f = o.fixed;
   ParallelPlan p = prepared(base, f);
   const int64_t domain = l.cluster.scale_up_domain_size();
+  // TP with SP where the stack runs it, else whole-activation TP (Megatron-LM 2021, DeepSpeed).
+  const bool sp_with_tp = workloads::runs_sequence_parallelism(p.stack);
   for (const int64_t tp : only_or(f.tp, divisors(world))) {
     if (tp > max_tp && !f.tp) {
       continue;
     }
-    for (const bool sp : only_or(f.sp, {tp > 1})) {
+    for (const bool sp : only_or(f.sp, {tp > 1 && sp_with_tp})) {
       for (const int64_t cp : only_or(f.cp, divisors(world / std::max<int64_t>(tp, 1)))) {
         for (const int64_t pp : only_or(f.pp, divisors(world / std::max<int64_t>(tp * cp, 1)))) {
           if (world % (tp * cp * pp) != 0) {

@@ -1,17 +1,19 @@
 // The plan search against exhaustive simulation (issue 14): on a small problem it finds the same
 // best plans, and neither its memory pruning nor its bound drops a plan that would have ranked in
 // the top N; and the lower bound never exceeds the simulated step.
+#include "meshsim/studies/plan_search.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
 #include <tuple>
 
-#include "meshsim/studies/plan_search.h"
+#include "meshsim/collectives/comm_model.h"
 #include "meshsim/scenario/step.h"
 #include "meshsim/studies/step_bound.h"
-#include "meshsim/collectives/comm_model.h"
 #include "meshsim/topology/network.h"
+#include "meshsim/workloads/stack_rules.h"
 
 namespace meshsim::studies {
 
@@ -134,6 +136,29 @@ SearchOptions fp8_options(int64_t top) {
   SearchOptions o = small_options(top);
   o.fixed.recompute = workloads::Recompute::kNone;
   return o;
+}
+
+// TP plans take sequence parallelism where the stack runs it and whole-activation TP where it does
+// not: Megatron-LM 2021 (and DeepSpeed's stacks) refuse --sequence-parallel, and before this the
+// search offered them no TP plan at all ("no plan fits" for GPT-3 175B on 128 A100s).
+TEST(PlanSearch, TensorParallelPlansTakeSequenceParallelismWhereTheStackRunsIt) {
+  for (const auto stack : {workloads::Stack::kMegatron, workloads::Stack::kMegatron2021}) {
+    Scenario s = small_problem();
+    s.plan.stack = stack;
+    s.plan.origins.set(workloads::PlanField::kStack, Origin::flag("--stack"));
+    s.plan.set_training_dtype(Dtype::kFp16);
+    s.plan.origins.set(workloads::PlanField::kDtype, Origin::flag("--dtype"));
+    const bool sp = workloads::runs_sequence_parallelism(stack);
+    EXPECT_EQ(sp, stack == workloads::Stack::kMegatron);
+    int tensor_parallel = 0;
+    for (const ParallelPlan& p : enumerate_plans(load_inputs(s), s.plan, small_options(5))) {
+      if (p.tp > 1) {
+        ++tensor_parallel;
+        EXPECT_EQ(p.sp, sp) << to_string(stack);
+      }
+    }
+    EXPECT_GT(tensor_parallel, 0) << to_string(stack);
+  }
 }
 
 TEST(PlanSearch, TriesFp8ParameterGathersExactlyWhereAPlanCanTakeThem) {

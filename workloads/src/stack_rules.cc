@@ -658,6 +658,18 @@ constexpr std::array kPaxml = {
 
 }  // namespace
 
+bool runs_sequence_parallelism(Stack stack) {
+  ParallelPlan probe;
+  probe.stack = stack;
+  probe.tp = 2;
+  probe.sp = true;
+  const ModelConfig dense;  // the sp rules read the plan alone
+  const auto rules = stack_rules(stack);
+  return std::none_of(rules.begin(), rules.end(), [&](const StackRule& r) {
+    return r.field == PlanField::kSp && r.refuses(dense, probe);
+  });
+}
+
 std::span<const StackRule> stack_rules(Stack stack) {
   switch (stack) {
     case Stack::kMegatron:

@@ -49,4 +49,9 @@ std::string refusal_text(Stack stack, const StackRule& rule);
 // Throws PlanError on the rule's field when the plan's stack refuses the plan.
 void check_stack_runs(const ModelConfig& model, const ParallelPlan& plan);
 
+// Whether `stack` runs sequence parallelism with TP (none of its rules on the sp field refuses
+// it): the plan search's TP plans take SP where it does, whole-activation TP where it does not
+// (Megatron-LM 2021 and DeepSpeed's stacks).
+bool runs_sequence_parallelism(Stack stack);
+
 }  // namespace meshsim::workloads
