@@ -460,7 +460,7 @@ Flops megatron_core_flops(int64_t gbs, int64_t seq, const workloads::ModelConfig
   shape.kv_channels = m.head_dim;
   shape.ffn = m.d_ff;
   shape.vocab = m.vocab_size;
-  shape.gated = m.mlp == workloads::MlpKind::kGated || m.mlp == workloads::MlpKind::kGeglu;
+  shape.gated = workloads::is_gated(m.mlp);
   if (m.moe) {
     shape.ffn = m.moe->expert_d_ff;
     shape.experts_routed_to = m.moe->experts_per_token;
@@ -525,7 +525,7 @@ MeasuredStep measured_step(const RunFacts& rf, const workloads::ModelConfig& m,
                           f.count(), v, p.world())};
     }
     case FlopConvention::kMegatronDeepSpeed2022: {
-      const bool glu = m.mlp == workloads::MlpKind::kGated || m.mlp == workloads::MlpKind::kGeglu;
+      const bool glu = workloads::is_gated(m.mlp);
       const bool checkpointed = p.recompute == workloads::Recompute::kFull;
       const Flops f = megatron_deepspeed_iteration_flops(p.gbs, p.seq, m.num_layers, m.d_model,
                                                          m.vocab_size, glu, checkpointed);
