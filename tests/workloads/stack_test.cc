@@ -600,11 +600,17 @@ TEST(Stacks, MegatronDeepSpeedReducesAfterTheBackwardAndBf16AllReducesFp32) {
   EXPECT_FALSE(bf16.overlap.pipeline_p2p);
   EXPECT_TRUE(bf16.pipeline_scatter_gather);
   EXPECT_EQ(bf16.host.sync_after_p2p, P2pSync::kNone);  // p2p.py: no torch.cuda.synchronize
-  EXPECT_TRUE(bf16.zero1_all_reduces_grads);
+  EXPECT_TRUE(bf16.optimizer_all_reduces_grads);
   EXPECT_EQ(bf16.state.gradient, 4);
   const ParallelPlan fp16 = bound(Dtype::kFp16);
-  EXPECT_FALSE(fp16.zero1_all_reduces_grads);
+  EXPECT_FALSE(fp16.optimizer_all_reduces_grads);
   EXPECT_EQ(fp16.state.gradient, 2);
+  // What BF16_Optimizer keeps does not follow the ZeRO stage (the plan search changes the stage
+  // of a plan bound before): bound at ZeRO 0, the gradients are fp32 all the same.
+  ParallelPlan unsharded;
+  unsharded.set_training_dtype(Dtype::kBf16);
+  apply_stack(unsharded, stack_profile(Stack::kMegatronDeepSpeed2022, DeviceFamily::kAmpere), {});
+  EXPECT_EQ(unsharded.state.gradient, 4);
   // What the user set explicitly stays (and the stack's rules refuse it, stack_rules_test.cc).
   StackOverrides given;
   given.overlap_grad_reduce = true;

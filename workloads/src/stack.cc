@@ -472,10 +472,11 @@ void apply_stack(ParallelPlan& plan, const StackProfile& profile, const StackOve
     plan.overlap.grad_reduce = given.overlap_grad_reduce && plan.overlap.grad_reduce;
     plan.overlap.param_gather = given.overlap_param_gather && plan.overlap.param_gather;
   }
-  plan.zero1_all_reduces_grads = profile.bf16_optimizer_all_reduces_fp32_grads &&
-                                 plan.matmul_dtype == Dtype::kBf16 &&
-                                 plan.zero == ZeroStage::kOptimizerStates;
-  if (plan.zero1_all_reduces_grads) {
+  // Not keyed on the ZeRO stage, which the plan search changes after binding a template: what
+  // the optimizer keeps does not depend on it.
+  plan.optimizer_all_reduces_grads =
+      profile.bf16_optimizer_all_reduces_fp32_grads && plan.matmul_dtype == Dtype::kBf16;
+  if (plan.optimizer_all_reduces_grads) {
     plan.state.gradient = 4;  // BF16_Optimizer's fp32 gradients, reduced as they are kept
   }
 }

@@ -381,13 +381,13 @@ void StageBuilder::chunk_grads_done(const Scope& scope) {
   }
 }
 
-// The reduction of one bucket: all-reduce, or reduce-scatter with ZeRO (all-reduce where the
-// optimizer all-reduces and then updates its shard, ParallelPlan::zero1_all_reduces_grads); dense
-// gradients over DP x CP, expert gradients over the expert-data-parallel group.
+// The reduction of one bucket: all-reduce, or reduce-scatter with ZeRO (ZeRO-1 all-reduces where
+// the optimizer updates its shard of whole gradients, ParallelPlan::optimizer_all_reduces_grads);
+// dense gradients over DP x CP, expert gradients over the expert-data-parallel group.
 void StageBuilder::reduce(const Scope& scope, const GradientBucket& bucket) {
-  const CollectiveKind op = p_.zero == ZeroStage::kNone || p_.zero1_all_reduces_grads
-                                ? CollectiveKind::kAllReduce
-                                : CollectiveKind::kReduceScatter;
+  const bool whole = p_.zero == ZeroStage::kNone ||
+                     (p_.zero == ZeroStage::kOptimizerStates && p_.optimizer_all_reduces_grads);
+  const CollectiveKind op = whole ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
   if (bucket.dense > 0 && p_.dense_grad_group() > 1) {
     dp_ops_.push_back(
         collective(scope, fmt::format("grad_bucket{}.{}", bucket.index, to_string(op)),

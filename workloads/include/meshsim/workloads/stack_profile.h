@@ -63,8 +63,8 @@ struct StackProfile {
   // pipeline engine: its ReduceGrads and OptimizerStep instructions end the schedule). The
   // plan's overlap_grad_reduce and overlap_param_gather default to off; on is refused.
   bool reduces_grads_after_backward = false;
-  // bf16 with partitioned optimizer states reduces fp32 gradients by an all-reduce (DeepSpeed's
-  // BF16_Optimizer; ParallelPlan::zero1_all_reduces_grads).
+  // bf16 training keeps and all-reduces fp32 gradients (DeepSpeed's BF16_Optimizer;
+  // ParallelPlan::optimizer_all_reduces_grads).
   bool bf16_optimizer_all_reduces_fp32_grads = false;
 };
 
