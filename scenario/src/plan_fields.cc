@@ -245,10 +245,13 @@ std::vector<PlanFieldSpec> make_table() {
        &not_empty<&P::stage_layers>, nullptr},
       overlap<&workloads::OverlapOptions::grad_reduce>(
           F::kOverlapGradReduce,
-          "Reduce gradients during the backward pass, bucketed (default); false: after it"),
+          "Reduce gradients during the backward pass, bucketed (default, except on stacks "
+          "whose framework reduced after it: megatron-2021 to 2023, megatron-deepspeed-2022); "
+          "false: after it"),
       overlap<&workloads::OverlapOptions::param_gather>(
           F::kOverlapParamGather,
-          "Prefetch ZeRO/FSDP parameter gathers ahead of use (default); false: just in time"),
+          "Prefetch ZeRO/FSDP parameter gathers ahead of use (default, except on those "
+          "stacks); false: just in time"),
       overlap<&workloads::OverlapOptions::pipeline_p2p>(
           F::kOverlapP2p,
           "Pipeline sends and receives on their own stream (default); false: they block the "

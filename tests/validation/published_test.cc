@@ -14,6 +14,7 @@
 #include "meshsim/validation/published_facts.h"
 #include "meshsim/validation/published_flops.h"
 #include "meshsim/workloads/training_memory.h"
+#include "published_test_util.h"
 #include "validation_test_util.h"
 
 namespace meshsim::validation::test {
@@ -154,18 +155,21 @@ TEST(PublishedMap, Megatron2021RunsTrainWithDropout) {
 }
 
 // Megatron-LM 2021's DDP: torch DDP (overlapped with the last backward) for the PP 1 models of
-// examples/sc21, the local DDP for the pipelined ones, its all-reduce after the whole pass.
+// examples/sc21, a fact of those scripts; the local DDP, the stack's default, for the pipelined
+// ones, its all-reduce after the whole pass.
 TEST(PublishedMap, Megatron2021PipelinedRunsReduceGradientsAfterTheBackward) {
   const PublishedScenario torch_ddp = mapped("mlm2021-t1-7.5B-128xA100");
   EXPECT_EQ(torch_ddp.plan.pp, 1);
-  EXPECT_TRUE(torch_ddp.plan.overlap.grad_reduce);
-  EXPECT_THAT(torch_ddp.assumptions, Not(Contains(HasSubstr("local DDP"))));
+  EXPECT_TRUE(torch_ddp.plan.origins[workloads::PlanField::kOverlapGradReduce].given());
+  EXPECT_TRUE(bound_overlaps(torch_ddp).grad_reduce);
+  EXPECT_THAT(torch_ddp.assumptions, Contains(HasSubstr("DDP=torch")));
   const PublishedScenario local = mapped("mlm2021-t1-310.1B-1920xA100");
   EXPECT_EQ(local.plan.pp, 16);
-  EXPECT_FALSE(local.plan.overlap.grad_reduce);
-  EXPECT_THAT(local.assumptions, Contains(HasSubstr("local DDP")));
+  EXPECT_FALSE(local.plan.origins[workloads::PlanField::kOverlapGradReduce].given());
+  EXPECT_FALSE(bound_overlaps(local).grad_reduce);
+  EXPECT_THAT(local.assumptions, Not(Contains(HasSubstr("DDP=torch"))));
   // Today's Megatron-Core overlaps it (the DGX Cloud runs).
-  EXPECT_TRUE(mapped("dgxc2504-gpt3-175B-128xH100-bf16").plan.overlap.grad_reduce);
+  EXPECT_TRUE(bound_overlaps(mapped("dgxc2504-gpt3-175B-128xH100-bf16")).grad_reduce);
 }
 
 // Multi-slice MaxText runs: the slices joined by DCN, FSDP inside each slice, data parallel across.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "meshsim/validation/published.h"
+#include "meshsim/workloads/stack_profile.h"
 #include "validation_test_util.h"
 
 namespace meshsim::validation::test {
@@ -37,6 +38,18 @@ inline PublishedScenario mapped(const PublishedRun& r) {
     return {};
   }
   return std::get<PublishedScenario>(std::move(m));
+}
+
+// The overlaps of `s`'s plan as its stack binds them (an A100's profile; the overlaps do not
+// depend on the family): what the record or its facts set stays, the rest is the stack's.
+inline workloads::OverlapOptions bound_overlaps(const PublishedScenario& s) {
+  workloads::ParallelPlan p = s.plan;
+  workloads::StackOverrides given;
+  given.overlap_grad_reduce = p.origins[workloads::PlanField::kOverlapGradReduce].given();
+  given.overlap_param_gather = p.origins[workloads::PlanField::kOverlapParamGather].given();
+  workloads::apply_stack(p, workloads::stack_profile(p.stack, workloads::DeviceFamily::kAmpere),
+                         given);
+  return p.overlap;
 }
 
 // Why `r` does not map; a run that maps fails the test.

@@ -62,11 +62,14 @@ void split_context(ParallelPlan& p) {
 }
 
 // Megatron-LM before Transformer Engine, as its profile runs: the scores through baddbmm and
-// FusedScaleMaskSoftmax, and (2021, and Megatron-DeepSpeed's fork of it) no sequence parallelism.
+// FusedScaleMaskSoftmax, (2021, and Megatron-DeepSpeed's fork of it) no sequence parallelism, and
+// the local DDP's gradient reduction after the backward.
 ParallelPlan legacy_megatron(Stack stack) {
   ParallelPlan p = plan_for(stack);
   p.attention = AttentionKernel::kNaive;
   p.sp = stack != Stack::kMegatron2021 && stack != Stack::kMegatronDeepSpeed2022;
+  p.overlap.grad_reduce = false;
+  p.overlap.param_gather = false;
   return p;
 }
 
@@ -81,6 +84,16 @@ ModelConfig switch_moe() {
 std::optional<PlanField> refused_on(const ParallelPlan& p, const ModelConfig& m = dense()) {
   const StackRule* rule = stack_refusal(m, p);
   return rule != nullptr ? std::optional(rule->field) : std::nullopt;
+}
+
+// Megatron-LM's --DDP-impl torch overlaps the gradient reduction with the backward, which its
+// setup_model_and_optimizer allows without a pipeline only.
+void expect_torch_ddp_without_pipeline_only(Stack stack) {
+  ParallelPlan p = legacy_megatron(stack);
+  p.overlap.grad_reduce = true;
+  EXPECT_EQ(refused_on(p), PlanField::kOverlapGradReduce) << to_string(stack);  // PP 4
+  unpipeline(p);
+  EXPECT_EQ(refused_on(p), std::nullopt) << to_string(stack);
 }
 
 TEST(StackRules, EveryRuleNamesItsSource) {
@@ -182,6 +195,7 @@ TEST(StackRules, Megatron2021HasTensorPipelineAndPlainDataParallelism) {
   EXPECT_EQ(refused_on(a), std::nullopt);
   a.set_training_dtype(Dtype::kFp8);
   EXPECT_EQ(refused_on(a), PlanField::kDtype);
+  expect_torch_ddp_without_pipeline_only(Stack::kMegatron2021);
 }
 
 // Megatron-LM @ cfd2e21607: 2021's parallelisms plus sequence parallelism and selective
@@ -219,6 +233,7 @@ TEST(StackRules, Megatron2022AddsSequenceParallelismAndSelectiveRecompute) {
   EXPECT_EQ(refused_on(p), PlanField::kDtype);
   p.set_training_dtype(Dtype::kBf16);
   EXPECT_EQ(refused_on(p), std::nullopt);
+  expect_torch_ddp_without_pipeline_only(Stack::kMegatron2022);
 }
 
 // Megatron-LM @ b90fb2685f (2023-06-28), its default legacy layers: 2022's plus the distributed
@@ -229,6 +244,14 @@ TEST(StackRules, Megatron2023AddsTheDistributedOptimizerAndFlashAttention) {
   EXPECT_EQ(refused_on(p), std::nullopt);  // TP 2 with SP, PP 4, DP 8
   p.zero = ZeroStage::kOptimizerStates;
   EXPECT_EQ(refused_on(p), std::nullopt);  // --use-distributed-optimizer
+  unpipeline(p);
+  p.overlap.grad_reduce = true;
+  EXPECT_EQ(refused_on(p), PlanField::kOverlapGradReduce);  // it asserts the local DDP
+  p.overlap.grad_reduce = false;
+  p.overlap.param_gather = true;
+  EXPECT_EQ(refused_on(p), PlanField::kOverlapParamGather);  // gathered after the step
+  p = legacy_megatron(Stack::kMegatron2023);
+  expect_torch_ddp_without_pipeline_only(Stack::kMegatron2023);
   p.zero = ZeroStage::kGradients;
   EXPECT_EQ(refused_on(p), PlanField::kZero);
   p.zero = ZeroStage::kNone;

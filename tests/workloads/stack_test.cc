@@ -577,6 +577,30 @@ TEST(Stacks, Megatron2021AccumulatesGradientsOutsideTheGemm) {
   EXPECT_FALSE(later.overlap.pipeline_p2p);  // still batch_isend_irecv + synchronize
 }
 
+// Megatron-LM of 2021 to 2023 reduces the gradients after the backward by default (--DDP-impl
+// local; the distributed optimizer gathers the weights after its step), and a user's
+// --overlap-grad-reduce (--DDP-impl torch) stays; DeepSpeed's ZeRO-3, built on 2021's layers,
+// reduces them during the backward through its own hooks; Megatron-Core overlaps both.
+TEST(Stacks, LegacyMegatronReducesGradientsAfterTheBackwardByDefault) {
+  const auto bound = [](Stack stack, StackOverrides given = {}) {
+    ParallelPlan p;
+    p.dp = 8;
+    p.zero = stack == Stack::kMegatron2023 ? ZeroStage::kOptimizerStates : ZeroStage::kNone;
+    apply_stack(p, stack_profile(stack, DeviceFamily::kAmpere), given);
+    return p.overlap;
+  };
+  for (const Stack s : {Stack::kMegatron2021, Stack::kMegatron2022, Stack::kMegatron2023}) {
+    EXPECT_FALSE(bound(s).grad_reduce) << to_string(s);
+    EXPECT_FALSE(bound(s).param_gather) << to_string(s);
+    StackOverrides torch_ddp;
+    torch_ddp.overlap_grad_reduce = true;
+    EXPECT_TRUE(bound(s, torch_ddp).grad_reduce) << to_string(s);
+  }
+  EXPECT_TRUE(bound(Stack::kDeepSpeedZero3_2021).grad_reduce);
+  EXPECT_TRUE(bound(Stack::kMegatron).grad_reduce);
+  EXPECT_TRUE(bound(Stack::kMegatron).param_gather);
+}
+
 // Megatron-DeepSpeed on DeepSpeed v0.6.5: TrainSchedule's ReduceGrads follows the last backward
 // and OptimizerStep all-gathers the weights, neither overlapped; bf16's BF16_Optimizer all-reduces
 // its fp32 gradients whole (engine.py _bf16_reduce_grads) where fp16's ZeRO-1 reduce-scatters the

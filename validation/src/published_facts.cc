@@ -184,9 +184,7 @@ FrameworkFact read_framework(JsonObject o) {
       o, "attention", [](JsonObject& v) { return v.choice<workloads::AttentionKernel>("value"); });
   f.source = non_empty(o, "source");
   f.dropout = sourced_flag(o, "dropout");
-  f.grad_reduce_after_backward = sourced<GradReduceAfterBackward>(
-      o, "grad_reduce_after_backward",
-      [](JsonObject& v) { return v.choice<GradReduceAfterBackward>("value"); });
+  f.ddp_overlaps_without_pipeline = sourced_flag(o, "ddp_overlaps_without_pipeline");
   f.data_parallel_only = o.has("data_parallel_only") ? o.boolean("data_parallel_only")
                                                      : (o.ignore("data_parallel_only"), false);
   f.zero_stage = sourced<int64_t>(o, "zero_stage", [](JsonObject& v) {

@@ -422,10 +422,11 @@ void set_stack(ParallelPlan& p, const RunFacts& rf, std::vector<std::string>& as
             : "TP communication overlap off: the run has TP 1, where Megatron-LM disables "
               "sequence parallelism and --tp-comm-overlap would fail its assertion");
   }
-  const auto& after = rf.framework->grad_reduce_after_backward;
-  if (after && (after->value == GradReduceAfterBackward::kAll || p.pp > 1)) {
-    p.overlap.grad_reduce = false;
-    assumptions.push_back(after->source);
+  const auto& ddp = rf.framework->ddp_overlaps_without_pipeline;
+  if (ddp && ddp->value && p.pp == 1) {
+    p.overlap.grad_reduce = true;
+    p.origins.set(workloads::PlanField::kOverlapGradReduce, Origin::file(r.id, "/framework"));
+    assumptions.push_back(ddp->source);
   }
 }
 

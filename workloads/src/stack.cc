@@ -128,7 +128,8 @@ StackProfile megatron_2021() {
       "Apex fused LayerNorm, fused bias-GeLU and bias-dropout-add, fused scale-mask-softmax over "
       "materialised scores (no flash attention), the TP input-gradient all-reduce after the "
       "linear layer's backward (no async TP all-reduce), Apex FusedAdam, fp16 with loss "
-      "scaling, gradient clipping at 1.0";
+      "scaling, gradient clipping at 1.0, the local DDP's gradient all-reduce after the "
+      "backward (--DDP-impl torch, which overlaps it, only without a pipeline)";
   p.kernels = Kernels::kFused;
   p.optimizer = OptimizerKernels::kFused;
   p.attention = AttentionKernel::kNaive;
@@ -160,6 +161,12 @@ StackProfile megatron_2021() {
   // reach .grad through torch's AccumulateGrad, which adds them in place after the first
   // (torch/csrc/autograd/functions/accumulate_grad.h: variable_grad += new_grad).
   p.wgrad_accumulation_fused = false;
+  // --DDP-impl defaults to local (megatron/arguments.py @ de7dc40f, cfd2e21607 and b90fb2685f),
+  // whose gradients train_step all-reduces after forward_backward_func returns
+  // (megatron/training.py: "if args.DDP_impl == 'local': ... model_module.allreduce_gradients()";
+  // @ b90fb2685f through optimizer.reduce_model_grads). --DDP-impl torch overlaps them in
+  // PyTorch's DDP buckets, which Megatron allows without a pipeline only (stack_rules.cc).
+  p.reduces_grads_after_backward = true;
   return p;
 }
 
@@ -178,7 +185,8 @@ StackProfile megatron_2022() {
       "16c90445e) and the weight gradients accumulated inside their GEMM "
       "(--no-gradient-accumulation-fusion: on by default since 83b1e42f30); pipeline transfers "
       "still synchronise (p2p_communication.py _communicate: batch_isend_irecv, then "
-      "torch.cuda.synchronize())";
+      "torch.cuda.synchronize()); the local DDP's gradient all-reduce after the backward "
+      "(--DDP-impl torch, which overlaps it, only without a pipeline)";
   // megatron/arguments.py @ cfd2e21607: --no-async-tensor-model-parallel-allreduce and
   // --no-gradient-accumulation-fusion are store_false flags, on unless given.
   p.tp_backward_async = true;
@@ -243,8 +251,10 @@ StackProfile megatron_2023() {
       "--transformer-impl local layers with the kernels of 2022 (Apex fused LayerNorm, fused "
       "bias-GeLU and bias-dropout-add, fused scale-mask-softmax over materialised scores; "
       "FlashAttention with --use-flash-attn), the async TP all-reduce, gradient accumulation "
-      "fused into the weight-gradient GEMM, the distributed optimizer with "
-      "--use-distributed-optimizer (zero 1)";
+      "fused into the weight-gradient GEMM, the local DDP's gradient all-reduce after the "
+      "backward (--DDP-impl torch, which overlaps it, only without a pipeline or the "
+      "distributed optimizer), the distributed optimizer with --use-distributed-optimizer "
+      "(zero 1: reduce-scatter after the backward, weight gather after the step)";
   // ParallelAttention.forward @ b90fb2685f: `if not self.use_flash_attn: if
   // self.checkpoint_core_attention: context_layer = self._checkpointed_attention_forward(...)`;
   // the FlashSelfAttention branch runs outside the checkpoint.
@@ -277,6 +287,9 @@ StackProfile deepspeed_zero3_2021() {
       "produced (reduce_bucket_size 5e8); FusedAdam on the partitions; fp16 with loss scaling";
   p.backward_prefetch = BackwardPrefetch::kPre;
   p.zero3_regather_for_recompute = true;
+  // The engine reduces the gradients through its own hooks as they are produced (overlap_comm),
+  // not through Megatron's DDP.
+  p.reduces_grads_after_backward = false;
   return p;
 }
 

@@ -92,6 +92,10 @@ bool fp8_training(const ModelConfig&, const ParallelPlan& p) {
 bool schedule_not_gpipe(const ModelConfig&, const ParallelPlan& p) {
   return p.pp > 1 && (p.schedule != PS::kGpipe || p.vpp > 1);
 }
+// Gradient reduction overlapped with the backward of a pipelined model.
+bool grad_reduce_overlap_with_pipeline(const ModelConfig&, const ParallelPlan& p) {
+  return p.overlap.grad_reduce && p.pp > 1;
+}
 // Megatron's selective recompute (of the default modules or of named ones).
 bool selective_recompute(const ModelConfig&, const ParallelPlan& p) {
   return p.recompute == Recompute::kSelective || !p.recompute_modules.empty();
@@ -216,6 +220,12 @@ constexpr std::array kMegatron2021 = {
               "megatron/arguments.py @ de7dc40f trains in --fp16, --bf16 or fp32; FP8 came with "
               "Transformer Engine (3499542edd, 2022-12-21)",
               fp8_training},
+    StackRule{
+        F::kOverlapGradReduce, "gradient reduction overlapped with a pipelined backward",
+        "setup_model_and_optimizer asserts args.DDP_impl == 'local' (\"We only support local DDP "
+        "with multiple micro-batches\") when the pipeline has more than one stage, and "
+        "the local DDP all-reduces after the backward (megatron/training.py @ de7dc40f)",
+        grad_reduce_overlap_with_pipeline},
 };
 
 // Megatron-LM's legacy layers and schedules as Korthikanti et al. 2022 ran them (@ cfd2e21607)
@@ -288,6 +298,13 @@ constexpr std::array kLegacyMegatronShared = {
     StackRule{F::kOffloadLayers, "activation offloading",
               "megatron/arguments.py @ cfd2e21607 and b90fb2685f has no CPU offloading option",
               [](const ModelConfig&, const ParallelPlan& p) { return p.offload_layers > 0; }},
+    StackRule{
+        F::kOverlapGradReduce, "gradient reduction overlapped with a pipelined backward",
+        "setup_model_and_optimizer asserts args.DDP_impl == 'local' (\"We only support local DDP "
+        "with multiple micro-batches\") when the pipeline has more than one stage, and "
+        "the local DDP reduces after the backward (megatron/training.py @ cfd2e21607 and "
+        "b90fb2685f)",
+        grad_reduce_overlap_with_pipeline},
 };
 
 // Megatron-LM as of Korthikanti et al. 2022 (megatron-2022, @ cfd2e21607).
@@ -329,7 +346,23 @@ constexpr auto kMegatron2023 = concat(
                          "pipeline) and data parallelism only (_add_distributed_args); "
                          "--context-parallel-size came with Megatron-Core's Transformer Engine "
                          "attention",
-                         [](const ModelConfig&, const ParallelPlan& p) { return p.cp > 1; }}},
+                         [](const ModelConfig&, const ParallelPlan& p) { return p.cp > 1; }},
+               StackRule{F::kOverlapGradReduce,
+                         "gradient reduction overlapped with the backward under ZeRO-1",
+                         "validate_args asserts args.DDP_impl == 'local' with "
+                         "--use-distributed-optimizer (megatron/arguments.py @ b90fb2685f), and "
+                         "the distributed optimizer reduce-scatters after the backward "
+                         "(megatron/optimizer/distrib_optimizer.py reduce_model_grads)",
+                         [](const ModelConfig&, const ParallelPlan& p) {
+                           return p.overlap.grad_reduce && p.zero == ZeroStage::kOptimizerStates;
+                         }},
+               StackRule{F::kOverlapParamGather, "the weight gather overlapped with compute",
+                         "train_step gathers the updated weights after the optimizer step "
+                         "(optimizer.gather_model_params, megatron/training.py @ b90fb2685f); "
+                         "--overlap-param-gather came with f048bf8c08 (2023-11-17)",
+                         [](const ModelConfig&, const ParallelPlan& p) {
+                           return p.overlap.param_gather && p.zero == ZeroStage::kOptimizerStates;
+                         }}},
     kLegacyMegatronShared,
     std::array{
         StackRule{F::kAttention, "attention other than materialised scores or FlashAttention",

@@ -108,13 +108,6 @@ constexpr auto enum_names(MicroBatchRule) {
        {MicroBatchRule::kStatedElseShare, "stated-else-share"}});
 }
 
-enum class GradReduceAfterBackward : uint8_t { kPipelined, kAll };
-constexpr auto enum_names(GradReduceAfterBackward) {
-  return std::to_array<EnumName<GradReduceAfterBackward>>(
-      {{GradReduceAfterBackward::kPipelined, "pipelined-runs"},
-       {GradReduceAfterBackward::kAll, "all-runs"}});
-}
-
 struct FrameworkFact {
   std::string id;
   std::vector<std::string> names;  // any occurring (case-insensitively) in the framework text
@@ -135,9 +128,9 @@ struct FrameworkFact {
   std::optional<SourcedFact<workloads::AttentionKernel>> attention;
   std::string source;
   std::optional<SourcedFact<bool>> dropout;
-  // The data-parallel gradient reduction runs after the whole backward, not overlapped with it:
-  // in pipelined runs only (kPipelined), or in every run (kAll).
-  std::optional<SourcedFact<GradReduceAfterBackward>> grad_reduce_after_backward;
+  // The framework's runs without a pipeline overlapped the data-parallel gradient reduction with
+  // the backward (PyTorch's DDP), where the stack's default reduces after it.
+  std::optional<SourcedFact<bool>> ddp_overlaps_without_pipeline;
   std::optional<SourcedFact<bool>> distributed_optimizer;
   std::optional<SourcedFact<bool>> sequence_parallel_with_tp;
   std::optional<SourcedFact<bool>> embedding_and_loss_in_pipeline_split;

@@ -58,10 +58,12 @@ struct StackProfile {
   bool wgrad_accumulation_fused = true;
   // ParallelPlan::zero3_regather_for_recompute.
   bool zero3_regather_for_recompute = false;
-  // The data-parallel gradients are reduced after the last backward of the step and the updated
-  // parameters gathered after the optimizer step, neither overlapped with compute (DeepSpeed's
-  // pipeline engine: its ReduceGrads and OptimizerStep instructions end the schedule). The
-  // plan's overlap_grad_reduce and overlap_param_gather default to off; on is refused.
+  // By default the data-parallel gradients are reduced after the last backward of the step and
+  // the updated parameters gathered after the optimizer step, neither overlapped with compute
+  // (DeepSpeed's pipeline engine, whose ReduceGrads and OptimizerStep instructions end the
+  // schedule; Megatron-LM's local DDP until 2023). The plan's overlap_grad_reduce and
+  // overlap_param_gather default to off; where the framework has no overlapping path at all,
+  // its rules (stack_rules.cc) refuse on.
   bool reduces_grads_after_backward = false;
   // bf16 training keeps and all-reduces fp32 gradients (DeepSpeed's BF16_Optimizer;
   // ParallelPlan::optimizer_all_reduces_grads).
