@@ -173,6 +173,21 @@ TEST(PublishedMap, Megatron2021PipelinedRunsReduceGradientsAfterTheBackward) {
 }
 
 // Multi-slice MaxText runs: the slices joined by DCN, FSDP inside each slice, data parallel across.
+// A GPT's LM head stays tied (Megatron's default) unless the source's own parameter count is
+// clearly the untied one: Megatron-LM's README names its weak-scaling models by their untied
+// counts (7.1B: 6.60 B tied, 7.13 B untied); Narayanan et al. count the embedding once (7.5B: 7.47
+// tied, 7.68 untied); "175B" cannot tell 174.6 from 175.2.
+TEST(PublishedMap, GptHeadUntiedWhereTheStatedCountIsTheUntiedOne) {
+  const PublishedScenario readme = mapped("mlm-readme-h100-weak-7.1B-96xH100");
+  EXPECT_FALSE(readme.model.tied_embeddings);
+  EXPECT_THAT(readme.assumptions, Contains(HasSubstr("the untied count (7.13 B)")));
+  EXPECT_TRUE(mapped("mlm2021-t1-7.5B-128xA100").model.tied_embeddings);
+  EXPECT_TRUE(mapped("dgxc2504-gpt3-175B-128xH100-bf16").model.tied_embeddings);
+  PublishedRun r = run(dev_set(), "mlm-readme-h100-weak-7.1B-96xH100");
+  r.model.params_b.reset();
+  EXPECT_TRUE(mapped(r, topology::Catalogue::builtin()).model.tied_embeddings);
+}
+
 TEST(PublishedMap, MultiSliceRunsShardInsideASlice) {
   const PublishedScenario s = mapped("maxtext-v5e-16B-2xv5e-256");
   EXPECT_EQ(s.cluster.slices, 2);

@@ -23,6 +23,14 @@ std::optional<bool> stated_flag(JsonObject& o, const std::string& key) {
   return o.boolean(key);
 }
 
+std::optional<double> stated_amount(JsonObject& o, const std::string& key) {
+  if (!o.has(key) || o.raw(key).is_null()) {
+    o.ignore(key);
+    return std::nullopt;
+  }
+  return o.positive_number(key);
+}
+
 std::string text_or_empty(JsonObject& o, const std::string& key) {
   if (!o.has(key) || o.raw(key).is_null()) {
     o.ignore(key);
@@ -58,7 +66,8 @@ PublishedRun::Model read_run_model(JsonObject o) {
     m.expert_ffn = stated_count(e, "expert_ffn");
     e.finish();
   }
-  ignore_text(o, {"params_b", "shape_source"});
+  m.params_b = stated_amount(o, "params_b");
+  ignore_text(o, {"shape_source"});
   o.finish();
   return m;
 }

@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/unit_parse.h"
 #include "meshsim/validation/published.h"
 #include "meshsim/validation/published_flops.h"
+#include "meshsim/workloads/accounting.h"
 #include "published_internal.h"
 
 namespace meshsim::validation {
@@ -178,6 +180,32 @@ int64_t kv_or_default(const RunFacts& rf, const ModelConfig& m,
   return kv;
 }
 
+// Megatron and NeMo tie the LM head to the embedding unless told otherwise
+// (--untie-embeddings-and-output-weights, store_true: megatron/training/arguments.py); a source's
+// stated parameter count can say which the run had. The untied head is taken where that count
+// tells the two apart (they differ by more than 1 %) and the untied total is less than half as far
+// from it as the tied one.
+void untie_where_the_stated_count_says(const RunFacts& rf, ModelConfig& m,
+                                       std::vector<std::string>& assumptions) {
+  const std::optional<double>& stated = rf.run.model.params_b;
+  if (!stated || !m.tied_embeddings) {
+    return;
+  }
+  ModelConfig untied = m;
+  untied.tied_embeddings = false;
+  const double with_tie = static_cast<double>(workloads::total_parameters(m)) / 1e9;
+  const double without = static_cast<double>(workloads::total_parameters(untied)) / 1e9;
+  if (without - with_tie <= 0.01 * with_tie ||
+      2 * std::abs(without - *stated) >= std::abs(with_tie - *stated)) {
+    return;
+  }
+  m.tied_embeddings = false;
+  assumptions.push_back(fmt::format(
+      "the LM head untied from the embedding: the source's {:g} B parameters are the untied "
+      "count ({:.2f} B), not the tied one ({:.2f} B)",
+      *stated, without, with_tie));
+}
+
 ModelConfig model_of(const RunFacts& rf, std::vector<std::string>& assumptions) {
   ModelConfig m = base_model(rf, assumptions);
   switch (rf.architecture) {
@@ -190,6 +218,7 @@ ModelConfig model_of(const RunFacts& rf, std::vector<std::string>& assumptions) 
       m.tied_embeddings = true;
       m.d_ff = ffn_or_default(rf, m, assumptions);
       m.num_kv_heads = kv_or_default(rf, m, assumptions);
+      untie_where_the_stated_count_says(rf, m, assumptions);
       break;
     case ModelArchitecture::kLlama:
       m.d_ff = stated(rf.run.model.ffn, "the MLP size");

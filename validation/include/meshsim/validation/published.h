@@ -53,6 +53,7 @@ struct PublishedRun {
     bool moe = false;  // the record describes a mixture of experts
     std::optional<int64_t> layers, hidden, heads, kv_heads, ffn, vocab, seq_len;
     std::optional<int64_t> experts, top_k, expert_ffn;  // MoE: routed experts, top-k, their width
+    std::optional<double> params_b;  // the parameter count the source states, in billions
   } model;
   struct Parallelism {
     std::optional<int64_t> tp, pp, dp, cp, ep, zero_stage, vpp;
