@@ -92,6 +92,10 @@ bool fp8_training(const ModelConfig&, const ParallelPlan& p) {
 bool schedule_not_gpipe(const ModelConfig&, const ParallelPlan& p) {
   return p.pp > 1 && (p.schedule != PS::kGpipe || p.vpp > 1);
 }
+// The weight gather of ZeRO-1 overlapped with compute.
+bool param_gather_overlap_under_zero1(const ModelConfig&, const ParallelPlan& p) {
+  return p.overlap.param_gather && p.zero == ZeroStage::kOptimizerStates;
+}
 // Gradient reduction overlapped with the backward of a pipelined model.
 bool grad_reduce_overlap_with_pipeline(const ModelConfig&, const ParallelPlan& p) {
   return p.overlap.grad_reduce && p.pp > 1;
@@ -360,9 +364,7 @@ constexpr auto kMegatron2023 = concat(
                          "train_step gathers the updated weights after the optimizer step "
                          "(optimizer.gather_model_params, megatron/training.py @ b90fb2685f); "
                          "--overlap-param-gather came with f048bf8c08 (2023-11-17)",
-                         [](const ModelConfig&, const ParallelPlan& p) {
-                           return p.overlap.param_gather && p.zero == ZeroStage::kOptimizerStates;
-                         }}},
+                         param_gather_overlap_under_zero1}},
     kLegacyMegatronShared,
     std::array{
         StackRule{F::kAttention, "attention other than materialised scores or FlashAttention",
@@ -519,9 +521,7 @@ constexpr std::array kMegatronDeepSpeed2022 = {
               "the optimizer all-gathers the updated 16-bit weights inside OptimizerStep "
               "(BF16_Optimizer.step: update_lp_params, all_gather_dp_groups; ZeRO-1's step: "
               "all_gather_dp_groups, @ v0.6.5)",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.overlap.param_gather && p.zero == ZeroStage::kOptimizerStates;
-              }},
+              param_gather_overlap_under_zero1},
 };
 
 // PyTorch FSDP (FSDP1) through Composer / llm-foundry (fsdp, llm-foundry-2023).
