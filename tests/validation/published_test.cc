@@ -188,6 +188,19 @@ TEST(PublishedMap, GptHeadUntiedWhereTheStatedCountIsTheUntiedOne) {
   EXPECT_TRUE(mapped(r, topology::Catalogue::builtin()).model.tied_embeddings);
 }
 
+// torchtitan's asyncTP column is its micro-pipelined TP (enable_async_tensor_parallel): each
+// all-gather before a column-parallel GEMM and reduce-scatter after a row-parallel one overlaps
+// the GEMM's pieces, as the TP overlap models it; its other runs keep TP's plain collectives.
+TEST(PublishedMap, TorchtitanAsyncTpIsTpCommunicationOverlap) {
+  const PublishedScenario async_tp = mapped("torchtitan-asynctp-llama3-70B-256xH100-bf16-asyncTP");
+  EXPECT_EQ(async_tp.plan.tp, 8);
+  EXPECT_TRUE(async_tp.plan.overlap.tensor_parallel);
+  EXPECT_THAT(async_tp.assumptions, Contains(HasSubstr("enable_async_tensor_parallel")));
+  PublishedRun vanilla = run(dev_set(), "torchtitan-asynctp-llama3-70B-256xH100-bf16-asyncTP");
+  vanilla.location = "table 'Llama3 70b on 256 H100s', row 'bf16', column 'vanilla TP'";
+  EXPECT_FALSE(mapped(vanilla, topology::Catalogue::builtin()).plan.overlap.tensor_parallel);
+}
+
 TEST(PublishedMap, MultiSliceRunsShardInsideASlice) {
   const PublishedScenario s = mapped("maxtext-v5e-16B-2xv5e-256");
   EXPECT_EQ(s.cluster.slices, 2);
