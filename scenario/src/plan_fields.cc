@@ -168,7 +168,8 @@ std::vector<PlanFieldSpec> make_table() {
       choice<&P::recompute>(F::kRecompute,
                             "Activation recompute: none, selective (Megatron), full, dots (JAX "
                             "checkpoint_dots; alias minimal), qkv_out_proj (Q, K, V and output "
-                            "projections kept; aliases save_qkv_out_proj, save_dot_except_mlp)",
+                            "projections kept; aliases save_qkv_out_proj, save_dot_except_mlp), "
+                            "qkv_proj (Q, K and V kept; alias save_qkv_proj)",
                             nullptr, "recompute"),
       scalar<&P::recompute_num_layers>(
           F::kRecomputeNumLayers, B::kPositive, "layers per model chunk",

@@ -231,8 +231,11 @@ void draw_memory_and_precision(Draw& d, const Degrees& g, nlohmann::json& j) {
     }
   }
   const std::string recompute =
-      jax ? d.pick<std::string>({{"none", 3}, {"full", 2}, {"dots", 1}, {"qkv_out_proj", 1}})
-          : d.pick<std::string>({{"none", 5}, {"selective", 2}, {"full", 2}});
+      stack == "maxtext"
+          ? d.pick<std::string>(
+                {{"none", 3}, {"full", 2}, {"dots", 1}, {"qkv_out_proj", 1}, {"qkv_proj", 1}})
+      : jax ? d.pick<std::string>({{"none", 3}, {"full", 2}, {"dots", 1}, {"qkv_out_proj", 1}})
+            : d.pick<std::string>({{"none", 5}, {"selective", 2}, {"full", 2}});
   j["recompute"] = recompute;
   if (recompute == "full" && d.coin(0.3)) {
     j["recompute_num_layers"] = 1;

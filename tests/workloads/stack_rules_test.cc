@@ -159,8 +159,10 @@ TEST(StackRules, MegatronOffloadTpOverlapRecomputeAndAttention) {
   EXPECT_EQ(refused_on(p), PlanField::kOverlapTp);  // "only when sequence parallelism"
   p.sp = true;
   EXPECT_EQ(refused_on(p), std::nullopt);
-  p.recompute = Recompute::kDots;
-  EXPECT_EQ(refused_on(p), PlanField::kRecompute);
+  for (const Recompute jax : {Recompute::kDots, Recompute::kQkvOutProj, Recompute::kQkvProj}) {
+    p.recompute = jax;
+    EXPECT_EQ(refused_on(p), PlanField::kRecompute) << to_string(jax);
+  }
   p.recompute = Recompute::kSelective;
   EXPECT_EQ(refused_on(p), std::nullopt);
   p.attention = AttentionKernel::kSplash;
@@ -466,6 +468,8 @@ TEST(StackRules, PaxmlShardsAsFsdpAndRematsTheWholeStack) {
   EXPECT_EQ(refused_on(p), PlanField::kRecompute);
   p.recompute = Recompute::kQkvOutProj;
   EXPECT_EQ(refused_on(p), std::nullopt);
+  p.recompute = Recompute::kQkvProj;  // MaxText's save_qkv_proj: Praxis has no such policy
+  EXPECT_EQ(refused_on(p), PlanField::kRecompute);
   p.recompute = Recompute::kFull;
   p.recompute_num_layers = 4;
   EXPECT_EQ(refused_on(p), PlanField::kRecomputeNumLayers);
@@ -565,6 +569,8 @@ TEST(StackRules, MaxTextShardingAndPipeline) {
   p.recompute = Recompute::kSelective;
   EXPECT_EQ(refused_on(p), PlanField::kRecompute);
   p.recompute = Recompute::kDots;
+  EXPECT_EQ(refused_on(p), std::nullopt);
+  p.recompute = Recompute::kQkvProj;  // remat_policy save_qkv_proj
   EXPECT_EQ(refused_on(p), std::nullopt);
 }
 

@@ -9,6 +9,7 @@
 
 #include "meshsim/workloads/accounting.h"
 #include "meshsim/workloads/partition.h"
+#include "meshsim/workloads/stack_profile.h"
 #include "meshsim/workloads/step.h"
 #include "temp_file.h"
 
@@ -263,6 +264,87 @@ TEST(Variants, QkvOutProjPolicyKeepsTheProjectionsAndReRunsTheMlpUpProjection) {
   EXPECT_EQ(std::get<ComputeWork>(redo.at("mlp_up")->work).flops,
             std::get<ComputeWork>(fwd.at("mlp_up")->work).flops);
   // Not modelled for MoE layers (their router, dispatch and experts would re-run).
+  EXPECT_THROW(validate_plan(load_model("mixtral-8x7b"), p), PlanError);
+}
+
+// JAX's full remat re-runs only what the backward reads (ParallelPlan::
+// recompute_skips_unread_outputs, the XLA stacks'): not the MLP's down projection, nor its TP
+// reduction, nor the residual sum that ends the layer; in a parallel block not the attention's
+// output projection either. torch's checkpoint (the other stacks) re-runs the whole forward.
+TEST(Variants, JaxFullRematSkipsWhatTheBackwardDoesNotRead) {
+  ModelConfig m = load_model("llama3-8b");
+  ParallelPlan p;
+  p.tp = 2;
+  p.sp = true;
+  p.gbs = 1;
+  p.seq = 2048;
+  p.recompute = Recompute::kFull;
+  const auto rerun = [&](const ModelConfig& model, const ParallelPlan& plan) {
+    return layer_ops(plan_step(model, plan).programs[0], "recompute.L0.");
+  };
+  const auto torch = rerun(m, p);
+  for (const char* op : {"qkv", "attention", "attn_out", "mlp_up", "swiglu", "mlp_down",
+                         "mlp.tp_reducescatter", "residual_mlp"}) {
+    EXPECT_TRUE(torch.contains(op)) << op;
+  }
+  p.recompute_skips_unread_outputs = true;
+  const auto jax = rerun(m, p);
+  for (const char* op : {"qkv", "attention", "attn_out", "residual_attn", "mlp_up", "swiglu"}) {
+    EXPECT_TRUE(jax.contains(op)) << op;
+  }
+  for (const char* op : {"mlp_down", "mlp.tp_reducescatter", "residual_mlp"}) {
+    EXPECT_FALSE(jax.contains(op)) << op;
+  }
+  // A parallel block's two projections both feed only the layer's output.
+  m.parallel_blocks = true;
+  m.norms_per_layer = 1;
+  const auto parallel = rerun(m, p);
+  for (const char* op : {"attn_out", "mlp_down", "residual"}) {
+    EXPECT_FALSE(parallel.contains(op)) << op;
+  }
+  EXPECT_TRUE(parallel.contains("mlp_up"));
+  EXPECT_TRUE(parallel.contains("attention"));
+  // MaxText's and PaxML's profiles set it; Megatron's does not.
+  EXPECT_TRUE(stack_profile(Stack::kMaxText, DeviceFamily::kTpu).recompute_skips_unread_outputs);
+  EXPECT_TRUE(stack_profile(Stack::kPaxml, DeviceFamily::kHopper).recompute_skips_unread_outputs);
+  EXPECT_FALSE(
+      stack_profile(Stack::kMegatron, DeviceFamily::kHopper).recompute_skips_unread_outputs);
+}
+
+// MaxText's "save_qkv_proj" (save_only_these_names over the Q, K and V projections): as
+// qkv_out_proj, but the output projection's result is not kept, so the backward re-runs that GEMM
+// (its reduce-scatter under SP) and the residual sum before the MLP norm.
+TEST(Variants, QkvProjPolicyAlsoReRunsTheOutputProjection) {
+  const ModelConfig m = load_model("llama3-8b");
+  ParallelPlan p;
+  p.tp = 2;
+  p.sp = true;
+  p.gbs = 1;
+  p.seq = 2048;
+  p.recompute = Recompute::kQkvProj;
+  validate_plan(m, p);
+  EXPECT_EQ(to_string(Recompute::kQkvProj), "qkv_proj");
+  EXPECT_EQ(parse_enum<Recompute>("save_qkv_proj"), Recompute::kQkvProj);
+  // One 1024 x 4096 bf16 tensor per rank less than qkv_out_proj keeps: the output projection's.
+  const Bytes kept = layer_activations(m, p, Recompute::kQkvProj).total();
+  EXPECT_EQ(layer_activations(m, p, Recompute::kQkvOutProj).total() - kept,
+            Bytes::of(2 * 1024 * 4096));
+  EXPECT_GT(kept, layer_activations(m, p, Recompute::kFull).total());
+  const StepPlan step = plan_step(m, p);
+  const auto redo = layer_ops(step.programs[0], "recompute.L0.");
+  for (const char* op : {"attention", "attn_out", "attn_out.tp_reducescatter", "residual_attn",
+                         "mlp_norm", "mlp_up", "swiglu"}) {
+    EXPECT_TRUE(redo.contains(op)) << op;
+  }
+  EXPECT_FALSE(redo.contains("qkv"));
+  EXPECT_FALSE(redo.contains("mlp_down"));
+  const auto fwd = layer_ops(step.programs[0], "fwd.L0.");
+  ASSERT_TRUE(fwd.contains("attn_out"));
+  EXPECT_EQ(std::get<ComputeWork>(redo.at("attn_out")->work).flops,
+            std::get<ComputeWork>(fwd.at("attn_out")->work).flops);
+  p.recompute = Recompute::kQkvOutProj;
+  EXPECT_LT(plan_step(m, p).programs[0].size(), step.programs[0].size());
+  p.recompute = Recompute::kQkvProj;
   EXPECT_THROW(validate_plan(load_model("mixtral-8x7b"), p), PlanError);
 }
 

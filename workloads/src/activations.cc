@@ -198,10 +198,11 @@ LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p, 
     a.mlp_down_input = Bytes::zero();
     a.checkpoint = bytes_of({2, d.e, d.sb_rep, d.h});
   }
-  if (recompute == Recompute::kQkvOutProj) {
+  if (recompute == Recompute::kQkvOutProj || recompute == Recompute::kQkvProj) {
     // save_only_these_names over the attention's projections (parallel.h): Q, K and V stay, and
-    // the output projection's result with the layer input (the checkpointed layer's argument) as
-    // the checkpoint, 2h; every other residual of the backward is re-made from them.
+    // with qkv_out_proj the output projection's result, beside the layer input (the
+    // checkpointed layer's argument) as the checkpoint, 2h (qkv_proj: h); every other residual
+    // of the backward is re-made from them.
     const Bytes q = a.q;
     const Bytes k = a.k;
     const Bytes v = a.v;
@@ -209,7 +210,7 @@ LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p, 
     a.q = q;
     a.k = k;
     a.v = v;
-    a.checkpoint = bytes_of({2, d.e, d.sb_rep, d.h});
+    a.checkpoint = bytes_of({recompute == Recompute::kQkvOutProj ? 2 : 1, d.e, d.sb_rep, d.h});
   }
   return a;
 }

@@ -318,11 +318,13 @@ void check_recompute(const ModelConfig& m, const ParallelPlan& p) {
         "the dots policy saves matmul outputs, which with naive attention include "
         "the s x s scores; expected a fused attention kernel");
   }
-  if (p.recompute == Recompute::kQkvOutProj && (m.moe || m.mla)) {
+  if ((p.recompute == Recompute::kQkvOutProj || p.recompute == Recompute::kQkvProj) &&
+      (m.moe || m.mla)) {
     bad(F::kRecompute,
-        fmt::format("qkv_out_proj keeps the Q, K, V and output projections and re-runs the rest "
-                    "of the layer; its re-run of {} is not modelled; expected recompute none, "
-                    "selective, full or dots",
+        fmt::format("{} keeps the Q, K and V projections and re-runs the rest of the layer; its "
+                    "re-run of {} is not modelled; expected recompute none, selective, full or "
+                    "dots",
+                    to_string(p.recompute),
                     m.moe ? "a mixture of experts (the router, dispatch and experts)"
                           : "multi-head latent attention's up-projections"));
   }

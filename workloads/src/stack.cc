@@ -377,6 +377,7 @@ StackProfile maxtext(DeviceFamily family) {
   p.fp8 = Fp8Scaling::kDelayed;
   p.step.grad_norm = true;
   p.host.issue = HostIssue::kXla;  // one executable per step: no per-kernel host time
+  p.recompute_skips_unread_outputs = true;  // nn.remat is jax.checkpoint (parallel.h)
   return p;
 }
 
@@ -474,6 +475,7 @@ void apply_stack(ParallelPlan& plan, const StackProfile& profile, const StackOve
   plan.attention_unpads = profile.attention_unpads;
   plan.selective_by_op = profile.selective_by_op;
   plan.fused_attention_checkpointed = profile.fused_attention_checkpointed;
+  plan.recompute_skips_unread_outputs = profile.recompute_skips_unread_outputs;
   plan.host = profile.host;
   plan.pipeline_scatter_gather = profile.pipeline_scatter_gather;
   plan.wgrad_accumulation_fused = profile.wgrad_accumulation_fused;

@@ -44,7 +44,8 @@ bool zero_2_or_3(const ParallelPlan& p) {
   return p.zero == ZeroStage::kGradients || p.zero == ZeroStage::kParameters;
 }
 bool jax_remat(const ParallelPlan& p) {
-  return p.recompute == Recompute::kDots || p.recompute == Recompute::kQkvOutProj;
+  return p.recompute == Recompute::kDots || p.recompute == Recompute::kQkvOutProj ||
+         p.recompute == Recompute::kQkvProj;
 }
 bool microbatches_not_multiple_of_pp(const ParallelPlan& p) {
   return p.pp > 1 && p.microbatches() % p.pp != 0;
@@ -161,7 +162,7 @@ constexpr std::array kMegatron = {
               [](const ModelConfig&, const ParallelPlan& p) {
                 return p.overlap.tensor_parallel && !p.sp;
               }},
-    StackRule{F::kRecompute, "JAX rematerialisation policies (dots, qkv_out_proj)",
+    StackRule{F::kRecompute, "JAX rematerialisation policies (dots, qkv_out_proj, qkv_proj)",
               "Megatron's --recompute-granularity is full or selective (with "
               "--recompute-modules) (megatron/training/arguments.py @ d98e8a64)",
               [](const ModelConfig&, const ParallelPlan& p) { return jax_remat(p); }},
@@ -276,7 +277,7 @@ constexpr std::array kLegacyMegatronShared = {
               "(megatron/schedules.py @ cfd2e21607; megatron/core/pipeline_parallel/"
               "schedules.py @ b90fb2685f)",
               interleaved_microbatches_not_multiple_of_pp},
-    StackRule{F::kRecompute, "JAX rematerialisation policies (dots, qkv_out_proj)",
+    StackRule{F::kRecompute, "JAX rematerialisation policies (dots, qkv_out_proj, qkv_proj)",
               "--checkpoint-granularity (@ cfd2e21607), later --recompute-granularity (@ "
               "b90fb2685f), takes full or selective (megatron/arguments.py)",
               [](const ModelConfig&, const ParallelPlan& p) { return jax_remat(p); }},
@@ -585,9 +586,7 @@ constexpr std::array kFsdpCompile = {
               "until the last backward (torch/distributed/pipelining/stage.py "
               "backward_maybe_with_nosync @ 01386103): parameters gathered and gradients "
               "reduced once per step, optimizer state sharded: zero 1",
-              [](const ModelConfig&, const ParallelPlan& p) {
-                return p.pp > 1 && zero_2_or_3(p);
-              }},
+              [](const ModelConfig&, const ParallelPlan& p) { return p.pp > 1 && zero_2_or_3(p); }},
     StackRule{F::kEp, "expert parallelism",
               "ParallelDims @ 9dec370 has dp_replicate, dp_shard, cp, tp and pp "
               "(torchtitan/parallelisms/parallel_dims.py)",
@@ -607,7 +606,7 @@ constexpr std::array kFsdpCompile = {
               [](const ModelConfig&, const ParallelPlan& p) {
                 return p.pp > 1 && p.schedule == PS::kZeroBubble;
               }},
-    StackRule{F::kRecompute, "JAX rematerialisation policies (dots, qkv_out_proj)",
+    StackRule{F::kRecompute, "JAX rematerialisation policies (dots, qkv_out_proj, qkv_proj)",
               "torchtitan's activation checkpointing modes are none, full and selective "
               "(_apply_ac_to_transformer_block, parallelize_llama.py @ 9dec370)",
               [](const ModelConfig&, const ParallelPlan& p) { return jax_remat(p); }},
@@ -679,6 +678,13 @@ constexpr std::array kPaxml = {
               "save_dot_only, save_qkv_out_proj, ...; AutodiffCheckpointType, praxis/layers/"
               "checkpoint_policy.py @ a4742bc)",
               selective_recompute},
+    StackRule{F::kRecompute, "the Q, K and V projections kept without the output projection",
+              "AutodiffCheckpointType has no such policy: SAVE_QKV_OUT_PROJ and "
+              "SAVE_QKV_OUT_PROJ_SEPARATE keep the output projection too (praxis/layers/"
+              "checkpoint_policy.py @ a4742bc)",
+              [](const ModelConfig&, const ParallelPlan& p) {
+                return p.recompute == Recompute::kQkvProj;
+              }},
     StackRule{F::kRecomputeNumLayers, "recompute of only some layers",
               "Repeat applies one checkpoint_policy to the scanned body of every layer "
               "(nn.remat inside nn.scan, praxis/layers/repeats.py @ a4742bc)",

@@ -26,6 +26,34 @@ std::vector<LayerItem> without_weight_gradients(std::vector<LayerItem> items) {
   return items;
 }
 
+// A fully recomputed layer's forward under ParallelPlan::recompute_skips_unread_outputs: without
+// the kernels and collectives whose outputs no backward op reads. Those are the dense MLP's down
+// projection (its TP reduction with it) and the residual sum that ends the layer; in a parallel
+// block, the attention's output projection and the block's one TP reduction too. A MoE layer, or
+// a layer whose post-MLP norm reads the down projection's output, re-runs whole.
+std::vector<LayerItem> without_unread_outputs(std::vector<LayerItem> items,
+                                              const ModelConfig& model, int64_t layer) {
+  if (model.is_moe_layer(layer) || model.norms_per_layer == 4) {
+    return items;
+  }
+  const std::string down = is_gated(model.mlp) ? "mlp_down" : "fc2";
+  const auto unread = [&](const LayerItem& item) {
+    if (const auto* t = std::get_if<TpOverlapGemm>(&item)) {
+      return t->gemm.name == down;
+    }
+    if (const auto* k = std::get_if<KernelSpec>(&item)) {
+      return k->name == down || k->name == "residual_mlp" ||
+             (model.parallel_blocks && (k->name == "attn_out" || k->name == "residual"));
+    }
+    if (const auto* c = std::get_if<CommSpec>(&item)) {
+      return model.parallel_blocks && c->name.starts_with("layer.tp_");
+    }
+    return false;
+  };
+  std::erase_if(items, unread);
+  return items;
+}
+
 // A zero-bubble W pass: only the weight-gradient kernels.
 std::vector<LayerItem> only_weight_gradients(std::vector<LayerItem> items) {
   std::erase_if(items, [](const LayerItem& i) { return !weight_gradient(i); });
@@ -246,8 +274,11 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
       }
     }
     if (full_recompute) {
-      emit(scope.recomputing(layer),
-           layer_forward(layer_ctx(layer)), alloc(MemoryCategory::kActivations, materialised), {});
+      std::vector<LayerItem> rerun = layer_forward(layer_ctx(layer));
+      if (p_.recompute_skips_unread_outputs) {
+        rerun = without_unread_outputs(std::move(rerun), ctx_.model, layer);
+      }
+      emit(scope.recomputing(layer), rerun, alloc(MemoryCategory::kActivations, materialised), {});
       if (zero3 && p_.zero3_regather_for_recompute) {
         // Released after the recomputed forward, the layer is gathered again for its backward
         // (in the same buffer: no memory effect).
@@ -267,7 +298,8 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
     if (freed > Bytes::zero()) {
       last_release = release(MemoryCategory::kActivations, freed);
     }
-    if (p_.recompute == Recompute::kDots || p_.recompute == Recompute::kQkvOutProj) {
+    if (p_.recompute == Recompute::kDots || p_.recompute == Recompute::kQkvOutProj ||
+        p_.recompute == Recompute::kQkvProj) {
       emit(scope.recomputing(layer),
            recompute_jax_policy(layer_ctx(layer)), {}, {});
     } else if (p_.recompute == Recompute::kSelective && p_.selective_by_op) {

@@ -81,8 +81,11 @@ std::optional<AttentionImpl> fused_attention(AttentionKernel k);
 // SAVE_QKV_OUT_PROJ, praxis/layers/checkpoint_policy.py, and MaxText's remat_policy
 // "save_dot_except_mlp", layers/decoders.py: the Q, K, V and output projections' results are
 // saved with the layer input; the norms, the attention core and the MLP up to its down
-// projection re-run in the backward).
-enum class Recompute { kNone, kSelective, kFull, kDots, kQkvOutProj };
+// projection re-run in the backward); qkv_proj (MaxText's remat_policy "save_qkv_proj",
+// MaxText/layers/models.py get_remat_policy: save_only_these_names over query_proj, key_proj,
+// value_proj and qkv_proj: Q, K and V are saved with the layer input; the output projection
+// re-runs as well).
+enum class Recompute { kNone, kSelective, kFull, kDots, kQkvOutProj, kQkvProj };
 constexpr auto enum_names(Recompute) {
   return std::to_array<EnumName<Recompute>>({{Recompute::kNone, "none"},
                                              {Recompute::kSelective, "selective"},
@@ -91,7 +94,9 @@ constexpr auto enum_names(Recompute) {
                                              {Recompute::kDots, "minimal"},
                                              {Recompute::kQkvOutProj, "qkv_out_proj"},
                                              {Recompute::kQkvOutProj, "save_qkv_out_proj"},
-                                             {Recompute::kQkvOutProj, "save_dot_except_mlp"}});
+                                             {Recompute::kQkvOutProj, "save_dot_except_mlp"},
+                                             {Recompute::kQkvProj, "qkv_proj"},
+                                             {Recompute::kQkvProj, "save_qkv_proj"}});
 }
 // Megatron-Core's recompute_modules under recompute_granularity "selective"
 // (megatron/core/transformer/transformer_config.py; its default is {core_attn}): each listed
@@ -250,6 +255,14 @@ struct ParallelPlan {
   // self.checkpoint_core_attention:`, megatron/model/transformer.py @ b90fb2685f). Materialised
   // scores are always re-made. The stack's profile sets it.
   bool fused_attention_checkpointed = true;
+  // A fully recomputed layer re-runs only what its backward reads: JAX's remat re-traces the
+  // layer and keeps, of the re-run, only what the linearised backward uses (remat_partial_eval
+  // DCEs the staged jaxpr to the unknown outputs, jax/_src/ad_checkpoint.py @ cec06d11), so the
+  // dense MLP's down projection (with its TP reduction) and the residual sum after it, whose
+  // outputs no backward op reads, do not re-run (in a parallel block, nor does the attention's
+  // output projection). false: the whole forward re-runs (torch.utils.checkpoint and Megatron's
+  // CheckpointFunction call the layer's forward again). The stack's profile sets it.
+  bool recompute_skips_unread_outputs = false;
   // Without SP, each TP rank sends 1/TP of the activation (or its gradient) to the next stage and
   // the receiver all-gathers the pieces over its TP group before using them (Megatron-LM's
   // --scatter-gather-tensors-in-pipeline, on by default until sequence parallelism; the stack's

@@ -46,6 +46,8 @@ struct StackProfile {
   bool selective_by_op = false;
   // ParallelPlan::fused_attention_checkpointed.
   bool fused_attention_checkpointed = true;
+  // ParallelPlan::recompute_skips_unread_outputs (JAX's remat: XLA stacks).
+  bool recompute_skips_unread_outputs = false;
   // What the host spends issuing the step, and where it waits (ParallelPlan::host).
   HostDispatch host;
   // Pipeline sends and receives hold the compute stream until they complete (OverlapOptions::
