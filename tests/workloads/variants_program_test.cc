@@ -224,18 +224,24 @@ TEST(Variants, RecomputeBlockMethodAndDotsPolicy) {
   EXPECT_FALSE(dots_bwd.contains("qkv"));  // weight matmuls are not re-run
 }
 
+// One sequence of 2048 tokens over TP 2 with SP, recomputed under `r`.
+ParallelPlan tp2_sp_plan(Recompute r) {
+  ParallelPlan p;
+  p.tp = 2;
+  p.sp = true;
+  p.gbs = 1;
+  p.seq = 2048;
+  p.recompute = r;
+  return p;
+}
+
 // JAX's save_only_these_names over the attention's projections (PaxML SAVE_QKV_OUT_PROJ, MaxText
 // "save_dot_except_mlp"): Q, K, V and the output projection's result are kept with the layer
 // input; the backward re-runs the norms, the attention core and the MLP's up projection and
 // activation, not the QKV, output or down projections.
 TEST(Variants, QkvOutProjPolicyKeepsTheProjectionsAndReRunsTheMlpUpProjection) {
   const ModelConfig m = load_model("llama3-8b");
-  ParallelPlan p;
-  p.tp = 2;
-  p.sp = true;
-  p.gbs = 1;
-  p.seq = 2048;
-  p.recompute = Recompute::kQkvOutProj;
+  ParallelPlan p = tp2_sp_plan(Recompute::kQkvOutProj);
   validate_plan(m, p);
   EXPECT_EQ(to_string(Recompute::kQkvOutProj), "qkv_out_proj");
   EXPECT_EQ(parse_enum<Recompute>("save_dot_except_mlp"), Recompute::kQkvOutProj);
@@ -273,12 +279,7 @@ TEST(Variants, QkvOutProjPolicyKeepsTheProjectionsAndReRunsTheMlpUpProjection) {
 // output projection either. torch's checkpoint (the other stacks) re-runs the whole forward.
 TEST(Variants, JaxFullRematSkipsWhatTheBackwardDoesNotRead) {
   ModelConfig m = load_model("llama3-8b");
-  ParallelPlan p;
-  p.tp = 2;
-  p.sp = true;
-  p.gbs = 1;
-  p.seq = 2048;
-  p.recompute = Recompute::kFull;
+  ParallelPlan p = tp2_sp_plan(Recompute::kFull);
   const auto rerun = [&](const ModelConfig& model, const ParallelPlan& plan) {
     return layer_ops(plan_step(model, plan).programs[0], "recompute.L0.");
   };
@@ -316,12 +317,7 @@ TEST(Variants, JaxFullRematSkipsWhatTheBackwardDoesNotRead) {
 // (its reduce-scatter under SP) and the residual sum before the MLP norm.
 TEST(Variants, QkvProjPolicyAlsoReRunsTheOutputProjection) {
   const ModelConfig m = load_model("llama3-8b");
-  ParallelPlan p;
-  p.tp = 2;
-  p.sp = true;
-  p.gbs = 1;
-  p.seq = 2048;
-  p.recompute = Recompute::kQkvProj;
+  ParallelPlan p = tp2_sp_plan(Recompute::kQkvProj);
   validate_plan(m, p);
   EXPECT_EQ(to_string(Recompute::kQkvProj), "qkv_proj");
   EXPECT_EQ(parse_enum<Recompute>("save_qkv_proj"), Recompute::kQkvProj);
