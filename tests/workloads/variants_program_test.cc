@@ -221,6 +221,7 @@ TEST(Variants, RecomputeBlockMethodAndDotsPolicy) {
   EXPECT_TRUE(dots_bwd.contains("swiglu"));
   EXPECT_TRUE(dots_bwd.contains("attention"));  // the fused kernel's forward is re-run
   EXPECT_TRUE(dots_bwd.contains("rope"));
+  EXPECT_TRUE(dots_bwd.contains("residual_attn"));  // the MLP norm's input is no matmul output
   EXPECT_FALSE(dots_bwd.contains("qkv"));  // weight matmuls are not re-run
 }
 

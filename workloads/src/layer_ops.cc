@@ -453,12 +453,15 @@ std::vector<LayerItem> recompute_jax_policy(const LayerContext& c) {
   qk_norm_items(it, false);
   attention_items(it, false);
   norm_items(it, "attn_norm", d.sp_tokens, false);
-  if (c.plan.recompute == Recompute::kQkvProj && !c.model.parallel_blocks) {
-    // The output projection's result is not kept: it re-runs (with its TP reduction) for the
-    // residual sum that the MLP norm's input is. A parallel block's MLP reads the attention
-    // norm's output instead, so nothing there needs it.
-    it.fp8_recast("attn_out.input", d.tokens * d.o);
-    it.row_gemm("attn_out", "attn_out", d.tokens, d.o, d.h);
+  if (!c.model.parallel_blocks) {
+    // The MLP norm's input, the residual sum after the attention, is no matmul output: it is
+    // re-made, from the output projection's result, which qkv_proj does not keep either, so
+    // that re-runs too (with its TP reduction). A parallel block's MLP reads the attention
+    // norm's output instead.
+    if (c.plan.recompute == Recompute::kQkvProj) {
+      it.fp8_recast("attn_out.input", d.tokens * d.o);
+      it.row_gemm("attn_out", "attn_out", d.tokens, d.o, d.h);
+    }
     residual_items(it, "residual_attn", 0);
   }
   if (!c.model.parallel_blocks || c.model.norms_per_layer == 2) {

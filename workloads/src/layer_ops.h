@@ -117,8 +117,9 @@ std::vector<LayerItem> layer_backward(const LayerContext& c);
 // RoPE, the fused attention kernel's forward, the norms and the MLP's activation function.
 // Recompute::kQkvOutProj: the same, and the dense MLP's up projection (with its TP gather under
 // SP) before its activation function; the QKV, output and down projections do not re-run.
-// Recompute::kQkvProj: the same, and the output projection (with its TP reduction) and the
-// residual sum after it, outside parallel blocks.
+// Outside parallel blocks each also re-makes the residual sum that the MLP norm reads.
+// Recompute::kQkvProj: as kQkvOutProj, and the output projection (with its TP reduction) before
+// that sum.
 std::vector<LayerItem> recompute_jax_policy(const LayerContext& c);
 // Megatron's selective recompute (ParallelPlan::recompute_modules): the forward of the attention
 // core (reruns_core_attention), MLA's up-projections, a dense MLP, or the experts' activation,
