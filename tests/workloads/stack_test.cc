@@ -519,6 +519,34 @@ std::vector<const Op*> ops_named(const Program& prog, const std::string& part) {
   return out;
 }
 
+// Under SP a column-parallel layer's input all-gather moves its FP8 cast where the stack gathers
+// that: Transformer Engine's LayerNormLinear (forward and its re-gather for the weight gradient)
+// and torchao's Float8ColwiseParallel (tensorwise); per-row scales and 16-bit runs gather
+// 16 bits, and row-parallel reductions stay 16-bit.
+TEST(Stacks, Fp8SequenceParallelGathersMoveTheFp8Cast) {
+  const ModelConfig m = load_model("llama3.2-1b");
+  const auto bytes_of_op = [&](ParallelPlan p, const std::string& name) {
+    p.tp = 2;
+    p.sp = true;
+    const StepPlan step = plan_step(m, p);
+    const std::vector<const Op*> ops = ops_named(step.programs.at(0), name);
+    EXPECT_FALSE(ops.empty()) << name;
+    return ops.empty() ? Bytes::zero() : std::get<CollectiveWork>(ops.front()->work).bytes;
+  };
+  const ParallelPlan bf16 = plan_with(Stack::kMegatron, DeviceFamily::kHopper);
+  const ParallelPlan te = plan_with(Stack::kMegatron, DeviceFamily::kHopper, Dtype::kFp8);
+  const Bytes wide = bytes_of_op(bf16, "fwd.L0.qkv.tp_allgather");
+  EXPECT_EQ(wide, Bytes::of(1024 * 2048 * 2));  // the whole sequence's 2048 widths in bf16
+  EXPECT_EQ(bytes_of_op(te, "fwd.L0.qkv.tp_allgather"), wide / 2);
+  EXPECT_EQ(bytes_of_op(te, "bwd.L0.qkv.tp_allgather_input"), wide / 2);
+  EXPECT_EQ(bytes_of_op(te, "fwd.L0.attn_out.tp_reducescatter"), wide);
+  ParallelPlan tensorwise = plan_with(Stack::kFsdpCompile, DeviceFamily::kHopper, Dtype::kFp8);
+  EXPECT_EQ(bytes_of_op(tensorwise, "fwd.L0.qkv.tp_allgather"), wide / 2);
+  ParallelPlan rowwise = tensorwise;
+  rowwise.fp8_scaling = Fp8Scaling::kRowwise;
+  EXPECT_EQ(bytes_of_op(rowwise, "fwd.L0.qkv.tp_allgather"), wide);
+}
+
 // Megatron-LM 2021's pipeline transfers (megatron/p2p_communication.py _communicate @ 6985e589:
 // "reqs = torch.distributed.batch_isend_irecv(ops)", "req.wait()", "torch.cuda.synchronize()")
 // hold the compute stream, and with TP and no SP each rank sends its 1/TP slice, which the

@@ -141,6 +141,14 @@ class Items {
     return c_.plan.kernels == Kernels::kFused && c_.plan.fp8_scaling == Fp8Scaling::kDelayed;
   }
   Bytes activation_bytes() const { return Bytes::of(d_.tokens * d_.h * c_.plan.activation_bytes); }
+  // A column-parallel layer's gathered input: its FP8 cast where the stack gathers that
+  // (ParallelPlan::fp8_gathers_quantized_inputs), otherwise the 16-bit activation.
+  Bytes gathered_input_bytes() const {
+    const bool quantized = c_.plan.matmul_dtype == Dtype::kFp8 &&
+                           c_.plan.fp8_gathers_quantized_inputs &&
+                           c_.plan.fp8_scaling != Fp8Scaling::kRowwise;
+    return quantized ? Bytes::of(d_.tokens * d_.h) : activation_bytes();
+  }
   bool tensor_parallel() const { return c_.plan.tp > 1; }
   const LayerContext& context() const { return c_; }
   const Dims& dims() const { return d_; }
@@ -150,7 +158,10 @@ class Items {
   void column_gemm(const std::string& where, const std::string& name, int64_t m, int64_t k,
                    int64_t n, int64_t batch = 1) {
     if (tensor_parallel() && c_.plan.sp) {
-      overlapped(gemm_spec(name, m, k, n, batch), sp_gather(where + ".tp_allgather"), true);
+      overlapped(gemm_spec(name, m, k, n, batch),
+                 CommSpec{where + ".tp_allgather", CommKind::kTensor, CollectiveKind::kAllGather,
+                          gathered_input_bytes()},
+                 true);
     } else {
       gemm(name, m, k, n, batch);
     }
@@ -201,8 +212,10 @@ class Items {
       return;
     }
     if (c_.plan.sp) {
+      // The saved shard again: the FP8 cast where the layer both saves and gathers that
+      // (Transformer Engine), else 16 bits.
       comm(name + ".tp_allgather_input", CommKind::kTensor, CollectiveKind::kAllGather,
-           activation_bytes(), true);
+           c_.plan.fp8_saves_quantized_inputs ? gathered_input_bytes() : activation_bytes(), true);
     }
     gemm(name + ".dgrad", m, n, k, batch);
     wgrad_and_reduce(tp_sum(name), name, m, k, n, batch);

@@ -115,6 +115,7 @@ StackProfile megatron(DeviceFamily family) {
   p.fp8 = Fp8Scaling::kDelayed;
   p.step.grad_norm = true;
   p.fp8_saves_quantized_inputs = true;
+  p.fp8_gathers_quantized_inputs = true;
   p.fp8_fprop_fast_accumulation = true;
   p.host = megatron_host();
   return p;
@@ -354,6 +355,7 @@ StackProfile fsdp_compile() {
   p.fp8 = Fp8Scaling::kCurrent;
   p.step.grad_norm = true;
   p.fp8_fprop_fast_accumulation = true;  // torchao float8's output GEMM
+  p.fp8_gathers_quantized_inputs = true;  // Float8ColwiseParallel (tensorwise; stack_profile.h)
   // train_configs/llama3_{8b,70b,405b}.toml @ 9dec370: [activation_checkpoint] mode 'selective',
   // selective_ac_option 'op' (_apply_ac_to_transformer_block, parallelisms/parallelize_llama.py).
   p.selective_by_op = true;
@@ -470,6 +472,7 @@ void apply_stack(ParallelPlan& plan, const StackProfile& profile, const StackOve
   plan.step_work = profile.step;
   plan.backward_prefetch = profile.backward_prefetch;
   plan.fp8_saves_quantized_inputs = profile.fp8_saves_quantized_inputs;
+  plan.fp8_gathers_quantized_inputs = profile.fp8_gathers_quantized_inputs;
   plan.fp8_fprop_fast_accumulation = profile.fp8_fprop_fast_accumulation;
   plan.tp_backward_async = profile.tp_backward_async;
   plan.attention_unpads = profile.attention_unpads;

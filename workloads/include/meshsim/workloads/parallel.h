@@ -285,6 +285,10 @@ struct ParallelPlan {
   // FP8 runs: the linear layers save their inputs as FP8 casts (Transformer Engine; the stack's
   // profile sets it, stack_profile.h).
   bool fp8_saves_quantized_inputs = false;
+  // FP8 runs with SP: a column-parallel layer all-gathers its sequence-sharded input as the FP8
+  // cast (1 byte per element), forward and for the weight gradient (the stack's profile sets it,
+  // stack_profile.h); per-row scales (Fp8Scaling::kRowwise) gather in 16 bits.
+  bool fp8_gathers_quantized_inputs = false;
   // FP8 runs: the linear layers' forward GEMMs (and their recompute) use the library's fast
   // accumulation, the backward ones do not (ComputeWork::fast_accumulation; stack_profile.h).
   bool fp8_fprop_fast_accumulation = false;

@@ -28,6 +28,15 @@ struct StackProfile {
   // (transformer_engine/pytorch/module/linear.py, saved_inputmat = the quantized inputmat, @
   // d0067d0d). torchao's float8 and XLA's are not assumed to.
   bool fp8_saves_quantized_inputs = false;
+  // FP8 with SP: a column-parallel layer's input all-gathered as its FP8 cast. Transformer
+  // Engine's LayerNormLinear quantizes the norm's output and gathers the FP8 data, forward and
+  // again for the weight gradient (transformer_engine/pytorch/module/layernorm_linear.py @ v1.13:
+  // ln_out in uint8 before gather_along_first_dim; @ v2.2: gather_along_first_dim(ln_out, ...,
+  // quantizer=input_quantizer), an FP8 all-gather for delayed and current scaling). torchtitan's
+  // tensorwise float8 with TP uses torchao's Float8ColwiseParallel, which casts before the
+  // all-gather (apply_tp, torchtitan/models/llama3/parallelize_llama.py @ 820504e:
+  // enable_float8_tensorwise_tp); its rowwise recipe keeps the plain ColwiseParallel (16 bits).
+  bool fp8_gathers_quantized_inputs = false;
   // FP8: the forward GEMMs with fast accumulation, dgrad and wgrad without. Transformer Engine:
   // fprop without the split accumulator, dgrad and wgrad with it (transformer_engine/pytorch/
   // module/base.py _2X_ACC_FPROP = False, _2X_ACC_DGRAD = _2X_ACC_WGRAD = True, the defaults of
