@@ -72,9 +72,10 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
                 "Hold activation offloading at this many layers per model chunk (Megatron-Core's "
                 "cpu_offloading_num_layers; recompute none; chips with a host link)")
       ->check(CLI::PositiveNumber);
-  c->add_option("--recompute", a.recompute,
-                "Hold recompute: none, selective, full, dots, qkv_out_proj (as meshsim run's "
-                "--recompute)")
+  c->add_option(
+       "--recompute", a.recompute,
+       "Hold recompute: none, selective, full, dots, qkv_out_proj, qkv_proj (as meshsim run's "
+       "--recompute)")
       ->check(CLI::IsMember(enum_spellings<workloads::Recompute>()));
   c->add_option("--schedule", a.schedule, "Hold the schedule: gpipe, 1f1b, interleaved, zb, zbv")
       ->check(CLI::IsMember(enum_spellings<workloads::PipelineSchedule>()));

@@ -140,9 +140,15 @@ void enumerate_inner(const workloads::ModelConfig& model, int64_t domain, Parall
   // kernel (FlashAttention-2/3, cuDNN, splash, Triton) never saves: with one, selective frees at
   // most the kernel's statistics (and re-runs it, ParallelPlan::fused_attention_checkpointed), a
   // plan none dominates.
-  // Offloaded activations are not recomputed (Megatron-Core refuses the two together).
+  // Offloaded activations are not recomputed (Megatron-Core refuses the two together). The XLA
+  // stacks offer JAX's policies, each between none and full in memory and time: MaxText's
+  // remat_policy minimal (dots), save_qkv_proj and save_dot_except_mlp (qkv_out_proj), Praxis's
+  // SAVE_DOT_ONLY and SAVE_QKV_OUT_PROJ (stack_rules.cc says which stack runs which).
+  const bool xla = p.stack == workloads::Stack::kMaxText || p.stack == workloads::Stack::kPaxml;
   const std::vector<Recompute> recomputes =
       p.offload_layers > 0 ? std::vector<Recompute>{Recompute::kNone}
+      : xla ? std::vector<Recompute>{Recompute::kNone, Recompute::kDots, Recompute::kQkvOutProj,
+                                     Recompute::kQkvProj, Recompute::kFull}
       : workloads::fused_attention(p.attention).has_value()
           ? std::vector<Recompute>{Recompute::kNone, Recompute::kFull}
           : std::vector<Recompute>{Recompute::kNone, Recompute::kSelective, Recompute::kFull};
@@ -202,6 +208,13 @@ void enumerate_all(const LoadedScenario& l, const ParallelPlan& base, const Sear
   const int64_t max_tp = o.max_tp > 0 ? o.max_tp : l.cluster.scale_up_domain_size();
   const Fixed& f = o.fixed;
   ParallelPlan p = prepared(base, f);
+  {
+    // The stack the cluster runs when none is given (MaxText on TPUs): its rules decide what
+    // is enumerated below.
+    ParallelPlan bound = p;
+    bind_to_cluster(bound, l.cluster);
+    p.stack = bound.stack;
+  }
   const int64_t domain = l.cluster.scale_up_domain_size();
   // TP with SP where the stack runs it, else whole-activation TP (Megatron-LM 2021, DeepSpeed).
   const bool sp_with_tp = workloads::runs_sequence_parallelism(p.stack);

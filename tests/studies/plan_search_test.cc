@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "meshsim/collectives/comm_model.h"
@@ -159,6 +160,27 @@ TEST(PlanSearch, TensorParallelPlansTakeSequenceParallelismWhereTheStackRunsIt) 
     }
     EXPECT_GT(tensor_parallel, 0) << to_string(stack);
   }
+}
+
+// On a TPU slice the default stack is MaxText's, and the search offers JAX's remat policies
+// (dots, save_dot_except_mlp, save_qkv_proj) beside none and full; Megatron's plans keep none,
+// selective (with materialised scores) and full.
+TEST(PlanSearch, XlaStacksSearchJaxRematPolicies) {
+  const auto policies = [](const Scenario& s) {
+    std::set<workloads::Recompute> seen;
+    for (const ParallelPlan& p : enumerate_plans(load_inputs(s), s.plan, small_options(5))) {
+      seen.insert(p.recompute);
+    }
+    return seen;
+  };
+  Scenario tpu = small_problem();
+  tpu.cluster = "tpu-v5e";
+  tpu.nodes.reset();
+  tpu.shape = "2x2";
+  using R = workloads::Recompute;
+  EXPECT_EQ(policies(tpu),
+            (std::set<R>{R::kNone, R::kFull, R::kDots, R::kQkvOutProj, R::kQkvProj}));
+  EXPECT_EQ(policies(small_problem()), (std::set<R>{R::kNone, R::kFull}));  // cuDNN attention
 }
 
 TEST(PlanSearch, TriesFp8ParameterGathersExactlyWhereAPlanCanTakeThem) {
