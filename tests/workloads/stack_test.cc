@@ -5,15 +5,16 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "csv_rows.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/workloads/model.h"
 #include "meshsim/workloads/stack_profile.h"
 #include "meshsim/workloads/step.h"
-#include "csv_rows.h"
 
 namespace meshsim::workloads {
 namespace {
@@ -627,6 +628,13 @@ TEST(Stacks, LegacyMegatronReducesGradientsAfterTheBackwardByDefault) {
   EXPECT_TRUE(bound(Stack::kDeepSpeedZero3_2021).grad_reduce);
   EXPECT_TRUE(bound(Stack::kMegatron).grad_reduce);
   EXPECT_TRUE(bound(Stack::kMegatron).param_gather);
+  // Their buckets: the local DDP's one all-reduce of every gradient, PyTorch DDP's 25 MiB.
+  ParallelPlan legacy;
+  legacy.stack = Stack::kMegatron2022;
+  legacy.overlap.grad_reduce = false;
+  EXPECT_EQ(grad_bucket_bytes(legacy), Bytes::of(std::numeric_limits<int64_t>::max()));
+  legacy.overlap.grad_reduce = true;
+  EXPECT_EQ(grad_bucket_bytes(legacy), MiB(25));
 }
 
 // Megatron-DeepSpeed on DeepSpeed v0.6.5: TrainSchedule's ReduceGrads follows the last backward

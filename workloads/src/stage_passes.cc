@@ -564,6 +564,18 @@ Bytes grad_bucket_bytes(const ParallelPlan& p) {
     // @ v0.6.5), the same count as ZeRO's default reduce_bucket_size.
     return Bytes::of(int64_t{500'000'000} * p.state.gradient);
   }
+  if (p.stack == Stack::kMegatron2021 || p.stack == Stack::kMegatron2022 ||
+      p.stack == Stack::kMegatron2023) {
+    if (!p.overlap.grad_reduce) {
+      // The local DDP's allreduce_gradients: one all-reduce of every gradient of a dtype, the
+      // contiguous buffer or the grads flattened together (megatron/model/distributed.py @
+      // de7dc40f); the distributed optimizer reduce-scatters its buffer whole (@ b90fb2685f).
+      return Bytes::of(std::numeric_limits<int64_t>::max());
+    }
+    // --DDP-impl torch: PyTorch's DistributedDataParallel, bucket_cap_mb=25
+    // (torch/nn/parallel/distributed.py).
+    return MiB(25);
+  }
   // 40M bf16 gradients, the rule's floor: what meshsim has used for every other stack.
   return MB(80);
 }

@@ -405,7 +405,9 @@ bool op_checkpointing_fits(const ModelConfig& model);
 // size) parameters, so that a bucket's shard stays bandwidth-bound at large DP
 // (megatron/core/distributed/distributed_data_parallel.py: ddp_config.bucket_size =
 // max(40000000, 1000000 * dp_group.size()); NVIDIA/Megatron-LM @ d98e8a64), one bucket without
-// overlap. Others: 80 MB. The plan's grad_bucket, when set, overrides both.
+// overlap. Megatron-LM 2021-2023: one bucket (the local DDP), or PyTorch DDP's 25 MiB where the
+// reduction overlaps. DeepSpeed's pipeline engine: 500M elements. Others: 80 MB. The plan's
+// grad_bucket, when set, overrides them.
 Bytes grad_bucket_bytes(const ParallelPlan& p);
 // Why the plan cannot gather its parameters in FP8 (ParallelPlan::fp8_param_gather), whether or
 // not it asks to: it does not train in FP8, has no ZeRO, or is not on Megatron-Core. None: it can.
