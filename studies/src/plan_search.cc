@@ -140,18 +140,21 @@ void enumerate_inner(const workloads::ModelConfig& model, int64_t domain, Parall
   // kernel (FlashAttention-2/3, cuDNN, splash, Triton) never saves: with one, selective frees at
   // most the kernel's statistics (and re-runs it, ParallelPlan::fused_attention_checkpointed), a
   // plan none dominates.
-  // Offloaded activations are not recomputed (Megatron-Core refuses the two together). The XLA
-  // stacks offer JAX's policies, each between none and full in memory and time: MaxText's
-  // remat_policy minimal (dots), save_qkv_proj and save_dot_except_mlp (qkv_out_proj), Praxis's
-  // SAVE_DOT_ONLY and SAVE_QKV_OUT_PROJ (stack_rules.cc says which stack runs which).
-  const bool xla = p.stack == workloads::Stack::kMaxText || p.stack == workloads::Stack::kPaxml;
-  const std::vector<Recompute> recomputes =
+  // Offloaded activations are not recomputed (Megatron-Core refuses the two together). JAX's
+  // policies, each between none and full in memory and time, where the stack runs them
+  // (MaxText's remat_policy minimal, save_dot_except_mlp and save_qkv_proj; Praxis's first two).
+  std::vector<Recompute> recomputes =
       p.offload_layers > 0 ? std::vector<Recompute>{Recompute::kNone}
-      : xla ? std::vector<Recompute>{Recompute::kNone, Recompute::kDots, Recompute::kQkvOutProj,
-                                     Recompute::kQkvProj, Recompute::kFull}
       : workloads::fused_attention(p.attention).has_value()
           ? std::vector<Recompute>{Recompute::kNone, Recompute::kFull}
           : std::vector<Recompute>{Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  if (p.offload_layers == 0) {
+    for (const Recompute r : {Recompute::kDots, Recompute::kQkvOutProj, Recompute::kQkvProj}) {
+      if (workloads::runs_recompute(p.stack, r)) {
+        recomputes.push_back(r);
+      }
+    }
+  }
   const std::vector<bool> overlaps =
       p.tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
   for (const ZeroStage zero : only_or(f.zero, zeros)) {

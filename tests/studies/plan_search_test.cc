@@ -181,6 +181,9 @@ TEST(PlanSearch, XlaStacksSearchJaxRematPolicies) {
   EXPECT_EQ(policies(tpu),
             (std::set<R>{R::kNone, R::kFull, R::kDots, R::kQkvOutProj, R::kQkvProj}));
   EXPECT_EQ(policies(small_problem()), (std::set<R>{R::kNone, R::kFull}));  // cuDNN attention
+  tpu.plan.stack = workloads::Stack::kPaxml;  // Praxis has no Q, K, V-only policy
+  tpu.plan.origins.set(workloads::PlanField::kStack, Origin::flag("--stack"));
+  EXPECT_EQ(policies(tpu), (std::set<R>{R::kNone, R::kFull, R::kDots, R::kQkvOutProj}));
 }
 
 TEST(PlanSearch, TriesFp8ParameterGathersExactlyWhereAPlanCanTakeThem) {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "meshsim/scenario/stack_setup.h"
 #include "meshsim/validation/published.h"
-#include "meshsim/workloads/stack_profile.h"
 #include "validation_test_util.h"
 
 namespace meshsim::validation::test {
@@ -40,15 +40,11 @@ inline PublishedScenario mapped(const PublishedRun& r) {
   return std::get<PublishedScenario>(std::move(m));
 }
 
-// The overlaps of `s`'s plan as its stack binds them (an A100's profile; the overlaps do not
-// depend on the family): what the record or its facts set stays, the rest is the stack's.
+// The overlaps of `s`'s plan as meshsim runs it, bound to its cluster (scenario::bind_to_cluster):
+// what the record or its facts set stays, the rest is the stack's.
 inline workloads::OverlapOptions bound_overlaps(const PublishedScenario& s) {
   workloads::ParallelPlan p = s.plan;
-  workloads::StackOverrides given;
-  given.overlap_grad_reduce = p.origins[workloads::PlanField::kOverlapGradReduce].given();
-  given.overlap_param_gather = p.origins[workloads::PlanField::kOverlapParamGather].given();
-  workloads::apply_stack(p, workloads::stack_profile(p.stack, workloads::DeviceFamily::kAmpere),
-                         given);
+  scenario::bind_to_cluster(p, s.cluster);
   return p.overlap;
 }
 

@@ -198,7 +198,7 @@ LayerActivations layer_activations(const ModelConfig& m, const ParallelPlan& p, 
     a.mlp_down_input = Bytes::zero();
     a.checkpoint = bytes_of({2, d.e, d.sb_rep, d.h});
   }
-  if (recompute == Recompute::kQkvOutProj || recompute == Recompute::kQkvProj) {
+  if (keeps_named_projections(recompute)) {
     // save_only_these_names over the attention's projections (parallel.h): Q, K and V stay, and
     // with qkv_out_proj the output projection's result, beside the layer input (the
     // checkpointed layer's argument) as the checkpoint, 2h (qkv_proj: h); every other residual

@@ -159,9 +159,7 @@ class Items {
                    int64_t n, int64_t batch = 1) {
     if (tensor_parallel() && c_.plan.sp) {
       overlapped(gemm_spec(name, m, k, n, batch),
-                 CommSpec{where + ".tp_allgather", CommKind::kTensor, CollectiveKind::kAllGather,
-                          gathered_input_bytes()},
-                 true);
+                 sp_gather(where + ".tp_allgather", gathered_input_bytes()), true);
     } else {
       gemm(name, m, k, n, batch);
     }
@@ -236,8 +234,13 @@ class Items {
   }
 
  private:
+  // The all-gather of a sequence-sharded tensor over TP: an activation (or its gradient) in 16
+  // bits unless `bytes` says otherwise.
   CommSpec sp_gather(std::string name) const {
-    return {std::move(name), CommKind::kTensor, CollectiveKind::kAllGather, activation_bytes()};
+    return sp_gather(std::move(name), activation_bytes());
+  }
+  CommSpec sp_gather(std::string name, Bytes bytes) const {
+    return {std::move(name), CommKind::kTensor, CollectiveKind::kAllGather, bytes};
   }
   CommSpec tp_sum(const std::string& where) const {
     return c_.plan.sp ? CommSpec{where + ".tp_reducescatter", CommKind::kTensor,

@@ -471,7 +471,7 @@ std::vector<LayerItem> recompute_jax_policy(const LayerContext& c) {
     norm_items(it, "post_attn_norm", d.sp_tokens, false);
     norm_items(it, "post_mlp_norm", d.sp_tokens, false);
   }
-  if (c.plan.recompute == Recompute::kQkvOutProj || c.plan.recompute == Recompute::kQkvProj) {
+  if (keeps_named_projections(c.plan.recompute)) {
     mlp_up_recompute(it);  // its output is not kept
   } else {
     mlp_activation_recompute(it);

@@ -318,8 +318,7 @@ void check_recompute(const ModelConfig& m, const ParallelPlan& p) {
         "the dots policy saves matmul outputs, which with naive attention include "
         "the s x s scores; expected a fused attention kernel");
   }
-  if ((p.recompute == Recompute::kQkvOutProj || p.recompute == Recompute::kQkvProj) &&
-      (m.moe || m.mla)) {
+  if (keeps_named_projections(p.recompute) && (m.moe || m.mla)) {
     bad(F::kRecompute,
         fmt::format("{} keeps the Q, K and V projections and re-runs the rest of the layer; its "
                     "re-run of {} is not modelled; expected recompute none, selective, full or "

@@ -43,10 +43,6 @@ using PS = PipelineSchedule;
 bool zero_2_or_3(const ParallelPlan& p) {
   return p.zero == ZeroStage::kGradients || p.zero == ZeroStage::kParameters;
 }
-bool jax_remat(const ParallelPlan& p) {
-  return p.recompute == Recompute::kDots || p.recompute == Recompute::kQkvOutProj ||
-         p.recompute == Recompute::kQkvProj;
-}
 bool microbatches_not_multiple_of_pp(const ParallelPlan& p) {
   return p.pp > 1 && p.microbatches() % p.pp != 0;
 }
@@ -97,10 +93,15 @@ bool schedule_not_gpipe(const ModelConfig&, const ParallelPlan& p) {
 bool param_gather_overlap_under_zero1(const ModelConfig&, const ParallelPlan& p) {
   return p.overlap.param_gather && p.zero == ZeroStage::kOptimizerStates;
 }
-// Gradient reduction overlapped with the backward of a pipelined model.
-bool grad_reduce_overlap_with_pipeline(const ModelConfig&, const ParallelPlan& p) {
-  return p.overlap.grad_reduce && p.pp > 1;
-}
+// Megatron-LM 2021-2023: PyTorch's DDP (--DDP-impl torch), the only path that overlaps the
+// gradient reduction, is refused with a pipeline.
+constexpr StackRule kLocalDdpWithAPipeline{
+    F::kOverlapGradReduce, "gradient reduction overlapped with a pipelined backward",
+    "setup_model_and_optimizer asserts args.DDP_impl == 'local' (\"We only support local DDP "
+    "with multiple micro-batches\") when the pipeline has more than one stage, and the local DDP "
+    "reduces after the backward (megatron/training.py @ de7dc40f, cfd2e21607 and b90fb2685f)",
+    [](const ModelConfig&, const ParallelPlan& p) { return p.overlap.grad_reduce && p.pp > 1; }};
+
 // Megatron's selective recompute (of the default modules or of named ones).
 bool selective_recompute(const ModelConfig&, const ParallelPlan& p) {
   return p.recompute == Recompute::kSelective || !p.recompute_modules.empty();
@@ -165,7 +166,7 @@ constexpr std::array kMegatron = {
     StackRule{F::kRecompute, "JAX rematerialisation policies (dots, qkv_out_proj, qkv_proj)",
               "Megatron's --recompute-granularity is full or selective (with "
               "--recompute-modules) (megatron/training/arguments.py @ d98e8a64)",
-              [](const ModelConfig&, const ParallelPlan& p) { return jax_remat(p); }},
+              [](const ModelConfig&, const ParallelPlan& p) { return jax_policy(p.recompute); }},
     StackRule{F::kAttention, "Pallas splash or Triton attention",
               "Megatron-Core's attention is Transformer Engine's DotProductAttention (cuDNN fused "
               "or flash-attn 2/3) or its unfused local implementation "
@@ -225,12 +226,7 @@ constexpr std::array kMegatron2021 = {
               "megatron/arguments.py @ de7dc40f trains in --fp16, --bf16 or fp32; FP8 came with "
               "Transformer Engine (3499542edd, 2022-12-21)",
               fp8_training},
-    StackRule{
-        F::kOverlapGradReduce, "gradient reduction overlapped with a pipelined backward",
-        "setup_model_and_optimizer asserts args.DDP_impl == 'local' (\"We only support local DDP "
-        "with multiple micro-batches\") when the pipeline has more than one stage, and "
-        "the local DDP all-reduces after the backward (megatron/training.py @ de7dc40f)",
-        grad_reduce_overlap_with_pipeline},
+    kLocalDdpWithAPipeline,
 };
 
 // Megatron-LM's legacy layers and schedules as Korthikanti et al. 2022 ran them (@ cfd2e21607)
@@ -280,7 +276,7 @@ constexpr std::array kLegacyMegatronShared = {
     StackRule{F::kRecompute, "JAX rematerialisation policies (dots, qkv_out_proj, qkv_proj)",
               "--checkpoint-granularity (@ cfd2e21607), later --recompute-granularity (@ "
               "b90fb2685f), takes full or selective (megatron/arguments.py)",
-              [](const ModelConfig&, const ParallelPlan& p) { return jax_remat(p); }},
+              [](const ModelConfig&, const ParallelPlan& p) { return jax_policy(p.recompute); }},
     StackRule{F::kRecomputeModules, "selective recompute of modules other than core_attn",
               "selective granularity checkpoints the core attention only "
               "(ParallelAttention.checkpoint_core_attention, megatron/model/transformer.py @ "
@@ -303,13 +299,7 @@ constexpr std::array kLegacyMegatronShared = {
     StackRule{F::kOffloadLayers, "activation offloading",
               "megatron/arguments.py @ cfd2e21607 and b90fb2685f has no CPU offloading option",
               [](const ModelConfig&, const ParallelPlan& p) { return p.offload_layers > 0; }},
-    StackRule{
-        F::kOverlapGradReduce, "gradient reduction overlapped with a pipelined backward",
-        "setup_model_and_optimizer asserts args.DDP_impl == 'local' (\"We only support local DDP "
-        "with multiple micro-batches\") when the pipeline has more than one stage, and "
-        "the local DDP reduces after the backward (megatron/training.py @ cfd2e21607 and "
-        "b90fb2685f)",
-        grad_reduce_overlap_with_pipeline},
+    kLocalDdpWithAPipeline,
 };
 
 // Megatron-LM as of Korthikanti et al. 2022 (megatron-2022, @ cfd2e21607).
@@ -609,7 +599,7 @@ constexpr std::array kFsdpCompile = {
     StackRule{F::kRecompute, "JAX rematerialisation policies (dots, qkv_out_proj, qkv_proj)",
               "torchtitan's activation checkpointing modes are none, full and selective "
               "(_apply_ac_to_transformer_block, parallelize_llama.py @ 9dec370)",
-              [](const ModelConfig&, const ParallelPlan& p) { return jax_remat(p); }},
+              [](const ModelConfig&, const ParallelPlan& p) { return jax_policy(p.recompute); }},
     StackRule{F::kOffloadLayers, "activation offloading",
               "torchtitan's enable_cpu_offload is FSDP2's CPUOffloadPolicy for parameters, "
               "gradients and optimizer state (parallelize_llama.py @ 9dec370), not activations",
@@ -697,16 +687,33 @@ constexpr std::array kPaxml = {
 
 }  // namespace
 
+namespace {
+
+// Whether none of `probe.stack`'s rules on `field` refuses `probe` (a dense model: the rules
+// asked about here read the plan alone).
+bool no_rule_on_field_refuses(PlanField field, const ParallelPlan& probe) {
+  const ModelConfig dense;
+  const auto rules = stack_rules(probe.stack);
+  return std::none_of(rules.begin(), rules.end(), [&](const StackRule& r) {
+    return r.field == field && r.refuses(dense, probe);
+  });
+}
+
+}  // namespace
+
 bool runs_sequence_parallelism(Stack stack) {
   ParallelPlan probe;
   probe.stack = stack;
   probe.tp = 2;
   probe.sp = true;
-  const ModelConfig dense;  // the sp rules read the plan alone
-  const auto rules = stack_rules(stack);
-  return std::none_of(rules.begin(), rules.end(), [&](const StackRule& r) {
-    return r.field == PlanField::kSp && r.refuses(dense, probe);
-  });
+  return no_rule_on_field_refuses(PlanField::kSp, probe);
+}
+
+bool runs_recompute(Stack stack, Recompute recompute) {
+  ParallelPlan probe;
+  probe.stack = stack;
+  probe.recompute = recompute;
+  return no_rule_on_field_refuses(PlanField::kRecompute, probe);
 }
 
 std::span<const StackRule> stack_rules(Stack stack) {

@@ -298,8 +298,7 @@ void StageBuilder::backward(const PipelinePass& pass, bool with_weights, bool la
     if (freed > Bytes::zero()) {
       last_release = release(MemoryCategory::kActivations, freed);
     }
-    if (p_.recompute == Recompute::kDots || p_.recompute == Recompute::kQkvOutProj ||
-        p_.recompute == Recompute::kQkvProj) {
+    if (jax_policy(p_.recompute)) {
       emit(scope.recomputing(layer),
            recompute_jax_policy(layer_ctx(layer)), {}, {});
     } else if (p_.recompute == Recompute::kSelective && p_.selective_by_op) {

@@ -98,6 +98,16 @@ constexpr auto enum_names(Recompute) {
                                              {Recompute::kQkvProj, "qkv_proj"},
                                              {Recompute::kQkvProj, "save_qkv_proj"}});
 }
+// JAX's policies (dots, qkv_out_proj, qkv_proj): what the backward re-runs before each layer's
+// backward is recompute_jax_policy's, not a whole forward.
+constexpr bool jax_policy(Recompute r) {
+  return r == Recompute::kDots || r == Recompute::kQkvOutProj || r == Recompute::kQkvProj;
+}
+// The policies that keep named projections (save_only_these_names): Q, K and V, with or without
+// the output projection.
+constexpr bool keeps_named_projections(Recompute r) {
+  return r == Recompute::kQkvOutProj || r == Recompute::kQkvProj;
+}
 // Megatron-Core's recompute_modules under recompute_granularity "selective"
 // (megatron/core/transformer/transformer_config.py; its default is {core_attn}): each listed
 // module keeps its input and re-runs its forward in the backward. core_attn: the attention core

@@ -53,5 +53,8 @@ void check_stack_runs(const ModelConfig& model, const ParallelPlan& plan);
 // it): the plan search's TP plans take SP where it does, whole-activation TP where it does not
 // (Megatron-LM 2021 and DeepSpeed's stacks).
 bool runs_sequence_parallelism(Stack stack);
+// Whether `stack` runs `recompute` on a dense model (none of its rules on the recompute field
+// refuses it): the plan search offers JAX's policies where the stack runs them.
+bool runs_recompute(Stack stack, Recompute recompute);
 
 }  // namespace meshsim::workloads
