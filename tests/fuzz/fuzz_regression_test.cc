@@ -75,6 +75,10 @@ constexpr Expectation kExpected[] = {
     {"published_runs", "heads-past-hidden-gemm-k-0.json", "h-run: meshsim refuses the scenario"},
     {"published_runs", "slice-chips-past-stoll.json",
      "h-run: the TPU slice size \"99999999999999999999 chips\" is not a chip count"},
+    // A collective sweep forcing NVLS on two nodes of a fabric without IB SHARP: the planner's
+    // refusal escaped predict_collective uncaught (SIGABRT); now an input error naming the sweep.
+    {"nccl_tests_log", "nvls-sweep-across-nodes-uncaught-comm-error.json",
+     "algorithm nvls does not apply to all-reduce over 8 ranks"},
 };
 
 std::string read(const fs::path& p) {

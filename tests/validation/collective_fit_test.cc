@@ -4,11 +4,14 @@
 // within 10 % from 64 KiB on (issue 39's target); the fragment it writes loads back and predicts
 // what the fit did; the facts a log leaves out are errors on the flag that states them; and
 // `meshsim calibrate-collectives` end to end.
+#include "meshsim/validation/collective_fit.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -16,7 +19,6 @@
 #include "meshsim/collectives/volume.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/topology/chip.h"
-#include "meshsim/validation/collective_fit.h"
 #include "validation_test_util.h"
 
 namespace meshsim::validation::test {
@@ -152,6 +154,26 @@ TEST(CollectiveFit, FragmentLoadsBackAndPredictsTheFit) {
     EXPECT_EQ(predict_collective(loaded, sweeps[0], Bytes::of(r.point.bytes)), r.calibrated)
         << r.point.bytes;
   }
+}
+
+// A forced algorithm the cluster cannot run is the sweep's input error, for a prediction as for a
+// fit: NVLS across two nodes of dgx-h100, whose InfiniBand has no SHARP (a fuzzer finding).
+TEST(CollectiveFit, AForcedAlgorithmTheClusterCannotRunNamesTheSweep) {
+  std::vector<CollectiveSweep> sweeps = read_sweep_file(kLogs + "azure-nd-h100-v5-all_reduce.json");
+  ASSERT_EQ(sweeps[0].algorithm, collectives::Algorithm::kNvls);
+  sweeps[0].nodes = 2;
+  const auto refused = [&](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const InputError& e) {
+      EXPECT_THAT(e.what(), HasSubstr(sweeps[0].label));
+      EXPECT_THAT(e.what(), HasSubstr("needs IB SHARP"));
+      return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(refused([&] { (void)predict_collective(cluster("dgx-h100"), sweeps[0], KiB(64)); }));
+  EXPECT_TRUE(refused([&] { (void)fit_collective_platform(cluster("dgx-h100"), sweeps, {}); }));
 }
 
 traces::NcclTestsLog log_of(const std::string& text, const std::string& name = "t.log") {

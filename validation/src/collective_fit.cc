@@ -422,7 +422,11 @@ std::optional<CollectiveKind> collective_kind(traces::NcclTest test) {
 Duration predict_collective(const topology::ClusterSpec& cluster, const CollectiveSweep& sweep,
                             Bytes bytes, std::string* what) {
   check_fits(cluster, sweep);
-  return SweepModel(cluster, sweep).time(bytes, what);
+  try {
+    return SweepModel(cluster, sweep).time(bytes, what);
+  } catch (const collectives::CommError& e) {  // a forced algorithm the cluster cannot run
+    throw InputError(sweep.label, "", e.what());
+  }
 }
 
 CollectiveFit fit_collective_platform(const topology::ClusterSpec& base,
@@ -430,12 +434,7 @@ CollectiveFit fit_collective_platform(const topology::ClusterSpec& base,
                                       const FitOptions& options) {
   std::vector<FitPoint> points;
   for (size_t s = 0; s < sweeps.size(); ++s) {
-    check_fits(base, sweeps[s]);
-    try {
-      SweepModel(base, sweeps[s]).time(Bytes::of(sweeps[s].points.front().bytes), nullptr);
-    } catch (const collectives::CommError& e) {
-      throw InputError(sweeps[s].label, "", e.what());
-    }
+    (void)predict_collective(base, sweeps[s], Bytes::of(sweeps[s].points.front().bytes));
     for (size_t i = 0; i < sweeps[s].points.size(); ++i) {
       const CollectivePoint& p = sweeps[s].points[i];
       const bool in_range = p.bytes > 0 && p.bytes >= options.min_bytes.count() &&

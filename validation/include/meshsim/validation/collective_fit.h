@@ -143,7 +143,8 @@ CollectiveFit fit_collective_platform(const topology::ClusterSpec& base,
                                       const FitOptions& options);
 
 // The time the model gives for `bytes` of `sweep`'s test on `cluster` (resized to the sweep's
-// nodes); `what` receives "algorithm/protocol".
+// nodes); `what` receives "algorithm/protocol". A sweep the cluster cannot hold, or whose forced
+// algorithm it cannot run (NVLS across nodes without SHARP), is an InputError naming the sweep.
 Duration predict_collective(const topology::ClusterSpec& cluster, const CollectiveSweep& sweep,
                             Bytes bytes, std::string* what = nullptr);
 
