@@ -230,6 +230,12 @@ std::vector<PlanFieldSpec> make_table() {
           "ZeRO/FSDP parameter gathers in FP8: the layers' weights kept and all-gathered in FP8 "
           "(Megatron-Core --fp8-param-gather; fp8 training with --zero 1 to 3)",
           &positive<&P::fp8_param_gather>),
+      scalar<&P::grad_reduce_fp32>(
+          F::kGradReduceFp32, B::kAny, "",
+          "Data-parallel gradients accumulated, kept and reduced in fp32 (4 bytes a parameter) "
+          "under 16-bit training: Megatron's --accumulate-allreduce-grads-in-fp32 / DDP "
+          "grad_reduce_in_fp32, FSDP2's reduce_dtype float32; default: the stack's (on for bf16 "
+          "and fp8 on megatron and fsdp-compile); false: in the parameters' 16 bits"),
       choice<&P::kernels>(F::kKernels,
                           "Memory-bound kernels: fused (Megatron/TE, XLA) or eager (PyTorch eager "
                           "mode, one kernel per tensor op)"),

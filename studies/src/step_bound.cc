@@ -351,9 +351,9 @@ Duration StepLowerBound::data_parallel_bound(
   // The reduction of `params` gradients: over the shard group, then the shard across replicas.
   const auto reduce = [&](int64_t params) {
     return time(zero ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
-                params * plan.state.gradient, shard) +
+                params * plan.model_state().gradient, shard) +
            time(CollectiveKind::kAllReduce,
-                (params + shard_size - 1) / shard_size * plan.state.gradient, replicas);
+                (params + shard_size - 1) / shard_size * plan.model_state().gradient, replicas);
   };
   // Bytes a gathered parameter takes, at most: the layers' weights in FP8 with fp8_param_gather
   // (the embedding stays in 16 bits, so counting it at the layers' width keeps the bound below).
@@ -647,12 +647,13 @@ StepLowerBound::StageTerms StepLowerBound::stage_terms(
         gather =
             time(CollectiveKind::kAllGather, st.params.of(first_layer).total() * gathered, shard);
       } else if (zero) {
-        gather = time(CollectiveKind::kAllGather,
-                      // A bucket is sized in 16-bit parameters (stage_passes.cc).
-                      std::min(workloads::grad_bucket_bytes(plan).count() / plan.state.weight,
-                               st.params.total()) *
-                          gathered,
-                      shard);
+        gather =
+            time(CollectiveKind::kAllGather,
+                 // The gradient bucket's parameters (stage_passes.cc).
+                 std::min(workloads::grad_bucket_bytes(plan).count() / plan.model_state().gradient,
+                          st.params.total()) *
+                     gathered,
+                 shard);
       }
       t.start[s] = std::max(Duration::zero(), gather - (st.first ? costs(plan).embedding_forward
                                                                  : Duration::zero()));
@@ -667,10 +668,11 @@ StepLowerBound::StageTerms StepLowerBound::stage_terms(
                            : first_layer >= 0 ? st.params.of(first_layer).dense
                                               : 0;
       const int64_t shard_size = plan.zero_shard_group();
-      t.tail[s] = time(zero ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
-                       last * plan.state.gradient, shard) +
-                  time(CollectiveKind::kAllReduce,
-                       (last + shard_size - 1) / shard_size * plan.state.gradient, replicas);
+      t.tail[s] =
+          time(zero ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+               last * plan.model_state().gradient, shard) +
+          time(CollectiveKind::kAllReduce,
+               (last + shard_size - 1) / shard_size * plan.model_state().gradient, replicas);
     }
     const auto key = std::tuple(st.params.total(), int64_t{st.first}, int64_t{st.last});
     auto [it, fresh] = step_end.try_emplace(key);

@@ -79,6 +79,10 @@ constexpr Expectation kExpected[] = {
     // refusal escaped predict_collective uncaught (SIGABRT); now an input error naming the sweep.
     {"nccl_tests_log", "nvls-sweep-across-nodes-uncaught-comm-error.json",
      "algorithm nvls does not apply to all-reduce over 8 ranks"},
+    // An explicit graph's link from "gpu-1": std::from_chars read device -1, which reached the
+    // network builder as vertex 2^32 - 1 (an internal error); now an unknown vertex.
+    {"cluster", "graph-device-gpu-minus-1-internal-error.json",
+     "/links/2/a: unknown vertex \"gpu-1\""},
 };
 
 std::string read(const fs::path& p) {

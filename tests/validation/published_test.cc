@@ -133,7 +133,8 @@ TEST(PublishedMap, MptRunBecomesAnFsdpScenario) {
   EXPECT_EQ(s.plan.stack, workloads::Stack::kFsdp);
   EXPECT_EQ(s.plan.attention, workloads::AttentionKernel::kTriton);
   EXPECT_TRUE(s.plan.origins[workloads::PlanField::kAttention].given());
-  EXPECT_EQ(s.plan.state.gradient, 4);
+  EXPECT_TRUE(s.plan.grad_reduce_fp32);
+  EXPECT_EQ(s.plan.model_state().gradient, 4);
   // 4194304 tokens per step at 2148 tokens/s on each of 256 GPUs.
   EXPECT_NEAR(s.measured_step.seconds(), 4194304.0 / (2148.0 * 256), 1e-9);
 }
@@ -170,6 +171,22 @@ TEST(PublishedMap, Megatron2021PipelinedRunsReduceGradientsAfterTheBackward) {
   EXPECT_THAT(local.assumptions, Not(Contains(HasSubstr("DDP=torch"))));
   // Today's Megatron-Core overlaps it (the DGX Cloud runs).
   EXPECT_TRUE(bound_overlaps(mapped("dgxc2504-gpt3-175B-128xH100-bf16")).grad_reduce);
+}
+
+// Gradients reduced in fp32 as each recipe ran: NeMo's bf16_mixed keeps grad_reduce_in_fp32, its
+// performance scripts turn it off for fp8 (DGX Cloud's v25.04 runs), Megatron-Bridge's for every
+// performance run; torchtitan's FSDP2 reduces in float32.
+TEST(PublishedMap, GradientsReducedInFp32AsTheRecipeRan) {
+  EXPECT_TRUE(bound_plan(mapped("dgxc2504-nemotron4-15b-1024xH100-bf16")).grad_reduce_fp32);
+  const PublishedScenario fp8 = mapped("dgxc2504-nemotron4-15b-1024xH100-fp8");
+  EXPECT_FALSE(bound_plan(fp8).grad_reduce_fp32);
+  EXPECT_THAT(fp8.assumptions, Contains(HasSubstr("gradients reduced in the parameters' 16 bits: "
+                                                  "nemotron/setup.sh @ 741c886")));
+  EXPECT_FALSE(bound_plan(mapped("dgxc2504-llama3.1-70b-2048xH100-fp8")).grad_reduce_fp32);
+  EXPECT_TRUE(bound_plan(mapped("dgxc2504-llama3.1-70b-64xH100-bf16")).grad_reduce_fp32);
+  EXPECT_FALSE(bound_plan(mapped("mbridge2509-llama3-8b-8xH100-fp8")).grad_reduce_fp32);
+  EXPECT_TRUE(bound_plan(mapped("torchtitan-llama3-8B-128xH100-FSDP_torchcompile_Float8"))
+                  .grad_reduce_fp32);
 }
 
 // Multi-slice MaxText runs: the slices joined by DCN, FSDP inside each slice, data parallel across.

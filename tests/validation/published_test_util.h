@@ -48,6 +48,13 @@ inline workloads::OverlapOptions bound_overlaps(const PublishedScenario& s) {
   return p.overlap;
 }
 
+// `s`'s plan as meshsim runs it, bound to its cluster.
+inline workloads::ParallelPlan bound_plan(const PublishedScenario& s) {
+  workloads::ParallelPlan p = s.plan;
+  scenario::bind_to_cluster(p, s.cluster);
+  return p;
+}
+
 // Why `r` does not map; a run that maps fails the test.
 inline std::string refusal(const PublishedRun& r) {
   const PublishedMapping m = map_published_run(r, topology::Catalogue::builtin());

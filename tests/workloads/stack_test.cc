@@ -15,6 +15,7 @@
 #include "meshsim/workloads/model.h"
 #include "meshsim/workloads/stack_profile.h"
 #include "meshsim/workloads/step.h"
+#include "meshsim/workloads/training_memory.h"
 
 namespace meshsim::workloads {
 namespace {
@@ -635,6 +636,71 @@ TEST(Stacks, LegacyMegatronReducesGradientsAfterTheBackwardByDefault) {
   EXPECT_EQ(grad_bucket_bytes(legacy), Bytes::of(std::numeric_limits<int64_t>::max()));
   legacy.overlap.grad_reduce = true;
   EXPECT_EQ(grad_bucket_bytes(legacy), MiB(25));
+}
+
+// bf16 gradients accumulated and reduced in fp32 where the framework does: Megatron-LM forces
+// --accumulate-allreduce-grads-in-fp32 on for bf16 (every release since 2021), NeMo keeps it,
+// torchtitan's FSDP2 reduces in float32; fp16 Megatron keeps fp16 gradients, DeepSpeed's engines
+// their own, and a value the user gave stays. The gradients take 4 bytes in memory and in the
+// data-parallel reduce-scatters, and the buckets keep their parameter count.
+TEST(Stacks, Bf16GradientsReducedInFp32WhereTheFrameworkDoes) {
+  const auto bound = [](Stack stack, Dtype dtype, StackOverrides given = {},
+                        bool user_value = false) {
+    ParallelPlan p;
+    p.dp = 8;
+    p.mbs = 1;
+    p.gbs = 8;
+    p.seq = 1024;
+    p.zero = ZeroStage::kOptimizerStates;
+    p.set_training_dtype(dtype);
+    p.grad_reduce_fp32 = user_value;
+    apply_stack(p, stack_profile(stack, DeviceFamily::kHopper), given);
+    return p;
+  };
+  for (const Stack s : {Stack::kMegatron, Stack::kMegatron2021, Stack::kMegatron2022,
+                        Stack::kMegatron2023, Stack::kCustom}) {
+    EXPECT_TRUE(bound(s, Dtype::kBf16).grad_reduce_fp32) << to_string(s);
+    EXPECT_TRUE(bound(s, Dtype::kFp8).grad_reduce_fp32) << to_string(s);
+    EXPECT_FALSE(bound(s, Dtype::kFp16).grad_reduce_fp32) << to_string(s);
+  }
+  EXPECT_TRUE(bound(Stack::kFsdpCompile, Dtype::kBf16).grad_reduce_fp32);
+  for (const Stack s : {Stack::kFsdp, Stack::kDeepSpeedZero3_2021, Stack::kMegatronDeepSpeed2022,
+                        Stack::kLlmFoundry2023}) {
+    EXPECT_FALSE(bound(s, Dtype::kBf16).grad_reduce_fp32) << to_string(s);
+  }
+  StackOverrides given;
+  given.grad_reduce_fp32 = true;
+  EXPECT_FALSE(bound(Stack::kMegatron, Dtype::kBf16, given, false).grad_reduce_fp32);
+  EXPECT_TRUE(bound(Stack::kFsdp, Dtype::kBf16, given, true).grad_reduce_fp32);
+
+  // Memory: Megatron's distributed optimizer keeps 2 + 4 + 12/d bytes a parameter for bf16
+  // (docs/user-guide/features/dist_optimizer.md: "bf16 parameters, fp32 gradients ... 6 + 12/d"),
+  // 2 + 2 + 12/d with 16-bit gradients.
+  const ModelConfig m = load_model("llama3.2-1b");
+  const ParallelPlan fp32 = bound(Stack::kMegatron, Dtype::kBf16);
+  const ParallelPlan bf16 = bound(Stack::kMegatron, Dtype::kBf16, given, false);
+  EXPECT_EQ(fp32.model_state().gradient, 4);
+  EXPECT_EQ(bf16.model_state().gradient, 2);
+  EXPECT_EQ(fp32.state.gradient, 2);  // the dtype's own state is untouched
+  EXPECT_EQ(training_memory(m, fp32).gradients, training_memory(m, bf16).gradients * 2);
+  EXPECT_EQ(training_memory(m, fp32).weights, training_memory(m, bf16).weights);
+  // Traffic: the reduce-scatters move twice the bytes, in the same number of buckets; the
+  // parameter all-gathers move the same bf16 weights.
+  const auto moved = [&](const ParallelPlan& p, const std::string& name) {
+    const StepPlan plan = plan_step(m, p);
+    std::pair<Bytes, size_t> out{Bytes::zero(), 0};
+    for (const Op* op : ops_named(plan.programs.at(0), name)) {
+      out.first += std::get<CollectiveWork>(op->work).bytes;
+      ++out.second;
+    }
+    return out;
+  };
+  const auto [fp32_rs, fp32_buckets] = moved(fp32, "reduce-scatter");
+  const auto [bf16_rs, bf16_buckets] = moved(bf16, "reduce-scatter");
+  EXPECT_GT(bf16_rs, Bytes::zero());
+  EXPECT_EQ(fp32_rs, bf16_rs * 2);
+  EXPECT_EQ(fp32_buckets, bf16_buckets);
+  EXPECT_EQ(moved(fp32, "param_gather"), moved(bf16, "param_gather"));
 }
 
 // Megatron-DeepSpeed on DeepSpeed v0.6.5: TrainSchedule's ReduceGrads follows the last backward

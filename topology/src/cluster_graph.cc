@@ -150,7 +150,9 @@ std::optional<int64_t> parse_graph_device(const ClusterSpec& spec, std::string_v
     return std::nullopt;
   }
   const std::string_view digits = name.substr(prefix.size());
-  if (digits.empty() || (digits.size() > 1 && digits.front() == '0')) {
+  // Decimal digits only: from_chars would take "gpu-1" as device -1.
+  if (digits.empty() || (digits.size() > 1 && digits.front() == '0') ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return std::nullopt;
   }
   int64_t index = 0;

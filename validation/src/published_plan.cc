@@ -382,7 +382,8 @@ void apply_notes_flags(ParallelPlan& p, const RunFacts& rf, std::vector<std::str
                                    static_cast<int>(p.zero)));
     }
     if (f.fp32_gradients) {
-      p.state.gradient = 4;
+      p.grad_reduce_fp32 = true;
+      p.origins.set(workloads::PlanField::kGradReduceFp32, Origin::file(rf.run.id, "/notes"));
       assumptions.push_back(f.source);
     }
   }
@@ -421,6 +422,13 @@ void set_stack(ParallelPlan& p, const RunFacts& rf, std::vector<std::string>& as
                           p.overlap.tensor_parallel ? "on" : "off", f->source)
             : "TP communication overlap off: the run has TP 1, where Megatron-LM disables "
               "sequence parallelism and --tp-comm-overlap would fail its assertion");
+  }
+  if (const SourceFact* f = rf.setting(&SourceFact::Set::grad_reduce_fp32)) {
+    p.grad_reduce_fp32 = *f->set.grad_reduce_fp32;
+    p.origins.set(workloads::PlanField::kGradReduceFp32, Origin::file(r.id, "/framework"));
+    assumptions.push_back(fmt::format("gradients reduced in {}: {}",
+                                      p.grad_reduce_fp32 ? "fp32" : "the parameters' 16 bits",
+                                      f->source));
   }
   const auto& ddp = rf.framework->ddp_overlaps_without_pipeline;
   if (ddp && ddp->value && p.pp == 1) {

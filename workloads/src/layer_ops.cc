@@ -668,7 +668,7 @@ std::vector<LayerItem> head_backward(const LayerContext& layer) {
 std::vector<KernelSpec> step_work(const LayerContext& c, int64_t params, int64_t layer_weights) {
   std::vector<KernelSpec> out;
   const ParallelPlan& p = c.plan;
-  const int64_t g = params * p.state.gradient;
+  const int64_t g = params * p.model_state().gradient;
   if (p.matmul_dtype == Dtype::kFp16) {
     // Dynamic loss scaling: the gradients are unscaled and checked for inf/nan (Apex's and
     // Megatron's multi-tensor unscale), one pass reading and writing them.

@@ -117,6 +117,11 @@ StackProfile megatron(DeviceFamily family) {
   p.fp8_saves_quantized_inputs = true;
   p.fp8_gathers_quantized_inputs = true;
   p.fp8_fprop_fast_accumulation = true;
+  // args.accumulate_allreduce_grads_in_fp32 forced on for bf16 (megatron/training/arguments.py
+  // @ core_r0.8.0) and passed as DDP's grad_reduce_in_fp32 (training.py); NeMo 2.0's bf16_mixed
+  // and bf16_with_fp8_mixed keep grad_reduce_in_fp32=True (nemo/collections/llm/recipes/
+  // precision/mixed_precision.py @ v2.2.0).
+  p.bf16_grads_in_fp32 = true;
   p.host = megatron_host();
   return p;
 }
@@ -124,6 +129,9 @@ StackProfile megatron(DeviceFamily family) {
 StackProfile megatron_2021() {
   StackProfile p;
   p.stack = Stack::kMegatron2021;
+  // "bfloat16 requires gradient accumulation and all-reduce to be done in fp32"
+  // (megatron/arguments.py @ 83c4d95, 2021-05: accumulate_allreduce_grads_in_fp32 forced on).
+  p.bf16_grads_in_fp32 = true;
   p.basis =
       "Megatron-LM as of Narayanan et al. 2021 (examples/sc21, NVIDIA/Megatron-LM @ f2e72c8a): "
       "Apex fused LayerNorm, fused bias-GeLU and bias-dropout-add, fused scale-mask-softmax over "
@@ -216,6 +224,7 @@ StackProfile megatron_2022() {
 StackProfile megatron_deepspeed_2022() {
   StackProfile p = megatron_2021();
   p.stack = Stack::kMegatronDeepSpeed2022;
+  p.bf16_grads_in_fp32 = false;  // DeepSpeed's engine keeps the gradients (BF16_Optimizer below)
   p.basis =
       "Megatron-DeepSpeed as BigScience ran BLOOM (bigscience-workshop/Megatron-DeepSpeed @ "
       "0f23a729, 2022-07) on DeepSpeed v0.6.5's pipeline engine: Megatron-LM 2021's layers "
@@ -279,6 +288,7 @@ StackProfile deepspeed_zero3_2021() {
   // per-submodule Python hooks are not charged beyond the eager per-op cost.
   StackProfile p = megatron_2021();
   p.stack = Stack::kDeepSpeedZero3_2021;
+  p.bf16_grads_in_fp32 = false;  // DeepSpeed's engine keeps the gradients, in the 16-bit dtype
   p.basis =
       "DeepSpeed ZeRO-3 at v0.3.13 (2021-03) on Megatron-LM's GPT of 2021 (its fused kernels and "
       "materialised-score softmax): parameters gathered per submodule before its forward and "
@@ -359,6 +369,10 @@ StackProfile fsdp_compile() {
   // train_configs/llama3_{8b,70b,405b}.toml @ 9dec370: [activation_checkpoint] mode 'selective',
   // selective_ac_option 'op' (_apply_ac_to_transformer_block, parallelisms/parallelize_llama.py).
   p.selective_by_op = true;
+  // FSDP2's reduce_dtype is training.mixed_precision_reduce, default (and only choice) float32:
+  // the gradients are cast to fp32 for the reduce-scatter and kept sharded in fp32
+  // (torchtitan/config_manager.py and parallelisms/parallelize_llama.py apply_fsdp @ ba24697).
+  p.bf16_grads_in_fp32 = true;
   p.host = compiled_host();
   return p;
 }
@@ -489,6 +503,10 @@ void apply_stack(ParallelPlan& plan, const StackProfile& profile, const StackOve
   if (profile.reduces_grads_after_backward) {
     plan.overlap.grad_reduce = given.overlap_grad_reduce && plan.overlap.grad_reduce;
     plan.overlap.param_gather = given.overlap_param_gather && plan.overlap.param_gather;
+  }
+  if (!given.grad_reduce_fp32) {
+    plan.grad_reduce_fp32 = profile.bf16_grads_in_fp32 &&
+                            (plan.matmul_dtype == Dtype::kBf16 || plan.matmul_dtype == Dtype::kFp8);
   }
   // Not keyed on the ZeRO stage, which the plan search changes after binding a template: what
   // the optimizer keeps does not depend on it.

@@ -121,7 +121,7 @@ class StageBuilder {
         stage_(part.stage),
         ctx_{m, p, part},
         pipe_(p.pipeline()),
-        buckets_(grad_bucket_bytes(p), p.state.gradient) {}
+        buckets_(grad_bucket_bytes(p), p.model_state().gradient) {}
 
   Program build();
 
@@ -195,7 +195,7 @@ class StageBuilder {
   LayerContext layer_ctx(int64_t layer) const {
     return LayerContext{ctx_.model, ctx_.plan, ctx_.stage, layer};
   }
-  Bytes grad_bytes(int64_t params) const { return Bytes::of(params * p_.state.gradient); }
+  Bytes grad_bytes(int64_t params) const { return Bytes::of(params * p_.model_state().gradient); }
 
   const ParallelPlan& p_;
   const StagePartition& part_;

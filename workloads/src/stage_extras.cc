@@ -29,7 +29,7 @@ std::vector<KernelSpec> step_end_kernels(const LayerContext& c) {
     layer_weights += l.total();
   }
   std::vector<KernelSpec> out = step_work(c, local_params, layer_weights);
-  for (KernelSpec& k : optimizer_step(tensors, p.state, p.optimizer_kernels)) {
+  for (KernelSpec& k : optimizer_step(tensors, p.model_state(), p.optimizer_kernels)) {
     out.push_back(std::move(k));
   }
   return out;

@@ -440,7 +440,7 @@ void StageBuilder::gather_parameters_ahead() {
       p_.dense_grad_group() == 1) {
     return;
   }
-  int64_t pending = 0;          // parameters, which size the buckets (16-bit bytes)
+  int64_t pending = 0;          // parameters: the gradient buckets' (Megatron's buckets are shared)
   Bytes moved = Bytes::zero();  // what the gather moves (layers in FP8 with fp8_param_gather)
   std::vector<int64_t> layers;
   auto gather = [&] {
@@ -465,7 +465,7 @@ void StageBuilder::gather_parameters_ahead() {
       pending += part_.params.of(layer).total();
       moved += layer_param_bytes(part_.params.of(layer).total());
       layers.push_back(layer);
-      if (param_bytes(pending) >= grad_bucket_bytes(p_)) {
+      if (grad_bytes(pending) >= grad_bucket_bytes(p_)) {
         gather();
       }
     }
@@ -555,13 +555,13 @@ Bytes grad_bucket_bytes(const ParallelPlan& p) {
       return Bytes::of(std::numeric_limits<int64_t>::max());
     }
     const int64_t params = std::max<int64_t>(40'000'000, 1'000'000 * p.dense_grad_group());
-    return Bytes::of(params * p.state.gradient);
+    return Bytes::of(params * p.model_state().gradient);
   }
   if (p.stack == Stack::kMegatronDeepSpeed2022) {
     // DeepSpeed's reductions after the backward: buffered_allreduce_fallback's
     // elements_per_buffer, MEMORY_OPT_ALLREDUCE_SIZE = 500,000,000 (deepspeed/runtime/engine.py
     // @ v0.6.5), the same count as ZeRO's default reduce_bucket_size.
-    return Bytes::of(int64_t{500'000'000} * p.state.gradient);
+    return Bytes::of(int64_t{500'000'000} * p.model_state().gradient);
   }
   if (p.stack == Stack::kMegatron2021 || p.stack == Stack::kMegatron2022 ||
       p.stack == Stack::kMegatron2023) {

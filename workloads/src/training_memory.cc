@@ -36,7 +36,7 @@ TrainingMemory training_memory(const StagePartition& s, const ParallelPlan& plan
   };
   TrainingMemory mem;
   mem.weights = state(plan.state.weight, 3);
-  mem.gradients = state(plan.state.gradient, 2);
+  mem.gradients = state(plan.model_state().gradient, 2);
   mem.optimizer_states = state(plan.state.optimizer, 1);
   const StageActivations& a = s.activations;
   mem.activations = (a.saved_layers() - a.offloaded_layers() + a.outside()) * in_flight;

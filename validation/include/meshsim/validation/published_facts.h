@@ -235,6 +235,7 @@ struct SourceFact {
     std::optional<std::string> precision;  // a precision_class: bf16, fp16, fp8
     std::optional<int64_t> micro_batch;
     std::optional<bool> tp_comm_overlap;  // TP communication overlapped with the GEMMs
+    std::optional<bool> grad_reduce_fp32;  // ParallelPlan::grad_reduce_fp32, as the recipe sets it
   } set;
   std::string source;
 };

@@ -18,6 +18,7 @@
 // same position in their EP block.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -25,11 +26,11 @@
 #include <vector>
 
 #include "meshsim/sim/program.h"
+#include "meshsim/sim/units.h"
 #include "meshsim/workloads/model.h"
 #include "meshsim/workloads/pipeline.h"
 #include "meshsim/workloads/plan_field.h"
 #include "meshsim/workloads/stack.h"
-#include "meshsim/sim/units.h"
 
 namespace meshsim::workloads {
 
@@ -240,6 +241,14 @@ struct ParallelPlan {
   // and FSDP's parameter gathers; the embedding and head stay in 16 bits. FP8 training with
   // ZeRO 1-3 only (validate_plan).
   bool fp8_param_gather = false;
+  // The data-parallel gradients accumulated, kept and reduced in fp32 when the parameters are 16
+  // bits: Megatron-LM's --accumulate-allreduce-grads-in-fp32, which it forces on for bf16
+  // (megatron/arguments.py since 2021, megatron/training/arguments.py: "bfloat16 requires
+  // gradient accumulation and all-reduce to be done in fp32"; Megatron-Core's DDP
+  // grad_reduce_in_fp32), NeMo's bf16_mixed (grad_reduce_in_fp32=True) and torchtitan's FSDP2
+  // reduce_dtype (training.mixed_precision_reduce, float32). The stack's profile sets it for bf16
+  // and fp8 training unless the user did (stack_profile.h); model_state() applies it.
+  bool grad_reduce_fp32 = false;
   StepWork step_work;                             // per-step work outside the layers
   BackwardPrefetch backward_prefetch = BackwardPrefetch::kPre;  // ZeRO-3's backward gathers
   // TP: a column-parallel layer's input gradient is reduced while its weight gradient is computed
@@ -346,6 +355,16 @@ struct ParallelPlan {
   // Bytes a layer's parameter takes in the ZeRO/FSDP parameter gathers: 1 where the weights are
   // kept in FP8 (fp8_param_gather), else the 16-bit weight's.
   int64_t layer_gather_bytes() const { return fp8_param_gather ? 1 : state.weight; }
+  // Bytes of model state per parameter as the run keeps them: `state`, with 4-byte gradients
+  // where they are reduced in fp32 (grad_reduce_fp32). Everything that sizes or moves gradients
+  // reads this, not `state`.
+  ModelStateBytes model_state() const {
+    ModelStateBytes s = state;
+    if (grad_reduce_fp32) {
+      s.gradient = std::max<int64_t>(s.gradient, 4);
+    }
+    return s;
+  }
   // Replicas of the sharded state (HSDP), whose gradients are all-reduced across: dp / fsdp.
   int64_t zero_replicas() const { return fsdp > 0 ? dp / fsdp : 1; }
   int64_t expert_tp() const { return etp > 0 ? etp : tp; }

@@ -50,6 +50,7 @@ enum class PlanField : uint8_t {
   kFp8Recipe,
   kCudaGraphs,
   kFp8ParamGather,
+  kGradReduceFp32,
 };
 constexpr auto enum_names(PlanField) {
   using F = PlanField;
@@ -88,7 +89,8 @@ constexpr auto enum_names(PlanField) {
                                      {F::kStack, "stack"},
                                      {F::kFp8Recipe, "fp8_recipe"},
                                      {F::kCudaGraphs, "cuda_graphs"},
-                                     {F::kFp8ParamGather, "fp8_param_gather"}});
+                                     {F::kFp8ParamGather, "fp8_param_gather"},
+                                     {F::kGradReduceFp32, "grad_reduce_fp32"}});
 }
 using PlanError = FieldError<PlanField>;
 

@@ -79,6 +79,9 @@ struct StackProfile {
   // bf16 training keeps and all-reduces fp32 gradients (DeepSpeed's BF16_Optimizer;
   // ParallelPlan::optimizer_all_reduces_grads).
   bool bf16_optimizer_all_reduces_fp32_grads = false;
+  // bf16 training (and fp8 on bf16 parameters) accumulates, keeps and reduces its gradients in
+  // fp32 (ParallelPlan::grad_reduce_fp32, where each framework's rule is cited).
+  bool bf16_grads_in_fp32 = false;
 };
 
 // The profile of `stack` on chips of `family`. Throws PlanError on the stack field for a stack the
@@ -96,6 +99,7 @@ struct StackOverrides {
   bool fp8_recipe = false;
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
+  bool grad_reduce_fp32 = false;
 };
 
 // Applies `profile` to `plan`: the kernels, optimizer kernels, attention and FP8 scaling unless
