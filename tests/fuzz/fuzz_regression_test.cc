@@ -75,6 +75,9 @@ constexpr Expectation kExpected[] = {
     {"published_runs", "heads-past-hidden-gemm-k-0.json", "h-run: meshsim refuses the scenario"},
     {"published_runs", "slice-chips-past-stoll.json",
      "h-run: the TPU slice size \"99999999999999999999 chips\" is not a chip count"},
+    // A stated device count of 0: part of a node divided by it (UBSan: division by zero).
+    {"published_runs", "device-count-0-divides-by-zero.json",
+     "h-run: the device count 0 is not a count of devices"},
     // A collective sweep forcing NVLS on two nodes of a fabric without IB SHARP: the planner's
     // refusal escaped predict_collective uncaught (SIGABRT); now an input error naming the sweep.
     {"nccl_tests_log", "nvls-sweep-across-nodes-uncaught-comm-error.json",

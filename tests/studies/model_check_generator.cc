@@ -294,6 +294,9 @@ void draw_overlap(Draw& d, const Degrees& g, bool gpu, nlohmann::json& j) {
   if (gpu && j["stack"] != "paxml" && d.coin(0.1)) {
     j["cuda_graphs"] = d.pick<std::string>({{"layers", 1}, {"step", 1}});
   }
+  if (d.coin(0.15)) {  // against the stack's default either way
+    j["grad_reduce_fp32"] = d.coin(0.5);
+  }
 }
 
 void draw_experts(Draw& d, const Degrees& g, const workloads::ModelConfig& m, nlohmann::json& j) {

@@ -425,6 +425,9 @@ const HardwareFact& hardware_of(const RunFacts& rf) {
 topology::ClusterSpec cluster_of(const RunFacts& rf, const topology::Catalogue& catalogue,
                                  std::vector<std::string>& assumptions) {
   const int64_t devices = stated(rf.run.devices, "the device count");
+  if (devices < 1) {
+    throw Unmappable(fmt::format("the device count {} is not a count of devices", devices));
+  }
   const HardwareFact& hw = hardware_of(rf);
   for (const std::string& a : hw.assumptions) {
     assumptions.push_back(a);
