@@ -78,6 +78,10 @@ constexpr Expectation kExpected[] = {
     // A stated device count of 0: part of a node divided by it (UBSan: division by zero).
     {"published_runs", "device-count-0-divides-by-zero.json",
      "h-run: the device count 0 is not a count of devices"},
+    // A GPT's hidden size of 2^32 + 1: the tied/untied parameter counts were taken before the
+    // model's limits were checked (UBSan: signed overflow in the parameter count).
+    {"published_runs", "hidden-2to32-parameter-count-overflows.json",
+     "/d_model: 4294967297 is above the limit of 2^20"},
     // A collective sweep forcing NVLS on two nodes of a fabric without IB SHARP: the planner's
     // refusal escaped predict_collective uncaught (SIGABRT); now an input error naming the sweep.
     {"nccl_tests_log", "nvls-sweep-across-nodes-uncaught-comm-error.json",

@@ -191,6 +191,7 @@ void untie_where_the_stated_count_says(const RunFacts& rf, ModelConfig& m,
   if (!stated || !m.tied_embeddings) {
     return;
   }
+  workloads::validate_model(m, rf.run.id);  // counts past its limits would overflow
   ModelConfig untied = m;
   untied.tied_embeddings = false;
   const double with_tie = static_cast<double>(workloads::total_parameters(m)) / 1e9;
