@@ -82,6 +82,9 @@ constexpr Expectation kExpected[] = {
     // model's limits were checked (UBSan: signed overflow in the parameter count).
     {"published_runs", "hidden-2to32-parameter-count-overflows.json",
      "/d_model: 4294967297 is above the limit of 2^20"},
+    // A hidden size of 2^63 - 1 with the MLP size unstated: the default ratio x hidden overflowed.
+    {"published_runs", "hidden-2to63-ffn-default-overflows.json",
+     "h-run: the hidden size 9223372036854775807 is past what meshsim counts"},
     // A collective sweep forcing NVLS on two nodes of a fabric without IB SHARP: the planner's
     // refusal escaped predict_collective uncaught (SIGABRT); now an input error naming the sweep.
     {"nccl_tests_log", "nvls-sweep-across-nodes-uncaught-comm-error.json",

@@ -163,6 +163,20 @@ TEST(PlanLimits, MicrobatchesTimesLayersAreBounded) {
   EXPECT_EQ(plan_error(p), "<no error>");
 }
 
+// Within the microbatch-layer bound (2^16 microbatches x Llama-3.2 1B's 16 layers = 2^20), eager
+// kernels make a program of tens of millions of ops: refused once its first passes say so, not
+// after gigabytes of ops were built (before: about a minute and 5 GiB for such a step).
+TEST(PlanLimits, AProgramBoundToPassItsOpLimitIsRefusedEarly) {
+  ParallelPlan p;
+  p.seq = 512;
+  p.gbs = 1 << 16;
+  p.kernels = Kernels::kEager;
+  const std::string what = testing::what_thrown<LimitError>(
+      [&] { (void)plan_step(load_model("llama3.2-1b"), p); }, "<no LimitError>");
+  EXPECT_THAT(what, HasSubstr("passes of about"));
+  EXPECT_THAT(what, HasSubstr("(2^24)"));
+}
+
 TEST(CheckedAccounting, ActivationsPast2To63AreALimitError) {
   // Within every bound, naive attention's a x s^2 x b scores pass 2^63 bytes.
   ParallelPlan p;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <map>
 
+#include "meshsim/sim/checked.h"
 #include "meshsim/sim/error.h"
 #include "meshsim/sim/unit_parse.h"
 #include "meshsim/validation/published.h"
@@ -155,7 +156,11 @@ int64_t ffn_or_default(const RunFacts& rf, const ModelConfig& m,
   if (r.model.ffn || rf.model == nullptr || !rf.model->ffn_default_ratio) {
     return stated(r.model.ffn, "the MLP size");
   }
-  const int64_t ffn = rf.model->ffn_default_ratio->value * m.d_model;
+  const std::optional<int64_t> product = try_mul(rf.model->ffn_default_ratio->value, m.d_model);
+  if (!product) {
+    throw Unmappable(fmt::format("the hidden size {} is past what meshsim counts", m.d_model));
+  }
+  const int64_t ffn = *product;
   assumptions.push_back(fmt::format("ffn = {} ({})", ffn, rf.model->ffn_default_ratio->source));
   return ffn;
 }

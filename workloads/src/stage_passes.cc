@@ -515,6 +515,14 @@ Program StageBuilder::build() {
     }
   }
   for (size_t i = 0; i < order.size(); ++i) {
+    // The passes emit about as many ops each: once a forward and a backward are built, a program
+    // bound to pass the limit by a quarter more is refused now, not after gigabytes of ops.
+    if (i >= 2 && prog_.size() * order.size() > (kMaxOps + kMaxOps / 4) * i) {
+      throw LimitError(
+          fmt::format("a program of about {} ops ({} passes of about {} ops): more "
+                      "than the {} (2^24) meshsim simulates in a minute",
+                      prog_.size() * order.size() / i, order.size(), prog_.size() / i, kMaxOps));
+    }
     const PipelinePass& pass = order[i];
     const bool last = last_grad_pass[pass.chunk] == i;
     switch (pass.kind) {
