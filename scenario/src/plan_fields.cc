@@ -236,6 +236,13 @@ std::vector<PlanFieldSpec> make_table() {
           "under 16-bit training: Megatron's --accumulate-allreduce-grads-in-fp32 / DDP "
           "grad_reduce_in_fp32, FSDP2's reduce_dtype float32; default: the stack's (on for bf16 "
           "and fp8 on megatron and fsdp-compile); false: in the parameters' 16 bits"),
+      scalar<&P::cross_entropy_fusion>(
+          F::kCrossEntropyFusion, B::kAny, "",
+          "The LM head's cross entropy as one fused pass over the logits (Megatron-Core's "
+          "--cross-entropy-loss-fusion, NeMo's and Megatron-Bridge's recipes); false: "
+          "Megatron-LM's VocabParallelCrossEntropy as separate passes over an fp32 copy of the "
+          "logits, Megatron-LM's own default; default: the stack's (false on megatron-2021 to "
+          "2023)"),
       choice<&P::kernels>(F::kKernels,
                           "Memory-bound kernels: fused (Megatron/TE, XLA) or eager (PyTorch eager "
                           "mode, one kernel per tensor op)"),

@@ -54,6 +54,7 @@ void apply_stack_for(workloads::ParallelPlan& plan, const topology::Chip& chip) 
   given.overlap_grad_reduce = plan.origins[PlanField::kOverlapGradReduce].given();
   given.overlap_param_gather = plan.origins[PlanField::kOverlapParamGather].given();
   given.grad_reduce_fp32 = plan.origins[PlanField::kGradReduceFp32].given();
+  given.cross_entropy_fusion = plan.origins[PlanField::kCrossEntropyFusion].given();
   workloads::apply_stack(plan, workloads::stack_profile(plan.stack, family), given);
   const std::optional<AttentionImpl> impl = workloads::fused_attention(plan.attention);
   const std::vector<AttentionImpl> have = chip.attention_impls();

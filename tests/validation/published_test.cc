@@ -189,6 +189,17 @@ TEST(PublishedMap, GradientsReducedInFp32AsTheRecipeRan) {
                   .grad_reduce_fp32);
 }
 
+// Megatron-LM's README runs used its own training script, which leaves --cross-entropy-loss-fusion
+// off; NeMo's recipes do not.
+TEST(PublishedMap, MegatronLmsOwnRunsComputeTheLossUnfused) {
+  const PublishedScenario readme = mapped("mlm-readme-h100-weak-1.7B-48xH100");
+  EXPECT_FALSE(bound_plan(readme).cross_entropy_fusion);
+  EXPECT_THAT(readme.assumptions, Contains(HasSubstr("cross entropy unfused: Megatron-LM's own "
+                                                     "training loop")));
+  EXPECT_TRUE(bound_plan(mapped("dgxc2504-llama3.1-8b-32xH100-bf16")).cross_entropy_fusion);
+  EXPECT_FALSE(bound_plan(mapped("mlm2021-t1-7.5B-128xA100")).cross_entropy_fusion);
+}
+
 // Multi-slice MaxText runs: the slices joined by DCN, FSDP inside each slice, data parallel across.
 // A GPT's LM head stays tied (Megatron's default) unless the source's own parameter count is
 // clearly the untied one: Megatron-LM's README names its weak-scaling models by their untied

@@ -703,6 +703,42 @@ TEST(Stacks, Bf16GradientsReducedInFp32WhereTheFrameworkDoes) {
   EXPECT_EQ(moved(fp32, "param_gather"), moved(bf16, "param_gather"));
 }
 
+// Megatron-LM's vocabulary-parallel cross entropy without --cross-entropy-loss-fusion is
+// PyTorch ops over an fp32 copy of the logits: .float(), max, sub_, exp, sum, div_ forward (38
+// bytes an element from 16-bit logits), the in-place scale and the cast back in the backward (14);
+// the fused loss reads the logits and writes their gradient once (4). The legacy stacks run the
+// former, Megatron-Core's recipes the latter, and a plan's own choice stays.
+TEST(Stacks, UnfusedCrossEntropyIsMegatronLmsPassesOverFp32Logits) {
+  const ModelConfig m = load_model("llama3.2-1b");
+  const auto loss_bytes = [&](const ParallelPlan& p) {
+    int64_t bytes = 0;
+    size_t kernels_seen = 0;
+    for (const Kernel& k : kernels(p, m)) {
+      if (k.name.find("cross_entropy") != std::string::npos) {
+        bytes += k.work.bytes.count();
+        ++kernels_seen;
+      }
+    }
+    return std::pair{bytes, kernels_seen};
+  };
+  const int64_t tv = 1024 * m.vocab_size;  // one microbatch of 1024 tokens, TP 1
+  const ParallelPlan legacy = plan_with(Stack::kMegatron2022, DeviceFamily::kAmpere);
+  EXPECT_FALSE(legacy.cross_entropy_fusion);
+  EXPECT_EQ(loss_bytes(legacy), (std::pair<int64_t, size_t>{52 * tv, 8}));
+  const ParallelPlan core = plan_with(Stack::kMegatron, DeviceFamily::kHopper);
+  EXPECT_TRUE(core.cross_entropy_fusion);
+  EXPECT_EQ(loss_bytes(core), (std::pair<int64_t, size_t>{4 * tv, 1}));
+  ParallelPlan chosen;
+  chosen.gbs = chosen.mbs = 1;
+  chosen.seq = 1024;
+  chosen.cross_entropy_fusion = false;
+  StackOverrides given;
+  given.cross_entropy_fusion = true;
+  apply_stack(chosen, stack_profile(Stack::kMegatron, DeviceFamily::kHopper), given);
+  EXPECT_FALSE(chosen.cross_entropy_fusion);
+  EXPECT_EQ(loss_bytes(chosen).first, 52 * tv);
+}
+
 // Megatron-DeepSpeed on DeepSpeed v0.6.5: TrainSchedule's ReduceGrads follows the last backward
 // and OptimizerStep all-gathers the weights, neither overlapped; bf16's BF16_Optimizer all-reduces
 // its fp32 gradients whole (engine.py _bf16_reduce_grads) where fp16's ZeRO-1 reduce-scatters the

@@ -434,6 +434,7 @@ SourceFact::Set read_set(JsonObject o) {
   s.dropout = opt(o, "dropout", &JsonObject::boolean);
   s.tp_comm_overlap = opt(o, "tp_comm_overlap", &JsonObject::boolean);
   s.grad_reduce_fp32 = opt(o, "grad_reduce_fp32", &JsonObject::boolean);
+  s.cross_entropy_fusion = opt(o, "cross_entropy_fusion", &JsonObject::boolean);
   if (o.has("precision")) {
     s.precision = o.one_of("precision", {"bf16", "fp16", "fp8"});
   }

@@ -430,6 +430,12 @@ void set_stack(ParallelPlan& p, const RunFacts& rf, std::vector<std::string>& as
                                       p.grad_reduce_fp32 ? "fp32" : "the parameters' 16 bits",
                                       f->source));
   }
+  if (const SourceFact* f = rf.setting(&SourceFact::Set::cross_entropy_fusion)) {
+    p.cross_entropy_fusion = *f->set.cross_entropy_fusion;
+    p.origins.set(workloads::PlanField::kCrossEntropyFusion, Origin::file(r.id, "/framework"));
+    assumptions.push_back(fmt::format("cross entropy {}: {}",
+                                      p.cross_entropy_fusion ? "fused" : "unfused", f->source));
+  }
   const auto& ddp = rf.framework->ddp_overlaps_without_pipeline;
   if (ddp && ddp->value && p.pp == 1) {
     p.overlap.grad_reduce = true;

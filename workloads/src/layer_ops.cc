@@ -550,6 +550,15 @@ void head_backward_items(Items& it, const std::string& prefix) {
   const Dims& d = it.dims();
   if (eager(it.context())) {
     eager_loss(it, true);
+  } else if (!it.context().plan.cross_entropy_fusion) {
+    // VocabParallelCrossEntropy.backward: the saved softmax scaled by the loss gradient in place
+    // (the target's -1 is a scatter over the tokens), then the autograd of .float() casting the
+    // logits' gradient back to 16 bits.
+    const int64_t tv = d.tokens * d.vocab;
+    const int64_t a = it.context().plan.activation_bytes;
+    it.kernel(prefix + "cross_entropy.bwd.scale", memory_bound(OpClass::kLoss, 1.0, tv, 8 * tv));
+    it.kernel(prefix + "cross_entropy.bwd.cast",
+              memory_bound(OpClass::kLoss, 1.0, tv, (4 + a) * tv));
   }
   it.column_bwd(prefix + "lm_head", d.tokens, d.h, d.vocab);
   norm_items(it, prefix + "final_norm.bwd", d.sp_tokens, true);
@@ -564,11 +573,23 @@ void head_items(Items& it, const std::string& prefix) {
   const int64_t tv = d.tokens * d.vocab;
   if (eager(c)) {
     eager_loss(it, false);
-  } else {
+  } else if (c.plan.cross_entropy_fusion) {
     // Fused (vocabulary-parallel) cross entropy: read the bf16 logits, write fp32 statistics and
     // the gradient of the logits.
     it.kernel(prefix + "cross_entropy",
               memory_bound(OpClass::kLoss, 5.0, tv, 2 * c.plan.activation_bytes * tv));
+  } else {
+    // Megatron-LM's VocabParallelCrossEntropy.forward, one PyTorch op a pass over the logits
+    // (megatron/core/tensor_parallel/cross_entropy.py @ core_r0.8.0): .float(), the max, the
+    // in-place subtraction, exp (out=), the sum and the in-place division that leaves the
+    // softmax saved for the backward; 38 bytes an element with 16-bit logits.
+    const int64_t a = c.plan.activation_bytes;
+    it.kernel(prefix + "cross_entropy.float", memory_bound(OpClass::kLoss, 1.0, tv, (a + 4) * tv));
+    it.kernel(prefix + "cross_entropy.max", memory_bound(OpClass::kLoss, 1.0, tv, 4 * tv));
+    it.kernel(prefix + "cross_entropy.sub", memory_bound(OpClass::kLoss, 1.0, tv, 8 * tv));
+    it.kernel(prefix + "cross_entropy.exp", memory_bound(OpClass::kLoss, 1.0, tv, 8 * tv));
+    it.kernel(prefix + "cross_entropy.sum", memory_bound(OpClass::kLoss, 1.0, tv, 4 * tv));
+    it.kernel(prefix + "cross_entropy.div", memory_bound(OpClass::kLoss, 1.0, tv, 8 * tv));
   }
   // TP ranks all-reduce the max, the sum of exponentials and the target logit, 3 fp32 values
   // per token.

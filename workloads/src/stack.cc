@@ -132,6 +132,10 @@ StackProfile megatron_2021() {
   // "bfloat16 requires gradient accumulation and all-reduce to be done in fp32"
   // (megatron/arguments.py @ 83c4d95, 2021-05: accumulate_allreduce_grads_in_fp32 forced on).
   p.bf16_grads_in_fp32 = true;
+  // post_language_model_processing: vocab_parallel_cross_entropy(output.float(), labels) unless
+  // --fp16-lm-cross-entropy (megatron/model/gpt_model.py @ 83c4d95); no fused loss before
+  // Megatron-Core's --cross-entropy-loss-fusion (2024).
+  p.cross_entropy_fusion = false;
   p.basis =
       "Megatron-LM as of Narayanan et al. 2021 (examples/sc21, NVIDIA/Megatron-LM @ f2e72c8a): "
       "Apex fused LayerNorm, fused bias-GeLU and bias-dropout-add, fused scale-mask-softmax over "
@@ -503,6 +507,9 @@ void apply_stack(ParallelPlan& plan, const StackProfile& profile, const StackOve
   if (profile.reduces_grads_after_backward) {
     plan.overlap.grad_reduce = given.overlap_grad_reduce && plan.overlap.grad_reduce;
     plan.overlap.param_gather = given.overlap_param_gather && plan.overlap.param_gather;
+  }
+  if (!given.cross_entropy_fusion) {
+    plan.cross_entropy_fusion = profile.cross_entropy_fusion;
   }
   if (!given.grad_reduce_fp32) {
     plan.grad_reduce_fp32 = profile.bf16_grads_in_fp32 &&

@@ -236,6 +236,7 @@ struct SourceFact {
     std::optional<int64_t> micro_batch;
     std::optional<bool> tp_comm_overlap;  // TP communication overlapped with the GEMMs
     std::optional<bool> grad_reduce_fp32;  // ParallelPlan::grad_reduce_fp32, as the recipe sets it
+    std::optional<bool> cross_entropy_fusion;  // ParallelPlan::cross_entropy_fusion
   } set;
   std::string source;
 };

@@ -249,6 +249,13 @@ struct ParallelPlan {
   // reduce_dtype (training.mixed_precision_reduce, float32). The stack's profile sets it for bf16
   // and fp8 training unless the user did (stack_profile.h); model_state() applies it.
   bool grad_reduce_fp32 = false;
+  // The LM head's cross entropy as one fused pass over the 16-bit logits (Megatron-Core's
+  // --cross-entropy-loss-fusion, on in NeMo's and Megatron-Bridge's recipes; XLA's fusion;
+  // torch.compile's); false: Megatron-LM's VocabParallelCrossEntropy as PyTorch ops over an fp32
+  // copy of the logits, Megatron-LM's own default (megatron/core/tensor_parallel/cross_entropy.py
+  // @ core_r0.8.0; megatron/mpu/cross_entropy.py in 2021). Fused-kernel plans only: eager plans
+  // cost PyTorch's own loss ops. The stack's profile sets it unless the user did.
+  bool cross_entropy_fusion = true;
   StepWork step_work;                             // per-step work outside the layers
   BackwardPrefetch backward_prefetch = BackwardPrefetch::kPre;  // ZeRO-3's backward gathers
   // TP: a column-parallel layer's input gradient is reduced while its weight gradient is computed

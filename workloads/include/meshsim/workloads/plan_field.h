@@ -51,6 +51,7 @@ enum class PlanField : uint8_t {
   kCudaGraphs,
   kFp8ParamGather,
   kGradReduceFp32,
+  kCrossEntropyFusion,
 };
 constexpr auto enum_names(PlanField) {
   using F = PlanField;
@@ -90,7 +91,8 @@ constexpr auto enum_names(PlanField) {
                                      {F::kFp8Recipe, "fp8_recipe"},
                                      {F::kCudaGraphs, "cuda_graphs"},
                                      {F::kFp8ParamGather, "fp8_param_gather"},
-                                     {F::kGradReduceFp32, "grad_reduce_fp32"}});
+                                     {F::kGradReduceFp32, "grad_reduce_fp32"},
+                                     {F::kCrossEntropyFusion, "cross_entropy_fusion"}});
 }
 using PlanError = FieldError<PlanField>;
 

@@ -82,6 +82,8 @@ struct StackProfile {
   // bf16 training (and fp8 on bf16 parameters) accumulates, keeps and reduces its gradients in
   // fp32 (ParallelPlan::grad_reduce_fp32, where each framework's rule is cited).
   bool bf16_grads_in_fp32 = false;
+  // ParallelPlan::cross_entropy_fusion.
+  bool cross_entropy_fusion = true;
 };
 
 // The profile of `stack` on chips of `family`. Throws PlanError on the stack field for a stack the
@@ -100,6 +102,7 @@ struct StackOverrides {
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
   bool grad_reduce_fp32 = false;
+  bool cross_entropy_fusion = false;
 };
 
 // Applies `profile` to `plan`: the kernels, optimizer kernels, attention and FP8 scaling unless
