@@ -297,6 +297,9 @@ void draw_overlap(Draw& d, const Degrees& g, bool gpu, nlohmann::json& j) {
   if (d.coin(0.15)) {  // against the stack's default either way
     j["grad_reduce_fp32"] = d.coin(0.5);
   }
+  if (d.coin(0.1)) {
+    j["cross_entropy_fusion"] = d.coin(0.5);
+  }
 }
 
 void draw_experts(Draw& d, const Degrees& g, const workloads::ModelConfig& m, nlohmann::json& j) {
