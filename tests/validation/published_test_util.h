@@ -40,19 +40,15 @@ inline PublishedScenario mapped(const PublishedRun& r) {
   return std::get<PublishedScenario>(std::move(m));
 }
 
-// The overlaps of `s`'s plan as meshsim runs it, bound to its cluster (scenario::bind_to_cluster):
-// what the record or its facts set stays, the rest is the stack's.
-inline workloads::OverlapOptions bound_overlaps(const PublishedScenario& s) {
-  workloads::ParallelPlan p = s.plan;
-  scenario::bind_to_cluster(p, s.cluster);
-  return p.overlap;
-}
-
-// `s`'s plan as meshsim runs it, bound to its cluster.
+// `s`'s plan as meshsim runs it, bound to its cluster (scenario::bind_to_cluster): what the record
+// or its facts set stays, the rest is the stack's; and its overlaps.
 inline workloads::ParallelPlan bound_plan(const PublishedScenario& s) {
   workloads::ParallelPlan p = s.plan;
   scenario::bind_to_cluster(p, s.cluster);
   return p;
+}
+inline workloads::OverlapOptions bound_overlaps(const PublishedScenario& s) {
+  return bound_plan(s).overlap;
 }
 
 // Why `r` does not map; a run that maps fails the test.

@@ -664,8 +664,10 @@ TEST(Stacks, Bf16GradientsReducedInFp32WhereTheFrameworkDoes) {
     EXPECT_FALSE(bound(s, Dtype::kFp16).grad_reduce_fp32) << to_string(s);
   }
   EXPECT_TRUE(bound(Stack::kFsdpCompile, Dtype::kBf16).grad_reduce_fp32);
-  for (const Stack s : {Stack::kFsdp, Stack::kDeepSpeedZero3_2021, Stack::kMegatronDeepSpeed2022,
-                        Stack::kLlmFoundry2023}) {
+  // DeepSpeed's BF16_Optimizer keeps fp32 gradients through the same field (its fp16 does not).
+  EXPECT_TRUE(bound(Stack::kMegatronDeepSpeed2022, Dtype::kBf16).grad_reduce_fp32);
+  EXPECT_FALSE(bound(Stack::kMegatronDeepSpeed2022, Dtype::kFp16).grad_reduce_fp32);
+  for (const Stack s : {Stack::kFsdp, Stack::kDeepSpeedZero3_2021, Stack::kLlmFoundry2023}) {
     EXPECT_FALSE(bound(s, Dtype::kBf16).grad_reduce_fp32) << to_string(s);
   }
   StackOverrides given;
@@ -763,20 +765,31 @@ TEST(Stacks, MegatronDeepSpeedReducesAfterTheBackwardAndBf16AllReducesFp32) {
   EXPECT_TRUE(bf16.pipeline_scatter_gather);
   EXPECT_EQ(bf16.host.sync_after_p2p, P2pSync::kNone);  // p2p.py: no torch.cuda.synchronize
   EXPECT_TRUE(bf16.optimizer_all_reduces_grads);
-  EXPECT_EQ(bf16.state.gradient, 4);
+  EXPECT_EQ(bf16.model_state().gradient, 4);
   const ParallelPlan fp16 = bound(Dtype::kFp16);
   EXPECT_FALSE(fp16.optimizer_all_reduces_grads);
-  EXPECT_EQ(fp16.state.gradient, 2);
+  EXPECT_EQ(fp16.model_state().gradient, 2);
   // What BF16_Optimizer keeps does not follow the ZeRO stage (the plan search changes the stage
   // of a plan bound before): bound at ZeRO 0, the gradients are fp32 all the same.
   ParallelPlan unsharded;
   unsharded.set_training_dtype(Dtype::kBf16);
   apply_stack(unsharded, stack_profile(Stack::kMegatronDeepSpeed2022, DeviceFamily::kAmpere), {});
-  EXPECT_EQ(unsharded.state.gradient, 4);
+  EXPECT_EQ(unsharded.model_state().gradient, 4);
   // What the user set explicitly stays (and the stack's rules refuse it, stack_rules_test.cc).
   StackOverrides given;
   given.overlap_grad_reduce = true;
   EXPECT_TRUE(bound(Dtype::kBf16, given).overlap.grad_reduce);
+  // A 16-bit gradient reduction it has no path for is refused, not ignored.
+  StackOverrides bf16_grads;
+  bf16_grads.grad_reduce_fp32 = true;  // given, as false (the plan's default)
+  try {
+    (void)bound(Dtype::kBf16, bf16_grads);
+    ADD_FAILURE() << "megatron-deepspeed-2022 accepted a 16-bit gradient reduction";
+  } catch (const PlanError& e) {
+    EXPECT_EQ(e.field(), PlanField::kGradReduceFp32);
+    EXPECT_NE(std::string(e.what()).find("BF16_Optimizer"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(bound(Dtype::kFp16, bf16_grads).model_state().gradient, 2);
 
   const auto reductions = [&](const ParallelPlan& p, const std::string& kind) {
     const StepPlan plan = plan_step(m, p);

@@ -584,12 +584,11 @@ void head_items(Items& it, const std::string& prefix) {
     // in-place subtraction, exp (out=), the sum and the in-place division that leaves the
     // softmax saved for the backward; 38 bytes an element with 16-bit logits.
     const int64_t a = c.plan.activation_bytes;
-    it.kernel(prefix + "cross_entropy.float", memory_bound(OpClass::kLoss, 1.0, tv, (a + 4) * tv));
-    it.kernel(prefix + "cross_entropy.max", memory_bound(OpClass::kLoss, 1.0, tv, 4 * tv));
-    it.kernel(prefix + "cross_entropy.sub", memory_bound(OpClass::kLoss, 1.0, tv, 8 * tv));
-    it.kernel(prefix + "cross_entropy.exp", memory_bound(OpClass::kLoss, 1.0, tv, 8 * tv));
-    it.kernel(prefix + "cross_entropy.sum", memory_bound(OpClass::kLoss, 1.0, tv, 4 * tv));
-    it.kernel(prefix + "cross_entropy.div", memory_bound(OpClass::kLoss, 1.0, tv, 8 * tv));
+    const std::pair<const char*, int64_t> passes[] = {{"float", a + 4}, {"max", 4}, {"sub", 8},
+                                                      {"exp", 8},       {"sum", 4}, {"div", 8}};
+    for (const auto& [op, bytes] : passes) {
+      it.kernel(prefix + "cross_entropy." + op, memory_bound(OpClass::kLoss, 1.0, tv, bytes * tv));
+    }
   }
   // TP ranks all-reduce the max, the sum of exponentials and the target logit, 3 fp32 values
   // per token.

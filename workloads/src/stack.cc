@@ -520,7 +520,15 @@ void apply_stack(ParallelPlan& plan, const StackProfile& profile, const StackOve
   plan.optimizer_all_reduces_grads =
       profile.bf16_optimizer_all_reduces_fp32_grads && plan.matmul_dtype == Dtype::kBf16;
   if (plan.optimizer_all_reduces_grads) {
-    plan.state.gradient = 4;  // BF16_Optimizer's fp32 gradients, reduced as they are kept
+    // BF16_Optimizer's fp32 gradients, reduced as they are kept: the framework has no 16-bit path.
+    if (given.grad_reduce_fp32 && !plan.grad_reduce_fp32) {
+      throw PlanError(PlanField::kGradReduceFp32,
+                      fmt::format("the {} stack trains bf16 through DeepSpeed's BF16_Optimizer, "
+                                  "which keeps and all-reduces fp32 gradients: it has no 16-bit "
+                                  "gradient reduction",
+                                  to_string(profile.stack)));
+    }
+    plan.grad_reduce_fp32 = true;
   }
 }
 

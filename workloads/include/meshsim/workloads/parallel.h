@@ -304,7 +304,7 @@ struct ParallelPlan {
   // released after it, and gathered again for the backward (DeepSpeed's per-submodule fetch and
   // release hooks); false: one gather serves both (FSDP). The stack's profile sets it.
   bool zero3_regather_for_recompute = false;
-  // The optimizer keeps fp32 gradients whole (state.gradient 4) and all-reduces them; under ZeRO-1
+  // The optimizer keeps fp32 gradients whole (grad_reduce_fp32) and all-reduces them; under ZeRO-1
   // each rank then updates its shard of the optimizer state (DeepSpeed's BF16_Optimizer), where
   // other ZeRO-1 optimizers reduce-scatter. The stack's profile sets it, for bf16 training.
   bool optimizer_all_reduces_grads = false;
