@@ -91,6 +91,17 @@ TEST_P(ChakraRunTp, ExportedStepSimulatesInTheFullSimulationsStepTime) {
   }
   EXPECT_GT(host_timed, 0);
   EXPECT_GT(host_syncs, 0);
+  // Megatron-Core's fused loss is element-wise kernels reported as the loss (on the last stage's
+  // ranks): their rate travels with them.
+  int64_t loss_at_elementwise_rate = 0;
+  for (const Program& prog : w.programs) {
+    for (size_t i = 0; i < prog.size(); ++i) {
+      const auto* c = std::get_if<ComputeWork>(&prog.op(OpId(static_cast<uint32_t>(i))).work);
+      loss_at_elementwise_rate +=
+          c != nullptr && c->op_class == OpClass::kLoss && c->rate_class == OpClass::kElementwise;
+    }
+  }
+  EXPECT_GT(loss_at_elementwise_rate, 0);
   // Export the import again before simulating it (the programs move into the engine).
   const fs::path again = scratch::temp_dir() / (GetParam() ? "chakra-again-tp" : "chakra-again");
   export_workload(w, l.cluster, again.string());

@@ -71,7 +71,7 @@ const std::map<std::string, std::map<std::string, Tolerance>> kTolerances = {
     // 0.85) share one efficiency.
     {"memory",
      {{"a100-80gb", {0.06, 0.25}},
-      {"h100-sxm", {0.30, 0.70}},
+      {"h100-sxm", {0.20, 0.55}},
       {"h200", {0.11, 0.36}},
       {"gb200", {0.10, 0.23}}}},
 };

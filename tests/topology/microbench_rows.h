@@ -172,6 +172,7 @@ inline std::vector<MeasuredKernel> memory_kernels() {
     ComputeWork w;
     w.dtype = Dtype::kFp32;
     int64_t bytes = 0;
+    std::vector<int64_t> more;  // the bytes of the implementation's further kernels
     if (op == "rms_norm" || op == "layer_norm") {
       w.op_class = OpClass::kNorm;
       bytes = 2 * e * t * wd + e * wd;
@@ -181,6 +182,13 @@ inline std::vector<MeasuredKernel> memory_kernels() {
     } else if (op == "relu_squared" || op == "rope") {
       w.op_class = OpClass::kElementwise;
       bytes = 2 * e * t * wd;
+    } else if (op == "cross_entropy" && provider == "megatron-fused") {
+      // Megatron-Core's fused loss, forward (FusedCrossEntropy::kMegatronCore, layer_ops.cc):
+      // element-wise and reduction kernels, at that class's rate.
+      w.op_class = OpClass::kLoss;
+      w.rate_class = OpClass::kElementwise;
+      bytes = (e + 4) * t * wd;
+      more = {8 * t * wd, 8 * t * wd};
     } else if (op == "cross_entropy") {
       w.op_class = OpClass::kLoss;
       bytes = 2 * e * t * wd;
@@ -191,10 +199,13 @@ inline std::vector<MeasuredKernel> memory_kernels() {
       continue;
     }
     w.bytes = Bytes::of(bytes);
-    out.push_back({r.at("chip"),
-                   op + " " + provider + " " + r.at("rows") + "x" + r.at("width"),
-                   {w},
-                   Microseconds(num_of(r, "time_us"))});
+    std::vector<ComputeWork> kernels{w};
+    for (const int64_t b : more) {
+      w.bytes = Bytes::of(b);
+      kernels.push_back(w);
+    }
+    out.push_back({r.at("chip"), op + " " + provider + " " + r.at("rows") + "x" + r.at("width"),
+                   std::move(kernels), Microseconds(num_of(r, "time_us"))});
   }
   return out;
 }

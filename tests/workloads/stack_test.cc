@@ -707,10 +707,13 @@ TEST(Stacks, Bf16GradientsReducedInFp32WhereTheFrameworkDoes) {
 
 // Megatron-LM's vocabulary-parallel cross entropy without --cross-entropy-loss-fusion is
 // PyTorch ops over an fp32 copy of the logits: .float(), max, sub_, exp, sum, div_ forward (38
-// bytes an element from 16-bit logits), the in-place scale and the cast back in the backward (14);
-// the fused loss reads the logits and writes their gradient once (4). The legacy stacks run the
-// former, Megatron-Core's recipes the latter, and a plan's own choice stays.
-TEST(Stacks, UnfusedCrossEntropyIsMegatronLmsPassesOverFp32Logits) {
+// bytes an element from 16-bit logits), the in-place scale and the cast back in the backward (14).
+// Megatron-Core's fused loss compiles the same steps into three kernels forward (the fp32 copy
+// with the max, 6; subtract, exponentiate and sum, 8; divide, 8) and one backward (scale in place
+// and return the 16-bit gradient, 10); a one-pass loss (Transformer Engine's, Liger's, XLA's)
+// reads the logits and writes their gradient once (4). The legacy stacks run the first,
+// Megatron-Core's recipes the second, torchtitan the third, and a plan's own choice stays.
+TEST(Stacks, CrossEntropyPassesFollowEachFrameworksImplementation) {
   const ModelConfig m = load_model("llama3.2-1b");
   const auto loss_bytes = [&](const ParallelPlan& p) {
     int64_t bytes = 0;
@@ -729,7 +732,10 @@ TEST(Stacks, UnfusedCrossEntropyIsMegatronLmsPassesOverFp32Logits) {
   EXPECT_EQ(loss_bytes(legacy), (std::pair<int64_t, size_t>{52 * tv, 8}));
   const ParallelPlan core = plan_with(Stack::kMegatron, DeviceFamily::kHopper);
   EXPECT_TRUE(core.cross_entropy_fusion);
-  EXPECT_EQ(loss_bytes(core), (std::pair<int64_t, size_t>{4 * tv, 1}));
+  EXPECT_EQ(loss_bytes(core), (std::pair<int64_t, size_t>{32 * tv, 4}));
+  const ParallelPlan compiled = plan_with(Stack::kFsdpCompile, DeviceFamily::kHopper);
+  EXPECT_TRUE(compiled.cross_entropy_fusion);
+  EXPECT_EQ(loss_bytes(compiled), (std::pair<int64_t, size_t>{4 * tv, 1}));
   ParallelPlan chosen;
   chosen.gbs = chosen.mbs = 1;
   chosen.seq = 1024;

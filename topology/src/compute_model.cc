@@ -211,7 +211,8 @@ KernelTime RooflineComputeModel::kernel_time(const ComputeWork& work,
   }
   t.flops_bound = work.flops / (flop_rate(work) * flop_efficiency(work, context));
   t.memory_bound =
-      work.bytes / (memory_bandwidth(work) * chip_.efficiency.memory_for(work.op_class));
+      work.bytes / (memory_bandwidth(work) *
+                    chip_.efficiency.memory_for(work.rate_class.value_or(work.op_class)));
   t.overhead = chip_.efficiency.launch_overhead;
   const bool gemm = work.shape.has_value() && measured_attention(work) == nullptr;
   if (const auto& m = chip_.efficiency.matmul_shape; m && gemm) {

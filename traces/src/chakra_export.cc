@@ -76,6 +76,9 @@ void compute_attrs(pb::Node& n, const ComputeWork& w, Duration time) {
   if (w.fast_accumulation) {
     attr(n, "meshsim_fast_accumulation").set_bool_val(true);
   }
+  if (w.rate_class) {
+    attr(n, "meshsim_rate_class").set_string_val(std::string(to_string(*w.rate_class)));
+  }
   if (w.measured) {
     attr(n, "meshsim_measured_ps").set_int64_val(w.measured->ps());
   }

@@ -323,6 +323,13 @@ class RankReader {
     if (const et::AttributeProto* fa = get("meshsim_fast_accumulation")) {
       w.fast_accumulation = integer(n, fa, "meshsim_fast_accumulation", 0, 1) == 1;
     }
+    if (get("meshsim_rate_class") != nullptr) {
+      w.rate_class = parse_enum<OpClass>(text("meshsim_rate_class"));
+      if (!w.rate_class) {
+        fail(n, "meshsim_rate_class",
+             fmt::format("expected one of {}", describe_choices<OpClass>()));
+      }
+    }
     if (const et::AttributeProto* ps = get("meshsim_measured_ps")) {
       w.measured = Duration::from_ps(integer(n, ps, "meshsim_measured_ps", 0, INT64_MAX));
     }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <type_traits>
 #include <utility>
 
@@ -545,20 +546,37 @@ ParallelPlan head_plan(const ParallelPlan& p) {
   return h;
 }
 
+// Passes of a cross entropy over the logits, each one kernel moving `bytes` bytes an element.
+// They are element-wise and reduction kernels (PyTorch's, or torch.compile's for Megatron-Core's
+// fused loss), reported as the loss and run at the element-wise rate: Megatron-Core's fused loss,
+// costed so, is within 20 % of its measured forward (validation/microbench/memory_bound.csv,
+// tools/fit_kernels.py); the loss class is the one-pass kernels'.
+void loss_passes(Items& it, const std::string& prefix,
+                 std::initializer_list<std::pair<const char*, int64_t>> passes) {
+  const int64_t tv = it.dims().tokens * it.dims().vocab;
+  for (const auto& [op, bytes] : passes) {
+    ComputeWork w = memory_bound(OpClass::kLoss, 1.0, tv, bytes * tv);
+    w.rate_class = OpClass::kElementwise;
+    it.kernel(prefix + op, std::move(w));
+  }
+}
+
 // The LM head's backward: the loss, the head's GEMMs, the final norm.
 void head_backward_items(Items& it, const std::string& prefix) {
   const Dims& d = it.dims();
+  const ParallelPlan& p = it.context().plan;
+  const int64_t a = p.activation_bytes;
   if (eager(it.context())) {
     eager_loss(it, true);
-  } else if (!it.context().plan.cross_entropy_fusion) {
+  } else if (!p.cross_entropy_fusion) {
     // VocabParallelCrossEntropy.backward: the saved softmax scaled by the loss gradient in place
     // (the target's -1 is a scatter over the tokens), then the autograd of .float() casting the
     // logits' gradient back to 16 bits.
-    const int64_t tv = d.tokens * d.vocab;
-    const int64_t a = it.context().plan.activation_bytes;
-    it.kernel(prefix + "cross_entropy.bwd.scale", memory_bound(OpClass::kLoss, 1.0, tv, 8 * tv));
-    it.kernel(prefix + "cross_entropy.bwd.cast",
-              memory_bound(OpClass::kLoss, 1.0, tv, (4 + a) * tv));
+    loss_passes(it, prefix + "cross_entropy.bwd.", {{"scale", 8}, {"cast", 4 + a}});
+  } else if (p.fused_cross_entropy == FusedCrossEntropy::kMegatronCore) {
+    // calculate_gradients, compiled: the same scaling of the saved fp32 softmax, written back in
+    // place (the function mutates its input), and its 16-bit copy returned.
+    loss_passes(it, prefix + "cross_entropy.bwd.", {{"gradients", 8 + a}});
   }
   it.column_bwd(prefix + "lm_head", d.tokens, d.h, d.vocab);
   norm_items(it, prefix + "final_norm.bwd", d.sp_tokens, true);
@@ -573,22 +591,29 @@ void head_items(Items& it, const std::string& prefix) {
   const int64_t tv = d.tokens * d.vocab;
   if (eager(c)) {
     eager_loss(it, false);
-  } else if (c.plan.cross_entropy_fusion) {
+  } else if (c.plan.cross_entropy_fusion &&
+             c.plan.fused_cross_entropy == FusedCrossEntropy::kOnePass) {
     // Fused (vocabulary-parallel) cross entropy: read the bf16 logits, write fp32 statistics and
     // the gradient of the logits.
     it.kernel(prefix + "cross_entropy",
               memory_bound(OpClass::kLoss, 5.0, tv, 2 * c.plan.activation_bytes * tv));
+  } else if (c.plan.cross_entropy_fusion) {
+    // Megatron-Core's fused loss (megatron/core/fusions/fused_cross_entropy.py @ core_r0.8.0),
+    // each compiled function one kernel: calculate_logits_max returns the fp32 copy of the logits
+    // and their max; calculate_predicted_logits subtracts the max in place, exponentiates in
+    // place and sums; calculate_cross_entropy_loss divides in place, leaving the softmax saved
+    // for the backward. 22 bytes an element with 16-bit logits.
+    const int64_t a = c.plan.activation_bytes;
+    loss_passes(it, prefix + "cross_entropy.",
+                {{"logits_max", a + 4}, {"predicted_logits", 8}, {"softmax", 8}});
   } else {
     // Megatron-LM's VocabParallelCrossEntropy.forward, one PyTorch op a pass over the logits
     // (megatron/core/tensor_parallel/cross_entropy.py @ core_r0.8.0): .float(), the max, the
     // in-place subtraction, exp (out=), the sum and the in-place division that leaves the
     // softmax saved for the backward; 38 bytes an element with 16-bit logits.
     const int64_t a = c.plan.activation_bytes;
-    const std::pair<const char*, int64_t> passes[] = {{"float", a + 4}, {"max", 4}, {"sub", 8},
-                                                      {"exp", 8},       {"sum", 4}, {"div", 8}};
-    for (const auto& [op, bytes] : passes) {
-      it.kernel(prefix + "cross_entropy." + op, memory_bound(OpClass::kLoss, 1.0, tv, bytes * tv));
-    }
+    loss_passes(it, prefix + "cross_entropy.",
+                {{"float", a + 4}, {"max", 4}, {"sub", 8}, {"exp", 8}, {"sum", 4}, {"div", 8}});
   }
   // TP ranks all-reduce the max, the sum of exponentials and the target logit, 3 fp32 values
   // per token.

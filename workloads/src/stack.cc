@@ -122,6 +122,11 @@ StackProfile megatron(DeviceFamily family) {
   // and bf16_with_fp8_mixed keep grad_reduce_in_fp32=True (nemo/collections/llm/recipes/
   // precision/mixed_precision.py @ v2.2.0).
   p.bf16_grads_in_fp32 = true;
+  // --cross-entropy-loss-fusion (NeMo's and Megatron-Bridge's GPT configs turn it on) runs
+  // Megatron-Core's own fused loss: cross_entropy_fusion_impl defaults to "native"
+  // (megatron/core/model_parallel_config.py), which Megatron-Bridge's performance scripts keep
+  // until 26.04 (scripts/performance/utils/overrides.py sets "te" from 26.04-alpha.rc1 on).
+  p.fused_cross_entropy = FusedCrossEntropy::kMegatronCore;
   p.host = megatron_host();
   return p;
 }
@@ -511,6 +516,7 @@ void apply_stack(ParallelPlan& plan, const StackProfile& profile, const StackOve
   if (!given.cross_entropy_fusion) {
     plan.cross_entropy_fusion = profile.cross_entropy_fusion;
   }
+  plan.fused_cross_entropy = profile.fused_cross_entropy;
   if (!given.grad_reduce_fp32) {
     plan.grad_reduce_fp32 = profile.bf16_grads_in_fp32 &&
                             (plan.matmul_dtype == Dtype::kBf16 || plan.matmul_dtype == Dtype::kFp8);

@@ -155,6 +155,10 @@ struct ComputeWork {
   // An FP8 GEMM run with the library's fast accumulation (partial sums not promoted to FP32 at
   // intervals): what Transformer Engine's recipes and torchao's float8 do for forward GEMMs.
   bool fast_accumulation = false;
+  // A memory-bound kernel that runs at another class's rate than the class it is reported under:
+  // a cross entropy run as element-wise and reduction kernels (Megatron-LM's and Megatron-Core's,
+  // workloads/src/layer_ops.cc) is the loss in reports and runs at the element-wise rate.
+  std::optional<OpClass> rate_class = std::nullopt;
   // A kernel whose time was measured (an imported execution trace): it takes exactly this long
   // whatever the cost model would say and whatever runs beside it (the measurement already holds
   // that); per-rank slowdown and jitter still apply.

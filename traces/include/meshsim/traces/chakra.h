@@ -58,6 +58,7 @@
 // num_ops and tensor_size (FLOPs and bytes, as ASTRA-sim's roofline reads them) and meshsim's
 // own attributes that rebuild the kernel exactly (meshsim_op_class, meshsim_dtype, meshsim_flops,
 // meshsim_bytes, meshsim_matmul, meshsim_attention, meshsim_host_copy, meshsim_fast_accumulation,
+// meshsim_rate_class,
 // meshsim_measured_ps); collectives comm_type, comm_size and pg_name (and meshsim_copy_engine when
 // the transfer holds no SMs, CollectiveWork::holds_sms); sends and receives comm_src,
 // comm_dst, comm_tag and comm_size. Memory effects and report labels are not exported. The output

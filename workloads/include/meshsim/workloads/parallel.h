@@ -169,6 +169,15 @@ constexpr auto enum_names(Kernels) {
   return std::to_array<EnumName<Kernels>>({{Kernels::kFused, "fused"}, {Kernels::kEager, "eager"}});
 }
 
+// How a fused cross entropy (ParallelPlan::cross_entropy_fusion) runs.
+//  kOnePass:      one kernel reads the 16-bit logits and writes their gradient (Transformer
+//                 Engine's and Liger-Kernel's Triton kernels, XLA's fusion).
+//  kMegatronCore: Megatron-Core's fused_vocab_parallel_cross_entropy: four compiled functions
+//                 (torch.compile, torch.jit.script before torch 2.2) over an fp32 copy of the
+//                 logits (megatron/core/fusions/fused_cross_entropy.py and jit.py @ core_r0.8.0,
+//                 --cross-entropy-fusion-impl native, the default to this day).
+enum class FusedCrossEntropy : uint8_t { kOnePass, kMegatronCore };
+
 // How the AdamW step runs.
 //  kFused:     one pass over the parameters' state (Megatron's and Apex's fused Adam,
 //              torch.optim.AdamW(fused=True), optax under XLA).
@@ -256,6 +265,8 @@ struct ParallelPlan {
   // @ core_r0.8.0; megatron/mpu/cross_entropy.py in 2021). Fused-kernel plans only: eager plans
   // cost PyTorch's own loss ops. The stack's profile sets it unless the user did.
   bool cross_entropy_fusion = true;
+  // Which kernels the fused cross entropy runs (the stack's profile sets it).
+  FusedCrossEntropy fused_cross_entropy = FusedCrossEntropy::kOnePass;
   StepWork step_work;                             // per-step work outside the layers
   BackwardPrefetch backward_prefetch = BackwardPrefetch::kPre;  // ZeRO-3's backward gathers
   // TP: a column-parallel layer's input gradient is reduced while its weight gradient is computed

@@ -84,6 +84,8 @@ struct StackProfile {
   bool bf16_grads_in_fp32 = false;
   // ParallelPlan::cross_entropy_fusion.
   bool cross_entropy_fusion = true;
+  // ParallelPlan::fused_cross_entropy.
+  FusedCrossEntropy fused_cross_entropy = FusedCrossEntropy::kOnePass;
 };
 
 // The profile of `stack` on chips of `family`. Throws PlanError on the stack field for a stack the
