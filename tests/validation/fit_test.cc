@@ -45,7 +45,15 @@ std::vector<FitCase> synthetic_cases(const Profile& base, const topology::Effici
 TEST(Fit, PredictionIsTheRooflineModel) {
   const Manifest m = load_manifest(kManifest);
   const Profile profile = load_profile(kProfile);
-  const std::vector<StepKernel> kernels = step_kernels(m);
+  std::vector<StepKernel> kernels = step_kernels(m);
+  // A loss run as element-wise kernels (Megatron-LM's passes over fp32 logits): its time is the
+  // loss's, its rate the element-wise class's (ComputeWork::rate_class).
+  StepKernel pass{"cross_entropy.sub", {}};
+  pass.work.op_class = OpClass::kLoss;
+  pass.work.rate_class = OpClass::kElementwise;
+  pass.work.dtype = Dtype::kFp32;
+  pass.work.bytes = MiB(64);
+  kernels.push_back(pass);
   Measured measured;
   measured.step = Seconds(1);
   const FitCase c = make_fit_case(kernels, profile.chip, measured);
@@ -53,6 +61,8 @@ TEST(Fit, PredictionIsTheRooflineModel) {
   topology::Efficiency e =
       efficiency(profile.chip.efficiency, 0.6, 0.3, Microseconds(7), 40, Microseconds(30));
   e.memory_by_class[static_cast<size_t>(OpClass::kOptimizer)] = 0.7;
+  e.memory_by_class[static_cast<size_t>(OpClass::kLoss)] = 0.2;
+  e.memory_by_class[static_cast<size_t>(OpClass::kElementwise)] = 0.9;
   // Every efficiency 1, no overheads.
   const topology::Efficiency ideal =
       efficiency(profile.chip.efficiency, 1, 1, Duration::zero(), 0, Duration::zero());

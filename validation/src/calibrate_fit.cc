@@ -169,7 +169,7 @@ std::vector<size_t> memory_classes(const std::vector<const FitCase*>& cases) {
     for (const FitCase::Kernel& k : c->kernels) {
       if (!k.matrix && c->measured[k.op_class] > 0 &&
           k.op_class != static_cast<uint8_t>(OpClass::kCommunication)) {
-        seen[k.op_class] = true;
+        seen[k.rate_class] = true;
       }
     }
   }
@@ -195,12 +195,13 @@ FitCase make_fit_case(const std::vector<StepKernel>& kernels, const topology::Ch
   }
   c.measured_ops_s = measured.op_time().seconds();
   std::map<GemmKey, int32_t> group_index;
-  using Key = std::tuple<uint8_t, int32_t, bool, double, double, double, double, double>;
+  using Key = std::tuple<uint8_t, uint8_t, int32_t, bool, double, double, double, double, double>;
   std::map<Key, size_t> merged;
   for (const StepKernel& sk : kernels) {
     const ComputeWork& w = sk.work;
     FitCase::Kernel k;
     k.op_class = static_cast<uint8_t>(w.op_class);
+    k.rate_class = static_cast<uint8_t>(w.rate_class.value_or(w.op_class));
     k.matrix = w.shape.has_value();
     k.flops_s = (w.flops / model.flop_rate(w)).seconds();
     k.memory_s = (w.bytes / model.memory_bandwidth(w)).seconds();
@@ -226,8 +227,8 @@ FitCase make_fit_case(const std::vector<StepKernel>& kernels, const topology::Ch
         k.group = it->second;
       }
     }
-    const Key key{k.op_class, k.group,        k.matrix, k.flops_s,
-                  k.memory_s, k.quantization, k.k,      k.calls};
+    const Key key{k.op_class, k.rate_class,   k.group, k.matrix, k.flops_s,
+                  k.memory_s, k.quantization, k.k,     k.calls};
     const auto [it, added] = merged.try_emplace(key, c.kernels.size());
     if (added) {
       k.count = 0;
@@ -250,7 +251,7 @@ Prediction predict(const FitCase& c, const Params& p) {
       f /= p.matmul * k.quantization * k.k / (k.k + p.k_half);
       t_extra += k.calls * p.call_s;
     }
-    const double t = k.count * (std::max(f, k.memory_s / p.memory_for(k.op_class)) + t_extra);
+    const double t = k.count * (std::max(f, k.memory_s / p.memory_for(k.rate_class)) + t_extra);
     r.step_s += t;
     r.by_class[k.op_class] += t;
     if (k.group >= 0) {
@@ -360,9 +361,9 @@ Params fit_by_class(const std::vector<const FitCase*>& cases, const Params& shar
   double sum = 0;
   for (const FitCase* c : cases) {
     for (const FitCase::Kernel& k : c->kernels) {
-      if (!k.matrix && p.class_memory[k.op_class] > 0) {
+      if (!k.matrix && p.class_memory[k.rate_class] > 0) {
         weight += k.count * k.memory_s;
-        sum += k.count * k.memory_s * p.class_memory[k.op_class];
+        sum += k.count * k.memory_s * p.class_memory[k.rate_class];
       }
     }
   }
