@@ -68,6 +68,9 @@ kernels available):
     kernel; QKV wgrad GEMM; QKV bias gradient (sum); input layer norm backward (3 kernels); the
     layer input's gradient accumulation (add).
 
+The Megatron layer's tensors live on host_dispatch.DEVICE ("cpu" here); host_gpu.py sets "cuda" to
+time the same code issuing real kernels on a GPU.
+
 Times are the thread's CPU time (time.thread_time), so that other processes on the machine do not
 inflate them; each case is the fastest of --repeats timed loops, divided by the operators it
 issued. Writes CSV to stdout (or --out): case, us_per_op, ops, torch, python, cpu.
@@ -248,6 +251,22 @@ def _divide(numerator, denominator):
     return numerator // denominator
 
 
+# The device the Megatron layer's tensors live on: "cpu" for this script's cases; host_gpu.py sets
+# "cuda" to time the same code issuing real kernels on a GPU.
+DEVICE = "cpu"
+
+
+def _rng_get_state():
+    return torch.cuda.get_rng_state() if DEVICE == "cuda" else torch.get_rng_state()
+
+
+def _rng_seed(seed):
+    if DEVICE == "cuda":
+        torch.cuda.manual_seed(seed)
+    else:
+        torch.manual_seed(seed)
+
+
 def _tp_world_size():
     return MegatronArgs.tensor_model_parallel_size
 
@@ -276,6 +295,19 @@ class _ReduceFromTPRegion(torch.autograd.Function):
         return grad
 
 
+class _CopyToTPRegion(torch.autograd.Function):
+    """mappings.py's copy: identity forward, all-reduce backward (a no-op at TP 1, and not run
+    here at any TP: its host cost not counted)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _tp_reduce(grad)
+
+
 def _split_last_dim(tensor, parts):
     last = tensor.dim() - 1
     return torch.split(tensor, _divide(tensor.size()[last], parts), dim=last)
@@ -289,21 +321,21 @@ class _RngStatesTracker:
         self.states_ = {}
 
     def add(self, name, seed):
-        orig = torch.get_rng_state()
-        torch.manual_seed(seed)
-        self.states_[name] = torch.get_rng_state()
+        orig = _rng_get_state()
+        _rng_seed(seed)
+        self.states_[name] = _rng_get_state()
         _set_rng_state(orig)
 
     @contextlib.contextmanager
     def fork(self, name="model-parallel-rng"):
         if name not in self.states_:
             raise Exception(f"rng state {name} is not added")
-        orig = torch.get_rng_state()
+        orig = _rng_get_state()
         _set_rng_state(self.states_[name])
         try:
             yield
         finally:
-            self.states_[name] = torch.get_rng_state()
+            self.states_[name] = _rng_get_state()
             _set_rng_state(orig)
 
 
@@ -316,12 +348,16 @@ def _set_rng_state(new_state, device=-1):
     # random.py's _set_cuda_rng_state, newer-PyTorch branch: resolve the device, then set the
     # default generator's state from a callback, without cloning the state.
     if device == -1:
-        device = torch.device("cpu")
+        device = torch.device(DEVICE)
     elif isinstance(device, str):
         device = torch.device(device)
 
     def callback():
-        torch.default_generator.set_state(new_state)
+        if device.type == "cuda":
+            idx = device.index if device.index is not None else torch.cuda.current_device()
+            torch.cuda.default_generators[idx].set_state(new_state)
+        else:
+            torch.default_generator.set_state(new_state)
     _lazy_call(callback)
 
 
@@ -362,8 +398,8 @@ class _MixedFusedLayerNorm(torch.nn.Module):
         super().__init__()
         self.normalized_shape = torch.Size((hidden,))
         self.eps = eps
-        self.weight = torch.nn.Parameter(torch.ones(hidden, dtype=MegatronArgs.dtype))
-        self.bias = torch.nn.Parameter(torch.zeros(hidden, dtype=MegatronArgs.dtype))
+        self.weight = torch.nn.Parameter(torch.ones(hidden, dtype=MegatronArgs.dtype, device=DEVICE))
+        self.bias = torch.nn.Parameter(torch.zeros(hidden, dtype=MegatronArgs.dtype, device=DEVICE))
         self.no_persist_layer_norm = True
 
     def forward(self, x):
@@ -403,7 +439,7 @@ class _LinearGradAccumAsync(torch.autograd.Function):
         if ctx.async_grad_allreduce:
             handle = _tp_all_reduce(grad_input)  # async_op=True there: a work handle
             # The 3 us delay kernel that lets the all-reduce be scheduled first.
-            _ = torch.empty(1) + 1
+            _ = torch.empty(1, device=grad.device) + 1
         if ctx.gradient_accumulation_fusion:
             # fused_dense_cuda.wgrad_gemm_accum_fp32: one GEMM accumulating into the fp32
             # main_grad (there from 16-bit operands).
@@ -418,10 +454,10 @@ class _LinearGradAccumAsync(torch.autograd.Function):
 
 
 def _parallel_weight(rows, cols):
-    w = torch.nn.Parameter(torch.empty(rows, cols, dtype=MegatronArgs.dtype))
+    w = torch.nn.Parameter(torch.empty(rows, cols, dtype=MegatronArgs.dtype, device=DEVICE))
     torch.nn.init.normal_(w, std=0.02)
     # local DDP's contiguous grad buffer view (distributed.py); zeroed per step.
-    w.main_grad = torch.zeros(rows, cols, dtype=MegatronArgs.dtype)
+    w.main_grad = torch.zeros(rows, cols, dtype=MegatronArgs.dtype, device=DEVICE)
     return w
 
 
@@ -433,7 +469,7 @@ class _ColumnParallelLinear(torch.nn.Module):
         self.skip_bias_add = skip_bias_add
         part = _divide(output_size, world)
         self.weight = _parallel_weight(part, input_size)
-        self.bias = torch.nn.Parameter(torch.zeros(part, dtype=MegatronArgs.dtype))
+        self.bias = torch.nn.Parameter(torch.zeros(part, dtype=MegatronArgs.dtype, device=DEVICE))
         self.async_tensor_model_parallel_allreduce = (
             MegatronArgs.async_tensor_model_parallel_allreduce and world > 1)
         self.sequence_parallel = MegatronArgs.sequence_parallel and world > 1
@@ -444,7 +480,7 @@ class _ColumnParallelLinear(torch.nn.Module):
         if self.async_tensor_model_parallel_allreduce or self.sequence_parallel:
             x_parallel = x
         else:
-            raise NotImplementedError("copy_to_tensor_model_parallel_region")
+            x_parallel = _CopyToTPRegion.apply(x)
         out = _LinearGradAccumAsync.apply(x_parallel, self.weight, bias,
                                           self.gradient_accumulation_fusion,
                                           self.async_tensor_model_parallel_allreduce,
@@ -459,7 +495,8 @@ class _RowParallelLinear(torch.nn.Module):
         self.input_is_parallel = True
         self.skip_bias_add = skip_bias_add
         self.weight = _parallel_weight(output_size, _divide(input_size, _tp_world_size()))
-        self.bias = torch.nn.Parameter(torch.zeros(output_size, dtype=MegatronArgs.dtype))
+        self.bias = torch.nn.Parameter(torch.zeros(output_size, dtype=MegatronArgs.dtype,
+                                                 device=DEVICE))
         self.sequence_parallel = MegatronArgs.sequence_parallel
         self.gradient_accumulation_fusion = MegatronArgs.gradient_accumulation_fusion
 
@@ -592,9 +629,9 @@ class _CoreAttention(torch.nn.Module):
         size = (q.size(1), q.size(2), q.size(0), k.size(0))
         q = q.view(size[2], size[0] * size[1], -1)
         k = k.view(size[3], size[0] * size[1], -1)
-        if _CoreAttention.matmul_input is None:
-            _CoreAttention.matmul_input = torch.empty(size[0] * size[1], size[2], size[3],
-                                                      dtype=q.dtype)
+        shape = (size[0] * size[1], size[2], size[3])
+        if _CoreAttention.matmul_input is None or _CoreAttention.matmul_input.shape != shape:
+            _CoreAttention.matmul_input = torch.empty(*shape, dtype=q.dtype, device=q.device)
         scores = torch.baddbmm(_CoreAttention.matmul_input, q.transpose(0, 1),
                                k.transpose(0, 1).transpose(1, 2), beta=0.0,
                                alpha=(1.0 / self.norm_factor))
@@ -784,9 +821,10 @@ def megatron_layer(repeats, one_op_fusions=False):
     layer.train()
     a = MegatronArgs
     x = torch.randn(a.seq_length, a.micro_batch_size, a.hidden_size, dtype=a.dtype,
-                    requires_grad=True)
-    mask = torch.ones(1, 1, a.seq_length, a.seq_length, dtype=torch.bool).triu(1)
-    grad = torch.ones(a.seq_length, a.micro_batch_size, a.hidden_size, dtype=a.dtype)
+                    device=DEVICE, requires_grad=True)
+    mask = torch.ones(1, 1, a.seq_length, a.seq_length, dtype=torch.bool, device=DEVICE).triu(1)
+    grad = torch.ones(a.seq_length, a.micro_batch_size, a.hidden_size, dtype=a.dtype,
+                      device=DEVICE)
     params = list(layer.parameters())
     forward, backward = [], []
     for _ in range(repeats * 20):

@@ -226,6 +226,12 @@ class Items {
     reduce.async = c_.plan.tp_backward_async;
     if (reduce.async) {
       items_.push_back(std::move(reduce));
+      if (c_.plan.megatron_legacy_layer && c_.plan.kernels != Kernels::kEager) {
+        // Megatron-LM's "delay" kernel, so that the all-reduce is scheduled first: `_ =
+        // torch.empty(1, device=grad_output.device) + 1` (megatron/mpu/layers.py @ cfd2e21607,
+        // LinearWithGradAccumulationAndAsyncCommunication.backward). One element.
+        kernel(name + ".delay", memory_bound(OpClass::kElementwise, 1.0, 1, 8));
+      }
       wgrad(name, m, k, n, batch);
     } else {
       wgrad(name, m, k, n, batch);
@@ -290,6 +296,35 @@ void eager_attention(Items& it, bool backward);
 void eager_activation(Items& it, int64_t elements, bool backward);
 void eager_loss(Items& it, bool backward);
 // A layout copy (contiguous(), cat of gradient slices) of `elements` activation elements.
+// Megatron-LM's legacy layer with its fused kernels (ParallelPlan::megatron_legacy_layer): the
+// plain PyTorch kernels its code issues around them (legacy_* below).
+inline bool legacy(const LayerContext& c) {
+  return c.plan.megatron_legacy_layer && c.plan.kernels != Kernels::kEager;
+}
+
+// out = in + bias over `elements` (ColumnParallelLinear's `output = output + bias`,
+// megatron/mpu/layers.py @ cfd2e21607): read one, write one.
+inline void legacy_bias_add(Items& it, const std::string& name, int64_t elements) {
+  const int64_t e = it.context().plan.activation_bytes;
+  it.kernel(name, memory_bound(OpClass::kElementwise, 1.0, elements, 2 * e * elements));
+}
+
+// A bias's gradient: the output gradient summed over the rank's tokens
+// (LinearWithGradAccumulation's grad_output.sum(dim=0); autograd's sum behind
+// bias.expand_as(residual) and behind the bias-GeLU's bias): reads tokens x width, writes width.
+inline void legacy_bias_grad(Items& it, const std::string& name, int64_t tokens, int64_t width) {
+  const int64_t e = it.context().plan.activation_bytes;
+  it.kernel(name,
+            memory_bound(OpClass::kElementwise, 1.0, tokens * width, e * (tokens * width + width)));
+}
+
+// A copy of `elements` (a .contiguous() of a permuted view, torch.cat of the Q, K and V
+// gradients): read one, write one.
+inline void legacy_copy(Items& it, const std::string& name, int64_t elements) {
+  const int64_t e = it.context().plan.activation_bytes;
+  it.kernel(name, memory_bound(OpClass::kCopy, 0.0, elements, 2 * e * elements));
+}
+
 void eager_copy(Items& it, const std::string& name, int64_t elements);
 std::vector<KernelSpec> eager_adamw(const std::vector<int64_t>& tensors,
                                     const ModelStateBytes& state, OptimizerKernels kernels);

@@ -120,6 +120,13 @@ void naive_attention_items(Items& it, bool backward) {
   it.kernel("attention.bwd.softmax", memory_bound(a, 4.0, scores, 3 * e * scores));
   bmm("attention.bwd.dq", d.s, d.s, dh);
   bmm("attention.bwd.dk", d.s, d.s, dh);
+  if (legacy(c)) {
+    // torch.baddbmm(..., alpha=1/norm_factor)'s backward multiplies each input gradient by alpha
+    // (autograd's maybe_multiply): dQ and dK once more through memory.
+    const int64_t el = bn * d.s * dh;
+    it.kernel("attention.bwd.dq_alpha", memory_bound(OpClass::kElementwise, 1.0, el, 2 * e * el));
+    it.kernel("attention.bwd.dk_alpha", memory_bound(OpClass::kElementwise, 1.0, el, 2 * e * el));
+  }
 }
 
 void attention_items(Items& it, bool backward) {
@@ -251,6 +258,9 @@ void qkv_forward(Items& it) {
     mla_forward(it);
   } else {
     it.column_gemm("qkv", "qkv", d.tokens, d.h, d.q + d.kv + d.v);
+    if (legacy(it.context()) && it.context().model.attention_bias) {
+      legacy_bias_add(it, "qkv.bias", d.tokens * (d.q + d.kv + d.v));
+    }
   }
 }
 
@@ -260,11 +270,17 @@ void qkv_backward(Items& it) {
     mla_backward(it);
     return;
   }
+  const int64_t qkv = d.tokens * (d.q + d.kv + d.v);
   if (eager(it.context())) {  // the gradients of the Q, K and V slices, concatenated for the GEMM
-    eager_copy(it, "qkv.split.bwd", d.tokens * (d.q + d.kv + d.v));
+    eager_copy(it, "qkv.split.bwd", qkv);
+  } else if (legacy(it.context())) {  // split_tensor_along_last_dim's backward: torch.cat
+    legacy_copy(it, "qkv.split.bwd", qkv);
   }
-  it.fp8_cast("qkv.grad_output", d.tokens * (d.q + d.kv + d.v));
+  it.fp8_cast("qkv.grad_output", qkv);
   it.column_bwd("qkv", d.tokens, d.h, d.q + d.kv + d.v);
+  if (legacy(it.context()) && it.context().model.attention_bias) {
+    legacy_bias_grad(it, "qkv.bias.grad", d.tokens, d.q + d.kv + d.v);
+  }
 }
 
 }  // namespace
@@ -358,9 +374,18 @@ std::vector<LayerItem> layer_forward(const LayerContext& c) {
   qkv_forward(it);
   qk_norm_items(it, false);
   rope_items(it, false);
+  if (legacy(c) && c.plan.attention != AttentionKernel::kNaive) {
+    // FlashSelfAttention's input: rearrange(x, 's b ... -> b s ...').contiguous() of Q, K and V
+    // (megatron/model/transformer.py @ b90fb2685f).
+    legacy_copy(it, "attention.qkv_copy", d.tokens * (d.q + d.kv + d.v));
+  }
   attention_items(it, false);
   if (eager(c)) {  // o.transpose(1, 2).reshape(b, s, q): a copy into token-major layout
     eager_copy(it, "attention.out_copy", d.tokens * d.o);
+  } else if (legacy(c)) {
+    // context_layer.permute(2, 0, 1, 3).contiguous() (with FlashAttention, rearrange(...,
+    // 'b s h d -> s b (h d)').contiguous()): the context back to [s, b, h].
+    legacy_copy(it, "attention.out_copy", d.tokens * d.o);
   }
   if (c.model.parallel_blocks) {
     // One TP reduction for the attention's and the MLP's partial outputs (Megatron's
@@ -523,11 +548,15 @@ std::vector<LayerItem> layer_backward(const LayerContext& c) {
   if (c.model.norms_per_layer == 4) {
     norm_items(it, "post_attn_norm.bwd", d.sp_tokens, true);
   }
+  if (legacy(c) && c.model.attention_out_bias) {  // attention_bias.expand_as(residual)'s sum
+    legacy_bias_grad(it, "attn_out.bias.grad", d.sp_tokens, d.h);
+  }
   it.fp8_cast("attn_out.grad_output", d.sp_tokens * d.h);
   it.row_gemm_bwd("attn_out.bwd", "attn_out", d.tokens, d.o, d.h);
   attention_backward(it);
   norm_items(it, "attn_norm.bwd", d.sp_tokens, true);
-  if (eager(c)) {  // autograd sums the residual stream's two gradients at each norm's input
+  if (eager(c) ||
+      legacy(c)) {  // autograd sums the residual stream's two gradients at each norm's input
     residual_items(it, "residual_attn.bwd", 0);
   }
   return it.take();

@@ -158,6 +158,12 @@ void mlp_items(Items& it, bool backward) {
     }
     return;
   }
+  // Megatron-LM's legacy layer: the biases' gradients as reductions (mlp_bias.expand_as(residual)'s
+  // sum; the bias-GeLU function returns its input gradient for the bias too, which autograd sums).
+  const bool bias_grads = legacy(c) && m.mlp_bias && !moe;
+  if (bias_grads) {
+    legacy_bias_grad(it, std::string(down) + ".bias.grad", d.sp_tokens, d.h);
+  }
   it.fp8_cast(std::string(down) + ".grad_output", d.sp_tokens * d.h);
   if (moe) {
     if (tp_moe) {
@@ -173,6 +179,9 @@ void mlp_items(Items& it, bool backward) {
   activation_items(it, act_el, true);
   if (eager(c) && gated) {
     eager_copy(it, "mlp_up.split.bwd", md.rows * md.batch * up_n);
+  }
+  if (bias_grads) {
+    legacy_bias_grad(it, std::string(up) + ".bias.grad", md.rows * md.batch, up_n);
   }
   it.fp8_cast(std::string(up) + ".grad_output", md.rows * md.batch * up_n);
   it.column_bwd(up, md.rows, d.h, up_n, md.batch);

@@ -28,18 +28,33 @@ namespace {
 // the TP mappings and linears, the RNG tracker's fork around the attention dropout, the
 // TorchScript bias-GeLU and bias-dropout-add) takes 388 us forward and 420 us backward
 // (megatron_layer_forward / _backward) and launches 15 kernels forward and 34 backward on a GPU
-// (counted from the code, host_dispatch.py). meshsim's layer issues fewer, larger ops (13 forward
-// and 18 backward, TP all-reduces aside: workloads/src/layer_ops.cc), so the layer's whole host
-// time, its launches included, is spread over them: (388 + 15 x 5.6) / 13 = 36.3 us a forward op,
-// (420 + 34 x 5.6) / 18 = 33.9 us a backward one. The TorchScript functions run unfused on a CPU;
-// with each replaced by one op the layer takes 252 and 294 us (megatron_layer_one_op_fusions_*),
-// a lower bound for nvfuser's launch, which was not measured.
+// (counted from the code, host_dispatch.py; with TorchScript's fuser on the H200 machine, 19 and
+// 35). The TorchScript functions run unfused on a CPU; with each replaced by one op the layer
+// takes 252 and 294 us (megatron_layer_one_op_fusions_*).
+//  * What a kernel of a real layer costs the host on a GPU, beyond the framework's work on CPU
+//    tensors: both layers timed issuing real kernels at a negligible width on the H200 machine's
+//    host (validation/microbench/host_gpu.py, h200-2026-11-30/: the reference block forward and
+//    backward 1777 + 2239 us for 50 + 83 launches; Megatron's layer with its TorchScript functions
+//    fused, 2914 us a forward and backward with its gradients zeroed, 58 launches), less the same
+//    code on CPU tensors on that host (host_dispatch_h200.csv: 746 + 828 and 841 + 900 us), is
+//    18.4 and 20.2 us a launch there. That host runs the framework's CPU work 1.77 and 2.16 times
+//    slower than the Xeon the figures above were measured on (the same cases: 891 against 1574 us,
+//    808 against 1741), so on the Xeon 10.4 and 9.4 us: 9.9, their mean, against the 5.6 of a bare
+//    torch.add's launch path (allocation, autocast and library calls of real operators; cuBLAS's
+//    GEMM calls are among them, so the eager stacks charge no separate GEMM call).
+// meshsim's legacy layer issues the kernels Megatron's code issues around its fused ones
+// (ParallelPlan::megatron_legacy_layer): 15 forward and, with biases, the async TP all-reduce and
+// materialised-score attention, 28 backward (Megatron's 34 less apex's two extra layer-norm
+// backward kernels each and the bias-dropout-add backward counted as one), so the layer's host
+// time, its launches included, is spread over them: (388 + 15 x 9.9) / 15 = 35.7 us a forward op,
+// (420 + 34 x 9.9) / 28 = 27.0 us a backward one.
 constexpr double kLaunchPathUs = 5.6;
+constexpr double kLayerLaunchUs = (10.4 + 9.4) / 2;
 constexpr double kGemmCallUs = 4.1;
 constexpr double kEagerForwardUs = 10.0;
 constexpr double kEagerBackwardUs = 4.7;
-constexpr double kMegatronLegacyForwardOpUs = (387.7 + 15 * kLaunchPathUs) / 13;
-constexpr double kMegatronLegacyBackwardOpUs = (420.0 + 34 * kLaunchPathUs) / 18;
+constexpr double kMegatronLegacyForwardOpUs = (387.7 + 15 * kLayerLaunchUs) / 15;
+constexpr double kMegatronLegacyBackwardOpUs = (420.0 + 34 * kLayerLaunchUs) / 28;
 // An optimizer kernel: an eager op without autograd, the measured eager add on CUDA (6.67 us).
 constexpr double kOptimizerKernelUs = 6.67;
 // A CUDA graph's launch (cudaGraphLaunch) is taken as one kernel launch's host path: its own cost
@@ -49,9 +64,9 @@ constexpr double kOptimizerKernelUs = 6.67;
 HostDispatch eager_host() {
   HostDispatch h;
   h.issue = HostIssue::kEager;
-  h.forward_kernel = Microseconds(kEagerForwardUs + kLaunchPathUs);
-  h.backward_kernel = Microseconds(kEagerBackwardUs + kLaunchPathUs);
-  h.gemm_call = Microseconds(kGemmCallUs);
+  h.forward_kernel = Microseconds(kEagerForwardUs + kLayerLaunchUs);
+  h.backward_kernel = Microseconds(kEagerBackwardUs + kLayerLaunchUs);
+  h.gemm_call = Microseconds(0);  // within kLayerLaunchUs, a real layer's mean
   h.optimizer_kernel = Microseconds(kOptimizerKernelUs);
   h.graph_launch = Microseconds(kLaunchPathUs);
   return h;
@@ -179,6 +194,10 @@ StackProfile megatron_2021() {
   // reach .grad through torch's AccumulateGrad, which adds them in place after the first
   // (torch/csrc/autograd/functions/accumulate_grad.h: variable_grad += new_grad).
   p.wgrad_accumulation_fused = false;
+  // ParallelTransformerLayer's kernels besides the fused ones (ParallelPlan::megatron_legacy_layer;
+  // read at 6985e589 and cfd2e21607: transformer.py's split_tensor_along_last_dim, permute(2, 0, 1,
+  // 3).contiguous() and bias.expand_as(residual); mpu/layers.py's bias add and grad_bias).
+  p.megatron_legacy_layer = true;
   // --DDP-impl defaults to local (megatron/arguments.py @ de7dc40f, cfd2e21607 and b90fb2685f),
   // whose gradients train_step all-reduces after forward_backward_func returns
   // (megatron/training.py: "if args.DDP_impl == 'local': ... model_module.allreduce_gradients()";
@@ -505,6 +524,7 @@ void apply_stack(ParallelPlan& plan, const StackProfile& profile, const StackOve
   plan.host = profile.host;
   plan.pipeline_scatter_gather = profile.pipeline_scatter_gather;
   plan.wgrad_accumulation_fused = profile.wgrad_accumulation_fused;
+  plan.megatron_legacy_layer = profile.megatron_legacy_layer;
   plan.zero3_regather_for_recompute = profile.zero3_regather_for_recompute;
   if (profile.pipeline_p2p_blocking) {
     plan.overlap.pipeline_p2p = false;

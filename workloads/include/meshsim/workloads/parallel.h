@@ -311,6 +311,18 @@ struct ParallelPlan {
   // the first, one element-wise pass per layer reading both and writing the sum (the stack's
   // profile sets it).
   bool wgrad_accumulation_fused = true;
+  // The layer is Megatron-LM's legacy ParallelTransformerLayer (megatron/model/transformer.py and
+  // megatron/mpu/layers.py, 2021 to 2023), which issues plain PyTorch kernels around its fused
+  // ones: the QKV linear's bias add (ColumnParallelLinear adds its bias after the GEMM) and the
+  // biases' gradients as reductions over the tokens (LinearWithGradAccumulation's
+  // grad_output.sum(dim=0), the sums behind bias.expand_as(residual) and the bias-GeLU's bias),
+  // the context's permute(2, 0, 1, 3).contiguous() copy (with FlashAttention, the rearranges of
+  // Q, K, V and of the context), the concatenation of the Q, K and V gradients
+  // (split_tensor_along_last_dim's backward), baddbmm's multiplies of dQ and dK by alpha, the
+  // second accumulation of the residual stream's gradient, and, with the async TP all-reduce, the
+  // one-element "delay" kernel after each column linear's input gradient. The stack's profile
+  // sets it.
+  bool megatron_legacy_layer = false;
   // ZeRO-3 with full recompute: the layer's parameters are gathered for the recomputed forward,
   // released after it, and gathered again for the backward (DeepSpeed's per-submodule fetch and
   // release hooks); false: one gather serves both (FSDP). The stack's profile sets it.

@@ -67,6 +67,8 @@ struct StackProfile {
   bool pipeline_scatter_gather = false;
   // ParallelPlan::wgrad_accumulation_fused.
   bool wgrad_accumulation_fused = true;
+  // ParallelPlan::megatron_legacy_layer.
+  bool megatron_legacy_layer = false;
   // ParallelPlan::zero3_regather_for_recompute.
   bool zero3_regather_for_recompute = false;
   // By default the data-parallel gradients are reduced after the last backward of the step and
