@@ -59,7 +59,7 @@ struct RunFlags {
   std::vector<Override> overrides;
   meshsim::cli::RunOutputs outputs;
   std::string json_path;
-  int64_t gpus = 0;  // --gpus: the cluster resized to this many devices (whole nodes)
+  int64_t gpus = 0;  // --gpus: the cluster resized to this many devices (nodes, or part of one)
   std::string trace_path = "meshsim-trace.pftrace";
   std::string trace_ranks;
   std::string trace_limit;  // --trace-limit, a size ("64GiB")
@@ -220,7 +220,8 @@ void add_run_options(CLI::App* app, RunFlags& f) {
   bind_scenario(app, f, ScenarioField::kNodes, &Scenario::nodes,
                 "Resize a GPU cluster to this many nodes");
   app->add_option("--gpus", f.gpus,
-                  "Resize a GPU cluster to this many devices (whole nodes; --nodes counts nodes)")
+                  "Resize a GPU cluster to this many devices: whole nodes, or part of one node "
+                  "(e.g. 2 of a DGX's 8, each keeping its NVLink bandwidth); --nodes counts nodes")
       ->check(CLI::PositiveNumber);
   bind_scenario(app, f, ScenarioField::kShape, &Scenario::shape,
                 "Resize a TPU slice to this torus, e.g. 8x16x16");
@@ -305,6 +306,9 @@ Scenario resolve(const RunFlags& f) {
   f.plan.apply(s.plan);
   if (given(f, "--shape") && !s.origins[meshsim::scenario::ScenarioField::kNodes].given()) {
     s.nodes.reset();  // the base's node count (the default scenario's) gives way to the shape
+  }
+  if (given(f, "--nodes") || given(f, "--shape")) {
+    s.gpus.reset();  // a scenario file's GPU count gives way to the size the flags give
   }
   if (f.gpus > 0) {
     meshsim::cli::resize_to_devices(s, f.gpus);

@@ -29,7 +29,8 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--cluster", a.cluster, "Cluster preset or file (default: dgx-h100, 256 nodes)");
   c->add_option("--nodes", a.nodes, "Resize a GPU cluster to this many nodes")
       ->check(CLI::PositiveNumber);
-  c->add_option("--gpus", a.gpus, "Resize a GPU cluster to this many devices (whole nodes)")
+  c->add_option("--gpus", a.gpus,
+                "Resize a GPU cluster to this many devices: whole nodes, or part of one node")
       ->check(CLI::PositiveNumber);
   c->add_option("--shape", a.shape, "Resize a TPU slice to this torus, e.g. 8x16x16");
   c->add_option("--slices", a.slices, "TPU: this many identical slices joined by DCN")

@@ -48,6 +48,7 @@ void resize_to_devices(Scenario& s, int64_t devices) {
   }
   Scenario at_preset = s;
   at_preset.nodes.reset();
+  at_preset.gpus.reset();
   const topology::ClusterSpec preset =
       located(s, [&] { return scenario::load_cluster(at_preset); });
   if (preset.scale_up == topology::ScaleUpFabric::kIciTorus) {
@@ -56,15 +57,16 @@ void resize_to_devices(Scenario& s, int64_t devices) {
                                  "8x16x16 for 2048 chips) instead",
                                  s.cluster));
   }
-  if (devices % preset.devices_per_node != 0) {
+  const int64_t per_node = preset.devices_per_node;
+  if (devices % per_node != 0 && per_node % devices != 0) {
     throw InputError("--gpus", "",
-                     fmt::format("{} devices do not fill whole {}-device nodes of {} (expected "
-                                 "a multiple of {})",
-                                 devices, preset.devices_per_node, s.cluster,
-                                 preset.devices_per_node));
+                     fmt::format("{} devices are neither whole {}-device nodes of {} (a multiple "
+                                 "of {}) nor part of one node (a divisor of {})",
+                                 devices, per_node, s.cluster, per_node, per_node));
   }
-  s.nodes = devices / preset.devices_per_node;
-  s.origins.set(scenario::ScenarioField::kNodes, Origin::flag("--gpus"));
+  s.nodes.reset();  // the default scenario's 256 nodes, or a scenario file's
+  s.gpus = devices;
+  s.origins.set(scenario::ScenarioField::kGpus, Origin::flag("--gpus"));
 }
 
 CLI::Option* add_bool_flag(CLI::App* app, const std::string& name, bool& value,

@@ -97,6 +97,7 @@ Scenario apply_scenario_json(const nlohmann::json& doc, const std::string& sourc
   field(ScenarioField::kModel, &JsonObject::string, [&](std::string v) { s.model = v; });
   field(ScenarioField::kCluster, &JsonObject::string, [&](std::string v) { s.cluster = v; });
   field(ScenarioField::kNodes, &JsonObject::positive_integer, [&](int64_t v) { s.nodes = v; });
+  field(ScenarioField::kGpus, &JsonObject::positive_integer, [&](int64_t v) { s.gpus = v; });
   field(ScenarioField::kShape, &JsonObject::string, [&](std::string v) { s.shape = v; });
   field(ScenarioField::kSlices, &JsonObject::positive_integer, [&](int64_t v) { s.slices = v; });
   field(ScenarioField::kDcnDp, &JsonObject::positive_integer, [&](int64_t v) { s.dcn_dp = v; });
@@ -204,6 +205,23 @@ topology::ClusterSpec load_cluster(const Scenario& s) {
     throw ScenarioError(ScenarioField::kShape,
                         "a cluster is resized by its nodes (GPU clusters) or by its torus shape "
                         "(TPU slices), not both");
+  }
+  if (s.gpus && (s.nodes || s.shape)) {
+    throw ScenarioError(ScenarioField::kGpus,
+                        fmt::format("a cluster is resized by one of gpus, nodes and shape; got "
+                                    "gpus and {}",
+                                    s.nodes ? "nodes" : "shape"));
+  }
+  if (s.gpus) {
+    if (torus) {
+      throw ScenarioError(ScenarioField::kGpus,
+                          fmt::format("{} is a TPU slice, sized by its torus shape (e.g. "
+                                      "8x16x16), not by a number of GPUs",
+                                      c.name));
+    }
+    c = resized(std::move(c), ScenarioField::kGpus, [&](topology::ClusterSpec spec) {
+      return topology::resize_devices(std::move(spec), *s.gpus, fabric);
+    });
   }
   if (s.nodes) {
     if (torus) {

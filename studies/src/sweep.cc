@@ -102,6 +102,7 @@ PointScenario point_scenario(const SweepSpec& spec, const nlohmann::json& coords
   if (gpus) {
     Scenario at_preset = s;
     at_preset.nodes.reset();
+    at_preset.gpus.reset();
     const topology::ClusterSpec c = load_cluster(at_preset);
     if (c.scale_up == topology::ScaleUpFabric::kIciTorus) {
       // A TPU slice of that many chips: the most balanced torus of the preset's dimensions.
@@ -123,13 +124,15 @@ PointScenario point_scenario(const SweepSpec& spec, const nlohmann::json& coords
                                     c.slices > 1 ? fmt::format(" x {} slices", c.slices) : ""));
       return p;
     }
-    if (*gpus % c.devices_per_node != 0) {
+    if (*gpus % c.devices_per_node != 0 && c.devices_per_node % *gpus != 0) {
       throw InputError(spec.source, "/axes/gpus",
-                       fmt::format("{} devices do not fill whole {}-device nodes of {}", *gpus,
-                                   c.devices_per_node, c.name));
+                       fmt::format("{} devices are neither whole {}-device nodes of {} nor part "
+                                   "of one node (a divisor of {})",
+                                   *gpus, c.devices_per_node, c.name, c.devices_per_node));
     }
-    s.nodes = *gpus / c.devices_per_node;
-    s.origins.set(ScenarioField::kNodes, Origin::file(spec.source, "/axes/gpus"));
+    s.nodes.reset();
+    s.gpus = *gpus;  // whole nodes, or part of one (topology::resize_devices)
+    s.origins.set(ScenarioField::kGpus, Origin::file(spec.source, "/axes/gpus"));
   }
   return p;
 }

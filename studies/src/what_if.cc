@@ -34,9 +34,9 @@ bool gives_a_plan_field(const Scenario& s) {
 // The default scenario with the named model, cluster, size, fabric knobs and faults.
 Scenario swapped_default(const Scenario& s) {
   Scenario d = scenario::default_scenario();
-  for (const ScenarioField f : {ScenarioField::kModel, ScenarioField::kCluster,
-                                ScenarioField::kNodes, ScenarioField::kShape,
-                                ScenarioField::kSlices, ScenarioField::kHardwareCatalogue}) {
+  for (const ScenarioField f :
+       {ScenarioField::kModel, ScenarioField::kCluster, ScenarioField::kNodes, ScenarioField::kGpus,
+        ScenarioField::kShape, ScenarioField::kSlices, ScenarioField::kHardwareCatalogue}) {
     d.origins.set(f, s.origins[f]);
   }
   d.model = s.model;
@@ -46,9 +46,11 @@ Scenario swapped_default(const Scenario& s) {
   d.hardware_catalogue = s.hardware_catalogue;
   d.slices = s.slices;
   const bool sized = s.origins[ScenarioField::kNodes].given() ||
+                     s.origins[ScenarioField::kGpus].given() ||
                      s.origins[ScenarioField::kShape].given();
   if (sized) {
     d.nodes = s.nodes;
+    d.gpus = s.gpus;
     d.shape = s.shape;
   } else if (s.origins[ScenarioField::kCluster].given()) {
     d.nodes.reset();  // the named cluster at its own size, unless it takes the default's below
@@ -154,6 +156,7 @@ std::optional<AutoPlan> auto_plan(const Scenario& s, const ProgressFn& progress)
   }
   AutoPlan a{swapped_default(s), ""};
   const bool sized = s.origins[ScenarioField::kNodes].given() ||
+                     s.origins[ScenarioField::kGpus].given() ||
                      s.origins[ScenarioField::kShape].given();
   const std::string size =
       a.scenario.nodes && !sized

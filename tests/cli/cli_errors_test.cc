@@ -180,6 +180,34 @@ TEST_F(CliTest, ScenarioNotJsonNamesFileAndByteOffset) {
   EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(scenario\.json: byte [0-9]+)"))) << r.output;
 }
 
+// --gpus and a scenario's "gpus": whole nodes or part of one node; refused otherwise, where the
+// count came from; not with "nodes" in the same file.
+TEST_F(CliTest, GpusTakePartOfANode) {
+  const CommandResult two = run({"--no-trace", "--model", "gpt2-small", "--cluster", "dgx-h100",
+                                 "--gpus", "2", "--tp", "2", "--seq", "1024"});
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_NE(two.output.find("1 node(s) x 2 NVIDIA H100"), std::string::npos) << two.output;
+  expect_input_error(
+      run({"--no-trace", "--model", "gpt2-small", "--gpus", "3"}),
+      {"--gpus: 3 devices are neither whole 8-device nodes of dgx-h100", "a divisor of 8"});
+  write_file("two.json", R"({"model": "gpt2-small", "cluster": "dgx-h100", "gpus": 2,
+                             "seq": 1024, "dp": 2})");
+  const CommandResult file = run({"two.json", "--no-trace"});
+  ASSERT_EQ(file.exit_code, 0) << file.output;
+  EXPECT_NE(file.output.find("= 2 devices"), std::string::npos) << file.output;
+  // A flag's size replaces the file's.
+  const CommandResult node = run({"two.json", "--no-trace", "--nodes", "1", "--dp", "8"});
+  ASSERT_EQ(node.exit_code, 0) << node.output;
+  EXPECT_NE(node.output.find("= 8 devices"), std::string::npos) << node.output;
+  write_file("both.json", R"({"model": "gpt2-small", "cluster": "dgx-h100", "gpus": 2,
+                              "nodes": 1})");
+  expect_input_error(run({"both.json", "--no-trace"}),
+                     {"both.json: /gpus: a cluster is resized by one of gpus, nodes and shape"});
+  write_file("three.json", R"({"model": "gpt2-small", "cluster": "dgx-h100", "gpus": 3})");
+  expect_input_error(run({"three.json", "--no-trace"}),
+                     {"three.json: /gpus: cannot resize \"dgx-h100\" to 3 GPUs"});
+}
+
 // Issue 15: a cluster size past the bound (or any size the cluster refuses) is reported where the
 // size came from, a flag or a scenario file's /nodes or /shape, not against the cluster's file.
 TEST_F(CliTest, ClusterSizeErrorsNameWhereTheSizeCameFrom) {

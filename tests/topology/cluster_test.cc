@@ -121,6 +121,32 @@ TEST_F(ClusterTest, ResizeNodes) {
   EXPECT_NE(part.description.find("64 of one 72-GPU NVLink domain"), std::string::npos);
 }
 
+// 2 or 4 GPUs of an 8-GPU node: one node of that many GPUs, each with its own NVLink links through
+// the switch and its own NIC; a multiple of the node is whole nodes; anything else is refused.
+TEST_F(ClusterTest, ResizeDevicesTakesWholeNodesOrPartOfOne) {
+  const ClusterSpec h100 = load("dgx-h100");
+  const ClusterSpec two = resize_devices(h100, 2);
+  EXPECT_EQ(two.nodes, 1);
+  EXPECT_EQ(two.devices_per_node, 2);
+  EXPECT_EQ(two.device_count(), 2);
+  EXPECT_DOUBLE_EQ(two.scale_up_bandwidth().value(), h100.scale_up_bandwidth().value());
+  EXPECT_NE(two.description.find("2 GPUs of one 8-GPU node"), std::string::npos);
+  EXPECT_EQ(resize_devices(h100, 16).nodes, 2);
+  EXPECT_EQ(resize_devices(h100, 16).devices_per_node, 8);
+  // A GB200 tray is 4 GPUs: 2 of one, one NVLink domain of 2.
+  const ClusterSpec gb = resize_devices(load("gb200-nvl72"), 2);
+  EXPECT_EQ(gb.device_count(), 2);
+  EXPECT_EQ(gb.scale_up_domain_size(), 2);
+  const std::string src = "builtin:topology/clusters/dgx-h100.json";
+  for (const int64_t bad : {3, 12, 0, -2}) {
+    expect_error(capture_input_error([&] { resize_devices(h100, bad); }), src, "/nodes",
+                 "expected whole 8-GPU nodes (a multiple of 8) or part of one node (a divisor "
+                 "of 8)");
+  }
+  expect_error(capture_input_error([&] { resize_devices(load("tpu-v5e"), 4); }),
+               "builtin:topology/clusters/tpu-v5e.json", "/nodes", "sized by its torus shape");
+}
+
 TEST_F(ClusterTest, ResizeNodesValidates) {
   const ClusterSpec h100 = load("dgx-h100");
   const std::string src = "builtin:topology/clusters/dgx-h100.json";

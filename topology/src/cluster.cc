@@ -427,6 +427,34 @@ ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes, const FabricOverrides&
   return spec;
 }
 
+ClusterSpec resize_devices(ClusterSpec spec, int64_t devices, const FabricOverrides& fabric) {
+  forbid_graph(spec);
+  if (spec.scale_up == ScaleUpFabric::kIciTorus) {
+    detail::fail_spec(spec, "/nodes",
+                      fmt::format("cannot set the GPUs of TPU cluster \"{}\": a TPU slice is sized "
+                                  "by its torus shape, e.g. 8x16x16",
+                                  spec.name));
+  }
+  const int64_t per_node = spec.devices_per_node;
+  if (devices > 0 && devices % per_node == 0) {
+    return resize_nodes(std::move(spec), devices / per_node, fabric);
+  }
+  if (devices <= 0 || devices > per_node || per_node % devices != 0) {
+    detail::fail_spec(spec, "/nodes",
+                      fmt::format("cannot resize \"{}\" to {} GPUs: expected whole {}-GPU nodes "
+                                  "(a multiple of {}) or part of one node (a divisor of {})",
+                                  spec.name, devices, per_node, per_node, per_node));
+  }
+  // Part of one node: the GPUs keep their links to the node's switch (NVSwitch, or the NVLink
+  // domain's), so each still reaches the others at its full NVLink bandwidth.
+  spec.description += fmt::format(" ({} GPUs of one {}-GPU node)", devices, per_node);
+  spec.devices_per_node = devices;
+  if (spec.scale_up == ScaleUpFabric::kNvlinkDomain) {
+    spec.nvlink_domain_devices = std::min(spec.nvlink_domain_devices, devices);
+  }
+  return resize_nodes(std::move(spec), 1, fabric);
+}
+
 ClusterSpec override_fabric(ClusterSpec spec, const FabricOverrides& o) {
   if (o.empty()) {
     return spec;

@@ -356,11 +356,7 @@ topology::ClusterSpec gpu_cluster(const std::string& preset, const std::optional
         "{} GPUs of one {}-GPU node ({}): each keeps its full NVLink bandwidth through the "
         "NVSwitch",
         devices, c.devices_per_node, preset));
-    c.devices_per_node = devices;
-    if (c.scale_up == topology::ScaleUpFabric::kNvlinkDomain) {
-      c.nvlink_domain_devices = devices;
-    }
-    return topology::resize_nodes(c, 1);
+    return topology::resize_devices(c, devices);
   }
   if (devices % c.devices_per_node != 0) {
     throw Unmappable(

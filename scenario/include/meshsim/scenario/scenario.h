@@ -41,6 +41,7 @@ enum class ScenarioField : uint8_t {
   kModel,
   kCluster,
   kNodes,
+  kGpus,
   kShape,
   kSlices,
   kDcnDp,
@@ -51,6 +52,7 @@ constexpr auto enum_names(ScenarioField) {
   return std::to_array<EnumName<F>>({{F::kModel, "model"},
                                      {F::kCluster, "cluster"},
                                      {F::kNodes, "nodes"},
+                                     {F::kGpus, "gpus"},
                                      {F::kShape, "shape"},
                                      {F::kSlices, "slices"},
                                      {F::kDcnDp, "dcn_dp"},
@@ -83,6 +85,9 @@ struct Scenario {
   std::string model = "llama3-70b";
   std::string cluster = "dgx-h100";
   std::optional<int64_t> nodes;
+  // GPU clusters: this many GPUs, whole nodes or part of one (topology::resize_devices); not
+  // with `nodes`.
+  std::optional<int64_t> gpus;
   std::optional<std::string> shape;  // TPU torus, e.g. "8x16x16"
   std::optional<int64_t> slices;     // TPU: identical slices of `shape` joined by DCN
   // MaxText dcn_data_parallelism: data-parallel replicas across slices, FSDP inside (complete()
@@ -121,11 +126,11 @@ void complete(Scenario& s);
 // A ZeRO stage 0..3 read from `where`; InputError located there otherwise.
 workloads::ZeroStage zero_stage(int64_t value, const Origin& where);
 
-// The scenario's cluster: preset or file (InputError from the loaders), resized to `nodes` (GPU
-// clusters) or `shape` (TPU slices), then joined into `slices` slices. ScenarioError on kNodes /
-// kShape / kSlices when they do not apply, or when the cluster refuses the size (more devices
-// than meshsim simulates, a slice that does not fill whole hosts): the size is blamed where it
-// came from, not the cluster's own file.
+// The scenario's cluster: preset or file (InputError from the loaders), resized to `nodes` or
+// `gpus` (GPU clusters) or `shape` (TPU slices), then joined into `slices` slices. ScenarioError on
+// kNodes / kGpus / kShape / kSlices when they do not apply, or when the cluster refuses the size
+// (more devices than meshsim simulates, a slice that does not fill whole hosts): the size is blamed
+// where it came from, not the cluster's own file.
 topology::ClusterSpec load_cluster(const Scenario& s);
 
 // "8x16x16" -> {8, 16, 16}; ScenarioError(kShape) unless positive extents joined by 'x'.

@@ -269,6 +269,13 @@ using FabricError = FieldError<FabricField>;
 // a FabricError on kTiers. FabricError as there.
 ClusterSpec resize_nodes(ClusterSpec spec, int64_t nodes, const FabricOverrides& fabric = {});
 
+// The same GPU cluster with `devices` GPUs: whole nodes (resize_nodes) when devices_per_node
+// divides it, or part of one node when it divides devices_per_node (2 or 4 GPUs of an 8-GPU
+// node): one node of `devices` GPUs, each keeping its own NVLink links and bandwidth through the
+// node's switch, and its own NICs. The description says which. Refused (as resize_nodes, on
+// /nodes) for a TPU cluster, a count that is neither, or a cluster with an explicit graph.
+ClusterSpec resize_devices(ClusterSpec spec, int64_t devices, const FabricOverrides& fabric = {});
+
 // The same cluster with its fat tree changed by `o`; the description says what changed. Throws
 // FabricError on the offending field (a value out of range, a GPU cluster without a fat tree, or
 // too few tiers for its NICs); the edge says where the value came from.
