@@ -243,6 +243,12 @@ std::vector<PlanFieldSpec> make_table() {
           "Megatron-LM's VocabParallelCrossEntropy as separate passes over an fp32 copy of the "
           "logits, Megatron-LM's own default; default: the stack's (false on megatron-2021 to "
           "2023)"),
+      scalar<&P::host_time_scale>(
+          F::kHostTimeScale, B::kPositive, "x the reference host's time",
+          "The host's time per framework operation relative to the CPU meshsim's host costs were "
+          "measured on (a 2026 Intel Xeon): 2 for a host that runs PyTorch's operators twice as "
+          "slowly (time validation/microbench/host_dispatch.py there against host_dispatch.csv)",
+          [](const P& p) { return p.host_time_scale != 1.0; }),
       choice<&P::kernels>(F::kKernels,
                           "Memory-bound kernels: fused (Megatron/TE, XLA) or eager (PyTorch eager "
                           "mode, one kernel per tensor op)"),

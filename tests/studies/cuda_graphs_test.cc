@@ -71,4 +71,25 @@ TEST(CudaGraphs, XlaStacksRefuseThem) {
 }
 
 }  // namespace
+// A slower host (host_time_scale): every op's host cost scales; a launch-bound step grows by about
+// what the slower host adds to the chain, and the device's own work hardly changes (its kernels
+// meet the TP collectives at other times, so their SM sharing differs); a device-bound step stays
+// device-bound.
+TEST(HostTimeScale, SlowsTheStepOnlyWhereTheHostBoundsIt) {
+  const StepReport base = run({});
+  const StepReport slow = run({{"host_time_scale", 2.0}});
+  ASSERT_GT(base.host_wait.seconds(), 0.2 * base.step_time.seconds());  // launch-bound
+  EXPECT_NEAR(slow.compute.seconds(), base.compute.seconds(), 0.05 * base.compute.seconds());
+  EXPECT_GT(slow.host_wait.seconds(), base.host_wait.seconds() + 0.3 * base.step_time.seconds());
+  EXPECT_GT(slow.step_time.seconds(), 1.3 * base.step_time.seconds());
+  const nlohmann::json big = {{"tp", 1}, {"dp", 8}, {"gbs", 8}, {"seq", 4096}};
+  nlohmann::json big_slow = big;
+  big_slow["host_time_scale"] = 2.0;
+  const StepReport device = run(big);
+  const StepReport device_slow = run(big_slow);
+  EXPECT_LT(device_slow.host_wait.seconds(), 0.01 * device_slow.step_time.seconds());
+  EXPECT_NEAR(device_slow.step_time.seconds(), device.step_time.seconds(),
+              0.01 * device.step_time.seconds());
+}
+
 }  // namespace meshsim::studies

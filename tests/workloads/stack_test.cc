@@ -1007,5 +1007,26 @@ TEST(Stacks, MegatronLegacyLayerIssuesTheKernelsAroundItsFusedOnes) {
   EXPECT_TRUE(llama.contains("bwd.L3.qkv.split.bwd"));
 }
 
+// host_time_scale multiplies the host cost of every op the stack charges, and nothing else.
+TEST(Stacks, HostTimeScaleMultipliesEveryOpsHostCost) {
+  ParallelPlan p = plan_with(Stack::kMegatron2022, DeviceFamily::kAmpere);
+  p.tp = 2;
+  const StepPlan base_plan = plan_step(load_model("gpt2-small"), p);
+  p.host_time_scale = 2.5;
+  const StepPlan slow_plan = plan_step(load_model("gpt2-small"), p);
+  const Program& base = base_plan.programs.at(0);
+  const Program& slow = slow_plan.programs.at(0);
+  ASSERT_EQ(base.size(), slow.size());
+  int64_t charged = 0;
+  for (size_t i = 0; i < base.size(); ++i) {
+    const Op& a = base.op(OpId(static_cast<uint32_t>(i)));
+    const Op& b = slow.op(OpId(static_cast<uint32_t>(i)));
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_NEAR(b.host.microseconds(), 2.5 * a.host.microseconds(), 1e-3) << a.name;
+    charged += a.host > Duration::zero() ? 1 : 0;
+  }
+  EXPECT_GT(charged, 100);
+}
+
 }  // namespace
 }  // namespace meshsim::workloads

@@ -102,6 +102,11 @@ void check_sizes(const ParallelPlan& p) {
   if (!(p.capacity_factor >= 1.0)) {
     bad(F::kCapacityFactor, fmt::format("expected a factor >= 1, got {}", p.capacity_factor));
   }
+  if (!(p.host_time_scale > 0.0 && p.host_time_scale <= 1000.0)) {
+    bad(F::kHostTimeScale,
+        fmt::format("expected a factor in (0, 1000] of the reference host's time, got {}",
+                    p.host_time_scale));
+  }
 }
 
 }  // namespace

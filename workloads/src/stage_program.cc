@@ -39,6 +39,9 @@ OpId StageBuilder::add(Op op, const std::vector<OpId>& deps, Phase phase) {
     op.host += h.gemm_call;
   }
   graph_launch(op, phase);
+  if (p_.host_time_scale != 1.0) {
+    op.host = Microseconds(op.host.microseconds() * p_.host_time_scale);
+  }
   const OpId id = prog_.add(std::move(op));
   for (const OpId d : deps) {
     prog_.add_dependency(d, id);

@@ -323,6 +323,11 @@ struct ParallelPlan {
   // one-element "delay" kernel after each column linear's input gradient. The stack's profile
   // sets it.
   bool megatron_legacy_layer = false;
+  // The host's time per framework operation relative to the CPU the stacks' host costs were
+  // measured on (validation/microbench/host_dispatch.csv: 2026's Intel Xeon, PyTorch 1.13): every
+  // op's host cost (HostDispatch) is multiplied by it. 2 for a host that runs the same framework
+  // code twice as slowly (the H200 machine's, h200-2026-11-30/host_dispatch_h200.csv: 1.8 to 2.2).
+  double host_time_scale = 1.0;
   // ZeRO-3 with full recompute: the layer's parameters are gathered for the recomputed forward,
   // released after it, and gathered again for the backward (DeepSpeed's per-submodule fetch and
   // release hooks); false: one gather serves both (FSDP). The stack's profile sets it.

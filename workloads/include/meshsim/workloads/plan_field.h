@@ -52,6 +52,7 @@ enum class PlanField : uint8_t {
   kFp8ParamGather,
   kGradReduceFp32,
   kCrossEntropyFusion,
+  kHostTimeScale,
 };
 constexpr auto enum_names(PlanField) {
   using F = PlanField;
@@ -92,7 +93,8 @@ constexpr auto enum_names(PlanField) {
                                      {F::kCudaGraphs, "cuda_graphs"},
                                      {F::kFp8ParamGather, "fp8_param_gather"},
                                      {F::kGradReduceFp32, "grad_reduce_fp32"},
-                                     {F::kCrossEntropyFusion, "cross_entropy_fusion"}});
+                                     {F::kCrossEntropyFusion, "cross_entropy_fusion"},
+                                     {F::kHostTimeScale, "host_time_scale"}});
 }
 using PlanError = FieldError<PlanField>;
 
