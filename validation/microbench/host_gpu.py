@@ -4,10 +4,17 @@ kernels, the host cost of a c10d collective call, and whole training steps of sm
 built from that layer, the regime where a step is bound by its host (docs/model.md, "The host").
 
     python3 validation/microbench/host_gpu.py [--out DIR] [--quick]
+    python3 validation/microbench/host_gpu.py --only steps|layer-fused|layer-unfused|...
+    python3 validation/microbench/host_gpu.py --micro | --profile | --phases
 
 Writes DIR/host_gpu.json (default $OUT or /tmp/meshsim-host) and prints a summary. Needs one CUDA
 GPU; with --cpu it runs the same code on CPU tensors at small sizes (a check of the script, no
 figure of it is used).
+
+--phases times a step's forward, backward and optimizer apart (each ended by a synchronisation)
+for 12 and 24 layers of GPT at hidden 768 and 1024 and a small vocabulary: written to find the
+part of the 125M model's step that does not shrink with its layers (README.md beside this file);
+not yet run on a GPU.
 
 Cases:
   * layer_*: host_dispatch.py's replica of Megatron-LM's ParallelTransformerLayer @ cfd2e21607
@@ -491,6 +498,65 @@ class Trainer:
         return loss
 
 
+def phase_case(layers, hidden, heads, seq, mbs, vocab, steps):
+    """One training step's phases timed apart, each ended by a synchronisation: the forward with
+    the loss, the backward, the optimizer (the gradient norm's read included); wall and the main
+    thread's CPU time, medians over the steps, after a warm-up."""
+    a = hd.MegatronArgs
+    a.hidden_size, a.num_attention_heads = hidden, heads
+    a.kv_channels, a.ffn_hidden_size = hidden // heads, 4 * hidden
+    a.seq_length, a.micro_batch_size, a.tensor_model_parallel_size = seq, mbs, 1
+    a.dtype = torch.bfloat16 if hd.DEVICE == "cuda" else torch.float32
+    hd._RNG_TRACKER.states_.clear()
+    set_jit("fused")
+    hd._rng_tracker().add("model-parallel-rng", 1234 + 2718)
+    torch.manual_seed(0)
+    model = GPT(layers, vocab)
+    model.train()
+    tr = Trainer(model)
+    tokens = torch.randint(0, vocab, (mbs, seq), device=hd.DEVICE)
+    labels = torch.randint(0, vocab, (seq, mbs), device=hd.DEVICE)
+    positions = torch.arange(seq, device=hd.DEVICE).unsqueeze(0).expand(mbs, seq)
+    mask = torch.ones(1, 1, seq, seq, dtype=torch.bool, device=hd.DEVICE).triu(1)
+    for _ in range(5):
+        tr.step(tokens, positions, labels, mask)
+    sync()
+    rows = []
+    for _ in range(steps):
+        w, c = [time.perf_counter()], [time.thread_time()]
+        tr.grad_buffer.zero_()
+        logits = tr.model(tokens, positions, mask)
+        losses = _VocabParallelCE.apply(logits.float(), labels)
+        loss = torch.sum(losses.view(-1)) / losses.numel()
+        sync()
+        w.append(time.perf_counter()); c.append(time.thread_time())
+        loss.backward()
+        sync()
+        w.append(time.perf_counter()); c.append(time.thread_time())
+        tr.master.grad = tr.grad_buffer.float()
+        norms = torch._foreach_norm([tr.master.grad])
+        total = torch.linalg.vector_norm(torch.stack(norms)).item()
+        if total > 1.0:
+            tr.master.grad.mul_(1.0 / (total + 1e-6))
+        tr.opt.step()
+        with torch.no_grad():
+            tr.flat.copy_(tr.master)
+        sync()
+        w.append(time.perf_counter()); c.append(time.thread_time())
+        rows.append([(w[i + 1] - w[i]) * 1e3 for i in range(3)] +
+                    [(c[i + 1] - c[i]) * 1e3 for i in range(3)])
+    med = [sorted(r[i] for r in rows)[len(rows) // 2] for i in range(6)]
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        tr.step(tokens, positions, labels, mask)
+    sync()
+    free = (time.perf_counter() - t0) / steps * 1e3
+    del tr, model
+    return {"layers": layers, "hidden": hidden, "mbs": mbs, "step_ms": free,
+            "forward_ms": med[0], "backward_ms": med[1], "optimizer_ms": med[2],
+            "forward_cpu_ms": med[3], "backward_cpu_ms": med[4], "optimizer_cpu_ms": med[5]}
+
+
 def step_case(layers, hidden, heads, seq, mbs, vocab, warmup, steps, trace=None):
     a = hd.MegatronArgs
     a.hidden_size, a.num_attention_heads = hidden, heads
@@ -550,6 +616,8 @@ def main(argv=None):
     ap.add_argument("--only", choices=["layer-unfused", "layer-fused", "layer-one_op",
                                        "collective", "steps"],
                     help="one group of cases (each fusion setting needs its own process)")
+    ap.add_argument("--phases", action="store_true",
+                    help="only steps with their forward, backward and optimizer timed apart")
     ap.add_argument("--profile", action="store_true",
                     help="only two steps of the 350M model, with their traces and kernel tables")
     ap.add_argument("--micro", action="store_true",
@@ -572,6 +640,18 @@ def main(argv=None):
         "device": torch.cuda.get_device_name(0) if hd.DEVICE == "cuda" else "cpu",
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}}
     quick = args.quick or args.cpu
+    if args.phases:
+        out = []
+        for cfg in ((12, 768, 12, 1024, 1, 51200), (24, 768, 12, 1024, 1, 51200),
+                    (24, 1024, 16, 1024, 1, 51200), (12, 768, 12, 1024, 4, 51200),
+                    (12, 768, 12, 1024, 1, 8192)):
+            r = phase_case(*cfg, 3 if args.cpu else 15)
+            out.append(r)
+            print("phases " + " ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
+                                       for k, v in r.items()), flush=True)
+        with open(Path(args.out) / "host_gpu_phases.json", "w") as f:
+            json.dump({"env": result["env"], "phases": out}, f, indent=1)
+        return 0
     if args.profile:
         global RECORD_SHAPES
         RECORD_SHAPES = True
