@@ -154,6 +154,18 @@ TEST_F(SweepTest, ThePointCountIsBounded) {
       << error_of(spec);
 }
 
+// A "gpus" axis takes part of one node as well as whole nodes (topology::resize_devices).
+TEST_F(SweepTest, AGpusAxisTakesPartOfANode) {
+  nlohmann::json spec = small_spec();
+  spec["axes"] = {{"gpus", {4, 8}}};
+  const SweepSpec s = load_sweep_spec(write(spec));
+  const nlohmann::json sweep = merge_sweep(s, {run_sweep(s, {0, 1}, StepOptions{})});
+  ASSERT_FALSE(sweep["points"][0].contains("error")) << sweep["points"][0];
+  EXPECT_EQ(sweep["points"][0]["rows"][0]["devices"], 4);
+  EXPECT_EQ(sweep["points"][0]["rows"][0]["dp"], 1);  // tp 2 x pp 2 fill the four GPUs
+  EXPECT_EQ(sweep["points"][1]["rows"][0]["devices"], 8);
+}
+
 TEST_F(SweepTest, APointThatCannotRunSaysWhyAndTheOthersRun) {
   nlohmann::json spec = small_spec();
   spec["axes"]["gpus"] = {8, 12};  // 12 GPUs are not whole 8-GPU nodes
