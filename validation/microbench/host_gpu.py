@@ -117,11 +117,13 @@ def zero_layer_grads(x, params):
             p.main_grad.zero_()
 
 
-def layer_case(mode, repeats, passes):
-    """Host work of one Megatron-LM layer at negligible width, per forward and backward."""
-    one_op = mode == "one_op"
+@contextlib.contextmanager
+def tiny_layer(mode):
+    """Megatron's layer at a negligible width (TP 2 semantics, as host_dispatch.py measures it),
+    its TorchScript functions unfused, fused or one op each (mode): (layer, x, mask, grad,
+    params)."""
     saved = {name: getattr(hd, name) for name in hd._one_op_fusions()}
-    if one_op:
+    if mode == "one_op":
         for name, fn in hd._one_op_fusions().items():
             setattr(hd, name, fn)
     try:
@@ -138,8 +140,15 @@ def layer_case(mode, repeats, passes):
                         device=hd.DEVICE, requires_grad=True)
         mask = torch.ones(1, 1, a.seq_length, a.seq_length, dtype=torch.bool,
                           device=hd.DEVICE).triu(1)
-        grad = torch.ones_like(x)
-        params = list(layer.parameters())
+        yield layer, x, mask, torch.ones_like(x), list(layer.parameters())
+    finally:
+        for name, fn in saved.items():
+            setattr(hd, name, fn)
+
+
+def layer_case(mode, repeats, passes):
+    """Host work of one Megatron-LM layer at negligible width, per forward and backward."""
+    with tiny_layer(mode) as (layer, x, mask, grad, params):
         fwd, bwd = [], []
         for _ in range(repeats):
             t0 = time.thread_time()
@@ -176,9 +185,6 @@ def layer_case(mode, repeats, passes):
             "backward_launches": launches(prof_b),
             "grad_zeroing_launches": launches(prof_z),
         }
-    finally:
-        for name, fn in saved.items():
-            setattr(hd, name, fn)
 
 
 def collective_case(n):
@@ -213,13 +219,15 @@ def collective_case(n):
         dist.destroy_process_group()
 
 
-def per_op(fn, n, repeats=5):
-    """Host CPU time and wall time per op of fn(n), the fastest of the repeats, synchronised."""
+def per_op(run, n, repeats=5, prepare=lambda: None):
+    """Wall and host CPU time per op of run(prepared, n), the fastest of the repeats, each
+    synchronised before and after (prepare() untimed before each)."""
     best = None
     for _ in range(repeats):
+        prepared = prepare()
         sync()
         t0, c0 = time.perf_counter(), time.thread_time()
-        fn(n)
+        run(prepared, n)
         c = time.thread_time() - c0
         sync()
         w = time.perf_counter() - t0
@@ -237,18 +245,8 @@ def chain(n, op):
 
 
 def backward_per_node(n, op, repeats=5):
-    best = None
-    for _ in range(repeats):
-        y = chain(n, op)
-        sync()
-        t0, c0 = time.perf_counter(), time.thread_time()
-        y.backward()
-        c = time.thread_time() - c0
-        sync()
-        w = time.perf_counter() - t0
-        if best is None or w < best[0]:
-            best = (w, c)
-    return {"wall_us": best[0] / n * 1e6, "host_us": best[1] / n * 1e6}
+    """A chain of n recorded ops, then its backward timed: per node."""
+    return per_op(lambda y, _: y.backward(), n, repeats, prepare=lambda: chain(n, op))
 
 
 def micro_cases():
@@ -266,8 +264,8 @@ def micro_cases():
     def add_recorded(n):
         for _ in range(n):
             torch.add(xr, y)
-    out["forward_add_no_grad"] = per_op(add_no_grad, 20000)
-    out["forward_add_recorded"] = per_op(add_recorded, 20000)
+    out["forward_add_no_grad"] = per_op(lambda _, n: add_no_grad(n), 20000)
+    out["forward_add_recorded"] = per_op(lambda _, n: add_recorded(n), 20000)
     out["backward_node_add"] = backward_per_node(5000, lambda t: t + 1.0)
     out["backward_node_autograd_function_and_add"] = backward_per_node(
         2500, lambda t: hd.Identity.apply(t + 1.0))
@@ -280,26 +278,7 @@ def micro_cases():
 def split_layer(mode, repeats):
     """One layer's forward and backward timed apart (each synchronised), wall and host, and the
     backward again on the calling thread (autograd's device threads off)."""
-    saved = {name: getattr(hd, name) for name in hd._one_op_fusions()}
-    if mode == "one_op":
-        for name, fn in hd._one_op_fusions().items():
-            setattr(hd, name, fn)
-    try:
-        a = hd.MegatronArgs
-        a.hidden_size, a.num_attention_heads, a.kv_channels, a.ffn_hidden_size = 16, 4, 4, 64
-        a.seq_length, a.micro_batch_size, a.tensor_model_parallel_size = 4, 1, 2
-        a.dtype = torch.bfloat16 if hd.DEVICE == "cuda" else torch.float32
-        hd._RNG_TRACKER.states_.clear()
-        set_jit("fused" if mode == "fused" else "unfused")
-        hd._rng_tracker().add("model-parallel-rng", 1234 + 2718)
-        layer = hd.MegatronLayer(layer_number=1)
-        layer.train()
-        x = torch.randn(a.seq_length, a.micro_batch_size, a.hidden_size, dtype=a.dtype,
-                        device=hd.DEVICE, requires_grad=True)
-        mask = torch.ones(1, 1, a.seq_length, a.seq_length, dtype=torch.bool,
-                          device=hd.DEVICE).triu(1)
-        grad = torch.ones_like(x)
-        params = list(layer.parameters())
+    with tiny_layer(mode) as (layer, x, mask, grad, params):
         res = {}
         for label, threads in (("", True), ("_calling_thread", False)):
             ctx = (torch.autograd.set_multithreading_enabled(threads)
@@ -325,9 +304,6 @@ def split_layer(mode, repeats):
             res["forward_wall_us" + label] = fw[len(fw) // 2] * 1e6
             res["backward_wall_us" + label] = bw[len(bw) // 2] * 1e6
         return res
-    finally:
-        for name, fn in saved.items():
-            setattr(hd, name, fn)
 
 
 def llama_block_case(repeats):
@@ -478,15 +454,17 @@ class Trainer:
                 p.grad = None
         return hook
 
-    def step(self, tokens, positions, labels, mask):
+    def forward(self, tokens, positions, labels, mask):
+        """The gradient buffer zeroed, the model, the loss (pretrain_gpt.py's loss_func)."""
         self.grad_buffer.zero_()
         logits = self.model(tokens, positions, mask)
         losses = _VocabParallelCE.apply(logits.float(), labels)
         loss_mask = torch.ones_like(losses)
-        loss = torch.sum(losses.view(-1) * loss_mask.reshape(-1)) / loss_mask.sum()
-        loss.backward()
-        # Float16OptimizerWithFloat16Params.step: the main grads, the norm read on the host
-        # (clip_grad_norm_fp32: total_norm.item()), Adam, the copy back to the model's dtype.
+        return torch.sum(losses.view(-1) * loss_mask.reshape(-1)) / loss_mask.sum()
+
+    def optimizer_step(self):
+        """Float16OptimizerWithFloat16Params.step: the main grads, the norm read on the host
+        (clip_grad_norm_fp32: total_norm.item()), Adam, the copy back to the model's dtype."""
         self.master.grad = self.grad_buffer.float()
         norms = torch._foreach_norm([self.master.grad])
         total = torch.linalg.vector_norm(torch.stack(norms)).item()
@@ -495,13 +473,17 @@ class Trainer:
         self.opt.step()
         with torch.no_grad():
             self.flat.copy_(self.master)
+
+    def step(self, tokens, positions, labels, mask):
+        loss = self.forward(tokens, positions, labels, mask)
+        loss.backward()
+        self.optimizer_step()
         return loss
 
 
-def phase_case(layers, hidden, heads, seq, mbs, vocab, steps):
-    """One training step's phases timed apart, each ended by a synchronisation: the forward with
-    the loss, the backward, the optimizer (the gradient norm's read included); wall and the main
-    thread's CPU time, medians over the steps, after a warm-up."""
+def gpt_setup(layers, hidden, heads, seq, mbs, vocab):
+    """A GPT of the replica's layers at real width (TP 1, bf16 on a GPU) and one batch:
+    (trainer, batch) with batch = (tokens, positions, labels, mask)."""
     a = hd.MegatronArgs
     a.hidden_size, a.num_attention_heads = hidden, heads
     a.kv_channels, a.ffn_hidden_size = hidden // heads, 4 * hidden
@@ -513,34 +495,31 @@ def phase_case(layers, hidden, heads, seq, mbs, vocab, steps):
     torch.manual_seed(0)
     model = GPT(layers, vocab)
     model.train()
-    tr = Trainer(model)
     tokens = torch.randint(0, vocab, (mbs, seq), device=hd.DEVICE)
     labels = torch.randint(0, vocab, (seq, mbs), device=hd.DEVICE)
     positions = torch.arange(seq, device=hd.DEVICE).unsqueeze(0).expand(mbs, seq)
     mask = torch.ones(1, 1, seq, seq, dtype=torch.bool, device=hd.DEVICE).triu(1)
+    return Trainer(model), (tokens, positions, labels, mask)
+
+
+def phase_case(layers, hidden, heads, seq, mbs, vocab, steps):
+    """One training step's phases timed apart, each ended by a synchronisation: the forward with
+    the loss, the backward, the optimizer (the gradient norm's read included); wall and the main
+    thread's CPU time, medians over the steps, after a warm-up."""
+    tr, (tokens, positions, labels, mask) = gpt_setup(layers, hidden, heads, seq, mbs, vocab)
     for _ in range(5):
         tr.step(tokens, positions, labels, mask)
     sync()
     rows = []
     for _ in range(steps):
         w, c = [time.perf_counter()], [time.thread_time()]
-        tr.grad_buffer.zero_()
-        logits = tr.model(tokens, positions, mask)
-        losses = _VocabParallelCE.apply(logits.float(), labels)
-        loss = torch.sum(losses.view(-1)) / losses.numel()
+        loss = tr.forward(tokens, positions, labels, mask)
         sync()
         w.append(time.perf_counter()); c.append(time.thread_time())
         loss.backward()
         sync()
         w.append(time.perf_counter()); c.append(time.thread_time())
-        tr.master.grad = tr.grad_buffer.float()
-        norms = torch._foreach_norm([tr.master.grad])
-        total = torch.linalg.vector_norm(torch.stack(norms)).item()
-        if total > 1.0:
-            tr.master.grad.mul_(1.0 / (total + 1e-6))
-        tr.opt.step()
-        with torch.no_grad():
-            tr.flat.copy_(tr.master)
+        tr.optimizer_step()
         sync()
         w.append(time.perf_counter()); c.append(time.thread_time())
         rows.append([(w[i + 1] - w[i]) * 1e3 for i in range(3)] +
@@ -551,30 +530,15 @@ def phase_case(layers, hidden, heads, seq, mbs, vocab, steps):
         tr.step(tokens, positions, labels, mask)
     sync()
     free = (time.perf_counter() - t0) / steps * 1e3
-    del tr, model
+    del tr
     return {"layers": layers, "hidden": hidden, "mbs": mbs, "step_ms": free,
             "forward_ms": med[0], "backward_ms": med[1], "optimizer_ms": med[2],
             "forward_cpu_ms": med[3], "backward_cpu_ms": med[4], "optimizer_cpu_ms": med[5]}
 
 
 def step_case(layers, hidden, heads, seq, mbs, vocab, warmup, steps, trace=None):
-    a = hd.MegatronArgs
-    a.hidden_size, a.num_attention_heads = hidden, heads
-    a.kv_channels, a.ffn_hidden_size = hidden // heads, 4 * hidden
-    a.seq_length, a.micro_batch_size, a.tensor_model_parallel_size = seq, mbs, 1
-    a.dtype = torch.bfloat16 if hd.DEVICE == "cuda" else torch.float32
-    a.async_tensor_model_parallel_allreduce = True
-    hd._RNG_TRACKER.states_.clear()
-    set_jit("fused")
-    hd._rng_tracker().add("model-parallel-rng", 1234 + 2718)
-    torch.manual_seed(0)
-    model = GPT(layers, vocab)
-    model.train()
-    trainer = Trainer(model)
-    tokens = torch.randint(0, vocab, (mbs, seq), device=hd.DEVICE)
-    labels = torch.randint(0, vocab, (seq, mbs), device=hd.DEVICE)
-    positions = torch.arange(seq, device=hd.DEVICE).unsqueeze(0).expand(mbs, seq)
-    mask = torch.ones(1, 1, seq, seq, dtype=torch.bool, device=hd.DEVICE).triu(1)
+    trainer, (tokens, positions, labels, mask) = gpt_setup(layers, hidden, heads, seq, mbs, vocab)
+    model = trainer.model
     for _ in range(warmup):
         trainer.step(tokens, positions, labels, mask)
     sync()
