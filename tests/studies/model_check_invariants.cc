@@ -59,11 +59,14 @@ void representative_vs_full(const Observation& o, Checker& c) {
     return;
   }
   const double dev = relative(o.report.step_time.seconds(), o.full->step_time.seconds());
-  c.expect(dev <= kRepresentativeTolerance, "representative-vs-full",
+  const double rounding = kRoundingPerEventPs * static_cast<double>(o.report.events) /
+                          static_cast<double>(std::max<int64_t>(o.full->step_time.ps(), 1));
+  const double tolerance = std::max(kRepresentativeTolerance, rounding);
+  c.expect(dev <= tolerance, "representative-vs-full",
            "representative step {} ms ({} ranks) vs full simulation {} ms ({} ranks): {:.3g} % "
            "apart (tolerance {:.3g} %)",
            ms(o.report.step_time), o.report.simulated_ranks, ms(o.full->step_time),
-           o.full->simulated_ranks, 100 * dev, 100 * kRepresentativeTolerance);
+           o.full->simulated_ranks, 100 * dev, 100 * tolerance);
   c.expect(o.report.peak_memory == o.full->peak_memory, "representative-vs-full",
            "peak memory {} B representative vs {} B in full simulation",
            o.report.peak_memory.count(), o.full->peak_memory.count());
@@ -298,6 +301,17 @@ constexpr std::array kKnownIssues = {
                [](const Observation& o) {
                  return o.plan.stack == workloads::Stack::kFsdpCompile &&
                         o.plan.matmul_dtype == Dtype::kFp32;
+               }},
+    KnownIssue{"simgrid-expert-alltoall-across-nodes", "simgrid-agrees",
+               "expert-parallel all-to-alls across nodes: SimGrid's parallel tasks expose the "
+               "expert exchange for longer than the fluid model's max-min sharing (seed 203810: "
+               "DeepSeek-V2-Lite, EP 16 x TP 2 over 4 DGX A100, ZeRO-3: EP exposed 48.75 against "
+               "39.43 ms, step 113.34 against 104.80, 8.15 %; the all-to-all dispatcher 133.68 "
+               "against 123.02; ZeRO-2 5.9 %); the two models share the links differently among "
+               "the all-to-all's many transfers, and which one NCCL's does is not measured here",
+               [](const Observation& o) {
+                 const workloads::ParallelPlan& p = o.plan;
+                 return !o.torus && p.ep > 1 && p.ep * p.tp * p.cp > o.devices_per_node;
                }},
     KnownIssue{"lower-bound-moe-dropping", "step-lower-bound",
                "studies::StepLowerBound's probe routes balanced and dropless, and takes the "
