@@ -222,7 +222,7 @@ void add_run_options(CLI::App* app, RunFlags& f) {
   app->add_option("--gpus", f.gpus,
                   "Resize a GPU cluster to this many devices: whole nodes, or part of one node "
                   "(e.g. 2 of a DGX's 8, each keeping its NVLink bandwidth); --nodes counts nodes")
-      ->check(CLI::PositiveNumber);
+      ->check(meshsim::cli::positive_number());
   bind_scenario(app, f, ScenarioField::kShape, &Scenario::shape,
                 "Resize a TPU slice to this torus, e.g. 8x16x16");
   bind_scenario(app, f, ScenarioField::kSlices, &Scenario::slices,
@@ -369,9 +369,9 @@ int run_main(int argc, char** argv) {
   CLI::App* calc = app.add_subcommand("calc", "Print a model's parameter, FLOP and memory accounting");
   calc->add_option("--model", calc_model, "Model preset name or model JSON")->required();
   calc->add_option("--seq", calc_seq, "Sequence length for FLOPs and activations")
-      ->check(CLI::PositiveNumber);
+      ->check(meshsim::cli::positive_number());
   calc->add_option("--mbs", calc_mbs, "Sequences for the KV cache and activations")
-      ->check(CLI::PositiveNumber);
+      ->check(meshsim::cli::positive_number());
 
   meshsim::cli::ClusterArgs topo_args;
   CLI::App* topo = app.add_subcommand("topology", "Summarize a cluster's network");
@@ -422,10 +422,11 @@ int run_main(int argc, char** argv) {
                        "Write the simulated and the measured step side by side: FILE.pftrace "
                        "(native Perfetto) or FILE.json (Chrome JSON)");
   double val_max_error = -1;
-  validate->add_option("--max-step-error", val_max_error,
-                       "Exit with status 4 when |simulated / measured - 1| of the step time "
-                       "exceeds this fraction (e.g. 0.05)")
-      ->check(CLI::PositiveNumber);
+  validate
+      ->add_option("--max-step-error", val_max_error,
+                   "Exit with status 4 when |simulated / measured - 1| of the step time "
+                   "exceeds this fraction (e.g. 0.05)")
+      ->check(meshsim::cli::positive_number());
   std::string val_trace_size;
   validate->add_option("--max-trace-size", val_trace_size, kMaxTraceSizeHelp);
 

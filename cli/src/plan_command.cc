@@ -28,17 +28,17 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--model", a.model, "Model preset or file (default: llama3-70b)");
   c->add_option("--cluster", a.cluster, "Cluster preset or file (default: dgx-h100, 256 nodes)");
   c->add_option("--nodes", a.nodes, "Resize a GPU cluster to this many nodes")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   c->add_option("--gpus", a.gpus,
                 "Resize a GPU cluster to this many devices: whole nodes, or part of one node")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   c->add_option("--shape", a.shape, "Resize a TPU slice to this torus, e.g. 8x16x16");
   c->add_option("--slices", a.slices, "TPU: this many identical slices joined by DCN")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   c->add_option("--hardware-catalogue", a.hardware_catalogue, "Chip catalogue JSON");
-  c->add_option("--seq", a.seq, "Sequence length (default 8192)")->check(CLI::PositiveNumber);
+  c->add_option("--seq", a.seq, "Sequence length (default 8192)")->check(positive_number());
   c->add_option("--gbs", a.gbs, "Global batch in sequences (default 512)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   c->add_option("--tokens-per-step", a.tokens_per_step,
                 "Or the global batch in tokens (e.g. 4M); a multiple of --seq");
   c->add_option("--dtype", a.dtype, "Training precision: bf16, fp16, fp8, fp32, tf32");
@@ -52,14 +52,13 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   add_fabric_options(c, a.fabric, [&a](CLI::Option* o, topology::FabricField f) {
     a.fabric_options.emplace_back(o, f);
   });
-  c->add_option("--tp", a.tp, "Hold TP at this degree")->check(CLI::PositiveNumber);
-  c->add_option("--cp", a.cp, "Hold CP at this degree")->check(CLI::PositiveNumber);
-  c->add_option("--pp", a.pp, "Hold PP at this degree")->check(CLI::PositiveNumber);
-  c->add_option("--vpp", a.vpp, "Hold the virtual stages at this count")
-      ->check(CLI::PositiveNumber);
-  c->add_option("--dp", a.dp, "Hold DP at this degree")->check(CLI::PositiveNumber);
-  c->add_option("--ep", a.ep, "Hold EP at this degree")->check(CLI::PositiveNumber);
-  c->add_option("--mbs", a.mbs, "Hold the microbatch at this size")->check(CLI::PositiveNumber);
+  c->add_option("--tp", a.tp, "Hold TP at this degree")->check(positive_number());
+  c->add_option("--cp", a.cp, "Hold CP at this degree")->check(positive_number());
+  c->add_option("--pp", a.pp, "Hold PP at this degree")->check(positive_number());
+  c->add_option("--vpp", a.vpp, "Hold the virtual stages at this count")->check(positive_number());
+  c->add_option("--dp", a.dp, "Hold DP at this degree")->check(positive_number());
+  c->add_option("--ep", a.ep, "Hold EP at this degree")->check(positive_number());
+  c->add_option("--mbs", a.mbs, "Hold the microbatch at this size")->check(positive_number());
   c->add_option("--zero", a.zero, "Hold the ZeRO stage (0-3)")->check(CLI::Range(0, 3));
   c->add_option("--fsdp", a.fsdp,
                 "Hold the HSDP shard group at this many DP ranks (ZeRO 1-3 only; 0: ZeRO over "
@@ -68,11 +67,11 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--dcn-dp", a.dcn_dp,
                 "MaxText dcn_data_parallelism: this many replicas (across slices), ZeRO/FSDP "
                 "over dp / this inside each")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   c->add_option("--offload-layers", a.offload_layers,
                 "Hold activation offloading at this many layers per model chunk (Megatron-Core's "
                 "cpu_offloading_num_layers; recompute none; chips with a host link)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   c->add_option(
        "--recompute", a.recompute,
        "Hold recompute: none, selective, full, dots, qkv_out_proj, qkv_proj (as meshsim run's "
@@ -91,7 +90,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanArgs& a) {
   c->add_option("--objective", a.objective, "Rank by time, cost or mfu")
       ->check(CLI::IsMember(enum_choices<studies::Objective>()));
   c->add_option("--max-tp", a.max_tp, "Largest TP (default: the scale-up domain)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   c->add_option("--min-headroom", a.min_headroom,
                 "Memory to leave free, e.g. 5% or 0.05 (default 5%: the CUDA context, NCCL "
                 "buffers and allocator fragmentation meshsim does not model; 0 turns it off)");

@@ -69,6 +69,18 @@ void resize_to_devices(Scenario& s, int64_t devices) {
   s.origins.set(scenario::ScenarioField::kGpus, Origin::flag("--gpus"));
 }
 
+CLI::Validator positive_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double value = 0;
+        if (CLI::detail::lexical_cast(text, value) && value > 0) {
+          return {};
+        }
+        return fmt::format("expected a positive number, got {}", text);
+      },
+      "POSITIVE");
+}
+
 CLI::Option* add_bool_flag(CLI::App* app, const std::string& name, bool& value,
                            const std::string& help) {
   return app->add_flag(name, value, help);

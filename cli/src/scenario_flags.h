@@ -21,9 +21,14 @@ using scenario::located;
 using scenario::origin_of;
 using scenario::Scenario;
 
-// --gpus N: the scenario's GPU cluster resized to N devices in whole nodes (InputError on --gpus
-// for a TPU slice, a count that is not whole nodes, or --nodes given too).
+// --gpus N: the scenario's GPU cluster resized to N devices, whole nodes or part of one
+// (scenario::Scenario::gpus; InputError on --gpus for a TPU slice, a count that is neither, or
+// --nodes given too).
 void resize_to_devices(Scenario& s, int64_t devices);
+
+// A check for options that take a number above zero: "--gpus: expected a positive number, got 0"
+// (CLI11's PositiveNumber says "Value 0 not in range 0.000000 to 1.797...e+308").
+CLI::Validator positive_number();
 
 // A yes/no flag bound to `value`: bare or `=true` sets it, `=false` clears it, and any other value
 // is refused with exit 2 (CLI11's "Could not convert"), so that `--sp=false` is never a silent

@@ -187,6 +187,9 @@ TEST_F(CliTest, GpusTakePartOfANode) {
                                  "--gpus", "2", "--tp", "2", "--seq", "1024"});
   ASSERT_EQ(two.exit_code, 0) << two.output;
   EXPECT_NE(two.output.find("1 node(s) x 2 NVIDIA H100"), std::string::npos) << two.output;
+  // A count that is not above zero is refused by the flag itself, in meshsim's words.
+  expect_input_error(run({"--no-trace", "--gpus", "0"}),
+                     {"--gpus: expected a positive number, got 0"});
   expect_input_error(
       run({"--no-trace", "--model", "gpt2-small", "--gpus", "3"}),
       {"--gpus: 3 devices are neither whole 8-device nodes of dgx-h100", "a divisor of 8"});
