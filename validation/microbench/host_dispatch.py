@@ -849,6 +849,9 @@ def main(argv=None):
     ap.add_argument("--ops", type=int, default=20000)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--out", default="-")
+    ap.add_argument("--scale-against", metavar="CSV",
+                    help="also print this host's time relative to CSV's (host_dispatch.csv, the "
+                         "host meshsim's costs were measured on): meshsim's --host-time-scale")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     n, r = args.ops, args.repeats
@@ -888,7 +891,26 @@ def main(argv=None):
     for name, seconds, ops in cases:
         w.writerow([name, f"{seconds * 1e6:.3f}", ops, torch.__version__,
                     platform.python_version(), cpu])
+    if args.scale_against:
+        print_scale(dict((name, seconds * 1e6) for name, seconds, _ in cases), args.scale_against)
     return 0
+
+
+def print_scale(here, reference_csv):
+    """This host's time for the two layers' forward and backward against the reference's: the
+    --host-time-scale of the stacks whose host costs come from each (Megatron-LM's legacy layer
+    for megatron-2021 to 2023 and the DeepSpeed stacks, the reference block for the eager
+    stacks)."""
+    with open(reference_csv, newline="") as f:
+        ref = {row["case"]: float(row["us_per_op"]) for row in csv.DictReader(f)}
+    for label, prefix, stacks in (
+            ("Megatron-LM's legacy layer", "megatron_layer_",
+             "megatron-2021 to megatron-2023, megatron-deepspeed-2022, deepspeed-zero3-2021"),
+            ("the reference block", "llama_block_", "megatron, fsdp, llm-foundry-2023")):
+        mine = here[prefix + "forward"] + here[prefix + "backward"]
+        theirs = ref[prefix + "forward"] + ref[prefix + "backward"]
+        print(f"{label}: {mine:.0f} us here against {theirs:.0f} us: --host-time-scale "
+              f"{mine / theirs:.2f} for {stacks}", file=sys.stderr)
 
 
 if __name__ == "__main__":
