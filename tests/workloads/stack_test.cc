@@ -1028,5 +1028,39 @@ TEST(Stacks, HostTimeScaleMultipliesEveryOpsHostCost) {
   EXPECT_GT(charged, 100);
 }
 
+// The LayerNorm's backward as each stack's kernel runs it: apex's two-stage kernel reads the input
+// and the output gradient twice (five passes) in Megatron-LM 2021 and the stacks on its GPT;
+// Megatron-LM 2022 and 2023 take the persistent kernel (three passes) for the hidden sizes it
+// lists, 1024 but not GPT-2 small's 768; Megatron-Core with Transformer Engine, three.
+TEST(Stacks, LayerNormBackwardReadsWhatEachStacksKernelReads) {
+  const auto norm_bwd_bytes = [](Stack stack, const std::string& model, int64_t d_model) {
+    ModelConfig m = load_model(model);
+    if (d_model > 0) {
+      m.d_model = d_model;
+      m.head_dim = d_model / m.num_heads;
+      m.d_ff = 4 * d_model;
+    }
+    const StepPlan plan = plan_step(m, plan_with(stack, DeviceFamily::kAmpere));
+    const Program& prog = plan.programs.at(0);
+    for (size_t i = 0; i < prog.size(); ++i) {
+      const Op& op = prog.op(OpId(static_cast<uint32_t>(i)));
+      if (op.name == "bwd.L0.attn_norm.bwd") {
+        return std::get<ComputeWork>(op.work).bytes.count();
+      }
+    }
+    ADD_FAILURE() << "no bwd.L0.attn_norm.bwd";
+    return int64_t{0};
+  };
+  const int64_t t = 1024;  // plan_with: one microbatch of 1,024 tokens, 16-bit
+  const auto passes = [&](int64_t h, int64_t n) { return n * 2 * t * h + 2 * h; };
+  EXPECT_EQ(norm_bwd_bytes(Stack::kMegatron2021, "gpt2-small", 0), passes(768, 5));
+  EXPECT_EQ(norm_bwd_bytes(Stack::kMegatron2022, "gpt2-small", 0), passes(768, 5));
+  EXPECT_EQ(norm_bwd_bytes(Stack::kMegatron2022, "gpt2-small", 1024), passes(1024, 3));
+  EXPECT_EQ(norm_bwd_bytes(Stack::kMegatron2023, "gpt2-small", 1024), passes(1024, 3));
+  EXPECT_EQ(norm_bwd_bytes(Stack::kMegatron2021, "gpt2-small", 1024), passes(1024, 5));
+  EXPECT_EQ(norm_bwd_bytes(Stack::kMegatronDeepSpeed2022, "gpt2-small", 1024), passes(1024, 5));
+  EXPECT_EQ(norm_bwd_bytes(Stack::kMegatron, "gpt2-small", 0), passes(768, 3));
+}
+
 }  // namespace
 }  // namespace meshsim::workloads

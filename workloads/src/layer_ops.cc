@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <initializer_list>
 #include <type_traits>
@@ -16,10 +17,23 @@ namespace {
 
 bool eager(const LayerContext& c) { return c.plan.kernels == Kernels::kEager; }
 
+// apex.contrib's persistent LayerNorm kernel's hidden sizes, as Megatron-LM lists them
+// (megatron/model/fused_layer_norm.py persist_ln_hidden_sizes @ cfd2e21607).
+bool persistent_layer_norm_size(int64_t h) {
+  constexpr std::array<int64_t, 24> kSizes = {
+      1024,  1536,  2048,  2304,  3072,  3840,  4096,  5120,  6144,  8192,  10240, 12288,
+      12800, 15360, 16384, 18432, 20480, 24576, 25600, 30720, 32768, 40960, 49152, 65536};
+  return std::find(kSizes.begin(), kSizes.end(), h) != kSizes.end();
+}
+
 ComputeWork norm_work(const LayerContext& c, int64_t tokens, bool backward) {
   const int64_t th = tokens * c.model.d_model;
-  // Forward reads x, writes y; backward reads x and dy, writes dx (and reduces dgamma).
-  const int64_t passes = backward ? 3 : 2;
+  // Forward reads x, writes y; backward reads x and dy, writes dx (and reduces dgamma). Apex's
+  // two-stage backward reads x and dy twice (ParallelPlan::layer_norm_rereads).
+  const bool rereads =
+      backward && c.plan.layer_norm_rereads && c.model.norm == NormKind::kLayerNorm &&
+      !(c.plan.persistent_layer_norm && persistent_layer_norm_size(c.model.d_model));
+  const int64_t passes = rereads ? 5 : backward ? 3 : 2;
   const double flops = c.model.norm == NormKind::kRmsNorm ? 4.0 : 7.0;
   return memory_bound(OpClass::kNorm, backward ? 2 * flops : flops, th,
                       passes * c.plan.activation_bytes * th + c.plan.activation_bytes * c.model.d_model);
