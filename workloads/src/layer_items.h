@@ -69,6 +69,12 @@ inline Dims dims_of(const LayerContext& c) {
               w.vocab};
 }
 
+// Megatron-LM's legacy layer with its fused kernels (ParallelPlan::megatron_legacy_layer): the
+// plain PyTorch kernels its code issues around them (legacy_* below, and Items' delay kernel).
+inline bool legacy(const LayerContext& c) {
+  return c.plan.megatron_legacy_layer && c.plan.kernels != Kernels::kEager;
+}
+
 // Appends items to a list, with the Megatron TP communication pattern.
 class Items {
  public:
@@ -226,7 +232,7 @@ class Items {
     reduce.async = c_.plan.tp_backward_async;
     if (reduce.async) {
       items_.push_back(std::move(reduce));
-      if (c_.plan.megatron_legacy_layer && c_.plan.kernels != Kernels::kEager) {
+      if (legacy(c_)) {
         // Megatron-LM's "delay" kernel, so that the all-reduce is scheduled first: `_ =
         // torch.empty(1, device=grad_output.device) + 1` (megatron/mpu/layers.py @ cfd2e21607,
         // LinearWithGradAccumulationAndAsyncCommunication.backward). One element.
@@ -295,11 +301,11 @@ void eager_rope(Items& it, bool backward);
 void eager_attention(Items& it, bool backward);
 void eager_activation(Items& it, int64_t elements, bool backward);
 void eager_loss(Items& it, bool backward);
-// A layout copy (contiguous(), cat of gradient slices) of `elements` activation elements.
-// Megatron-LM's legacy layer with its fused kernels (ParallelPlan::megatron_legacy_layer): the
-// plain PyTorch kernels its code issues around them (legacy_* below).
-inline bool legacy(const LayerContext& c) {
-  return c.plan.megatron_legacy_layer && c.plan.kernels != Kernels::kEager;
+// A layout copy (a .contiguous() of a permuted view, torch.cat of gradient slices) of `elements`
+// activation elements: read one, write one. PyTorch eager's, and Megatron-LM's legacy layer's.
+inline void layout_copy(Items& it, const std::string& name, int64_t elements) {
+  const int64_t e = it.context().plan.activation_bytes;
+  it.kernel(name, memory_bound(OpClass::kCopy, 0.0, elements, 2 * e * elements));
 }
 
 // out = in + bias over `elements` (ColumnParallelLinear's `output = output + bias`,
@@ -318,14 +324,6 @@ inline void legacy_bias_grad(Items& it, const std::string& name, int64_t tokens,
             memory_bound(OpClass::kElementwise, 1.0, tokens * width, e * (tokens * width + width)));
 }
 
-// A copy of `elements` (a .contiguous() of a permuted view, torch.cat of the Q, K and V
-// gradients): read one, write one.
-inline void legacy_copy(Items& it, const std::string& name, int64_t elements) {
-  const int64_t e = it.context().plan.activation_bytes;
-  it.kernel(name, memory_bound(OpClass::kCopy, 0.0, elements, 2 * e * elements));
-}
-
-void eager_copy(Items& it, const std::string& name, int64_t elements);
 std::vector<KernelSpec> eager_adamw(const std::vector<int64_t>& tensors,
                                     const ModelStateBytes& state, OptimizerKernels kernels);
 

@@ -285,10 +285,10 @@ void qkv_backward(Items& it) {
     return;
   }
   const int64_t qkv = d.tokens * (d.q + d.kv + d.v);
-  if (eager(it.context())) {  // the gradients of the Q, K and V slices, concatenated for the GEMM
-    eager_copy(it, "qkv.split.bwd", qkv);
-  } else if (legacy(it.context())) {  // split_tensor_along_last_dim's backward: torch.cat
-    legacy_copy(it, "qkv.split.bwd", qkv);
+  if (eager(it.context()) || legacy(it.context())) {
+    // The gradients of the Q, K and V slices, concatenated for the GEMM (Megatron-LM's
+    // split_tensor_along_last_dim's backward: torch.cat).
+    layout_copy(it, "qkv.split.bwd", qkv);
   }
   it.fp8_cast("qkv.grad_output", qkv);
   it.column_bwd("qkv", d.tokens, d.h, d.q + d.kv + d.v);
@@ -391,15 +391,14 @@ std::vector<LayerItem> layer_forward(const LayerContext& c) {
   if (legacy(c) && c.plan.attention != AttentionKernel::kNaive) {
     // FlashSelfAttention's input: rearrange(x, 's b ... -> b s ...').contiguous() of Q, K and V
     // (megatron/model/transformer.py @ b90fb2685f).
-    legacy_copy(it, "attention.qkv_copy", d.tokens * (d.q + d.kv + d.v));
+    layout_copy(it, "attention.qkv_copy", d.tokens * (d.q + d.kv + d.v));
   }
   attention_items(it, false);
-  if (eager(c)) {  // o.transpose(1, 2).reshape(b, s, q): a copy into token-major layout
-    eager_copy(it, "attention.out_copy", d.tokens * d.o);
-  } else if (legacy(c)) {
+  if (eager(c) || legacy(c)) {
+    // A copy into token-major layout: eager o.transpose(1, 2).reshape(b, s, q); Megatron-LM's
     // context_layer.permute(2, 0, 1, 3).contiguous() (with FlashAttention, rearrange(...,
-    // 'b s h d -> s b (h d)').contiguous()): the context back to [s, b, h].
-    legacy_copy(it, "attention.out_copy", d.tokens * d.o);
+    // 'b s h d -> s b (h d)').contiguous()).
+    layout_copy(it, "attention.out_copy", d.tokens * d.o);
   }
   if (c.model.parallel_blocks) {
     // One TP reduction for the attention's and the MLP's partial outputs (Megatron's
@@ -527,7 +526,7 @@ void attention_backward(Items& it) {
   const LayerContext& c = it.context();
   const Dims& d = it.dims();
   if (eager(c)) {
-    eager_copy(it, "attention.out_copy.bwd", d.tokens * d.o);
+    layout_copy(it, "attention.out_copy.bwd", d.tokens * d.o);
   }
   attention_items(it, true);
   rope_items(it, true);

@@ -269,11 +269,6 @@ void eager_loss(Items& it, bool backward) {
   cast(it, "loss.bwd.to_act", l, tv, false);
 }
 
-void eager_copy(Items& it, const std::string& name, int64_t elements) {
-  const int64_t x = elements * it.context().plan.activation_bytes;
-  op(it, name, OpClass::kCopy, 0, x, x);
-}
-
 // torch.optim.AdamW (torch 1.13 _single_tensor_adamw; torch 2's _multi_tensor_adamw runs the same
 // updates as _foreach_ kernels over all tensors): param *= 1 - lr*wd; exp_avg = b1*exp_avg +
 // (1-b1)*g; exp_avg_sq = b2*exp_avg_sq + (1-b2)*g*g; denom = sqrt(exp_avg_sq)/bc2 + eps;

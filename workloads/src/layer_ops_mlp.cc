@@ -178,7 +178,7 @@ void mlp_items(Items& it, bool backward) {
   }
   activation_items(it, act_el, true);
   if (eager(c) && gated) {
-    eager_copy(it, "mlp_up.split.bwd", md.rows * md.batch * up_n);
+    layout_copy(it, "mlp_up.split.bwd", md.rows * md.batch * up_n);
   }
   if (bias_grads) {
     legacy_bias_grad(it, std::string(up) + ".bias.grad", md.rows * md.batch, up_n);
@@ -248,7 +248,7 @@ void parallel_mlp_items(Items& it, bool backward) {
   it.gemm_bwd(down, d.tokens, d.f, d.h);
   activation_items(it, d.tokens * d.f, true);
   if (eager(c) && gated) {
-    eager_copy(it, "mlp_up.split.bwd", d.tokens * up_n);
+    layout_copy(it, "mlp_up.split.bwd", d.tokens * up_n);
   }
   it.fp8_cast(std::string(up) + ".grad_output", d.tokens * up_n);
   it.gemm_bwd(up, d.tokens, d.h, up_n);
