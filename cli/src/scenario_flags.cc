@@ -46,24 +46,8 @@ void resize_to_devices(Scenario& s, int64_t devices) {
   if (s.origins[scenario::ScenarioField::kNodes].given()) {
     throw InputError("--gpus", "", "give --nodes or --gpus, not both");
   }
-  Scenario at_preset = s;
-  at_preset.nodes.reset();
-  at_preset.gpus.reset();
-  const topology::ClusterSpec preset =
-      located(s, [&] { return scenario::load_cluster(at_preset); });
-  if (preset.scale_up == topology::ScaleUpFabric::kIciTorus) {
-    throw InputError("--gpus", "",
-                     fmt::format("{} is a TPU slice, sized by its torus: give --shape (e.g. "
-                                 "8x16x16 for 2048 chips) instead",
-                                 s.cluster));
-  }
-  const int64_t per_node = preset.devices_per_node;
-  if (devices % per_node != 0 && per_node % devices != 0) {
-    throw InputError("--gpus", "",
-                     fmt::format("{} devices are neither whole {}-device nodes of {} (a multiple "
-                                 "of {}) nor part of one node (a divisor of {})",
-                                 devices, per_node, s.cluster, per_node, per_node));
-  }
+  // What the count may be (whole nodes or part of one, a GPU cluster) is
+  // topology::resize_devices', checked where the cluster is loaded and reported on --gpus.
   s.nodes.reset();  // the default scenario's 256 nodes, or a scenario file's
   s.gpus = devices;
   s.origins.set(scenario::ScenarioField::kGpus, Origin::flag("--gpus"));

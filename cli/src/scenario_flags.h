@@ -22,8 +22,8 @@ using scenario::origin_of;
 using scenario::Scenario;
 
 // --gpus N: the scenario's GPU cluster resized to N devices, whole nodes or part of one
-// (scenario::Scenario::gpus; InputError on --gpus for a TPU slice, a count that is neither, or
-// --nodes given too).
+// (scenario::Scenario::gpus: loading the cluster refuses a TPU slice or a count that is neither,
+// on --gpus); InputError on --gpus with --nodes given too.
 void resize_to_devices(Scenario& s, int64_t devices);
 
 // A check for options that take a number above zero: "--gpus: expected a positive number, got 0"

@@ -124,12 +124,6 @@ PointScenario point_scenario(const SweepSpec& spec, const nlohmann::json& coords
                                     c.slices > 1 ? fmt::format(" x {} slices", c.slices) : ""));
       return p;
     }
-    if (*gpus % c.devices_per_node != 0 && c.devices_per_node % *gpus != 0) {
-      throw InputError(spec.source, "/axes/gpus",
-                       fmt::format("{} devices are neither whole {}-device nodes of {} nor part "
-                                   "of one node (a divisor of {})",
-                                   *gpus, c.devices_per_node, c.name, c.devices_per_node));
-    }
     s.nodes.reset();
     s.gpus = *gpus;  // whole nodes, or part of one (topology::resize_devices)
     s.origins.set(ScenarioField::kGpus, Origin::file(spec.source, "/axes/gpus"));

@@ -190,9 +190,9 @@ TEST_F(CliTest, GpusTakePartOfANode) {
   // A count that is not above zero is refused by the flag itself, in meshsim's words.
   expect_input_error(run({"--no-trace", "--gpus", "0"}),
                      {"--gpus: expected a positive number, got 0"});
-  expect_input_error(
-      run({"--no-trace", "--model", "gpt2-small", "--gpus", "3"}),
-      {"--gpus: 3 devices are neither whole 8-device nodes of dgx-h100", "a divisor of 8"});
+  expect_input_error(run({"--no-trace", "--model", "gpt2-small", "--gpus", "3"}),
+                     {"--gpus: cannot resize \"dgx-h100\" to 3 GPUs: expected whole 8-GPU nodes",
+                      "a divisor of 8"});
   write_file("two.json", R"({"model": "gpt2-small", "cluster": "dgx-h100", "gpus": 2,
                              "seq": 1024, "dp": 2})");
   const CommandResult file = run({"two.json", "--no-trace"});

@@ -180,7 +180,7 @@ TEST_F(StudiesCommandTest, RunMultiSliceWithDcnDp) {
 
 TEST_F(StudiesCommandTest, PlanBadInputNamesTheFlag) {
   expect_input_error(meshsim({"plan", "--model", "llama3-8b", "--gpus", "12"}),
-                     {"--gpus", "12 devices", "8-device nodes"});
+                     {"--gpus", "12 GPUs", "8-GPU nodes"});
   expect_input_error(meshsim({"plan", "--min-headroom", "120%"}), {"--min-headroom", "[0, 1)"});
   expect_input_error(meshsim({"plan", "--tokens-per-step", "5000", "--seq", "4096"}),
                      {"--tokens-per-step", "multiple of the sequence length 4096"});

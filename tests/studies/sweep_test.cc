@@ -172,7 +172,7 @@ TEST_F(SweepTest, APointThatCannotRunSaysWhyAndTheOthersRun) {
   const SweepSpec s = load_sweep_spec(write(spec));
   const nlohmann::json sweep = merge_sweep(s, {run_sweep(s, {0, 1}, StepOptions{})});
   EXPECT_FALSE(sweep["points"][0].contains("error"));
-  EXPECT_NE(sweep["points"][2]["error"].get<std::string>().find("whole 8-device nodes"),
+  EXPECT_NE(sweep["points"][2]["error"].get<std::string>().find("whole 8-GPU nodes"),
             std::string::npos);
 }
 
