@@ -308,9 +308,10 @@ inline void layout_copy(Items& it, const std::string& name, int64_t elements) {
   it.kernel(name, memory_bound(OpClass::kCopy, 0.0, elements, 2 * e * elements));
 }
 
-// out = in + bias over `elements` (ColumnParallelLinear's `output = output + bias`,
-// megatron/mpu/layers.py @ cfd2e21607): read one, write one.
-inline void legacy_bias_add(Items& it, const std::string& name, int64_t elements) {
+// One element-wise pass over `elements`, reading one and writing one: ColumnParallelLinear's
+// `output = output + bias` (megatron/mpu/layers.py @ cfd2e21607), baddbmm's backward multiplying
+// a gradient by alpha.
+inline void elementwise_pass(Items& it, const std::string& name, int64_t elements) {
   const int64_t e = it.context().plan.activation_bytes;
   it.kernel(name, memory_bound(OpClass::kElementwise, 1.0, elements, 2 * e * elements));
 }

@@ -28,10 +28,11 @@ bool persistent_layer_norm_size(int64_t h) {
 
 ComputeWork norm_work(const LayerContext& c, int64_t tokens, bool backward) {
   const int64_t th = tokens * c.model.d_model;
-  // Forward reads x, writes y; backward reads x and dy, writes dx (and reduces dgamma). Apex's
-  // two-stage backward reads x and dy twice (ParallelPlan::layer_norm_rereads).
+  // Forward reads x, writes y; backward reads x and dy, writes dx (and reduces dgamma).
+  // Megatron-LM's legacy layer's, apex's two-stage backward, reads x and dy twice (ParallelPlan::
+  // megatron_legacy_layer).
   const bool rereads =
-      backward && c.plan.layer_norm_rereads && c.model.norm == NormKind::kLayerNorm &&
+      backward && legacy(c) && c.model.norm == NormKind::kLayerNorm &&
       !(c.plan.persistent_layer_norm && persistent_layer_norm_size(c.model.d_model));
   const int64_t passes = rereads ? 5 : backward ? 3 : 2;
   const double flops = c.model.norm == NormKind::kRmsNorm ? 4.0 : 7.0;
@@ -137,9 +138,8 @@ void naive_attention_items(Items& it, bool backward) {
   if (legacy(c)) {
     // torch.baddbmm(..., alpha=1/norm_factor)'s backward multiplies each input gradient by alpha
     // (autograd's maybe_multiply): dQ and dK once more through memory.
-    const int64_t el = bn * d.s * dh;
-    it.kernel("attention.bwd.dq_alpha", memory_bound(OpClass::kElementwise, 1.0, el, 2 * e * el));
-    it.kernel("attention.bwd.dk_alpha", memory_bound(OpClass::kElementwise, 1.0, el, 2 * e * el));
+    elementwise_pass(it, "attention.bwd.dq_alpha", bn * d.s * dh);
+    elementwise_pass(it, "attention.bwd.dk_alpha", bn * d.s * dh);
   }
 }
 
@@ -273,7 +273,7 @@ void qkv_forward(Items& it) {
   } else {
     it.column_gemm("qkv", "qkv", d.tokens, d.h, d.q + d.kv + d.v);
     if (legacy(it.context()) && it.context().model.attention_bias) {
-      legacy_bias_add(it, "qkv.bias", d.tokens * (d.q + d.kv + d.v));
+      elementwise_pass(it, "qkv.bias", d.tokens * (d.q + d.kv + d.v));
     }
   }
 }
@@ -568,8 +568,8 @@ std::vector<LayerItem> layer_backward(const LayerContext& c) {
   it.row_gemm_bwd("attn_out.bwd", "attn_out", d.tokens, d.o, d.h);
   attention_backward(it);
   norm_items(it, "attn_norm.bwd", d.sp_tokens, true);
-  if (eager(c) ||
-      legacy(c)) {  // autograd sums the residual stream's two gradients at each norm's input
+  if (eager(c) || legacy(c)) {
+    // Autograd sums the residual stream's two gradients at each norm's input.
     residual_items(it, "residual_attn.bwd", 0);
   }
   return it.take();

@@ -197,12 +197,11 @@ StackProfile megatron_2021() {
   // ParallelTransformerLayer's kernels besides the fused ones (ParallelPlan::megatron_legacy_layer;
   // read at 6985e589 and cfd2e21607: transformer.py's split_tensor_along_last_dim, permute(2, 0, 1,
   // 3).contiguous() and bias.expand_as(residual); mpu/layers.py's bias add and grad_bias).
-  p.megatron_legacy_layer = true;
-  // MixedFusedLayerNorm (megatron/model/fused_layer_norm.py @ 6985e589) runs Megatron's own copy
-  // of apex's two-stage kernel (megatron/fused_kernels/layer_norm_cuda_kernel.cu:
+  // Its MixedFusedLayerNorm (megatron/model/fused_layer_norm.py @ 6985e589) runs Megatron's own
+  // copy of apex's two-stage kernel (megatron/fused_kernels/layer_norm_cuda_kernel.cu:
   // cuComputePartGradGammaBeta, cuComputeGradGammaBeta, cuComputeGradInput); no persistent kernel
   // before cfd2e21607's.
-  p.layer_norm_rereads = true;
+  p.megatron_legacy_layer = true;
   // --DDP-impl defaults to local (megatron/arguments.py @ de7dc40f, cfd2e21607 and b90fb2685f),
   // whose gradients train_step all-reduces after forward_backward_func returns
   // (megatron/training.py: "if args.DDP_impl == 'local': ... model_module.allreduce_gradients()";
@@ -535,7 +534,6 @@ void apply_stack(ParallelPlan& plan, const StackProfile& profile, const StackOve
   plan.pipeline_scatter_gather = profile.pipeline_scatter_gather;
   plan.wgrad_accumulation_fused = profile.wgrad_accumulation_fused;
   plan.megatron_legacy_layer = profile.megatron_legacy_layer;
-  plan.layer_norm_rereads = profile.layer_norm_rereads;
   plan.persistent_layer_norm = profile.persistent_layer_norm;
   plan.zero3_regather_for_recompute = profile.zero3_regather_for_recompute;
   if (profile.pipeline_p2p_blocking) {

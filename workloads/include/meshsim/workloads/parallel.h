@@ -322,16 +322,16 @@ struct ParallelPlan {
   // second accumulation of the residual stream's gradient, and, with the async TP all-reduce, the
   // one-element "delay" kernel after each column linear's input gradient. The stack's profile
   // sets it.
-  bool megatron_legacy_layer = false;
-  // The LayerNorm's backward is apex's two-stage kernel (Megatron-LM's copy in megatron/
+  // Its LayerNorm's backward is apex's two-stage kernel (Megatron-LM's copy in megatron/
   // fused_kernels/layer_norm_cuda_kernel.cu until 2022, apex's fused_layer_norm_cuda after; apex
   // csrc/layer_norm_cuda_kernel.cu HostLayerNormGradient): cuComputePartGradGammaBeta reads the
   // input and the output gradient for the weight's and bias's partial sums, then
   // cuComputeGradInput reads both again and writes the input gradient, five passes where a fused
-  // backward makes three. With persistent_layer_norm, a hidden size in Megatron-LM's list
-  // (megatron/model/fused_layer_norm.py persist_ln_hidden_sizes @ cfd2e21607) takes apex.contrib's
-  // persistent FastLayerNormFN instead, three passes. The stack's profile sets both.
-  bool layer_norm_rereads = false;
+  // backward makes three.
+  bool megatron_legacy_layer = false;
+  // The legacy layer's LayerNorm takes apex.contrib's persistent FastLayerNormFN, three passes,
+  // for a hidden size in Megatron-LM's list (megatron/model/fused_layer_norm.py
+  // persist_ln_hidden_sizes @ cfd2e21607). The stack's profile sets it.
   bool persistent_layer_norm = false;
   // The host's time per framework operation relative to the CPU the stacks' host costs were
   // measured on (validation/microbench/host_dispatch.csv: 2026's Intel Xeon, PyTorch 1.13): every

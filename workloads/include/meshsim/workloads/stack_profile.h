@@ -69,8 +69,7 @@ struct StackProfile {
   bool wgrad_accumulation_fused = true;
   // ParallelPlan::megatron_legacy_layer.
   bool megatron_legacy_layer = false;
-  // ParallelPlan::layer_norm_rereads and persistent_layer_norm.
-  bool layer_norm_rereads = false;
+  // ParallelPlan::persistent_layer_norm.
   bool persistent_layer_norm = false;
   // ParallelPlan::zero3_regather_for_recompute.
   bool zero3_regather_for_recompute = false;
