@@ -213,12 +213,7 @@ topology::ClusterSpec load_cluster(const Scenario& s) {
                                     s.nodes ? "nodes" : "shape"));
   }
   if (s.gpus) {
-    if (torus) {
-      throw ScenarioError(ScenarioField::kGpus,
-                          fmt::format("{} is a TPU slice, sized by its torus shape (e.g. "
-                                      "8x16x16), not by a number of GPUs",
-                                      c.name));
-    }
+    // topology::resize_devices refuses a TPU slice and a count neither whole nodes nor part of one.
     c = resized(std::move(c), ScenarioField::kGpus, [&](topology::ClusterSpec spec) {
       return topology::resize_devices(std::move(spec), *s.gpus, fabric);
     });
