@@ -825,9 +825,23 @@ def megatron_layer(repeats, one_op_fusions=False):
     mask = torch.ones(1, 1, a.seq_length, a.seq_length, dtype=torch.bool, device=DEVICE).triu(1)
     grad = torch.ones(a.seq_length, a.micro_batch_size, a.hidden_size, dtype=a.dtype,
                       device=DEVICE)
-    params = list(layer.parameters())
+    forward, backward = layer_passes(layer, x, mask, grad, list(layer.parameters()), repeats * 20)
+    return min(forward), min(backward)
+
+
+def zero_layer_grads(x, params):
+    """Local DDP's hooks add each grad to main_grad and drop it; the step zeroes the buffers."""
+    x.grad = None
+    for p in params:
+        p.grad = None
+        if hasattr(p, "main_grad"):
+            p.main_grad.zero_()
+
+
+def layer_passes(layer, x, mask, grad, params, n):
+    """The thread's CPU time of n forwards and backwards of the layer, each: two lists."""
     forward, backward = [], []
-    for _ in range(repeats * 20):
+    for _ in range(n):
         t0 = time.thread_time()
         y = layer(x, mask)
         t1 = time.thread_time()
@@ -835,13 +849,8 @@ def megatron_layer(repeats, one_op_fusions=False):
         t2 = time.thread_time()
         forward.append(t1 - t0)
         backward.append(t2 - t1)
-        # Local DDP's hooks add each grad to main_grad and drop it; the step zeroes the buffers.
-        x.grad = None
-        for p in params:
-            p.grad = None
-            if hasattr(p, "main_grad"):
-                p.main_grad.zero_()
-    return min(forward), min(backward)
+        zero_layer_grads(x, params)
+    return forward, backward
 
 
 def main(argv=None):

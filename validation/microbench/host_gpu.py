@@ -109,14 +109,6 @@ def profiled(fn):
     return prof
 
 
-def zero_layer_grads(x, params):
-    x.grad = None
-    for p in params:
-        p.grad = None
-        if hasattr(p, "main_grad"):
-            p.main_grad.zero_()
-
-
 @contextlib.contextmanager
 def tiny_layer(mode):
     """Megatron's layer at a negligible width (TP 2 semantics, as host_dispatch.py measures it),
@@ -149,16 +141,7 @@ def tiny_layer(mode):
 def layer_case(mode, repeats, passes):
     """Host work of one Megatron-LM layer at negligible width, per forward and backward."""
     with tiny_layer(mode) as (layer, x, mask, grad, params):
-        fwd, bwd = [], []
-        for _ in range(repeats):
-            t0 = time.thread_time()
-            y = layer(x, mask)
-            t1 = time.thread_time()
-            y.backward(grad)
-            t2 = time.thread_time()
-            fwd.append(t1 - t0)
-            bwd.append(t2 - t1)
-            zero_layer_grads(x, params)
+        fwd, bwd = hd.layer_passes(layer, x, mask, grad, params, repeats)
         sync()
         # The rate the host issues whole passes at, the device kept behind it.
         t0 = time.perf_counter()
@@ -166,7 +149,7 @@ def layer_case(mode, repeats, passes):
         for _ in range(passes):
             y = layer(x, mask)
             y.backward(grad)
-            zero_layer_grads(x, params)
+            hd.zero_layer_grads(x, params)
         sync()
         wall = (time.perf_counter() - t0) / passes
         cpu = (time.thread_time() - c0) / passes
@@ -174,8 +157,8 @@ def layer_case(mode, repeats, passes):
         y = layer(x, mask)
         sync()
         prof_b = profiled(lambda: y.backward(grad))
-        zero_layer_grads(x, params)
-        prof_z = profiled(lambda: zero_layer_grads(x, params))
+        hd.zero_layer_grads(x, params)
+        prof_z = profiled(lambda: hd.zero_layer_grads(x, params))
         return {
             "forward_host_us": min(fwd) * 1e6,
             "backward_host_us": min(bwd) * 1e6,
@@ -298,7 +281,7 @@ def split_layer(mode, repeats):
                     t2 = time.perf_counter()
                     fw.append(t1 - t0)
                     bw.append(t2 - t1)
-                    zero_layer_grads(x, params)
+                    hd.zero_layer_grads(x, params)
             fw.sort()
             bw.sort()
             res["forward_wall_us" + label] = fw[len(fw) // 2] * 1e6
