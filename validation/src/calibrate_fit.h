@@ -25,8 +25,8 @@ struct FitCase {
   std::vector<double> group_measured;            // their measured seconds per step
   struct Kernel {
     uint8_t op_class = 0;  // the class its time is measured and reported under
-    uint8_t rate_class =
-        0;                // the class whose memory efficiency it runs at (ComputeWork::rate_class)
+    // The class whose memory efficiency it runs at (ComputeWork::rate_class).
+    uint8_t rate_class = 0;
     int32_t group = -1;   // index into `groups`, or -1
     bool matrix = false;  // a GEMM: its FLOP term is derated by e_m and the shape factor
     double count = 1;     // identical kernels merged
